@@ -1,0 +1,121 @@
+# spillway: GNU Make + pkg-config, C11.
+#
+#   make            build ./spillway
+#   make demo       install missing packages (as root), build, run the demo
+#   make check      install missing packages, build, run every test with prove
+#   make san        unit tests under AddressSanitizer + UBSan
+#   make valgrind   unit tests under valgrind
+#   make fuzz       build the libFuzzer drivers (clang) and run each FUZZ_SECONDS
+#   make bench      build and run the benchmarks in bench/
+#
+# SAN=address,undefined builds everything with those sanitizers into build/san.
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WERROR  ?= -Werror
+SAN     ?=
+PKGS     = yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml)
+XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
+LDLIBS   = $(PKG_LIBS) -lm -lpthread
+
+ifneq ($(SAN),)
+B        = build/san
+CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer -O1
+LDFLAGS += -fsanitize=$(SAN)
+else
+B        = build
+endif
+
+UTIL_SRC = $(wildcard src/util/*.c)
+CORE_SRC = $(wildcard src/core/*.c)
+SIM_SRC  = $(wildcard src/sim/*.c)
+CLI_SRC  = $(wildcard src/cli/*.c)
+LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC)
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(B)/%.o)
+TEST_SRC = $(wildcard tests/*/test_*.c)
+TEST_BIN = $(TEST_SRC:%.c=$(B)/%)
+BENCH_SRC = $(wildcard bench/*.c)
+BENCH_BIN = $(BENCH_SRC:%.c=build/%)
+FUZZ_SRC = $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN = $(FUZZ_SRC:%.c=build/%)
+FUZZ_SECONDS ?= 20
+
+.PHONY: all demo check check-unit san valgrind fuzz bench clean deps deps-test
+
+all: spillway
+
+spillway: $(B)/spillway
+	@if [ "$(B)" = build ]; then cp $(B)/spillway spillway; fi
+
+$(B)/spillway: $(CLI_OBJ) $(B)/libspillway.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/libspillway.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/%.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
+deps:
+	@scripts/deps.sh build
+
+deps-test:
+	@scripts/deps.sh test
+
+demo: deps
+	@$(MAKE) --no-print-directory spillway
+	./spillway demo
+
+tests: $(TEST_BIN) spillway
+
+# Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
+check: deps-test
+	@$(MAKE) --no-print-directory tests
+	prove -e '' $(TEST_BIN) tests/cli/*.sh
+
+check-unit: $(TEST_BIN)
+	prove -e '' $(TEST_BIN)
+
+san:
+	@$(MAKE) --no-print-directory SAN=address,undefined check-unit
+
+valgrind: $(TEST_BIN)
+	@for t in $(TEST_BIN); do \
+	    valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	        $$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
+	done; echo "valgrind: $(words $(TEST_BIN)) test programs clean"
+
+build/fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ $< $(LIB_SRC) $(LDLIBS)
+
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do \
+	    name=$$(basename $$f); mkdir -p build/fuzz/work/$$name; \
+	    echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
+	        build/fuzz/work/$$name fuzz/corpus/$$name >build/fuzz/$$name.log 2>&1 \
+	        || { tail -40 build/fuzz/$$name.log; exit 1; }; \
+	done
+
+build/bench/%: bench/%.c build/libspillway.a
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -O2 -o $@ $< build/libspillway.a $(LDLIBS)
+
+bench: spillway $(BENCH_BIN)
+	bench/run.sh
+
+clean:
+	rm -rf build spillway
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -1,0 +1,27 @@
+#!/bin/sh
+# deps.sh: make sure the Debian packages spillway needs are installed.
+# usage: scripts/deps.sh [build|test|fuzz]   (each level includes the ones before)
+# As root it installs what is missing; otherwise it prints the apt-get line.
+set -e
+level=${1:-build}
+pkgs="gcc make pkg-config libyaml-dev"
+case $level in
+test) pkgs="$pkgs perl" ;;
+fuzz) pkgs="$pkgs perl clang libclang-rt-14-dev" ;;
+esac
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+    echo "deps: installing$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
+        apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null
+    }
+else
+    echo "spillway needs these Debian packages; run as root:" >&2
+    echo "  apt-get install -y --no-install-recommends$missing" >&2
+    exit 1
+fi

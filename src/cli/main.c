@@ -1,0 +1,586 @@
+/* main.c: the `spillway` command: argument parsing and subcommand dispatch.
+ * Entry points are the only place that prints or exits. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/report.h"
+#include "sim/config.h"
+#include "sim/gen.h"
+#include "sim/sim.h"
+#include "sim/trace.h"
+
+#ifndef SPW_VERSION
+#define SPW_VERSION "0.1.0"
+#endif
+
+/* The example fleet used when no --config is given: one on-prem pool of
+ * 4 nodes x 8 A100 and a flat cloud price. */
+static const char default_config[] =
+    "# embedded default: a small on-prem pool and a flat cloud price\n"
+    "onprem:\n"
+    "  - name: dc1\n"
+    "    nodes: 4\n"
+    "    gpus_per_node: 8\n"
+    "    gpu: A100\n"
+    "    cost_usd_per_gpu_h: 1.10\n"
+    "cloud:\n"
+    "  price_usd_per_gpu_h: 2.5\n"
+    "  boot_delay_s: 0\n"
+    "policy:\n"
+    "  queue: fifo\n"
+    "  scan: hol\n"
+    "  backfill: none\n"
+    "  fit: first\n"
+    "  wait: compute:0.25\n";
+
+static const char main_usage[] =
+    "spillway " SPW_VERSION ": one queue over on-prem GPUs and the clouds.\n"
+    "\n"
+    "usage: spillway COMMAND [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  sim       replay a job trace on a fleet and policy; report cost, waits, use\n"
+    "  gen       write a synthetic job trace (spillway CSV) to stdout\n"
+    "  demo      generate a workload and compare burst policies on the example fleet\n"
+    "  version   print the version\n"
+    "  help      this text; 'spillway help COMMAND' for one command\n"
+    "\n"
+    "First steps:\n"
+    "  spillway demo\n"
+    "  spillway gen --jobs 2000 --rate 16 --runtime lognormal:1800:1.2 > jobs.csv\n"
+    "  spillway sim --trace jobs.csv --compare never,none,constant:3600,compute:0.25\n"
+    "  spillway sim --trace jobs.csv --config examples/fleet.yaml -o json\n"
+    "\n"
+    "Docs: docs/simulator.md (semantics), docs/config.md (fleet and policy file).\n";
+
+static const char sim_usage[] =
+    "usage: spillway sim --trace FILE [--config FILE] [OPTIONS]\n"
+    "\n"
+    "Replays a job trace through spillway's scheduling engine on the fleet and\n"
+    "policy of the config, and reports what it cost and how long jobs waited.\n"
+    "\n"
+    "  --trace FILE          job trace: spillway CSV (id,submit_s,gpus,runtime_s[,gpu,\n"
+    "                        team,priority,deadline_s,est_runtime_s]) or an Alibaba 2023\n"
+    "                        pod list (openb_pod_list_*.csv)\n"
+    "  --format F            auto (default), spillway or alibaba\n"
+    "  --config FILE         fleet and policy YAML (default: the embedded example,\n"
+    "                        4 nodes x 8 A100 on-prem and cloud at $2.50/GPU-h)\n"
+    "  --wait P              burst rule, overriding the config: never, none,\n"
+    "                        constant:SECONDS, runtime:K, compute:K (K x GPUs x runtime)\n"
+    "  --compare P1,P2,...   run once per wait policy and print them side by side\n"
+    "  -o, --output FMT      table (default) or json\n"
+    "  --jobs-out FILE       per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd\n"
+    "  --timeseries-out FILE CSV sampled every --step seconds: t_s,queued,onprem_busy_gpus,\n"
+    "                        cloud_gpus,cloud_usd_per_h\n"
+    "  --step SECONDS        time-series step (default 3600)\n"
+    "  -q, --quiet           no progress bar and no warnings\n"
+    "\n"
+    "Examples:\n"
+    "  spillway sim --trace jobs.csv --wait constant:3600\n"
+    "  spillway sim --trace ../shared/data/alibaba-gpu-2023/openb_pod_list_default.csv \\\n"
+    "      --config examples/alibaba.yaml --compare never,compute:0.25\n";
+
+static const char gen_usage[] =
+    "usage: spillway gen --jobs N --rate JOBS_PER_H [OPTIONS] > jobs.csv\n"
+    "\n"
+    "Writes a synthetic trace in spillway CSV (id,submit_s,gpus,runtime_s).\n"
+    "\n"
+    "  --jobs N             number of jobs (required)\n"
+    "  --rate R             mean arrivals per hour (required)\n"
+    "  --cv C               coefficient of variation of inter-arrival times: 1 (default)\n"
+    "                       is Poisson, >1 burstier (gamma), 0 evenly spaced\n"
+    "  --runtime SPEC       exp:MEAN_S (default exp:3600), lognormal:MEDIAN_S:SIGMA, or\n"
+    "                       file:PATH to resample a one-column file of seconds\n"
+    "  --gpus SPEC          GPU counts and weights (default 1:0.7,2:0.15,4:0.1,8:0.05)\n"
+    "  --seed S             random seed (default 1); same seed, same trace\n"
+    "  -o, --output FILE    write there instead of stdout\n";
+
+static const char demo_usage[] =
+    "usage: spillway demo [--jobs N] [--seed S] [-o json]\n"
+    "\n"
+    "Generates a synthetic workload (lognormal runtimes, mostly 1-GPU jobs, about\n"
+    "10%% more work than the on-prem pool can take) and compares the burst\n"
+    "policies never, none, constant:3600 and compute:0.25 on the embedded example\n"
+    "fleet.  Nothing is read from disk.\n";
+
+static void die_usage(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "spillway %s: %s\n(see 'spillway %s --help')\n", cmd, msg, cmd);
+    exit(2);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- progress and samples ------------------------------------------------ */
+
+typedef struct run_ctx {
+    FILE *ts;              /* time-series output, or NULL */
+    int progress;          /* draw a progress bar on stderr */
+    const char *label;     /* what is running */
+} run_ctx_t;
+
+static void on_progress(void *p, size_t done, size_t total)
+{
+    run_ctx_t *c = p;
+    if (!c->progress || total == 0)
+        return;
+    int width = 30, fill = (int)(width * (double)done / (double)total);
+    fprintf(stderr, "\r%-16s [%.*s%*s] %3d%% %zu/%zu jobs", c->label, fill,
+            "##############################", width - fill, "", (int)(100.0 * done / total),
+            done, total);
+    if (done == total)
+        fprintf(stderr, "\r%*s\r", 80, "");
+}
+
+static void on_sample(void *p, const spw_sim_sample_t *s)
+{
+    run_ctx_t *c = p;
+    fprintf(c->ts, "%.0f,%zu,%llu,%llu,%.4f\n", s->t_s, s->queued,
+            (unsigned long long)s->onprem_busy_gpus, (unsigned long long)s->cloud_gpus,
+            s->cloud_usd_per_h);
+}
+
+/* ---- sim ------------------------------------------------------------------ */
+
+static int parse_output(const char *cmd, const char *s)
+{
+    if (strcmp(s, "table") == 0)
+        return 0;
+    if (strcmp(s, "json") == 0)
+        return 1;
+    die_usage(cmd, "-o takes 'table' or 'json'");
+    return 0;
+}
+
+/* Splits "a,b,c" into wait policies; exits on a bad one. */
+static size_t parse_compare(const char *list, spw_wait_t *out, size_t max)
+{
+    size_t n = 0;
+    char *copy = strdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        spw_error_t err;
+        if (n == max)
+            die_usage("sim", "--compare: at most 16 policies");
+        if (spw_wait_parse(tok, &out[n++], &err) < 0)
+            die_usage("sim", err.text);
+    }
+    free(copy);
+    if (n == 0)
+        die_usage("sim", "--compare needs a list such as never,none,compute:0.25");
+    return n;
+}
+
+static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *waits, size_t nw,
+                         int json, int compare, const char *jobs_out, const char *ts_out,
+                         double step, int quiet)
+{
+    spw_report_row_t rows[16];
+    spw_policy_t pol[16];
+    FILE *ts = NULL;
+    if (ts_out && !(ts = fopen(ts_out, "w"))) {
+        fprintf(stderr, "spillway sim: %s: cannot write: %s\n", ts_out, strerror(errno));
+        return 1;
+    }
+    if (ts)
+        fprintf(ts, "%st_s,queued,onprem_busy_gpus,cloud_gpus,cloud_usd_per_h\n",
+                compare ? "wait_policy," : "");
+    for (size_t i = 0; i < nw; i++) {
+        pol[i] = cfg->policy;
+        pol[i].wait = waits[i];
+        rows[i].policy = &pol[i];
+        spw_wait_format(&waits[i], rows[i].wait, sizeof(rows[i].wait));
+        run_ctx_t rc = {.ts = ts, .progress = !quiet && isatty(2), .label = rows[i].wait};
+        spw_sim_opts_t o = {
+            .step_s = ts ? step : 0,
+            .on_sample = ts ? on_sample : NULL,
+            .on_progress = on_progress,
+            .ctx = &rc,
+        };
+        /* With --compare the time series gets a policy column. */
+        if (ts && compare)
+            o.on_sample = NULL;
+        FILE *tmp = NULL;
+        if (ts && compare) {
+            tmp = tmpfile();
+            rc.ts = tmp;
+            o.on_sample = tmp ? on_sample : NULL;
+        }
+        spw_error_t err;
+        double t0 = now_s();
+        if (spw_sim_run(&cfg->fleet, &pol[i], tr->jobs, tr->runtime_s, tr->njobs, &o,
+                        &rows[i].sum, &err) < 0) {
+            fprintf(stderr, "spillway sim: %s\n", err.text);
+            if (ts)
+                fclose(ts);
+            return 1;
+        }
+        rows[i].seconds = now_s() - t0;
+        if (tmp) {
+            char line[256];
+            rewind(tmp);
+            while (fgets(line, sizeof(line), tmp))
+                fprintf(ts, "%s,%s", rows[i].wait, line);
+            fclose(tmp);
+        }
+        if (jobs_out && i == nw - 1) {
+            if (spw_report_jobs_csv(jobs_out, tr, &cfg->fleet, &err) < 0) {
+                fprintf(stderr, "spillway sim: %s\n", err.text);
+                return 1;
+            }
+        }
+    }
+    if (ts && fclose(ts) != 0) {
+        fprintf(stderr, "spillway sim: %s: write failed\n", ts_out);
+        return 1;
+    }
+    if (compare) {
+        if (json)
+            spw_report_compare_json(stdout, tr, rows, nw);
+        else
+            spw_report_compare_table(stdout, tr, rows, nw);
+    } else if (json) {
+        spw_report_json(stdout, tr, &rows[0]);
+        printf("\n");
+    } else {
+        spw_report_table(stdout, tr, cfg, &rows[0]);
+    }
+    return 0;
+}
+
+static void warn_trace(const spw_trace_t *tr, const char *path, int quiet)
+{
+    if (quiet)
+        return;
+    if (tr->first_unsorted_line)
+        fprintf(stderr,
+                "spillway sim: warning: %s:%ld: rows are not sorted by submit time; "
+                "sorted them (by submit, then id)\n",
+                path, tr->first_unsorted_line);
+    if (tr->skipped_no_gpu || tr->skipped_unscheduled)
+        fprintf(stderr,
+                "spillway sim: %s: skipped %zu rows without GPUs and %zu pods that were never "
+                "scheduled (no runtime)\n",
+                path, tr->skipped_no_gpu, tr->skipped_unscheduled);
+}
+
+static int load_config(spw_config_t *cfg, const char *path, const char *cmd)
+{
+    spw_error_t err;
+    int rc = path ? spw_config_load(cfg, path, &err)
+                  : spw_config_load_mem(cfg, "<embedded default config>", default_config,
+                                        sizeof(default_config) - 1, ".", &err);
+    if (rc < 0)
+        fprintf(stderr, "spillway %s: %s\n", cmd, err.text);
+    return rc;
+}
+
+static int cmd_sim(int argc, char **argv)
+{
+    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_JOBS, O_TS, O_STEP };
+    static const struct option opts[] = {
+        {"trace", required_argument, NULL, O_TRACE},
+        {"config", required_argument, NULL, O_CONFIG},
+        {"format", required_argument, NULL, O_FORMAT},
+        {"wait", required_argument, NULL, O_WAIT},
+        {"compare", required_argument, NULL, O_COMPARE},
+        {"output", required_argument, NULL, 'o'},
+        {"jobs-out", required_argument, NULL, O_JOBS},
+        {"timeseries-out", required_argument, NULL, O_TS},
+        {"step", required_argument, NULL, O_STEP},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *trace = NULL, *config = NULL, *wait = NULL, *compare = NULL;
+    const char *jobs_out = NULL, *ts_out = NULL;
+    spw_trace_format_t fmt = SPW_TRACE_AUTO;
+    int json = 0, quiet = 0, c;
+    double step = 3600;
+    spw_error_t err;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TRACE: trace = optarg; break;
+        case O_CONFIG: config = optarg; break;
+        case O_FORMAT:
+            if (spw_trace_format_parse(optarg, &fmt, &err) < 0)
+                die_usage("sim", err.text);
+            break;
+        case O_WAIT: wait = optarg; break;
+        case O_COMPARE: compare = optarg; break;
+        case 'o': json = parse_output("sim", optarg); break;
+        case O_JOBS: jobs_out = optarg; break;
+        case O_TS: ts_out = optarg; break;
+        case O_STEP: {
+            char *end;
+            step = strtod(optarg, &end);
+            if (*end || !(step > 0))
+                die_usage("sim", "--step takes a number of seconds > 0");
+            break;
+        }
+        case 'q': quiet = 1; break;
+        case 'h': fputs(sim_usage, stdout); return 0;
+        default: die_usage("sim", "unknown option");
+        }
+    }
+    if (optind < argc)
+        die_usage("sim", "unexpected argument; the trace is given with --trace FILE");
+    if (!trace)
+        die_usage("sim", "missing --trace FILE");
+    if (wait && compare)
+        die_usage("sim", "--wait and --compare do not mix: list the policies in --compare");
+    spw_config_t cfg;
+    if (load_config(&cfg, config, "sim") < 0)
+        return 1;
+    spw_wait_t waits[16];
+    size_t nw = 1;
+    waits[0] = cfg.policy.wait;
+    if (wait && spw_wait_parse(wait, &waits[0], &err) < 0) {
+        spw_config_free(&cfg);
+        die_usage("sim", err.text);
+    }
+    if (compare)
+        nw = parse_compare(compare, waits, 16);
+    spw_trace_t tr;
+    if (spw_trace_load(&tr, trace, fmt, &cfg.fleet.models, &err) < 0) {
+        fprintf(stderr, "spillway sim: %s\n", err.text);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    warn_trace(&tr, trace, quiet);
+    int rc = run_scenarios(&cfg, &tr, waits, nw, json, compare != NULL, jobs_out, ts_out, step,
+                           quiet);
+    spw_trace_free(&tr);
+    spw_config_free(&cfg);
+    return rc;
+}
+
+/* ---- gen ------------------------------------------------------------------ */
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-')
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int write_gen_csv(FILE *f, const spw_gen_job_t *jobs, size_t n)
+{
+    fprintf(f, "id,submit_s,gpus,runtime_s\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%zu,%.3f,%u,%.3f\n", i + 1, jobs[i].submit_s, jobs[i].gpus, jobs[i].runtime_s);
+    return ferror(f) ? -1 : 0;
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+    enum { O_JOBS = 256, O_RATE, O_CV, O_RUNTIME, O_GPUS, O_SEED };
+    static const struct option opts[] = {
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"rate", required_argument, NULL, O_RATE},
+        {"cv", required_argument, NULL, O_CV},
+        {"runtime", required_argument, NULL, O_RUNTIME},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"seed", required_argument, NULL, O_SEED},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    spw_gen_opts_t o = {.cv = 1, .runtime = SPW_DIST_EXP, .rt_a = 3600, .seed = 1};
+    spw_error_t err;
+    const char *runtime = NULL, *gpus = "1:0.7,2:0.15,4:0.1,8:0.05", *out = NULL;
+    int have_jobs = 0, c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_JOBS:
+            if (parse_size(optarg, &o.jobs) < 0 || o.jobs == 0 || o.jobs > 100000000)
+                die_usage("gen", "--jobs takes a count from 1 to 100000000");
+            have_jobs = 1;
+            break;
+        case O_RATE:
+            o.rate_per_h = strtod(optarg, &end);
+            if (*end || !(o.rate_per_h > 0) || !isfinite(o.rate_per_h))
+                die_usage("gen", "--rate takes jobs per hour > 0");
+            break;
+        case O_CV:
+            o.cv = strtod(optarg, &end);
+            if (*end || !(o.cv >= 0) || o.cv > 100)
+                die_usage("gen", "--cv takes a number from 0 to 100");
+            break;
+        case O_RUNTIME: runtime = optarg; break;
+        case O_GPUS: gpus = optarg; break;
+        case O_SEED: {
+            size_t s;
+            if (parse_size(optarg, &s) < 0)
+                die_usage("gen", "--seed takes a whole number >= 0");
+            o.seed = s;
+            break;
+        }
+        case 'o': out = optarg; break;
+        case 'h': fputs(gen_usage, stdout); return 0;
+        default: die_usage("gen", "unknown option");
+        }
+    }
+    if (optind < argc)
+        die_usage("gen", "unexpected argument");
+    if (!have_jobs || o.rate_per_h <= 0)
+        die_usage("gen", "--jobs N and --rate JOBS_PER_H are required");
+    if (spw_gen_parse_gpus(&o, gpus, &err) < 0)
+        die_usage("gen", err.text);
+    if (runtime && spw_gen_parse_runtime(&o, runtime, &err) < 0) {
+        fprintf(stderr, "spillway gen: %s\n", err.text);
+        return 1;
+    }
+    spw_gen_job_t *jobs = spw_xmalloc(o.jobs * sizeof(*jobs));
+    spw_gen(&o, jobs);
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "spillway gen: %s: cannot write: %s\n", out, strerror(errno));
+        free(jobs);
+        spw_gen_opts_free(&o);
+        return 1;
+    }
+    static char buf[1 << 16];
+    setvbuf(f, buf, _IOFBF, sizeof(buf));
+    int rc = write_gen_csv(f, jobs, o.jobs);
+    if ((f != stdout ? fclose(f) : fflush(f)) != 0 || rc < 0) {
+        fprintf(stderr, "spillway gen: write failed: %s\n", strerror(errno));
+        rc = -1;
+    }
+    free(jobs);
+    spw_gen_opts_free(&o);
+    return rc < 0 ? 1 : 0;
+}
+
+/* ---- demo ----------------------------------------------------------------- */
+
+static int cmd_demo(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"jobs", required_argument, NULL, 'n'},
+        {"seed", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    size_t njobs = 3000, seed = 1;
+    int json = 0, c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (parse_size(optarg, &njobs) < 0 || njobs == 0 || njobs > 10000000)
+                die_usage("demo", "--jobs takes a count from 1 to 10000000");
+            break;
+        case 's':
+            if (parse_size(optarg, &seed) < 0)
+                die_usage("demo", "--seed takes a whole number");
+            break;
+        case 'o': json = parse_output("demo", optarg); break;
+        case 'h': fputs(demo_usage, stdout); return 0;
+        default: die_usage("demo", "unknown option");
+        }
+    }
+    spw_config_t cfg;
+    if (load_config(&cfg, NULL, "demo") < 0)
+        return 1;
+    /* 32 GPUs; lognormal(1800 s, 1.2) has a mean of about 3,700 s; about 2 GPUs
+     * a job; 17 jobs an hour is about 110% of the pool. */
+    spw_gen_opts_t o = {.jobs = njobs, .rate_per_h = 17, .cv = 1.5, .seed = seed};
+    spw_error_t err;
+    spw_gen_parse_runtime(&o, "lognormal:1800:1.2", &err);
+    spw_gen_parse_gpus(&o, "1:0.6,2:0.2,4:0.15,8:0.05", &err);
+    spw_gen_job_t *g = spw_xmalloc(njobs * sizeof(*g));
+    spw_gen(&o, g);
+    /* Through the same CSV reader a user's trace takes. */
+    size_t cap = njobs * 48 + 64, len = 0;
+    char *csv = spw_xmalloc(cap);
+    len += (size_t)snprintf(csv, cap, "id,submit_s,gpus,runtime_s\n");
+    for (size_t i = 0; i < njobs; i++)
+        len += (size_t)snprintf(csv + len, cap - len, "%zu,%.3f,%u,%.3f\n", i + 1, g[i].submit_s,
+                                g[i].gpus, g[i].runtime_s);
+    free(g);
+    spw_trace_t tr;
+    int rc = spw_trace_load_mem(&tr, "<demo workload>", csv, len, SPW_TRACE_SPILLWAY,
+                                &cfg.fleet.models, &err);
+    free(csv);
+    if (rc < 0) {
+        fprintf(stderr, "spillway demo: %s\n", err.text);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    if (!json)
+        printf("Demo: %zu synthetic jobs over %.0f days on 4 nodes x 8 A100 ($1.10/GPU-h "
+               "amortised),\ncloud at $2.50/GPU-h.  What does each burst policy cost, and how "
+               "long do jobs wait?\n\n",
+               njobs, tr.njobs ? tr.jobs[tr.njobs - 1].submit_s / 86400 : 0);
+    spw_wait_t waits[4];
+    const char *names[] = {"never", "none", "constant:3600", "compute:0.25"};
+    for (int i = 0; i < 4; i++)
+        spw_wait_parse(names[i], &waits[i], &err);
+    rc = run_scenarios(&cfg, &tr, waits, 4, json, 1, NULL, NULL, 0, 1);
+    if (!json && rc == 0)
+        printf("\nnever = on-prem only; none = burst at once when nothing is free;\n"
+               "constant:3600 = wait an hour; compute:0.25 = wait 0.25 x GPUs x runtime "
+               "(Starburst's Compute-Wait).\nTry your own trace: spillway sim --trace FILE "
+               "--compare never,none,compute:0.25\n");
+    spw_trace_free(&tr);
+    spw_config_free(&cfg);
+    return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *usage;
+} command_t;
+
+static const command_t commands[] = {
+    {"sim", cmd_sim, sim_usage},
+    {"gen", cmd_gen, gen_usage},
+    {"demo", cmd_demo, demo_usage},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(main_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2)
+            for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[2], commands[i].name) == 0) {
+                    fputs(commands[i].usage, stdout);
+                    return 0;
+                }
+        fputs(main_usage, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("spillway %s\n", SPW_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "spillway: unknown command '%s'\n\n%s", cmd, main_usage);
+    return 2;
+}

@@ -1,0 +1,224 @@
+/* report.c: tables, JSON and CSV for simulation results. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/report.h"
+
+/* Prints a duration in the largest unit that keeps it readable. */
+static const char *human_s(double s, char *buf, size_t len)
+{
+    if (s < 120)
+        snprintf(buf, len, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, len, "%.1f min", s / 60);
+    else if (s < 172800)
+        snprintf(buf, len, "%.1f h", s / 3600);
+    else
+        snprintf(buf, len, "%.1f d", s / 86400);
+    return buf;
+}
+
+static const char *money(double usd, char *buf, size_t len)
+{
+    if (usd >= 1e6)
+        snprintf(buf, len, "$%.2fM", usd / 1e6);
+    else
+        snprintf(buf, len, "$%.2f", usd);
+    return buf;
+}
+
+static size_t skipped(const spw_trace_t *t)
+{
+    return t->skipped_no_gpu + t->skipped_unscheduled;
+}
+
+/* JSON numbers: finite with enough digits, never "nan". */
+static void jnum(FILE *f, const char *key, double v, int last)
+{
+    if (!isfinite(v))
+        v = 0;
+    fprintf(f, "\"%s\": %.10g%s", key, v, last ? "" : ", ");
+}
+
+static void jint(FILE *f, const char *key, unsigned long long v)
+{
+    fprintf(f, "\"%s\": %llu, ", key, v);
+}
+
+void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    fprintf(f, "{\"wait_policy\": \"%s\", ", r->wait);
+    fprintf(f, "\"queue\": \"%s\", \"scan\": \"%s\", \"backfill\": \"%s\", \"fit\": \"%s\", ",
+            spw_queue_order_name(r->policy->queue), spw_scan_name(r->policy->scan),
+            spw_backfill_name(r->policy->backfill), spw_fit_name(r->policy->fit));
+    jint(f, "trace_rows", t->rows);
+    jint(f, "jobs", s->jobs);
+    jint(f, "jobs_onprem", s->jobs_onprem);
+    jint(f, "jobs_cloud", s->jobs_cloud);
+    jint(f, "jobs_skipped", skipped(t));
+    jint(f, "jobs_unschedulable", s->jobs_unschedulable);
+    jint(f, "jobs_backfilled", s->jobs_backfilled);
+    jnum(f, "cloud_cost_usd", s->cloud_cost_usd, 0);
+    jnum(f, "onprem_cost_usd", s->onprem_cost_usd, 0);
+    jnum(f, "total_cost_usd", s->cloud_cost_usd + s->onprem_cost_usd, 0);
+    jnum(f, "cloud_gpu_hours", s->cloud_gpu_hours, 0);
+    jnum(f, "onprem_gpu_hours", s->onprem_gpu_hours, 0);
+    jnum(f, "wait_mean_s", s->wait_mean_s, 0);
+    jnum(f, "wait_p50_s", s->wait_p50_s, 0);
+    jnum(f, "wait_p90_s", s->wait_p90_s, 0);
+    jnum(f, "wait_p99_s", s->wait_p99_s, 0);
+    jnum(f, "jct_mean_s", s->jct_mean_s, 0);
+    jnum(f, "jct_p50_s", s->jct_p50_s, 0);
+    jnum(f, "jct_p90_s", s->jct_p90_s, 0);
+    jnum(f, "jct_p99_s", s->jct_p99_s, 0);
+    jnum(f, "onprem_utilization", s->onprem_utilization, 0);
+    jint(f, "onprem_gpus", s->onprem_gpus);
+    jint(f, "queue_max", s->queue_max);
+    jnum(f, "makespan_s", s->makespan_s, 0);
+    jint(f, "events", s->events);
+    jnum(f, "sim_seconds", r->seconds, 1);
+    fprintf(f, "}");
+}
+
+void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
+                             size_t n)
+{
+    fprintf(f, "[\n");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "  ");
+        spw_report_json(f, t, &rows[i]);
+        fprintf(f, "%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(f, "]\n");
+}
+
+void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
+                      const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    char a[32], b[32], c[32], d[32];
+    fprintf(f, "spillway sim: %zu jobs (%s trace", s->jobs, spw_trace_format_name(t->format));
+    if (skipped(t))
+        fprintf(f, ", %zu rows skipped: %zu without GPUs, %zu never scheduled", skipped(t),
+                t->skipped_no_gpu, t->skipped_unscheduled);
+    fprintf(f, ")\n");
+    fprintf(f, "fleet:  %zu on-prem pool(s), %llu GPUs; cloud: %zu offer(s)\n",
+            cfg->fleet.npools, (unsigned long long)s->onprem_gpus, cfg->fleet.noffers);
+    fprintf(f, "policy: queue %s, scan %s, backfill %s, fit %s, wait %s\n\n",
+            spw_queue_order_name(r->policy->queue), spw_scan_name(r->policy->scan),
+            spw_backfill_name(r->policy->backfill), spw_fit_name(r->policy->fit), r->wait);
+    fprintf(f, "  %-22s %zu on-prem, %zu cloud", "jobs", s->jobs_onprem, s->jobs_cloud);
+    if (s->jobs_unschedulable)
+        fprintf(f, ", %zu unschedulable", s->jobs_unschedulable);
+    if (s->jobs_backfilled)
+        fprintf(f, " (%zu backfilled)", s->jobs_backfilled);
+    fprintf(f, "\n");
+    fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) = %s\n", "cost",
+            money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+            money(s->cloud_cost_usd + s->onprem_cost_usd, c, sizeof(c)));
+    fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
+            s->onprem_gpu_hours);
+    fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
+            human_s(s->wait_mean_s, a, sizeof(a)), human_s(s->wait_p50_s, b, sizeof(b)),
+            human_s(s->wait_p90_s, c, sizeof(c)), human_s(s->wait_p99_s, d, sizeof(d)));
+    fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "completion time",
+            human_s(s->jct_mean_s, a, sizeof(a)), human_s(s->jct_p50_s, b, sizeof(b)),
+            human_s(s->jct_p90_s, c, sizeof(c)), human_s(s->jct_p99_s, d, sizeof(d)));
+    fprintf(f, "  %-22s %.1f%%\n", "on-prem utilisation", 100 * s->onprem_utilization);
+    fprintf(f, "  %-22s %zu jobs\n", "longest queue", s->queue_max);
+    fprintf(f, "  %-22s %s\n", "makespan", human_s(s->makespan_s, a, sizeof(a)));
+    fprintf(f, "  (simulated in %.2f s)\n", r->seconds);
+}
+
+void spw_report_compare_table(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
+                              size_t n)
+{
+    char a[32];
+    fprintf(f, "spillway sim --compare: %zu jobs", n ? rows[0].sum.jobs : 0);
+    if (skipped(t))
+        fprintf(f, " (%zu rows skipped)", skipped(t));
+    fprintf(f, "\n\n%-20s", "wait policy");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, " %16s", rows[i].wait);
+    fprintf(f, "\n");
+#define ROW(label, expr)                                                      \
+    do {                                                                      \
+        fprintf(f, "%-20s", label);                                           \
+        for (size_t i = 0; i < n; i++) {                                      \
+            const spw_sim_summary_t *s = &rows[i].sum;                        \
+            (void)s;                                                          \
+            fprintf(f, " %16s", expr);                                        \
+        }                                                                     \
+        fprintf(f, "\n");                                                     \
+    } while (0)
+    char cell[64];
+#define CELL(fmt, ...) (snprintf(cell, sizeof(cell), fmt, __VA_ARGS__), cell)
+    ROW("jobs on-prem", CELL("%zu", s->jobs_onprem));
+    ROW("jobs to cloud", CELL("%zu", s->jobs_cloud));
+    ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
+    ROW("on-prem cost", money(s->onprem_cost_usd, a, sizeof(a)));
+    ROW("total cost", money(s->cloud_cost_usd + s->onprem_cost_usd, a, sizeof(a)));
+    ROW("cloud GPU-hours", CELL("%.0f", s->cloud_gpu_hours));
+    ROW("wait mean", human_s(s->wait_mean_s, a, sizeof(a)));
+    ROW("wait p50", human_s(s->wait_p50_s, a, sizeof(a)));
+    ROW("wait p90", human_s(s->wait_p90_s, a, sizeof(a)));
+    ROW("wait p99", human_s(s->wait_p99_s, a, sizeof(a)));
+    ROW("JCT mean", human_s(s->jct_mean_s, a, sizeof(a)));
+    ROW("JCT p99", human_s(s->jct_p99_s, a, sizeof(a)));
+    ROW("on-prem util", CELL("%.1f%%", 100 * s->onprem_utilization));
+    ROW("longest queue", CELL("%zu", s->queue_max));
+    ROW("unschedulable", CELL("%zu", s->jobs_unschedulable));
+#undef ROW
+#undef CELL
+}
+
+/* Writes a CSV field, quoting it when it holds a comma, quote or newline. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_t *fleet,
+                        spw_error_t *err)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return spw_errorf(err, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "id,submit_s,start_s,end_s,placement,wait_s,cost_usd\n");
+    for (size_t i = 0; i < t->njobs; i++) {
+        const spw_job_t *j = &t->jobs[i];
+        if (j->state != SPW_JOB_DONE) {
+            csv_field(f, j->id);
+            fprintf(f, ",%.3f,,,%s,,\n", j->submit_s, spw_job_state_name(j->state));
+            continue;
+        }
+        char place[160];
+        if (j->offer >= 0) {
+            const spw_offer_t *o = &fleet->offers[j->offer];
+            snprintf(place, sizeof(place), "cloud:%s:%s:%s*%u", o->provider, o->region,
+                     o->instance_type, j->instances);
+        } else {
+            snprintf(place, sizeof(place), "onprem:%s:%d", fleet->pools[j->pool].name, j->node);
+        }
+        csv_field(f, j->id);
+        fprintf(f, ",%.3f,%.3f,%.3f,", j->submit_s, j->start_s, j->end_s);
+        csv_field(f, place);
+        fprintf(f, ",%.3f,%.6f\n", j->start_s - j->submit_s, j->cost_usd);
+    }
+    if (fclose(f) != 0)
+        return spw_errorf(err, "%s: write failed: %s", path, strerror(errno));
+    return 0;
+}

@@ -1,0 +1,68 @@
+/* engine.h: the decision engine shared by the simulator and the daemon.
+ *
+ * The engine never reads a clock, never does I/O and never prints: the
+ * caller passes `now` (seconds, non-decreasing) into every call, tells it
+ * about arrivals and completions, and reads placements back.  One scheduling
+ * instant is:
+ *
+ *   spw_engine_finish(...)    for every job that ended at `now`
+ *   spw_engine_submit(...)    for every job that arrived at `now`
+ *   spw_engine_schedule(now)  pass over the queue; expired waits burst;
+ *                             if any burst, the pass runs again
+ *
+ * and the caller wakes the engine again at spw_engine_next_wakeup() even if
+ * nothing else happens by then.
+ *
+ * Ownership: the engine borrows the fleet and every submitted job until
+ * spw_engine_destroy (jobs: until they finish or are unschedulable). */
+#ifndef SPW_CORE_ENGINE_H
+#define SPW_CORE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "util/error.h"
+
+typedef struct spw_engine spw_engine_t;
+
+/* Counters the caller may read at any time. */
+typedef struct spw_engine_stats {
+    size_t queued;               /* jobs waiting (on-prem queue and pending bursts) */
+    uint64_t onprem_gpus;        /* on-prem GPUs in total */
+    uint64_t onprem_busy_gpus;   /* on-prem GPUs held by running jobs */
+    size_t classes;              /* demand classes created so far */
+    uint64_t passes;             /* scheduling passes run */
+    uint64_t reservations;       /* EASY reservations computed */
+} spw_engine_stats_t;
+
+spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *policy,
+                                spw_error_t *err);
+void spw_engine_destroy(spw_engine_t *e);
+
+/* Hands a job to the engine at time `now`.  The job's caller-set fields must
+ * be valid (gpus > 0, est_runtime_s > 0).  Afterwards j->state is QUEUED, or
+ * UNSCHEDULABLE when neither on-prem nor any cloud offer can ever run it
+ * (reason NO_PLACE): such a job is not kept. */
+void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
+
+/* Runs the scheduling instant `now`.  Returns how many jobs were placed and
+ * points *placed at them (valid until the next call into the engine).  A
+ * placed job is ONPREM (start_s = now) or CLOUD (start_s = now + boot delay). */
+size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed);
+
+/* Reports that a placed job ended at `now`: frees its GPUs and settles its
+ * cost (j->cost_usd, j->end_s); j->state becomes DONE. */
+void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now);
+
+/* Earliest time at which a queued job's wait expires; INFINITY if none. */
+double spw_engine_next_wakeup(spw_engine_t *e);
+
+void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out);
+
+/* The cloud shape the engine would buy for a job of this demand, or -1 when
+ * no offer can serve it; *instances receives the instance count. */
+int spw_engine_cloud_choice(spw_engine_t *e, uint32_t gpus, uint64_t gpu_mask,
+                            uint32_t *instances);
+
+#endif

@@ -1,0 +1,187 @@
+/* model.c: names, parsing and lifetimes of the engine's vocabulary types. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/model.h"
+
+#define SPW_NAME_ENTRY(a, s) s,
+static const char *const queue_names[] = {SPW_QUEUE_ORDERS(SPW_NAME_ENTRY)};
+static const char *const scan_names[] = {SPW_SCANS(SPW_NAME_ENTRY)};
+static const char *const backfill_names[] = {SPW_BACKFILLS(SPW_NAME_ENTRY)};
+static const char *const fit_names[] = {SPW_FITS(SPW_NAME_ENTRY)};
+static const char *const wait_names[] = {SPW_WAITS(SPW_NAME_ENTRY)};
+static const char *const jstate_names[] = {SPW_JOB_STATES(SPW_NAME_ENTRY)};
+static const char *const reason_texts[] = {SPW_REASONS(SPW_NAME_ENTRY)};
+
+static const char *name_of(const char *const *names, int n, int v)
+{
+    return v >= 0 && v < n ? names[v] : "?";
+}
+
+const char *spw_queue_order_name(spw_queue_order_t v) { return name_of(queue_names, SPW_QUEUE_COUNT, v); }
+const char *spw_scan_name(spw_scan_t v) { return name_of(scan_names, SPW_SCAN_COUNT, v); }
+const char *spw_backfill_name(spw_backfill_t v) { return name_of(backfill_names, SPW_BACKFILL_COUNT, v); }
+const char *spw_fit_name(spw_fit_t v) { return name_of(fit_names, SPW_FIT_COUNT, v); }
+const char *spw_wait_kind_name(spw_wait_kind_t v) { return name_of(wait_names, SPW_WAIT_COUNT, v); }
+const char *spw_job_state_name(spw_job_state_t s) { return name_of(jstate_names, SPW_JOB_STATE_COUNT, s); }
+const char *spw_reason_text(spw_reason_t r) { return name_of(reason_texts, SPW_REASON_COUNT, r); }
+
+/* Looks s up in names; on failure err says which names are accepted. */
+static int parse_name(const char *what, const char *const *names, int n,
+                      const char *s, int *out, spw_error_t *err)
+{
+    char list[96] = "";
+    for (int i = 0; i < n; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    return spw_errorf(err, "unknown %s '%s' (expected one of: %s)", what, s, list);
+}
+
+#define SPW_PARSER(fn, type, what, names, count)                              \
+    int fn(const char *s, type *out, spw_error_t *err)                        \
+    {                                                                         \
+        int v = 0;                                                            \
+        if (parse_name(what, names, count, s, &v, err) < 0)                   \
+            return -1;                                                        \
+        *out = (type)v;                                                       \
+        return 0;                                                             \
+    }
+SPW_PARSER(spw_queue_order_parse, spw_queue_order_t, "queue order", queue_names, SPW_QUEUE_COUNT)
+SPW_PARSER(spw_scan_parse, spw_scan_t, "scan", scan_names, SPW_SCAN_COUNT)
+SPW_PARSER(spw_backfill_parse, spw_backfill_t, "backfill", backfill_names, SPW_BACKFILL_COUNT)
+SPW_PARSER(spw_fit_parse, spw_fit_t, "fit", fit_names, SPW_FIT_COUNT)
+
+int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err)
+{
+    static const char usage[] =
+        "(expected never, none, constant:SECONDS, runtime:K or compute:K)";
+    const char *colon = strchr(s, ':');
+    size_t klen = colon ? (size_t)(colon - s) : strlen(s);
+    int kind = -1;
+    for (int i = 0; i < SPW_WAIT_COUNT; i++)
+        if (strlen(wait_names[i]) == klen && strncmp(s, wait_names[i], klen) == 0)
+            kind = i;
+    if (kind < 0)
+        return spw_errorf(err, "unknown wait policy '%s' %s", s, usage);
+    spw_wait_t w = {.kind = (spw_wait_kind_t)kind, .param = 0};
+    int needs_param = kind == SPW_WAIT_CONSTANT || kind == SPW_WAIT_RUNTIME
+                      || kind == SPW_WAIT_COMPUTE;
+    if (needs_param != (colon != NULL))
+        return spw_errorf(err, "wait policy '%s': %s %s", s,
+                          needs_param ? "needs a value after ':'" : "takes no value", usage);
+    if (needs_param) {
+        char *end;
+        w.param = strtod(colon + 1, &end);
+        if (end == colon + 1 || *end != '\0' || !isfinite(w.param) || w.param < 0)
+            return spw_errorf(err, "wait policy '%s': '%s' is not a non-negative number",
+                              s, colon + 1);
+    }
+    *out = w;
+    return 0;
+}
+
+void spw_wait_format(const spw_wait_t *w, char *buf, size_t len)
+{
+    if (w->kind == SPW_WAIT_NEVER || w->kind == SPW_WAIT_NONE)
+        snprintf(buf, len, "%s", spw_wait_kind_name(w->kind));
+    else
+        snprintf(buf, len, "%s:%g", spw_wait_kind_name(w->kind), w->param);
+}
+
+void spw_policy_default(spw_policy_t *p)
+{
+    p->queue = SPW_QUEUE_FIFO;
+    p->scan = SPW_SCAN_HOL;
+    p->backfill = SPW_BACKFILL_NONE;
+    p->fit = SPW_FIT_FIRST;
+    p->wait.kind = SPW_WAIT_COMPUTE;
+    p->wait.param = 0.25;
+}
+
+int spw_models_find(const spw_models_t *m, const char *name)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strcasecmp(m->name[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int spw_models_intern(spw_models_t *m, const char *name, size_t len, spw_error_t *err)
+{
+    for (int i = 0; i < m->n; i++)
+        if (strlen(m->name[i]) == len && strncasecmp(m->name[i], name, len) == 0)
+            return i;
+    if (m->n == SPW_MAX_MODELS)
+        return spw_errorf(err, "too many distinct GPU models (at most %d)", SPW_MAX_MODELS);
+    char *copy = spw_xmalloc(len + 1);
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    m->name[m->n] = copy;
+    return m->n++;
+}
+
+void spw_models_clear(spw_models_t *m)
+{
+    for (int i = 0; i < m->n; i++)
+        free(m->name[i]);
+    m->n = 0;
+}
+
+int spw_model_accepts(const char *want, const char *have)
+{
+    size_t n = strlen(want);
+    if (strncasecmp(want, have, n) != 0)
+        return 0;
+    return have[n] == '\0' || have[n] == '-';
+}
+
+void spw_fleet_clear(spw_fleet_t *f)
+{
+    for (size_t i = 0; i < f->npools; i++) {
+        free(f->pools[i].name);
+        free(f->pools[i].node_gpus);
+    }
+    free(f->pools);
+    for (size_t i = 0; i < f->noffers; i++) {
+        free(f->offers[i].provider);
+        free(f->offers[i].region);
+        free(f->offers[i].zone);
+        free(f->offers[i].instance_type);
+    }
+    free(f->offers);
+    spw_models_clear(&f->models);
+    memset(f, 0, sizeof(*f));
+}
+
+uint64_t spw_fleet_gpus(const spw_fleet_t *f)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        for (uint32_t k = 0; k < f->pools[i].nnodes; k++)
+            n += f->pools[i].node_gpus[k];
+    return n;
+}
+
+void spw_job_reset(spw_job_t *j)
+{
+    j->state = SPW_JOB_NEW;
+    j->reason = SPW_REASON_NONE;
+    j->pool = -1;
+    j->node = -1;
+    j->nnodes = 0;
+    j->alloc_gpus = 0;
+    j->offer = -1;
+    j->instances = 0;
+    j->placed_s = j->start_s = j->end_s = NAN;
+    j->cost_usd = 0;
+    memset(&j->l, 0, sizeof(j->l));
+}

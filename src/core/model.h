@@ -1,0 +1,190 @@
+/* model.h: the engine's vocabulary: GPU models, pools, cloud offers, policy
+ * and the job record that the engine schedules.
+ *
+ * Ownership: a spw_fleet_t owns its names, node arrays and offers
+ * (spw_fleet_clear frees them).  Jobs are owned by the caller; the engine
+ * borrows each submitted job until it has finished or been dropped. */
+#ifndef SPW_CORE_MODEL_H
+#define SPW_CORE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+#define SPW_MAX_MODELS 64      /* GPU model names per fleet (a job's mask is 64 bits) */
+#define SPW_MAX_NODE_GPUS 1024 /* sanity bound on GPUs in one node */
+
+/* ---- GPU models ------------------------------------------------------- */
+
+/* Interned GPU model names; a job's acceptable models are a bit mask over it. */
+typedef struct spw_models {
+    char *name[SPW_MAX_MODELS]; /* owned, as first written (e.g. "A100") */
+    int n;                      /* names in use */
+} spw_models_t;
+
+/* Index of `name` (case-insensitive), interning it if new; -1 with err when
+ * the table is full. */
+int spw_models_intern(spw_models_t *m, const char *name, size_t len, spw_error_t *err);
+int spw_models_find(const spw_models_t *m, const char *name);
+void spw_models_clear(spw_models_t *m);
+
+/* Whether a job asking for model `want` can use a GPU named `have`: equal
+ * ignoring case, or `have` is `want` followed by "-" and a variant
+ * ("A100" accepts "A100-80GB"). */
+int spw_model_accepts(const char *want, const char *have);
+
+/* ---- Policy ----------------------------------------------------------- */
+
+#define SPW_QUEUE_ORDERS(X) X(FIFO, "fifo") X(SJF, "sjf") X(PRIORITY, "priority")
+#define SPW_SCANS(X) X(HOL, "hol") X(SKIP, "skip")
+#define SPW_BACKFILLS(X) X(NONE, "none") X(EASY, "easy")
+#define SPW_FITS(X) X(FIRST, "first") X(BEST, "best")
+#define SPW_WAITS(X)                                                          \
+    X(NEVER, "never") X(NONE, "none") X(CONSTANT, "constant")                 \
+    X(RUNTIME, "runtime") X(COMPUTE, "compute")
+
+#define SPW_ENUM_QUEUE(a, s) SPW_QUEUE_##a,
+#define SPW_ENUM_SCAN(a, s) SPW_SCAN_##a,
+#define SPW_ENUM_BACKFILL(a, s) SPW_BACKFILL_##a,
+#define SPW_ENUM_FIT(a, s) SPW_FIT_##a,
+#define SPW_ENUM_WAIT(a, s) SPW_WAIT_##a,
+typedef enum spw_queue_order { SPW_QUEUE_ORDERS(SPW_ENUM_QUEUE) SPW_QUEUE_COUNT } spw_queue_order_t;
+typedef enum spw_scan { SPW_SCANS(SPW_ENUM_SCAN) SPW_SCAN_COUNT } spw_scan_t;
+typedef enum spw_backfill { SPW_BACKFILLS(SPW_ENUM_BACKFILL) SPW_BACKFILL_COUNT } spw_backfill_t;
+typedef enum spw_fit { SPW_FITS(SPW_ENUM_FIT) SPW_FIT_COUNT } spw_fit_t;
+typedef enum spw_wait_kind { SPW_WAITS(SPW_ENUM_WAIT) SPW_WAIT_COUNT } spw_wait_kind_t;
+
+const char *spw_queue_order_name(spw_queue_order_t v);
+const char *spw_scan_name(spw_scan_t v);
+const char *spw_backfill_name(spw_backfill_t v);
+const char *spw_fit_name(spw_fit_t v);
+const char *spw_wait_kind_name(spw_wait_kind_t v);
+/* Parse a name; -1 when unknown (err lists the accepted names). */
+int spw_queue_order_parse(const char *s, spw_queue_order_t *out, spw_error_t *err);
+int spw_scan_parse(const char *s, spw_scan_t *out, spw_error_t *err);
+int spw_backfill_parse(const char *s, spw_backfill_t *out, spw_error_t *err);
+int spw_fit_parse(const char *s, spw_fit_t *out, spw_error_t *err);
+
+/* When a queued job gives up on on-prem and bursts to the cloud. */
+typedef struct spw_wait {
+    spw_wait_kind_t kind; /* which rule */
+    double param;         /* W seconds (constant) or factor K (runtime, compute) */
+} spw_wait_t;
+
+/* Parses "never", "none", "constant:W", "runtime:K", "compute:K". */
+int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err);
+/* Writes the canonical text of w ("compute:0.25") into buf. */
+void spw_wait_format(const spw_wait_t *w, char *buf, size_t len);
+
+typedef struct spw_policy {
+    spw_queue_order_t queue; /* queue order */
+    spw_scan_t scan;         /* how a pass walks the queue (ignored with easy backfill) */
+    spw_backfill_t backfill; /* EASY backfill on or off */
+    spw_fit_t fit;           /* node choice on-prem */
+    spw_wait_t wait;         /* burst rule */
+} spw_policy_t;
+
+void spw_policy_default(spw_policy_t *p);
+
+/* ---- Fleet -------------------------------------------------------------- */
+
+/* One on-prem pool: fixed nodes with a GPU count each. */
+typedef struct spw_pool_spec {
+    char *name;                 /* owned; unique in the fleet */
+    uint32_t nnodes;            /* nodes in the pool, > 0 */
+    uint16_t *node_gpus;        /* owned; GPUs of each node, > 0 */
+    int model;                  /* index in the fleet's models, -1 = unspecified (accepts any job) */
+    double cost_usd_per_gpu_h;  /* amortised cost of owning one GPU for an hour */
+} spw_pool_spec_t;
+
+/* One purchasable cloud shape. */
+typedef struct spw_offer {
+    char *provider;             /* owned: "aws", "gcp", "azure", "flat" */
+    char *region;               /* owned, may be "" */
+    char *zone;                 /* owned, may be "" */
+    char *instance_type;        /* owned */
+    int model;                  /* index in the fleet's models, -1 = any model (flat price) */
+    uint32_t gpus;              /* GPUs per instance, > 0 */
+    double ondemand_usd_per_h;  /* price of one instance for an hour, on demand */
+    double spot_usd_per_h;      /* spot price of one instance for an hour; NAN if none */
+    double boot_delay_s;        /* seconds from request to the job running */
+} spw_offer_t;
+
+typedef struct spw_fleet {
+    spw_models_t models;        /* every GPU model name seen (pools, offers, jobs) */
+    spw_pool_spec_t *pools;     /* owned array */
+    size_t npools;
+    spw_offer_t *offers;        /* owned array; empty = no cloud at all */
+    size_t noffers;
+} spw_fleet_t;
+
+void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */
+uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
+
+/* ---- Jobs ------------------------------------------------------------- */
+
+#define SPW_JOB_STATES(X)                                                     \
+    X(NEW, "new") X(QUEUED, "queued") X(ONPREM, "onprem")                     \
+    X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")
+#define SPW_ENUM_JSTATE(a, s) SPW_JOB_##a,
+typedef enum spw_job_state { SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT } spw_job_state_t;
+const char *spw_job_state_name(spw_job_state_t s);
+
+/* Why the engine placed a job where it did (kept for explain). */
+#define SPW_REASONS(X)                                                        \
+    X(NONE, "none")                                                           \
+    X(FITS_ONPREM, "fits on-prem")                                            \
+    X(BACKFILLED, "backfilled without delaying the head job")                 \
+    X(WAIT_EXPIRED, "wait policy expired")                                    \
+    X(NEVER_FITS_ONPREM, "can never fit on-prem")                             \
+    X(NO_PLACE, "no on-prem pool and no cloud offer can run it")
+#define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
+typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
+const char *spw_reason_text(spw_reason_t r);
+
+typedef struct spw_job spw_job_t;
+
+/* Links the engine keeps inside each job; the caller never touches them. */
+typedef struct spw_job_links {
+    spw_job_t *left, *right;    /* queue treap children */
+    double min_est_s;           /* smallest est_runtime_s in this treap subtree */
+    uint32_t prio;              /* treap heap priority (hash of order) */
+    uint32_t cls;               /* demand class index */
+    uint32_t run_idx;           /* index in the running heap (EASY only) */
+    uint32_t *nodes;            /* nodes held by a multi-node job (owned by the engine) */
+    double burst_at_s;          /* when the wait expires; INFINITY = never */
+} spw_job_links_t;
+
+struct spw_job {
+    /* ---- set by the caller before spw_engine_submit ---- */
+    const char *id;             /* borrowed; unique */
+    double submit_s;            /* arrival time, seconds */
+    double est_runtime_s;       /* runtime the engine plans with, seconds, > 0 */
+    uint32_t gpus;              /* GPUs wanted, > 0 */
+    uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
+    int32_t priority;           /* larger runs first under the priority order */
+    double deadline_s;          /* absolute time it should end by; NAN = none */
+    uint32_t order;             /* unique tie-break rank: equal keys run in this order */
+    uint32_t team;              /* team index, 0 = none (for reports) */
+    /* ---- written by the engine ---- */
+    spw_job_state_t state;      /* where the job is in its life */
+    spw_reason_t reason;        /* why it was placed where it is */
+    int32_t pool;               /* on-prem pool, -1 if none */
+    int32_t node;               /* lowest node index held, -1 if none */
+    uint32_t nnodes;            /* nodes held on-prem */
+    uint32_t alloc_gpus;        /* GPUs held on-prem (whole nodes for a multi-node job) */
+    int32_t offer;              /* cloud offer, -1 if none */
+    uint32_t instances;         /* cloud instances held */
+    double placed_s;            /* when the engine placed it */
+    double start_s;             /* when it starts running (after boot in the cloud) */
+    double end_s;               /* when it finished */
+    double cost_usd;            /* settled cost: amortised on-prem or cloud compute */
+    spw_job_links_t l;          /* engine-private */
+};
+
+/* Resets the engine-written fields so the same job can be submitted to a
+ * fresh engine (the simulator replays one trace under several policies). */
+void spw_job_reset(spw_job_t *j);
+
+#endif

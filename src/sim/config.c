@@ -1,0 +1,490 @@
+/* config.c: reads the fleet/policy YAML, the offer catalog and node lists. */
+#include <libgen.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/config.h"
+#include "sim/trace.h"
+#include "util/csv.h"
+#include "util/numparse.h"
+#include "util/yaml.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static char *resolve(const char *base_dir, const char *file)
+{
+    if (file[0] == '/' || !base_dir || !*base_dir || strcmp(base_dir, ".") == 0)
+        return spw_xstrdup(file);
+    size_t n = strlen(base_dir) + strlen(file) + 2;
+    char *p = spw_xmalloc(n);
+    snprintf(p, n, "%s/%s", base_dir, file);
+    return p;
+}
+
+static spw_pool_spec_t *add_pool(spw_fleet_t *f, const char *name)
+{
+    f->pools = spw_xrealloc(f->pools, (f->npools + 1) * sizeof(spw_pool_spec_t));
+    spw_pool_spec_t *p = &f->pools[f->npools++];
+    memset(p, 0, sizeof(*p));
+    p->name = spw_xstrdup(name);
+    p->model = -1;
+    return p;
+}
+
+static int in_list(const char *const *list, const char *s, size_t n)
+{
+    if (!list)
+        return 1;
+    for (; *list; list++)
+        if (strlen(*list) == n && strncmp(*list, s, n) == 0)
+            return 1;
+    return 0;
+}
+
+static char *dup_field(const spw_csv_t *c, int i)
+{
+    if (i < 0)
+        return spw_xstrdup("");
+    char *s = spw_xmalloc(c->field_len[i] + 1);
+    memcpy(s, c->field[i], c->field_len[i]);
+    s[c->field_len[i]] = '\0';
+    return s;
+}
+
+/* ---- offer catalog --------------------------------------------------------- */
+
+int spw_offers_load(spw_fleet_t *fleet, const char *path, const char *const *providers,
+                    const char *const *regions, double boot_delay_s, spw_error_t *err)
+{
+    static const char *const need[] = {"provider", "region", "instance_type", "gpu", "gpus",
+                                       "ondemand_usd_per_h"};
+    enum { O_PROV, O_REGION, O_TYPE, O_GPU, O_GPUS, O_OD, O_N };
+    spw_csv_t c;
+    if (spw_csv_open(&c, path, err) < 0)
+        return -1;
+    size_t start = fleet->noffers;
+    int col[O_N], zone, spot, r = spw_csv_next(&c, err);
+    if (r <= 0) {
+        if (r == 0)
+            spw_errorf(err, "%s: empty file: expected a header line", path);
+        goto error;
+    }
+    for (int k = 0; k < O_N; k++)
+        if ((col[k] = spw_csv_field_index(&c, need[k])) < 0) {
+            spw_errorf(err, "%s:%ld: missing column '%s' in the offer catalog", path, c.line, need[k]);
+            goto error;
+        }
+    zone = spw_csv_field_index(&c, "zone");
+    spot = spw_csv_field_index(&c, "spot_usd_per_h");
+    size_t ncol = c.nfields;
+    while ((r = spw_csv_next(&c, err)) == 1) {
+        if (c.nfields != ncol) {
+            spw_errorf(err, "%s:%ld: expected %zu fields like the header, got %zu", path, c.line,
+                       ncol, c.nfields);
+            goto error;
+        }
+        if (!in_list(providers, c.field[col[O_PROV]], c.field_len[col[O_PROV]])
+            || !in_list(regions, c.field[col[O_REGION]], c.field_len[col[O_REGION]]))
+            continue;
+        int64_t gpus;
+        double od, sp = NAN;
+        if (spw_parse_i64(c.field[col[O_GPUS]], c.field_len[col[O_GPUS]], &gpus) < 0 || gpus < 1
+            || gpus > SPW_MAX_NODE_GPUS) {
+            spw_errorf(err, "%s:%ld: column 'gpus': expected a whole number from 1 to %d", path,
+                       c.line, SPW_MAX_NODE_GPUS);
+            goto error;
+        }
+        if (spw_parse_double(c.field[col[O_OD]], c.field_len[col[O_OD]], &od) < 0 || od < 0) {
+            spw_errorf(err, "%s:%ld: column 'ondemand_usd_per_h': expected a price >= 0", path,
+                       c.line);
+            goto error;
+        }
+        if (spot >= 0 && c.field_len[spot]
+            && (spw_parse_double(c.field[spot], c.field_len[spot], &sp) < 0 || sp < 0)) {
+            spw_errorf(err, "%s:%ld: column 'spot_usd_per_h': expected a price >= 0 or nothing",
+                       path, c.line);
+            goto error;
+        }
+        int m = spw_models_intern(&fleet->models, c.field[col[O_GPU]], c.field_len[col[O_GPU]], err);
+        if (m < 0)
+            goto error;
+        fleet->offers = spw_xrealloc(fleet->offers, (fleet->noffers + 1) * sizeof(spw_offer_t));
+        spw_offer_t *o = &fleet->offers[fleet->noffers++];
+        o->provider = dup_field(&c, col[O_PROV]);
+        o->region = dup_field(&c, col[O_REGION]);
+        o->zone = dup_field(&c, zone);
+        o->instance_type = dup_field(&c, col[O_TYPE]);
+        o->model = m;
+        o->gpus = (uint32_t)gpus;
+        o->ondemand_usd_per_h = od;
+        o->spot_usd_per_h = sp;
+        o->boot_delay_s = boot_delay_s;
+    }
+    if (r < 0)
+        goto error;
+    spw_csv_close(&c);
+    return 0;
+error:
+    for (size_t i = start; i < fleet->noffers; i++) {
+        free(fleet->offers[i].provider);
+        free(fleet->offers[i].region);
+        free(fleet->offers[i].zone);
+        free(fleet->offers[i].instance_type);
+    }
+    fleet->noffers = start;
+    spw_csv_close(&c);
+    return -1;
+}
+
+/* ---- node lists ------------------------------------------------------------ */
+
+int spw_nodes_load(spw_fleet_t *fleet, const char *path, const char *prefix,
+                   double cost_usd_per_gpu_h, spw_error_t *err)
+{
+    spw_csv_t c;
+    if (spw_csv_open(&c, path, err) < 0)
+        return -1;
+    size_t start = fleet->npools;
+    int r = spw_csv_next(&c, err), cg, cm;
+    if (r <= 0) {
+        if (r == 0)
+            spw_errorf(err, "%s: empty file: expected a header line", path);
+        goto error;
+    }
+    if ((cg = spw_csv_field_index(&c, "gpu")) < 0 || (cm = spw_csv_field_index(&c, "model")) < 0) {
+        spw_errorf(err, "%s:%ld: a node list needs columns 'gpu' and 'model'", path, c.line);
+        goto error;
+    }
+    size_t ncol = c.nfields;
+    while ((r = spw_csv_next(&c, err)) == 1) {
+        if (c.nfields != ncol) {
+            spw_errorf(err, "%s:%ld: expected %zu fields like the header, got %zu", path, c.line,
+                       ncol, c.nfields);
+            goto error;
+        }
+        int64_t g;
+        if (spw_parse_i64(c.field[cg], c.field_len[cg], &g) < 0 || g < 0 || g > SPW_MAX_NODE_GPUS) {
+            spw_errorf(err, "%s:%ld: column 'gpu': expected a whole number from 0 to %d", path,
+                       c.line, SPW_MAX_NODE_GPUS);
+            goto error;
+        }
+        if (g == 0)
+            continue;
+        size_t mlen;
+        const char *mname = spw_alibaba_model(c.field[cm], c.field_len[cm], &mlen);
+        if (mlen == 0) {
+            mname = "unknown";
+            mlen = strlen(mname);
+        }
+        int m = spw_models_intern(&fleet->models, mname, mlen, err);
+        if (m < 0)
+            goto error;
+        spw_pool_spec_t *p = NULL;
+        for (size_t i = start; i < fleet->npools; i++)
+            if (fleet->pools[i].model == m)
+                p = &fleet->pools[i];
+        if (!p) {
+            char name[128];
+            snprintf(name, sizeof(name), "%s-%s", prefix, fleet->models.name[m]);
+            p = add_pool(fleet, name);
+            p->model = m;
+            p->cost_usd_per_gpu_h = cost_usd_per_gpu_h;
+        }
+        p->node_gpus = spw_xrealloc(p->node_gpus, (p->nnodes + 1) * sizeof(uint16_t));
+        p->node_gpus[p->nnodes++] = (uint16_t)g;
+    }
+    if (r < 0)
+        goto error;
+    if (fleet->npools == start) {
+        spw_errorf(err, "%s: no node with GPUs", path);
+        goto error;
+    }
+    spw_csv_close(&c);
+    return 0;
+error:
+    for (size_t i = start; i < fleet->npools; i++) {
+        free(fleet->pools[i].name);
+        free(fleet->pools[i].node_gpus);
+    }
+    fleet->npools = start;
+    spw_csv_close(&c);
+    return -1;
+}
+
+/* ---- YAML -------------------------------------------------------------------- */
+
+typedef struct ctx {
+    spw_ydoc_t *d;
+    const char *base_dir;
+    spw_config_t *cfg;
+} ctx_t;
+
+/* Formats "NAME:LINE:COL: message" for node n into err; returns -1. */
+static int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
+{
+    char msg[sizeof(err->text)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return spw_errorf(err, "%s:%d:%d: %s", spw_ydoc_name(x->d), n ? n->line : 0, n ? n->col : 0, msg);
+}
+
+static int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
+{
+    static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
+                                       "cost_usd_per_gpu_h", "nodes_from", NULL};
+    spw_fleet_t *f = &x->cfg->fleet;
+    if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
+        return -1;
+    const char *name = NULL, *from = NULL, *gpu = NULL;
+    char defname[32];
+    double cost = 0;
+    long nodes = 0, gpn = 0;
+    if (spw_ymap_get(n, "name") && spw_ynode_str(x->d, spw_ymap_get(n, "name"), "name", &name, err) < 0)
+        return -1;
+    if (!name) {
+        snprintf(defname, sizeof(defname), "pool%zu", idx + 1);
+        name = defname;
+    }
+    for (size_t i = 0; i < f->npools; i++)
+        if (strcmp(f->pools[i].name, name) == 0)
+            return at(x, n, err, "two on-prem pools are named '%s'", name);
+    if (spw_ymap_get(n, "cost_usd_per_gpu_h")
+        && spw_ynode_double(x->d, spw_ymap_get(n, "cost_usd_per_gpu_h"), "cost_usd_per_gpu_h", &cost, err) < 0)
+        return -1;
+    if (cost < 0)
+        return at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
+                  "pool '%s': cost_usd_per_gpu_h must be >= 0", name);
+    if (spw_ymap_get(n, "nodes_from")) {
+        if (spw_ymap_get(n, "nodes") || spw_ymap_get(n, "gpus_per_node") || spw_ymap_get(n, "gpu"))
+            return at(x, n, err, "pool '%s': nodes_from replaces nodes, gpus_per_node and gpu; "
+                                 "give one or the other", name);
+        if (spw_ynode_str(x->d, spw_ymap_get(n, "nodes_from"), "nodes_from", &from, err) < 0)
+            return -1;
+        char *path = resolve(x->base_dir, from);
+        spw_error_t e2;
+        int rc = spw_nodes_load(f, path, name, cost, &e2);
+        free(path);
+        if (rc < 0)
+            return at(x, spw_ymap_get(n, "nodes_from"), err, "%s", e2.text);
+        return 0;
+    }
+    const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
+    if (!nn)
+        return at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
+    if (!gn)
+        return at(x, n, err, "pool '%s': missing 'gpus_per_node'", name);
+    if (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0
+        || spw_ynode_int(x->d, gn, "gpus_per_node", &gpn, err) < 0)
+        return -1;
+    if (nodes <= 0 || nodes > 10000000)
+        return at(x, nn, err, "pool '%s': nodes must be from 1 to 10000000", name);
+    if (gpn <= 0 || gpn > SPW_MAX_NODE_GPUS)
+        return at(x, gn, err, "pool '%s': gpus_per_node must be from 1 to 1024", name);
+    int model = -1;
+    if (spw_ymap_get(n, "gpu")) {
+        if (spw_ynode_str(x->d, spw_ymap_get(n, "gpu"), "gpu", &gpu, err) < 0)
+            return -1;
+        spw_error_t e2;
+        if ((model = spw_models_intern(&f->models, gpu, strlen(gpu), &e2)) < 0)
+            return at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
+    }
+    spw_pool_spec_t *p = add_pool(f, name);
+    p->nnodes = (uint32_t)nodes;
+    p->node_gpus = spw_xmalloc((size_t)nodes * sizeof(uint16_t));
+    for (long i = 0; i < nodes; i++)
+        p->node_gpus[i] = (uint16_t)gpn;
+    p->model = model;
+    p->cost_usd_per_gpu_h = cost;
+    return 0;
+}
+
+/* Reads a list of strings (or one string) into a NULL-terminated array. */
+static int str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out,
+                    spw_error_t *err)
+{
+    size_t cnt = n->kind == SPW_Y_SEQ ? n->n : 1;
+    const char **v = spw_xcalloc(cnt + 1, sizeof(char *));
+    for (size_t i = 0; i < cnt; i++)
+        if (spw_ynode_str(x->d, n->kind == SPW_Y_SEQ ? n->items[i] : n, what, &v[i], err) < 0) {
+            free(v);
+            return -1;
+        }
+    *out = v;
+    return 0;
+}
+
+static int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
+                                       "regions", "boot_delay_s", NULL};
+    if (spw_ymap_check_keys(x->d, n, "cloud", keys, err) < 0)
+        return -1;
+    double boot = 0, price = 0;
+    const spw_ynode_t *pn = spw_ymap_get(n, "price_usd_per_gpu_h"), *on = spw_ymap_get(n, "offers");
+    if (spw_ymap_get(n, "boot_delay_s")
+        && spw_ynode_double(x->d, spw_ymap_get(n, "boot_delay_s"), "boot_delay_s", &boot, err) < 0)
+        return -1;
+    if (boot < 0)
+        return at(x, spw_ymap_get(n, "boot_delay_s"), err, "%s", "boot_delay_s must be >= 0");
+    if (pn && on)
+        return at(x, on, err, "%s",
+                  "give either price_usd_per_gpu_h (a flat price) or offers (a catalog), not both");
+    if ((spw_ymap_get(n, "providers") || spw_ymap_get(n, "regions")) && !on)
+        return at(x, n, err, "%s", "providers and regions filter a catalog: add 'offers: FILE'");
+    spw_fleet_t *f = &x->cfg->fleet;
+    if (pn) {
+        if (spw_ynode_double(x->d, pn, "price_usd_per_gpu_h", &price, err) < 0)
+            return -1;
+        if (price < 0)
+            return at(x, pn, err, "%s", "price_usd_per_gpu_h must be >= 0");
+        f->offers = spw_xcalloc(1, sizeof(spw_offer_t));
+        f->noffers = 1;
+        spw_offer_t *o = &f->offers[0];
+        o->provider = spw_xstrdup("flat");
+        o->region = spw_xstrdup("");
+        o->zone = spw_xstrdup("");
+        o->instance_type = spw_xstrdup("gpu");
+        o->model = -1;
+        o->gpus = 1;
+        o->ondemand_usd_per_h = price;
+        o->spot_usd_per_h = NAN;
+        o->boot_delay_s = boot;
+        return 0;
+    }
+    if (!on)
+        return 0;
+    const char *file, **prov = NULL, **reg = NULL;
+    if (spw_ynode_str(x->d, on, "offers", &file, err) < 0)
+        return -1;
+    if (spw_ymap_get(n, "providers")
+        && str_list(x, spw_ymap_get(n, "providers"), "providers", &prov, err) < 0)
+        return -1;
+    if (spw_ymap_get(n, "regions") && str_list(x, spw_ymap_get(n, "regions"), "regions", &reg, err) < 0) {
+        free(prov);
+        return -1;
+    }
+    char *path = resolve(x->base_dir, file);
+    spw_error_t e2;
+    int rc = spw_offers_load(f, path, prov, reg, boot, &e2);
+    free(prov);
+    free(reg);
+    if (rc < 0) {
+        free(path);
+        return at(x, on, err, "%s", e2.text);
+    }
+    if (f->noffers == 0) {
+        free(path);
+        return at(x, on, err, "%s", "no offer in the catalog passes the providers/regions filters");
+    }
+    x->cfg->offers_path = path;
+    return 0;
+}
+
+static int policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"queue", "scan", "backfill", "fit", "wait", NULL};
+    spw_policy_t *p = &x->cfg->policy;
+    if (spw_ymap_check_keys(x->d, n, "policy", keys, err) < 0)
+        return -1;
+    const char *s;
+    spw_error_t e2;
+    const spw_ynode_t *v;
+#define POLICY_KEY(key, parse, field)                                          \
+    if ((v = spw_ymap_get(n, key))) {                                          \
+        if (spw_ynode_str(x->d, v, key, &s, err) < 0)                          \
+            return -1;                                                         \
+        if (parse(s, &p->field, &e2) < 0)                                      \
+            return at(x, v, err, "%s", e2.text);                               \
+    }
+    POLICY_KEY("queue", spw_queue_order_parse, queue)
+    POLICY_KEY("scan", spw_scan_parse, scan)
+    POLICY_KEY("backfill", spw_backfill_parse, backfill)
+    POLICY_KEY("fit", spw_fit_parse, fit)
+    POLICY_KEY("wait", spw_wait_parse, wait)
+#undef POLICY_KEY
+    return 0;
+}
+
+static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_error_t *err)
+{
+    static const char *const keys[] = {"onprem", "cloud", "policy", NULL};
+    memset(cfg, 0, sizeof(*cfg));
+    spw_policy_default(&cfg->policy);
+    ctx_t x = {.d = d, .base_dir = base_dir, .cfg = cfg};
+    spw_ynode_t *root = spw_ydoc_root(d);
+    if (!root) {
+        spw_errorf(err, "%s: the config is empty: it needs at least an 'onprem' section", spw_ydoc_name(d));
+        goto error;
+    }
+    if (spw_ymap_check_keys(d, root, "the config", keys, err) < 0)
+        goto error;
+    const spw_ynode_t *on = spw_ymap_get(root, "onprem");
+    if (on) {
+        if (on->kind == SPW_Y_MAP) {
+            if (pool_entry(&x, on, 0, err) < 0)
+                goto error;
+        } else if (on->kind == SPW_Y_SEQ) {
+            for (size_t i = 0; i < on->n; i++)
+                if (pool_entry(&x, on->items[i], i, err) < 0)
+                    goto error;
+        } else {
+            at(&x, on, err, "%s", "onprem: expected a list of pools");
+            goto error;
+        }
+    }
+    const spw_ynode_t *cn = spw_ymap_get(root, "cloud");
+    if (cn && cloud_section(&x, cn, err) < 0)
+        goto error;
+    const spw_ynode_t *pn = spw_ymap_get(root, "policy");
+    if (pn && policy_section(&x, pn, err) < 0)
+        goto error;
+    if (cfg->fleet.npools == 0 && cfg->fleet.noffers == 0) {
+        spw_errorf(err, "%s: no on-prem pool and no cloud: add an 'onprem' or 'cloud' section",
+                   spw_ydoc_name(d));
+        goto error;
+    }
+    spw_ydoc_destroy(d);
+    return 0;
+error:
+    spw_ydoc_destroy(d);
+    spw_config_free(cfg);
+    return -1;
+}
+
+int spw_config_load(spw_config_t *cfg, const char *path, spw_error_t *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    spw_ydoc_t *d = spw_ydoc_load_file(path, err);
+    if (!d)
+        return -1;
+    char *copy = spw_xstrdup(path);
+    int rc = load_doc(cfg, d, dirname(copy), err);
+    free(copy);
+    return rc;
+}
+
+int spw_config_load_mem(spw_config_t *cfg, const char *name, const char *data, size_t len,
+                        const char *base_dir, spw_error_t *err)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    spw_ydoc_t *d = spw_ydoc_load_mem(name, data, len, err);
+    if (!d)
+        return -1;
+    return load_doc(cfg, d, base_dir, err);
+}
+
+void spw_config_free(spw_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    spw_fleet_clear(&cfg->fleet);
+    free(cfg->offers_path);
+    cfg->offers_path = NULL;
+}

@@ -1,0 +1,276 @@
+/* sim.c: the discrete-event loop that replays a trace through the engine.
+ *
+ * Arrivals come straight from the sorted job array; completions sit in a
+ * binary heap ordered by (time, sequence); the engine's wait expiries are the
+ * third source of instants.  At one instant: completions, then arrivals,
+ * then one call to spw_engine_schedule (see engine.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+typedef struct event {
+    double t;        /* completion time */
+    uint64_t seq;    /* insertion sequence: equal times stay in order */
+    spw_job_t *job;
+} event_t;
+
+typedef struct evheap {
+    event_t *v;
+    size_t n, cap;
+    uint64_t seq;
+} evheap_t;
+
+static inline int ev_before(const event_t *a, const event_t *b)
+{
+    return a->t != b->t ? a->t < b->t : a->seq < b->seq;
+}
+
+static void ev_push(evheap_t *h, double t, spw_job_t *j)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 1024;
+        h->v = spw_xrealloc(h->v, h->cap * sizeof(event_t));
+    }
+    event_t x = {.t = t, .seq = h->seq++, .job = j};
+    size_t i = h->n++;
+    while (i && ev_before(&x, &h->v[(i - 1) / 2])) {
+        h->v[i] = h->v[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->v[i] = x;
+}
+
+static void ev_pop(evheap_t *h)
+{
+    event_t x = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = l;
+        if (l >= h->n)
+            break;
+        if (r < h->n && ev_before(&h->v[r], &h->v[l]))
+            m = r;
+        if (!ev_before(&h->v[m], &x))
+            break;
+        h->v[i] = h->v[m];
+        i = m;
+    }
+    if (h->n)
+        h->v[i] = x;
+}
+
+static void swap_d(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Hoare-style quickselect: puts the k-th smallest at v[k]. */
+static void select_kth(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < v[lo])
+            swap_d(&v[mid], &v[lo]);
+        if (v[hi] < v[lo])
+            swap_d(&v[hi], &v[lo]);
+        if (v[hi] < v[mid])
+            swap_d(&v[hi], &v[mid]);
+        double pivot = v[mid];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                swap_d(&v[i], &v[j]);
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+double spw_quantile(double *v, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    /* Nearest rank: the smallest value with at least q*n values at or below. */
+    double r = ceil(q * (double)n);
+    size_t k = r < 1 ? 0 : (size_t)r - 1;
+    if (k >= n)
+        k = n - 1;
+    select_kth(v, n, k);
+    return v[k];
+}
+
+typedef struct sampler {
+    const spw_sim_opts_t *o;
+    double next_s;           /* next sample time */
+    uint64_t cloud_gpus;     /* cloud GPUs held now */
+    double cloud_usd_per_h;  /* cloud spend rate now */
+} sampler_t;
+
+/* Emits every sample due before instant t, with the state as it is now
+ * (that is, after the previous instant). */
+static void sample_until(sampler_t *s, spw_engine_t *e, double t)
+{
+    if (!s->o || s->o->step_s <= 0 || !s->o->on_sample)
+        return;
+    if (s->next_s >= t)
+        return;
+    spw_engine_stats_t st;
+    spw_engine_stats(e, &st);
+    spw_sim_sample_t smp = {
+        .queued = st.queued,
+        .onprem_busy_gpus = st.onprem_busy_gpus,
+        .cloud_gpus = s->cloud_gpus,
+        .cloud_usd_per_h = s->cloud_usd_per_h,
+    };
+    for (; s->next_s < t; s->next_s += s->o->step_s) {
+        smp.t_s = s->next_s;
+        s->o->on_sample(s->o->ctx, &smp);
+    }
+}
+
+int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
+                spw_job_t *jobs, const double *runtime_s, size_t n,
+                const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 1; i < n; i++)
+        if (jobs[i].submit_s < jobs[i - 1].submit_s)
+            return spw_errorf(err, "jobs are not sorted by submit time (job %s)", jobs[i].id);
+    spw_engine_t *e = spw_engine_create(fleet, policy, err);
+    if (!e)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        spw_job_reset(&jobs[i]);
+
+    evheap_t h = {0};
+    sampler_t smp = {.o = opts, .next_s = n ? jobs[0].submit_s : 0};
+    size_t next = 0;
+    double first_submit = n ? jobs[0].submit_s : 0, last_end = first_submit;
+    size_t progress_every = 1 << 16;
+
+    for (;;) {
+        double t = INFINITY;
+        if (next < n)
+            t = jobs[next].submit_s;
+        if (h.n && h.v[0].t < t)
+            t = h.v[0].t;
+        double w = spw_engine_next_wakeup(e);
+        if (w < t)
+            t = w;
+        if (t == INFINITY)
+            break;
+        sample_until(&smp, e, t);
+        out->events++;
+
+        while (h.n && h.v[0].t == t) {
+            spw_job_t *j = h.v[0].job;
+            ev_pop(&h);
+            if (j->state == SPW_JOB_CLOUD) {
+                const spw_offer_t *o = &fleet->offers[j->offer];
+                smp.cloud_gpus -= (uint64_t)j->instances * o->gpus;
+                smp.cloud_usd_per_h -= j->instances * o->ondemand_usd_per_h;
+            }
+            spw_engine_finish(e, j, t);
+            if (t > last_end)
+                last_end = t;
+        }
+        while (next < n && jobs[next].submit_s == t) {
+            spw_job_t *j = &jobs[next++];
+            spw_engine_submit(e, j, t);
+            if (j->state == SPW_JOB_UNSCHEDULABLE)
+                out->jobs_unschedulable++;
+            if (opts && opts->on_progress && (next & (progress_every - 1)) == 0)
+                opts->on_progress(opts->ctx, next, n);
+        }
+        spw_job_t **placed;
+        size_t np = spw_engine_schedule(e, t, &placed);
+        for (size_t k = 0; k < np; k++) {
+            spw_job_t *j = placed[k];
+            double rt = runtime_s[j - jobs];
+            ev_push(&h, j->start_s + rt, j);
+            if (j->state == SPW_JOB_CLOUD) {
+                const spw_offer_t *o = &fleet->offers[j->offer];
+                smp.cloud_gpus += (uint64_t)j->instances * o->gpus;
+                smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
+            }
+        }
+        spw_engine_stats_t st;
+        spw_engine_stats(e, &st);
+        if (st.queued > out->queue_max)
+            out->queue_max = st.queued;
+    }
+    if (opts && opts->on_progress)
+        opts->on_progress(opts->ctx, n, n);
+    sample_until(&smp, e, nextafter(last_end, INFINITY));
+
+    spw_engine_stats_t st;
+    spw_engine_stats(e, &st);
+    out->onprem_gpus = st.onprem_gpus;
+    out->passes = st.passes;
+    spw_engine_destroy(e);
+    free(h.v);
+
+    /* Summary over the jobs that ran. */
+    double *wait = spw_xmalloc((n ? n : 1) * sizeof(double));
+    double *jct = spw_xmalloc((n ? n : 1) * sizeof(double));
+    size_t ran = 0;
+    double wsum = 0, jsum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const spw_job_t *j = &jobs[i];
+        if (j->state != SPW_JOB_DONE)
+            continue;
+        double hours = (j->end_s - j->start_s) / 3600.0;
+        if (j->offer >= 0) {
+            out->jobs_cloud++;
+            out->cloud_cost_usd += j->cost_usd;
+            out->cloud_gpu_hours += hours * j->instances * fleet->offers[j->offer].gpus;
+        } else {
+            out->jobs_onprem++;
+            out->onprem_cost_usd += j->cost_usd;
+            out->onprem_gpu_hours += hours * j->alloc_gpus;
+            if (j->reason == SPW_REASON_BACKFILLED)
+                out->jobs_backfilled++;
+        }
+        wait[ran] = j->start_s - j->submit_s;
+        jct[ran] = j->end_s - j->submit_s;
+        wsum += wait[ran];
+        jsum += jct[ran];
+        ran++;
+    }
+    out->jobs = n;
+    if (ran) {
+        out->wait_mean_s = wsum / (double)ran;
+        out->jct_mean_s = jsum / (double)ran;
+        out->wait_p50_s = spw_quantile(wait, ran, 0.50);
+        out->wait_p90_s = spw_quantile(wait, ran, 0.90);
+        out->wait_p99_s = spw_quantile(wait, ran, 0.99);
+        out->jct_p50_s = spw_quantile(jct, ran, 0.50);
+        out->jct_p90_s = spw_quantile(jct, ran, 0.90);
+        out->jct_p99_s = spw_quantile(jct, ran, 0.99);
+    }
+    free(wait);
+    free(jct);
+    out->makespan_s = last_end - first_submit;
+    if (out->onprem_gpus && out->makespan_s > 0)
+        out->onprem_utilization =
+            out->onprem_gpu_hours / ((double)out->onprem_gpus * out->makespan_s / 3600.0);
+    return 0;
+}

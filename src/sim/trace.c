@@ -1,0 +1,500 @@
+/* trace.c: readers for spillway CSV traces and the Alibaba 2023 GPU trace. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sim/trace.h"
+#include "util/csv.h"
+#include "util/numparse.h"
+
+int spw_trace_format_parse(const char *s, spw_trace_format_t *out, spw_error_t *err)
+{
+    if (strcmp(s, "auto") == 0)
+        *out = SPW_TRACE_AUTO;
+    else if (strcmp(s, "spillway") == 0 || strcmp(s, "csv") == 0)
+        *out = SPW_TRACE_SPILLWAY;
+    else if (strcmp(s, "alibaba") == 0 || strcmp(s, "alibaba-2023") == 0)
+        *out = SPW_TRACE_ALIBABA;
+    else
+        return spw_errorf(err, "unknown trace format '%s' (expected auto, spillway or alibaba)", s);
+    return 0;
+}
+
+const char *spw_trace_format_name(spw_trace_format_t f)
+{
+    switch (f) {
+    case SPW_TRACE_SPILLWAY: return "spillway";
+    case SPW_TRACE_ALIBABA: return "alibaba";
+    default: return "auto";
+    }
+}
+
+const char *spw_alibaba_model(const char *name, size_t len, size_t *outlen)
+{
+    static const struct { const char *from, *to; } alias[] = {
+        {"V100M16", "V100"},
+        {"V100M32", "V100-32GB"},
+    };
+    for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+        if (strlen(alias[i].from) == len && strncasecmp(name, alias[i].from, len) == 0) {
+            *outlen = strlen(alias[i].to);
+            return alias[i].to;
+        }
+    *outlen = len;
+    return name;
+}
+
+/* ---- loader state -------------------------------------------------------- */
+
+typedef struct loader {
+    spw_trace_t *t;
+    spw_csv_t csv;
+    spw_models_t *models;
+    size_t cap;              /* capacity of jobs/runtime/idoff */
+    size_t *idoff;           /* offset of each id in ids */
+    size_t idlen, idcap;     /* bytes used / allocated in t->ids */
+    long *line;              /* line of each job (for duplicate-id messages) */
+    size_t teamcap;
+} loader_t;
+
+static int field_error(loader_t *L, const char *col, const char *want, size_t i,
+                       spw_error_t *err)
+{
+    const char *f = L->csv.field[i];
+    int n = (int)(L->csv.field_len[i] > 40 ? 40 : L->csv.field_len[i]);
+    return spw_errorf(err, "%s:%ld: column '%s': expected %s, got '%.*s'",
+                      L->csv.path, L->csv.line, col, want, n, f);
+}
+
+static int get_double(loader_t *L, int idx, const char *col, double lo, double *out,
+                      spw_error_t *err)
+{
+    if (spw_parse_double(L->csv.field[idx], L->csv.field_len[idx], out) < 0 || *out < lo)
+        return field_error(L, col, lo == 0 ? "a number >= 0" : "a number", (size_t)idx, err);
+    return 0;
+}
+
+static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi, int64_t *out,
+                   spw_error_t *err)
+{
+    char want[64];
+    snprintf(want, sizeof(want), "a whole number from %lld to %lld", (long long)lo, (long long)hi);
+    if (spw_parse_i64(L->csv.field[idx], L->csv.field_len[idx], out) < 0 || *out < lo || *out > hi)
+        return field_error(L, col, want, (size_t)idx, err);
+    return 0;
+}
+
+static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
+{
+    spw_trace_t *t = L->t;
+    if (t->njobs == L->cap) {
+        L->cap = L->cap ? L->cap * 2 : 4096;
+        t->jobs = spw_xrealloc(t->jobs, L->cap * sizeof(spw_job_t));
+        t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
+        L->idoff = spw_xrealloc(L->idoff, L->cap * sizeof(size_t));
+        L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
+    }
+    while (L->idlen + idn + 1 > L->idcap) {
+        L->idcap = L->idcap ? L->idcap * 2 : 65536;
+        t->ids = spw_xrealloc(t->ids, L->idcap);
+    }
+    memcpy(t->ids + L->idlen, id, idn);
+    t->ids[L->idlen + idn] = '\0';
+    L->idoff[t->njobs] = L->idlen;
+    L->idlen += idn + 1;
+    L->line[t->njobs] = L->csv.line;
+    spw_job_t *j = &t->jobs[t->njobs++];
+    memset(j, 0, sizeof(*j));
+    j->deadline_s = NAN;
+    return j;
+}
+
+/* Parses a '|'-separated list of model names into a mask. */
+static int models_mask(loader_t *L, const char *s, size_t n, int alibaba, uint64_t *mask,
+                       spw_error_t *err)
+{
+    *mask = 0;
+    size_t i = 0;
+    while (i < n) {
+        size_t k = i;
+        while (k < n && s[k] != '|')
+            k++;
+        size_t a = i, b = k;
+        while (a < b && isspace((unsigned char)s[a]))
+            a++;
+        while (b > a && isspace((unsigned char)s[b - 1]))
+            b--;
+        if (b > a) {
+            size_t len = b - a;
+            const char *name = alibaba ? spw_alibaba_model(s + a, len, &len) : s + a;
+            spw_error_t e2;
+            int m = spw_models_intern(L->models, name, len, &e2);
+            if (m < 0)
+                return spw_errorf(err, "%s:%ld: %s", L->csv.path, L->csv.line, e2.text);
+            *mask |= 1ULL << m;
+        }
+        i = k + 1;
+    }
+    return 0;
+}
+
+static uint32_t team_index(loader_t *L, const char *s, size_t n)
+{
+    spw_trace_t *t = L->t;
+    if (n == 0)
+        return 0;
+    for (size_t i = 1; i < t->nteams; i++)
+        if (strlen(t->teams[i]) == n && memcmp(t->teams[i], s, n) == 0)
+            return (uint32_t)i;
+    if (t->nteams == L->teamcap) {
+        L->teamcap *= 2;
+        t->teams = spw_xrealloc(t->teams, L->teamcap * sizeof(char *));
+    }
+    char *name = spw_xmalloc(n + 1);
+    memcpy(name, s, n);
+    name[n] = '\0';
+    t->teams[t->nteams] = name;
+    return (uint32_t)t->nteams++;
+}
+
+/* ---- spillway CSV -------------------------------------------------------- */
+
+enum { C_ID, C_SUBMIT, C_GPUS, C_RUNTIME, C_GPU, C_TEAM, C_PRIORITY, C_DEADLINE, C_EST, C_NCOLS };
+static const char *const spw_cols[C_NCOLS] = {
+    "id", "submit_s", "gpus", "runtime_s", "gpu", "team", "priority", "deadline_s", "est_runtime_s",
+};
+
+static int load_spillway(loader_t *L, spw_error_t *err)
+{
+    spw_csv_t *c = &L->csv;
+    int col[C_NCOLS];
+    for (int k = 0; k < C_NCOLS; k++)
+        col[k] = -1;
+    size_t ncol = c->nfields;
+    for (size_t i = 0; i < ncol; i++) {
+        const char *f = c->field[i];
+        size_t n = c->field_len[i];
+        while (n && isspace((unsigned char)f[n - 1]))
+            n--;
+        while (n && isspace((unsigned char)*f))
+            f++, n--;
+        int found = -1;
+        for (int k = 0; k < C_NCOLS; k++)
+            if (strlen(spw_cols[k]) == n && memcmp(spw_cols[k], f, n) == 0)
+                found = k;
+        if (found < 0)
+            return spw_errorf(err,
+                              "%s:%ld: unknown column '%.*s' (known: id, submit_s, gpus, "
+                              "runtime_s, gpu, team, priority, deadline_s, est_runtime_s)",
+                              c->path, c->line, (int)(n > 40 ? 40 : n), f);
+        if (col[found] >= 0)
+            return spw_errorf(err, "%s:%ld: column '%s' appears twice", c->path, c->line,
+                              spw_cols[found]);
+        col[found] = (int)i;
+    }
+    for (int k = 0; k <= C_RUNTIME; k++)
+        if (col[k] < 0)
+            return spw_errorf(err,
+                              "%s:%ld: missing column '%s' (required: id, submit_s, gpus, runtime_s)",
+                              c->path, c->line, spw_cols[k]);
+    int r;
+    while ((r = spw_csv_next(c, err)) == 1) {
+        if (c->nfields != ncol)
+            return spw_errorf(err, "%s:%ld: expected %zu fields like the header, got %zu",
+                              c->path, c->line, ncol, c->nfields);
+        if (c->field_len[col[C_ID]] == 0)
+            return spw_errorf(err, "%s:%ld: column 'id' is empty", c->path, c->line);
+        L->t->rows++;
+        spw_job_t *j = new_job(L, c->field[col[C_ID]], c->field_len[col[C_ID]]);
+        double rt, v;
+        int64_t iv;
+        if (get_double(L, col[C_SUBMIT], "submit_s", 0, &j->submit_s, err) < 0
+            || get_int(L, col[C_GPUS], "gpus", 1, 65536, &iv, err) < 0
+            || get_double(L, col[C_RUNTIME], "runtime_s", 0, &rt, err) < 0)
+            return -1;
+        j->gpus = (uint32_t)iv;
+        j->est_runtime_s = rt;
+        L->t->runtime_s[L->t->njobs - 1] = rt;
+        if (col[C_GPU] >= 0
+            && models_mask(L, c->field[col[C_GPU]], c->field_len[col[C_GPU]], 0, &j->gpu_mask, err) < 0)
+            return -1;
+        if (col[C_TEAM] >= 0)
+            j->team = team_index(L, c->field[col[C_TEAM]], c->field_len[col[C_TEAM]]);
+        if (col[C_PRIORITY] >= 0 && c->field_len[col[C_PRIORITY]]) {
+            if (get_int(L, col[C_PRIORITY], "priority", -1000000, 1000000, &iv, err) < 0)
+                return -1;
+            j->priority = (int32_t)iv;
+        }
+        if (col[C_DEADLINE] >= 0 && c->field_len[col[C_DEADLINE]]) {
+            if (get_double(L, col[C_DEADLINE], "deadline_s", 0, &v, err) < 0)
+                return -1;
+            j->deadline_s = v;
+        }
+        if (col[C_EST] >= 0 && c->field_len[col[C_EST]]) {
+            if (get_double(L, col[C_EST], "est_runtime_s", 0, &v, err) < 0)
+                return -1;
+            j->est_runtime_s = v;
+        }
+    }
+    return r;
+}
+
+/* ---- Alibaba 2023 -------------------------------------------------------- */
+
+static int load_alibaba(loader_t *L, spw_error_t *err)
+{
+    static const char *const need[] = {"name", "num_gpu", "gpu_milli", "gpu_spec",
+                                       "creation_time", "deletion_time", "scheduled_time"};
+    enum { A_NAME, A_NUM, A_MILLI, A_SPEC, A_CREATE, A_DELETE, A_SCHED, A_N };
+    spw_csv_t *c = &L->csv;
+    int col[A_N];
+    for (int k = 0; k < A_N; k++) {
+        col[k] = spw_csv_field_index(c, need[k]);
+        if (col[k] < 0)
+            return spw_errorf(err, "%s:%ld: missing column '%s' of the Alibaba pod list", c->path,
+                              c->line, need[k]);
+    }
+    size_t ncol = c->nfields;
+    int r;
+    while ((r = spw_csv_next(c, err)) == 1) {
+        if (c->nfields != ncol)
+            return spw_errorf(err, "%s:%ld: expected %zu fields like the header, got %zu",
+                              c->path, c->line, ncol, c->nfields);
+        L->t->rows++;
+        int64_t ngpu, milli = 1000;
+        if (get_int(L, col[A_NUM], "num_gpu", 0, 65536, &ngpu, err) < 0)
+            return -1;
+        if (c->field_len[col[A_MILLI]]
+            && get_int(L, col[A_MILLI], "gpu_milli", 0, 1000000, &milli, err) < 0)
+            return -1;
+        if (ngpu == 0) {
+            L->t->skipped_no_gpu++;
+            continue;
+        }
+        if (c->field_len[col[A_SCHED]] == 0) {
+            L->t->skipped_unscheduled++;
+            continue;
+        }
+        double created, deleted, sched;
+        if (get_double(L, col[A_CREATE], "creation_time", 0, &created, err) < 0
+            || get_double(L, col[A_DELETE], "deletion_time", 0, &deleted, err) < 0
+            || get_double(L, col[A_SCHED], "scheduled_time", 0, &sched, err) < 0)
+            return -1;
+        if (deleted < sched)
+            return spw_errorf(err, "%s:%ld: deletion_time %.0f is before scheduled_time %.0f",
+                              c->path, c->line, deleted, sched);
+        if (c->field_len[col[A_NAME]] == 0)
+            return spw_errorf(err, "%s:%ld: column 'name' is empty", c->path, c->line);
+        spw_job_t *j = new_job(L, c->field[col[A_NAME]], c->field_len[col[A_NAME]]);
+        if (milli < 1000)
+            L->t->fractional_gpu++;
+        j->submit_s = created;
+        j->gpus = (uint32_t)ngpu;
+        j->est_runtime_s = deleted - sched;
+        L->t->runtime_s[L->t->njobs - 1] = deleted - sched;
+        if (models_mask(L, c->field[col[A_SPEC]], c->field_len[col[A_SPEC]], 1, &j->gpu_mask, err) < 0)
+            return -1;
+    }
+    return r;
+}
+
+/* ---- ordering ---------------------------------------------------------- */
+
+/* Natural order of ids: runs of digits compare as numbers ("job-9" < "job-10"). */
+static int id_cmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            size_t na = 0, nb = 0;
+            while (isdigit((unsigned char)a[na]))
+                na++;
+            while (isdigit((unsigned char)b[nb]))
+                nb++;
+            if (na != nb)
+                return na < nb ? -1 : 1;
+            int c = memcmp(a, b, na);
+            if (c)
+                return c;
+            a += na;
+            b += nb;
+        } else {
+            if (*a != *b)
+                return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+            a++;
+            b++;
+        }
+    }
+    return *a ? 1 : *b ? -1 : 0;
+}
+
+typedef struct sortrec {
+    double submit;
+    const char *id;
+    size_t row;
+} sortrec_t;
+
+static int sortrec_cmp(const void *pa, const void *pb)
+{
+    const sortrec_t *a = pa, *b = pb;
+    if (a->submit != b->submit)
+        return a->submit < b->submit ? -1 : 1;
+    int c = id_cmp(a->id, b->id);
+    if (c)
+        return c;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* Sorts by (submit, id), sets order, and rejects duplicate ids. */
+static int finish(loader_t *L, spw_error_t *err)
+{
+    spw_trace_t *t = L->t;
+    size_t n = t->njobs;
+    for (size_t i = 0; i < n; i++)
+        t->jobs[i].id = t->ids + L->idoff[i];
+    int sorted = 1;
+    for (size_t i = 1; i < n && sorted; i++) {
+        const spw_job_t *a = &t->jobs[i - 1], *b = &t->jobs[i];
+        if (b->submit_s < a->submit_s) {
+            t->first_unsorted_line = L->line[i];
+            sorted = 0;
+        } else if (b->submit_s == a->submit_s && id_cmp(a->id, b->id) > 0) {
+            sorted = 0;
+        }
+    }
+    if (!sorted) {
+        sortrec_t *r = spw_xmalloc(n * sizeof(*r));
+        for (size_t i = 0; i < n; i++)
+            r[i] = (sortrec_t){.submit = t->jobs[i].submit_s, .id = t->jobs[i].id, .row = i};
+        qsort(r, n, sizeof(*r), sortrec_cmp);
+        spw_job_t *jobs = spw_xmalloc(n * sizeof(spw_job_t));
+        double *rt = spw_xmalloc(n * sizeof(double));
+        long *line = spw_xmalloc(n * sizeof(long));
+        for (size_t i = 0; i < n; i++) {
+            jobs[i] = t->jobs[r[i].row];
+            rt[i] = t->runtime_s[r[i].row];
+            line[i] = L->line[r[i].row];
+        }
+        free(r);
+        free(t->jobs);
+        free(t->runtime_s);
+        free(L->line);
+        t->jobs = jobs;
+        t->runtime_s = rt;
+        L->line = line;
+    }
+    for (size_t i = 0; i < n; i++)
+        t->jobs[i].order = (uint32_t)i;
+
+    /* Duplicate ids: open addressing over job indices. */
+    size_t cap = 16;
+    while (cap < n * 2)
+        cap *= 2;
+    uint32_t *slot = spw_xcalloc(cap, sizeof(uint32_t));
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t s = fnv(t->jobs[i].id) & (cap - 1);
+        for (; slot[s]; s = (s + 1) & (cap - 1)) {
+            const spw_job_t *o = &t->jobs[slot[s] - 1];
+            if (strcmp(o->id, t->jobs[i].id) == 0) {
+                long l1 = L->line[slot[s] - 1], l2 = L->line[i];
+                rc = spw_errorf(err, "%s:%ld: duplicate job id '%.60s' (first on line %ld)",
+                                L->csv.path, l1 > l2 ? l1 : l2, t->jobs[i].id, l1 < l2 ? l1 : l2);
+                break;
+            }
+        }
+        slot[s] = (uint32_t)(i + 1);
+    }
+    free(slot);
+    return rc;
+}
+
+static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t *err)
+{
+    spw_csv_t *c = &L->csv;
+    int r = spw_csv_next(c, err);
+    if (r < 0)
+        goto error;
+    if (r == 0) {
+        spw_errorf(err, "%s: empty file: expected a header line", c->path);
+        goto error;
+    }
+    if (fmt == SPW_TRACE_AUTO) {
+        if (spw_csv_field_index(c, "num_gpu") >= 0 && spw_csv_field_index(c, "creation_time") >= 0)
+            fmt = SPW_TRACE_ALIBABA;
+        else if (spw_csv_field_index(c, "submit_s") >= 0)
+            fmt = SPW_TRACE_SPILLWAY;
+        else {
+            spw_errorf(err,
+                       "%s:%ld: cannot tell the trace format from the header (a spillway trace "
+                       "has id,submit_s,gpus,runtime_s; use --format)",
+                       c->path, c->line);
+            goto error;
+        }
+    }
+    t->format = fmt;
+    t->nteams = 1;
+    L->teamcap = 16;
+    t->teams = spw_xmalloc(L->teamcap * sizeof(char *));
+    t->teams[0] = spw_xstrdup("");
+    r = fmt == SPW_TRACE_ALIBABA ? load_alibaba(L, err) : load_spillway(L, err);
+    if (r < 0 || finish(L, err) < 0)
+        goto error;
+    free(L->idoff);
+    free(L->line);
+    spw_csv_close(c);
+    return 0;
+error:
+    free(L->idoff);
+    free(L->line);
+    spw_csv_close(c);
+    spw_trace_free(t);
+    return -1;
+}
+
+int spw_trace_load(spw_trace_t *t, const char *path, spw_trace_format_t fmt,
+                   spw_models_t *models, spw_error_t *err)
+{
+    memset(t, 0, sizeof(*t));
+    loader_t L = {.t = t, .models = models};
+    if (spw_csv_open(&L.csv, path, err) < 0)
+        return -1;
+    return load(t, &L, fmt, err);
+}
+
+int spw_trace_load_mem(spw_trace_t *t, const char *name, const char *data, size_t len,
+                       spw_trace_format_t fmt, spw_models_t *models, spw_error_t *err)
+{
+    memset(t, 0, sizeof(*t));
+    loader_t L = {.t = t, .models = models};
+    if (spw_csv_open_mem(&L.csv, name, data, len, err) < 0)
+        return -1;
+    return load(t, &L, fmt, err);
+}
+
+void spw_trace_free(spw_trace_t *t)
+{
+    if (!t)
+        return;
+    free(t->jobs);
+    free(t->runtime_s);
+    free(t->ids);
+    for (size_t i = 0; i < t->nteams; i++)
+        free(t->teams[i]);
+    free(t->teams);
+    memset(t, 0, sizeof(*t));
+}
