@@ -1,13 +1,14 @@
 #!/bin/sh
 # deps.sh: make sure the Debian packages spillway needs are installed.
 # usage: scripts/deps.sh [build|test|fuzz]   (each level includes the ones before)
+# The packages are checked with dpkg-query, so this works before make exists.
 # As root it installs what is missing; otherwise it prints the apt-get line.
 set -e
 level=${1:-build}
 pkgs="gcc make pkg-config libyaml-dev"
 case $level in
-test) pkgs="$pkgs perl" ;;
-fuzz) pkgs="$pkgs perl clang libclang-rt-14-dev" ;;
+test) pkgs="$pkgs perl python3" ;;
+fuzz) pkgs="$pkgs perl python3 clang libclang-rt-14-dev valgrind" ;;
 esac
 missing=""
 for p in $pkgs; do
@@ -17,6 +18,7 @@ done
 if [ "$(id -u)" = 0 ]; then
     echo "deps: installing$missing" >&2
     export DEBIAN_FRONTEND=noninteractive
+    # A fresh machine has no package lists yet: update once if the install fails.
     apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
         apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null
     }

@@ -11,9 +11,10 @@
 #include "sim/sim.h"
 
 typedef struct event {
-    double t;        /* completion time */
+    double t;        /* when it happens */
     uint64_t seq;    /* insertion sequence: equal times stay in order */
     spw_job_t *job;
+    int boot;        /* 1: a cloud job's boot ends and billing starts; 0: the job ends */
 } event_t;
 
 typedef struct evheap {
@@ -27,13 +28,13 @@ static inline int ev_before(const event_t *a, const event_t *b)
     return a->t != b->t ? a->t < b->t : a->seq < b->seq;
 }
 
-static void ev_push(evheap_t *h, double t, spw_job_t *j)
+static void ev_push(evheap_t *h, double t, spw_job_t *j, int boot)
 {
     if (h->n == h->cap) {
         h->cap = h->cap ? h->cap * 2 : 1024;
         h->v = spw_xrealloc(h->v, h->cap * sizeof(event_t));
     }
-    event_t x = {.t = t, .seq = h->seq++, .job = j};
+    event_t x = {.t = t, .seq = h->seq++, .job = j, .boot = boot};
     size_t i = h->n++;
     while (i && ev_before(&x, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -120,8 +121,8 @@ double spw_quantile(double *v, size_t n, double q)
 typedef struct sampler {
     const spw_sim_opts_t *o;
     double next_s;           /* next sample time */
-    uint64_t cloud_gpus;     /* cloud GPUs held now */
-    double cloud_usd_per_h;  /* cloud spend rate now */
+    uint64_t cloud_gpus;     /* cloud GPUs held now, booting or running */
+    double cloud_usd_per_h;  /* cloud spend rate now (running instances) */
 } sampler_t;
 
 /* Emits every sample due before instant t, with the state as it is now
@@ -182,7 +183,13 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
 
         while (h.n && h.v[0].t == t) {
             spw_job_t *j = h.v[0].job;
+            int boot = h.v[0].boot;
             ev_pop(&h);
+            if (boot) {
+                const spw_offer_t *o = &fleet->offers[j->offer];
+                smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
+                continue;
+            }
             if (j->state == SPW_JOB_CLOUD) {
                 const spw_offer_t *o = &fleet->offers[j->offer];
                 smp.cloud_gpus -= (uint64_t)j->instances * o->gpus;
@@ -205,12 +212,17 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         for (size_t k = 0; k < np; k++) {
             spw_job_t *j = placed[k];
             double rt = runtime_s[j - jobs];
-            ev_push(&h, j->start_s + rt, j);
             if (j->state == SPW_JOB_CLOUD) {
                 const spw_offer_t *o = &fleet->offers[j->offer];
                 smp.cloud_gpus += (uint64_t)j->instances * o->gpus;
-                smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
+                /* Billing starts when the boot ends.  The boot event goes in
+                 * before the end event, so at equal times it fires first. */
+                if (j->start_s > t)
+                    ev_push(&h, j->start_s, j, 1);
+                else
+                    smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
             }
+            ev_push(&h, j->start_s + rt, j, 0);
         }
         spw_engine_stats_t st;
         spw_engine_stats(e, &st);

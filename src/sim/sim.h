@@ -19,7 +19,7 @@ typedef struct spw_sim_sample {
     size_t queued;               /* jobs waiting */
     uint64_t onprem_busy_gpus;   /* on-prem GPUs held */
     uint64_t cloud_gpus;         /* cloud GPUs held (booting or running) */
-    double cloud_usd_per_h;      /* cloud spend rate of what is held */
+    double cloud_usd_per_h;      /* cloud spend rate of running instances (boot is not billed) */
 } spw_sim_sample_t;
 
 typedef void (*spw_sim_sample_f)(void *ctx, const spw_sim_sample_t *s);
