@@ -136,6 +136,14 @@ typedef struct jclass {
     size_t count;            /* queued jobs */
 } jclass_t;
 
+/* A running on-prem job in the EASY heap; the key is copied in so the
+ * reservation walk does not chase job pointers. */
+typedef struct runent {
+    double end;      /* estimated end: start + est_runtime_s */
+    uint32_t order;  /* tie-break */
+    spw_job_t *job;
+} runent_t;
+
 typedef struct expiry {
     double t;        /* when the wait expires */
     uint32_t order;  /* tie-break */
@@ -153,7 +161,7 @@ struct spw_engine {
     size_t hash_cap;
     expiry_t *exp;                /* min-heap of wait expiries (lazy deletion) */
     size_t nexp, capexp;
-    spw_job_t **run;              /* min-heap of on-prem jobs by estimated end (EASY) */
+    runent_t *run;                /* min-heap of on-prem jobs by estimated end (EASY) */
     size_t nrun, caprun;
     uint32_t *aux;                /* scratch heap of run indices */
     size_t capaux;
@@ -489,24 +497,23 @@ static inline double est_end(const spw_job_t *j)
     return j->start_s + j->est_runtime_s;
 }
 
-static inline int run_before(const spw_job_t *a, const spw_job_t *b)
+static inline int run_before(const runent_t *a, const runent_t *b)
 {
-    double ea = est_end(a), eb = est_end(b);
-    return ea != eb ? ea < eb : a->order < b->order;
+    return a->end != b->end ? a->end < b->end : a->order < b->order;
 }
 
 static void run_swap(spw_engine_t *e, size_t a, size_t b)
 {
-    spw_job_t *t = e->run[a];
+    runent_t t = e->run[a];
     e->run[a] = e->run[b];
     e->run[b] = t;
-    e->run[a]->l.run_idx = (uint32_t)a;
-    e->run[b]->l.run_idx = (uint32_t)b;
+    e->run[a].job->l.run_idx = (uint32_t)a;
+    e->run[b].job->l.run_idx = (uint32_t)b;
 }
 
 static void run_up(spw_engine_t *e, size_t i)
 {
-    while (i && run_before(e->run[i], e->run[(i - 1) / 2])) {
+    while (i && run_before(&e->run[i], &e->run[(i - 1) / 2])) {
         run_swap(e, i, (i - 1) / 2);
         i = (i - 1) / 2;
     }
@@ -516,9 +523,9 @@ static void run_down(spw_engine_t *e, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < e->nrun && run_before(e->run[l], e->run[m]))
+        if (l < e->nrun && run_before(&e->run[l], &e->run[m]))
             m = l;
-        if (r < e->nrun && run_before(e->run[r], e->run[m]))
+        if (r < e->nrun && run_before(&e->run[r], &e->run[m]))
             m = r;
         if (m == i)
             return;
@@ -530,7 +537,7 @@ static void run_down(spw_engine_t *e, size_t i)
 static void run_push(spw_engine_t *e, spw_job_t *j)
 {
     GROW(e->run, e->nrun, e->caprun);
-    e->run[e->nrun] = j;
+    e->run[e->nrun] = (runent_t){.end = est_end(j), .order = j->order, .job = j};
     j->l.run_idx = (uint32_t)e->nrun;
     run_up(e, e->nrun++);
 }
@@ -538,12 +545,12 @@ static void run_push(spw_engine_t *e, spw_job_t *j)
 static void run_del(spw_engine_t *e, spw_job_t *j)
 {
     size_t i = j->l.run_idx;
-    if (i >= e->nrun || e->run[i] != j)
+    if (i >= e->nrun || e->run[i].job != j)
         return;
     e->nrun--;
     if (i != e->nrun) {
         e->run[i] = e->run[e->nrun];
-        e->run[i]->l.run_idx = (uint32_t)i;
+        e->run[i].job->l.run_idx = (uint32_t)i;
         run_down(e, i);
         run_up(e, i);
     }
@@ -752,9 +759,9 @@ static spw_job_t *aux_pop(spw_engine_t *e, size_t *na)
         size_t l = 2 * i + 1, rr = l + 1, m = l;
         if (l >= *na)
             break;
-        if (rr < *na && run_before(e->run[e->aux[rr]], e->run[e->aux[l]]))
+        if (rr < *na && run_before(&e->run[e->aux[rr]], &e->run[e->aux[l]]))
             m = rr;
-        if (!run_before(e->run[e->aux[m]], e->run[last]))
+        if (!run_before(&e->run[e->aux[m]], &e->run[last]))
             break;
         e->aux[i] = e->aux[m];
         i = m;
@@ -764,13 +771,13 @@ static spw_job_t *aux_pop(spw_engine_t *e, size_t *na)
     for (uint32_t ch = 2 * top + 1; ch <= 2 * top + 2 && ch < e->nrun; ch++) {
         GROW(e->aux, *na, e->capaux);
         size_t k = (*na)++;
-        while (k && run_before(e->run[ch], e->run[e->aux[(k - 1) / 2]])) {
+        while (k && run_before(&e->run[ch], &e->run[e->aux[(k - 1) / 2]])) {
             e->aux[k] = e->aux[(k - 1) / 2];
             k = (k - 1) / 2;
         }
         e->aux[k] = ch;
     }
-    return e->run[top];
+    return e->run[top].job;
 }
 
 /* Computes when the head (class r->h) could start if running jobs end at
@@ -1003,8 +1010,8 @@ void spw_engine_destroy(spw_engine_t *e)
         free(e->cls[i].pools);
     /* Multi-node allocations of jobs still running are the engine's. */
     for (size_t i = 0; i < e->nrun; i++) {
-        free(e->run[i]->l.nodes);
-        e->run[i]->l.nodes = NULL;
+        free(e->run[i].job->l.nodes);
+        e->run[i].job->l.nodes = NULL;
     }
     free(e->cls);
     free(e->cls_hash);

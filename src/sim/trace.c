@@ -80,11 +80,11 @@ static int get_double(loader_t *L, int idx, const char *col, double lo, double *
 static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi, int64_t *out,
                    spw_error_t *err)
 {
-    char want[64];
+    if (spw_parse_i64(L->csv.field[idx], L->csv.field_len[idx], out) == 0 && *out >= lo && *out <= hi)
+        return 0;
+    char want[64];   /* only on failure: this runs for every row */
     snprintf(want, sizeof(want), "a whole number from %lld to %lld", (long long)lo, (long long)hi);
-    if (spw_parse_i64(L->csv.field[idx], L->csv.field_len[idx], out) < 0 || *out < lo || *out > hi)
-        return field_error(L, col, want, (size_t)idx, err);
-    return 0;
+    return field_error(L, col, want, (size_t)idx, err);
 }
 
 static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)

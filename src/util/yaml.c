@@ -40,13 +40,13 @@ struct spw_ydoc {
 /* An open map or seq while parsing. */
 typedef struct open_node {
     spw_ynode_t *node;       /* the container */
-    size_t first;            /* index in the pending stack of its first child */
+    size_t first;            /* pending-stack index of its first child */
 } open_node_t;
 
 /* Parser state for one load. */
 typedef struct builder {
     spw_ydoc_t *doc;                 /* document being built */
-    spw_ynode_t **pending;           /* children of open containers, in order */
+    spw_ynode_t **pending;           /* children of open containers */
     size_t npending;                 /* entries used in pending */
     size_t cap;                      /* entries allocated in pending */
     open_node_t open[MAX_DEPTH + 1]; /* open containers, outermost first */
