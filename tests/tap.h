@@ -96,7 +96,7 @@ int tap_is_double(double got, double want, double tol, const char *file,
                   int line, const char *fmt, ...)
 {
     va_list ap;
-    int cond = fabs(got - want) <= tol || (isnan(got) && isnan(want));
+    int cond = got == want || fabs(got - want) <= tol || (isnan(got) && isnan(want));
     va_start(ap, fmt);
     tap_vok(cond, file, line, fmt, ap);
     va_end(ap);

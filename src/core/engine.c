@@ -167,6 +167,8 @@ struct spw_engine {
     size_t capaux;
     spw_job_t **burst;            /* jobs to burst at this instant */
     size_t nburst, capburst;
+    spw_job_t **multi;            /* running jobs that hold a node list (freed on destroy) */
+    size_t nmulti, capmulti;
     spw_job_t **placed;           /* placements of the current instant */
     size_t nplaced, capplaced;
     uint32_t epoch;               /* EASY reservation counter (see pool_t.stamp) */
@@ -366,8 +368,11 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
             c->never_onprem = 0;
     }
     c->offer = -1;
+    /* Under `wait: never` nothing goes to the cloud, not even a job that
+     * can never fit on-prem: that one is unschedulable. */
+    size_t noffers = e->policy.wait.kind == SPW_WAIT_NEVER ? 0 : e->fleet->noffers;
     double best = INFINITY;
-    for (size_t i = 0; i < e->fleet->noffers; i++) {
+    for (size_t i = 0; i < noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
         if (!offer_accepts(e, o, c->mask))
             continue;
@@ -639,6 +644,9 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
         for (uint32_t k = 0; k < cnt; k++)
             pool_set_free(p, nodes[k], 0);
         j->l.nodes = nodes;
+        GROW(e->multi, e->nmulti, e->capmulti);
+        j->l.multi_idx = (uint32_t)e->nmulti;
+        e->multi[e->nmulti++] = j;
         j->node = (int32_t)nodes[0];
         j->nnodes = cnt;
         j->alloc_gpus = got;
@@ -834,7 +842,8 @@ static int keeps_reservation(spw_engine_t *e, resv_t *r, const jclass_t *c,
     pool_t *p = &e->pools[pl.pool];
     if (!p->head_ok)
         return 1;
-    int ends_first = now + j->est_runtime_s <= r->t;
+    /* The same test as treap_first_short(), so rounding cannot make the two disagree. */
+    int ends_first = j->est_runtime_s <= r->t - now;
     if (ends_first && !apply)
         return 1;
     uint32_t g = r->h->gpus;
@@ -1008,11 +1017,12 @@ void spw_engine_destroy(spw_engine_t *e)
     free(e->pools);
     for (size_t i = 0; i < e->ncls; i++)
         free(e->cls[i].pools);
-    /* Multi-node allocations of jobs still running are the engine's. */
-    for (size_t i = 0; i < e->nrun; i++) {
-        free(e->run[i].job->l.nodes);
-        e->run[i].job->l.nodes = NULL;
+    /* Node lists of multi-node jobs still running are the engine's. */
+    for (size_t i = 0; i < e->nmulti; i++) {
+        free(e->multi[i]->l.nodes);
+        e->multi[i]->l.nodes = NULL;
     }
+    free(e->multi);
     free(e->cls);
     free(e->cls_hash);
     free(e->exp);
@@ -1106,6 +1116,9 @@ void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now)
                 pool_set_free(p, j->l.nodes[k], p->spec->node_gpus[j->l.nodes[k]]);
             free(j->l.nodes);
             j->l.nodes = NULL;
+            spw_job_t *last = e->multi[--e->nmulti];
+            e->multi[j->l.multi_idx] = last;
+            last->l.multi_idx = j->l.multi_idx;
         } else {
             pool_set_free(p, (uint32_t)j->node, (uint16_t)(p->freeg[j->node] + j->alloc_gpus));
         }
@@ -1141,7 +1154,8 @@ void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out)
 int spw_engine_cloud_choice(spw_engine_t *e, uint32_t gpus, uint64_t gpu_mask,
                             uint32_t *instances)
 {
-    const jclass_t *c = &e->cls[class_of(e, gpus, gpu_mask)];
+    uint32_t ci = class_of(e, gpus, gpu_mask);   /* may grow e->cls */
+    const jclass_t *c = &e->cls[ci];
     if (instances)
         *instances = c->instances;
     return c->offer;

@@ -41,9 +41,10 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
 void spw_engine_destroy(spw_engine_t *e);
 
 /* Hands a job to the engine at time `now`.  The job's caller-set fields must
- * be valid (gpus > 0, est_runtime_s > 0).  Afterwards j->state is QUEUED, or
+ * be valid (gpus > 0, est_runtime_s >= 0).  Afterwards j->state is QUEUED, or
  * UNSCHEDULABLE when neither on-prem nor any cloud offer can ever run it
- * (reason NO_PLACE): such a job is not kept. */
+ * (reason NO_PLACE; under `wait: never` the cloud does not count): such a
+ * job is not kept. */
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
 
 /* Runs the scheduling instant `now`.  Returns how many jobs were placed and

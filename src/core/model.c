@@ -129,11 +129,17 @@ int spw_models_intern(spw_models_t *m, const char *name, size_t len, spw_error_t
     return m->n++;
 }
 
+void spw_models_truncate(spw_models_t *m, int n)
+{
+    for (int i = n; i < m->n; i++)
+        free(m->name[i]);
+    if (n < m->n)
+        m->n = n;
+}
+
 void spw_models_clear(spw_models_t *m)
 {
-    for (int i = 0; i < m->n; i++)
-        free(m->name[i]);
-    m->n = 0;
+    spw_models_truncate(m, 0);
 }
 
 int spw_model_accepts(const char *want, const char *have)

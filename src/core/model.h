@@ -28,6 +28,8 @@ typedef struct spw_models {
 int spw_models_intern(spw_models_t *m, const char *name, size_t len, spw_error_t *err);
 int spw_models_find(const spw_models_t *m, const char *name);
 void spw_models_clear(spw_models_t *m);
+/* Forgets the names from index n on (undoing interns after a failure). */
+void spw_models_truncate(spw_models_t *m, int n);
 
 /* Whether a job asking for model `want` can use a GPU named `have`: equal
  * ignoring case, or `have` is `want` followed by "-" and a variant
@@ -153,6 +155,7 @@ typedef struct spw_job_links {
     uint32_t cls;               /* demand class index */
     uint32_t run_idx;           /* index in the running heap (EASY only) */
     uint32_t *nodes;            /* nodes held by a multi-node job (owned by the engine) */
+    uint32_t multi_idx;         /* index in the engine's list of multi-node jobs */
     double burst_at_s;          /* when the wait expires; INFINITY = never */
 } spw_job_links_t;
 
@@ -160,7 +163,7 @@ struct spw_job {
     /* ---- set by the caller before spw_engine_submit ---- */
     const char *id;             /* borrowed; unique */
     double submit_s;            /* arrival time, seconds */
-    double est_runtime_s;       /* runtime the engine plans with, seconds, > 0 */
+    double est_runtime_s;       /* runtime the engine plans with, seconds, >= 0 */
     uint32_t gpus;              /* GPUs wanted, > 0 */
     uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
     int32_t priority;           /* larger runs first under the priority order */

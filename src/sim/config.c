@@ -66,6 +66,7 @@ int spw_offers_load(spw_fleet_t *fleet, const char *path, const char *const *pro
     if (spw_csv_open(&c, path, err) < 0)
         return -1;
     size_t start = fleet->noffers;
+    int models_before = fleet->models.n;
     int col[O_N], zone, spot, r = spw_csv_next(&c, err);
     if (r <= 0) {
         if (r == 0)
@@ -135,6 +136,7 @@ error:
         free(fleet->offers[i].instance_type);
     }
     fleet->noffers = start;
+    spw_models_truncate(&fleet->models, models_before);
     spw_csv_close(&c);
     return -1;
 }
@@ -148,6 +150,7 @@ int spw_nodes_load(spw_fleet_t *fleet, const char *path, const char *prefix,
     if (spw_csv_open(&c, path, err) < 0)
         return -1;
     size_t start = fleet->npools;
+    int models_before = fleet->models.n;
     int r = spw_csv_next(&c, err), cg, cm;
     if (r <= 0) {
         if (r == 0)
@@ -210,6 +213,7 @@ error:
         free(fleet->pools[i].node_gpus);
     }
     fleet->npools = start;
+    spw_models_truncate(&fleet->models, models_before);
     spw_csv_close(&c);
     return -1;
 }

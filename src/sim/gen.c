@@ -57,32 +57,42 @@ error:
     return -1;
 }
 
+/* Parses into a copy and commits only on success: a failed parse leaves o
+ * as it was. */
 int spw_gen_parse_runtime(spw_gen_opts_t *o, const char *spec, spw_error_t *err)
 {
     static const char usage[] = "(expected exp:MEAN_S, lognormal:MEDIAN_S:SIGMA or file:PATH)";
+    spw_gen_opts_t n = *o;
+    n.rt_samples = NULL;
+    n.rt_nsamples = 0;
     if (strncmp(spec, "exp:", 4) == 0) {
-        o->runtime = SPW_DIST_EXP;
-        return parse_num(spec + 4, strlen(spec + 4), "--runtime exp", &o->rt_a, err);
-    }
-    if (strncmp(spec, "lognormal:", 10) == 0) {
+        n.runtime = SPW_DIST_EXP;
+        if (parse_num(spec + 4, strlen(spec + 4), "--runtime exp", &n.rt_a, err) < 0)
+            return -1;
+    } else if (strncmp(spec, "lognormal:", 10) == 0) {
         const char *a = spec + 10, *colon = strchr(a, ':');
         if (!colon)
             return spw_errorf(err, "--runtime '%s': missing ':SIGMA' %s", spec, usage);
-        o->runtime = SPW_DIST_LOGNORMAL;
-        if (parse_num(a, (size_t)(colon - a), "--runtime lognormal median", &o->rt_a, err) < 0
-            || parse_num(colon + 1, strlen(colon + 1), "--runtime lognormal sigma", &o->rt_b, err) < 0)
+        n.runtime = SPW_DIST_LOGNORMAL;
+        if (parse_num(a, (size_t)(colon - a), "--runtime lognormal median", &n.rt_a, err) < 0
+            || parse_num(colon + 1, strlen(colon + 1), "--runtime lognormal sigma", &n.rt_b, err) < 0)
             return -1;
-        return 0;
+    } else if (strncmp(spec, "file:", 5) == 0) {
+        n.runtime = SPW_DIST_FILE;
+        if (load_samples(&n, spec + 5, err) < 0)
+            return -1;
+    } else {
+        return spw_errorf(err, "--runtime '%s' %s", spec, usage);
     }
-    if (strncmp(spec, "file:", 5) == 0) {
-        o->runtime = SPW_DIST_FILE;
-        return load_samples(o, spec + 5, err);
-    }
-    return spw_errorf(err, "--runtime '%s' %s", spec, usage);
+    spw_gen_opts_free(o);
+    *o = n;
+    return 0;
 }
 
-int spw_gen_parse_gpus(spw_gen_opts_t *o, const char *spec, spw_error_t *err)
+int spw_gen_parse_gpus(spw_gen_opts_t *out, const char *spec, spw_error_t *err)
 {
+    /* Parse into a copy: a failed parse leaves *out as it was. */
+    spw_gen_opts_t copy = *out, *o = &copy;
     o->ngpu = 0;
     const char *p = spec;
     while (*p) {
@@ -110,6 +120,7 @@ int spw_gen_parse_gpus(spw_gen_opts_t *o, const char *spec, spw_error_t *err)
         sum += o->gpu_weight[i];
     if (o->ngpu == 0 || sum <= 0)
         return spw_errorf(err, "--gpus '%s': give COUNT:WEIGHT pairs, e.g. 1:0.7,2:0.3", spec);
+    *out = copy;
     return 0;
 }
 

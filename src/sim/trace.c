@@ -366,13 +366,15 @@ static int finish(loader_t *L, spw_error_t *err)
     size_t n = t->njobs;
     for (size_t i = 0; i < n; i++)
         t->jobs[i].id = t->ids + L->idoff[i];
+    /* Ties out of id order only need sorting; a submit time that goes
+     * backwards is also worth a warning, so keep looking for the first. */
     int sorted = 1;
-    for (size_t i = 1; i < n && sorted; i++) {
+    for (size_t i = 1; i < n && !t->first_unsorted_line; i++) {
         const spw_job_t *a = &t->jobs[i - 1], *b = &t->jobs[i];
         if (b->submit_s < a->submit_s) {
             t->first_unsorted_line = L->line[i];
             sorted = 0;
-        } else if (b->submit_s == a->submit_s && id_cmp(a->id, b->id) > 0) {
+        } else if (sorted && b->submit_s == a->submit_s && id_cmp(a->id, b->id) > 0) {
             sorted = 0;
         }
     }
@@ -426,6 +428,7 @@ static int finish(loader_t *L, spw_error_t *err)
 static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t *err)
 {
     spw_csv_t *c = &L->csv;
+    int models_before = L->models->n;   /* a failed load leaves the table as it was */
     int r = spw_csv_next(c, err);
     if (r < 0)
         goto error;
@@ -463,6 +466,7 @@ error:
     free(L->line);
     spw_csv_close(c);
     spw_trace_free(t);
+    spw_models_truncate(L->models, models_before);
     return -1;
 }
 

@@ -1,0 +1,419 @@
+/* test_trace.c: trace readers: spillway CSV (columns, fractions, sorting,
+ * natural id order, every error with FILE:LINE and the column), the Alibaba
+ * 2023 pod list (skips, fractional GPUs, model aliases), and the real shared
+ * trace and node list when ../shared/data is present. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "core/model.h"
+#include "sim/config.h"
+#include "sim/trace.h"
+
+static int load(spw_trace_t *t, spw_models_t *m, const char *csv, spw_trace_format_t fmt,
+                spw_error_t *err)
+{
+    err->text[0] = '\0';
+    return spw_trace_load_mem(t, "t.csv", csv, strlen(csv), fmt, m, err);
+}
+
+static uint64_t bit(spw_models_t *m, const char *name)
+{
+    int i = spw_models_find(m, name);
+    return i < 0 ? 0 : 1ULL << i;
+}
+
+/* ---- spillway CSV ---------------------------------------------------------------- */
+
+static void test_spillway_basic(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    const char *csv = "id,submit_s,gpus,runtime_s\n"
+                      "job-1,0,1,100\n"
+                      "job-2,0.5,2,200.25\n";
+    is(load(&t, &m, csv, SPW_TRACE_AUTO, &err), 0, "basic: loads");
+    is(t.format, SPW_TRACE_SPILLWAY, "basic: spillway format detected");
+    is(t.njobs, 2, "basic: 2 jobs");
+    is(t.rows, 2, "basic: 2 rows");
+    is(t.first_unsorted_line, 0, "basic: sorted");
+    is_str(t.jobs[0].id, "job-1", "basic: first id");
+    is_double(t.jobs[1].submit_s, 0.5, 0, "basic: fractional submit");
+    is_double(t.runtime_s[1], 200.25, 0, "basic: fractional runtime");
+    is_double(t.jobs[1].est_runtime_s, 200.25, 0, "basic: estimate defaults to the runtime");
+    is(t.jobs[1].gpus, 2, "basic: gpus");
+    is(t.jobs[1].gpu_mask, 0, "basic: no gpu column: any model");
+    is(t.jobs[1].priority, 0, "basic: priority 0");
+    ok(isnan(t.jobs[1].deadline_s), "basic: no deadline");
+    is(t.jobs[0].order, 0, "basic: order 0");
+    is(t.jobs[1].order, 1, "basic: order 1");
+    is(t.jobs[1].team, 0, "basic: no team");
+    is(t.nteams, 1, "basic: only the empty team");
+    is_str(t.teams[0], "", "basic: teams[0] is empty");
+    spw_trace_free(&t);
+    spw_trace_free(&t);   /* idempotent */
+    spw_models_clear(&m);
+
+    /* Header only: no jobs, no error. */
+    is(load(&t, &m, "id,submit_s,gpus,runtime_s\n", SPW_TRACE_SPILLWAY, &err), 0, "header only: loads");
+    is(t.njobs, 0, "header only: no jobs");
+    spw_trace_free(&t);
+}
+
+static void test_spillway_optional(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    /* Columns in any order, with spaces around header names. */
+    const char *csv = "gpus, id ,runtime_s,submit_s,gpu,team,priority,deadline_s,est_runtime_s\n"
+                      "4,a,100,10,A100|h100,ml,5,1000,80\n"
+                      "1,b,50,10,,,,,\n"
+                      "2,c,60,11,A100,infra,-3,,\n"
+                      "2,d,60,12,,ml,,,\n";
+    is(load(&t, &m, csv, SPW_TRACE_AUTO, &err), 0, "optional: loads (%s)", err.text);
+    is(t.njobs, 4, "optional: 4 jobs");
+    const spw_job_t *a = &t.jobs[0], *b = &t.jobs[1], *c = &t.jobs[2], *d = &t.jobs[3];
+    is_str(a->id, "a", "optional: a first");
+    is(a->gpus, 4, "optional: a gpus");
+    ok(bit(&m, "A100") && bit(&m, "H100"), "optional: models interned");
+    is(a->gpu_mask, bit(&m, "A100") | bit(&m, "H100"), "optional: a accepts A100|H100");
+    is(a->priority, 5, "optional: a priority");
+    is_double(a->deadline_s, 1000, 0, "optional: a deadline");
+    is_double(a->est_runtime_s, 80, 0, "optional: a estimate from est_runtime_s");
+    is_double(t.runtime_s[0], 100, 0, "optional: a true runtime");
+    is_str(t.teams[a->team], "ml", "optional: a team ml");
+    is(b->gpu_mask, 0, "optional: empty gpu = any");
+    is(b->team, 0, "optional: empty team");
+    is(b->priority, 0, "optional: empty priority = 0");
+    ok(isnan(b->deadline_s), "optional: empty deadline = none");
+    is_double(b->est_runtime_s, 50, 0, "optional: empty estimate = runtime");
+    is(c->priority, -3, "optional: negative priority");
+    is_str(t.teams[c->team], "infra", "optional: c team infra");
+    is(d->team, a->team, "optional: team names are shared");
+    is(t.nteams, 3, "optional: three teams ('', ml, infra)");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
+}
+
+static void test_spillway_sorting(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+
+    /* Out of order: line 3 is earlier than line 2. */
+    const char *csv1 = "id,submit_s,gpus,runtime_s\n"
+                       "a,5,1,10\n"
+                       "b,3,2,20\n"
+                       "c,7,3,30\n";
+    is(load(&t, &m, csv1, SPW_TRACE_AUTO, &err), 0, "unsorted: loads");
+    is(t.first_unsorted_line, 3, "unsorted: first unsorted line is 3");
+    is_str(t.jobs[0].id, "b", "unsorted: b first");
+    is_str(t.jobs[1].id, "a", "unsorted: then a");
+    is_str(t.jobs[2].id, "c", "unsorted: then c");
+    is(t.jobs[0].gpus, 2, "unsorted: fields move with the job");
+    is_double(t.runtime_s[0], 20, 0, "unsorted: runtimes move with the job");
+    is_double(t.runtime_s[1], 10, 0, "unsorted: runtime of a");
+    is(t.jobs[0].order, 0, "unsorted: order follows the sorted position");
+    is(t.jobs[2].order, 2, "unsorted: order 2");
+    spw_trace_free(&t);
+
+    /* Equal submit times: natural id order, job-9 before job-10 (and no
+     * "unsorted" line, since no submit goes backwards). */
+    const char *csv2 = "id,submit_s,gpus,runtime_s\n"
+                       "job-10,0,1,10\n"
+                       "job-9,0,1,9\n"
+                       "job-100,0,1,100\n"
+                       "job-09b,0,1,1\n";
+    is(load(&t, &m, csv2, SPW_TRACE_AUTO, &err), 0, "ties: loads");
+    is_str(t.jobs[0].id, "job-9", "ties: job-9 first");
+    is_str(t.jobs[1].id, "job-09b", "ties: job-09b after job-9 (9 = 09, then 'b')");
+    is_str(t.jobs[2].id, "job-10", "ties: then job-10");
+    is_str(t.jobs[3].id, "job-100", "ties: then job-100");
+    is_double(t.runtime_s[0], 9, 0, "ties: runtime follows job-9");
+    is(t.first_unsorted_line, 0, "ties: submit never goes backwards: first_unsorted_line 0");
+    spw_trace_free(&t);
+
+    /* A tie out of id order before a submit that goes backwards: the
+     * backwards line must still be reported (line 4). */
+    const char *csv3 = "id,submit_s,gpus,runtime_s\n"
+                       "job-10,5,1,1\n"
+                       "job-9,5,1,1\n"
+                       "job-2,1,1,1\n"
+                       "job-1,7,1,1\n";
+    is(load(&t, &m, csv3, SPW_TRACE_AUTO, &err), 0, "tie then backwards: loads");
+    is_str(t.jobs[0].id, "job-2", "tie then backwards: job-2 first");
+    is_str(t.jobs[1].id, "job-9", "tie then backwards: job-9");
+    is_str(t.jobs[2].id, "job-10", "tie then backwards: job-10");
+    is_str(t.jobs[3].id, "job-1", "tie then backwards: job-1 last");
+    is(t.first_unsorted_line, 4, "tie then backwards: first_unsorted_line is 4 (job-2 at 1 after 5)");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
+}
+
+/* Loads csv expecting an error that contains every string in want[]. */
+static void expect_error(const char *what, const char *csv, const char *const *want)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    int rc = load(&t, &m, csv, SPW_TRACE_AUTO, &err);
+    int all = rc == -1;
+    for (const char *const *w = want; *w && all; w++)
+        all = strstr(err.text, *w) != NULL;
+    if (!ok(all, "error %s: \"%s\"", what, err.text)) {
+        for (const char *const *w = want; *w; w++)
+            diag("  wanted to contain: %s", *w);
+    }
+    ok(t.jobs == NULL && t.njobs == 0 && t.teams == NULL && t.ids == NULL,
+       "error %s: nothing left in the trace", what);
+    if (rc == 0)
+        spw_trace_free(&t);
+    spw_models_clear(&m);
+}
+
+#define ERR(what, csv, ...)                                                   \
+    do {                                                                      \
+        static const char *const w_[] = {__VA_ARGS__, NULL};                  \
+        expect_error(what, csv, w_);                                          \
+    } while (0)
+
+static void test_spillway_errors(void)
+{
+    ERR("missing column", "id,submit_s,gpus\na,0,1\n", "t.csv:1:", "missing column", "'runtime_s'");
+    ERR("missing id", "submit_s,gpus,runtime_s\n0,1,1\n", "t.csv:1:", "'id'");
+    ERR("unknown column", "id,submit_s,gpus,runtime_s,color\na,0,1,1,red\n", "t.csv:1:",
+        "unknown column", "'color'");
+    ERR("duplicate column", "id,submit_s,gpus,runtime_s,gpus\na,0,1,1,1\n", "t.csv:1:", "'gpus'",
+        "twice");
+    ERR("non-numeric submit", "id,submit_s,gpus,runtime_s\na,0,1,1\nb,abc,1,10\n", "t.csv:3:",
+        "'submit_s'", "'abc'");
+    ERR("non-numeric runtime", "id,submit_s,gpus,runtime_s\na,0,1,1 h\n", "t.csv:2:", "'runtime_s'");
+    ERR("negative runtime", "id,submit_s,gpus,runtime_s\na,0,1,1\nb,5,1,-10\n", "t.csv:3:",
+        "'runtime_s'", "'-10'");
+    ERR("negative submit", "id,submit_s,gpus,runtime_s\na,-1,1,1\n", "t.csv:2:", "'submit_s'");
+    ERR("gpus 0", "id,submit_s,gpus,runtime_s\na,0,0,1\n", "t.csv:2:", "column 'gpus'", "got '0'");
+    ERR("fractional gpus", "id,submit_s,gpus,runtime_s\na,0,1.5,1\n", "t.csv:2:", "'gpus'");
+    ERR("negative gpus", "id,submit_s,gpus,runtime_s\na,0,-2,1\n", "t.csv:2:", "'gpus'");
+    ERR("bad priority", "id,submit_s,gpus,runtime_s,priority\na,0,1,1,high\n", "t.csv:2:",
+        "'priority'");
+    ERR("negative deadline", "id,submit_s,gpus,runtime_s,deadline_s\na,0,1,1,-5\n", "t.csv:2:",
+        "'deadline_s'");
+    ERR("bad estimate", "id,submit_s,gpus,runtime_s,est_runtime_s\na,0,1,1,soon\n", "t.csv:2:",
+        "'est_runtime_s'");
+    ERR("duplicate id", "id,submit_s,gpus,runtime_s\na,5,1,1\nb,1,1,1\na,0,1,1\n", "t.csv:4:",
+        "duplicate job id 'a'", "first on line 2");
+    ERR("too few fields", "id,submit_s,gpus,runtime_s\na,0,1,1\nb,0,1\n", "t.csv:3:",
+        "expected 4 fields", "got 3");
+    ERR("too many fields", "id,submit_s,gpus,runtime_s\na,0,1,1,9\n", "t.csv:2:", "expected 4 fields",
+        "got 5");
+    ERR("empty id", "id,submit_s,gpus,runtime_s\n,0,1,1\n", "t.csv:2:", "'id'");
+    ERR("empty file", "", "t.csv", "empty");
+    ERR("blank lines only", "\n\n\n", "t.csv", "empty");
+    ERR("unknown format", "foo,bar\n1,2\n", "t.csv:1:", "format");
+    /* A failed load leaves the caller's model table as it was. */
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    const char *csv = "id,submit_s,gpus,runtime_s,gpu\na,0,1,1,H100\nb,0,x,1,\n";
+    is(load(&t, &m, csv, SPW_TRACE_AUTO, &err), -1, "error after a model: refused");
+    is(m.n, 0, "error after a model: no model name interned by the failed load");
+    spw_models_clear(&m);
+    ERR("unterminated quote", "id,submit_s,gpus,runtime_s\n\"a,0,1,1\n", "t.csv:2:");
+}
+
+/* ---- Alibaba --------------------------------------------------------------------- */
+
+static const char alibaba_sample[] =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+    "p-0,1000,1024,1,1000,,LS,Running,10,110,10\n"              /* 2: 1 GPU, 100 s */
+    "p-1,1000,1024,0,0,,BE,Running,20,120,20\n"                 /* 3: no GPU: skipped */
+    "p-2,1000,1024,1,500,V100M16,LS,Succeeded,30,330,40\n"      /* 4: half a GPU of V100M16 */
+    "p-3,1000,1024,2,1000,V100M16|T4,LS,Failed,40,100,50\n"     /* 5: 2 GPUs, V100 or T4 */
+    "p-4,1000,1024,1,1000,,LS,Pending,50,,\n"                   /* 6: never scheduled */
+    "p-5,1000,1024,1,250,,LS,Pending,60,200,\n"                 /* 7: never scheduled, fractional */
+    "p-6,1000,1024,8,1000,V100M32,LS,Running,5,1005,5\n";       /* 8: earliest submit */
+
+static void test_alibaba_sample(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    is(spw_trace_load_mem(&t, "pods.csv", alibaba_sample, strlen(alibaba_sample), SPW_TRACE_AUTO,
+                          &m, &err), 0, "alibaba: loads");
+    is(t.format, SPW_TRACE_ALIBABA, "alibaba: detected from the header");
+    is(t.rows, 7, "alibaba: 7 rows");
+    is(t.njobs, 4, "alibaba: 4 jobs (p-0, p-2, p-3, p-6)");
+    is(t.skipped_no_gpu, 1, "alibaba: one pod without GPU");
+    is(t.skipped_unscheduled, 2, "alibaba: two never-scheduled pods");
+    is(t.fractional_gpu, 1, "alibaba: one fractional pod among the jobs (p-5 was skipped)");
+    is(t.first_unsorted_line, 8, "alibaba: p-6 (line 8) is earlier than p-3");
+    is_str(t.jobs[0].id, "p-6", "alibaba: sorted: p-6 first");
+    is_str(t.jobs[1].id, "p-0", "alibaba: then p-0");
+    is_str(t.jobs[2].id, "p-2", "alibaba: then p-2");
+    is_str(t.jobs[3].id, "p-3", "alibaba: then p-3");
+    const spw_job_t *p2 = &t.jobs[2], *p3 = &t.jobs[3], *p6 = &t.jobs[0];
+    is(p2->gpus, 1, "alibaba: half a GPU takes one");
+    is_double(p2->submit_s, 30, 0, "alibaba: submit = creation_time");
+    is_double(t.runtime_s[2], 290, 0, "alibaba: runtime = deletion - scheduled (330 - 40)");
+    is_double(p2->est_runtime_s, 290, 0, "alibaba: estimate = runtime");
+    ok(spw_models_find(&m, "V100") >= 0, "alibaba: V100M16 interned as V100");
+    ok(spw_models_find(&m, "V100M16") < 0, "alibaba: no model named V100M16");
+    is(p2->gpu_mask, bit(&m, "V100"), "alibaba: p-2 accepts V100");
+    is(p3->gpu_mask, bit(&m, "V100") | bit(&m, "T4"), "alibaba: p-3 accepts V100 or T4");
+    is(p3->gpus, 2, "alibaba: p-3 2 GPUs");
+    is(p6->gpu_mask, bit(&m, "V100-32GB"), "alibaba: V100M32 read as V100-32GB");
+    is(t.jobs[1].gpu_mask, 0, "alibaba: empty gpu_spec = any");
+    is_double(t.runtime_s[0], 1000, 0, "alibaba: p-6 runtime 1000");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
+
+    size_t len;
+    const char *s = spw_alibaba_model("V100M16", 7, &len);
+    ok(len == 4 && strncmp(s, "V100", 4) == 0, "alias: V100M16 -> V100");
+    s = spw_alibaba_model("v100m32", 7, &len);
+    ok(len == 9 && strncmp(s, "V100-32GB", 9) == 0, "alias: v100m32 -> V100-32GB");
+    s = spw_alibaba_model("T4xx", 2, &len);
+    ok(len == 2 && strncmp(s, "T4", 2) == 0, "alias: other names unchanged");
+
+    /* Errors. */
+    const char *hdr = "name,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n";
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%sp,1,1000,0,10,0\n", hdr);
+    is(spw_trace_load_mem(&t, "pods.csv", buf, strlen(buf), SPW_TRACE_ALIBABA, &m, &err), -1,
+       "alibaba: missing gpu_spec refused");
+    ok(strstr(err.text, "pods.csv:1:") && strstr(err.text, "'gpu_spec'"),
+       "alibaba: names the column: %s", err.text);
+    const char *bad = "name,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time,scheduled_time\n"
+                      "p,1,1000,,0,10,0\n"
+                      "q,1,1000,,0,5,9\n";
+    is(spw_trace_load_mem(&t, "pods.csv", bad, strlen(bad), SPW_TRACE_ALIBABA, &m, &err), -1,
+       "alibaba: deletion before scheduling refused");
+    ok(strstr(err.text, "pods.csv:3:") != NULL, "alibaba: line 3: %s", err.text);
+    bad = "name,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time,scheduled_time\n"
+          "p,one,1000,,0,10,0\n";
+    is(spw_trace_load_mem(&t, "pods.csv", bad, strlen(bad), SPW_TRACE_ALIBABA, &m, &err), -1,
+       "alibaba: non-numeric num_gpu refused");
+    ok(strstr(err.text, "pods.csv:2:") && strstr(err.text, "'num_gpu'"), "alibaba: %s", err.text);
+    spw_models_clear(&m);
+
+    spw_trace_format_t f;
+    ok(spw_trace_format_parse("alibaba", &f, NULL) == 0 && f == SPW_TRACE_ALIBABA, "format: alibaba");
+    ok(spw_trace_format_parse("spillway", &f, NULL) == 0 && f == SPW_TRACE_SPILLWAY,
+       "format: spillway");
+    ok(spw_trace_format_parse("auto", &f, NULL) == 0 && f == SPW_TRACE_AUTO, "format: auto");
+    is(spw_trace_format_parse("parquet", &f, &err), -1, "format: unknown refused");
+    is_str(spw_trace_format_name(SPW_TRACE_ALIBABA), "alibaba", "format name");
+}
+
+/* ---- the real shared data ----------------------------------------------------------- */
+
+#define POD_LIST "../shared/data/alibaba-gpu-2023/openb_pod_list_default.csv"
+#define NODE_LIST "../shared/data/alibaba-gpu-2023/openb_node_list_gpu_node.csv"
+
+static void test_real_trace(void)
+{
+    if (access(POD_LIST, R_OK) != 0) {
+        printf("ok %d # skip %s not found (run from the repository root with ../shared/data)\n",
+               ++tap_run, POD_LIST);
+        return;
+    }
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    is(spw_trace_load(&t, POD_LIST, SPW_TRACE_AUTO, &m, &err), 0, "real trace: loads");
+    is(t.format, SPW_TRACE_ALIBABA, "real trace: Alibaba format");
+    is(t.rows, 8152, "real trace: 8,152 rows");
+    is(t.skipped_no_gpu, 1088, "real trace: 1,088 pods without GPU");
+    is(t.njobs + t.skipped_unscheduled, 7064, "real trace: 7,064 GPU pods = jobs + unscheduled");
+    is(t.skipped_unscheduled, 861, "real trace: 861 never scheduled");
+    is(t.njobs, 6203, "real trace: 6,203 jobs");
+    /* Counted with
+     *   awk -F, 'NR>1 && $4>0 && $11!="" && $5<1000' openb_pod_list_default.csv | wc -l
+     * (GPU pods that were scheduled and ask for gpu_milli < 1000): 2,573.
+     * Over all GPU pods, scheduled or not, it is 3,078. */
+    is(t.fractional_gpu, 2573, "real trace: 2,573 fractional-GPU jobs");
+    is(t.first_unsorted_line, 0, "real trace: already sorted by creation_time");
+    uint64_t gpus = 0;
+    double rt = 0, last = 0;
+    for (size_t i = 0; i < t.njobs; i++) {
+        gpus += t.jobs[i].gpus;
+        rt += t.runtime_s[i];
+        if (t.jobs[i].submit_s > last)
+            last = t.jobs[i].submit_s;
+    }
+    /* awk: sum of $4 = 6,571; sum of $10-$11 = 191,369,677; max $9 = 12,901,761. */
+    is(gpus, 6571, "real trace: 6,571 GPUs asked in total");
+    is_double(rt, 191369677, 0, "real trace: runtimes sum to 191,369,677 s");
+    is_double(last, 12901761, 0, "real trace: last submit 12,901,761 s (149.3 days)");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
+}
+
+static void test_real_nodes(void)
+{
+    if (access(NODE_LIST, R_OK) != 0) {
+        printf("ok %d # skip %s not found (run from the repository root with ../shared/data)\n",
+               ++tap_run, NODE_LIST);
+        return;
+    }
+    spw_fleet_t f = {0};
+    spw_error_t err;
+    is(spw_nodes_load(&f, NODE_LIST, "openb", 1.25, &err), 0, "real nodes: loads");
+    uint32_t nodes = 0;
+    for (size_t i = 0; i < f.npools; i++)
+        nodes += f.pools[i].nnodes;
+    is(nodes, 1213, "real nodes: 1,213 GPU nodes");
+    is(spw_fleet_gpus(&f), 6212, "real nodes: 6,212 GPUs");
+    is(f.npools, 7, "real nodes: one pool per model (7)");
+    /* awk -F, 'NR>1 && $4>0 {n[$5]++; g[$5]+=$4}': nodes and GPUs per model. */
+    static const struct {
+        const char *pool, *model;
+        uint32_t nodes;
+        uint64_t gpus;
+    } want[] = {
+        {"openb-G2", "G2", 549, 4392},          {"openb-T4", "T4", 404, 842},
+        {"openb-P100", "P100", 134, 265},       {"openb-V100", "V100", 55, 195},
+        {"openb-G3", "G3", 39, 312},            {"openb-V100-32GB", "V100-32GB", 30, 204},
+        {"openb-A10", "A10", 2, 2},
+    };
+    int good = 1;
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        const spw_pool_spec_t *p = NULL;
+        for (size_t i = 0; i < f.npools; i++)
+            if (strcmp(f.pools[i].name, want[k].pool) == 0)
+                p = &f.pools[i];
+        uint64_t g = 0;
+        for (uint32_t i = 0; p && i < p->nnodes; i++)
+            g += p->node_gpus[i];
+        if (!p || p->nnodes != want[k].nodes || g != want[k].gpus || p->model < 0
+            || strcmp(f.models.name[p->model], want[k].model) != 0 || p->cost_usd_per_gpu_h != 1.25) {
+            diag("pool %s: %s", want[k].pool, p ? "wrong nodes, GPUs, model or cost" : "missing");
+            good = 0;
+        }
+    }
+    ok(good, "real nodes: pools G2 549/4392, T4 404/842, P100 134/265, V100 55/195, G3 39/312, "
+             "V100-32GB 30/204, A10 2/2");
+    /* First pool is the model of the first GPU node in the file (P100). */
+    is_str(f.pools[0].name, "openb-P100", "real nodes: pools in order of first appearance");
+    spw_fleet_clear(&f);
+}
+
+int main(void)
+{
+    test_spillway_basic();
+    test_spillway_optional();
+    test_spillway_sorting();
+    test_spillway_errors();
+    test_alibaba_sample();
+    test_real_trace();
+    test_real_nodes();
+    return done_testing();
+}
