@@ -14,9 +14,9 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 SAN     ?=
-PKGS     = yaml-0.1
+PKGS     = yaml-0.1 sqlite3 jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson)
 XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS   = $(PKG_LIBS) -lm -lpthread
 
@@ -32,7 +32,9 @@ UTIL_SRC = $(wildcard src/util/*.c)
 CORE_SRC = $(wildcard src/core/*.c)
 SIM_SRC  = $(wildcard src/sim/*.c)
 CLI_SRC  = $(wildcard src/cli/*.c)
-LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC)
+BACKEND_SRC = $(wildcard src/backends/*/*.c src/backends/*.c)
+DAEMON_SRC = $(wildcard src/daemon/*.c)
+LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC)
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(B)/%.o)
 TEST_SRC = $(wildcard tests/*/test_*.c)
@@ -103,9 +105,11 @@ fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do \
 	    name=$$(basename $$f); mkdir -p build/fuzz/work/$$name; \
 	    echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=0 \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=0 \
+	        -artifact_prefix=build/fuzz/$$name- \
 	        build/fuzz/work/$$name fuzz/corpus/$$name >build/fuzz/$$name.log 2>&1 \
 	        || { tail -40 build/fuzz/$$name.log; exit 1; }; \
+	    grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$name.log | sed "s/^/fuzz: $$name: /"; \
 	done
 
 build/bench/%: bench/%.c build/libspillway.a

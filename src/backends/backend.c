@@ -1,0 +1,16 @@
+/* backend.c: names of the backend interface's enums. */
+#include "backends/backend.h"
+
+#define SPW_NAME_ENTRY(a, s) s,
+static const char *const exit_kind_names[] = {SPW_EXIT_KINDS(SPW_NAME_ENTRY)};
+static const char *const exit_cause_names[] = {SPW_EXIT_CAUSES(SPW_NAME_ENTRY)};
+
+const char *spw_exit_kind_name(spw_exit_kind_t k)
+{
+    return (int)k >= 0 && k < SPW_EXIT_KIND_COUNT ? exit_kind_names[k] : "?";
+}
+
+const char *spw_exit_cause_name(spw_exit_cause_t c)
+{
+    return (int)c >= 0 && c < SPW_EXIT_CAUSE_COUNT ? exit_cause_names[c] : "?";
+}

@@ -1,0 +1,130 @@
+/* backend.h: the versioned interface through which the daemon launches, signals
+ * and reaps jobs inside a pool (local processes today; Slurm and Kubernetes
+ * later, each one folder implementing struct spw_backend_ops). */
+#ifndef SPW_BACKENDS_BACKEND_H
+#define SPW_BACKENDS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+/* The version of struct spw_backend_ops this header describes.  Members are
+ * only ever appended; a caller checks ops->version >= N before touching a
+ * member added in version N. */
+#define SPW_BACKEND_VERSION 1
+
+/* Longest job id a backend accepts, bytes, including the NUL.  Ids name log
+ * files, so a backend also accepts only [A-Za-z0-9._-] not starting with '.'. */
+#define SPW_JOB_ID_MAX 64
+
+/* Time: every `now_s` below is the daemon's wall clock (seconds since the Unix
+ * epoch), read once per loop turn.  Wall clock rather than monotonic so that a
+ * handle persisted before a restart still means the same thing after it.
+ * Backends never read the clock themselves. */
+
+/* What to run.  Everything is borrowed for the duration of launch() only. */
+typedef struct spw_launch {
+    const char *job_id;         /* unique id; names the log files, SPILLWAY_JOB_ID */
+    const char *const *argv;    /* NULL-terminated; argv[0] looked up in the job's
+                                   PATH; run without a shell.  NULL if script */
+    const char *script;         /* run by /bin/sh -c SCRIPT; NULL if argv */
+    const char *const *env;     /* NULL-terminated "NAME=VALUE" added to the
+                                   daemon's environment (job wins); may be NULL */
+    const char *workdir;        /* directory to run in; NULL = the daemon's */
+    const uint32_t *gpus;       /* assigned GPU indices, ngpus of them */
+    size_t ngpus;               /* entries in gpus; 0 hides every GPU */
+    const char *log_dir;        /* existing directory for JOBID.out / JOBID.err */
+    double max_runtime_s;       /* killed (TERM, then KILL) past this, seconds;
+                                   0 = no limit */
+    double now_s;               /* the daemon's clock at launch, seconds */
+} spw_launch_t;
+
+/* A running job, as the daemon persists it so that a restarted daemon can
+ * adopt() it.  A plain value: copy it freely; it owns nothing. */
+typedef struct spw_handle {
+    char job_id[SPW_JOB_ID_MAX];  /* the job this process runs */
+    pid_t pid;                  /* process id of the job's first process */
+    pid_t pgid;                 /* its process group, signalled as a whole */
+    uint64_t start_ticks;       /* the process's start time after boot, clock
+                                   ticks (/proc/PID/stat field 22): with pid,
+                                   tells our process from a reused pid; 0 if
+                                   unknown */
+    double started_s;           /* the daemon's clock at launch, seconds */
+    double max_runtime_s;       /* limit given at launch, seconds; 0 = none */
+} spw_handle_t;
+
+#define SPW_EXIT_KINDS(X)                                                     \
+    X(EXITED, "exited")                                                       \
+    X(SIGNALED, "killed by a signal")                                         \
+    X(LOST, "lost, exit code unknown")
+#define SPW_ENUM_EXIT_KIND(a, s) SPW_EXIT_##a,
+typedef enum spw_exit_kind { SPW_EXIT_KINDS(SPW_ENUM_EXIT_KIND) SPW_EXIT_KIND_COUNT } spw_exit_kind_t;
+const char *spw_exit_kind_name(spw_exit_kind_t k);
+
+/* Why the backend ended a job itself (NONE: the job ended on its own, or was
+ * killed by someone else). */
+#define SPW_EXIT_CAUSES(X)                                                    \
+    X(NONE, "none")                                                           \
+    X(CANCELLED, "cancelled")                                                 \
+    X(MAX_RUNTIME, "killed after max_runtime")
+#define SPW_ENUM_EXIT_CAUSE(a, s) SPW_CAUSE_##a,
+typedef enum spw_exit_cause { SPW_EXIT_CAUSES(SPW_ENUM_EXIT_CAUSE) SPW_EXIT_CAUSE_COUNT } spw_exit_cause_t;
+const char *spw_exit_cause_name(spw_exit_cause_t c);
+
+/* One finished job, as poll() reports it. */
+typedef struct spw_exit {
+    spw_handle_t handle;        /* the handle launch() or adopt() was given */
+    spw_exit_kind_t kind;       /* how it ended */
+    int status;                 /* exit code if EXITED, signal number if
+                                   SIGNALED, -1 if LOST */
+    spw_exit_cause_t cause;     /* whether the backend killed it, and why */
+} spw_exit_t;
+
+/* The function table.  `be` is the backend's own state, made by its
+ * create function (e.g. spw_local_create).  No member takes a callback; results
+ * come back as values.  A member that fails leaves no side effects: no process
+ * started, nothing tracked, no file left behind. */
+struct spw_backend_ops {
+    int version;                /* SPW_BACKEND_VERSION the table was built for */
+    const char *name;           /* "local", "slurm", ...: for messages and the API */
+
+    /* Starts req and fills *out.  From then on the backend tracks the job
+     * until poll() reports its exit.  Returns 0, or -1 with a sentence in err
+     * ("cannot run 'foo': No such file or directory") and no job started. */
+    int (*launch)(void *be, const spw_launch_t *req, spw_handle_t *out,
+                  spw_error_t *err);
+
+    /* Sends signum to every process of the job.  Returns 0, or -1 if h is not
+     * a job the backend tracks or the signal cannot be sent. */
+    int (*signal)(void *be, const spw_handle_t *h, int signum, spw_error_t *err);
+
+    /* Asks the job to stop: SIGTERM now, SIGKILL once a grace period has passed
+     * (escalated by tick()).  Idempotent; the exit is reported with cause
+     * CANCELLED unless the job had already ended on its own.  Returns 0, or
+     * -1 if h is not tracked. */
+    int (*cancel)(void *be, const spw_handle_t *h, double now_s, spw_error_t *err);
+
+    /* Called once per loop turn: enforces max_runtime and escalates cancels
+     * whose grace period has passed.  Never blocks. */
+    void (*tick)(void *be, double now_s);
+
+    /* Reaps finished jobs without blocking: writes up to max of them into
+     * exits and stops tracking them; returns how many.  Jobs beyond max are
+     * reported by the next call. */
+    int (*poll)(void *be, spw_exit_t *exits, size_t max);
+
+    /* After a daemon restart: takes h back under tracking if its process is
+     * still the one that was started (same pid and start time).  Returns 0
+     * (also if h is already tracked), or -1 with errno ESRCH and a sentence in
+     * err if the process is gone or the pid now belongs to another process;
+     * the daemon then applies the job's retry rule. */
+    int (*adopt)(void *be, const spw_handle_t *h, spw_error_t *err);
+
+    /* Frees the backend.  Running jobs keep running, untracked, so that a new
+     * daemon can adopt() them.  NULL-safe. */
+    void (*destroy)(void *be);
+};
+
+#endif

@@ -1,0 +1,814 @@
+/* local.c: the local backend: each job is a process group on this machine,
+ * started with fork + execve, stopped with SIGTERM then SIGKILL, reaped
+ * without blocking.  See local.h for the contract. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backends/local/local.h"
+
+extern char **environ;
+
+/* One tracked job. */
+typedef struct job {
+    spw_handle_t h;             /* as given to the daemon */
+    int own;                    /* 1: our child, reaped with waitid; 0: adopted
+                                   after a restart, watched through /proc */
+    spw_exit_cause_t cause;     /* why we are stopping it; NONE if we are not */
+    double term_s;              /* daemon clock when SIGTERM was sent, seconds;
+                                   NAN until then */
+    int killed;                 /* SIGKILL has been sent */
+} job_t;
+
+struct spw_local {
+    double grace_s;             /* SIGTERM to SIGKILL delay, seconds */
+    job_t *jobs;                /* tracked jobs in launch/adopt order, owned */
+    size_t njobs;               /* entries used in jobs */
+    size_t cap;                 /* entries allocated in jobs */
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static const char *const reserved_env[] = {"CUDA_VISIBLE_DEVICES", "SPILLWAY_JOB_ID"};
+
+static size_t env_name_len(const char *s)
+{
+    const char *eq = strchr(s, '=');
+    return eq ? (size_t)(eq - s) : strlen(s);
+}
+
+static int env_name_is(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+    return env_name_len(entry) == n && strncmp(entry, name, n) == 0;
+}
+
+static int job_id_valid(const char *id)
+{
+    size_t n = 0;
+    if (!id || !*id || id[0] == '.')
+        return 0;
+    for (const char *p = id; *p; p++, n++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return n < SPW_JOB_ID_MAX;
+}
+
+/* Returns a newly allocated a[0..alen) + b + c + d. */
+static char *join(const char *a, size_t alen, const char *b, const char *c, const char *d)
+{
+    size_t bl = strlen(b), cl = strlen(c), dl = strlen(d);
+    char *s = spw_xmalloc(alen + bl + cl + dl + 1);
+    memcpy(s, a, alen);
+    memcpy(s + alen, b, bl);
+    memcpy(s + alen + bl, c, cl);
+    memcpy(s + alen + bl + cl, d, dl + 1);
+    return s;
+}
+
+/* What /proc says about one process. */
+typedef struct proc_info {
+    char state;                 /* one-letter state; 'Z' = zombie */
+    pid_t ppid;                 /* parent process id */
+    uint64_t start_ticks;       /* start time after boot, clock ticks */
+} proc_info_t;
+
+static int proc_read(pid_t pid, proc_info_t *pi)
+{
+    char path[64], buf[2048];
+    const char *p;
+    ssize_t n;
+    int fd, e;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? (errno = ESRCH, -1) : -1;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
+    e = errno;
+    close(fd);
+    if (n < 0)
+        return errno = e, -1;
+    buf[n] = '\0';
+    /* The command name (field 2) is in parentheses and may itself contain
+     * spaces and parentheses: the fields resume after the last ')'. */
+    p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+                            " %*s %*s %*s %*s %*s %*s %*s %" SCNu64,
+                     &pi->state, &pi->ppid, &pi->start_ticks) != 3)
+        return errno = EPROTO, -1;
+    return 0;
+}
+
+int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
+                         spw_error_t *err)
+{
+    proc_info_t pi;
+
+    if (pid <= 0) {
+        errno = ESRCH;
+        return spw_errorf(err, "invalid process id %ld", (long)pid);
+    }
+    if (proc_read(pid, &pi) < 0) {
+        int e = errno;
+        spw_errorf(err, "cannot read /proc/%ld/stat: %s", (long)pid,
+                   e == ESRCH ? "no such process" : strerror(e));
+        errno = e;
+        return -1;
+    }
+    *start_ticks = pi.start_ticks;
+    if (state)
+        *state = pi.state;
+    return 0;
+}
+
+/* Whether an adopted job's process is still the one that was started. */
+typedef enum ident { IDENT_ALIVE, IDENT_ZOMBIE, IDENT_GONE, IDENT_REUSED } ident_t;
+
+static ident_t identify(const spw_handle_t *h)
+{
+    proc_info_t pi;
+
+    if (proc_read(h->pid, &pi) < 0)
+        /* Unreadable for another reason than absence: fall back to kill(). */
+        return errno == ESRCH || (kill(h->pid, 0) < 0 && errno == ESRCH)
+               ? IDENT_GONE : IDENT_ALIVE;
+    if (pi.start_ticks != h->start_ticks)
+        return IDENT_REUSED;
+    return pi.state == 'Z' || pi.state == 'X' ? IDENT_ZOMBIE : IDENT_ALIVE;
+}
+
+/* Sends sig to the job's process group.  For our own children the group id is
+ * safe to use: the leader is not reaped until poll(), so its pid, which is
+ * the group id, cannot be reused.  For an adopted job we first check the
+ * leader's identity; if it is gone altogether we still signal the group, to
+ * reach processes it left behind, accepting the small chance that the id was
+ * reused meanwhile by a new group leader. */
+static int signal_group(const job_t *j, int sig)
+{
+    if (!j->own && identify(&j->h) == IDENT_REUSED)
+        return errno = ESRCH, -1;
+    return kill(-j->h.pgid, sig);
+}
+
+static job_t *find_job(spw_local_t *lb, const spw_handle_t *h)
+{
+    for (size_t i = 0; i < lb->njobs; i++)
+        if (lb->jobs[i].h.pid == h->pid &&
+            lb->jobs[i].h.start_ticks == h->start_ticks)
+            return &lb->jobs[i];
+    return NULL;
+}
+
+static void track(spw_local_t *lb, const spw_handle_t *h, int own)
+{
+    job_t *j;
+
+    if (lb->njobs == lb->cap) {
+        lb->cap = lb->cap ? 2 * lb->cap : 16;
+        lb->jobs = spw_xrealloc(lb->jobs, lb->cap * sizeof(*lb->jobs));
+    }
+    j = &lb->jobs[lb->njobs++];
+    memset(j, 0, sizeof(*j));
+    j->h = *h;
+    j->own = own;
+    j->cause = SPW_CAUSE_NONE;
+    j->term_s = NAN;
+}
+
+static int not_tracked(const spw_handle_t *h, spw_error_t *err)
+{
+    errno = ESRCH;
+    return spw_errorf(err, "job %.*s (pid %ld) is not running under the local backend",
+                      SPW_JOB_ID_MAX, h->job_id, (long)h->pid);
+}
+
+/* ---- the child, between fork and exec --------------------------------- */
+
+/* Only async-signal-safe calls from here to execve: the daemon may have
+ * threads, and one of them may hold the malloc lock at fork time. */
+
+enum { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
+
+typedef struct child_report {
+    int stage;                  /* STAGE_*: what failed */
+    int err;                    /* its errno */
+} child_report_t;
+
+/* Everything the child needs, prepared by the parent. */
+typedef struct child_plan {
+    const char *file;           /* program: a path, or a name to search */
+    char *const *argv;          /* its arguments */
+    char *const *envp;          /* its environment */
+    const char *path;           /* PATH to search when file has no '/' */
+    const char *workdir;        /* NULL = stay */
+    int in_fd, out_fd, err_fd;  /* become 0, 1, 2 */
+    int report_fd;              /* close-on-exec pipe to the parent */
+} child_plan_t;
+
+static void __attribute__((noreturn)) child_fail(int fd, int stage, int e)
+{
+    child_report_t r = {stage, e};
+    if (write(fd, &r, sizeof(r)) < 0) {
+        /* Nothing left to tell anyone; the parent sees exit 127. */
+    }
+    _exit(127);
+}
+
+static int fd_above_stdio(int fd)
+{
+    return fd >= 3 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* execvp with an explicit PATH and environment, async-signal-safe.  Returns
+ * the errno to report. */
+static int child_exec(const child_plan_t *c)
+{
+    char buf[PATH_MAX];
+    size_t flen = strlen(c->file);
+    const char *p = c->path;
+    int eacces = 0;
+
+    if (strchr(c->file, '/')) {
+        execve(c->file, c->argv, c->envp);
+        return errno;
+    }
+    for (;;) {
+        const char *end = p;
+        size_t dlen;
+        while (*end && *end != ':')
+            end++;
+        dlen = (size_t)(end - p);
+        if (dlen == 0) {  /* an empty PATH entry is the current directory */
+            buf[0] = '.';
+            dlen = 1;
+        } else if (dlen < sizeof(buf)) {
+            memcpy(buf, p, dlen);
+        }
+        if (dlen + 1 + flen < sizeof(buf)) {
+            buf[dlen] = '/';
+            memcpy(buf + dlen + 1, c->file, flen + 1);
+            execve(buf, c->argv, c->envp);
+            switch (errno) {
+            case EACCES:
+                eacces = 1;
+                break;
+            case ENOENT: case ENOTDIR: case ESTALE: case ENODEV: case ETIMEDOUT:
+                break;
+            default:
+                return errno;  /* found, but cannot run: say why */
+            }
+        }
+        if (!*end)
+            break;
+        p = end + 1;
+    }
+    return eacces ? EACCES : ENOENT;
+}
+
+static void __attribute__((noreturn)) child_run(const child_plan_t *c)
+{
+    struct sigaction dfl;
+    sigset_t all;
+    int rep = c->report_fd, in = c->in_fd, out = c->out_fd, errfd = c->err_fd;
+
+    /* Signals: block while resetting every disposition (a daemon handler must
+     * not run in the job), then unblock all: a job starts with a clean slate. */
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        sigaction(s, &dfl, NULL);  /* fails harmlessly for KILL, STOP, ... */
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+
+    if (setsid() < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+    /* If the daemon runs with 0, 1 or 2 closed, our descriptors may sit
+     * there: move them up before dup2 shuffles the low numbers. */
+    if ((rep = fd_above_stdio(rep)) < 0)
+        _exit(127);
+    if ((in = fd_above_stdio(in)) < 0 || (out = fd_above_stdio(out)) < 0 ||
+        (errfd = fd_above_stdio(errfd)) < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+#ifdef CLOSE_RANGE_CLOEXEC
+    /* Whatever the daemon left inheritable (sockets, the database) must not
+     * leak into jobs.  Older kernels lack this; the daemon opens with
+     * O_CLOEXEC anyway. */
+    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+#endif
+    if (c->workdir && chdir(c->workdir) < 0)
+        child_fail(rep, STAGE_CHDIR, errno);
+    child_fail(rep, STAGE_EXEC, child_exec(c));
+}
+
+/* ---- launch ----------------------------------------------------------- */
+
+/* Builds the job's environment (see local.h).  The array is owned by the
+ * caller; the strings are borrowed from environ and req except *owned, a
+ * NULL-terminated list of what the caller frees. */
+static char **build_env(const spw_launch_t *req, char **owned)
+{
+    size_t nenv = 0, njob = 0, n = 0, no = 0;
+    char **envp, *s;
+    size_t len;
+
+    for (char **e = environ; e && *e; e++)
+        nenv++;
+    for (const char *const *e = req->env; e && *e; e++)
+        njob++;
+    envp = spw_xcalloc(nenv + njob + 4, sizeof(*envp));
+
+    for (char **e = environ; e && *e; e++) {
+        int skip = 0;
+        for (size_t r = 0; r < 2 && !skip; r++)
+            skip = env_name_is(*e, reserved_env[r]);
+        if (req->workdir && env_name_is(*e, "PWD"))
+            skip = 1;
+        for (size_t k = 0; k < njob && !skip; k++) {
+            size_t nl = env_name_len(req->env[k]);
+            skip = env_name_len(*e) == nl && strncmp(*e, req->env[k], nl) == 0;
+        }
+        if (!skip)
+            envp[n++] = *e;
+    }
+    for (size_t k = 0; k < njob; k++) {
+        const char *e = req->env[k];
+        size_t nl = env_name_len(e);
+        int skip = 0;
+        for (size_t r = 0; r < 2 && !skip; r++)
+            skip = env_name_is(e, reserved_env[r]);
+        for (size_t l = k + 1; l < njob && !skip; l++)  /* the last one wins */
+            skip = env_name_len(req->env[l]) == nl && strncmp(req->env[l], e, nl) == 0;
+        if (!skip)
+            envp[n++] = (char *)e;
+    }
+
+    len = sizeof("CUDA_VISIBLE_DEVICES=") + req->ngpus * 11;
+    s = spw_xmalloc(len);
+    {
+        size_t at = (size_t)snprintf(s, len, "CUDA_VISIBLE_DEVICES=");
+        for (size_t g = 0; g < req->ngpus; g++)
+            at += (size_t)snprintf(s + at, len - at, "%s%" PRIu32, g ? "," : "",
+                                   req->gpus[g]);
+    }
+    envp[n++] = owned[no++] = s;
+    envp[n++] = owned[no++] = join("", 0, "SPILLWAY_JOB_ID=", req->job_id, "");
+    if (req->workdir && req->workdir[0] == '/')
+        envp[n++] = owned[no++] = join("", 0, "PWD=", req->workdir, "");
+    owned[no] = NULL;
+    envp[n] = NULL;
+    return envp;
+}
+
+static const char *env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (; *envp; envp++)
+        if (env_name_is(*envp, name))
+            return *envp + n + 1;
+    return NULL;
+}
+
+/* Opens a log file for appending; *created says whether this call made it, so
+ * that a failed launch can remove it again. */
+static int open_log(const char *path, int *created)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0640);
+        if (fd >= 0) {
+            *created = 1;
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -1;
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+        if (fd >= 0 || errno != ENOENT) {
+            *created = 0;
+            return fd;
+        }
+    }
+    return -1;
+}
+
+static int check_launch(const spw_launch_t *req, spw_error_t *err)
+{
+    if (!req->job_id || !job_id_valid(req->job_id))
+        return spw_errorf(err, "invalid job id '%s': use up to %d of A-Z a-z 0-9 . _ -, not starting with '.'",
+                          req->job_id ? req->job_id : "", SPW_JOB_ID_MAX - 1);
+    if ((req->argv != NULL) == (req->script != NULL))
+        return spw_errorf(err, "job %s: give either a command (argv) or a script, not %s",
+                          req->job_id, req->argv ? "both" : "neither");
+    if (req->argv && (!req->argv[0] || !req->argv[0][0]))
+        return spw_errorf(err, "job %s: the command is empty", req->job_id);
+    if (!req->log_dir || !req->log_dir[0])
+        return spw_errorf(err, "job %s: no log directory", req->job_id);
+    if (req->workdir && !req->workdir[0])
+        return spw_errorf(err, "job %s: the working directory is empty", req->job_id);
+    for (const char *const *e = req->env; e && *e; e++)
+        if (!strchr(*e, '=') || (*e)[0] == '=')
+            return spw_errorf(err, "job %s: environment entry '%s' is not NAME=VALUE",
+                              req->job_id, *e);
+    if (req->ngpus && !req->gpus)
+        return spw_errorf(err, "job %s: %zu GPUs assigned but no indices given",
+                          req->job_id, req->ngpus);
+    if (!(req->max_runtime_s >= 0) || isinf(req->max_runtime_s))
+        return spw_errorf(err, "job %s: max_runtime must be a finite number of seconds >= 0",
+                          req->job_id);
+    if (!isfinite(req->now_s))
+        return spw_errorf(err, "job %s: the launch time is not a finite number", req->job_id);
+    return 0;
+}
+
+static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
+                        spw_error_t *err)
+{
+    static const char *const std_path = "/usr/local/bin:/bin:/usr/bin";
+    spw_local_t *lb = be;
+    char *owned[4] = {NULL};
+    char **envp = NULL;
+    char *out_path = NULL, *err_path = NULL;
+    const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
+    int in_fd = -1, out_fd = -1, err_fd = -1, pipefd[2] = {-1, -1};
+    int out_created = 0, err_created = 0;
+    child_plan_t plan;
+    child_report_t rep;
+    spw_handle_t h;
+    ssize_t n;
+    pid_t pid;
+
+    if (check_launch(req, err) < 0)
+        return -1;
+
+    out_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".out");
+    err_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".err");
+    if ((out_fd = open_log(out_path, &out_created)) < 0) {
+        spw_errorf(err, "job %s: cannot open log file '%s': %s", req->job_id,
+                   out_path, strerror(errno));
+        goto error;
+    }
+    if ((err_fd = open_log(err_path, &err_created)) < 0) {
+        spw_errorf(err, "job %s: cannot open log file '%s': %s", req->job_id,
+                   err_path, strerror(errno));
+        goto error;
+    }
+    if ((in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        spw_errorf(err, "job %s: cannot open /dev/null: %s", req->job_id, strerror(errno));
+        goto error;
+    }
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        spw_errorf(err, "job %s: cannot make a pipe: %s", req->job_id, strerror(errno));
+        goto error;
+    }
+
+    envp = build_env(req, owned);
+    memset(&plan, 0, sizeof(plan));
+    if (req->script) {
+        sh_argv[2] = req->script;
+        plan.file = "/bin/sh";
+        plan.argv = (char *const *)sh_argv;
+    } else {
+        plan.file = req->argv[0];
+        plan.argv = (char *const *)req->argv;
+    }
+    plan.envp = envp;
+    plan.path = env_get(envp, "PATH");
+    if (!plan.path)
+        plan.path = std_path;
+    plan.workdir = req->workdir;
+    plan.in_fd = in_fd;
+    plan.out_fd = out_fd;
+    plan.err_fd = err_fd;
+    plan.report_fd = pipefd[1];
+
+    pid = fork();
+    if (pid < 0) {
+        spw_errorf(err, "job %s: cannot start a process: %s", req->job_id, strerror(errno));
+        goto error;
+    }
+    if (pid == 0)
+        child_run(&plan);
+
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    /* EOF means execve succeeded (the pipe closed on exec); a report means the
+     * child failed and is about to _exit. */
+    do
+        n = read(pipefd[0], &rep, sizeof(rep));
+    while (n < 0 && errno == EINTR);
+    if (n != 0) {
+        int st;
+        if (n < 0)  /* cannot tell whether it started: make sure it did not */
+            kill(pid, SIGKILL);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (n != (ssize_t)sizeof(rep))
+            spw_errorf(err, "job %s: the process failed before it started", req->job_id);
+        else if (rep.stage == STAGE_EXEC)
+            spw_errorf(err, "cannot run '%s': %s", plan.file, strerror(rep.err));
+        else if (rep.stage == STAGE_CHDIR)
+            spw_errorf(err, "cannot change to directory '%s': %s", req->workdir,
+                       strerror(rep.err));
+        else
+            spw_errorf(err, "job %s: cannot set up the process: %s", req->job_id,
+                       strerror(rep.err));
+        goto error;
+    }
+
+    memset(&h, 0, sizeof(h));
+    snprintf(h.job_id, sizeof(h.job_id), "%s", req->job_id);
+    h.pid = pid;
+    h.pgid = pid;  /* setsid() made the child a group leader */
+    {
+        proc_info_t pi;
+        /* The start time is fixed at fork, so reading it after exec is exact.
+         * Without /proc it stays 0: the job runs but cannot be adopted. */
+        h.start_ticks = proc_read(pid, &pi) == 0 ? pi.start_ticks : 0;
+    }
+    h.started_s = req->now_s;
+    h.max_runtime_s = req->max_runtime_s;
+    track(lb, &h, 1);
+    *out = h;
+
+    close(pipefd[0]);
+    close(in_fd);
+    close(out_fd);
+    close(err_fd);
+    free(out_path);
+    free(err_path);
+    for (char **o = owned; *o; o++)
+        free(*o);
+    free(envp);
+    return 0;
+
+error:
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (in_fd >= 0)
+        close(in_fd);
+    if (out_fd >= 0)
+        close(out_fd);
+    if (err_fd >= 0)
+        close(err_fd);
+    if (out_created)
+        unlink(out_path);
+    if (err_created)
+        unlink(err_path);
+    free(out_path);
+    free(err_path);
+    for (char **o = owned; *o; o++)
+        free(*o);
+    free(envp);
+    return -1;
+}
+
+/* ---- signals, cancel, tick -------------------------------------------- */
+
+/* Whether our own child has already exited (a zombie not yet polled). */
+static int own_exited(const job_t *j)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    return waitid(P_PID, j->h.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid != 0;
+}
+
+static int local_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
+{
+    job_t *j = find_job(be, h);
+
+    if (!j)
+        return not_tracked(h, err);
+    if (signal_group(j, signum) < 0) {
+        int e = errno;
+        spw_errorf(err, "cannot signal job %s (process group %ld): %s", j->h.job_id,
+                   (long)j->h.pgid, strerror(e));
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static void start_stop(const spw_local_t *lb, job_t *j, spw_exit_cause_t cause,
+                       double now_s)
+{
+    j->cause = cause;
+    j->term_s = now_s;
+    if (lb->grace_s <= 0) {
+        signal_group(j, SIGKILL);
+        j->killed = 1;
+        return;
+    }
+    signal_group(j, SIGTERM);
+    signal_group(j, SIGCONT);  /* a stopped job could not act on TERM */
+}
+
+static int local_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
+{
+    spw_local_t *lb = be;
+    job_t *j = find_job(lb, h);
+
+    if (!j)
+        return not_tracked(h, err);
+    if (j->cause != SPW_CAUSE_NONE)
+        return 0;  /* already stopping; keep the first reason */
+    /* A job that already ended on its own is not recorded as cancelled. */
+    if (j->own ? own_exited(j) : identify(&j->h) != IDENT_ALIVE)
+        return 0;
+    start_stop(lb, j, SPW_CAUSE_CANCELLED, now_s);
+    return 0;
+}
+
+static void local_tick(void *be, double now_s)
+{
+    spw_local_t *lb = be;
+
+    for (size_t i = 0; i < lb->njobs; i++) {
+        job_t *j = &lb->jobs[i];
+        if (j->cause == SPW_CAUSE_NONE) {
+            if (j->h.max_runtime_s > 0 && now_s >= j->h.started_s + j->h.max_runtime_s)
+                start_stop(lb, j, SPW_CAUSE_MAX_RUNTIME, now_s);
+        } else if (!j->killed && now_s >= j->term_s + lb->grace_s) {
+            signal_group(j, SIGKILL);
+            j->killed = 1;
+        }
+    }
+}
+
+/* ---- poll and adopt --------------------------------------------------- */
+
+/* Checks one job; returns 1 and fills *x if it has ended. */
+static int job_ended(job_t *j, spw_exit_t *x)
+{
+    memset(x, 0, sizeof(*x));
+    x->handle = j->h;
+    x->cause = j->cause;
+    if (j->own) {
+        siginfo_t si;
+        int st;
+
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_PID, j->h.pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                return 0;
+            /* ECHILD: someone else reaped it (or SIGCHLD is ignored). */
+            x->kind = SPW_EXIT_LOST;
+            x->status = -1;
+            return 1;
+        }
+        if (si.si_pid == 0)
+            return 0;
+        /* The leader is a zombie, so its pid (the group id) is still ours:
+         * clear out whatever it left running, then reap it. */
+        kill(-j->h.pgid, SIGKILL);
+        while (waitpid(j->h.pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (si.si_code == CLD_EXITED) {
+            x->kind = SPW_EXIT_EXITED;
+            x->status = si.si_status;
+        } else {
+            x->kind = SPW_EXIT_SIGNALED;
+            x->status = si.si_status;
+        }
+        return 1;
+    }
+    switch (identify(&j->h)) {
+    case IDENT_ALIVE:
+        return 0;
+    case IDENT_ZOMBIE:
+    case IDENT_GONE:
+        kill(-j->h.pgid, SIGKILL);
+        break;
+    case IDENT_REUSED:
+        break;  /* the group id may now be someone else's: leave it */
+    }
+    x->kind = SPW_EXIT_LOST;
+    x->status = -1;
+    return 1;
+}
+
+static int local_poll(void *be, spw_exit_t *exits, size_t max)
+{
+    spw_local_t *lb = be;
+    size_t n = 0, i = 0;
+
+    while (i < lb->njobs && n < max) {
+        if (job_ended(&lb->jobs[i], &exits[n])) {
+            n++;
+            lb->njobs--;
+            memmove(&lb->jobs[i], &lb->jobs[i + 1], (lb->njobs - i) * sizeof(*lb->jobs));
+        } else {
+            i++;
+        }
+    }
+    return (int)n;
+}
+
+static int local_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
+{
+    spw_local_t *lb = be;
+    proc_info_t pi;
+    spw_handle_t copy;
+    int own;
+
+    if (!memchr(h->job_id, '\0', sizeof(h->job_id)) || !job_id_valid(h->job_id))
+        return errno = EINVAL, spw_errorf(err, "cannot adopt: invalid job id in the handle");
+    if (h->pid <= 0 || h->pgid <= 0)
+        return errno = EINVAL, spw_errorf(err, "cannot adopt job %s: invalid pid %ld / process group %ld",
+                                          h->job_id, (long)h->pid, (long)h->pgid);
+    if (h->start_ticks == 0)
+        return errno = EINVAL, spw_errorf(err, "cannot adopt job %s: its start time was never recorded, so pid %ld cannot be verified",
+                                          h->job_id, (long)h->pid);
+    if (find_job(lb, h))
+        return 0;
+    for (size_t i = 0; i < lb->njobs; i++)
+        if (lb->jobs[i].h.pid == h->pid)
+            return errno = EEXIST, spw_errorf(err, "cannot adopt job %s: pid %ld already belongs to job %s",
+                                              h->job_id, (long)h->pid, lb->jobs[i].h.job_id);
+    if (proc_read(h->pid, &pi) < 0) {
+        if (errno == ESRCH)
+            return spw_errorf(err, "process %ld of job %s is gone", (long)h->pid, h->job_id);
+        {
+            int e = errno;
+            spw_errorf(err, "cannot adopt job %s: cannot read /proc/%ld/stat: %s",
+                       h->job_id, (long)h->pid, strerror(e));
+            errno = e;
+            return -1;
+        }
+    }
+    if (pi.start_ticks != h->start_ticks)
+        return errno = ESRCH, spw_errorf(err, "process %ld is no longer job %s: it started at tick %" PRIu64 ", not %" PRIu64,
+                                         (long)h->pid, h->job_id, pi.start_ticks, h->start_ticks);
+    own = pi.ppid == getpid();
+    if (pi.state == 'Z' && !own)
+        return errno = ESRCH, spw_errorf(err, "process %ld of job %s has exited", (long)h->pid, h->job_id);
+    copy = *h;
+    copy.job_id[SPW_JOB_ID_MAX - 1] = '\0';
+    track(lb, &copy, own);
+    return 0;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
+{
+    spw_local_t *lb;
+    double grace_s = opts ? opts->grace_s : SPW_LOCAL_GRACE_S;
+
+    if (!(grace_s >= 0) || isinf(grace_s)) {
+        spw_errorf(err, "local backend: the grace period must be a finite number of seconds >= 0");
+        return NULL;
+    }
+    lb = spw_xcalloc(1, sizeof(*lb));
+    lb->grace_s = grace_s;
+    return lb;
+}
+
+void spw_local_destroy(spw_local_t *lb)
+{
+    if (!lb)
+        return;
+    free(lb->jobs);
+    free(lb);
+}
+
+size_t spw_local_count(const spw_local_t *lb)
+{
+    return lb ? lb->njobs : 0;
+}
+
+static void local_destroy(void *be)
+{
+    spw_local_destroy(be);
+}
+
+const struct spw_backend_ops spw_local_ops = {
+    .version = SPW_BACKEND_VERSION,
+    .name = "local",
+    .launch = local_launch,
+    .signal = local_signal,
+    .cancel = local_cancel,
+    .tick = local_tick,
+    .poll = local_poll,
+    .adopt = local_adopt,
+    .destroy = local_destroy,
+};
