@@ -1,0 +1,106 @@
+/* jobspec.h: the job spec a user submits (YAML or JSON, the same fields
+ * either way), parsed and validated into a plain struct, and written back as
+ * canonical JSON for the store.
+ *
+ * Ownership: a spw_jobspec_t owns every string and array it points to;
+ * spw_jobspec_free releases them.  spw_jobspec_parse copies what it keeps
+ * from data, which the caller still owns. */
+#ifndef SPW_DAEMON_JOBSPEC_H
+#define SPW_DAEMON_JOBSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Limits on what one spec may hold, so a request body cannot make the daemon
+ * allocate without bound.  Exceeding one is a validation error. */
+#define SPW_JOBSPEC_MAX_BYTES (1u << 20)  /* whole document, bytes */
+#define SPW_JOBSPEC_MAX_ARGS 4096         /* argv entries */
+#define SPW_JOBSPEC_MAX_ENV 1024          /* env entries */
+#define SPW_JOBSPEC_MAX_MODELS 16         /* alternatives in "A100|H100:2" */
+#define SPW_JOBSPEC_MAX_GPUS 1000000      /* GPUs one job may ask for */
+#define SPW_JOBSPEC_MAX_RETRIES 100       /* retries after a failure */
+#define SPW_JOBSPEC_MAX_RUNTIME_S 3.1536e8 /* ten years, seconds */
+
+/* How the job's command is given. */
+typedef enum spw_run_kind {
+    SPW_RUN_ARGV,    /* run: [prog, arg, ...]: execve'd directly, no shell */
+    SPW_RUN_SCRIPT,  /* run: "text": run as /bin/sh -c text */
+} spw_run_kind_t;
+
+/* One environment variable. */
+typedef struct spw_env_var {
+    char *key;    /* owned; a C identifier ([A-Za-z_][A-Za-z0-9_]*) */
+    char *value;  /* owned; any text without NUL */
+} spw_env_var_t;
+
+typedef struct spw_jobspec {
+    char *name;                /* owned; NULL when not given */
+    char *team;                /* owned; NULL when not given (the daemon
+                                  fills it from the submitter's token) */
+    spw_run_kind_t run_kind;   /* argv or script */
+    char **argv;               /* owned, argc entries then NULL; NULL for
+                                  a script */
+    size_t argc;               /* entries in argv (>= 1), 0 for a script */
+    char *script;              /* owned; the shell text, NULL for argv */
+    uint32_t gpus;             /* GPUs wanted, >= 1 */
+    char **gpu_models;         /* owned, n_gpu_models acceptable GPU models
+                                  as written ("A100"); NULL = any model */
+    size_t n_gpu_models;       /* entries in gpu_models */
+    double est_runtime_s;      /* runtime estimate, seconds, > 0; NAN when
+                                  not given (the daemon's default applies) */
+    double max_runtime_s;      /* killed past this many seconds of running,
+                                  > 0; NAN = no limit */
+    int32_t priority;          /* larger runs first; 0 when not given */
+    double deadline_s;         /* should end by this unix time, seconds;
+                                  NAN = no deadline */
+    spw_env_var_t *env;        /* owned, nenv entries sorted by key with no
+                                  duplicates; NULL when empty */
+    size_t nenv;               /* entries in env */
+    char *workdir;             /* owned absolute path; NULL = the daemon's
+                                  default */
+    uint32_t retries;          /* re-runs after a failure, 0..100 */
+} spw_jobspec_t;
+
+/* Parses and validates one job spec.  data is JSON when its first
+ * non-whitespace byte is '{', YAML otherwise; len bytes are read (data need
+ * not be NUL-terminated).  name labels messages (a file name, "request").
+ *
+ * Fields: name, team, run (a list of strings = argv, or a string = a
+ * /bin/sh -c script), gpus (2, "A100:2", "A100|H100:2"), est_runtime and
+ * max_runtime (seconds, or "90s", "30m", "2h", "1h30m", "1d"), priority,
+ * deadline (unix seconds, or RFC 3339 like "2026-11-21T18:00:00Z"), env
+ * (a map of strings), workdir, retries.  run and gpus are required; unknown
+ * or repeated fields are errors.  Scalars are read by their text in both
+ * formats, so JSON "2" and 2 are the same gpus, as in YAML.
+ *
+ * Returns 0 and fills *out (free it with spw_jobspec_free), or -1 with
+ * "NAME:LINE:COL: field 'gpus': must be at least 1" in err and *out left
+ * zeroed (safe to free). */
+int spw_jobspec_parse(const char *name, const char *data, size_t len,
+                      spw_jobspec_t *out, spw_error_t *err);
+
+/* Frees what s owns and zeroes it.  NULL-safe; safe on a zeroed struct. */
+void spw_jobspec_free(spw_jobspec_t *s);
+
+/* The canonical JSON text of s: compact, keys sorted, unset fields left out,
+ * runtimes and deadline as numbers of seconds.  spw_jobspec_parse of it
+ * gives back a spec equal to s.  Returns a NUL-terminated string the caller
+ * frees with free(). */
+char *spw_jobspec_to_json(const spw_jobspec_t *s);
+
+/* 1 when a and b hold the same values (NAN equals NAN), else 0. */
+int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b);
+
+/* Parses a duration: a finite number of seconds ("90", "1.5"), or one or
+ * more NUMBER UNIT parts with units d, h, m, s in that order, each at most
+ * once ("90s", "30m", "1h30m", "1.5h").  Returns 0 and fills *out_s, or -1. */
+int spw_parse_duration(const char *s, double *out_s);
+
+/* Parses an RFC 3339 time ("2026-11-21T18:00:00Z", fractional seconds and
+ * "+02:00" style offsets allowed, years 1970..9999) into unix seconds.
+ * Returns 0 and fills *out_s, or -1. */
+int spw_parse_rfc3339(const char *s, double *out_s);
+
+#endif

@@ -1,0 +1,883 @@
+/* store.c: the daemon's SQLite state: schema migrations, a cache of prepared
+ * statements, and the job / instance / decision records. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "daemon/store.h"
+
+/* ---- state names -------------------------------------------------------- */
+
+#define SPW_NAME_OF(a, s) s,
+static const char *const djob_names[] = {SPW_DJOB_STATES(SPW_NAME_OF)};
+static const char *const inst_names[] = {SPW_INST_STATES(SPW_NAME_OF)};
+
+const char *spw_djob_state_name(spw_djob_state_t s)
+{
+    return (unsigned)s < SPW_DJOB_STATE_COUNT ? djob_names[s] : "?";
+}
+
+int spw_djob_state_parse(const char *s, spw_djob_state_t *out)
+{
+    int i;
+
+    for (i = 0; i < SPW_DJOB_STATE_COUNT; i++)
+        if (strcmp(s, djob_names[i]) == 0) {
+            *out = (spw_djob_state_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+int spw_djob_state_terminal(spw_djob_state_t s)
+{
+    return s == SPW_DJOB_SUCCEEDED || s == SPW_DJOB_FAILED ||
+        s == SPW_DJOB_CANCELLED;
+}
+
+const char *spw_inst_state_name(spw_inst_state_t s)
+{
+    return (unsigned)s < SPW_INST_STATE_COUNT ? inst_names[s] : "?";
+}
+
+int spw_inst_state_parse(const char *s, spw_inst_state_t *out)
+{
+    int i;
+
+    for (i = 0; i < SPW_INST_STATE_COUNT; i++)
+        if (strcmp(s, inst_names[i]) == 0) {
+            *out = (spw_inst_state_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- schema ------------------------------------------------------------- */
+
+/* migrations[i] takes the schema from version i to i + 1.  Append only:
+ * a released migration is never edited, a change is a new entry. */
+static const char *const migrations[] = {
+    /* 0 -> 1: the first schema. */
+    "CREATE TABLE jobs ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  id TEXT NOT NULL UNIQUE,"
+    "  team TEXT NOT NULL,"
+    "  spec_json TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  submit_ts REAL NOT NULL,"
+    "  placed_ts REAL,"
+    "  start_ts REAL,"
+    "  end_ts REAL,"
+    "  placement TEXT,"
+    "  gpus_assigned TEXT,"
+    "  pid INTEGER,"
+    "  pid_start_ticks INTEGER,"
+    "  exit_code INTEGER,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  reason TEXT,"
+    "  cost_usd REAL NOT NULL DEFAULT 0"
+    ");"
+    "CREATE INDEX jobs_state ON jobs(state, seq);"
+    "CREATE INDEX jobs_team ON jobs(team, seq);"
+    "CREATE TABLE instances ("
+    "  id TEXT PRIMARY KEY,"
+    "  provider TEXT NOT NULL,"
+    "  offer TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  launched_ts REAL NOT NULL,"
+    "  ready_ts REAL,"
+    "  released_ts REAL,"
+    "  price_usd_per_h REAL NOT NULL,"
+    "  job_id TEXT"
+    ");"
+    "CREATE TABLE decisions ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL,"
+    "  ts REAL NOT NULL,"
+    "  json TEXT NOT NULL"
+    ");"
+    "CREATE INDEX decisions_job ON decisions(job_id, seq);",
+};
+#define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+_Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+/* ---- statement cache ---------------------------------------------------- */
+
+#define JOB_COLS                                                              \
+    "seq, id, team, spec_json, state, submit_ts, placed_ts, start_ts, "       \
+    "end_ts, placement, gpus_assigned, pid, pid_start_ticks, exit_code, "     \
+    "attempts, reason, cost_usd"
+#define INST_COLS                                                             \
+    "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
+    "price_usd_per_h, job_id"
+
+/* Every statement the store runs more than once, prepared on first use. */
+#define STMTS(X)                                                              \
+    X(SAVEPOINT, "SAVEPOINT spw")                                             \
+    X(RELEASE, "RELEASE spw")                                                 \
+    X(ROLLBACK_TO, "ROLLBACK TO spw")                                         \
+    X(JOB_INSERT,                                                             \
+      "INSERT INTO jobs (seq, id, team, spec_json, state, submit_ts) "        \
+      "VALUES (?1, ?2, ?3, ?4, 'queued', ?5)")                                \
+    X(JOB_UPDATE,                                                             \
+      "UPDATE jobs SET "                                                      \
+      "state = CASE WHEN ?1 & 1 THEN ?2 ELSE state END, "                     \
+      "placed_ts = CASE WHEN ?1 & 2 THEN ?3 ELSE placed_ts END, "             \
+      "start_ts = CASE WHEN ?1 & 4 THEN ?4 ELSE start_ts END, "               \
+      "end_ts = CASE WHEN ?1 & 8 THEN ?5 ELSE end_ts END, "                   \
+      "placement = CASE WHEN ?1 & 16 THEN ?6 ELSE placement END, "            \
+      "gpus_assigned = CASE WHEN ?1 & 32 THEN ?7 ELSE gpus_assigned END, "    \
+      "pid = CASE WHEN ?1 & 64 THEN ?8 ELSE pid END, "                        \
+      "pid_start_ticks = CASE WHEN ?1 & 64 THEN ?9 ELSE pid_start_ticks END, "\
+      "exit_code = CASE WHEN ?1 & 128 THEN ?10 ELSE exit_code END, "          \
+      "attempts = CASE WHEN ?1 & 256 THEN ?11 ELSE attempts END, "            \
+      "reason = CASE WHEN ?1 & 512 THEN ?12 ELSE reason END, "                \
+      "cost_usd = CASE WHEN ?1 & 1024 THEN ?13 ELSE cost_usd END "            \
+      "WHERE id = ?14")                                                       \
+    X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
+    X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
+      "ORDER BY seq LIMIT ?4")                                                \
+    X(JOB_LIST_STATE, "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 "       \
+      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+    X(JOB_LIST_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE team = ?2 "         \
+      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+    X(JOB_LIST_STATE_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE "             \
+      "state = ?1 AND team = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4")          \
+    X(JOB_ACTIVE, "SELECT " JOB_COLS " FROM jobs WHERE state IN "             \
+      "('queued', 'placed', 'running') ORDER BY seq")                         \
+    X(INST_INSERT, "INSERT INTO instances (" INST_COLS ") "                   \
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
+    X(INST_UPDATE, "UPDATE instances SET state = ?4, ready_ts = ?6, "         \
+      "released_ts = ?7, job_id = ?9 WHERE id = ?1")                          \
+    X(INST_LIST, "SELECT " INST_COLS " FROM instances "                       \
+      "ORDER BY launched_ts, rowid")                                          \
+    X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
+      "WHERE state <> 'released' ORDER BY launched_ts, rowid")                \
+    X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
+      "VALUES (?1, ?2, ?3)")                                                  \
+    X(DEC_LATEST, "SELECT json, ts FROM decisions WHERE job_id = ?1 "         \
+      "ORDER BY seq DESC LIMIT 1")
+
+/* JOB_UPDATE tests these bits by value. */
+_Static_assert(SPW_JU_STATE == 1 && SPW_JU_PLACED_TS == 2 &&
+               SPW_JU_START_TS == 4 && SPW_JU_END_TS == 8 &&
+               SPW_JU_PLACEMENT == 16 && SPW_JU_GPUS == 32 &&
+               SPW_JU_PID == 64 && SPW_JU_EXIT == 128 &&
+               SPW_JU_ATTEMPTS == 256 && SPW_JU_REASON == 512 &&
+               SPW_JU_COST == 1024, "JOB_UPDATE's bit values");
+
+#define STMT_ENUM(a, sql) S_##a,
+#define STMT_SQL(a, sql) sql,
+enum { STMTS(STMT_ENUM) S_COUNT };
+static const char *const stmt_sql[] = {STMTS(STMT_SQL)};
+
+struct spw_store {
+    sqlite3 *db;                   /* the connection */
+    char *path;                    /* file name, for messages */
+    sqlite3_stmt *stmt[S_COUNT];   /* prepared on first use; NULL before */
+    int64_t next_seq;              /* seq of the next job inserted */
+    int version;                   /* schema version after migrations */
+    int in_txn;                    /* inside spw_store_begin */
+};
+
+static int db_error(spw_store_t *st, spw_error_t *err, const char *what)
+{
+    return spw_errorf(err, "%s: %s: %s", st->path, what,
+                      sqlite3_errmsg(st->db));
+}
+
+/* The cached statement id, reset and ready to bind, or NULL with err. */
+static sqlite3_stmt *stmt(spw_store_t *st, int id, spw_error_t *err)
+{
+    if (!st->stmt[id] &&
+        sqlite3_prepare_v3(st->db, stmt_sql[id], -1,
+                           SQLITE_PREPARE_PERSISTENT, &st->stmt[id],
+                           NULL) != SQLITE_OK) {
+        db_error(st, err, "cannot prepare a statement");
+        return NULL;
+    }
+    return st->stmt[id];
+}
+
+/* Resets a statement after use so it holds no read lock or bound text. */
+static void done(sqlite3_stmt *s)
+{
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+}
+
+/* Runs a statement that returns no rows. */
+static int run(spw_store_t *st, int id, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, id, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "write failed");
+    return 0;
+}
+
+static int exec(spw_store_t *st, const char *sql, spw_error_t *err)
+{
+    char *msg = NULL;
+
+    if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        spw_errorf(err, "%s: %s", st->path,
+                   msg ? msg : sqlite3_errmsg(st->db));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static void bind_time(sqlite3_stmt *s, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_double(s, i, v);
+}
+
+static double col_time(sqlite3_stmt *s, int i)
+{
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN
+        : sqlite3_column_double(s, i);
+}
+
+static char *col_text(sqlite3_stmt *s, int i)
+{
+    return (char *)sqlite3_column_text(s, i);
+}
+
+/* ---- open, migrate, close ----------------------------------------------- */
+
+/* One integer from a query with no parameters; *out = dflt when no row. */
+static int query_int(spw_store_t *st, const char *sql, int64_t dflt,
+                     int64_t *out, spw_error_t *err)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return db_error(st, err, "cannot read the database");
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
+    else if (rc == SQLITE_DONE)
+        *out = dflt;
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_error(st, err, "cannot read the database");
+    return 0;
+}
+
+/* Reads the schema version: 0 for an empty database, -1 with err when the
+ * file holds tables but is no spillway database. */
+static int read_version(spw_store_t *st, int64_t *version, spw_error_t *err)
+{
+    int64_t has_table, tables;
+
+    if (query_int(st, "SELECT count(*) FROM sqlite_master WHERE "
+                  "type = 'table' AND name = 'schema_version'", 0,
+                  &has_table, err) < 0 ||
+        query_int(st, "SELECT count(*) FROM sqlite_master", 0, &tables,
+                  err) < 0)
+        return -1;
+    if (!has_table) {
+        if (tables > 0)
+            return spw_errorf(err, "%s: not a spillway state database (it "
+                              "has tables but no schema_version)", st->path);
+        *version = 0;
+        return 0;
+    }
+    return query_int(st, "SELECT max(version) FROM schema_version", 0,
+                     version, err);
+}
+
+static int migrate(spw_store_t *st, spw_error_t *err)
+{
+    int64_t v;
+    char sql[96];
+
+    /* IMMEDIATE: take the write lock before reading the version, so two
+     * processes opening a new file cannot both run a migration. */
+    if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+        return -1;
+    if (read_version(st, &v, err) < 0)
+        goto error;
+    if (v > SPW_STORE_SCHEMA_VERSION) {
+        spw_errorf(err, "%s: the database has schema version %" PRId64
+                   ", newer than this spillway knows (%d): run a newer "
+                   "spillway", st->path, v, SPW_STORE_SCHEMA_VERSION);
+        goto error;
+    }
+    if (v == 0 && exec(st, "CREATE TABLE schema_version ("
+                       "version INTEGER NOT NULL)", err) < 0)
+        goto error;
+    for (; v < NMIGRATIONS; v++) {
+        if (exec(st, migrations[v], err) < 0)
+            goto error;
+        snprintf(sql, sizeof(sql), "DELETE FROM schema_version; INSERT "
+                 "INTO schema_version VALUES (%" PRId64 ")", v + 1);
+        if (exec(st, sql, err) < 0)
+            goto error;
+    }
+    if (exec(st, "COMMIT", err) < 0)
+        goto error;
+    st->version = (int)v;
+    return 0;
+error:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+/* The next job seq: one past the largest ever used, deleted rows included
+ * (AUTOINCREMENT keeps that in sqlite_sequence), so ids are never reused. */
+static int load_next_seq(spw_store_t *st, spw_error_t *err)
+{
+    int64_t a, b;
+
+    if (query_int(st, "SELECT coalesce(max(seq), 0) FROM sqlite_sequence "
+                  "WHERE name = 'jobs'", 0, &a, err) < 0 ||
+        query_int(st, "SELECT coalesce(max(seq), 0) FROM jobs", 0, &b,
+                  err) < 0)
+        return -1;
+    st->next_seq = (a > b ? a : b) + 1;
+    return 0;
+}
+
+spw_store_t *spw_store_open(const char *path, const spw_store_opts_t *opts,
+                            spw_error_t *err)
+{
+    spw_store_opts_t o = {SPW_STORE_SYNC_NORMAL, 0};
+    spw_store_t *st;
+    int64_t v;
+    char sql[64];
+    sqlite3_stmt *s = NULL;
+    const char *mode;
+
+    if (opts)
+        o = *opts;
+    st = spw_xcalloc(1, sizeof(*st));
+    st->path = spw_xstrdup(path);
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE |
+                        SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        if (st->db)
+            db_error(st, err, "cannot open");
+        else
+            spw_errorf(err, "%s: cannot open: out of memory", path);
+        goto error;
+    }
+    sqlite3_extended_result_codes(st->db, 1);
+    sqlite3_busy_timeout(st->db, o.busy_timeout_ms > 0 ? o.busy_timeout_ms
+                         : 5000);
+    /* Check what the file is before changing anything in it: a foreign or
+     * newer database is refused untouched (WAL mode is persistent). */
+    if (read_version(st, &v, err) < 0)
+        goto error;
+    if (v > SPW_STORE_SCHEMA_VERSION) {
+        spw_errorf(err, "%s: the database has schema version %" PRId64
+                   ", newer than this spillway knows (%d): run a newer "
+                   "spillway", path, v, SPW_STORE_SCHEMA_VERSION);
+        goto error;
+    }
+    if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode=WAL", -1, &s,
+                           NULL) != SQLITE_OK ||
+        sqlite3_step(s) != SQLITE_ROW) {
+        db_error(st, err, "cannot switch to WAL mode");
+        goto error;
+    }
+    mode = (const char *)sqlite3_column_text(s, 0);
+    if (!mode || strcmp(mode, "wal") != 0) {
+        spw_errorf(err, "%s: cannot switch to WAL mode (the journal mode "
+                   "stays '%s')", path, mode ? mode : "?");
+        goto error;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    snprintf(sql, sizeof(sql), "PRAGMA synchronous=%s",
+             o.sync == SPW_STORE_SYNC_FULL ? "FULL" : "NORMAL");
+    if (exec(st, sql, err) < 0 || migrate(st, err) < 0 ||
+        load_next_seq(st, err) < 0)
+        goto error;
+    return st;
+error:
+    sqlite3_finalize(s);
+    spw_store_close(st);
+    return NULL;
+}
+
+void spw_store_close(spw_store_t *st)
+{
+    int i;
+
+    if (!st)
+        return;
+    for (i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(st->stmt[i]);
+    sqlite3_close(st->db);
+    free(st->path);
+    free(st);
+}
+
+int spw_store_schema_version(const spw_store_t *st)
+{
+    return st->version;
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+int spw_store_begin(spw_store_t *st, spw_error_t *err)
+{
+    if (st->in_txn)
+        return spw_errorf(err, "%s: a transaction is already open",
+                          st->path);
+    if (exec(st, "BEGIN IMMEDIATE", err) < 0)
+        return -1;
+    st->in_txn = 1;
+    return 0;
+}
+
+int spw_store_commit(spw_store_t *st, spw_error_t *err)
+{
+    if (!st->in_txn)
+        return spw_errorf(err, "%s: no transaction is open", st->path);
+    if (exec(st, "COMMIT", err) < 0) {
+        spw_store_rollback(st);
+        return -1;
+    }
+    st->in_txn = 0;
+    return 0;
+}
+
+void spw_store_rollback(spw_store_t *st)
+{
+    if (!sqlite3_get_autocommit(st->db))
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    st->in_txn = 0;
+    /* Inserts may have been undone: take the counter from the file again
+     * (if that fails the counter stays ahead, which only skips ids). */
+    load_next_seq(st, NULL);
+}
+
+/* Every multi-row write runs inside a savepoint: its own transaction when
+ * none is open, a nested unit inside spw_store_begin. */
+static int sp_begin(spw_store_t *st, spw_error_t *err)
+{
+    return run(st, S_SAVEPOINT, err);
+}
+
+static int sp_end(spw_store_t *st, int ok, spw_error_t *err)
+{
+    if (ok && run(st, S_RELEASE, err) == 0)
+        return 0;
+    /* ROLLBACK TO keeps the savepoint open; RELEASE then ends it. */
+    run(st, S_ROLLBACK_TO, NULL);
+    run(st, S_RELEASE, NULL);
+    return -1;
+}
+
+/* ---- jobs --------------------------------------------------------------- */
+
+void spw_store_job_clear(spw_store_job_t *job)
+{
+    if (!job)
+        return;
+    free(job->team);
+    free(job->spec_json);
+    free(job->placement);
+    free(job->gpus_assigned);
+    free(job->reason);
+    memset(job, 0, sizeof(*job));
+}
+
+int spw_store_submit_batch(spw_store_t *st, const spw_jobspec_t *const *specs,
+                           size_t n, double now,
+                           char (*ids_out)[SPW_STORE_ID_LEN], spw_error_t *err)
+{
+    int64_t first = st->next_seq;
+    sqlite3_stmt *s;
+    size_t i;
+    int rc;
+
+    if (n == 0)
+        return 0;
+    if (sp_begin(st, err) < 0)
+        return -1;
+    if (!(s = stmt(st, S_JOB_INSERT, err)))
+        goto error;
+    for (i = 0; i < n; i++) {
+        char id[SPW_STORE_ID_LEN];
+        int64_t seq = first + (int64_t)i;
+        char *json = spw_jobspec_to_json(specs[i]);
+        if (!json) {
+            spw_errorf(err, "%s: job %zu of the batch holds text that is "
+                       "not valid UTF-8", st->path, i + 1);
+            goto error;
+        }
+        snprintf(id, sizeof(id), "j-%06" PRId64, seq);
+        sqlite3_bind_int64(s, 1, seq);
+        sqlite3_bind_text(s, 2, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, specs[i]->team ? specs[i]->team : "", -1,
+                          SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, json, -1, SQLITE_STATIC);
+        sqlite3_bind_double(s, 5, now);
+        rc = sqlite3_step(s);
+        done(s);
+        free(json);
+        if (rc != SQLITE_DONE) {
+            db_error(st, err, "cannot insert a job");
+            goto error;
+        }
+    }
+    if (sp_end(st, 1, err) < 0)
+        goto restore;
+    /* Ids go out only after the commit, so a failure leaves no side
+     * effects. */
+    for (i = 0; i < n; i++)
+        snprintf(ids_out[i], SPW_STORE_ID_LEN, "j-%06" PRId64,
+                 first + (int64_t)i);
+    st->next_seq = first + (int64_t)n;
+    return 0;
+error:
+    sp_end(st, 0, NULL);
+restore:
+    st->next_seq = first;
+    return -1;
+}
+
+int spw_store_job_update(spw_store_t *st, const char *id,
+                         const spw_store_job_update_t *u, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_UPDATE, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    if ((u->set & SPW_JU_STATE) &&
+        (unsigned)u->state >= SPW_DJOB_STATE_COUNT) {
+        done(s);
+        return spw_errorf(err, "%s: job %s: invalid state %d", st->path, id,
+                          (int)u->state);
+    }
+    sqlite3_bind_int(s, 1, (int)u->set);
+    sqlite3_bind_text(s, 2, spw_djob_state_name(u->state), -1,
+                      SQLITE_STATIC);
+    bind_time(s, 3, u->placed_ts);
+    bind_time(s, 4, u->start_ts);
+    bind_time(s, 5, u->end_ts);
+    bind_text(s, 6, u->placement);
+    bind_text(s, 7, u->gpus_assigned);
+    if (u->pid) {
+        sqlite3_bind_int64(s, 8, u->pid);
+        sqlite3_bind_int64(s, 9, u->pid_start_ticks);
+    }
+    if (u->has_exit_code)
+        sqlite3_bind_int(s, 10, u->exit_code);
+    sqlite3_bind_int(s, 11, u->attempts);
+    bind_text(s, 12, u->reason);
+    sqlite3_bind_double(s, 13, isnan(u->cost_usd) ? 0 : u->cost_usd);
+    sqlite3_bind_text(s, 14, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot update a job");
+    if (sqlite3_changes(st->db) == 0) {
+        spw_errorf(err, "unknown job '%.40s'", id);
+        errno = ENOENT;
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads the current row of s (selected with JOB_COLS) into j, borrowing
+ * SQLite's text.  -1 if the row holds an unknown state. */
+static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
+{
+    const char *id = col_text(s, 1), *state = col_text(s, 4);
+
+    memset(j, 0, sizeof(*j));
+    j->seq = sqlite3_column_int64(s, 0);
+    snprintf(j->id, sizeof(j->id), "%s", id ? id : "");
+    j->team = col_text(s, 2);
+    j->spec_json = col_text(s, 3);
+    if (!state || spw_djob_state_parse(state, &j->state) < 0)
+        return -1;
+    j->submit_ts = sqlite3_column_double(s, 5);
+    j->placed_ts = col_time(s, 6);
+    j->start_ts = col_time(s, 7);
+    j->end_ts = col_time(s, 8);
+    j->placement = col_text(s, 9);
+    j->gpus_assigned = col_text(s, 10);
+    j->pid = sqlite3_column_int64(s, 11);
+    j->pid_start_ticks = sqlite3_column_int64(s, 12);
+    j->has_exit_code = sqlite3_column_type(s, 13) != SQLITE_NULL;
+    j->exit_code = sqlite3_column_int(s, 13);
+    j->attempts = sqlite3_column_int(s, 14);
+    j->reason = col_text(s, 15);
+    j->cost_usd = sqlite3_column_double(s, 16);
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? spw_xstrdup(s) : NULL;
+}
+
+int spw_store_job_get(spw_store_t *st, const char *id, spw_store_job_t *out,
+                      spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_GET, err);
+    spw_store_job_t j;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        done(s);
+        spw_errorf(err, "unknown job '%.40s'", id);
+        errno = ENOENT;
+        return -1;
+    }
+    if (rc != SQLITE_ROW) {
+        db_error(st, err, "cannot read a job");
+        done(s);
+        return -1;
+    }
+    if (read_job(s, &j) < 0) {
+        done(s);
+        return spw_errorf(err, "%s: job %s has an unknown state",
+                          st->path, id);
+    }
+    *out = j;
+    out->team = dup_or_null(j.team);
+    out->spec_json = dup_or_null(j.spec_json);
+    out->placement = dup_or_null(j.placement);
+    out->gpus_assigned = dup_or_null(j.gpus_assigned);
+    out->reason = dup_or_null(j.reason);
+    done(s);
+    return 0;
+}
+
+/* Steps s, handing each job row to cb until it asks to stop. */
+static int each_job(spw_store_t *st, sqlite3_stmt *s, spw_store_job_f cb,
+                    void *arg, spw_error_t *err)
+{
+    spw_store_job_t j;
+    int rc;
+
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (read_job(s, &j) < 0) {
+            done(s);
+            return spw_errorf(err, "%s: job %s has an unknown state",
+                              st->path, j.id);
+        }
+        if (cb(&j, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(st, err, "cannot list jobs");
+        done(s);
+        return -1;
+    }
+    done(s);
+    return 0;
+}
+
+int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
+                       spw_store_job_f cb, void *arg, spw_error_t *err)
+{
+    static const spw_store_filter_t all = {-1, NULL, 0, 0};
+    sqlite3_stmt *s;
+    int id;
+
+    if (!f)
+        f = &all;
+    if (f->state >= SPW_DJOB_STATE_COUNT)
+        return spw_errorf(err, "%s: invalid job state %d", st->path,
+                          f->state);
+    id = f->state >= 0 ? (f->team ? S_JOB_LIST_STATE_TEAM : S_JOB_LIST_STATE)
+        : (f->team ? S_JOB_LIST_TEAM : S_JOB_LIST);
+    if (!(s = stmt(st, id, err)))
+        return -1;
+    if (f->state >= 0)
+        sqlite3_bind_text(s, 1, spw_djob_state_name(f->state), -1,
+                          SQLITE_STATIC);
+    if (f->team)
+        sqlite3_bind_text(s, 2, f->team, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, f->after_seq);
+    sqlite3_bind_int64(s, 4, f->limit ? (int64_t)f->limit : -1);
+    return each_job(st, s, cb, arg, err);
+}
+
+int spw_store_job_each_active(spw_store_t *st, spw_store_job_f cb, void *arg,
+                              spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_JOB_ACTIVE, err);
+
+    if (!s)
+        return -1;
+    return each_job(st, s, cb, arg, err);
+}
+
+/* ---- instances ---------------------------------------------------------- */
+
+static int inst_write(spw_store_t *st, int id, const spw_store_instance_t *in,
+                      spw_error_t *err)
+{
+    sqlite3_stmt *s;
+    int rc;
+
+    if ((unsigned)in->state >= SPW_INST_STATE_COUNT || !in->id)
+        return spw_errorf(err, "%s: invalid instance record", st->path);
+    if (!(s = stmt(st, id, err)))
+        return -1;
+    bind_text(s, 1, in->id);
+    bind_text(s, 2, in->provider ? in->provider : "");
+    bind_text(s, 3, in->offer ? in->offer : "");
+    sqlite3_bind_text(s, 4, spw_inst_state_name(in->state), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_double(s, 5, in->launched_ts);
+    bind_time(s, 6, in->ready_ts);
+    bind_time(s, 7, in->released_ts);
+    sqlite3_bind_double(s, 8, in->price_usd_per_h);
+    bind_text(s, 9, in->job_id);
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, id == S_INST_INSERT
+                        ? "cannot insert an instance"
+                        : "cannot update an instance");
+    if (id == S_INST_UPDATE && sqlite3_changes(st->db) == 0) {
+        spw_errorf(err, "unknown instance '%.40s'", in->id);
+        errno = ENOENT;
+        return -1;
+    }
+    return 0;
+}
+
+int spw_store_instance_insert(spw_store_t *st, const spw_store_instance_t *in,
+                              spw_error_t *err)
+{
+    return inst_write(st, S_INST_INSERT, in, err);
+}
+
+int spw_store_instance_update(spw_store_t *st, const spw_store_instance_t *in,
+                              spw_error_t *err)
+{
+    return inst_write(st, S_INST_UPDATE, in, err);
+}
+
+int spw_store_instance_list(spw_store_t *st, int active_only,
+                            spw_store_instance_f cb, void *arg,
+                            spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, active_only ? S_INST_ACTIVE : S_INST_LIST,
+                           err);
+    spw_store_instance_t in;
+    int rc;
+
+    if (!s)
+        return -1;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        memset(&in, 0, sizeof(in));
+        in.id = col_text(s, 0);
+        in.provider = col_text(s, 1);
+        in.offer = col_text(s, 2);
+        if (!col_text(s, 3) ||
+            spw_inst_state_parse(col_text(s, 3), &in.state) < 0) {
+            spw_errorf(err, "%s: instance %s has an unknown state",
+                       st->path, in.id ? in.id : "?");
+            done(s);
+            return -1;
+        }
+        in.launched_ts = sqlite3_column_double(s, 4);
+        in.ready_ts = col_time(s, 5);
+        in.released_ts = col_time(s, 6);
+        in.price_usd_per_h = sqlite3_column_double(s, 7);
+        in.job_id = col_text(s, 8);
+        if (cb(&in, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(st, err, "cannot list instances");
+        done(s);
+        return -1;
+    }
+    done(s);
+    return 0;
+}
+
+/* ---- decisions ---------------------------------------------------------- */
+
+int spw_store_decision_insert(spw_store_t *st, const char *job_id, double ts,
+                              const char *json, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_DEC_INSERT, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 2, ts);
+    sqlite3_bind_text(s, 3, json, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot insert a decision");
+    return 0;
+}
+
+int spw_store_decision_latest(spw_store_t *st, const char *job_id,
+                              char **json_out, double *ts_out,
+                              spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_DEC_LATEST, err);
+    int rc;
+
+    *json_out = NULL;
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, job_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *json = col_text(s, 0);
+        *json_out = spw_xstrdup(json ? json : "");
+        if (ts_out)
+            *ts_out = sqlite3_column_double(s, 1);
+        done(s);
+        return 0;
+    }
+    if (rc == SQLITE_DONE) {
+        done(s);
+        spw_errorf(err, "no decision recorded for job '%.40s'", job_id);
+        errno = ENOENT;
+        return -1;
+    }
+    db_error(st, err, "cannot read a decision");
+    done(s);
+    return -1;
+}

@@ -1,0 +1,256 @@
+/* store.h: the daemon's durable state (jobs, cloud instances, placement
+ * decisions) in one SQLite database in WAL mode, with versioned schema
+ * migrations.
+ *
+ * Durability: a call that returns 0 has committed.  With the default
+ * SPW_STORE_SYNC_NORMAL a commit is in the WAL file in the OS page cache
+ * before the call returns, so it survives the process dying at any moment
+ * (kill -9, a crash), which is what "nothing lost" asks of the daemon; it may
+ * lose the last commits on a power failure or kernel crash.  With
+ * SPW_STORE_SYNC_FULL every commit also waits for fsync of the WAL and
+ * survives those too, at the cost of one disk flush per transaction (which
+ * is why submits are written in batches).
+ *
+ * Threads: a store is used from one thread (the daemon's scheduler loop);
+ * it has no locks of its own.  One daemon owns a database file: the store
+ * keeps the next job number in memory, so two writers on one file would
+ * fail each other's inserts (it never corrupts, SQLite locks the file).
+ *
+ * Ownership: a spw_store_t owns its connection and cached statements.
+ * Records passed in are copied; records handed to callbacks are borrowed
+ * until the callback returns; records filled by *_get are owned by the
+ * caller and released with the matching *_clear. */
+#ifndef SPW_DAEMON_STORE_H
+#define SPW_DAEMON_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/jobspec.h"
+#include "util/error.h"
+
+/* Schema version this binary writes; opening a newer database fails. */
+#define SPW_STORE_SCHEMA_VERSION 1
+
+/* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
+#define SPW_STORE_ID_LEN 24
+
+/* Job states as stored (the state column holds the name).  Terminal states
+ * are succeeded, failed and cancelled; the rest are live and come back from
+ * spw_store_job_each_active after a restart. */
+#define SPW_DJOB_STATES(X)                                                    \
+    X(QUEUED, "queued")        /* waiting for a placement */                  \
+    X(PLACED, "placed")        /* placed; launching (cloud: booting) */       \
+    X(RUNNING, "running")      /* its process runs */                         \
+    X(SUCCEEDED, "succeeded")  /* exited 0 */                                 \
+    X(FAILED, "failed")        /* failed with no retries left, or killed */   \
+    X(CANCELLED, "cancelled")  /* cancelled by a user */
+#define SPW_ENUM_DJOB(a, s) SPW_DJOB_##a,
+typedef enum spw_djob_state {
+    SPW_DJOB_STATES(SPW_ENUM_DJOB) SPW_DJOB_STATE_COUNT
+} spw_djob_state_t;
+
+const char *spw_djob_state_name(spw_djob_state_t s);
+/* -1 if s is not a state name. */
+int spw_djob_state_parse(const char *s, spw_djob_state_t *out);
+int spw_djob_state_terminal(spw_djob_state_t s);
+
+/* Cloud instance states.  Released is terminal. */
+#define SPW_INST_STATES(X)                                                    \
+    X(BOOTING, "booting")      /* requested, not ready yet */                 \
+    X(READY, "ready")          /* ready; busy when job_id is set */           \
+    X(RELEASED, "released")    /* given back; no longer billed */
+#define SPW_ENUM_INST(a, s) SPW_INST_##a,
+typedef enum spw_inst_state {
+    SPW_INST_STATES(SPW_ENUM_INST) SPW_INST_STATE_COUNT
+} spw_inst_state_t;
+
+const char *spw_inst_state_name(spw_inst_state_t s);
+int spw_inst_state_parse(const char *s, spw_inst_state_t *out);
+
+typedef enum spw_store_sync {
+    SPW_STORE_SYNC_NORMAL,  /* durable against process crashes (default) */
+    SPW_STORE_SYNC_FULL,    /* durable against power loss as well */
+} spw_store_sync_t;
+
+typedef struct spw_store_opts {
+    spw_store_sync_t sync;  /* PRAGMA synchronous for every commit */
+    int busy_timeout_ms;    /* wait this long for a lock held by another
+                               process (a backup, sqlite3 shell); 0 = 5000 */
+} spw_store_opts_t;
+
+typedef struct spw_store spw_store_t;
+
+/* Opens (creating if needed) the database at path, switches it to WAL and
+ * applies any pending migrations in one transaction.  opts may be NULL for
+ * the defaults.  Fails, leaving the file as it was, when the file is not a
+ * spillway database or its schema is newer than SPW_STORE_SCHEMA_VERSION.
+ * Returns the store or NULL with a message in err. */
+spw_store_t *spw_store_open(const char *path, const spw_store_opts_t *opts,
+                            spw_error_t *err);
+
+/* Finalizes statements and closes the database.  NULL-safe. */
+void spw_store_close(spw_store_t *st);
+
+/* The schema version of the open database (SPW_STORE_SCHEMA_VERSION). */
+int spw_store_schema_version(const spw_store_t *st);
+
+/* Groups several writes into one transaction (one commit, one fsync under
+ * FULL): the scheduler loop wraps a turn's updates in begin/commit.  The
+ * other write calls work inside or outside one; each is atomic by itself
+ * either way.  Transactions do not nest.  rollback is safe to call when no
+ * transaction is open. */
+int spw_store_begin(spw_store_t *st, spw_error_t *err);
+int spw_store_commit(spw_store_t *st, spw_error_t *err);
+void spw_store_rollback(spw_store_t *st);
+
+/* ---- jobs --------------------------------------------------------------- */
+
+/* One row of jobs.  Timestamps are unix seconds; NAN = not yet. */
+typedef struct spw_store_job {
+    int64_t seq;                   /* insertion order, 1, 2, ... */
+    char id[SPW_STORE_ID_LEN];     /* "j-000123" */
+    char *team;                    /* "" when the spec had none */
+    char *spec_json;               /* the spec's canonical JSON */
+    spw_djob_state_t state;        /* where the job is */
+    double submit_ts;              /* when it was accepted */
+    double placed_ts;              /* when the engine placed it */
+    double start_ts;               /* when its process started */
+    double end_ts;                 /* when it reached a terminal state */
+    char *placement;               /* "pool/node" or an offer; NULL = none */
+    char *gpus_assigned;           /* "0,1" as CUDA_VISIBLE_DEVICES; NULL */
+    int64_t pid;                   /* process id while running; 0 = none */
+    int64_t pid_start_ticks;       /* field 22 of /proc/PID/stat, clock
+                                      ticks after boot, so a reused pid is
+                                      not mistaken for the job; 0 = none */
+    int has_exit_code;             /* whether exit_code is set */
+    int exit_code;                 /* exit status, or 128 + signal */
+    int attempts;                  /* times it was started */
+    char *reason;                  /* why it is in its state; NULL = none */
+    double cost_usd;               /* settled cost so far, dollars */
+} spw_store_job_t;
+
+/* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
+void spw_store_job_clear(spw_store_job_t *job);
+
+/* Inserts n jobs as queued in ONE transaction: all are committed or none
+ * (group commit: the daemon gathers concurrent submits into one call).
+ * Each spec's team ("" when NULL) and canonical JSON are stored; now is the
+ * submit time.  ids_out[i] receives the id of specs[i].  Returns 0 only once
+ * the transaction committed (inside spw_store_begin, once the insert is
+ * done: the commit is the caller's).  n may be 0. */
+int spw_store_submit_batch(spw_store_t *st, const spw_jobspec_t *const *specs,
+                           size_t n, double now,
+                           char (*ids_out)[SPW_STORE_ID_LEN], spw_error_t *err);
+
+/* Fields of a job to change: set says which (SPW_JU_* bits); the others are
+ * ignored.  A NAN time, NULL string or 0 pid writes NULL. */
+enum {
+    SPW_JU_STATE = 1 << 0,
+    SPW_JU_PLACED_TS = 1 << 1,
+    SPW_JU_START_TS = 1 << 2,
+    SPW_JU_END_TS = 1 << 3,
+    SPW_JU_PLACEMENT = 1 << 4,
+    SPW_JU_GPUS = 1 << 5,
+    SPW_JU_PID = 1 << 6,        /* pid and pid_start_ticks together */
+    SPW_JU_EXIT = 1 << 7,       /* has_exit_code and exit_code */
+    SPW_JU_ATTEMPTS = 1 << 8,
+    SPW_JU_REASON = 1 << 9,
+    SPW_JU_COST = 1 << 10,
+};
+
+typedef struct spw_store_job_update {
+    unsigned set;                  /* SPW_JU_* bits of the fields to write */
+    spw_djob_state_t state;        /* new state */
+    double placed_ts;              /* unix seconds or NAN */
+    double start_ts;               /* unix seconds or NAN */
+    double end_ts;                 /* unix seconds or NAN */
+    const char *placement;         /* borrowed; NULL clears */
+    const char *gpus_assigned;     /* borrowed; NULL clears */
+    int64_t pid;                   /* 0 clears pid and start ticks */
+    int64_t pid_start_ticks;       /* from /proc/PID/stat field 22 */
+    int has_exit_code;             /* 0 clears the exit code */
+    int exit_code;                 /* exit status, or 128 + signal */
+    int attempts;                  /* times started */
+    const char *reason;            /* borrowed; NULL clears */
+    double cost_usd;               /* dollars */
+} spw_store_job_update_t;
+
+/* Applies u to job id.  -1 with errno ENOENT when there is no such job. */
+int spw_store_job_update(spw_store_t *st, const char *id,
+                         const spw_store_job_update_t *u, spw_error_t *err);
+
+/* Fills *out (release it with spw_store_job_clear).  -1 with errno ENOENT
+ * when there is no such job, leaving *out zeroed. */
+int spw_store_job_get(spw_store_t *st, const char *id, spw_store_job_t *out,
+                      spw_error_t *err);
+
+/* Called for each job listed; the job is borrowed until it returns, and the
+ * callback must not call the store.  Return nonzero to stop early. */
+typedef int (*spw_store_job_f)(const spw_store_job_t *job, void *arg);
+
+typedef struct spw_store_filter {
+    int state;           /* an spw_djob_state_t, or -1 for any */
+    const char *team;    /* only this team's jobs; NULL = any */
+    int64_t after_seq;   /* only jobs with seq > after_seq (paging); 0 */
+    size_t limit;        /* at most this many; 0 = no limit */
+} spw_store_filter_t;
+
+/* Calls cb for each job matching f (NULL = all), oldest first.  Returns 0,
+ * or -1 on a database error. */
+int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
+                       spw_store_job_f cb, void *arg, spw_error_t *err);
+
+/* Calls cb for every job not in a terminal state, oldest first: the
+ * daemon's recovery after a restart (requeue, re-adopt pids). */
+int spw_store_job_each_active(spw_store_t *st, spw_store_job_f cb, void *arg,
+                              spw_error_t *err);
+
+/* ---- cloud instances ---------------------------------------------------- */
+
+typedef struct spw_store_instance {
+    const char *id;                /* unique instance id */
+    const char *provider;          /* "emulated", "aws", ... */
+    const char *offer;             /* offer name (instance type, region) */
+    spw_inst_state_t state;        /* booting, ready or released */
+    double launched_ts;            /* when it was requested, unix seconds */
+    double ready_ts;               /* when it became ready; NAN = not yet */
+    double released_ts;            /* when it was released; NAN = not yet */
+    double price_usd_per_h;        /* what it costs per hour, dollars */
+    const char *job_id;            /* job running on it; NULL = idle */
+} spw_store_instance_t;
+
+/* Inserts a new instance (all fields).  Fails if the id exists. */
+int spw_store_instance_insert(spw_store_t *st, const spw_store_instance_t *in,
+                              spw_error_t *err);
+
+/* Sets state, ready_ts, released_ts and job_id of instance in->id (the
+ * other fields never change).  -1 with errno ENOENT for an unknown id. */
+int spw_store_instance_update(spw_store_t *st, const spw_store_instance_t *in,
+                              spw_error_t *err);
+
+/* Called for each instance; borrowed until it returns; must not call the
+ * store.  Return nonzero to stop. */
+typedef int (*spw_store_instance_f)(const spw_store_instance_t *in,
+                                    void *arg);
+
+/* Calls cb for each instance, oldest launch first; only those not released
+ * when active_only (what a restart must reconcile so none bills unseen). */
+int spw_store_instance_list(spw_store_t *st, int active_only,
+                            spw_store_instance_f cb, void *arg,
+                            spw_error_t *err);
+
+/* ---- decisions ---------------------------------------------------------- */
+
+/* Records one placement decision (its JSON, with the candidates and the
+ * reasons) for job_id at time ts. */
+int spw_store_decision_insert(spw_store_t *st, const char *job_id, double ts,
+                              const char *json, spw_error_t *err);
+
+/* The latest decision recorded for job_id: *json_out (caller frees) and its
+ * time in *ts_out (may be NULL).  -1 with errno ENOENT when there is none. */
+int spw_store_decision_latest(spw_store_t *st, const char *job_id,
+                              char **json_out, double *ts_out,
+                              spw_error_t *err);
+
+#endif
