@@ -150,19 +150,30 @@ int spw_model_accepts(const char *want, const char *have)
     return have[n] == '\0' || have[n] == '-';
 }
 
+void spw_offer_clear(spw_offer_t *o)
+{
+    free(o->provider);
+    free(o->region);
+    free(o->zone);
+    free(o->instance_type);
+    o->provider = o->region = o->zone = o->instance_type = NULL;
+}
+
+void spw_pool_spec_clear(spw_pool_spec_t *p)
+{
+    free(p->name);
+    free(p->node_gpus);
+    p->name = NULL;
+    p->node_gpus = NULL;
+}
+
 void spw_fleet_clear(spw_fleet_t *f)
 {
-    for (size_t i = 0; i < f->npools; i++) {
-        free(f->pools[i].name);
-        free(f->pools[i].node_gpus);
-    }
+    for (size_t i = 0; i < f->npools; i++)
+        spw_pool_spec_clear(&f->pools[i]);
     free(f->pools);
-    for (size_t i = 0; i < f->noffers; i++) {
-        free(f->offers[i].provider);
-        free(f->offers[i].region);
-        free(f->offers[i].zone);
-        free(f->offers[i].instance_type);
-    }
+    for (size_t i = 0; i < f->noffers; i++)
+        spw_offer_clear(&f->offers[i]);
     free(f->offers);
     spw_models_clear(&f->models);
     memset(f, 0, sizeof(*f));

@@ -122,6 +122,8 @@ typedef struct spw_fleet {
 } spw_fleet_t;
 
 void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */
+void spw_offer_clear(spw_offer_t *o);  /* frees an offer's strings */
+void spw_pool_spec_clear(spw_pool_spec_t *p);  /* frees a pool's name and nodes */
 uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
 
 /* ---- Jobs ------------------------------------------------------------- */

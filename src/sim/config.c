@@ -129,12 +129,8 @@ int spw_offers_load(spw_fleet_t *fleet, const char *path, const char *const *pro
     spw_csv_close(&c);
     return 0;
 error:
-    for (size_t i = start; i < fleet->noffers; i++) {
-        free(fleet->offers[i].provider);
-        free(fleet->offers[i].region);
-        free(fleet->offers[i].zone);
-        free(fleet->offers[i].instance_type);
-    }
+    for (size_t i = start; i < fleet->noffers; i++)
+        spw_offer_clear(&fleet->offers[i]);
     fleet->noffers = start;
     spw_models_truncate(&fleet->models, models_before);
     spw_csv_close(&c);
@@ -208,10 +204,8 @@ int spw_nodes_load(spw_fleet_t *fleet, const char *path, const char *prefix,
     spw_csv_close(&c);
     return 0;
 error:
-    for (size_t i = start; i < fleet->npools; i++) {
-        free(fleet->pools[i].name);
-        free(fleet->pools[i].node_gpus);
-    }
+    for (size_t i = start; i < fleet->npools; i++)
+        spw_pool_spec_clear(&fleet->pools[i]);
     fleet->npools = start;
     spw_models_truncate(&fleet->models, models_before);
     spw_csv_close(&c);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "util/csv.h"
+#include "util/file.h"
 
 static void push_field(spw_csv_t *c, const char *start, size_t len)
 {
@@ -37,51 +38,11 @@ static void init_reader(spw_csv_t *c, const char *name, char *buf,
 
 int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err)
 {
-    struct stat st;
-    char *buf = NULL;
-    size_t len = 0, cap;
-    int fd, saved;
-
+    size_t len;
     memset(c, 0, sizeof(*c));
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return spw_errorf(err, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) < 0) {
-        saved = errno;
-        close(fd);
-        return spw_errorf(err, "%s: cannot open: %s", path, strerror(saved));
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return spw_errorf(err, "%s: cannot open: %s", path, strerror(EISDIR));
-    }
-    /* Size the buffer from fstat for regular files (one read in practice);
-     * pipes and the like grow it as they go.  One spare byte for the NUL. */
-    cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
-                                                 : 65536;
-    buf = spw_xmalloc(cap);
-    for (;;) {
-        ssize_t r;
-        if (len + 1 == cap) {
-            cap *= 2;
-            buf = spw_xrealloc(buf, cap);
-        }
-        r = read(fd, buf + len, cap - 1 - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            saved = errno;
-            free(buf);
-            close(fd);
-            return spw_errorf(err, "%s: cannot read: %s", path,
-                              strerror(saved));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    buf[len] = '\0';
+    char *buf = spw_read_file(path, &len, err);
+    if (!buf)
+        return -1;
     init_reader(c, path, buf, len);
     return 0;
 }

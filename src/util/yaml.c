@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "util/numparse.h"
+#include "util/file.h"
 #include "util/yaml.h"
 
 #define MAX_DEPTH 64        /* deepest nesting of maps and seqs accepted */
@@ -370,63 +371,11 @@ error_doc:
     return NULL;
 }
 
-/* Reads the whole file at path into a new buffer (caller frees). */
-static char *read_file(const char *path, size_t *out_len, spw_error_t *err)
-{
-    struct stat st;
-    char *buf;
-    size_t len = 0, cap;
-    int fd, saved;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        spw_errorf(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (fstat(fd, &st) < 0)
-        saved = errno;
-    else if (S_ISDIR(st.st_mode))
-        saved = EISDIR;
-    else
-        saved = 0;
-    if (saved) {
-        close(fd);
-        spw_errorf(err, "%s: cannot open: %s", path, strerror(saved));
-        return NULL;
-    }
-    cap = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1
-                                                 : 65536;
-    buf = spw_xmalloc(cap);
-    for (;;) {
-        ssize_t r;
-        if (len == cap) {
-            cap *= 2;
-            buf = spw_xrealloc(buf, cap);
-        }
-        r = read(fd, buf + len, cap - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            saved = errno;
-            free(buf);
-            close(fd);
-            spw_errorf(err, "%s: cannot read: %s", path, strerror(saved));
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    *out_len = len;
-    return buf;
-}
-
 spw_ydoc_t *spw_ydoc_load_file(const char *path, spw_error_t *err)
 {
     spw_ydoc_t *d;
     size_t len;
-    char *buf = read_file(path, &len, err);
+    char *buf = spw_read_file(path, &len, err);
 
     if (!buf)
         return NULL;
