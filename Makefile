@@ -22,7 +22,7 @@ LDLIBS   = $(PKG_LIBS) -lm -lpthread
 
 ifneq ($(SAN),)
 B        = build/san
-CFLAGS  += -fsanitize=$(SAN) -fno-omit-frame-pointer -O1
+CFLAGS  += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
 LDFLAGS += -fsanitize=$(SAN)
 else
 B        = build
@@ -34,7 +34,8 @@ SIM_SRC  = $(wildcard src/sim/*.c)
 CLI_SRC  = $(wildcard src/cli/*.c)
 BACKEND_SRC = $(wildcard src/backends/*/*.c src/backends/*.c)
 DAEMON_SRC = $(wildcard src/daemon/*.c)
-LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC)
+PROVIDER_SRC = $(wildcard src/providers/*/*.c src/providers/*.c)
+LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC) $(PROVIDER_SRC)
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(B)/%.o)
 TEST_SRC = $(wildcard tests/*/test_*.c)

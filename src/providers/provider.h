@@ -1,0 +1,184 @@
+/* provider.h: the versioned interface through which the daemon acquires,
+ * watches and releases cloud instances (the emulated cloud today; command
+ * scripts and native AWS / GCP / Azure later, each one folder implementing
+ * struct spw_provider_ops), and the plain values it trades in. */
+#ifndef SPW_PROVIDERS_PROVIDER_H
+#define SPW_PROVIDERS_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* The version of struct spw_provider_ops this header describes.  Members are
+ * only ever appended; a caller checks ops->version >= N before touching a
+ * member added in version N. */
+#define SPW_PROVIDER_VERSION 1
+
+/* Buffer sizes of the strings copied into an instance, bytes, NUL included.
+ * A provider refuses (at create) offers whose names do not fit, so acquire()
+ * never truncates.  SPW_INSTANCE_JOB_MAX equals SPW_JOB_ID_MAX of
+ * backends/backend.h; it is repeated so that providers need no backend. */
+#define SPW_INSTANCE_ID_MAX 32
+#define SPW_INSTANCE_JOB_MAX 64
+#define SPW_INSTANCE_PROVIDER_MAX 32
+#define SPW_INSTANCE_REGION_MAX 64
+#define SPW_INSTANCE_ZONE_MAX 64
+#define SPW_INSTANCE_TYPE_MAX 64
+
+/* Time: every `now_s` below is the daemon's wall clock (seconds since the Unix
+ * epoch), read once per loop turn, as in backend.h: wall clock rather than
+ * monotonic so that an instance persisted before a restart means the same
+ * thing after it.  Providers never read the clock themselves.
+ *
+ * Offers: a provider is created with the fleet's offer array (spw_offer_t,
+ * core/model.h), borrowed until it is destroyed; requests and instances name
+ * an offer by its index in that array. */
+
+/* ---- Instances ------------------------------------------------------- */
+
+#define SPW_INSTANCE_STATES(X)                                                \
+    X(BOOTING, "booting")                                                     \
+    X(READY, "ready")                                                         \
+    X(RELEASED, "released")                                                   \
+    X(PREEMPTED, "preempted")
+#define SPW_ENUM_INSTANCE_STATE(a, s) SPW_INSTANCE_##a,
+typedef enum spw_instance_state {
+    SPW_INSTANCE_STATES(SPW_ENUM_INSTANCE_STATE) SPW_INSTANCE_STATE_COUNT
+} spw_instance_state_t;
+const char *spw_instance_state_name(spw_instance_state_t s);
+/* Parses a name written by spw_instance_state_name; -1 with err if unknown. */
+int spw_instance_state_parse(const char *s, spw_instance_state_t *out, spw_error_t *err);
+
+/* Whether an instance in state s is billing (booting or ready). */
+int spw_instance_state_live(spw_instance_state_t s);
+
+/* What to acquire.  Borrowed for the duration of acquire() only. */
+typedef struct spw_acquire {
+    size_t offer;               /* index into the provider's offers */
+    uint32_t count;             /* instances wanted, > 0: all of them or none */
+    int spot;                   /* 1: spot (preemptible, spot price);
+                                   0: on demand */
+    const char *job_id;         /* job they are for, recorded in each instance;
+                                   shorter than SPW_INSTANCE_JOB_MAX */
+    double now_s;               /* the daemon's clock at the request, seconds */
+} spw_acquire_t;
+
+/* One cloud instance, as the daemon persists it (SQLite) so that a restarted
+ * daemon can reconcile() it.  A plain value: copy it freely; it owns nothing
+ * and points nowhere (the offer's names are copied in). */
+typedef struct spw_instance {
+    char id[SPW_INSTANCE_ID_MAX];   /* the provider's id ("emu-i-000001"),
+                                       unique for the provider's lifetime,
+                                       restarts included */
+    char job_id[SPW_INSTANCE_JOB_MAX];  /* the job it was acquired for */
+    size_t offer;                   /* index into the provider's offers */
+    char provider[SPW_INSTANCE_PROVIDER_MAX];  /* copied from the offer ("aws") */
+    char region[SPW_INSTANCE_REGION_MAX];      /* copied from the offer, may be "" */
+    char zone[SPW_INSTANCE_ZONE_MAX];          /* copied from the offer, may be "" */
+    char instance_type[SPW_INSTANCE_TYPE_MAX]; /* copied from the offer */
+    int spot;                       /* 1: spot, may be preempted; 0: on demand */
+    double price_usd_per_h;         /* what one hour of it is charged, USD */
+    spw_instance_state_t state;     /* where it is in its life */
+    double launched_s;              /* acquired (billing starts), daemon clock */
+    double ready_s;                 /* when it is (or will be) ready: launched_s
+                                       plus the offer's boot delay */
+    double ended_s;                 /* released or preempted (billing stops);
+                                       NAN while it is live */
+} spw_instance_t;
+
+/* What instance i has cost up to now_s, USD: price_usd_per_h times the billed
+ * seconds / 3600.  Billing runs from launched_s to ended_s (or to now_s while
+ * the instance is live, or if now_s is earlier than ended_s), per second with
+ * fractions kept, no minimum charge and no rounding.  Boot time is billed, as
+ * real clouds bill it: an instance costs money from the moment it is
+ * requested, whether or not the job has started.  0 if now_s is before
+ * launched_s. */
+double spw_instance_cost_usd(const spw_instance_t *i, double now_s);
+
+/* ---- Events -------------------------------------------------------------- */
+
+/* READY and PREEMPTED come from poll() as things happen.  RELEASED and LOST
+ * are only ever queued by reconcile(), for instances the daemon still lists as
+ * live after a restart: RELEASED = a release() that succeeded but that the
+ * daemon may not have recorded; LOST = the provider has no record of the
+ * instance at all (it is not billing; when it stopped is unknown). */
+#define SPW_INST_EVENTS(X)                                                    \
+    X(READY, "ready")                                                         \
+    X(PREEMPTED, "preempted")                                                 \
+    X(RELEASED, "released")                                                   \
+    X(LOST, "lost")
+#define SPW_ENUM_INST_EVENT(a, s) SPW_INST_EV_##a,
+typedef enum spw_inst_event_kind {
+    SPW_INST_EVENTS(SPW_ENUM_INST_EVENT) SPW_INST_EVENT_COUNT
+} spw_inst_event_kind_t;
+const char *spw_inst_event_name(spw_inst_event_kind_t k);
+
+/* One thing that happened to an instance.  A plain value. */
+typedef struct spw_inst_event {
+    spw_inst_event_kind_t kind;         /* what happened */
+    char instance_id[SPW_INSTANCE_ID_MAX];  /* to which instance */
+    char job_id[SPW_INSTANCE_JOB_MAX];  /* the job it was acquired for (for
+                                           LOST, as the daemon's record says) */
+    double time_s;                      /* when it happened (not when it was
+                                           polled), daemon clock; for LOST the
+                                           now_s of reconcile() */
+} spw_inst_event_t;
+
+/* ---- The function table ------------------------------------------------ */
+
+/* `pv` is the provider's own state, made by its create function (e.g.
+ * spw_emulated_create).  No member takes a callback; results come back as
+ * values.  A member that fails leaves no side effects: nothing acquired,
+ * nothing released, nothing queued.  A provider is not thread-safe: call it
+ * from one thread (the scheduler loop). */
+struct spw_provider_ops {
+    int version;                /* SPW_PROVIDER_VERSION the table was built for */
+    const char *name;           /* "emulated", "aws", ...: for messages and the API */
+    int emulated;               /* 1: no real cloud behind it; the daemon labels
+                                   its pools, instances and costs "emulated"
+                                   everywhere (API, metrics, dashboard) */
+
+    /* Acquires req->count instances of one offer and writes them to
+     * out[0 .. count-1], each BOOTING with launched_s = req->now_s.  From then
+     * on the instances bill until release() or a preemption.  Returns 0, or
+     * -1 with a sentence in err and nothing acquired: errno EAGAIN when the
+     * offer has no capacity for that many now (the daemon tries the next
+     * offer), EINVAL for a bad request (offer index, count, no spot price). */
+    int (*acquire)(void *pv, const spw_acquire_t *req, spw_instance_t *out,
+                   spw_error_t *err);
+
+    /* Stops inst (matched by id) at now_s; billing ends there.  Releasing an
+     * instance that has already ended (preempted, released) returns 0 and
+     * changes nothing; a preemption not yet polled is still reported.
+     * Returns -1 with errno ENOENT if the provider has no such instance. */
+    int (*release)(void *pv, const spw_instance_t *inst, double now_s,
+                   spw_error_t *err);
+
+    /* Called once per loop turn: advances the provider to now_s (boots that
+     * have finished, preemptions that have happened) and writes up to max
+     * events into ev, oldest first (ties in instance order); returns how
+     * many.  Events beyond max are returned by the next call.  Never blocks.
+     * The daemon ignores events about instances it already holds as ended. */
+    size_t (*poll)(void *pv, double now_s, spw_inst_event_t *ev, size_t max);
+
+    /* After a daemon restart, before the first poll(): known[0 .. n-1] are the
+     * instances the daemon's records list as live (entries in other states
+     * are ignored).  Writes to orphans (up to max) the instances the provider
+     * still bills that known lacks, so that none keeps billing unseen (the
+     * daemon releases or adopts them), and sets *norphans to how many there
+     * are (more than max: call again with more room).  For known instances
+     * whose state moved on while the daemon was not looking, it queues the
+     * events the daemon missed (READY, PREEMPTED, RELEASED, LOST), returned by
+     * the next poll(), never queueing an event that is already queued.
+     * Returns 0, or -1 with a sentence in err. */
+    int (*reconcile)(void *pv, const spw_instance_t *known, size_t n,
+                     double now_s, spw_instance_t *orphans, size_t max,
+                     size_t *norphans, spw_error_t *err);
+
+    /* Frees the provider.  Its instances keep billing, so that a new provider
+     * made over the same state can reconcile() them.  NULL-safe. */
+    void (*destroy)(void *pv);
+};
+
+#endif
