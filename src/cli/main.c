@@ -358,6 +358,22 @@ static int cmd_sim(int argc, char **argv)
         return 1;
     }
     warn_trace(&tr, trace, quiet);
+    if (ts_out && tr.njobs) {
+        /* A time series longer than this is a mistake in --step, not a wish. */
+        double span = tr.jobs[tr.njobs - 1].submit_s - tr.jobs[0].submit_s;
+        for (size_t i = 0; i < tr.njobs; i++)
+            if (tr.runtime_s[i] > span - (tr.jobs[i].submit_s - tr.jobs[0].submit_s))
+                span = tr.jobs[i].submit_s - tr.jobs[0].submit_s + tr.runtime_s[i];
+        if (span / step > 1e8) {
+            fprintf(stderr,
+                    "spillway sim: --step %g over a trace spanning at least %.0f s would write "
+                    "more than 100 million rows; use a larger --step\n",
+                    step, span);
+            spw_trace_free(&tr);
+            spw_config_free(&cfg);
+            return 1;
+        }
+    }
     int rc = run_scenarios(&cfg, &tr, waits, nw, json, compare != NULL, jobs_out, ts_out, step,
                            quiet);
     spw_trace_free(&tr);

@@ -120,7 +120,10 @@ double spw_quantile(double *v, size_t n, double q)
 
 typedef struct sampler {
     const spw_sim_opts_t *o;
-    double next_s;           /* next sample time */
+    double first_s;          /* time of sample 0 */
+    uint64_t k;              /* index of the next sample */
+    double next_s;           /* first_s + k * step: recomputed, never accumulated,
+                                so large times cannot stall it */
     uint64_t cloud_gpus;     /* cloud GPUs held now, booting or running */
     double cloud_usd_per_h;  /* cloud spend rate now (running instances) */
 } sampler_t;
@@ -141,9 +144,13 @@ static void sample_until(sampler_t *s, spw_engine_t *e, double t)
         .cloud_gpus = s->cloud_gpus,
         .cloud_usd_per_h = s->cloud_usd_per_h,
     };
-    for (; s->next_s < t; s->next_s += s->o->step_s) {
+    while (s->next_s < t) {
         smp.t_s = s->next_s;
         s->o->on_sample(s->o->ctx, &smp);
+        double next = s->first_s + (double)++s->k * s->o->step_s;
+        if (next <= s->next_s)   /* the step is below the resolution of these times */
+            next = nextafter(s->next_s, INFINITY);
+        s->next_s = next;
     }
 }
 
@@ -152,9 +159,15 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err)
 {
     memset(out, 0, sizeof(*out));
-    for (size_t i = 1; i < n; i++)
-        if (jobs[i].submit_s < jobs[i - 1].submit_s)
+    for (size_t i = 0; i < n; i++) {
+        if (i && jobs[i].submit_s < jobs[i - 1].submit_s)
             return spw_errorf(err, "jobs are not sorted by submit time (job %s)", jobs[i].id);
+        /* Ends must be finite instants, or a job could outlive the loop unseen. */
+        if (!isfinite(jobs[i].submit_s + runtime_s[i]) || runtime_s[i] < 0
+            || !(jobs[i].est_runtime_s >= 0))
+            return spw_errorf(err, "job %s: submit time, runtime and estimate must be finite "
+                              "and >= 0", jobs[i].id);
+    }
     spw_engine_t *e = spw_engine_create(fleet, policy, err);
     if (!e)
         return -1;
@@ -162,7 +175,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         spw_job_reset(&jobs[i]);
 
     evheap_t h = {0};
-    sampler_t smp = {.o = opts, .next_s = n ? jobs[0].submit_s : 0};
+    sampler_t smp = {.o = opts, .first_s = n ? jobs[0].submit_s : 0};
+    smp.next_s = smp.first_s;
     size_t next = 0;
     double first_submit = n ? jobs[0].submit_s : 0, last_end = first_submit;
     size_t progress_every = 1 << 16;

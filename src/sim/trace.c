@@ -69,11 +69,16 @@ static int field_error(loader_t *L, const char *col, const char *want, size_t i,
                       L->csv.path, L->csv.line, col, want, n, f);
 }
 
+/* Times and durations above this (about 31,700 years) are rejected, so that
+ * submit + runtime can never overflow or lose precision to absurdity. */
+#define SPW_MAX_TIME_S 1e12
+
 static int get_double(loader_t *L, int idx, const char *col, double lo, double *out,
                       spw_error_t *err)
 {
-    if (spw_parse_double(L->csv.field[idx], L->csv.field_len[idx], out) < 0 || *out < lo)
-        return field_error(L, col, lo == 0 ? "a number >= 0" : "a number", (size_t)idx, err);
+    if (spw_parse_double(L->csv.field[idx], L->csv.field_len[idx], out) < 0 || *out < lo
+        || *out > SPW_MAX_TIME_S)
+        return field_error(L, col, "a number of seconds from 0 to 1e12", (size_t)idx, err);
     return 0;
 }
 
