@@ -13,6 +13,7 @@
  * - Wait expiries sit in a binary heap; running jobs sit in a heap by
  *   estimated end when EASY backfill needs them. */
 #include <math.h>
+#include <stdio.h>   /* snprintf for explain texts; the engine never prints */
 #include <stdlib.h>
 #include <string.h>
 
@@ -1102,10 +1103,12 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     return e->nplaced;
 }
 
-void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now)
+/* Frees what a placed job holds and adds the cost of this attempt (from
+ * start to now; nothing while a cloud instance was still booting). */
+static void release(spw_engine_t *e, spw_job_t *j, double now)
 {
     double hours = (now - j->start_s) / 3600.0;
-    if (hours < 0)
+    if (!(hours > 0))
         hours = 0;
     if (j->state == SPW_JOB_ONPREM) {
         pool_t *p = &e->pools[j->pool];
@@ -1122,14 +1125,186 @@ void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now)
         } else {
             pool_set_free(p, (uint32_t)j->node, (uint16_t)(p->freeg[j->node] + j->alloc_gpus));
         }
-        j->cost_usd = hours * j->alloc_gpus * p->spec->cost_usd_per_gpu_h;
+        j->cost_usd += hours * j->alloc_gpus * p->spec->cost_usd_per_gpu_h;
         e->dirty = 1;
     } else if (j->state == SPW_JOB_CLOUD) {
         const spw_offer_t *o = &e->fleet->offers[j->offer];
-        j->cost_usd = hours * j->instances * o->ondemand_usd_per_h;
+        j->cost_usd += hours * j->instances * o->ondemand_usd_per_h;
     }
+}
+
+void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now)
+{
+    release(e, j, now);
     j->end_s = now;
     j->state = SPW_JOB_DONE;
+}
+
+int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
+{
+    if (j->state == SPW_JOB_QUEUED) {
+        size_t k = 0;
+        while (k < e->nburst && e->burst[k] != j)
+            k++;
+        if (k < e->nburst)
+            e->burst[k] = e->burst[--e->nburst];
+        else
+            queue_del(e, &e->cls[j->l.cls], j);   /* its expiry entry goes stale */
+        e->queued--;
+        e->dirty = 1;
+    } else if (j->state == SPW_JOB_ONPREM || j->state == SPW_JOB_CLOUD) {
+        release(e, j, now);
+    } else {
+        return -1;
+    }
+    j->end_s = now;
+    j->state = SPW_JOB_CANCELLED;
+    return 0;
+}
+
+int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
+{
+    if (j->state != SPW_JOB_ONPREM && j->state != SPW_JOB_CLOUD)
+        return -1;
+    release(e, j, now);
+    jclass_t *c = &e->cls[j->l.cls];
+    j->pool = j->node = j->offer = -1;
+    j->nnodes = j->alloc_gpus = j->instances = 0;
+    j->placed_s = j->start_s = NAN;
+    j->state = SPW_JOB_QUEUED;
+    e->queued++;
+    if (c->never_onprem) {
+        GROW(e->burst, e->nburst, e->capburst);
+        e->burst[e->nburst++] = j;
+        return 0;
+    }
+    j->reason = SPW_REASON_NONE;
+    j->l.burst_at_s = c->offer < 0 ? INFINITY : now + wait_for(e, j);
+    queue_add(e, c, j);
+    e->dirty = 1;
+    if (j->l.burst_at_s < INFINITY)
+        exp_push(e, j);
+    return 0;
+}
+
+/* "A100|H100", or "any model". */
+static void mask_text(const spw_engine_t *e, uint64_t mask, char *buf, size_t len)
+{
+    const spw_models_t *m = &e->fleet->models;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (mask == 0) {
+        snprintf(buf, len, "any model");
+        return;
+    }
+    for (int k = 0; k < m->n && used < len; k++)
+        if (mask >> k & 1)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "", m->name[k]);
+}
+
+size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
+                          spw_candidate_t *out, size_t max)
+{
+    uint32_t ci = class_of(e, j->gpus, j->gpu_mask);
+    const jclass_t *c = &e->cls[ci];
+    uint32_t g = j->gpus;
+    char want[96];
+    mask_text(e, j->gpu_mask, want, sizeof(want));
+    size_t n = 0;
+    spw_candidate_t x;
+#define EMIT()                                                                \
+    do {                                                                      \
+        if (n < max)                                                          \
+            out[n] = x;                                                       \
+        n++;                                                                  \
+    } while (0)
+    for (size_t i = 0; i < e->npools; i++) {
+        const pool_t *p = &e->pools[i];
+        memset(&x, 0, sizeof(x));
+        x.kind = SPW_CAND_ONPREM;
+        x.index = (int)i;
+        x.est_start_s = NAN;
+        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h * j->est_runtime_s / 3600.0;
+        uint32_t maxfree = 0;
+        for (uint32_t f = p->maxcap; f > 0 && !maxfree; f--)
+            if (p->level_n[f])
+                maxfree = f;
+        if (!pool_accepts(e, p, j->gpu_mask)) {
+            snprintf(x.why, sizeof(x.why), "pool %s has %s GPUs; the job accepts %s",
+                     p->spec->name, e->fleet->models.name[p->spec->model], want);
+        } else if (g > p->maxcap && g > p->total) {
+            snprintf(x.why, sizeof(x.why), "needs %u GPUs; pool %s has %llu in all", g,
+                     p->spec->name, (unsigned long long)p->total);
+        } else if (g > p->maxcap ? p->full_gpus >= g : maxfree >= g) {
+            x.ok = 1;
+            x.est_start_s = now;
+            snprintf(x.why, sizeof(x.why), "fits in pool %s now", p->spec->name);
+        } else if (g > p->maxcap) {
+            snprintf(x.why, sizeof(x.why),
+                     "needs whole nodes with %u GPUs; pool %s has %llu on entirely free nodes now",
+                     g, p->spec->name, (unsigned long long)p->full_gpus);
+        } else {
+            snprintf(x.why, sizeof(x.why),
+                     "needs %u GPUs on one node; the most free on a node of pool %s is %u now",
+                     g, p->spec->name, maxfree);
+        }
+        EMIT();
+    }
+    memset(&x, 0, sizeof(x));
+    x.kind = SPW_CAND_WAIT;
+    x.index = -1;
+    x.est_start_s = NAN;
+    x.est_cost_usd = NAN;
+    char wtxt[48];
+    spw_wait_format(&e->policy.wait, wtxt, sizeof(wtxt));
+    x.ok = 1;
+    if (c->never_onprem)
+        snprintf(x.why, sizeof(x.why), "no pool can ever hold %u GPUs of %s: no wait, it bursts", g,
+                 want);
+    else if (c->offer < 0)
+        snprintf(x.why, sizeof(x.why), "%s: it waits for on-prem as long as it takes",
+                 e->policy.wait.kind == SPW_WAIT_NEVER ? "wait policy never keeps it on-prem"
+                                                       : "no cloud offer can serve it");
+    else if (j->state == SPW_JOB_QUEUED) {
+        x.est_start_s = j->l.burst_at_s;
+        snprintf(x.why, sizeof(x.why), "wait policy %s: it bursts at t=%.0f s unless on-prem frees up first",
+                 wtxt, j->l.burst_at_s);
+    } else {
+        double w = wait_for(e, j);
+        x.est_start_s = now + w;
+        snprintf(x.why, sizeof(x.why), "wait policy %s: it would wait %.0f s before bursting", wtxt, w);
+    }
+    EMIT();
+    const spw_offer_t *best = c->offer >= 0 ? &e->fleet->offers[c->offer] : NULL;
+    for (size_t i = 0; i < e->fleet->noffers; i++) {
+        const spw_offer_t *o = &e->fleet->offers[i];
+        memset(&x, 0, sizeof(x));
+        x.kind = SPW_CAND_CLOUD;
+        x.index = (int)i;
+        x.instances = (g + o->gpus - 1) / o->gpus;
+        double usd_h = x.instances * o->ondemand_usd_per_h;
+        x.est_start_s = now + o->boot_delay_s;
+        x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0;
+        if (e->policy.wait.kind == SPW_WAIT_NEVER) {
+            x.est_start_s = x.est_cost_usd = NAN;
+            snprintf(x.why, sizeof(x.why), "wait policy never keeps every job on-prem");
+        } else if (!offer_accepts(e, o, j->gpu_mask)) {
+            x.est_start_s = x.est_cost_usd = NAN;
+            snprintf(x.why, sizeof(x.why), "%s has %s GPUs; the job accepts %s", o->instance_type,
+                     o->model >= 0 ? e->fleet->models.name[o->model] : "?", want);
+        } else if ((int)i == c->offer) {
+            x.ok = 1;
+            snprintf(x.why, sizeof(x.why), "the cheapest offer that serves it: %u x %s at $%.4g/h",
+                     x.instances, o->instance_type, usd_h);
+        } else {
+            snprintf(x.why, sizeof(x.why), "%u x %s costs $%.4g/h, more than the cheapest $%.4g/h",
+                     x.instances, o->instance_type, usd_h,
+                     best ? c->instances * best->ondemand_usd_per_h : 0.0);
+        }
+        EMIT();
+    }
+#undef EMIT
+    return n;
 }
 
 double spw_engine_next_wakeup(spw_engine_t *e)

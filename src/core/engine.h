@@ -56,6 +56,41 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed);
  * cost (j->cost_usd, j->end_s); j->state becomes DONE. */
 void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now);
 
+/* Cancels a job at `now`: a queued job leaves the queue; a placed one frees
+ * its GPUs and settles its cost so far.  j->state becomes CANCELLED.
+ * Returns -1 (and changes nothing) when the job is not queued or placed. */
+int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now);
+
+/* Puts a placed job back in the queue at `now` (it failed and may retry, or
+ * its capacity was preempted): its GPUs are freed, the cost of the attempt
+ * is added to j->cost_usd, and it queues again at its original place in
+ * queue order (same submit time), with its wait counted from `now`.
+ * Returns -1 (and changes nothing) when the job is not placed. */
+int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now);
+
+/* One place the engine considered for a job, for `spillway explain`. */
+typedef enum spw_cand_kind {
+    SPW_CAND_ONPREM,   /* an on-prem pool */
+    SPW_CAND_WAIT,     /* waiting for on-prem before bursting */
+    SPW_CAND_CLOUD,    /* a cloud offer */
+} spw_cand_kind_t;
+
+typedef struct spw_candidate {
+    spw_cand_kind_t kind;
+    int index;             /* pool or offer index; -1 for WAIT */
+    uint32_t instances;    /* cloud instances the job would take */
+    int ok;                /* 1: usable now (pool), the offer it would buy, or the wait in force */
+    double est_start_s;    /* when it could start there; NAN if unknown */
+    double est_cost_usd;   /* cost for est_runtime_s there; NAN if not applicable */
+    char why[160];         /* the rule that allowed or excluded it, as a sentence */
+} spw_candidate_t;
+
+/* Lists the candidates for job j at `now`: every pool, the wait, then every
+ * cloud offer, in fleet order.  Fills out[0..max) and returns how many there
+ * are in total.  Does not change the engine's decisions. */
+size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
+                          spw_candidate_t *out, size_t max);
+
 /* Earliest time at which a queued job's wait expires; INFINITY if none. */
 double spw_engine_next_wakeup(spw_engine_t *e);
 

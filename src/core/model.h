@@ -130,7 +130,8 @@ uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
 
 #define SPW_JOB_STATES(X)                                                     \
     X(NEW, "new") X(QUEUED, "queued") X(ONPREM, "onprem")                     \
-    X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")
+    X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")      \
+    X(CANCELLED, "cancelled")
 #define SPW_ENUM_JSTATE(a, s) SPW_JOB_##a,
 typedef enum spw_job_state { SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT } spw_job_state_t;
 const char *spw_job_state_name(spw_job_state_t s);
@@ -184,7 +185,8 @@ struct spw_job {
     double placed_s;            /* when the engine placed it */
     double start_s;             /* when it starts running (after boot in the cloud) */
     double end_s;               /* when it finished */
-    double cost_usd;            /* settled cost: amortised on-prem or cloud compute */
+    double cost_usd;            /* settled cost of every attempt so far: amortised
+                                   on-prem or cloud compute */
     spw_job_links_t l;          /* engine-private */
 };
 
