@@ -126,6 +126,7 @@ static double now_s(void)
 
 typedef struct run_ctx {
     FILE *ts;              /* time-series output, or NULL */
+    const char *prefix;    /* first column of each sample (--compare), or NULL */
     int progress;          /* draw a progress bar on stderr */
     const char *label;     /* what is running */
 } run_ctx_t;
@@ -146,6 +147,8 @@ static void on_progress(void *p, size_t done, size_t total)
 static void on_sample(void *p, const spw_sim_sample_t *s)
 {
     run_ctx_t *c = p;
+    if (c->prefix)
+        fprintf(c->ts, "%s,", c->prefix);
     fprintf(c->ts, "%.0f,%zu,%llu,%llu,%.4f\n", s->t_s, s->queued,
             (unsigned long long)s->onprem_busy_gpus, (unsigned long long)s->cloud_gpus,
             s->cloud_usd_per_h);
@@ -200,22 +203,15 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
         pol[i].wait = waits[i];
         rows[i].policy = &pol[i];
         spw_wait_format(&waits[i], rows[i].wait, sizeof(rows[i].wait));
-        run_ctx_t rc = {.ts = ts, .progress = !quiet && isatty(2), .label = rows[i].wait};
+        /* With --compare the time series gets a policy column. */
+        run_ctx_t rc = {.ts = ts, .prefix = compare ? rows[i].wait : NULL,
+                        .progress = !quiet && isatty(2), .label = rows[i].wait};
         spw_sim_opts_t o = {
             .step_s = ts ? step : 0,
             .on_sample = ts ? on_sample : NULL,
             .on_progress = on_progress,
             .ctx = &rc,
         };
-        /* With --compare the time series gets a policy column. */
-        if (ts && compare)
-            o.on_sample = NULL;
-        FILE *tmp = NULL;
-        if (ts && compare) {
-            tmp = tmpfile();
-            rc.ts = tmp;
-            o.on_sample = tmp ? on_sample : NULL;
-        }
         spw_error_t err;
         double t0 = now_s();
         if (spw_sim_run(&cfg->fleet, &pol[i], tr->jobs, tr->runtime_s, tr->njobs, &o,
@@ -226,13 +222,6 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             return 1;
         }
         rows[i].seconds = now_s() - t0;
-        if (tmp) {
-            char line[256];
-            rewind(tmp);
-            while (fgets(line, sizeof(line), tmp))
-                fprintf(ts, "%s,%s", rows[i].wait, line);
-            fclose(tmp);
-        }
         if (jobs_out && i == nw - 1) {
             if (spw_report_jobs_csv(jobs_out, tr, &cfg->fleet, &err) < 0) {
                 fprintf(stderr, "spillway sim: %s\n", err.text);

@@ -1313,6 +1313,11 @@ double spw_engine_next_wakeup(spw_engine_t *e)
     return e->nexp ? e->exp[0].t : INFINITY;
 }
 
+size_t spw_engine_queued(const spw_engine_t *e)
+{
+    return e->queued;
+}
+
 void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out)
 {
     memset(out, 0, sizeof(*out));

@@ -95,6 +95,8 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
 double spw_engine_next_wakeup(spw_engine_t *e);
 
 void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out);
+/* Jobs waiting now: the `queued` of spw_engine_stats, without the rest. */
+size_t spw_engine_queued(const spw_engine_t *e);
 
 /* The cloud shape the engine would buy for a job of this demand, or -1 when
  * no offer can serve it; *instances receives the instance count. */

@@ -238,10 +238,9 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
             }
             ev_push(&h, j->start_s + rt, j, 0);
         }
-        spw_engine_stats_t st;
-        spw_engine_stats(e, &st);
-        if (st.queued > out->queue_max)
-            out->queue_max = st.queued;
+        size_t queued = spw_engine_queued(e);
+        if (queued > out->queue_max)
+            out->queue_max = queued;
     }
     if (opts && opts->on_progress)
         opts->on_progress(opts->ctx, n, n);

@@ -1,12 +1,8 @@
 /* csv.c: CSV tokenizer.  Unquoted fields are found with memchr and never
  * copied; quoted fields are unquoted in place, which only ever shrinks them,
  * so every field pointer stays inside buf. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "util/csv.h"
 #include "util/file.h"

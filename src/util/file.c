@@ -8,6 +8,20 @@
 
 #include "util/file.h"
 
+int spw_safe_name(const char *s, size_t max)
+{
+    size_t n = 0;
+    if (!s || !*s || s[0] == '.')
+        return 0;
+    for (const char *p = s; *p; p++, n++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+              || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return n < max;
+}
+
 char *spw_read_file(const char *path, size_t *out_len, spw_error_t *err)
 {
     struct stat st;

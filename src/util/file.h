@@ -12,4 +12,8 @@
  * cannot read: ..." in err on failure. */
 char *spw_read_file(const char *path, size_t *len, spw_error_t *err);
 
+/* Whether s is a name that is safe inside a file name: non-empty, shorter
+ * than max bytes, only [A-Za-z0-9._-], and not starting with '.'. */
+int spw_safe_name(const char *s, size_t max);
+
 #endif

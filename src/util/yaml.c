@@ -1,8 +1,6 @@
 /* yaml.c: builds a spw_ynode_t tree from libyaml's event stream.  Nodes and
  * strings live in a per-document arena, so destroying a document is a walk
  * over a few large blocks whatever the input looked like. */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdalign.h>
 #include <stdint.h>
@@ -10,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <yaml.h>
 

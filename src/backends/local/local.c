@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/file.h"
 #include "backends/local/local.h"
 
 extern char **environ;
@@ -54,16 +55,7 @@ static int env_name_is(const char *entry, const char *name)
 
 static int job_id_valid(const char *id)
 {
-    size_t n = 0;
-    if (!id || !*id || id[0] == '.')
-        return 0;
-    for (const char *p = id; *p; p++, n++) {
-        char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return n < SPW_JOB_ID_MAX;
+    return spw_safe_name(id, SPW_JOB_ID_MAX);
 }
 
 /* Returns a newly allocated a[0..alen) + b + c + d. */

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "util/file.h"
 #include "providers/emulated/emulated.h"
 #include "providers/emulated/spot_trace.h"
 #include "util/rng.h"
@@ -152,16 +153,7 @@ static void offer_label(const spw_emulated_t *em, size_t o, char *buf, size_t le
 
 static int job_id_valid(const char *id)
 {
-    size_t n = 0;
-    if (!id || !*id || id[0] == '.')
-        return 0;
-    for (const char *p = id; *p; p++, n++) {
-        char c = *p;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return n < SPW_INSTANCE_JOB_MAX;
+    return spw_safe_name(id, SPW_INSTANCE_JOB_MAX);
 }
 
 /* Whether the caller's instance has NUL-terminated strings where we read them. */

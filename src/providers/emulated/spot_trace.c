@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "util/file.h"
 #include "providers/emulated/spot_trace.h"
 
 int spw_spot_trace_parse(const char *text, size_t len, const char *name,
@@ -87,29 +88,11 @@ error:
 
 int spw_spot_trace_load(const char *path, spw_spot_trace_t *out, spw_error_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t len = 0, cap = 0, got;
-    int rc;
-
-    if (!f)
-        return spw_errorf(err, "%s: cannot open spot trace: %s", path, strerror(errno));
-    do {
-        if (cap - len < 65536) {
-            cap = cap ? cap * 2 : 65536;
-            buf = spw_xrealloc(buf, cap);
-        }
-        got = fread(buf + len, 1, cap - len, f);
-        len += got;
-    } while (got > 0);
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        free(buf);
-        return spw_errorf(err, "%s: cannot read spot trace: %s", path, strerror(e));
-    }
-    fclose(f);
-    rc = spw_spot_trace_parse(buf, len, path, out, err);
+    size_t len;
+    char *buf = spw_read_file(path, &len, err);
+    if (!buf)
+        return -1;
+    int rc = spw_spot_trace_parse(buf, len, path, out, err);
     free(buf);
     return rc;
 }
