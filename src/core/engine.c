@@ -619,12 +619,10 @@ static void note_placed(spw_engine_t *e, spw_job_t *j)
     e->placed[e->nplaced++] = j;
 }
 
-static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
-                         spw_reason_t why, double now)
+/* Takes the GPUs of place pl for job j of class c (not queued any more). */
+static void take_onprem(spw_engine_t *e, const jclass_t *c, spw_job_t *j, place_t pl)
 {
     pool_t *p = &e->pools[pl.pool];
-    queue_del(e, c, j);
-    e->queued--;
     j->pool = pl.pool;
     if (!pl.multi) {
         j->node = (int32_t)pl.node;
@@ -652,11 +650,19 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
         j->nnodes = cnt;
         j->alloc_gpus = got;
     }
-    j->state = SPW_JOB_ONPREM;
-    j->reason = why;
-    j->placed_s = j->start_s = now;
     if (e->policy.backfill == SPW_BACKFILL_EASY)
         run_push(e, j);
+}
+
+static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
+                         spw_reason_t why, double now)
+{
+    queue_del(e, c, j);
+    e->queued--;
+    j->state = SPW_JOB_ONPREM;
+    j->placed_s = j->start_s = now;
+    take_onprem(e, c, j, pl);
+    j->reason = why;
     note_placed(e, j);
 }
 
@@ -1184,6 +1190,42 @@ int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
     e->dirty = 1;
     if (j->l.burst_at_s < INFINITY)
         exp_push(e, j);
+    return 0;
+}
+
+int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
+{
+    if (j->gpus == 0)
+        return -1;
+    uint32_t ci = class_of(e, j->gpus, j->gpu_mask);
+    jclass_t *c = &e->cls[ci];
+    if (j->state == SPW_JOB_CLOUD) {
+        if (j->offer < 0 || (size_t)j->offer >= e->fleet->noffers || j->instances == 0)
+            return -1;
+    } else if (j->state == SPW_JOB_ONPREM) {
+        if (j->pool < 0 || (size_t)j->pool >= e->npools)
+            return -1;
+        pool_t *p = &e->pools[j->pool];
+        if (!pool_accepts(e, p, j->gpu_mask))
+            return -1;
+        place_t pl = {.pool = j->pool, .node = 0, .multi = j->gpus > p->maxcap};
+        if (pl.multi) {
+            if (p->full_gpus < j->gpus)
+                return -1;
+        } else {
+            if (j->node < 0 || (uint32_t)j->node >= p->spec->nnodes ||
+                p->freeg[j->node] < j->gpus)
+                return -1;
+            pl.node = (uint32_t)j->node;
+        }
+        j->l.cls = ci;
+        take_onprem(e, c, j, pl);
+        e->dirty = 1;
+        return 0;
+    } else {
+        return -1;
+    }
+    j->l.cls = ci;
     return 0;
 }
 

@@ -68,6 +68,15 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now);
  * Returns -1 (and changes nothing) when the job is not placed. */
 int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now);
 
+/* Gives a fresh engine back a job that was already placed before a restart
+ * of its caller (the daemon after kill -9), without queueing it.  The caller
+ * sets the caller fields and state, placed_s, start_s and either pool and
+ * node (ONPREM; node is ignored for a job bigger than the pool's nodes,
+ * which takes the lowest entirely free nodes again) or offer and instances
+ * (CLOUD).  Returns 0 with the GPUs taken, or -1 (nothing changed) when the
+ * place is unknown, does not accept the job or no longer has room. */
+int spw_engine_restore(spw_engine_t *e, spw_job_t *j);
+
 /* One place the engine considered for a job, for `spillway explain`. */
 typedef enum spw_cand_kind {
     SPW_CAND_ONPREM,   /* an on-prem pool */

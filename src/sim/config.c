@@ -410,11 +410,140 @@ static int policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
+/* A number >= lo (and <= hi) at key of map n, left as it is when absent. */
+static int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double hi,
+                   double *out, spw_error_t *err)
+{
+    const spw_ynode_t *v = spw_ymap_get(n, key);
+    if (!v)
+        return 0;
+    double d;
+    if (spw_ynode_double(x->d, v, key, &d, err) < 0)
+        return -1;
+    if (d < lo || d > hi)
+        return at(x, v, err, "%s must be between %g and %g", key, lo, hi);
+    *out = d;
+    return 0;
+}
+
+static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error_t *err)
+{
+    static const char *const keys[] = {"token", "team", "admin", NULL};
+    if (spw_ymap_check_keys(x->d, n, "a token", keys, err) < 0)
+        return -1;
+    const char *tok, *team = NULL;
+    int admin = 0;
+    if (spw_ynode_str(x->d, spw_ymap_get(n, "token"), "token", &tok, err) < 0)
+        return -1;
+    if (strlen(tok) < 16)
+        return at(x, spw_ymap_get(n, "token"), err, "%s",
+                  "token: use at least 16 characters (e.g. from `openssl rand -hex 16`)");
+    for (const char *c = tok; *c; c++)
+        if (*c <= ' ' || *c > '~')
+            return at(x, spw_ymap_get(n, "token"), err, "%s",
+                      "token: printable ASCII without spaces only");
+    if (spw_ymap_get(n, "team") && spw_ynode_str(x->d, spw_ymap_get(n, "team"), "team", &team, err) < 0)
+        return -1;
+    if (spw_ymap_get(n, "admin") && spw_ynode_bool(x->d, spw_ymap_get(n, "admin"), "admin", &admin, err) < 0)
+        return -1;
+    if (!admin == !team)
+        return at(x, n, err, "%s", "a token needs either 'team: NAME' or 'admin: true' (not both)");
+    t->token = spw_xstrdup(tok);
+    t->team = team ? spw_xstrdup(team) : NULL;
+    t->admin = admin;
+    return 0;
+}
+
+static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"listen", "state_dir", "gpus", "default_est_runtime_s",
+                                       "kill_grace_s", "idle_timeout_s", "tick_s",
+                                       "max_body_bytes", "tokens", "emulated", NULL};
+    static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
+    spw_daemon_conf_t *dc = &x->cfg->daemon;
+    if (spw_ymap_check_keys(x->d, n, "daemon", keys, err) < 0)
+        return -1;
+    const spw_ynode_t *v;
+    const char *s;
+    if ((v = spw_ymap_get(n, "listen"))) {
+        if (spw_ynode_str(x->d, v, "listen", &s, err) < 0)
+            return -1;
+        const char *colon = strrchr(s, ':');
+        char *end;
+        long port = colon ? strtol(colon + 1, &end, 10) : -1;
+        if (!colon || colon == s || !colon[1] || *end || port < 1 || port > 65535)
+            return at(x, v, err, "listen: expected HOST:PORT like 127.0.0.1:8470, got '%s'", s);
+        free(dc->listen);
+        dc->listen = spw_xstrdup(s);
+    }
+    if ((v = spw_ymap_get(n, "state_dir"))) {
+        if (spw_ynode_str(x->d, v, "state_dir", &s, err) < 0)
+            return -1;
+        dc->state_dir = resolve(x->base_dir, s);
+    }
+    if ((v = spw_ymap_get(n, "gpus"))) {
+        if (spw_ynode_str(x->d, v, "gpus", &s, err) < 0)
+            return -1;
+        if (strcmp(s, "auto") == 0)
+            dc->gpus_auto = 1;
+        else if (strcmp(s, "slots") == 0)
+            dc->gpus_auto = 0;
+        else
+            return at(x, v, err, "gpus: expected 'auto' (nvidia-smi) or 'slots' (gpus_per_node), got '%s'", s);
+    }
+    double body = (double)dc->max_body_bytes;
+    if (num_key(x, n, "default_est_runtime_s", 1, 3.1536e8, &dc->default_est_runtime_s, err) < 0 ||
+        num_key(x, n, "kill_grace_s", 0, 3600, &dc->kill_grace_s, err) < 0 ||
+        num_key(x, n, "idle_timeout_s", 0, 3.1536e8, &dc->idle_timeout_s, err) < 0 ||
+        num_key(x, n, "tick_s", 0.001, 10, &dc->tick_s, err) < 0 ||
+        num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0)
+        return -1;
+    dc->max_body_bytes = (size_t)body;
+    if ((v = spw_ymap_get(n, "tokens"))) {
+        if (v->kind != SPW_Y_SEQ)
+            return at(x, v, err, "%s", "tokens: expected a list of {token: ..., team: ...}");
+        dc->tokens = spw_xcalloc(v->n ? v->n : 1, sizeof(spw_token_t));
+        for (size_t i = 0; i < v->n; i++) {
+            if (token_entry(x, v->items[i], &dc->tokens[i], err) < 0)
+                return -1;
+            dc->ntokens = i + 1;
+            for (size_t k = 0; k < i; k++)
+                if (strcmp(dc->tokens[k].token, dc->tokens[i].token) == 0)
+                    return at(x, v->items[i], err, "%s", "the same token is given twice");
+        }
+    }
+    if ((v = spw_ymap_get(n, "emulated"))) {
+        if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)
+            return -1;
+        double seed = (double)dc->emulated_seed, cap = 0;
+        if (num_key(x, v, "seed", 0, 9007199254740992.0, &seed, err) < 0 ||
+            num_key(x, v, "capacity", 0, 1e6, &cap, err) < 0 ||
+            num_key(x, v, "preempt_rate_per_h", 0, 3600, &dc->emulated_preempt_rate_per_h, err) < 0)
+            return -1;
+        dc->emulated_seed = (uint64_t)seed;
+        dc->emulated_capacity = (uint32_t)cap;
+    }
+    return 0;
+}
+
+static void daemon_defaults(spw_daemon_conf_t *dc)
+{
+    dc->listen = spw_xstrdup("127.0.0.1:8470");
+    dc->gpus_auto = 1;
+    dc->default_est_runtime_s = 3600;
+    dc->kill_grace_s = 10;
+    dc->idle_timeout_s = 300;
+    dc->tick_s = 0.1;
+    dc->max_body_bytes = 1 << 20;
+    dc->emulated_seed = 1;
+}
+
 static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_error_t *err)
 {
-    static const char *const keys[] = {"onprem", "cloud", "policy", NULL};
+    static const char *const keys[] = {"onprem", "cloud", "policy", "daemon", NULL};
     memset(cfg, 0, sizeof(*cfg));
     spw_policy_default(&cfg->policy);
+    daemon_defaults(&cfg->daemon);
     ctx_t x = {.d = d, .base_dir = base_dir, .cfg = cfg};
     spw_ynode_t *root = spw_ydoc_root(d);
     if (!root) {
@@ -442,6 +571,9 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
         goto error;
     const spw_ynode_t *pn = spw_ymap_get(root, "policy");
     if (pn && policy_section(&x, pn, err) < 0)
+        goto error;
+    const spw_ynode_t *dn = spw_ymap_get(root, "daemon");
+    if (dn && daemon_section(&x, dn, err) < 0)
         goto error;
     if (cfg->fleet.npools == 0 && cfg->fleet.noffers == 0) {
         spw_errorf(err, "%s: no on-prem pool and no cloud: add an 'onprem' or 'cloud' section",
@@ -485,4 +617,13 @@ void spw_config_free(spw_config_t *cfg)
     spw_fleet_clear(&cfg->fleet);
     free(cfg->offers_path);
     cfg->offers_path = NULL;
+    spw_daemon_conf_t *dc = &cfg->daemon;
+    for (size_t i = 0; i < dc->ntokens; i++) {
+        free(dc->tokens[i].token);
+        free(dc->tokens[i].team);
+    }
+    free(dc->tokens);
+    free(dc->listen);
+    free(dc->state_dir);
+    memset(dc, 0, sizeof(*dc));
 }

@@ -20,18 +20,62 @@
  *     backfill: none | easy
  *     fit: first | best
  *     wait: never | none | constant:S | runtime:K | compute:K
+ *   daemon:                      # spillway serve only; sim ignores it
+ *     listen: 127.0.0.1:8470
+ *     state_dir: spillway-state  # SQLite db, job logs, emulated cloud state
+ *     gpus: auto | slots         # auto: nvidia-smi's count for a one-node
+ *                                # pool when it finds GPUs, else the slots
+ *     default_est_runtime_s: 3600
+ *     kill_grace_s: 10
+ *     idle_timeout_s: 300
+ *     max_body_bytes: 1048576
+ *     tokens:
+ *       - {token: SECRET, team: ml}
+ *       - {token: SECRET2, admin: true}
+ *     emulated: {seed: 1, capacity: 0, preempt_rate_per_h: 0}
  *
  * Relative file names are taken from the directory of the config file. */
 #ifndef SPW_SIM_CONFIG_H
 #define SPW_SIM_CONFIG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "core/model.h"
 #include "util/error.h"
+
+/* One API token of the daemon: bound to a team, or admin. */
+typedef struct spw_token {
+    char *token;            /* owned; the bearer secret, >= 16 characters */
+    char *team;             /* owned; NULL for admin */
+    int admin;              /* 1: sees and cancels every job, may preempt */
+} spw_token_t;
+
+/* The daemon: section, read by `spillway serve` and ignored by `sim`, so one
+ * file describes the fleet for both. */
+typedef struct spw_daemon_conf {
+    char *listen;               /* owned "HOST:PORT"; default 127.0.0.1:8470 */
+    char *state_dir;            /* owned, resolved against the config's
+                                   directory; NULL = ./spillway-state */
+    int gpus_auto;              /* 1: the local pool takes the nvidia-smi
+                                   count when nvidia-smi finds GPUs */
+    double default_est_runtime_s; /* for specs without est_runtime; 3600 */
+    double kill_grace_s;        /* SIGTERM to SIGKILL on cancel; 10 */
+    double idle_timeout_s;      /* idle cloud instances released after; 300 */
+    double tick_s;              /* longest sleep of the loop; 0.1 */
+    size_t max_body_bytes;      /* bigger requests get 413; 1 MiB */
+    spw_token_t *tokens;        /* owned; none = no auth (loopback only) */
+    size_t ntokens;
+    uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
+    uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
+    double emulated_preempt_rate_per_h; /* spot preemptions; 0 */
+} spw_daemon_conf_t;
 
 typedef struct spw_config {
     spw_fleet_t fleet;      /* pools, offers and GPU model names (owned) */
     spw_policy_t policy;    /* scheduling policy */
     char *offers_path;      /* catalog file read, or NULL (owned) */
+    spw_daemon_conf_t daemon; /* the daemon: section (defaults when absent) */
 } spw_config_t;
 
 /* Loads a config file.  On error nothing is left allocated and err names

@@ -1,0 +1,116 @@
+/* daemon.h: `spillway serve`: the live orchestrator.  One scheduler loop
+ * thread runs the same engine as the simulator (core/engine.h) on the wall
+ * clock, over a durable SQLite queue (store.h), the local backend (on-prem
+ * GPUs of this machine) and a cloud provider (the emulated cloud).
+ *
+ * Threads: the HTTP layer (http.h) calls the functions below from its own
+ * threads; they are all thread-safe.  One mutex guards the daemon's state;
+ * each call holds it briefly.  Submits are group-committed: concurrent
+ * spw_daemon_submit calls are gathered by the loop thread into one SQLite
+ * transaction, and each returns only once its jobs are committed.
+ *
+ * Time: the loop reads the clock once per turn (CLOCK_REALTIME, unix
+ * seconds) and passes that `now` to the engine, backend and provider. */
+#ifndef SPW_DAEMON_DAEMON_H
+#define SPW_DAEMON_DAEMON_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "daemon/jobspec.h"
+#include "daemon/store.h"
+#include "sim/config.h"
+#include "util/error.h"
+
+typedef struct spw_daemon spw_daemon_t;
+
+/* Who is calling, from the bearer token (http.c).  team is borrowed from
+ * the config; NULL for admin. */
+typedef struct spw_caller {
+    const char *team;   /* the token's team; NULL = admin (sees all) */
+    int admin;          /* 1: may see and cancel every job, preempt */
+} spw_caller_t;
+
+/* Options given on the command line (they win over the config's daemon:
+ * section).  NULL / 0 = take the config's value. */
+typedef struct spw_daemon_opts {
+    const char *state_dir;     /* --state-dir */
+    int sync_full;             /* store commits wait for fsync */
+    int quiet;                 /* no progress lines on stderr */
+} spw_daemon_opts_t;
+
+/* Makes the daemon from a loaded config (borrowed until destroy): opens or
+ * creates the state dir (db, logs/, emulated.json), detects GPUs, recovers
+ * what a previous daemon left (re-queues, re-adopts processes, reconciles
+ * cloud instances).  Does not start the loop.  NULL with a sentence in err. */
+spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t *opts,
+                                spw_error_t *err);
+
+/* Starts the scheduler loop thread.  0, or -1 with err. */
+int spw_daemon_start(spw_daemon_t *d, spw_error_t *err);
+
+/* Asks the loop to stop, waits for it, and frees everything.  Running jobs
+ * keep running (a new daemon re-adopts them).  NULL-safe. */
+void spw_daemon_destroy(spw_daemon_t *d);
+
+/* Runs one loop turn now, on the calling thread (tests and fuzzers drive
+ * a daemon without its thread this way).  Not to be mixed with start(). */
+void spw_daemon_turn(spw_daemon_t *d);
+
+/* ---- the API the HTTP layer calls ---------------------------------------
+ * Each returns an HTTP status: 200/201 on success, else 400, 403, 404, 409,
+ * 503 with a sentence in err (the body's message). */
+
+/* Looks up a bearer token (constant-time compare).  0 with *out filled, or
+ * -1 when unknown.  When the config has no tokens every request is admin. */
+int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out);
+/* Whether the config has tokens at all (no tokens = open, loopback only). */
+int spw_daemon_auth_required(const spw_daemon_t *d);
+
+/* Validates and durably queues one parsed spec; on 201 *id_out holds its id.
+ * Takes ownership of *spec (it is zeroed).  Blocks until committed. */
+int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *spec,
+                      char id_out[SPW_STORE_ID_LEN], spw_error_t *err);
+
+/* GET /v1/jobs/{id}: *out = the job object (see docs/api.md). */
+int spw_daemon_job(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                   spw_error_t *err);
+
+/* GET /v1/jobs?state=&team=&after=&limit=: *out = {"jobs":[...], "next_after":N|null}.
+ * state/team may be NULL. */
+int spw_daemon_jobs(spw_daemon_t *d, const spw_caller_t *who, const char *state,
+                    const char *team, long long after, long limit, json_t **out,
+                    spw_error_t *err);
+
+/* POST /v1/jobs/{id}/cancel: *out = the job object after the request. */
+int spw_daemon_cancel(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                      spw_error_t *err);
+
+/* GET /v1/jobs/{id}/explain. */
+int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                       spw_error_t *err);
+
+/* GET /v1/jobs/{id}/logs?stream=out|err&offset=N: up to max bytes of the
+ * log from offset into *buf (caller frees), *len, the offset after them in
+ * *next and the job's state name in *state (static).  A log not written
+ * yet reads as empty. */
+int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, int err_stream,
+                    long long offset, size_t max, char **buf, size_t *len, long long *next,
+                    const char **state, spw_error_t *err);
+
+/* GET /v1/pools, GET /v1/costs, GET /healthz. */
+int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
+int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
+int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err);
+
+/* GET /metrics: Prometheus text exposition (caller frees). */
+char *spw_daemon_metrics(spw_daemon_t *d);
+
+/* POST /v1/admin/instances/{id}/preempt (admin only). */
+int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *instance_id,
+                       json_t **out, spw_error_t *err);
+
+/* Records how long an HTTP request took, for /metrics. */
+void spw_daemon_note_request(spw_daemon_t *d, int status, double seconds);
+
+#endif
