@@ -54,7 +54,9 @@ int spw_daemon_start(spw_daemon_t *d, spw_error_t *err);
 void spw_daemon_destroy(spw_daemon_t *d);
 
 /* Runs one loop turn now, on the calling thread (tests and fuzzers drive
- * a daemon without its thread this way).  Not to be mixed with start(). */
+ * a daemon without its thread this way).  Not to be mixed with start().
+ * Without a started loop, spw_daemon_submit commits inline on the caller's
+ * thread, so a test or fuzzer can use the whole API single-threaded. */
 void spw_daemon_turn(spw_daemon_t *d);
 
 /* ---- the API the HTTP layer calls ---------------------------------------

@@ -1,6 +1,7 @@
 /* local.c: the local backend: each job is a process group on this machine,
  * started with fork + execve, stopped with SIGTERM then SIGKILL, reaped
  * without blocking.  See local.h for the contract. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -126,6 +127,47 @@ int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
     if (state)
         *state = pi.state;
     return 0;
+}
+
+int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
+{
+    char want[SPW_JOB_ID_MAX + 32];
+    int wn = snprintf(want, sizeof(want), "SPILLWAY_JOB_ID=%s", job_id);
+    DIR *dir = opendir("/proc");
+    if (!dir || wn <= 0 || (size_t)wn >= sizeof(want)) {
+        if (dir)
+            closedir(dir);
+        return errno = ESRCH, -1;
+    }
+    struct dirent *de;
+    int found = 0;
+    while (!found && (de = readdir(dir))) {
+        char *end;
+        long p = strtol(de->d_name, &end, 10);
+        if (*end || p <= 0 || getpgid((pid_t)p) != (pid_t)p)
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%ld/environ", p);
+        size_t len;
+        char *env = spw_read_file(path, &len, NULL);
+        if (!env)
+            continue;
+        for (size_t i = 0; i < len; i += strlen(env + i) + 1)
+            if (strcmp(env + i, want) == 0) {
+                found = 1;
+                break;
+            }
+        free(env);
+        uint64_t ticks;
+        if (found && spw_local_proc_start((pid_t)p, &ticks, NULL, NULL) == 0) {
+            *pid = (pid_t)p;
+            *start_ticks = ticks;
+        } else {
+            found = 0;
+        }
+    }
+    closedir(dir);
+    return found ? 0 : (errno = ESRCH, -1);
 }
 
 /* Whether an adopted job's process is still the one that was started. */

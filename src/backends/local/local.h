@@ -64,6 +64,13 @@ size_t spw_local_count(const spw_local_t *lb);
 int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
                          spw_error_t *err);
 
+/* Finds the running job process launched for job_id (by any daemon): the
+ * process group leader whose environment holds SPILLWAY_JOB_ID=job_id.  A
+ * daemon killed between launch() and recording the pid uses it to adopt the
+ * job instead of starting it twice.  Returns 0 with *pid and *start_ticks,
+ * or -1 with errno ESRCH when there is none. */
+int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks);
+
 /* Counts this machine's NVIDIA GPUs by running
  * `nvidia-smi --query-gpu=index --format=csv,noheader` from PATH (at most
  * 10 s).  Their indices are 0 .. *count-1.  Returns 0 with *count set (which

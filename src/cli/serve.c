@@ -1,0 +1,157 @@
+/* serve.c: `spillway serve`: loads the config, makes the daemon (which
+ * recovers what an earlier one left), starts its loop and its HTTP API, and
+ * runs until SIGINT or SIGTERM. */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/serve.h"
+#include "daemon/daemon.h"
+#include "daemon/http.h"
+#include "sim/config.h"
+
+/* Without --config: four GPU slots on this machine (or its real GPUs when
+ * nvidia-smi finds some) and a flat-price emulated cloud. */
+static const char serve_default_config[] =
+    "onprem:\n"
+    "  - name: local\n"
+    "    nodes: 1\n"
+    "    gpus_per_node: 4\n"
+    "    cost_usd_per_gpu_h: 1.10\n"
+    "cloud:\n"
+    "  price_usd_per_gpu_h: 2.5\n"
+    "  boot_delay_s: 5\n"
+    "policy:\n"
+    "  wait: constant:30\n"
+    "daemon:\n"
+    "  idle_timeout_s: 60\n";
+
+static const char serve_usage[] =
+    "usage: spillway serve [--config FILE] [--state-dir DIR] [--listen HOST:PORT] [OPTIONS]\n"
+    "\n"
+    "Runs the orchestrator: a durable job queue (SQLite in the state dir), the\n"
+    "same engine as `spillway sim`, jobs run as local processes on this\n"
+    "machine's GPUs, bursts to the emulated cloud, and an HTTP API (docs/api.md)\n"
+    "that the client commands (submit, queue, show, ...) talk to.\n"
+    "\n"
+    "options:\n"
+    "  --config FILE      fleet, policy and the daemon: section (docs/config.md);\n"
+    "                     default: 4 GPU slots and a flat-price emulated cloud\n"
+    "  --state-dir DIR    database, job logs, emulated cloud state\n"
+    "                     (default: daemon.state_dir, else ./spillway-state)\n"
+    "  --listen HOST:PORT address of the API (default: daemon.listen, else\n"
+    "                     127.0.0.1:8470); port 0 picks a free one\n"
+    "  --sync full        wait for fsync on every commit (survives power loss)\n"
+    "  -q, --quiet        no progress lines on stderr\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "The daemon prints 'listening on http://HOST:PORT' once it accepts\n"
+    "requests.  Stop it with Ctrl-C or SIGTERM: running jobs keep running and\n"
+    "the next `spillway serve` over the same state dir re-adopts them; kill -9\n"
+    "loses no acknowledged job either.\n"
+    "\n"
+    "examples:\n"
+    "  spillway serve --config examples/serve.yaml\n"
+    "  SPILLWAY_TOKEN=ml-team-token-0001 spillway submit --gpus 1 -- python3 train.py\n"
+    "  spillway queue; spillway costs\n";
+
+static int loopback(const char *listen)
+{
+    return strncmp(listen, "127.", 4) == 0 || strncmp(listen, "localhost:", 10) == 0 ||
+           strncmp(listen, "[::1]:", 6) == 0;
+}
+
+int spw_cli_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"state-dir", required_argument, 0, 's'},
+        {"listen", required_argument, 0, 'l'}, {"sync", required_argument, 0, 'y'},
+        {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *config = NULL, *listen_addr = NULL;
+    spw_daemon_opts_t dopts = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:s:l:y:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 's': dopts.state_dir = optarg; break;
+        case 'l': listen_addr = optarg; break;
+        case 'y':
+            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "normal") != 0) {
+                fprintf(stderr, "spillway serve: --sync takes 'normal' or 'full'\n");
+                return 2;
+            }
+            dopts.sync_full = strcmp(optarg, "full") == 0;
+            break;
+        case 'q': dopts.quiet = 1; break;
+        case 'h': fputs(serve_usage, stdout); return 0;
+        default:
+            fprintf(stderr, "(see 'spillway serve --help')\n");
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "spillway serve: unexpected argument '%s'\n(see 'spillway serve --help')\n",
+                argv[optind]);
+        return 2;
+    }
+    spw_config_t cfg;
+    spw_error_t err;
+    int rc = config ? spw_config_load(&cfg, config, &err)
+                    : spw_config_load_mem(&cfg, "embedded serve config", serve_default_config,
+                                          sizeof(serve_default_config) - 1, ".", &err);
+    if (rc < 0) {
+        fprintf(stderr, "spillway serve: %s\n", err.text);
+        return 1;
+    }
+    if (!listen_addr)
+        listen_addr = cfg.daemon.listen;
+    if (!cfg.daemon.ntokens && !loopback(listen_addr)) {
+        fprintf(stderr, "spillway serve: the config has no daemon.tokens, so the API would be open to "
+                        "anyone: listen on 127.0.0.1 or add tokens\n");
+        spw_config_free(&cfg);
+        return 1;
+    }
+    /* The loop and HTTP threads inherit this mask; the main thread waits for
+     * the signals with sigwait. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    spw_daemon_t *d = spw_daemon_create(&cfg, &dopts, &err);
+    if (!d) {
+        fprintf(stderr, "spillway serve: %s\n", err.text);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    spw_http_t *h = NULL;
+    if (spw_daemon_start(d, &err) < 0 ||
+        !(h = spw_http_start(d, listen_addr, cfg.daemon.max_body_bytes, &err))) {
+        fprintf(stderr, "spillway serve: %s\n", err.text);
+        spw_daemon_destroy(d);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    char host[256];
+    const char *colon = strrchr(listen_addr, ':');
+    snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - listen_addr : 0), listen_addr);
+    fprintf(stderr, "spillway: listening on http://%s:%d (%s)\n", host, spw_http_port(h),
+            cfg.daemon.ntokens ? "bearer tokens required" : "no tokens: loopback only, open API");
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "spillway: %s: stopping; running jobs keep running\n", strsignal(sig));
+    spw_http_stop(h);
+    spw_daemon_destroy(d);
+    spw_config_free(&cfg);
+    return 0;
+}

@@ -1,0 +1,1472 @@
+/* daemon.c: the scheduler loop of `spillway serve`, recovery after a
+ * restart, and what the daemon does to jobs and instances (place, launch,
+ * reap, retry, cancel, preempt, release).  The thread-safe API views live in
+ * daemon_api.c. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backends/local/local.h"
+#include "daemon/daemon_private.h"
+#include "util/file.h"
+
+const double spw_daemon_hist_le[SPW_HIST_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+};
+
+double spw_daemon_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void say(spw_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(spw_daemon_t *d, const char *fmt, ...)
+{
+    if (d->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spillway: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s%s%s/%s", o->provider, o->region[0] ? "/" : "", o->region,
+             o->zone[0] ? "/" : "", o->zone, o->instance_type);
+    return buf;
+}
+
+static void set_reason(djob_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(djob_t *j, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    free(j->reason);
+    j->reason = spw_xstrdup(buf);
+}
+
+/* ---- jobs in memory ------------------------------------------------------ */
+
+static djob_t *job_new(spw_daemon_t *d, int64_t seq)
+{
+    if ((size_t)seq >= d->capjobs) {
+        size_t cap = d->capjobs ? d->capjobs : 1024;
+        while (cap <= (size_t)seq)
+            cap *= 2;
+        d->jobs = spw_xrealloc(d->jobs, cap * sizeof(djob_t *));
+        memset(d->jobs + d->capjobs, 0, (cap - d->capjobs) * sizeof(djob_t *));
+        d->capjobs = cap;
+    }
+    djob_t *j = spw_xcalloc(1, sizeof(djob_t));
+    j->seq = seq;
+    snprintf(j->id, sizeof(j->id), "j-%06" PRId64, seq);
+    j->ej.id = j->id;
+    j->ej.order = (uint32_t)seq;
+    j->ej.deadline_s = NAN;
+    spw_job_reset(&j->ej);
+    j->placed_ts = j->start_ts = j->end_ts = NAN;
+    j->pool = j->node = j->offer = -1;
+    d->jobs[seq] = j;
+    if ((size_t)seq >= d->njobs)
+        d->njobs = (size_t)seq + 1;
+    return j;
+}
+
+static void job_free(djob_t *j)
+{
+    if (!j)
+        return;
+    free(j->team);
+    free(j->name);
+    free(j->reason);
+    free(j->gpus_assigned);
+    free(j->inst);
+    spw_jobspec_free(&j->spec);
+    free(j);
+}
+
+djob_t *spw_daemon_find(spw_daemon_t *d, const char *id)
+{
+    if (strncmp(id, "j-", 2) != 0 || !id[2])
+        return NULL;
+    char *end;
+    errno = 0;
+    long long seq = strtoll(id + 2, &end, 10);
+    if (*end || errno || seq <= 0 || (size_t)seq >= d->njobs || !d->jobs[seq])
+        return NULL;
+    return strcmp(d->jobs[seq]->id, id) == 0 ? d->jobs[seq] : NULL;
+}
+
+/* Writes the fields in set (SPW_JU_*) of j to the store. */
+static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
+{
+    char place[256];
+    const char *pl = NULL;
+    if (j->pool >= 0) {
+        snprintf(place, sizeof(place), "onprem:%s/%d", d->fleet.pools[j->pool].name, j->node);
+        pl = place;
+    } else if (j->offer >= 0) {
+        char on[200];
+        snprintf(place, sizeof(place), "cloud:%s",
+                 spw_daemon_offer_name(&d->fleet.offers[j->offer], on, sizeof(on)));
+        pl = place;
+    }
+    spw_store_job_update_t u = {
+        .set = set,
+        .state = j->st,
+        .placed_ts = j->placed_ts,
+        .start_ts = j->start_ts,
+        .end_ts = j->end_ts,
+        .placement = pl,
+        .gpus_assigned = j->gpus_assigned,
+        .pid = j->running ? j->h.pid : 0,
+        .pid_start_ticks = j->running ? (int64_t)j->h.start_ticks : 0,
+        .has_exit_code = j->has_exit,
+        .exit_code = j->exit_code,
+        .attempts = j->attempts,
+        .reason = j->reason,
+        .cost_usd = j->onprem_usd + j->cloud_usd,
+    };
+    spw_error_t err;
+    if (spw_store_job_update(d->store, j->id, &u, &err) < 0)
+        say(d, "cannot record job %s: %s", j->id, err.text);
+}
+
+#define SAVE_ALL                                                              \
+    (SPW_JU_STATE | SPW_JU_PLACED_TS | SPW_JU_START_TS | SPW_JU_END_TS |      \
+     SPW_JU_PLACEMENT | SPW_JU_GPUS | SPW_JU_PID | SPW_JU_EXIT |              \
+     SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST)
+
+/* ---- costs ------------------------------------------------------------- */
+
+double spw_daemon_inst_cost(const dinst_t *x, double now)
+{
+    return spw_instance_cost_usd(&x->in, now);
+}
+
+/* What instance x billed from `from` to `to` (clipped to its life). */
+static double inst_span_usd(const dinst_t *x, double from, double to)
+{
+    double end = spw_instance_state_live(x->in.state) ? to : fmin(to, x->in.ended_s);
+    double start = fmax(from, x->in.launched_s);
+    return end > start ? x->in.price_usd_per_h * (end - start) / 3600.0 : 0.0;
+}
+
+double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now)
+{
+    double usd = j->onprem_usd;
+    if (j->holds && !isnan(j->start_ts) && now > j->start_ts)
+        usd += j->ej.alloc_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h *
+               (now - j->start_ts) / 3600.0;
+    return usd;
+}
+
+double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now)
+{
+    double usd = j->cloud_usd;
+    for (size_t k = 0; k < j->ninst; k++) {
+        const dinst_t *x = &d->inst[j->inst[k]];
+        usd += inst_span_usd(x, x->bound_ts, now);
+    }
+    return usd;
+}
+
+/* Frees the on-prem GPUs job j holds and settles their cost up to now. */
+static void settle_onprem(spw_daemon_t *d, djob_t *j, double now)
+{
+    if (!j->holds)
+        return;
+    if (!isnan(j->start_ts) && now > j->start_ts) {
+        double h = (now - j->start_ts) / 3600.0;
+        j->onprem_gpu_h += h * j->ej.alloc_gpus;
+        j->onprem_usd += h * j->ej.alloc_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h;
+    }
+    d->node_used[j->pool][j->node] &= ~j->gpu_bits;
+    d->pool_busy[j->pool] -= j->ej.alloc_gpus;
+    j->gpu_bits = 0;
+    j->holds = 0;
+}
+
+static void inst_save(spw_daemon_t *d, const dinst_t *x)
+{
+    char on[200];
+    spw_store_instance_t si = {
+        .id = x->in.id,
+        .provider = x->in.provider,
+        .offer = spw_daemon_offer_name(&d->fleet.offers[x->in.offer], on, sizeof(on)),
+        .state = x->in.state == SPW_INSTANCE_BOOTING ? SPW_INST_BOOTING
+                 : x->in.state == SPW_INSTANCE_READY ? SPW_INST_READY
+                                                     : SPW_INST_RELEASED,
+        .launched_ts = x->in.launched_s,
+        .ready_ts = x->in.state == SPW_INSTANCE_BOOTING ? NAN : x->in.ready_s,
+        .released_ts = x->in.ended_s,
+        .price_usd_per_h = x->in.price_usd_per_h,
+        .job_id = x->job_seq ? d->jobs[x->job_seq]->id : NULL,
+    };
+    spw_error_t err;
+    if (spw_store_instance_update(d->store, &si, &err) < 0)
+        say(d, "cannot record instance %s: %s", x->in.id, err.text);
+}
+
+/* Unbinds every instance of job j at now, settling what each billed while
+ * bound; they become idle (released later by the idle timeout). */
+static void unbind_instances(spw_daemon_t *d, djob_t *j, double now)
+{
+    for (size_t k = 0; k < j->ninst; k++) {
+        dinst_t *x = &d->inst[j->inst[k]];
+        double usd = inst_span_usd(x, x->bound_ts, now);
+        x->bound_usd += usd;
+        j->cloud_usd += usd;
+        double end = spw_instance_state_live(x->in.state) ? now : fmin(now, x->in.ended_s);
+        if (!isnan(j->start_ts) && end > j->start_ts)
+            j->cloud_gpu_h += d->fleet.offers[x->in.offer].gpus * (end - j->start_ts) / 3600.0;
+        x->job_seq = 0;
+        x->idle_ts = now;
+        inst_save(d, x);
+    }
+    j->ninst = 0;
+}
+
+static void unwait(spw_daemon_t *d, djob_t *j)
+{
+    for (djob_t **p = &d->waiting; *p; p = &(*p)->next_wait)
+        if (*p == j) {
+            *p = j->next_wait;
+            j->next_wait = NULL;
+            return;
+        }
+}
+
+/* Releases what the job holds (GPUs, instances, its place in the wait list). */
+static void settle(spw_daemon_t *d, djob_t *j, double now)
+{
+    settle_onprem(d, j, now);
+    unbind_instances(d, j, now);
+    unwait(d, j);
+}
+
+/* Ends job j in state st: releases what it holds and forgets its spec. */
+static void job_end(spw_daemon_t *d, djob_t *j, spw_djob_state_t st, double now)
+{
+    settle(d, j, now);
+    j->st = st;
+    j->end_ts = now;
+    j->running = 0;
+    j->cancel_req = 0;
+    spw_jobspec_free(&j->spec);
+    job_save(d, j, SAVE_ALL);
+}
+
+/* Puts a placed job back in the queue (retry or preemption). */
+static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
+{
+    settle(d, j, now);
+    if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
+        spw_engine_requeue(d->engine, &j->ej, now);
+    j->st = SPW_DJOB_QUEUED;
+    j->running = 0;
+    j->requeue_on_exit = 0;
+    j->placed_ts = j->start_ts = NAN;
+    j->pool = j->node = j->offer = -1;
+    free(j->gpus_assigned);
+    j->gpus_assigned = NULL;
+    job_save(d, j, SAVE_ALL);
+}
+
+/* ---- launching --------------------------------------------------------- */
+
+static char *gpu_list(const uint32_t *g, size_t n)
+{
+    size_t cap = n * 11 + 1, used = 0;
+    char *s = spw_xmalloc(cap);
+    s[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(s + used, cap - used, "%s%u", i ? "," : "", g[i]);
+    return s;
+}
+
+/* Starts job j's process with GPUs g[0..ng); extra is NULL-terminated
+ * "K=V" added to the spec's env.  On failure the job fails. */
+static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, const char **extra,
+                  double now)
+{
+    const spw_jobspec_t *s = &j->spec;
+    size_t nextra = 0;
+    while (extra && extra[nextra])
+        nextra++;
+    char **env = spw_xcalloc(s->nenv + nextra + 1, sizeof(char *));
+    for (size_t i = 0; i < s->nenv; i++) {
+        size_t len = strlen(s->env[i].key) + strlen(s->env[i].value) + 2;
+        env[i] = spw_xmalloc(len);
+        snprintf(env[i], len, "%s=%s", s->env[i].key, s->env[i].value);
+    }
+    for (size_t i = 0; i < nextra; i++)
+        env[s->nenv + i] = spw_xstrdup(extra[i]);
+    spw_launch_t req = {
+        .job_id = j->id,
+        .argv = s->run_kind == SPW_RUN_ARGV ? (const char *const *)s->argv : NULL,
+        .script = s->run_kind == SPW_RUN_SCRIPT ? s->script : NULL,
+        .env = (const char *const *)env,
+        .workdir = s->workdir,
+        .gpus = g,
+        .ngpus = ng,
+        .log_dir = d->log_dir,
+        .max_runtime_s = isnan(s->max_runtime_s) ? 0 : s->max_runtime_s,
+        .now_s = now,
+    };
+    spw_error_t err;
+    int rc = d->be_ops->launch(d->be, &req, &j->h, &err);
+    for (size_t i = 0; i < s->nenv + nextra; i++)
+        free(env[i]);
+    free(env);
+    free(j->gpus_assigned);
+    j->gpus_assigned = gpu_list(g, ng);
+    j->attempts++;
+    if (rc < 0) {
+        set_reason(j, "%s", err.text);
+        say(d, "job %s failed to start: %s", j->id, err.text);
+        if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
+            spw_engine_finish(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
+        return -1;
+    }
+    j->running = 1;
+    j->st = SPW_DJOB_RUNNING;
+    j->start_ts = now;
+    job_save(d, j, SAVE_ALL);
+    return 0;
+}
+
+/* Picks the GPUs of an on-prem placement and starts the job. */
+static void place_onprem(spw_daemon_t *d, djob_t *j, double now)
+{
+    const spw_pool_spec_t *p = &d->fleet.pools[j->ej.pool];
+    uint32_t node = (uint32_t)j->ej.node;
+    uint32_t want = j->ej.nnodes > 1 ? p->node_gpus[node] : j->ej.alloc_gpus;
+    uint32_t g[64];
+    size_t ng = 0;
+    uint64_t used = d->node_used[j->ej.pool][node], bits = 0;
+    for (uint32_t i = 0; i < p->node_gpus[node] && ng < want; i++)
+        if (!(used >> i & 1)) {
+            g[ng++] = i;
+            bits |= 1ull << i;
+        }
+    j->pool = j->ej.pool;
+    j->node = (int32_t)node;
+    j->offer = -1;
+    j->holds = 1;
+    j->gpu_bits = bits;
+    d->node_used[j->pool][node] |= bits;
+    d->pool_busy[j->pool] += j->ej.alloc_gpus;
+    j->placed_ts = now;
+    j->st = SPW_DJOB_PLACED;
+    set_reason(j, "%s", spw_reason_text(j->ej.reason));
+    char nodes[48], place[160];
+    snprintf(nodes, sizeof(nodes), "SPILLWAY_NODES=%u", j->ej.nnodes);
+    snprintf(place, sizeof(place), "SPILLWAY_PLACEMENT=%s/%u", p->name, node);
+    const char *extra[] = {nodes, place, NULL};
+    launch(d, j, g, ng, extra, now);
+}
+
+/* Starts a cloud job whose instances are all ready. */
+static void launch_cloud(spw_daemon_t *d, djob_t *j, double now)
+{
+    const spw_offer_t *o = &d->fleet.offers[j->offer];
+    uint32_t ng = j->gpus < o->gpus ? j->gpus : o->gpus, g[1024];
+    for (uint32_t i = 0; i < ng && i < 1024; i++)
+        g[i] = i;
+    size_t cap = j->ninst * SPW_INSTANCE_ID_MAX + 64, used = 0;
+    char *ids = spw_xmalloc(cap);
+    used += (size_t)snprintf(ids, cap, "SPILLWAY_INSTANCE_IDS=");
+    for (size_t k = 0; k < j->ninst; k++)
+        used += (size_t)snprintf(ids + used, cap - used, "%s%s", k ? "," : "",
+                                 d->inst[j->inst[k]].in.id);
+    char nodes[48], on[200], place[240];
+    snprintf(nodes, sizeof(nodes), "SPILLWAY_NODES=%zu", j->ninst);
+    snprintf(place, sizeof(place), "SPILLWAY_PLACEMENT=%s",
+             spw_daemon_offer_name(o, on, sizeof(on)));
+    const char *extra[] = {ids, nodes, place,
+                           d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0", NULL};
+    unwait(d, j);
+    launch(d, j, g, ng, extra, now);
+    free(ids);
+}
+
+static int cloud_ready(const spw_daemon_t *d, const djob_t *j)
+{
+    for (size_t k = 0; k < j->ninst; k++)
+        if (d->inst[j->inst[k]].in.state != SPW_INSTANCE_READY)
+            return 0;
+    return j->ninst > 0;
+}
+
+static size_t inst_add(spw_daemon_t *d, const spw_instance_t *in)
+{
+    if (d->ninst == d->capinst) {
+        d->capinst = d->capinst ? d->capinst * 2 : 64;
+        d->inst = spw_xrealloc(d->inst, d->capinst * sizeof(dinst_t));
+    }
+    dinst_t *x = &d->inst[d->ninst];
+    memset(x, 0, sizeof(*x));
+    x->in = *in;
+    x->idle_ts = NAN;
+    return d->ninst++;
+}
+
+static void inst_insert(spw_daemon_t *d, const dinst_t *x)
+{
+    char on[200];
+    spw_store_instance_t si = {
+        .id = x->in.id,
+        .provider = x->in.provider,
+        .offer = spw_daemon_offer_name(&d->fleet.offers[x->in.offer], on, sizeof(on)),
+        .state = SPW_INST_BOOTING,
+        .launched_ts = x->in.launched_s,
+        .ready_ts = NAN,
+        .released_ts = NAN,
+        .price_usd_per_h = x->in.price_usd_per_h,
+        .job_id = x->job_seq ? d->jobs[x->job_seq]->id : NULL,
+    };
+    spw_error_t err;
+    if (spw_store_instance_insert(d->store, &si, &err) < 0)
+        say(d, "cannot record instance %s: %s", x->in.id, err.text);
+}
+
+static void bind_inst(spw_daemon_t *d, djob_t *j, size_t xi, double now)
+{
+    dinst_t *x = &d->inst[xi];
+    x->job_seq = j->seq;
+    x->bound_ts = now;
+    x->idle_ts = NAN;
+    j->inst = spw_xrealloc(j->inst, (j->ninst + 1) * sizeof(size_t));
+    j->inst[j->ninst++] = xi;
+}
+
+/* A cloud placement: reuses idle instances of the offer, acquires the rest. */
+static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
+{
+    uint32_t want = j->ej.instances;
+    j->offer = j->ej.offer;
+    j->pool = j->node = -1;
+    j->placed_ts = now;
+    j->st = SPW_DJOB_PLACED;
+    for (size_t i = 0; i < d->ninst && j->ninst < want; i++) {
+        dinst_t *x = &d->inst[i];
+        if (!x->job_seq && spw_instance_state_live(x->in.state) && (int32_t)x->in.offer == j->offer) {
+            bind_inst(d, j, i, now);
+            inst_save(d, x);
+        }
+    }
+    if (j->ninst < want) {
+        uint32_t n = want - (uint32_t)j->ninst;
+        spw_instance_t *got = spw_xcalloc(n, sizeof(spw_instance_t));
+        spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = 0,
+                             .job_id = j->id, .now_s = now};
+        spw_error_t err;
+        if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
+            free(got);
+            say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
+            set_reason(j, "cloud capacity: %s; requeued", err.text);
+            job_requeue(d, j, now);
+            return;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            size_t xi = inst_add(d, &got[k]);
+            bind_inst(d, j, xi, now);
+            inst_insert(d, &d->inst[xi]);
+        }
+        free(got);
+    }
+    set_reason(j, "%s", spw_reason_text(j->ej.reason));
+    char on[200];
+    say(d, "job %s placed on %u x %s%s", j->id, want,
+        spw_daemon_offer_name(&d->fleet.offers[j->offer], on, sizeof(on)),
+        d->pv_ops->emulated ? " (emulated)" : "");
+    if (cloud_ready(d, j)) {
+        launch_cloud(d, j, now);
+    } else {
+        j->next_wait = d->waiting;
+        d->waiting = j;
+        job_save(d, j, SAVE_ALL);
+    }
+}
+
+static void record_decision(spw_daemon_t *d, djob_t *j, double now)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "ts", json_real(now));
+    json_object_set_new(o, "where", json_string(j->ej.state == SPW_JOB_ONPREM ? "onprem" : "cloud"));
+    json_object_set_new(o, "reason", json_string(spw_reason_text(j->ej.reason)));
+    if (j->ej.state == SPW_JOB_ONPREM) {
+        char pl[160];
+        snprintf(pl, sizeof(pl), "%s/%d", d->fleet.pools[j->ej.pool].name, j->ej.node);
+        json_object_set_new(o, "placement", json_string(pl));
+    } else {
+        char on[200];
+        json_object_set_new(o, "placement", json_string(spw_daemon_offer_name(
+                                                &d->fleet.offers[j->ej.offer], on, sizeof(on))));
+        json_object_set_new(o, "instances", json_integer(j->ej.instances));
+        json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+    }
+    json_object_set_new(o, "waited_s", json_real(now - j->submit_ts));
+    json_object_set_new(o, "candidates", spw_daemon_candidates_json(d, j));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    spw_error_t err;
+    if (text && spw_store_decision_insert(d->store, j->id, now, text, &err) < 0)
+        say(d, "cannot record the decision for %s: %s", j->id, err.text);
+    free(text);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
+{
+    djob_t *j = spw_daemon_find(d, ex->handle.job_id);
+    if (!j || !j->running)
+        return;
+    j->running = 0;
+    j->has_exit = ex->kind != SPW_EXIT_LOST;
+    j->exit_code = ex->kind == SPW_EXIT_EXITED ? ex->status
+                   : ex->kind == SPW_EXIT_SIGNALED ? 128 + ex->status : 0;
+    uint32_t retries = j->spec.retries;
+    if (j->cancel_req) {
+        set_reason(j, "cancelled by a user");
+        spw_engine_cancel(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_CANCELLED, now);
+    } else if (j->requeue_on_exit) {
+        say(d, "job %s requeued after its instance was preempted", j->id);
+        job_requeue(d, j, now);
+    } else if (ex->kind == SPW_EXIT_EXITED && ex->status == 0) {
+        set_reason(j, "exited 0");
+        spw_engine_finish(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_SUCCEEDED, now);
+    } else if (ex->cause == SPW_CAUSE_MAX_RUNTIME) {
+        set_reason(j, "killed after max_runtime (%.0f s)", j->spec.max_runtime_s);
+        spw_engine_finish(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
+    } else if (ex->kind == SPW_EXIT_LOST) {
+        set_reason(j, "ended while the daemon was not its parent: exit status unknown");
+        spw_engine_finish(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
+    } else if ((uint32_t)j->attempts <= retries) {
+        set_reason(j, "%s %d; retry %d of %u", ex->kind == SPW_EXIT_EXITED ? "exited with" : "killed by signal",
+                   ex->status, j->attempts, retries);
+        job_requeue(d, j, now);
+    } else {
+        set_reason(j, "%s %d", ex->kind == SPW_EXIT_EXITED ? "exited with" : "killed by signal",
+                   ex->status);
+        spw_engine_finish(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
+    }
+    say(d, "job %s %s (%s)", j->id, spw_djob_state_name(j->st), j->reason ? j->reason : "");
+}
+
+static dinst_t *inst_find(spw_daemon_t *d, const char *id)
+{
+    for (size_t i = d->ninst; i-- > 0;)
+        if (strcmp(d->inst[i].in.id, id) == 0)
+            return &d->inst[i];
+    return NULL;
+}
+
+static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, double now)
+{
+    dinst_t *x = inst_find(d, ev->instance_id);
+    if (!x || !spw_instance_state_live(x->in.state))
+        return;
+    djob_t *j = x->job_seq ? d->jobs[x->job_seq] : NULL;
+    if (ev->kind == SPW_INST_EV_READY) {
+        x->in.state = SPW_INSTANCE_READY;
+        x->in.ready_s = ev->time_s;
+        inst_save(d, x);
+        if (j && !j->running && j->st == SPW_DJOB_PLACED && cloud_ready(d, j))
+            launch_cloud(d, j, now);
+        return;
+    }
+    x->in.state = ev->kind == SPW_INST_EV_PREEMPTED ? SPW_INSTANCE_PREEMPTED : SPW_INSTANCE_RELEASED;
+    x->in.ended_s = ev->kind == SPW_INST_EV_LOST ? now : ev->time_s;
+    inst_save(d, x);
+    say(d, "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
+    if (!j)
+        return;
+    set_reason(j, "instance %s %s; requeued", x->in.id, spw_inst_event_name(ev->kind));
+    if (j->running) {
+        j->requeue_on_exit = 1;
+        spw_error_t err;
+        if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0)
+            say(d, "job %s: cannot stop it: %s", j->id, err.text);
+    } else {
+        job_requeue(d, j, now);
+    }
+}
+
+/* Releases instances idle for longer than the idle timeout. */
+static void release_idle(spw_daemon_t *d, double now)
+{
+    for (size_t i = 0; i < d->ninst; i++) {
+        dinst_t *x = &d->inst[i];
+        if (x->job_seq || !spw_instance_state_live(x->in.state) ||
+            !(now - x->idle_ts >= d->cfg->daemon.idle_timeout_s))
+            continue;
+        spw_error_t err;
+        if (d->pv_ops->release(d->pv, &x->in, now, &err) < 0 && errno != ENOENT) {
+            say(d, "cannot release instance %s: %s", x->in.id, err.text);
+            continue;
+        }
+        x->in.state = SPW_INSTANCE_RELEASED;
+        x->in.ended_s = now;
+        inst_save(d, x);
+        say(d, "instance %s released after %.0f s idle", x->in.id, now - x->idle_ts);
+    }
+}
+
+/* ---- submits ------------------------------------------------------------ */
+
+/* Turns committed spec r into a job and hands it to the engine. */
+static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
+{
+    djob_t *j = job_new(d, strtoll(r->id + 2, NULL, 10));
+    j->spec = *r->spec;
+    memset(r->spec, 0, sizeof(*r->spec));
+    j->team = spw_xstrdup(j->spec.team ? j->spec.team : "");
+    j->name = j->spec.name ? spw_xstrdup(j->spec.name) : NULL;
+    j->st = SPW_DJOB_QUEUED;
+    j->submit_ts = now;
+    j->gpus = j->spec.gpus;
+    j->gpu_mask = r->mask;
+    j->ej.submit_s = now;
+    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
+                                                       : j->spec.est_runtime_s;
+    j->ej.gpus = j->gpus;
+    j->ej.gpu_mask = j->gpu_mask;
+    j->ej.priority = j->spec.priority;
+    j->ej.deadline_s = j->spec.deadline_s;
+    if (isnan(d->since_ts))
+        d->since_ts = now;
+    spw_engine_submit(d->engine, &j->ej, now);
+    if (j->ej.state == SPW_JOB_UNSCHEDULABLE) {
+        set_reason(j, "%s", spw_reason_text(j->ej.reason));
+        job_end(d, j, SPW_DJOB_FAILED, now);
+    }
+    d->submitted++;
+}
+
+/* Commits every pending submit in one transaction and wakes the callers. */
+static void commit_submits(spw_daemon_t *d, double now)
+{
+    size_t n = 0;
+    for (subreq_t *r = d->subq; r; r = r->next)
+        n++;
+    if (!n)
+        return;
+    const spw_jobspec_t **specs = spw_xmalloc(n * sizeof(*specs));
+    char(*ids)[SPW_STORE_ID_LEN] = spw_xmalloc(n * sizeof(*ids));
+    size_t i = 0;
+    for (subreq_t *r = d->subq; r; r = r->next)
+        specs[i++] = r->spec;
+    spw_error_t err;
+    int rc = spw_store_submit_batch(d->store, specs, n, now, ids, &err);
+    i = 0;
+    for (subreq_t *r = d->subq; r; r = r->next, i++) {
+        if (rc == 0) {
+            memcpy(r->id, ids[i], SPW_STORE_ID_LEN);
+            job_from_submit(d, r, now);
+            r->status = 201;
+        } else {
+            r->err = err;
+            r->status = 503;
+        }
+    }
+    d->subq = NULL;
+    d->subq_tail = &d->subq;
+    free(specs);
+    free(ids);
+    pthread_cond_broadcast(&d->committed);
+}
+
+int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r)
+{
+    if (d->stopping) {
+        spw_errorf(&r->err, "the daemon is shutting down");
+        return r->status = 503;
+    }
+    r->next = NULL;
+    *d->subq_tail = r;
+    d->subq_tail = &r->next;
+    if (!d->started) {
+        d->now = fmax(spw_daemon_clock(), d->now);
+        commit_submits(d, d->now);
+        return r->status;
+    }
+    pthread_cond_signal(&d->wake);
+    while (!r->status)
+        pthread_cond_wait(&d->committed, &d->mu);
+    return r->status;
+}
+
+/* ---- the turn ------------------------------------------------------------- */
+
+static void note_turn(spw_daemon_t *d, double s)
+{
+    size_t b = 0;
+    while (b < SPW_HIST_BUCKETS && s > spw_daemon_hist_le[b])
+        b++;
+    d->turn_hist[b]++;
+    d->turn_sum_s += s;
+    d->turns++;
+}
+
+static void turn_locked(spw_daemon_t *d)
+{
+    double now = spw_daemon_clock();
+    if (now < d->now)
+        now = d->now;   /* the engine needs a clock that never goes back */
+    d->now = now;
+    commit_submits(d, now);
+    spw_error_t err;
+    int tx = spw_store_begin(d->store, &err) == 0;
+    d->be_ops->tick(d->be, now);
+    spw_exit_t ex[64];
+    int n;
+    while ((n = d->be_ops->poll(d->be, ex, 64)) > 0)
+        for (int i = 0; i < n; i++)
+            handle_exit(d, &ex[i], now);
+    spw_inst_event_t ev[64];
+    size_t m;
+    while ((m = d->pv_ops->poll(d->pv, now, ev, 64)) > 0)
+        for (size_t i = 0; i < m; i++)
+            handle_inst_event(d, &ev[i], now);
+    release_idle(d, now);
+    spw_job_t **placed;
+    double t0 = mono();
+    size_t np = spw_engine_schedule(d->engine, now, &placed);
+    note_turn(d, mono() - t0);
+    /* The engine reuses its placed array on the next call: copy it. */
+    spw_job_t **copy = np ? spw_xmalloc(np * sizeof(*copy)) : NULL;
+    if (np)
+        memcpy(copy, placed, np * sizeof(*copy));
+    for (size_t i = 0; i < np; i++) {
+        djob_t *j = (djob_t *)((char *)copy[i] - offsetof(djob_t, ej));
+        record_decision(d, j, now);
+        if (j->ej.state == SPW_JOB_ONPREM)
+            place_onprem(d, j, now);
+        else
+            place_cloud(d, j, now);
+    }
+    free(copy);
+    if (tx && spw_store_commit(d->store, &err) < 0) {
+        say(d, "cannot commit a turn: %s", err.text);
+        spw_store_rollback(d->store);
+    }
+}
+
+void spw_daemon_turn(spw_daemon_t *d)
+{
+    pthread_mutex_lock(&d->mu);
+    turn_locked(d);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void *loop_main(void *arg)
+{
+    spw_daemon_t *d = arg;
+    pthread_mutex_lock(&d->mu);
+    while (!d->stopping) {
+        turn_locked(d);
+        if (d->subq)
+            continue;
+        double sleep_s = d->cfg->daemon.tick_s;
+        double wake = spw_engine_next_wakeup(d->engine);
+        if (wake - d->now < sleep_s)
+            sleep_s = wake - d->now > 0.001 ? wake - d->now : 0.001;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        double t = (double)ts.tv_sec + ts.tv_nsec / 1e9 + sleep_s;
+        ts.tv_sec = (time_t)t;
+        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (!d->subq && !d->stopping)
+            pthread_cond_timedwait(&d->wake, &d->mu, &ts);
+    }
+    /* Wake any submitter left behind. */
+    for (subreq_t *r = d->subq; r; r = r->next) {
+        spw_errorf(&r->err, "the daemon is shutting down");
+        r->status = 503;
+    }
+    d->subq = NULL;
+    d->subq_tail = &d->subq;
+    pthread_cond_broadcast(&d->committed);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+int spw_daemon_start(spw_daemon_t *d, spw_error_t *err)
+{
+    pthread_mutex_lock(&d->mu);
+    d->started = 1;
+    int rc = pthread_create(&d->thread, NULL, loop_main, d);
+    if (rc) {
+        d->started = 0;
+        pthread_mutex_unlock(&d->mu);
+        return spw_errorf(err, "cannot start the scheduler loop: %s", strerror(rc));
+    }
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+/* ---- cancel and preempt (API) -------------------------------------------- */
+
+int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
+{
+    double now = fmax(spw_daemon_clock(), d->now);
+    if (spw_djob_state_terminal(j->st))
+        return spw_errorf(err, "job %s has already ended (%s)", j->id, spw_djob_state_name(j->st)), 409;
+    if (j->running) {
+        if (!j->cancel_req && d->be_ops->cancel(d->be, &j->h, now, err) < 0)
+            return 503;
+        j->cancel_req = 1;
+        set_reason(j, "cancel requested; stopping its processes");
+        job_save(d, j, SPW_JU_REASON);
+    } else {
+        set_reason(j, "cancelled by a user");
+        spw_engine_cancel(d->engine, &j->ej, now);
+        job_end(d, j, SPW_DJOB_CANCELLED, now);
+    }
+    pthread_cond_signal(&d->wake);
+    return 200;
+}
+
+int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err)
+{
+    dinst_t *x = inst_find(d, instance_id);
+    if (!x)
+        return spw_errorf(err, "no instance %s", instance_id), 404;
+    if (!spw_instance_state_live(x->in.state))
+        return spw_errorf(err, "instance %s has already ended (%s)", instance_id,
+                          spw_instance_state_name(x->in.state)), 409;
+    if (!d->pv_ops->emulated)
+        return spw_errorf(err, "only emulated instances can be preempted by hand"), 400;
+    double now = fmax(spw_daemon_clock(), d->now);
+    if (spw_emulated_preempt(d->pv, instance_id, now, err) < 0)
+        return errno == ENOENT ? 404 : 409;
+    pthread_cond_signal(&d->wake);
+    return 200;
+}
+
+/* ---- validation ------------------------------------------------------------ */
+
+uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err)
+{
+    uint64_t mask = 0;
+    spw_models_t *m = &d->fleet.models;
+    for (size_t i = 0; i < s->n_gpu_models; i++) {
+        const char *want = s->gpu_models[i];
+        int k = spw_models_find(m, want);
+        if (k < 0) {
+            int any = 0;
+            for (int h = 0; h < m->n && !any; h++)
+                any = spw_model_accepts(want, m->name[h]);
+            if (!any)
+                continue;
+            k = spw_models_intern(m, want, strlen(want), err);
+            if (k < 0)
+                return 0;
+        }
+        mask |= 1ull << k;
+    }
+    if (s->n_gpu_models && !mask) {
+        char have[512] = "";
+        size_t used = 0;
+        for (int h = 0; h < m->n && used < sizeof(have); h++)
+            used += (size_t)snprintf(have + used, sizeof(have) - used, "%s%s", h ? ", " : "", m->name[h]);
+        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (the fleet has: %s)",
+                   s->gpu_models[0], m->n ? have : "no named models");
+        return 0;
+    }
+    return mask;
+}
+
+static int model_ok(const spw_models_t *m, uint64_t mask, int model)
+{
+    if (!mask || model < 0)
+        return 1;
+    for (int k = 0; k < m->n; k++)
+        if (mask >> k & 1 && spw_model_accepts(m->name[k], m->name[model]))
+            return 1;
+    return 0;
+}
+
+int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err)
+{
+    const spw_fleet_t *f = &d->fleet;
+    uint64_t most = 0;
+    for (size_t i = 0; i < f->npools; i++) {
+        if (!model_ok(&f->models, mask, f->pools[i].model))
+            continue;
+        uint64_t total = 0;
+        for (uint32_t n = 0; n < f->pools[i].nnodes; n++)
+            total += f->pools[i].node_gpus[n];
+        if (total >= gpus)
+            return 0;
+        if (total > most)
+            most = total;
+    }
+    if (d->cfg->policy.wait.kind != SPW_WAIT_NEVER)
+        for (size_t i = 0; i < f->noffers; i++)
+            if (model_ok(&f->models, mask, f->offers[i].model))
+                return 0;
+    return spw_errorf(err, "field 'gpus': %u GPUs is more than any pool can ever give (the largest that "
+                      "accepts the job has %" PRIu64 ")%s", gpus, most,
+                      d->cfg->policy.wait.kind == SPW_WAIT_NEVER ? " and the wait policy 'never' keeps jobs off the cloud"
+                      : f->noffers ? " and no cloud offer has its GPU model" : " and there is no cloud");
+}
+
+/* ---- create, recover, destroy --------------------------------------------------- */
+
+static int mkdir_p(const char *path, spw_error_t *err)
+{
+    char *p = spw_xstrdup(path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0750) < 0 && errno != EEXIST) {
+                spw_errorf(err, "cannot create directory %s: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *s = '/';
+        }
+    free(p);
+    if (mkdir(path, 0750) < 0 && errno != EEXIST)
+        return spw_errorf(err, "cannot create directory %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
+{
+    spw_fleet_t *f = &d->fleet;
+    for (int k = 0; k < src->models.n; k++)
+        if (spw_models_intern(&f->models, src->models.name[k], strlen(src->models.name[k]), err) < 0)
+            return -1;
+    f->npools = src->npools;
+    f->pools = spw_xcalloc(src->npools ? src->npools : 1, sizeof(spw_pool_spec_t));
+    d->node_used = spw_xcalloc(src->npools ? src->npools : 1, sizeof(uint64_t *));
+    d->pool_busy = spw_xcalloc(src->npools ? src->npools : 1, sizeof(uint64_t));
+    for (size_t i = 0; i < src->npools; i++) {
+        const spw_pool_spec_t *s = &src->pools[i];
+        spw_pool_spec_t *p = &f->pools[i];
+        p->name = spw_xstrdup(s->name);
+        p->nnodes = s->nnodes;
+        p->node_gpus = spw_xmalloc(s->nnodes * sizeof(uint16_t));
+        memcpy(p->node_gpus, s->node_gpus, s->nnodes * sizeof(uint16_t));
+        p->model = s->model;
+        p->cost_usd_per_gpu_h = s->cost_usd_per_gpu_h;
+        d->node_used[i] = spw_xcalloc(s->nnodes, sizeof(uint64_t));
+        for (uint32_t n = 0; n < s->nnodes; n++)
+            if (s->node_gpus[n] > 64)
+                return spw_errorf(err, "pool %s: node %u has %u GPUs; the local backend runs nodes of "
+                                  "at most 64", s->name, n, s->node_gpus[n]);
+    }
+    f->noffers = src->noffers;
+    f->offers = spw_xcalloc(src->noffers ? src->noffers : 1, sizeof(spw_offer_t));
+    for (size_t i = 0; i < src->noffers; i++) {
+        const spw_offer_t *s = &src->offers[i];
+        spw_offer_t *o = &f->offers[i];
+        *o = *s;
+        o->provider = spw_xstrdup(s->provider);
+        o->region = spw_xstrdup(s->region);
+        o->zone = spw_xstrdup(s->zone);
+        o->instance_type = spw_xstrdup(s->instance_type);
+    }
+    return 0;
+}
+
+/* nvidia-smi's GPU count replaces the slots of a one-node pool. */
+static void detect_gpus(spw_daemon_t *d)
+{
+    if (!d->cfg->daemon.gpus_auto || d->fleet.npools != 1 || d->fleet.pools[0].nnodes != 1)
+        return;
+    int count;
+    spw_error_t err;
+    if (spw_local_detect_gpus(&count, &err) < 0) {
+        say(d, "no GPU detected (%s); pool %s uses its %u configured slots", err.text,
+            d->fleet.pools[0].name, d->fleet.pools[0].node_gpus[0]);
+        return;
+    }
+    if (count > 0 && count <= 64) {
+        say(d, "nvidia-smi found %d GPU(s): pool %s uses them", count, d->fleet.pools[0].name);
+        d->fleet.pools[0].node_gpus[0] = (uint16_t)count;
+    }
+}
+
+static int offer_by_name(const spw_daemon_t *d, const char *name)
+{
+    char on[200];
+    for (size_t i = 0; i < d->fleet.noffers; i++)
+        if (strcmp(spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on)), name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int pool_by_name(const spw_daemon_t *d, const char *name, size_t len)
+{
+    for (size_t i = 0; i < d->fleet.npools; i++)
+        if (strlen(d->fleet.pools[i].name) == len && memcmp(d->fleet.pools[i].name, name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+typedef struct loadctx {
+    spw_daemon_t *d;
+    spw_error_t *err;
+    int failed;
+} loadctx_t;
+
+static int load_job(const spw_store_job_t *r, void *arg)
+{
+    loadctx_t *c = arg;
+    spw_daemon_t *d = c->d;
+    djob_t *j = job_new(d, r->seq);
+    if (strcmp(j->id, r->id) != 0) {
+        c->failed = 1;
+        spw_errorf(c->err, "the database holds job %s at sequence %" PRId64 "; expected %s", r->id,
+                   r->seq, j->id);
+        return 1;
+    }
+    spw_jobspec_t spec;
+    spw_error_t e2;
+    if (spw_jobspec_parse(r->id, r->spec_json, strlen(r->spec_json), &spec, &e2) < 0) {
+        c->failed = 1;
+        spw_errorf(c->err, "the database holds a job spec this version cannot read: %s", e2.text);
+        return 1;
+    }
+    j->team = spw_xstrdup(r->team ? r->team : "");
+    j->name = spec.name ? spw_xstrdup(spec.name) : NULL;
+    j->st = r->state;
+    j->submit_ts = r->submit_ts;
+    j->placed_ts = r->placed_ts;
+    j->start_ts = r->start_ts;
+    j->end_ts = r->end_ts;
+    j->attempts = r->attempts;
+    j->has_exit = r->has_exit_code;
+    j->exit_code = r->exit_code;
+    j->reason = r->reason ? spw_xstrdup(r->reason) : NULL;
+    j->gpus = spec.gpus;
+    j->onprem_usd = r->cost_usd;   /* settled cost; split below for live jobs */
+    j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
+    if (r->pid) {
+        j->h.pid = j->h.pgid = (pid_t)r->pid;
+        j->h.start_ticks = (uint64_t)r->pid_start_ticks;
+    }
+    if (r->placement && strncmp(r->placement, "onprem:", 7) == 0) {
+        const char *s = r->placement + 7, *slash = strrchr(s, '/');
+        j->pool = slash ? pool_by_name(d, s, (size_t)(slash - s)) : -1;
+        j->node = slash && j->pool >= 0 ? atoi(slash + 1) : -1;
+        if (j->pool >= 0 && (j->node < 0 || (uint32_t)j->node >= d->fleet.pools[j->pool].nnodes))
+            j->pool = j->node = -1;
+    } else if (r->placement && strncmp(r->placement, "cloud:", 6) == 0) {
+        j->offer = offer_by_name(d, r->placement + 6);
+    }
+    if (isnan(d->since_ts) || r->submit_ts < d->since_ts)
+        d->since_ts = r->submit_ts;
+    if (spw_djob_state_terminal(j->st)) {
+        spw_jobspec_free(&spec);
+    } else {
+        j->spec = spec;
+    }
+    return 0;
+}
+
+static int load_inst(const spw_store_instance_t *r, void *arg)
+{
+    loadctx_t *c = arg;
+    spw_daemon_t *d = c->d;
+    int offer = offer_by_name(d, r->offer);
+    if (offer < 0) {
+        say(d, "instance %s: offer %s is no longer in the config; it is kept for its cost only",
+            r->id, r->offer);
+        offer = 0;
+        if (!d->fleet.noffers)
+            return 0;
+    }
+    spw_instance_t in;
+    memset(&in, 0, sizeof(in));
+    snprintf(in.id, sizeof(in.id), "%s", r->id);
+    snprintf(in.job_id, sizeof(in.job_id), "%s", r->job_id ? r->job_id : "");
+    in.offer = (size_t)offer;
+    const spw_offer_t *o = &d->fleet.offers[offer];
+    snprintf(in.provider, sizeof(in.provider), "%s", o->provider);
+    snprintf(in.region, sizeof(in.region), "%s", o->region);
+    snprintf(in.zone, sizeof(in.zone), "%s", o->zone);
+    snprintf(in.instance_type, sizeof(in.instance_type), "%s", o->instance_type);
+    in.price_usd_per_h = r->price_usd_per_h;
+    in.state = r->state == SPW_INST_BOOTING ? SPW_INSTANCE_BOOTING
+               : r->state == SPW_INST_READY ? SPW_INSTANCE_READY
+                                            : SPW_INSTANCE_RELEASED;
+    in.launched_s = r->launched_ts;
+    in.ready_s = isnan(r->ready_ts) ? r->launched_ts + o->boot_delay_s : r->ready_ts;
+    in.ended_s = r->released_ts;
+    size_t xi = inst_add(d, &in);
+    djob_t *j = r->job_id ? spw_daemon_find(d, r->job_id) : NULL;
+    if (j && spw_instance_state_live(in.state) && !spw_djob_state_terminal(j->st)) {
+        d->inst[xi].job_seq = j->seq;
+        d->inst[xi].bound_ts = isnan(j->placed_ts) ? in.launched_s : j->placed_ts;
+        j->inst = spw_xrealloc(j->inst, (j->ninst + 1) * sizeof(size_t));
+        j->inst[j->ninst++] = xi;
+    } else {
+        d->inst[xi].idle_ts = d->now;
+    }
+    return 0;
+}
+
+/* Hands every live cloud instance to the provider's reconcile; releases
+ * the orphans it reports (acquired but never recorded). */
+static int reconcile(spw_daemon_t *d, spw_error_t *err)
+{
+    size_t nlive = 0;
+    spw_instance_t *known = spw_xcalloc(d->ninst + 1, sizeof(spw_instance_t));
+    for (size_t i = 0; i < d->ninst; i++)
+        if (spw_instance_state_live(d->inst[i].in.state))
+            known[nlive++] = d->inst[i].in;
+    size_t max = 16, norph = 0;
+    spw_instance_t *orph = NULL;
+    for (;;) {
+        orph = spw_xrealloc(orph, max * sizeof(spw_instance_t));
+        if (d->pv_ops->reconcile(d->pv, known, nlive, d->now, orph, max, &norph, err) < 0) {
+            free(known);
+            free(orph);
+            return -1;
+        }
+        if (norph <= max)
+            break;
+        max = norph;
+    }
+    for (size_t i = 0; i < norph; i++) {
+        spw_error_t e2;
+        if (d->pv_ops->release(d->pv, &orph[i], d->now, &e2) < 0) {
+            say(d, "cannot release orphan instance %s: %s", orph[i].id, e2.text);
+            continue;
+        }
+        say(d, "released instance %s, acquired before a crash but never recorded", orph[i].id);
+        orph[i].state = SPW_INSTANCE_RELEASED;
+        orph[i].ended_s = d->now;
+        size_t xi = inst_add(d, &orph[i]);
+        inst_insert(d, &d->inst[xi]);
+        inst_save(d, &d->inst[xi]);
+    }
+    free(known);
+    free(orph);
+    return 0;
+}
+
+/* Fills the engine record of a live job loaded from the database. */
+static void engine_fields(spw_daemon_t *d, djob_t *j)
+{
+    j->ej.submit_s = j->submit_ts;
+    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
+                                                       : j->spec.est_runtime_s;
+    j->ej.gpus = j->gpus;
+    spw_error_t e2;
+    j->gpu_mask = spw_daemon_mask(d, &j->spec, &e2);
+    j->ej.gpu_mask = j->gpu_mask;
+    j->ej.priority = j->spec.priority;
+    j->ej.deadline_s = j->spec.deadline_s;
+}
+
+/* Parses "0,1,3" into GPU bits. */
+static uint64_t parse_bits(const char *s)
+{
+    uint64_t b = 0;
+    while (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        if (v >= 0 && v < 64)
+            b |= 1ull << v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return b;
+}
+
+/* Re-adopts the process of a placed job; 0 if it runs, -1 if it is gone. */
+static int readopt(spw_daemon_t *d, djob_t *j)
+{
+    pid_t pid = j->h.pid;
+    uint64_t ticks = j->h.start_ticks;
+    if (!pid && spw_local_find_job(j->id, &pid, &ticks) < 0)
+        return -1;
+    spw_handle_t h;
+    memset(&h, 0, sizeof(h));
+    snprintf(h.job_id, sizeof(h.job_id), "%s", j->id);
+    h.pid = h.pgid = pid;
+    h.start_ticks = ticks;
+    h.started_s = isnan(j->start_ts) ? d->now : j->start_ts;
+    h.max_runtime_s = isnan(j->spec.max_runtime_s) ? 0 : j->spec.max_runtime_s;
+    spw_error_t err;
+    if (d->be_ops->adopt(d->be, &h, &err) < 0)
+        return -1;
+    j->h = h;
+    j->running = 1;
+    if (isnan(j->start_ts))
+        j->start_ts = d->now;
+    say(d, "job %s: re-adopted its process %ld", j->id, (long)pid);
+    return 0;
+}
+
+/* A placed job whose process is gone after a restart. */
+static void recover_gone(spw_daemon_t *d, djob_t *j)
+{
+    if (j->st == SPW_DJOB_PLACED && !j->h.pid) {
+        set_reason(j, "requeued: placed but not started when the daemon stopped");
+    } else if ((uint32_t)j->attempts <= j->spec.retries) {
+        set_reason(j, "its process ended while the daemon was down; retry %d of %u", j->attempts,
+                   j->spec.retries);
+    } else {
+        set_reason(j, "its process ended while the daemon was down (exit status unknown)");
+        job_end(d, j, SPW_DJOB_FAILED, d->now);
+        return;
+    }
+    j->pool = j->node = -1;
+    free(j->gpus_assigned);
+    j->gpus_assigned = NULL;
+    j->h.pid = 0;
+    unbind_instances(d, j, d->now);
+    j->st = SPW_DJOB_QUEUED;
+    j->placed_ts = j->start_ts = NAN;
+    job_save(d, j, SAVE_ALL);
+    spw_engine_submit(d->engine, &j->ej, d->now);
+}
+
+static void recover_placed(spw_daemon_t *d, djob_t *j)
+{
+    double settled = j->onprem_usd;
+    j->onprem_usd = 0;
+    if (j->pool >= 0) {
+        j->ej.state = SPW_JOB_ONPREM;
+        j->ej.pool = j->pool;
+        j->ej.node = j->node;
+        j->ej.placed_s = isnan(j->placed_ts) ? d->now : j->placed_ts;
+        j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
+        int32_t pool = j->pool, node = j->node;
+        j->pool = j->node = -1;
+        if (readopt(d, j) < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
+            j->onprem_usd = settled;
+            spw_job_reset(&j->ej);
+            if (j->running) {
+                spw_error_t err;
+                d->be_ops->cancel(d->be, &j->h, d->now, &err);
+                j->cancel_req = 1;
+                set_reason(j, "its GPUs are taken after a config change; stopping it");
+                return;
+            }
+            recover_gone(d, j);
+            return;
+        }
+        j->pool = pool;
+        j->node = node;
+        j->holds = 1;
+        j->gpu_bits = parse_bits(j->gpus_assigned);
+        d->node_used[pool][node] |= j->gpu_bits;
+        d->pool_busy[pool] += j->ej.alloc_gpus;
+        j->onprem_usd = settled;   /* earlier attempts; this one accrues from start */
+        j->st = SPW_DJOB_RUNNING;
+        job_save(d, j, SAVE_ALL);
+        return;
+    }
+    j->cloud_usd = settled;
+    if (j->offer < 0 || j->ninst == 0) {
+        recover_gone(d, j);
+        return;
+    }
+    j->ej.state = SPW_JOB_CLOUD;
+    j->ej.offer = j->offer;
+    j->ej.instances = (uint32_t)j->ninst;
+    j->ej.placed_s = isnan(j->placed_ts) ? d->now : j->placed_ts;
+    j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
+    spw_engine_restore(d->engine, &j->ej);
+    if (readopt(d, j) == 0) {
+        j->st = SPW_DJOB_RUNNING;
+        job_save(d, j, SAVE_ALL);
+    } else if (j->st == SPW_DJOB_RUNNING || j->h.pid) {
+        spw_job_reset(&j->ej);   /* a restored cloud job holds nothing in the engine */
+        recover_gone(d, j);
+    } else {
+        j->next_wait = d->waiting;   /* still booting: launched on READY */
+        d->waiting = j;
+    }
+}
+
+static int recover(spw_daemon_t *d, spw_error_t *err)
+{
+    loadctx_t c = {.d = d, .err = err};
+    if (spw_store_job_list(d->store, NULL, load_job, &c, err) < 0 || c.failed)
+        return -1;
+    if (spw_store_instance_list(d->store, 0, load_inst, &c, err) < 0)
+        return -1;
+    if (reconcile(d, err) < 0)
+        return -1;
+    size_t requeued = 0, adopted = 0, queued = 0;
+    /* Placed jobs first, so they hold their GPUs before the queue is looked at. */
+    for (size_t s = 1; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || (j->st != SPW_DJOB_PLACED && j->st != SPW_DJOB_RUNNING))
+            continue;
+        engine_fields(d, j);
+        recover_placed(d, j);
+        if (j->running)
+            adopted++;
+        else if (j->st == SPW_DJOB_QUEUED)
+            requeued++;
+    }
+    for (size_t s = 1; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || j->st != SPW_DJOB_QUEUED || j->ej.state == SPW_JOB_QUEUED)
+            continue;
+        engine_fields(d, j);
+        spw_engine_submit(d->engine, &j->ej, d->now);
+        if (j->ej.state == SPW_JOB_UNSCHEDULABLE) {
+            set_reason(j, "%s (after a config change)", spw_reason_text(j->ej.reason));
+            job_end(d, j, SPW_DJOB_FAILED, d->now);
+        } else {
+            queued++;
+        }
+    }
+    if (d->njobs > 1)
+        say(d, "recovered %zu jobs from %s: %zu queued, %zu re-adopted, %zu requeued", d->njobs - 1,
+            d->state_dir, queued, adopted, requeued);
+    return 0;
+}
+
+spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t *opts,
+                                spw_error_t *err)
+{
+    spw_daemon_opts_t none = {0};
+    if (!opts)
+        opts = &none;
+    spw_daemon_t *d = spw_xcalloc(1, sizeof(*d));
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->wake, NULL);
+    pthread_cond_init(&d->committed, NULL);
+    d->cfg = cfg;
+    d->quiet = opts->quiet;
+    d->subq_tail = &d->subq;
+    d->now = d->started_ts = spw_daemon_clock();
+    d->since_ts = NAN;
+    const char *sd = opts->state_dir ? opts->state_dir
+                     : cfg->daemon.state_dir ? cfg->daemon.state_dir : "spillway-state";
+    d->state_dir = spw_xstrdup(sd);
+    size_t len = strlen(sd) + 16;
+    d->log_dir = spw_xmalloc(len);
+    snprintf(d->log_dir, len, "%s/logs", sd);
+    if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0)
+        goto error;
+    if (copy_fleet(d, &cfg->fleet, err) < 0)
+        goto error;
+    detect_gpus(d);
+    if (!(d->engine = spw_engine_create(&d->fleet, &cfg->policy, err)))
+        goto error;
+    char *db = spw_xmalloc(strlen(sd) + 16);
+    sprintf(db, "%s/spillway.db", sd);
+    spw_store_opts_t so = {.sync = opts->sync_full ? SPW_STORE_SYNC_FULL : SPW_STORE_SYNC_NORMAL};
+    d->store = spw_store_open(db, &so, err);
+    free(db);
+    if (!d->store)
+        goto error;
+    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s};
+    d->be_ops = &spw_local_ops;
+    if (!(d->be = spw_local_create(&lo, err)))
+        goto error;
+    spw_emulated_offer_opts_t *eo = spw_xcalloc(d->fleet.noffers + 1, sizeof(*eo));
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        eo[i].offer = i;
+        eo[i].capacity = cfg->daemon.emulated_capacity;
+        eo[i].preempt_rate_per_h = cfg->daemon.emulated_preempt_rate_per_h;
+    }
+    spw_emulated_opts_t emo = {
+        .offers = d->fleet.offers,
+        .noffers = d->fleet.noffers,
+        .offer_opts = eo,
+        .noffer_opts = d->fleet.noffers,
+        .seed = cfg->daemon.emulated_seed,
+        .state_dir = d->state_dir,
+    };
+    d->pv_ops = &spw_emulated_ops;
+    d->pv = spw_emulated_create(&emo, err);
+    free(eo);
+    if (!d->pv)
+        goto error;
+    if (spw_store_begin(d->store, err) < 0)
+        goto error;
+    if (recover(d, err) < 0) {
+        spw_store_rollback(d->store);
+        goto error;
+    }
+    if (spw_store_commit(d->store, err) < 0)
+        goto error;
+    return d;
+error:
+    spw_daemon_destroy(d);
+    return NULL;
+}
+
+void spw_daemon_destroy(spw_daemon_t *d)
+{
+    if (!d)
+        return;
+    if (d->started) {
+        pthread_mutex_lock(&d->mu);
+        d->stopping = 1;
+        pthread_cond_signal(&d->wake);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->thread, NULL);
+    }
+    if (d->be_ops && d->be)
+        d->be_ops->destroy(d->be);
+    if (d->pv_ops && d->pv)
+        d->pv_ops->destroy(d->pv);
+    spw_store_close(d->store);
+    spw_engine_destroy(d->engine);
+    for (size_t s = 0; s < d->njobs; s++)
+        job_free(d->jobs[s]);
+    free(d->jobs);
+    free(d->inst);
+    for (size_t i = 0; i < d->fleet.npools && d->node_used; i++)
+        free(d->node_used[i]);
+    free(d->node_used);
+    free(d->pool_busy);
+    spw_fleet_clear(&d->fleet);
+    free(d->state_dir);
+    free(d->log_dir);
+    pthread_cond_destroy(&d->wake);
+    pthread_cond_destroy(&d->committed);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}

@@ -1,0 +1,691 @@
+/* daemon_api.c: the thread-safe calls the HTTP layer makes (daemon.h): auth,
+ * submit, and the JSON views of jobs, pools, costs, explain and metrics. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_private.h"
+
+#ifndef SPW_VERSION
+#define SPW_VERSION "0.1.0"
+#endif
+
+#define LOCK(d) pthread_mutex_lock(&(d)->mu)
+#define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
+
+/* ---- auth --------------------------------------------------------------- */
+
+/* Compares without an early exit, so timing does not reveal a prefix. */
+static int same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+    return diff == 0;
+}
+
+int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
+{
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    if (!dc->ntokens) {
+        out->team = NULL;
+        out->admin = 1;
+        return 0;
+    }
+    int found = -1;
+    for (size_t i = 0; i < dc->ntokens; i++)
+        if (token && same_secret(token, dc->tokens[i].token) && found < 0)
+            found = (int)i;
+    if (found < 0)
+        return -1;
+    out->team = dc->tokens[found].team;
+    out->admin = dc->tokens[found].admin;
+    return 0;
+}
+
+int spw_daemon_auth_required(const spw_daemon_t *d)
+{
+    return d->cfg->daemon.ntokens > 0;
+}
+
+static int visible(const spw_caller_t *who, const djob_t *j)
+{
+    return who->admin || (who->team && strcmp(who->team, j->team) == 0);
+}
+
+/* Finds job id as caller who may see it; 404 otherwise. */
+static djob_t *lookup(spw_daemon_t *d, const spw_caller_t *who, const char *id, spw_error_t *err)
+{
+    djob_t *j = spw_daemon_find(d, id);
+    if (!j || !visible(who, j)) {
+        spw_errorf(err, "no job %s", id);
+        return NULL;
+    }
+    return j;
+}
+
+/* ---- submit ---------------------------------------------------------------- */
+
+int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *spec,
+                      char id_out[SPW_STORE_ID_LEN], spw_error_t *err)
+{
+    int status = 400;
+    if (!who->admin) {
+        if (spec->team && (!who->team || strcmp(spec->team, who->team) != 0)) {
+            spw_errorf(err, "field 'team': your token belongs to team '%s'; it cannot submit for '%s'",
+                       who->team ? who->team : "", spec->team);
+            status = 403;
+            goto out;
+        }
+        if (!spec->team && who->team)
+            spec->team = spw_xstrdup(who->team);
+    }
+    LOCK(d);
+    spw_error_t e2 = {{0}};
+    uint64_t mask = spw_daemon_mask(d, spec, &e2);
+    if (e2.text[0] || spw_daemon_feasible(d, spec->gpus, mask, &e2) < 0) {
+        UNLOCK(d);
+        *err = e2;
+        goto out;
+    }
+    subreq_t r = {.spec = spec, .mask = mask};
+    status = spw_daemon_commit_one(d, &r);
+    UNLOCK(d);
+    if (status == 201)
+        memcpy(id_out, r.id, SPW_STORE_ID_LEN);
+    else
+        *err = r.err;
+out:
+    spw_jobspec_free(spec);
+    return status;
+}
+
+/* ---- job views -------------------------------------------------------------- */
+
+static json_t *ts_json(double t)
+{
+    return isnan(t) ? json_null() : json_real(t);
+}
+
+static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(j->id));
+    json_object_set_new(o, "seq", json_integer(j->seq));
+    json_object_set_new(o, "name", j->name ? json_string(j->name) : json_null());
+    json_object_set_new(o, "team", json_string(j->team));
+    json_object_set_new(o, "state", json_string(spw_djob_state_name(j->st)));
+    json_object_set_new(o, "gpus", json_integer(j->gpus));
+    json_object_set_new(o, "submit_ts", ts_json(j->submit_ts));
+    json_object_set_new(o, "placed_ts", ts_json(j->placed_ts));
+    json_object_set_new(o, "start_ts", ts_json(j->start_ts));
+    json_object_set_new(o, "end_ts", ts_json(j->end_ts));
+    char place[256];
+    if (j->pool >= 0) {
+        snprintf(place, sizeof(place), "%s/%d", d->fleet.pools[j->pool].name, j->node);
+        json_object_set_new(o, "where", json_string("onprem"));
+        json_object_set_new(o, "placement", json_string(place));
+    } else if (j->offer >= 0) {
+        json_object_set_new(o, "where", json_string("cloud"));
+        json_object_set_new(o, "placement", json_string(spw_daemon_offer_name(
+                                                &d->fleet.offers[j->offer], place, sizeof(place))));
+    } else {
+        json_object_set_new(o, "where", json_null());
+        json_object_set_new(o, "placement", json_null());
+    }
+    json_object_set_new(o, "gpus_assigned", j->gpus_assigned ? json_string(j->gpus_assigned) : json_null());
+    json_t *inst = json_array();
+    for (size_t k = 0; k < j->ninst; k++)
+        json_array_append_new(inst, json_string(d->inst[j->inst[k]].in.id));
+    json_object_set_new(o, "instances", inst);
+    json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && d->pv_ops->emulated));
+    json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
+    json_object_set_new(o, "attempts", json_integer(j->attempts));
+    json_object_set_new(o, "reason", j->reason ? json_string(j->reason) : json_null());
+    if (j->cancel_req)
+        json_object_set_new(o, "cancel_requested", json_true());
+    json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) + spw_daemon_job_cloud_usd(d, j, d->now)));
+    if (with_spec) {
+        spw_store_job_t r;
+        spw_error_t err;
+        json_t *spec = NULL;
+        if (spw_store_job_get(d->store, j->id, &r, &err) == 0) {
+            spec = json_loads(r.spec_json, 0, NULL);
+            spw_store_job_clear(&r);
+        }
+        json_object_set_new(o, "spec", spec ? spec : json_null());
+        if (spec && json_object_get(spec, "gpu_models"))
+            json_object_set(o, "gpu_models", json_object_get(spec, "gpu_models"));
+    }
+    return o;
+}
+
+int spw_daemon_job(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                   spw_error_t *err)
+{
+    LOCK(d);
+    djob_t *j = lookup(d, who, id, err);
+    if (j)
+        *out = job_json(d, j, 1);
+    UNLOCK(d);
+    return j ? 200 : 404;
+}
+
+int spw_daemon_jobs(spw_daemon_t *d, const spw_caller_t *who, const char *state,
+                    const char *team, long long after, long limit, json_t **out,
+                    spw_error_t *err)
+{
+    spw_djob_state_t st = 0;
+    if (state && spw_djob_state_parse(state, &st) < 0)
+        return spw_errorf(err, "state: expected one of queued, placed, running, succeeded, failed, "
+                          "cancelled; got '%s'", state), 400;
+    if (team && !who->admin && (!who->team || strcmp(team, who->team) != 0))
+        return spw_errorf(err, "team: your token belongs to team '%s'; it cannot list team '%s'",
+                          who->team ? who->team : "", team), 403;
+    if (limit <= 0)
+        limit = 1000;
+    if (limit > 10000)
+        limit = 10000;
+    if (after < 0)
+        after = 0;
+    json_t *arr = json_array();
+    long n = 0;
+    long long next = -1;
+    LOCK(d);
+    for (size_t s = (size_t)after + 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j || !visible(who, j) || (state && j->st != st) || (team && strcmp(team, j->team) != 0))
+            continue;
+        if (n == limit) {
+            next = (long long)s - 1;
+            break;
+        }
+        json_array_append_new(arr, job_json(d, j, 0));
+        n++;
+    }
+    UNLOCK(d);
+    *out = json_object();
+    json_object_set_new(*out, "jobs", arr);
+    json_object_set_new(*out, "next_after", next >= 0 ? json_integer(next) : json_null());
+    return 200;
+}
+
+int spw_daemon_cancel(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                      spw_error_t *err)
+{
+    LOCK(d);
+    djob_t *j = lookup(d, who, id, err);
+    int status = j ? spw_daemon_do_cancel(d, j, err) : 404;
+    if (status == 200)
+        *out = job_json(d, j, 0);
+    UNLOCK(d);
+    return status;
+}
+
+/* ---- explain -------------------------------------------------------------------- */
+
+json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j)
+{
+    json_t *arr = json_array();
+    if (!j->gpus)
+        return arr;
+    if (!j->ej.gpus) {
+        j->ej.gpus = j->gpus;
+        j->ej.gpu_mask = j->gpu_mask;
+    }
+    size_t cap = d->fleet.npools + d->fleet.noffers + 1;
+    spw_candidate_t *c = spw_xmalloc(cap * sizeof(*c));
+    size_t n = spw_engine_explain(d->engine, &j->ej, d->now, c, cap);
+    char wtxt[48], on[200];
+    spw_wait_format(&d->cfg->policy.wait, wtxt, sizeof(wtxt));
+    for (size_t i = 0; i < n && i < cap; i++) {
+        json_t *o = json_object();
+        const char *kind = c[i].kind == SPW_CAND_ONPREM ? "onprem" : c[i].kind == SPW_CAND_WAIT ? "wait" : "cloud";
+        const char *name = c[i].kind == SPW_CAND_ONPREM ? d->fleet.pools[c[i].index].name
+                           : c[i].kind == SPW_CAND_WAIT
+                               ? wtxt
+                               : spw_daemon_offer_name(&d->fleet.offers[c[i].index], on, sizeof(on));
+        json_object_set_new(o, "kind", json_string(kind));
+        json_object_set_new(o, "name", json_string(name));
+        json_object_set_new(o, "ok", json_boolean(c[i].ok));
+        if (c[i].kind == SPW_CAND_CLOUD) {
+            json_object_set_new(o, "instances", json_integer(c[i].instances));
+            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        }
+        json_object_set_new(o, "est_start_ts", ts_json(c[i].est_start_s));
+        json_object_set_new(o, "est_cost_usd", ts_json(c[i].est_cost_usd));
+        json_object_set_new(o, "why", json_string(c[i].why));
+        json_array_append_new(arr, o);
+    }
+    free(c);
+    return arr;
+}
+
+int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
+                       spw_error_t *err)
+{
+    LOCK(d);
+    djob_t *j = lookup(d, who, id, err);
+    if (!j) {
+        UNLOCK(d);
+        return 404;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(j->id));
+    json_object_set_new(o, "state", json_string(spw_djob_state_name(j->st)));
+    json_object_set_new(o, "now_ts", json_real(d->now));
+    json_object_set_new(o, "reason", j->reason ? json_string(j->reason) : json_null());
+    char *text = NULL;
+    double ts;
+    spw_error_t e2;
+    json_t *dec = NULL;
+    if (spw_store_decision_latest(d->store, j->id, &text, &ts, &e2) == 0) {
+        dec = json_loads(text, 0, NULL);
+        free(text);
+    }
+    json_object_set_new(o, "decision", dec ? dec : json_null());
+    json_object_set_new(o, "candidates", spw_daemon_candidates_json(d, j));
+    UNLOCK(d);
+    *out = o;
+    return 200;
+}
+
+/* ---- logs ------------------------------------------------------------------------ */
+
+int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, int err_stream,
+                    long long offset, size_t max, char **buf, size_t *len, long long *next,
+                    const char **state, spw_error_t *err)
+{
+    LOCK(d);
+    djob_t *j = lookup(d, who, id, err);
+    if (!j) {
+        UNLOCK(d);
+        return 404;
+    }
+    *state = spw_djob_state_name(j->st);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s.%s", d->log_dir, j->id, err_stream ? "err" : "out");
+    UNLOCK(d);
+    if (offset < 0)
+        offset = 0;
+    *buf = spw_xmalloc(max + 1);
+    *len = 0;
+    *next = offset;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 200;   /* nothing written yet */
+    if (fseeko(f, (off_t)offset, SEEK_SET) == 0)
+        *len = fread(*buf, 1, max, f);
+    fclose(f);
+    *next = offset + (long long)*len;
+    return 200;
+}
+
+/* ---- pools, costs, health ----------------------------------------------------------- */
+
+static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
+{
+    char on[200];
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(x->in.id));
+    json_object_set_new(o, "offer", json_string(spw_daemon_offer_name(&d->fleet.offers[x->in.offer], on, sizeof(on))));
+    json_object_set_new(o, "state", json_string(spw_instance_state_name(x->in.state)));
+    json_object_set_new(o, "job_id", x->job_seq ? json_string(d->jobs[x->job_seq]->id) : json_null());
+    json_object_set_new(o, "launched_ts", ts_json(x->in.launched_s));
+    json_object_set_new(o, "ready_ts", x->in.state == SPW_INSTANCE_BOOTING ? json_null() : ts_json(x->in.ready_s));
+    json_object_set_new(o, "ended_ts", ts_json(x->in.ended_s));
+    json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
+    json_object_set_new(o, "cost_usd", json_real(spw_daemon_inst_cost(x, d->now)));
+    json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+    return o;
+}
+
+int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err)
+{
+    (void)err;
+    json_t *pools = json_array(), *offers = json_array(), *insts = json_array();
+    LOCK(d);
+    for (size_t i = 0; i < d->fleet.npools; i++) {
+        const spw_pool_spec_t *p = &d->fleet.pools[i];
+        uint64_t total = 0;
+        for (uint32_t n = 0; n < p->nnodes; n++)
+            total += p->node_gpus[n];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(p->name));
+        json_object_set_new(o, "kind", json_string("onprem"));
+        json_object_set_new(o, "backend", json_string(d->be_ops->name));
+        json_object_set_new(o, "nodes", json_integer(p->nnodes));
+        json_object_set_new(o, "gpu_model", p->model >= 0 ? json_string(d->fleet.models.name[p->model]) : json_null());
+        json_object_set_new(o, "gpus", json_integer((json_int_t)total));
+        json_object_set_new(o, "gpus_busy", json_integer((json_int_t)d->pool_busy[i]));
+        json_object_set_new(o, "gpus_free", json_integer((json_int_t)(total - d->pool_busy[i])));
+        json_object_set_new(o, "cost_usd_per_gpu_h", json_real(p->cost_usd_per_gpu_h));
+        json_array_append_new(pools, o);
+    }
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        const spw_offer_t *f = &d->fleet.offers[i];
+        char on[200];
+        size_t live = 0;
+        for (size_t k = 0; k < d->ninst; k++)
+            live += d->inst[k].in.offer == i && spw_instance_state_live(d->inst[k].in.state);
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(spw_daemon_offer_name(f, on, sizeof(on))));
+        json_object_set_new(o, "provider", json_string(f->provider));
+        json_object_set_new(o, "region", json_string(f->region));
+        json_object_set_new(o, "instance_type", json_string(f->instance_type));
+        json_object_set_new(o, "gpu_model", f->model >= 0 ? json_string(d->fleet.models.name[f->model]) : json_null());
+        json_object_set_new(o, "gpus", json_integer(f->gpus));
+        json_object_set_new(o, "ondemand_usd_per_h", json_real(f->ondemand_usd_per_h));
+        json_object_set_new(o, "spot_usd_per_h", ts_json(f->spot_usd_per_h));
+        json_object_set_new(o, "boot_delay_s", json_real(f->boot_delay_s));
+        json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        json_object_set_new(o, "instances_live", json_integer((json_int_t)live));
+        json_array_append_new(offers, o);
+    }
+    for (size_t k = 0; k < d->ninst; k++) {
+        const dinst_t *x = &d->inst[k];
+        const djob_t *j = x->job_seq ? d->jobs[x->job_seq] : NULL;
+        if (!spw_instance_state_live(x->in.state) && !who->admin)
+            continue;
+        if (!who->admin && !(j && visible(who, j)))
+            continue;
+        json_array_append_new(insts, inst_json(d, x));
+    }
+    UNLOCK(d);
+    *out = json_object();
+    json_object_set_new(*out, "pools", pools);
+    json_object_set_new(*out, "offers", offers);
+    json_object_set_new(*out, "instances", insts);
+    return 200;
+}
+
+/* Per-team sums for costs. */
+typedef struct teamsum {
+    const char *team;
+    double onprem_usd, cloud_usd, onprem_gpu_h, cloud_gpu_h;
+    long jobs;
+} teamsum_t;
+
+int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err)
+{
+    (void)err;
+    LOCK(d);
+    double now = d->now;
+    teamsum_t *ts = NULL;
+    size_t nts = 0;
+    double *pool_usd = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
+    double *pool_gh = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
+    double onprem = 0, cloud_bound = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j || !visible(who, j))
+            continue;
+        size_t k = 0;
+        while (k < nts && strcmp(ts[k].team, j->team) != 0)
+            k++;
+        if (k == nts) {
+            ts = spw_xrealloc(ts, (nts + 1) * sizeof(*ts));
+            memset(&ts[nts], 0, sizeof(*ts));
+            ts[nts++].team = j->team;
+        }
+        double on_usd = spw_daemon_job_onprem_usd(d, j, now), on_gh = j->onprem_gpu_h;
+        if (j->holds && !isnan(j->start_ts) && now > j->start_ts)
+            on_gh += (now - j->start_ts) / 3600.0 * j->ej.alloc_gpus;
+        if (j->pool >= 0) {
+            pool_usd[j->pool] += on_usd;
+            pool_gh[j->pool] += on_gh;
+        }
+        double cl = spw_daemon_job_cloud_usd(d, j, now);
+        ts[k].onprem_usd += on_usd;
+        ts[k].onprem_gpu_h += on_gh;
+        ts[k].cloud_usd += cl;
+        ts[k].cloud_gpu_h += j->cloud_gpu_h;
+        ts[k].jobs++;
+        onprem += on_usd;
+        cloud_bound += cl;
+    }
+    json_t *teams = json_array(), *provs = json_array(), *pools = json_array();
+    for (size_t k = 0; k < nts; k++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "team", json_string(ts[k].team));
+        json_object_set_new(o, "onprem_usd", json_real(ts[k].onprem_usd));
+        json_object_set_new(o, "cloud_usd", json_real(ts[k].cloud_usd));
+        json_object_set_new(o, "onprem_gpu_h", json_real(ts[k].onprem_gpu_h));
+        json_object_set_new(o, "cloud_gpu_h", json_real(ts[k].cloud_gpu_h));
+        json_object_set_new(o, "jobs", json_integer(ts[k].jobs));
+        json_array_append_new(teams, o);
+    }
+    double cloud = cloud_bound;
+    if (who->admin) {
+        /* Billing truth: what every instance cost, bound to a job or not. */
+        cloud = 0;
+        for (size_t k = 0; k < d->ninst; k++) {
+            const char *prov = d->inst[k].in.provider;
+            json_t *o = NULL;
+            for (size_t q = 0; q < json_array_size(provs) && !o; q++)
+                if (strcmp(json_string_value(json_object_get(json_array_get(provs, q), "provider")), prov) == 0)
+                    o = json_array_get(provs, q);
+            if (!o) {
+                o = json_object();
+                json_object_set_new(o, "provider", json_string(prov));
+                json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+                json_object_set_new(o, "usd", json_real(0));
+                json_object_set_new(o, "instances", json_integer(0));
+                json_array_append_new(provs, o);
+            }
+            double usd = spw_daemon_inst_cost(&d->inst[k], now);
+            json_object_set_new(o, "usd", json_real(json_real_value(json_object_get(o, "usd")) + usd));
+            json_object_set_new(o, "instances",
+                                json_integer(json_integer_value(json_object_get(o, "instances")) + 1));
+            cloud += usd;
+        }
+    }
+    for (size_t i = 0; i < d->fleet.npools; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "pool", json_string(d->fleet.pools[i].name));
+        json_object_set_new(o, "usd", json_real(pool_usd[i]));
+        json_object_set_new(o, "gpu_h", json_real(pool_gh[i]));
+        json_array_append_new(pools, o);
+    }
+    free(ts);
+    free(pool_usd);
+    free(pool_gh);
+    json_t *o = json_object();
+    json_object_set_new(o, "now_ts", json_real(now));
+    json_object_set_new(o, "since_ts", ts_json(d->since_ts));
+    json_object_set_new(o, "total_usd", json_real(onprem + cloud));
+    json_object_set_new(o, "onprem_usd", json_real(onprem));
+    json_object_set_new(o, "cloud_usd", json_real(cloud));
+    json_object_set_new(o, "cloud_idle_usd", json_real(cloud - cloud_bound > 0 ? cloud - cloud_bound : 0));
+    json_object_set_new(o, "teams", teams);
+    json_object_set_new(o, "providers", provs);
+    json_object_set_new(o, "pools", pools);
+    UNLOCK(d);
+    *out = o;
+    return 200;
+}
+
+int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
+{
+    (void)err;
+    LOCK(d);
+    *out = json_object();
+    json_object_set_new(*out, "status", json_string(d->stopping ? "stopping" : "ok"));
+    json_object_set_new(*out, "version", json_string(SPW_VERSION));
+    json_object_set_new(*out, "uptime_s", json_real(spw_daemon_clock() - d->started_ts));
+    json_object_set_new(*out, "jobs_queued", json_integer((json_int_t)spw_engine_queued(d->engine)));
+    UNLOCK(d);
+    return 200;
+}
+
+int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *instance_id,
+                       json_t **out, spw_error_t *err)
+{
+    if (!who->admin)
+        return spw_errorf(err, "preempting an instance needs an admin token"), 403;
+    LOCK(d);
+    int status = spw_daemon_do_preempt(d, instance_id, err);
+    if (status == 200) {
+        *out = json_object();
+        json_object_set_new(*out, "id", json_string(instance_id));
+        json_object_set_new(*out, "state", json_string("preempted"));
+        json_object_set_new(*out, "emulated", json_true());
+    }
+    UNLOCK(d);
+    return status;
+}
+
+void spw_daemon_note_request(spw_daemon_t *d, int status, double seconds)
+{
+    (void)seconds;
+    LOCK(d);
+    int c = status / 100;
+    d->http_codes[c >= 1 && c <= 5 ? c : 0]++;
+    UNLOCK(d);
+}
+
+/* ---- metrics -------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf_t;
+
+static void put(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf_t *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(n > 0 ? n : 0);
+        b->s = spw_xrealloc(b->s, b->cap);
+    }
+}
+
+/* Label values are names from the config: escape \ " and newlines anyway. */
+static const char *esc(const char *s, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (; *s && o + 3 < len; s++) {
+        if (*s == '\\' || *s == '"') {
+            buf[o++] = '\\';
+            buf[o++] = *s;
+        } else if (*s == '\n') {
+            buf[o++] = '\\';
+            buf[o++] = 'n';
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+char *spw_daemon_metrics(spw_daemon_t *d)
+{
+    sbuf_t b = {spw_xmalloc(4096), 0, 4096};
+    char e1[256], e2[256], e3[256];
+    LOCK(d);
+    double now = d->now;
+    size_t np = d->fleet.npools;
+    /* jobs by state and pool (np = not placed on-prem: "" or the offer's provider) */
+    uint64_t *cnt = spw_xcalloc((np + 1) * SPW_DJOB_STATE_COUNT, sizeof(uint64_t));
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (j)
+            cnt[(size_t)(j->pool >= 0 ? j->pool : (int32_t)np) * SPW_DJOB_STATE_COUNT + j->st]++;
+    }
+    put(&b, "# HELP spillway_jobs Jobs known to the daemon, by state and on-prem pool (\"\" = not on-prem).\n");
+    put(&b, "# TYPE spillway_jobs gauge\n");
+    for (size_t p = 0; p <= np; p++)
+        for (int st = 0; st < SPW_DJOB_STATE_COUNT; st++)
+            if (cnt[p * SPW_DJOB_STATE_COUNT + st] || p == np)
+                put(&b, "spillway_jobs{state=\"%s\",pool=\"%s\"} %" PRIu64 "\n",
+                    spw_djob_state_name((spw_djob_state_t)st),
+                    p < np ? esc(d->fleet.pools[p].name, e1, sizeof(e1)) : "",
+                    cnt[p * SPW_DJOB_STATE_COUNT + st]);
+    free(cnt);
+    put(&b, "# HELP spillway_jobs_submitted_total Jobs committed by this daemon process.\n");
+    put(&b, "# TYPE spillway_jobs_submitted_total counter\n");
+    put(&b, "spillway_jobs_submitted_total %" PRIu64 "\n", d->submitted);
+    put(&b, "# HELP spillway_queue_length Jobs waiting in the engine's queue.\n");
+    put(&b, "# TYPE spillway_queue_length gauge\n");
+    put(&b, "spillway_queue_length %zu\n", spw_engine_queued(d->engine));
+    put(&b, "# HELP spillway_pool_gpus On-prem GPUs by pool and state.\n");
+    put(&b, "# TYPE spillway_pool_gpus gauge\n");
+    for (size_t p = 0; p < np; p++) {
+        uint64_t total = 0;
+        for (uint32_t n = 0; n < d->fleet.pools[p].nnodes; n++)
+            total += d->fleet.pools[p].node_gpus[n];
+        esc(d->fleet.pools[p].name, e1, sizeof(e1));
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"busy\"} %" PRIu64 "\n", e1, d->pool_busy[p]);
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, total - d->pool_busy[p]);
+    }
+    put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
+    put(&b, "# TYPE spillway_cloud_instances gauge\n");
+    const char *emu = d->pv_ops->emulated ? "true" : "false";
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        size_t live[SPW_INSTANCE_STATE_COUNT] = {0};
+        for (size_t k = 0; k < d->ninst; k++)
+            if (d->inst[k].in.offer == i)
+                live[d->inst[k].in.state]++;
+        char on[200];
+        spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
+        for (int st = 0; st < SPW_INSTANCE_STATE_COUNT; st++)
+            if (live[st] && spw_instance_state_live((spw_instance_state_t)st))
+                put(&b, "spillway_cloud_instances{provider=\"%s\",offer=\"%s\",state=\"%s\",emulated=\"%s\"} %zu\n",
+                    esc(d->fleet.offers[i].provider, e1, sizeof(e1)), esc(on, e2, sizeof(e2)),
+                    spw_instance_state_name((spw_instance_state_t)st), emu, live[st]);
+    }
+    put(&b, "# HELP spillway_spend_usd_total Dollars spent: amortised on-prem GPU cost and cloud billing.\n");
+    put(&b, "# TYPE spillway_spend_usd_total counter\n");
+    double onprem = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j)
+            continue;
+        onprem += spw_daemon_job_onprem_usd(d, j, now);
+    }
+    put(&b, "spillway_spend_usd_total{kind=\"onprem\",provider=\"onprem\",emulated=\"false\"} %.6f\n", onprem);
+    for (size_t k = 0; k < d->ninst; k++) {
+        int first = 1;
+        for (size_t q = 0; q < k && first; q++)
+            first = strcmp(d->inst[q].in.provider, d->inst[k].in.provider) != 0;
+        if (!first)
+            continue;
+        double usd = 0;
+        for (size_t q = k; q < d->ninst; q++)
+            if (strcmp(d->inst[q].in.provider, d->inst[k].in.provider) == 0)
+                usd += spw_daemon_inst_cost(&d->inst[q], now);
+        put(&b, "spillway_spend_usd_total{kind=\"cloud\",provider=\"%s\",emulated=\"%s\"} %.6f\n",
+            esc(d->inst[k].in.provider, e3, sizeof(e3)), emu, usd);
+    }
+    put(&b, "# HELP spillway_decision_seconds Time the engine took for one scheduling decision (a turn).\n");
+    put(&b, "# TYPE spillway_decision_seconds histogram\n");
+    uint64_t acc = 0;
+    for (int i = 0; i < SPW_HIST_BUCKETS; i++) {
+        acc += d->turn_hist[i];
+        put(&b, "spillway_decision_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", spw_daemon_hist_le[i], acc);
+    }
+    acc += d->turn_hist[SPW_HIST_BUCKETS];
+    put(&b, "spillway_decision_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", acc);
+    put(&b, "spillway_decision_seconds_sum %.9f\n", d->turn_sum_s);
+    put(&b, "spillway_decision_seconds_count %" PRIu64 "\n", d->turns);
+    put(&b, "# HELP spillway_http_requests_total HTTP requests answered, by status class.\n");
+    put(&b, "# TYPE spillway_http_requests_total counter\n");
+    for (int c = 1; c <= 5; c++)
+        put(&b, "spillway_http_requests_total{code=\"%dxx\"} %" PRIu64 "\n", c, d->http_codes[c]);
+    UNLOCK(d);
+    return b.s;
+}

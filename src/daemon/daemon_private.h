@@ -1,0 +1,136 @@
+/* daemon_private.h: the daemon's state, shared by daemon.c (the loop,
+ * recovery and the actions on jobs and instances) and daemon_api.c (the
+ * thread-safe calls the HTTP layer makes).  Everything here is guarded by
+ * spw_daemon.mu. */
+#ifndef SPW_DAEMON_PRIVATE_H
+#define SPW_DAEMON_PRIVATE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "core/engine.h"
+#include "daemon/daemon.h"
+#include "daemon/store.h"
+#include "providers/emulated/emulated.h"
+#include "providers/provider.h"
+
+/* One job the daemon knows (all of them, ended ones included, so lists and
+ * costs need no database scan). */
+typedef struct djob {
+    spw_job_t ej;               /* the engine's record; ej.id points at id */
+    char id[SPW_STORE_ID_LEN];  /* "j-000042" */
+    int64_t seq;                /* 42 */
+    char *team;                 /* owned; "" when none */
+    char *name;                 /* owned; NULL when none */
+    spw_jobspec_t spec;         /* owned; zeroed once the job has ended */
+    spw_djob_state_t st;        /* state as stored */
+    double submit_ts;           /* unix seconds */
+    double placed_ts;           /* current or last placement; NAN = none */
+    double start_ts;            /* process start; NAN = none */
+    double end_ts;              /* ended; NAN = live */
+    int attempts;               /* times its process was started */
+    int has_exit;               /* exit_code is set */
+    int exit_code;              /* exit status, or 128 + signal */
+    char *reason;               /* owned; why it is where it is; NULL */
+    int cancel_req;             /* cancel asked; its process is stopping */
+    int requeue_on_exit;        /* its instance was preempted: requeue at exit */
+    int running;                /* the backend tracks its process (h) */
+    spw_handle_t h;             /* the process, while running */
+    int32_t pool;               /* on-prem pool it is (or last was) placed
+                                   in; -1 = none */
+    int32_t node;               /* its node; -1 */
+    int holds;                  /* 1: it holds GPUs of pool/node now */
+    uint64_t gpu_bits;          /* GPU indices held on that node */
+    char *gpus_assigned;        /* owned "0,1" as CUDA_VISIBLE_DEVICES; NULL */
+    int32_t offer;              /* cloud offer it is (or last was) placed
+                                   on; -1 = none */
+    size_t *inst;               /* owned; indices into daemon.inst */
+    size_t ninst;               /* instances bound to the job now */
+    double onprem_usd;          /* settled amortised on-prem cost */
+    double onprem_gpu_h;        /* settled on-prem GPU-hours */
+    double cloud_usd;           /* settled cloud cost, billed while bound */
+    double cloud_gpu_h;         /* settled cloud GPU-hours while running */
+    uint32_t gpus;              /* GPUs asked (kept after the spec is freed) */
+    uint64_t gpu_mask;          /* acceptable models over the fleet's table */
+    struct djob *next_wait;     /* list of cloud jobs waiting for boots */
+} djob_t;
+
+/* One cloud instance the daemon has acquired (ended ones kept for costs). */
+typedef struct dinst {
+    spw_instance_t in;          /* the provider's record */
+    int64_t job_seq;            /* job bound to it; 0 = idle */
+    double bound_ts;            /* when it was bound to that job */
+    double idle_ts;             /* when it last became idle; NAN if busy */
+    double bound_usd;           /* billed while bound to jobs, settled */
+} dinst_t;
+
+/* One submit waiting for the loop's group commit. */
+typedef struct subreq {
+    spw_jobspec_t *spec;        /* borrowed from the caller */
+    uint64_t mask;              /* its model mask */
+    char id[SPW_STORE_ID_LEN];  /* filled on success */
+    int status;                 /* 0 = pending, then 201 or 503 */
+    spw_error_t err;            /* when status is 503 */
+    struct subreq *next;
+} subreq_t;
+
+#define SPW_HIST_BUCKETS 12
+
+struct spw_daemon {
+    pthread_mutex_t mu;          /* guards everything below */
+    pthread_cond_t wake;         /* the loop sleeps on it */
+    pthread_cond_t committed;    /* submitters sleep on it */
+    pthread_t thread;            /* the loop, once started */
+    int started;                 /* the loop thread runs */
+    int stopping;                /* destroy asked the loop to end */
+    const spw_config_t *cfg;     /* borrowed */
+    spw_fleet_t fleet;           /* the engine's fleet (pools from cfg, GPU
+                                    counts possibly from nvidia-smi) */
+    spw_engine_t *engine;
+    spw_store_t *store;
+    const struct spw_backend_ops *be_ops;
+    void *be;
+    const struct spw_provider_ops *pv_ops;
+    void *pv;
+    char *state_dir;             /* owned */
+    char *log_dir;               /* owned: STATE_DIR/logs */
+    djob_t **jobs;               /* by seq; jobs[0] unused */
+    size_t njobs, capjobs;       /* highest seq + 1, capacity */
+    dinst_t *inst;               /* every instance acquired */
+    size_t ninst, capinst;
+    uint64_t **node_used;        /* per pool, per node: GPU bits in use */
+    uint64_t *pool_busy;         /* per pool: GPUs held by jobs */
+    djob_t *waiting;             /* cloud jobs placed, waiting for boots */
+    subreq_t *subq;              /* submits to commit, oldest first */
+    subreq_t **subq_tail;
+    double now;                  /* the clock of the current turn */
+    double started_ts;           /* when this daemon started */
+    double since_ts;             /* first submit ever (costs period) */
+    int quiet;                   /* no progress lines */
+    /* metrics */
+    uint64_t submitted;          /* jobs committed by this process */
+    uint64_t turn_hist[SPW_HIST_BUCKETS + 1]; /* decision time buckets */
+    double turn_sum_s;           /* total decision time */
+    uint64_t turns;              /* turns run */
+    uint64_t http_codes[6];      /* requests by status class 1xx..5xx */
+};
+
+extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
+
+/* daemon.c, for daemon_api.c. */
+djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
+int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
+int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);
+uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
+int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err);
+int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);
+/* A job's cost up to now: settled plus the attempt in progress. */
+double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now);
+double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now);
+double spw_daemon_inst_cost(const dinst_t *x, double now);
+const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len);
+double spw_daemon_clock(void);
+json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);
+
+#endif
