@@ -51,7 +51,7 @@ FUZZ_SECONDS ?= 20
 all: spillway
 
 spillway: $(B)/spillway
-	@if [ "$(B)" = build ]; then cp $(B)/spillway spillway; fi
+	@if [ "$(B)" = build ]; then cp $(B)/spillway spillway.tmp && mv -f spillway.tmp spillway; fi
 
 $(B)/spillway: $(CLI_OBJ) $(B)/libspillway.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -83,7 +83,7 @@ tests: $(TEST_BIN) spillway
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh
+	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)

@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/client.h"
 #include "cli/report.h"
+#include "cli/serve.h"
 #include "sim/config.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
@@ -48,6 +50,18 @@ static const char main_usage[] =
     "  sim       replay a job trace on a fleet and policy; report cost, waits, use\n"
     "  gen       write a synthetic job trace (spillway CSV) to stdout\n"
     "  demo      generate a workload and compare burst policies on the example fleet\n"
+    "  serve     run the orchestrator daemon: the queue, its HTTP API (docs/api.md)\n"
+    "\n"
+    "  submit    queue a job on the daemon: a YAML/JSON spec, or --gpus N -- COMMAND\n"
+    "  queue     list jobs: state, where they run, for how long, what they cost\n"
+    "  show      one job in full\n"
+    "  cancel    cancel a job\n"
+    "  explain   why a job is where it is: the decision and every candidate\n"
+    "  logs      a job's stdout or stderr; -f follows it to the end\n"
+    "  pools     on-prem pools, cloud offers and the cloud instances up\n"
+    "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
+    "  admin     administration: 'spillway admin preempt INSTANCE_ID'\n"
+    "\n"
     "  version   print the version\n"
     "  help      this text; 'spillway help COMMAND' for one command\n"
     "\n"
@@ -56,6 +70,12 @@ static const char main_usage[] =
     "  spillway gen --jobs 2000 --rate 16 --runtime lognormal:1800:1.2 > jobs.csv\n"
     "  spillway sim --trace jobs.csv --compare never,none,constant:3600,compute:0.25\n"
     "  spillway sim --trace jobs.csv --config examples/fleet.yaml -o json\n"
+    "\n"
+    "With a daemon (the client commands find it at $SPILLWAY_URL, else\n"
+    "http://127.0.0.1:8470, and send $SPILLWAY_TOKEN):\n"
+    "  spillway submit --gpus 2 --name train -- python train.py --epochs 3\n"
+    "  spillway queue\n"
+    "  spillway logs -f j-000001\n"
     "\n"
     "Docs: docs/simulator.md (semantics), docs/config.md (fleet and policy file).\n";
 
@@ -560,6 +580,16 @@ static const command_t commands[] = {
     {"sim", cmd_sim, sim_usage},
     {"gen", cmd_gen, gen_usage},
     {"demo", cmd_demo, demo_usage},
+    {"serve", spw_cli_serve, NULL},  /* its usage: spw_cli_serve --help */
+    {"submit", spw_cli_submit, spw_cli_submit_usage},
+    {"queue", spw_cli_queue, spw_cli_queue_usage},
+    {"show", spw_cli_show, spw_cli_show_usage},
+    {"cancel", spw_cli_cancel, spw_cli_cancel_usage},
+    {"explain", spw_cli_explain, spw_cli_explain_usage},
+    {"logs", spw_cli_logs, spw_cli_logs_usage},
+    {"pools", spw_cli_pools, spw_cli_pools_usage},
+    {"costs", spw_cli_costs, spw_cli_costs_usage},
+    {"admin", spw_cli_admin, spw_cli_admin_usage},
 };
 
 int main(int argc, char **argv)
@@ -573,6 +603,10 @@ int main(int argc, char **argv)
         if (argc > 2)
             for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[2], commands[i].name) == 0) {
+                    if (!commands[i].usage) {
+                        char *help_argv[] = {argv[2], "--help", NULL};
+                        return commands[i].run(2, help_argv);
+                    }
                     fputs(commands[i].usage, stdout);
                     return 0;
                 }

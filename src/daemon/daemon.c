@@ -1079,7 +1079,11 @@ static int load_job(const spw_store_job_t *r, void *arg)
     j->exit_code = r->exit_code;
     j->reason = r->reason ? spw_xstrdup(r->reason) : NULL;
     j->gpus = spec.gpus;
-    j->onprem_usd = r->cost_usd;   /* settled cost; split below for live jobs */
+    /* One settled cost per job is stored: filed under where it last ran. */
+    if (r->placement && strncmp(r->placement, "cloud:", 6) == 0)
+        j->cloud_usd = r->cost_usd;
+    else
+        j->onprem_usd = r->cost_usd;
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
     if (r->pid) {
         j->h.pid = j->h.pgid = (pid_t)r->pid;
@@ -1267,8 +1271,8 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
 
 static void recover_placed(spw_daemon_t *d, djob_t *j)
 {
-    double settled = j->onprem_usd;
-    j->onprem_usd = 0;
+    double settled = j->onprem_usd + j->cloud_usd;
+    j->onprem_usd = j->cloud_usd = 0;
     if (j->pool >= 0) {
         j->ej.state = SPW_JOB_ONPREM;
         j->ej.pool = j->pool;

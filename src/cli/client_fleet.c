@@ -1,0 +1,315 @@
+/* client_fleet.c: the capacity and money commands of the client: pools,
+ * costs, and admin preempt (docs/api.md, "Capacity and money",
+ * "Administration"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/client.h"
+#include "cli/client_private.h"
+
+const char spw_cli_pools_usage[] =
+    "usage: spillway pools [OPTIONS]\n"
+    "\n"
+    "Shows what the daemon can run on: the on-prem pools with their busy and\n"
+    "free GPUs, the cloud offers with their prices, and the cloud instances\n"
+    "that are up (a team token sees only its own jobs' instances).\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway pools\n"
+    "  spillway pools -o json | jq '.pools[] | {name, gpus_free}'\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_costs_usage[] =
+    "usage: spillway costs [OPTIONS]\n"
+    "\n"
+    "Shows the spend since the daemon's database was created, on-prem\n"
+    "(amortised GPU cost) and cloud side by side, by team, provider and pool.\n"
+    "Cloud idle is what instances billed while bound to no job.  A team token\n"
+    "sees its own team only.\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway costs\n"
+    "  spillway costs -o json | jq .total_usd\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_admin_usage[] =
+    "usage: spillway admin preempt INSTANCE_ID [OPTIONS]\n"
+    "\n"
+    "Administration; needs an admin token (or a daemon with no tokens).\n"
+    "\n"
+    "  preempt INSTANCE_ID  the emulated cloud takes the instance back now, as a\n"
+    "                       spot reclaim would; its job goes back to the queue\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway pools                       # the instance ids are in the last table\n"
+    "  spillway admin preempt emu-i-000001\n"
+    SPW_CLI_EXIT_HELP;
+
+/* Parses a command that takes the common options and nargs positionals
+ * (stored in args). */
+static void parse_plain(int argc, char **argv, const char *cmd, const char *usage,
+                        spw_cli_common_t *co, int nargs, const char **args, const char *missing)
+{
+    static const struct option opts[] = {SPW_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int c;
+    spw_cli_common_init(co);
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (!spw_cli_common_opt(co, cmd, c, optarg))
+            spw_cli_die_usage(cmd, "unknown option");
+    }
+    if (argc - optind < nargs || (nargs && !*argv[optind]))
+        spw_cli_die_usage(cmd, missing);
+    if (argc - optind > nargs)
+        spw_cli_die_usage(cmd, "unexpected argument");
+    for (int i = 0; i < nargs; i++)
+        args[i] = argv[optind + i];
+}
+
+/* A number as text ("4", "1.1"), or "-" when key is not a number. */
+static char *num(const json_t *o, const char *key, char *buf, size_t len)
+{
+    double v;
+    if (spw_cli_jnum(o, key, &v) < 0)
+        snprintf(buf, len, "-");
+    else
+        spw_cli_real(v, buf, len);
+    return buf;
+}
+
+/* "name" or "name*" when o is emulated; sets *emulated. */
+static char *starred(const json_t *o, const char *key, char *buf, size_t len, int *emulated)
+{
+    const char *s = spw_cli_jstr(o, key);
+    int e = spw_cli_jbool(o, "emulated");
+    snprintf(buf, len, "%s%s", s ? s : "-", e ? "*" : "");
+    *emulated |= e;
+    return buf;
+}
+
+/* ---- pools --------------------------------------------------------------- */
+
+static void pools_table(const json_t *doc)
+{
+    size_t i;
+    json_t *o;
+    int emulated = 0;
+    char a[64], b[64], c[64], d[64], e[64], g[64];
+
+    spw_table_t *t = spw_table_create("POOL|KIND|BACKEND|>NODES|GPU|>GPUS|>BUSY|>FREE|>$/GPU-H");
+    json_array_foreach(json_object_get(doc, "pools"), i, o)
+        spw_table_row(t, spw_cli_jstr(o, "name"), spw_cli_jstr(o, "kind"),
+                      spw_cli_jstr(o, "backend"), num(o, "nodes", a, sizeof(a)),
+                      spw_cli_jstr(o, "gpu_model"), num(o, "gpus", b, sizeof(b)),
+                      num(o, "gpus_busy", c, sizeof(c)), num(o, "gpus_free", d, sizeof(d)),
+                      spw_cli_money(o, "cost_usd_per_gpu_h", e, sizeof(e)));
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, 0);
+    else
+        printf("no on-prem pools\n");
+    spw_table_destroy(t);
+
+    t = spw_table_create("OFFER|GPU|>GPUS|>ON-DEMAND/H|>SPOT/H|>BOOT|>LIVE");
+    json_array_foreach(json_object_get(doc, "offers"), i, o) {
+        double boot;
+        char name[192];
+        if (spw_cli_jnum(o, "boot_delay_s", &boot) == 0)
+            spw_cli_dur(boot, e, sizeof(e));
+        else
+            snprintf(e, sizeof(e), "-");
+        spw_table_row(t, starred(o, "name", name, sizeof(name), &emulated),
+                      spw_cli_jstr(o, "gpu_model"), num(o, "gpus", a, sizeof(a)),
+                      spw_cli_money(o, "ondemand_usd_per_h", b, sizeof(b)),
+                      spw_cli_money(o, "spot_usd_per_h", c, sizeof(c)), e,
+                      num(o, "instances_live", d, sizeof(d)));
+    }
+    printf("\n");
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, 0);
+    else
+        printf("no cloud offers\n");
+    spw_table_destroy(t);
+
+    double now = spw_cli_now();
+    t = spw_table_create("INSTANCE|OFFER|STATE|JOB|>AGE|>COST");
+    json_array_foreach(json_object_get(doc, "instances"), i, o) {
+        double launched;
+        char id[128];
+        if (spw_cli_jnum(o, "launched_ts", &launched) == 0)
+            spw_cli_dur(now - launched, a, sizeof(a));
+        else
+            snprintf(a, sizeof(a), "-");
+        spw_table_row(t, starred(o, "id", id, sizeof(id), &emulated), spw_cli_jstr(o, "offer"),
+                      spw_cli_jstr(o, "state"), spw_cli_jstr(o, "job_id"), a,
+                      spw_cli_money(o, "cost_usd", g, sizeof(g)));
+    }
+    printf("\n");
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, 0);
+    else
+        printf("no cloud instances up\n");
+    spw_table_destroy(t);
+    if (emulated)
+        printf("* emulated cloud\n");
+}
+
+static int get_and_show(int argc, char **argv, const char *cmd, const char *usage,
+                        const char *path, void (*table)(const json_t *))
+{
+    spw_cli_common_t co;
+    parse_plain(argc, argv, cmd, usage, &co, 0, NULL, NULL);
+    spw_client_t cl;
+    json_t *doc;
+    spw_client_open(&cl, &co, cmd);
+    int rc = spw_client_get_json(&cl, path, &doc);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, doc);
+    else
+        table(doc);
+    json_decref(doc);
+    return spw_cli_flush(cmd);
+}
+
+int spw_cli_pools(int argc, char **argv)
+{
+    return get_and_show(argc, argv, "pools", spw_cli_pools_usage, "/v1/pools", pools_table);
+}
+
+/* ---- costs --------------------------------------------------------------- */
+
+static void costs_table(const json_t *doc)
+{
+    char a[64], b[64], c[64], d[64], e[64];
+    double since, now = spw_cli_now(), idle;
+    size_t i;
+    json_t *o;
+    int emulated = 0;
+
+    spw_cli_jnum(doc, "now_ts", &now);
+    if (spw_cli_jnum(doc, "since_ts", &since) == 0)
+        printf("spend since %s (%s)\n", spw_cli_time(since, a, sizeof(a)),
+               spw_cli_rel(since, now, b, sizeof(b)));
+    else
+        printf("spend\n");
+    printf("  %-9s %s\n", "total", spw_cli_money(doc, "total_usd", a, sizeof(a)));
+    printf("  %-9s %s (amortised GPU cost)\n", "on-prem", spw_cli_money(doc, "onprem_usd", a, sizeof(a)));
+    printf("  %-9s %s", "cloud", spw_cli_money(doc, "cloud_usd", a, sizeof(a)));
+    if (spw_cli_jnum(doc, "cloud_idle_usd", &idle) == 0 && idle > 0)
+        printf(", of which %s idle (instances bound to no job)", spw_cli_usd(idle, b, sizeof(b)));
+    printf("\n");
+
+    spw_table_t *t = spw_table_create("TEAM|>ON-PREM|>CLOUD|>ON-PREM GPU-H|>CLOUD GPU-H|>JOBS");
+    json_array_foreach(json_object_get(doc, "teams"), i, o) {
+        double gh;
+        if (spw_cli_jnum(o, "onprem_gpu_h", &gh) == 0)
+            snprintf(c, sizeof(c), "%.1f", gh);
+        else
+            snprintf(c, sizeof(c), "-");
+        if (spw_cli_jnum(o, "cloud_gpu_h", &gh) == 0)
+            snprintf(d, sizeof(d), "%.1f", gh);
+        else
+            snprintf(d, sizeof(d), "-");
+        spw_table_row(t, spw_cli_jstr(o, "team"), spw_cli_money(o, "onprem_usd", a, sizeof(a)),
+                      spw_cli_money(o, "cloud_usd", b, sizeof(b)), c, d,
+                      num(o, "jobs", e, sizeof(e)));
+    }
+    if (spw_table_rows(t)) {
+        printf("\n");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+
+    t = spw_table_create("PROVIDER|>SPEND|>INSTANCES");
+    json_array_foreach(json_object_get(doc, "providers"), i, o) {
+        char name[128];
+        spw_table_row(t, starred(o, "provider", name, sizeof(name), &emulated),
+                      spw_cli_money(o, "usd", a, sizeof(a)), num(o, "instances", b, sizeof(b)));
+    }
+    if (spw_table_rows(t)) {
+        printf("\n");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+
+    t = spw_table_create("POOL|>SPEND|>GPU-H");
+    json_array_foreach(json_object_get(doc, "pools"), i, o) {
+        double gh;
+        if (spw_cli_jnum(o, "gpu_h", &gh) == 0)
+            snprintf(b, sizeof(b), "%.1f", gh);
+        else
+            snprintf(b, sizeof(b), "-");
+        spw_table_row(t, spw_cli_jstr(o, "pool"), spw_cli_money(o, "usd", a, sizeof(a)), b);
+    }
+    if (spw_table_rows(t)) {
+        printf("\n");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+    if (emulated)
+        printf("* emulated cloud: what it would have billed; nothing was paid\n");
+}
+
+int spw_cli_costs(int argc, char **argv)
+{
+    return get_and_show(argc, argv, "costs", spw_cli_costs_usage, "/v1/costs", costs_table);
+}
+
+/* ---- admin --------------------------------------------------------------- */
+
+static int admin_preempt(int argc, char **argv)
+{
+    spw_cli_common_t co;
+    const char *id;
+    parse_plain(argc, argv, "admin preempt", spw_cli_admin_usage, &co, 1, &id,
+                "missing the instance id (as `spillway pools` shows it: emu-i-000001)");
+    spw_client_t cl;
+    spw_resp_t r;
+    json_t *inst = NULL;
+    spw_client_open(&cl, &co, "admin preempt");
+    char *path = spw_client_path(&cl, "/v1/admin/instances/", id, "/preempt");
+    int rc = spw_client_request(&cl, "POST", path, NULL, 0, NULL, &r);
+    free(path);
+    if (rc == SPW_CLI_OK)
+        rc = spw_client_parse(&cl, &r, &inst);
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json) {
+        spw_cli_json_print(stdout, inst);
+    } else {
+        const char *iid = spw_cli_jstr(inst, "id"), *state = spw_cli_jstr(inst, "state");
+        const char *job = spw_cli_jstr(inst, "job_id");
+        printf("%s: preempted (now %s)", iid ? iid : id, state ? state : "?");
+        if (job)
+            printf("; job %s goes back to the queue", job);
+        printf("\n");
+    }
+    json_decref(inst);
+    return spw_cli_flush("admin preempt");
+}
+
+int spw_cli_admin(int argc, char **argv)
+{
+    if (argc < 2)
+        spw_cli_die_usage("admin", "missing the action: spillway admin preempt INSTANCE_ID");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+        fputs(spw_cli_admin_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "preempt"))
+        return admin_preempt(argc - 1, argv + 1);
+    fprintf(stderr, "spillway admin: unknown action '%s'; the one there is: preempt\n"
+                    "(see 'spillway admin --help')\n", sub);
+    return SPW_CLI_EUNREACH;
+}

@@ -1,0 +1,916 @@
+/* client_jobs.c: the job commands of the client: submit, queue, show,
+ * cancel, explain and logs (docs/api.md, "Jobs"). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/client.h"
+#include "cli/client_private.h"
+#include "daemon/jobspec.h"
+#include "util/error.h"
+#include "util/file.h"
+
+const char spw_cli_submit_usage[] =
+    "usage: spillway submit FILE|- [OPTIONS]\n"
+    "       spillway submit --gpus N [OPTIONS] -- COMMAND [ARG...]\n"
+    "\n"
+    "Queues one job on the daemon and prints its id.  The job is a spec file\n"
+    "(YAML or JSON, the fields of docs/daemon.md; '-' reads it from stdin), or\n"
+    "it is built from the options below and runs COMMAND directly (no shell).\n"
+    "\n"
+    "Options that build the job (with a COMMAND):\n"
+    "  --gpus N             GPUs the job needs (required with a COMMAND)\n"
+    "  --model M            the GPU model it needs: A100, or A100|H100 for either\n"
+    "  --name NAME          a name to know it by in `spillway queue`\n"
+    "  --team TEAM          the team it is filed under (a team token files it\n"
+    "                       under the token's team)\n"
+    "  --est-runtime D      how long it should run: 90s, 30m, 1h30m, 2h; helps the\n"
+    "                       scheduler decide between waiting and bursting\n"
+    "  --max-runtime D      stop it after it has run this long\n"
+    "  --priority P         larger runs first (default 0)\n"
+    "  --retries N          re-runs after a failure, 0 to 100 (default 0)\n"
+    "  --deadline T         it should end by T: 2026-11-21T18:00:00Z or unix seconds\n"
+    "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
+    "                       default: the daemon's)\n"
+    "  --env K=V            an environment variable; repeat for more\n"
+    "\n"
+    "Options of every client command:\n"
+    SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway submit job.yaml\n"
+    "  spillway submit --gpus 2 --model A100 --name train --est-runtime 2h -- \\\n"
+    "      python train.py --epochs 3\n"
+    "  id=$(spillway submit --gpus 1 -- nvidia-smi) && spillway logs -f \"$id\"\n"
+    "  spillway submit --gpus 1 --env SEED=7 -- sh -c 'python eval.py > out.txt'\n"
+    "  printf 'run: [python, eval.py]\\ngpus: A100:1\\n' | spillway submit - -o json\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_queue_usage[] =
+    "usage: spillway queue [--state S] [--team T] [--all] [OPTIONS]\n"
+    "\n"
+    "Lists jobs, oldest first: where each runs or will run, for how long, and\n"
+    "what it has cost so far.  Ended jobs are left out unless --all or --state\n"
+    "asks for them.\n"
+    "\n"
+    "  --state S            only jobs in state S: queued, placed (cloud instance\n"
+    "                       booting), running, succeeded, failed or cancelled\n"
+    "  --team T             only team T's jobs (a team token sees only its own)\n"
+    "  -a, --all            ended jobs too\n"
+    SPW_CLI_COMMON_HELP
+    "\n"
+    "Columns: AGE/RUNTIME is the time since submit for a job not started yet,\n"
+    "else its running time; COST is what it has cost so far; WHERE cloud* is\n"
+    "the emulated cloud.  -o json prints {\"jobs\": [...], \"next_after\": null}\n"
+    "with every page the daemon gave, filtered the same way.\n"
+    "\n"
+    "Examples:\n"
+    "  spillway queue\n"
+    "  spillway queue --all --team ml\n"
+    "  spillway queue --state failed -o json | jq -r '.jobs[].id'\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_show_usage[] =
+    "usage: spillway show ID [OPTIONS]\n"
+    "\n"
+    "Prints one job as 'key: value' lines: its state, times, placement, cost\n"
+    "and the spec it was submitted with (spec.* lines).\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway show j-000042\n"
+    "  spillway show j-000042 -o json | jq .exit_code\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_cancel_usage[] =
+    "usage: spillway cancel ID [OPTIONS]\n"
+    "\n"
+    "Cancels a job.  A queued job, or one whose cloud instance is booting, is\n"
+    "cancelled at once; a running one is sent SIGTERM (SIGKILL after the\n"
+    "daemon's kill_grace_s) and is cancelled once it has exited.  Cancelling\n"
+    "a job that has already ended is an error (exit status 1).\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway cancel j-000042\n"
+    "  spillway queue --state queued -o json | jq -r '.jobs[].id' | xargs -n1 spillway cancel\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_explain_usage[] =
+    "usage: spillway explain ID [OPTIONS]\n"
+    "\n"
+    "Says why a job is where it is: the placement the scheduler last decided\n"
+    "and, as of now, every candidate (each on-prem pool, the wait policy, each\n"
+    "cloud offer) with whether it could take the job, and if not why, when it\n"
+    "could start, and what it would cost.\n"
+    "\n" SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway explain j-000042\n"
+    "  spillway explain j-000042 -o json | jq '.candidates[] | select(.ok)'\n"
+    SPW_CLI_EXIT_HELP;
+
+const char spw_cli_logs_usage[] =
+    "usage: spillway logs ID [-f] [--stderr] [OPTIONS]\n"
+    "\n"
+    "Writes what the job has written to its stdout (or stderr), as raw bytes.\n"
+    "\n"
+    "  -f, --follow         keep polling (every 0.5 s) until the job has ended\n"
+    "                       and everything it wrote has been printed\n"
+    "  --stderr             the job's stderr instead of its stdout\n"
+    "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"
+    "                       " SPW_CLI_DEFAULT_URL ")\n"
+    "  --token TOK          bearer token (default: $SPILLWAY_TOKEN); never printed\n"
+    "\n"
+    "Examples:\n"
+    "  spillway logs j-000042\n"
+    "  spillway logs -f j-000042 | tee train.log\n"
+    "  spillway logs --stderr j-000042 | tail\n"
+    SPW_CLI_EXIT_HELP;
+
+/* Parses a command that takes the common options and one job id. */
+static const char *parse_id_cmd(int argc, char **argv, const char *cmd, const char *usage,
+                                spw_cli_common_t *co)
+{
+    static const struct option opts[] = {SPW_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    int c;
+    spw_cli_common_init(co);
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (!spw_cli_common_opt(co, cmd, c, optarg))
+            spw_cli_die_usage(cmd, "unknown option");
+    }
+    if (optind >= argc)
+        spw_cli_die_usage(cmd, "missing the job id (as `spillway queue` shows it: j-000042)");
+    if (optind + 1 < argc)
+        spw_cli_die_usage(cmd, "one job id at a time");
+    if (!*argv[optind])
+        spw_cli_die_usage(cmd, "the job id is empty");
+    return argv[optind];
+}
+
+static int is_ended(const char *state)
+{
+    return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+                     strcmp(state, "cancelled") == 0);
+}
+
+/* ---- submit ------------------------------------------------------------------ */
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Sets key to a duration as the user wrote it ("1h30m"), after checking it. */
+static void set_duration(json_t *spec, const char *key, const char *opt, const char *s)
+{
+    double v;
+    if (spw_parse_duration(s, &v) < 0 || !(v > 0)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s takes a duration > 0 such as 90s, 30m, 1h30m or 3600",
+                 opt);
+        spw_cli_die_usage("submit", msg);
+    }
+    json_object_set_new(spec, key, json_string(s));
+}
+
+static char *absolute_dir(const char *dir)
+{
+    if (dir[0] == '/')
+        return spw_xstrdup(dir);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd))) {
+        fprintf(stderr, "spillway submit: --workdir %s: cannot tell the current directory: %s\n",
+                dir, strerror(errno));
+        exit(SPW_CLI_EREMOTE);
+    }
+    if (strcmp(dir, ".") == 0)
+        return spw_xstrdup(cwd);
+    size_t n = strlen(cwd) + strlen(dir) + 2;
+    char *p = spw_xmalloc(n);
+    snprintf(p, n, "%s/%s", cwd, dir);
+    return p;
+}
+
+int spw_cli_submit(int argc, char **argv)
+{
+    enum {
+        O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES,
+        O_DEADLINE, O_WORKDIR, O_ENV
+    };
+    static const struct option opts[] = {
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"model", required_argument, NULL, O_MODEL},
+        {"name", required_argument, NULL, O_NAME},
+        {"team", required_argument, NULL, O_TEAM},
+        {"est-runtime", required_argument, NULL, O_EST},
+        {"max-runtime", required_argument, NULL, O_MAX},
+        {"priority", required_argument, NULL, O_PRIO},
+        {"retries", required_argument, NULL, O_RETRIES},
+        {"deadline", required_argument, NULL, O_DEADLINE},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"env", required_argument, NULL, O_ENV},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    /* Everything after the first "--" is the command, never options. */
+    int nopt = argc, have_cmd = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            nopt = i;
+            have_cmd = 1;
+            break;
+        }
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    json_t *spec = json_object(), *env = json_object();
+    long gpus = 0, v;
+    const char *model = NULL;
+    int spec_opts = 0, c;
+    while ((c = getopt_long(nopt, argv, "o:h", opts, NULL)) != -1) {
+        spec_opts += c >= SPW_CLI_O_FIRST;
+        switch (c) {
+        case O_GPUS:
+            if (parse_int(optarg, 1, SPW_JOBSPEC_MAX_GPUS, &gpus) < 0)
+                spw_cli_die_usage("submit", "--gpus takes a whole number of GPUs >= 1");
+            break;
+        case O_MODEL:
+            if (!*optarg || strchr(optarg, ':'))
+                spw_cli_die_usage("submit", "--model takes a GPU model such as A100 or A100|H100");
+            model = optarg;
+            break;
+        case O_NAME: json_object_set_new(spec, "name", json_string(optarg)); break;
+        case O_TEAM: json_object_set_new(spec, "team", json_string(optarg)); break;
+        case O_EST: set_duration(spec, "est_runtime", "--est-runtime", optarg); break;
+        case O_MAX: set_duration(spec, "max_runtime", "--max-runtime", optarg); break;
+        case O_PRIO:
+            if (parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0)
+                spw_cli_die_usage("submit", "--priority takes a whole number, e.g. 10 or -5");
+            json_object_set_new(spec, "priority", json_integer(v));
+            break;
+        case O_RETRIES:
+            if (parse_int(optarg, 0, SPW_JOBSPEC_MAX_RETRIES, &v) < 0)
+                spw_cli_die_usage("submit", "--retries takes a count from 0 to 100");
+            json_object_set_new(spec, "retries", json_integer(v));
+            break;
+        case O_DEADLINE: {
+            double ts;
+            char *end;
+            strtod(optarg, &end);
+            if ((end == optarg || *end) && spw_parse_rfc3339(optarg, &ts) < 0)
+                spw_cli_die_usage("submit", "--deadline takes a time such as "
+                                            "2026-11-21T18:00:00Z, or unix seconds");
+            json_object_set_new(spec, "deadline", json_string(optarg));
+            break;
+        }
+        case O_WORKDIR: {
+            if (!*optarg)
+                spw_cli_die_usage("submit", "--workdir takes a directory");
+            char *dir = absolute_dir(optarg);
+            json_object_set_new(spec, "workdir", json_string(dir));
+            free(dir);
+            break;
+        }
+        case O_ENV: {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg)
+                spw_cli_die_usage("submit", "--env takes KEY=VALUE, e.g. --env SEED=7");
+            size_t klen = (size_t)(eq - optarg);
+            char *key = spw_xmalloc(klen + 1);
+            memcpy(key, optarg, klen);
+            key[klen] = '\0';
+            json_object_set_new(env, key, json_string(eq + 1));
+            free(key);
+            break;
+        }
+        case 'h': fputs(spw_cli_submit_usage, stdout); return 0;
+        default:
+            if (!spw_cli_common_opt(&co, "submit", c, optarg))
+                spw_cli_die_usage("submit", "unknown option");
+        }
+    }
+    const char *file = optind < nopt ? argv[optind] : NULL;
+    if (spec_opts && !have_cmd && file && access(file, F_OK) == 0)
+        spw_cli_die_usage("submit", "--gpus, --name and the like build a job around a COMMAND; "
+                                    "with a spec FILE, set them in the file");
+    if (spec_opts && !have_cmd)
+        spw_cli_die_usage("submit", file ? "the command goes after '--': spillway submit "
+                                           "--gpus N [OPTIONS] -- COMMAND [ARG...]"
+                                         : "missing '-- COMMAND [ARG...]' after the options");
+    if (optind + 1 < nopt)
+        spw_cli_die_usage("submit", "one spec file at a time; a command goes after '--'");
+    if (file && have_cmd)
+        spw_cli_die_usage("submit", "give either a spec FILE, or --gpus N [OPTIONS] -- COMMAND, "
+                                    "not both");
+    if (!file && !have_cmd)
+        spw_cli_die_usage("submit", "missing the job: a spec FILE ('-' for stdin), or "
+                                    "--gpus N -- COMMAND [ARG...]");
+    if (have_cmd && nopt + 1 >= argc)
+        spw_cli_die_usage("submit", "missing the command after '--'");
+    if (have_cmd && !gpus)
+        spw_cli_die_usage("submit", "--gpus N is required with a command");
+
+    char *body;
+    size_t len;
+    const char *ctype = "application/json";
+    if (file) {
+        spw_error_t err;
+        body = spw_read_file(strcmp(file, "-") == 0 ? "/dev/stdin" : file, &len, &err);
+        if (!body) {
+            fprintf(stderr, "spillway submit: %s\n", err.text);
+            json_decref(spec);
+            json_decref(env);
+            return SPW_CLI_EREMOTE;
+        }
+        size_t i = strspn(body, " \t\r\n");
+        if (body[i] != '{')
+            ctype = "application/yaml";
+    } else {
+        json_t *run = json_array();
+        for (int i = nopt + 1; i < argc; i++)
+            json_array_append_new(run, json_string(argv[i]));
+        json_object_set_new(spec, "run", run);
+        if (model) {
+            char g[160];
+            snprintf(g, sizeof(g), "%s:%ld", model, gpus);
+            json_object_set_new(spec, "gpus", json_string(g));
+        } else {
+            json_object_set_new(spec, "gpus", json_integer(gpus));
+        }
+        if (json_object_size(env))
+            json_object_set(spec, "env", env);
+        body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!body) {
+            fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
+            json_decref(spec);
+            json_decref(env);
+            return SPW_CLI_EUNREACH;
+        }
+        len = strlen(body);
+    }
+    json_decref(spec);
+    json_decref(env);
+
+    spw_client_t cl;
+    spw_resp_t r;
+    json_t *doc = NULL;
+    spw_client_open(&cl, &co, "submit");
+    if (file)
+        cl.body_name = strcmp(file, "-") == 0 ? "stdin" : file;
+    int rc = spw_client_request(&cl, "POST", "/v1/jobs", body, len, ctype, &r);
+    free(body);
+    if (rc == SPW_CLI_OK)
+        rc = spw_client_parse(&cl, &r, &doc);
+    if (rc == SPW_CLI_OK) {
+        const char *id = spw_cli_jstr(doc, "id");
+        if (co.json) {
+            spw_cli_json_print(stdout, doc);
+        } else if (id) {
+            printf("%s\n", id);
+        } else {
+            fprintf(stderr, "spillway: submit: the daemon's answer has no job id\n");
+            rc = SPW_CLI_EREMOTE;
+        }
+    }
+    json_decref(doc);
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    return rc ? rc : spw_cli_flush("submit");
+}
+
+/* ---- queue ------------------------------------------------------------------- */
+
+/* "2", "A100:2", "A100|H100:2": as the spec writes it. */
+static void gpus_text(const json_t *job, char *buf, size_t len)
+{
+    double g = 0;
+    spw_cli_jnum(job, "gpus", &g);
+    json_t *models = json_object_get(job, "gpu_models");
+    size_t n = json_array_size(models), k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && k + 1 < len; i++) {
+        const char *m = json_string_value(json_array_get(models, i));
+        if (m)
+            k += (size_t)snprintf(buf + k, len - k, "%s%s", k ? "|" : "", m);
+    }
+    if (k >= len)
+        k = len - 1;
+    snprintf(buf + k, len - k, "%s%.0f", k ? ":" : "", g);
+}
+
+static void job_row(spw_table_t *t, const json_t *job, double now, int *emulated)
+{
+    const char *state = spw_cli_jstr(job, "state");
+    const char *where = spw_cli_jstr(job, "where");
+    char st[64], g[96], w[32], age[32], cost[32];
+    double submit, start, end;
+    snprintf(st, sizeof(st), "%s%s", state ? state : "?",
+             spw_cli_jbool(job, "cancel_requested") && !is_ended(state) ? " (cancelling)" : "");
+    gpus_text(job, g, sizeof(g));
+    snprintf(w, sizeof(w), "%s", where ? where : "-");
+    if (where && spw_cli_jbool(job, "emulated")) {
+        strcat(w, "*");
+        *emulated = 1;
+    }
+    snprintf(age, sizeof(age), "-");
+    if (spw_cli_jnum(job, "start_ts", &start) == 0) {
+        if (spw_cli_jnum(job, "end_ts", &end) < 0)
+            end = now;
+        spw_cli_dur(end - start, age, sizeof(age));
+    } else if (!is_ended(state) && spw_cli_jnum(job, "submit_ts", &submit) == 0) {
+        spw_cli_dur(now - submit, age, sizeof(age));
+    }
+    spw_table_row(t, spw_cli_jstr(job, "id"), spw_cli_jstr(job, "name"),
+                  spw_cli_jstr(job, "team"), st, g, w, spw_cli_jstr(job, "placement"), age,
+                  spw_cli_money(job, "cost_usd", cost, sizeof(cost)));
+}
+
+int spw_cli_queue(int argc, char **argv)
+{
+    enum { O_STATE = SPW_CLI_O_FIRST, O_TEAM };
+    static const struct option opts[] = {
+        {"state", required_argument, NULL, O_STATE},
+        {"team", required_argument, NULL, O_TEAM},
+        {"all", no_argument, NULL, 'a'},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const states[] = {"queued", "placed", "running",
+                                         "succeeded", "failed", "cancelled"};
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    const char *state = NULL, *team = NULL;
+    int all = 0, c;
+    while ((c = getopt_long(argc, argv, "ao:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_STATE: {
+            int found = 0;
+            for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+                found |= strcmp(optarg, states[i]) == 0;
+            if (!found)
+                spw_cli_die_usage("queue", "--state takes queued, placed, running, succeeded, "
+                                           "failed or cancelled");
+            state = optarg;
+            break;
+        }
+        case O_TEAM:
+            if (!*optarg)
+                spw_cli_die_usage("queue", "--team takes a team name");
+            team = optarg;
+            break;
+        case 'a': all = 1; break;
+        case 'h': fputs(spw_cli_queue_usage, stdout); return 0;
+        default:
+            if (!spw_cli_common_opt(&co, "queue", c, optarg))
+                spw_cli_die_usage("queue", "unknown option");
+        }
+    }
+    if (optind < argc)
+        spw_cli_die_usage("queue", "unexpected argument; to see one job: spillway show ID");
+
+    spw_client_t cl;
+    spw_client_open(&cl, &co, "queue");
+    char *qstate = state ? curl_easy_escape(cl.curl, state, 0) : NULL;
+    char *qteam = team ? curl_easy_escape(cl.curl, team, 0) : NULL;
+    json_t *jobs = json_array();
+    long long after = -1;
+    size_t hidden = 0;
+    int rc = SPW_CLI_OK;
+    for (;;) {
+        char path[1024];
+        size_t n = (size_t)snprintf(path, sizeof(path), "/v1/jobs?limit=1000");
+        if (qstate)
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&state=%s", qstate);
+        if (qteam && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&team=%s", qteam);
+        if (after >= 0 && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&after=%lld", after);
+        if (n >= sizeof(path))
+            spw_cli_die_usage("queue", "--team is too long");
+        json_t *page;
+        if ((rc = spw_client_get_json(&cl, path, &page)) != SPW_CLI_OK)
+            break;
+        json_t *list = json_object_get(page, "jobs"), *job;
+        size_t i;
+        if (!json_is_array(list)) {
+            fprintf(stderr, "spillway: queue: the daemon's answer has no \"jobs\" list\n");
+            json_decref(page);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        json_array_foreach(list, i, job) {
+            if (!all && !state && is_ended(spw_cli_jstr(job, "state")))
+                hidden++;
+            else
+                json_array_append(jobs, job);
+        }
+        json_t *next = json_object_get(page, "next_after");
+        int more = json_is_integer(next);
+        long long nx = more ? json_integer_value(next) : -1;
+        json_decref(page);
+        if (!more)
+            break;
+        if (nx <= after) {
+            fprintf(stderr, "spillway: queue: the daemon's next_after %lld does not move past "
+                            "%lld; stopped paging\n", nx, after);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        after = nx;
+    }
+    curl_free(qstate);
+    curl_free(qteam);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK) {
+        json_decref(jobs);
+        return rc;
+    }
+    if (co.json) {
+        json_t *doc = json_pack("{s:o, s:n}", "jobs", jobs, "next_after");
+        spw_cli_json_print(stdout, doc);
+        json_decref(doc);
+        return spw_cli_flush("queue");
+    }
+    double now = spw_cli_now();
+    int emulated = 0;
+    spw_table_t *t = spw_table_create("ID|NAME|TEAM|STATE|>GPUS|WHERE|PLACEMENT|>AGE/RUNTIME|>COST");
+    size_t i;
+    json_t *job;
+    json_array_foreach(jobs, i, job)
+        job_row(t, job, now, &emulated);
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, 0);
+    else
+        printf("no %s%sjobs%s%s\n", state ? state : "", state ? " " : "",
+               team ? " of team " : "", team ? team : "");
+    if (emulated)
+        printf("* emulated cloud\n");
+    if (hidden)
+        printf("(%zu ended job%s not shown; --all shows them)\n", hidden, hidden == 1 ? "" : "s");
+    spw_table_destroy(t);
+    json_decref(jobs);
+    return spw_cli_flush("queue");
+}
+
+/* ---- show -------------------------------------------------------------------- */
+
+/* Writes s quoted for a POSIX shell when it needs quoting. */
+static void shell_word(FILE *f, const char *s)
+{
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+                        "_@%+=:,./-") == strlen(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (; *s; s++)
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    fputc('\'', f);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Writes text with each new line indented by pad spaces, so that a value
+ * of several lines stays under its key. */
+static void indented(FILE *f, const char *s, int pad)
+{
+    for (; *s; s++) {
+        fputc(*s, f);
+        if (*s == '\n' && s[1])
+            fprintf(f, "%*s", pad, "");
+    }
+}
+
+static void show_value(FILE *f, const char *key, const json_t *v, double now, int pad)
+{
+    char buf[64], rel[64];
+    size_t i;
+    json_t *e;
+    if (json_is_null(v)) {
+        fputs("-", f);
+    } else if ((ends_with(key, "_ts") || strcmp(key, "deadline") == 0) && json_is_number(v)) {
+        double ts = json_number_value(v);
+        fprintf(f, "%s (%s)", spw_cli_time(ts, buf, sizeof(buf)),
+                spw_cli_rel(ts, now, rel, sizeof(rel)));
+    } else if (ends_with(key, "_usd") && json_is_number(v)) {
+        fputs(spw_cli_usd(json_number_value(v), buf, sizeof(buf)), f);
+    } else if ((ends_with(key, "runtime") || ends_with(key, "_s")) && json_is_number(v)) {
+        double secs = json_number_value(v);
+        fprintf(f, "%s s", spw_cli_real(secs, buf, sizeof(buf)));
+        if (secs >= 60)
+            fprintf(f, " (%s)", spw_cli_dur(secs, rel, sizeof(rel)));
+    } else if (json_is_number(v)) {
+        fputs(spw_cli_real(json_number_value(v), buf, sizeof(buf)), f);
+    } else if (json_is_string(v)) {
+        indented(f, *json_string_value(v) ? json_string_value(v) : "-", pad);
+    } else if (json_is_boolean(v)) {
+        fputs(json_is_true(v) ? "yes" : "no", f);
+    } else if (json_is_array(v) && strcmp(key, "run") == 0) {
+        json_array_foreach(v, i, e) {
+            if (i)
+                fputc(' ', f);
+            if (json_is_string(e))
+                shell_word(f, json_string_value(e));
+            else
+                spw_cli_json_compact(f, e);
+        }
+    } else if (json_is_array(v)) {
+        if (!json_array_size(v))
+            fputs("-", f);
+        json_array_foreach(v, i, e) {
+            if (i)
+                fputs(", ", f);
+            if (json_is_string(e))
+                fputs(json_string_value(e), f);
+            else
+                spw_cli_json_compact(f, e);
+        }
+    } else {
+        spw_cli_json_compact(f, v);
+    }
+}
+
+/* Whether show_object prints v's members as "prefix.key" lines. */
+static int flattened(const json_t *v, size_t full_len)
+{
+    return json_is_object(v) && json_object_size(v) && full_len < 64;
+}
+
+/* The length of the longest "prefix.key" show_object prints for o. */
+static size_t key_width(const json_t *o, size_t prefix_len)
+{
+    const char *key;
+    json_t *v;
+    size_t w = 0;
+    json_object_foreach((json_t *)o, key, v) {
+        size_t n = prefix_len + (prefix_len ? 1 : 0) + strlen(key);
+        size_t k = flattened(v, n) ? key_width(v, n) : n;
+        if (k > w)
+            w = k;
+    }
+    return w;
+}
+
+/* "key: value" lines for every member of o; objects inside (the spec, its
+ * env) become "prefix.key" lines.  width: where the values start. */
+static void show_object(FILE *f, const json_t *o, const char *prefix, double now, int width)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)o, key, v) {
+        char full[128];
+        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "", key);
+        if (flattened(v, strlen(full))) {
+            show_object(f, v, full, now, width);
+            continue;
+        }
+        int n = fprintf(f, "%s:", full);
+        fprintf(f, "%*s", n < width ? width - n : 1, "");
+        show_value(f, key, v, now, n < width ? width : n + 1);
+        fputc('\n', f);
+    }
+}
+
+int spw_cli_show(int argc, char **argv)
+{
+    spw_cli_common_t co;
+    const char *id = parse_id_cmd(argc, argv, "show", spw_cli_show_usage, &co);
+    spw_client_t cl;
+    json_t *job;
+    spw_client_open(&cl, &co, "show");
+    char *path = spw_client_path(&cl, "/v1/jobs/", id, "");
+    int rc = spw_client_get_json(&cl, path, &job);
+    free(path);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, job);
+    else
+        show_object(stdout, job, "", spw_cli_now(), (int)key_width(job, 0) + 3);
+    json_decref(job);
+    return spw_cli_flush("show");
+}
+
+/* ---- cancel ------------------------------------------------------------------ */
+
+int spw_cli_cancel(int argc, char **argv)
+{
+    spw_cli_common_t co;
+    const char *id = parse_id_cmd(argc, argv, "cancel", spw_cli_cancel_usage, &co);
+    spw_client_t cl;
+    spw_resp_t r;
+    json_t *job = NULL;
+    spw_client_open(&cl, &co, "cancel");
+    char *path = spw_client_path(&cl, "/v1/jobs/", id, "/cancel");
+    int rc = spw_client_request(&cl, "POST", path, NULL, 0, NULL, &r);
+    free(path);
+    if (rc == SPW_CLI_OK)
+        rc = spw_client_parse(&cl, &r, &job);
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    const char *state = spw_cli_jstr(job, "state");
+    const char *jid = spw_cli_jstr(job, "id");
+    if (co.json)
+        spw_cli_json_print(stdout, job);
+    else if (state && strcmp(state, "cancelled") == 0)
+        printf("%s: cancelled\n", jid ? jid : id);
+    else
+        printf("%s: cancel requested; it is %s, and is cancelled once its process has exited\n",
+               jid ? jid : id, state ? state : "in an unknown state");
+    json_decref(job);
+    return spw_cli_flush("cancel");
+}
+
+/* ---- explain ----------------------------------------------------------------- */
+
+/* The candidates table; est start times are shown relative to ref_ts. */
+static void candidates_table(const json_t *cands, double ref_ts, int indent)
+{
+    spw_table_t *t = spw_table_create("KIND|NAME|OK|EST START|>EST COST|WHY");
+    size_t i;
+    json_t *cand;
+    int emulated = 0;
+    json_array_foreach(cands, i, cand) {
+        char name[192], start[48], cost[32];
+        double ts, inst;
+        const char *nm = spw_cli_jstr(cand, "name");
+        int k = snprintf(name, sizeof(name), "%s", nm ? nm : "-");
+        if (spw_cli_jnum(cand, "instances", &inst) == 0 && inst > 1 && k < (int)sizeof(name))
+            k += snprintf(name + k, sizeof(name) - (size_t)k, " x%.0f", inst);
+        if (spw_cli_jbool(cand, "emulated") && k < (int)sizeof(name) - 1) {
+            strcat(name, "*");
+            emulated = 1;
+        }
+        if (spw_cli_jnum(cand, "est_start_ts", &ts) == 0)
+            spw_cli_rel(ts, ref_ts, start, sizeof(start));
+        else
+            snprintf(start, sizeof(start), "-");
+        spw_table_row(t, spw_cli_jstr(cand, "kind"), name,
+                      spw_cli_jbool(cand, "ok") ? "yes" : "no", start,
+                      spw_cli_money(cand, "est_cost_usd", cost, sizeof(cost)),
+                      spw_cli_jstr(cand, "why"));
+    }
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, indent);
+    else
+        printf("%*s(none)\n", indent, "");
+    if (emulated)
+        printf("%*s* emulated cloud\n", indent, "");
+    spw_table_destroy(t);
+}
+
+static void explain_table(const char *id, const json_t *doc)
+{
+    double now = spw_cli_now(), ts;
+    char a[64], b[64];
+    const char *jid = spw_cli_jstr(doc, "id"), *state = spw_cli_jstr(doc, "state");
+    spw_cli_jnum(doc, "now_ts", &now);
+    printf("%s: %s (as of %s)\n", jid ? jid : id, state ? state : "?",
+           spw_cli_time(now, a, sizeof(a)));
+    json_t *dec = json_object_get(doc, "decision");
+    if (!json_is_object(dec)) {
+        printf("decision: none yet (the scheduler has not placed it)\n");
+    } else {
+        const char *where = spw_cli_jstr(dec, "where"), *reason = spw_cli_jstr(dec, "reason");
+        int have_ts = spw_cli_jnum(dec, "ts", &ts) == 0;
+        printf("decision");
+        if (have_ts)
+            printf(" %s (%s)", spw_cli_time(ts, a, sizeof(a)), spw_cli_rel(ts, now, b, sizeof(b)));
+        printf(": %s%s%s\n", where ? where : "-", reason ? ": " : "", reason ? reason : "");
+        /* Whatever else the daemon recorded with the decision. */
+        const char *key;
+        json_t *v;
+        json_object_foreach(dec, key, v) {
+            if (!strcmp(key, "ts") || !strcmp(key, "where") || !strcmp(key, "reason") ||
+                !strcmp(key, "candidates"))
+                continue;
+            printf("  %s: ", key);
+            show_value(stdout, key, v, now, (int)strlen(key) + 4);
+            printf("\n");
+        }
+        json_t *then = json_object_get(dec, "candidates");
+        if (json_is_array(then)) {
+            printf("  candidates then (est start from the decision):\n");
+            candidates_table(then, have_ts ? ts : now, 4);
+        }
+    }
+    printf("candidates now:\n");
+    candidates_table(json_object_get(doc, "candidates"), now, 2);
+}
+
+int spw_cli_explain(int argc, char **argv)
+{
+    spw_cli_common_t co;
+    const char *id = parse_id_cmd(argc, argv, "explain", spw_cli_explain_usage, &co);
+    spw_client_t cl;
+    json_t *doc;
+    spw_client_open(&cl, &co, "explain");
+    char *path = spw_client_path(&cl, "/v1/jobs/", id, "/explain");
+    int rc = spw_client_get_json(&cl, path, &doc);
+    free(path);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, doc);
+    else
+        explain_table(id, doc);
+    json_decref(doc);
+    return spw_cli_flush("explain");
+}
+
+/* ---- logs -------------------------------------------------------------------- */
+
+int spw_cli_logs(int argc, char **argv)
+{
+    enum { O_STDERR = SPW_CLI_O_FIRST };
+    static const struct option opts[] = {
+        {"follow", no_argument, NULL, 'f'},
+        {"stderr", no_argument, NULL, O_STDERR},
+        {"url", required_argument, NULL, SPW_CLI_O_URL},
+        {"token", required_argument, NULL, SPW_CLI_O_TOKEN},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    int follow = 0, err_stream = 0, c;
+    while ((c = getopt_long(argc, argv, "fo:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': follow = 1; break;
+        case O_STDERR: err_stream = 1; break;
+        case 'o': spw_cli_die_usage("logs", "logs writes the job's output as it is; -o does not apply");
+        case 'h': fputs(spw_cli_logs_usage, stdout); return 0;
+        default:
+            if (!spw_cli_common_opt(&co, "logs", c, optarg))
+                spw_cli_die_usage("logs", "unknown option");
+        }
+    }
+    if (optind >= argc)
+        spw_cli_die_usage("logs", "missing the job id (as `spillway queue` shows it: j-000042)");
+    if (optind + 1 < argc)
+        spw_cli_die_usage("logs", "one job id at a time");
+    const char *id = argv[optind];
+    if (!*id)
+        spw_cli_die_usage("logs", "the job id is empty");
+
+    spw_client_t cl;
+    spw_client_open(&cl, &co, "logs");
+    char *prefix = spw_client_path(&cl, "/v1/jobs/", id, "/logs?stream=");
+    long long offset = 0;
+    int rc;
+    for (;;) {
+        char path[1024];
+        spw_resp_t r;
+        snprintf(path, sizeof(path), "%s%s&offset=%lld", prefix, err_stream ? "err" : "out",
+                 offset);
+        if ((rc = spw_client_request(&cl, "GET", path, NULL, 0, NULL, &r)) != SPW_CLI_OK) {
+            spw_resp_free(&r);
+            break;
+        }
+        if (r.len && (fwrite(r.body, 1, r.len, stdout) != r.len || fflush(stdout) != 0)) {
+            spw_resp_free(&r);
+            rc = spw_cli_flush("logs");
+            if (rc == SPW_CLI_OK)
+                rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        offset = r.offset >= 0 ? r.offset : offset + (long long)r.len;
+        /* A daemon that does not say the state cannot be followed to the end. */
+        int ended = !r.job_state[0] || is_ended(r.job_state);
+        size_t got = r.len;
+        spw_resp_free(&r);
+        if (got)
+            continue;  /* more may be waiting: ask again at once */
+        if (!follow || ended)
+            break;
+        struct timespec half = {0, 500000000L};
+        nanosleep(&half, NULL);
+    }
+    free(prefix);
+    spw_client_close(&cl);
+    return rc ? rc : spw_cli_flush("logs");
+}
