@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# bench/run.sh: spillway's simulator benchmarks against the spec's speed
-# targets.  Run from the repository root as `make bench` (which builds
+# bench/run.sh: spillway's simulator and daemon benchmarks against the spec's
+# speed targets.  Run from the repository root as `make bench` (which builds
 # ./spillway and build/bench/* first).  Inputs and raw outputs go to
-# bench/out/ (gitignored); the report is printed and saved there as report.txt.
+# bench/out/ (gitignored); the report is printed and saved there as report.txt
+# (the daemon sections, 8 to 10, also as daemon.txt; bench/daemon.sh runs
+# them alone).
 #
 # Environment:
 #   BENCH_REPS=3        runs per measurement (best and median are printed)
 #   BENCH_PROFILE=0     skip the callgrind / perf stat profiles
 #   BENCH_MICRO=0       skip the engine-only microbenchmark
 #   BENCH_NO_TIME=1     behave as if /usr/bin/time were missing (no RSS figures)
+#   BENCH_DAEMON=0      skip the daemon sections (engine turn, spillway serve, Slurm)
+#   BENCH_SLURM=0       skip only Slurm's sbatch figures
+#   (bench/daemon.sh lists the sizes it takes from the environment)
 #
 # See bench/README.md for what each figure means.
 set -uo pipefail
@@ -407,6 +412,19 @@ if [ "$PROFILE" = 1 ]; then
     else
         echo "  perf not installed: no perf stat"
     fi
+fi
+
+# ---- 8-10. the daemon ------------------------------------------------------
+
+if [ "${BENCH_DAEMON:-1}" = 1 ]; then
+    # Engine turn with a deep queue, spillway serve over HTTP, Slurm's sbatch;
+    # bench/daemon.sh prints its sections and leaves its verdicts in a file.
+    bench/daemon.sh
+    if [ -f "$OUT/daemon_summary.txt" ]; then
+        while IFS= read -r l; do SUMMARY+=("$l"); done <"$OUT/daemon_summary.txt"
+    fi
+else
+    section "8-10. Daemon benchmarks skipped (BENCH_DAEMON=0)"
 fi
 
 # ---- summary ---------------------------------------------------------------
