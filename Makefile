@@ -77,6 +77,9 @@ deps-test:
 demo: deps
 	@$(MAKE) --no-print-directory spillway
 	./spillway demo
+	@echo
+	@echo "== the same engine, live: spillway serve with examples/serve.yaml"
+	sh scripts/live-demo.sh
 
 tests: $(TEST_BIN) spillway
 

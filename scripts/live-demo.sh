@@ -29,7 +29,13 @@ echo "== queue now: two run on-prem, four wait (they burst after 10 s)"
 sleep 14
 echo "== queue after the wait: the waiting jobs spilled to the emulated cloud"
 ./spillway queue
-id=$(./spillway queue -o json | python3 -c 'import json,sys; j=[x for x in json.load(sys.stdin)["jobs"] if x["where"]=="cloud"]; print(j[0]["id"] if j else "")')
+id=
+for j in j-000003 j-000004 j-000005 j-000006; do
+    if ./spillway show "$j" -o json | grep -q '"where": *"cloud"'; then
+        id=$j
+        break
+    fi
+done
 if [ -n "$id" ]; then
     echo "== why $id went to the cloud"
     ./spillway explain "$id"

@@ -19,7 +19,7 @@
 #include "util/file.h"
 
 const double spw_daemon_hist_le[SPW_HIST_BUCKETS] = {
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.05, 0.25, 1.0,
 };
 
 double spw_daemon_clock(void)
@@ -1248,7 +1248,27 @@ static int readopt(spw_daemon_t *d, djob_t *j)
 /* A placed job whose process is gone after a restart. */
 static void recover_gone(spw_daemon_t *d, djob_t *j)
 {
-    if (j->st == SPW_DJOB_PLACED && !j->h.pid) {
+    spw_exit_kind_t kind;
+    int status;
+    int known = spw_local_read_exit(d->log_dir, j->id, &kind, &status) == 0;
+    if (known) {
+        if (j->attempts == 0)
+            j->attempts = 1;   /* launched in the instant before it was recorded */
+        j->has_exit = 1;
+        j->exit_code = kind == SPW_EXIT_EXITED ? status : 128 + status;
+    }
+    if (known && kind == SPW_EXIT_EXITED && status == 0) {
+        set_reason(j, "exited 0 while the daemon was down");
+        job_end(d, j, SPW_DJOB_SUCCEEDED, d->now);
+        return;
+    }
+    if (known && (uint32_t)j->attempts > j->spec.retries) {
+        set_reason(j, "%s %d while the daemon was down", kind == SPW_EXIT_EXITED ? "exited with" : "killed by signal",
+                   status);
+        job_end(d, j, SPW_DJOB_FAILED, d->now);
+        return;
+    }
+    if (j->st == SPW_DJOB_PLACED && !j->h.pid && !known) {
         set_reason(j, "requeued: placed but not started when the daemon stopped");
     } else if ((uint32_t)j->attempts <= j->spec.retries) {
         set_reason(j, "its process ended while the daemon was down; retry %d of %u", j->attempts,
@@ -1404,7 +1424,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(db);
     if (!d->store)
         goto error;
-    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s};
+    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s, .log_dir = d->log_dir};
     d->be_ops = &spw_local_ops;
     if (!(d->be = spw_local_create(&lo, err)))
         goto error;

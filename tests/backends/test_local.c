@@ -1,7 +1,11 @@
 /* test_local.c: the local backend with real processes: logs, CUDA_VISIBLE_DEVICES,
  * argv without a shell, launch failures that leave nothing behind, cancel of a
  * whole process group with SIGKILL escalation, max_runtime, env and workdir,
- * adopt() after a "restart", and GPU detection with a fake nvidia-smi. */
+ * the shim and its exit records, adopt() after a "restart" (with the real
+ * exit status), and GPU detection with a fake nvidia-smi.
+ *
+ * A handle's pid is the job's shim, not the command: the command is the
+ * shim's only child, in the shim's process group (see local.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -116,6 +120,88 @@ static int no_children(void)
     return waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
 }
 
+/* The parent of pid from /proc/PID/stat, or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char name[64], buf[1024];
+    const char *p;
+    char state;
+    int ppid;
+
+    snprintf(name, sizeof(name), "%ld/stat", (long)pid);
+    slurp("/proc", name, buf, sizeof(buf));
+    p = strrchr(buf, ')');
+    return p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 ? (pid_t)ppid : -1;
+}
+
+/* The command a shim runs: its child (waiting a moment for the fork). */
+static pid_t job_of(pid_t shim)
+{
+    double end = wall_s() + 2;
+    while (wall_s() < end) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        pid_t found = -1;
+        while (d && found < 0 && (de = readdir(d))) {
+            char *e;
+            long p = strtol(de->d_name, &e, 10);
+            if (!*e && p > 0 && parent_of((pid_t)p) == shim)
+                found = (pid_t)p;
+        }
+        if (d)
+            closedir(d);
+        if (found > 0)
+            return found;
+        sleep_ms(10);
+    }
+    return -1;
+}
+
+/* The job's exit record, as the shim wrote it ("" if none). */
+static const char *record(const char *id, char *buf, size_t cap)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "%s.exit", id);
+    return slurp(tmp, name, buf, cap);
+}
+
+/* Writes text to tmp/name. */
+static void put_file(const char *name, const char *text)
+{
+    char path[PATH_MAX];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/%s", tmp, name);
+    if ((f = fopen(path, "w"))) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* Counts the open descriptors of pid, listing them into names.  Those at or
+ * above our descriptor limit are not counted: valgrind keeps its own there,
+ * and they show in a shim, which is a fork of this process running under it. */
+static int count_fds(pid_t pid, char *names, size_t cap)
+{
+    char path[64];
+    DIR *d;
+    struct dirent *de;
+    long limit = sysconf(_SC_OPEN_MAX);
+    int n = 0;
+
+    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
+    names[0] = '\0';
+    if ((d = opendir(path))) {
+        while ((de = readdir(d)))
+            if (de->d_name[0] != '.' && (limit <= 0 || atol(de->d_name) < limit)) {
+                n++;
+                strncat(names, " ", cap - strlen(names) - 1);
+                strncat(names, de->d_name, cap - strlen(names) - 1);
+            }
+        closedir(d);
+    }
+    return n;
+}
+
 static void test_script_logs_and_gpus(void *be)
 {
     static const uint32_t gpus[] = {2, 3};
@@ -143,7 +229,15 @@ static void test_script_logs_and_gpus(void *be)
            "stdout log: CUDA_VISIBLE_DEVICES=2,3 and SPILLWAY_JOB_ID");
     is_str(slurp(tmp, "job-1.err", buf, sizeof(buf)), "err\n", "stderr log");
     is(spw_local_count(be), 0, "nothing tracked after poll");
-    ok(no_children(), "the child was reaped");
+    ok(no_children(), "the shim was reaped (and it had reaped the job)");
+    is_str(record("job-1", buf, sizeof(buf)), "exited 3\n", "the shim recorded exit 3");
+    {
+        spw_exit_kind_t k = SPW_EXIT_LOST;
+        int st = -1;
+        int rc = spw_local_read_exit(tmp, "job-1", &k, &st);
+        ok(rc == 0 && k == SPW_EXIT_EXITED && st == 3, "spw_local_read_exit reads it back (%s %d)",
+           spw_exit_kind_name(k), st);
+    }
 
     /* A retry appends to the same logs; no GPUs means an empty list. */
     r.script = "echo \"[$CUDA_VISIBLE_DEVICES]\"";
@@ -151,6 +245,7 @@ static void test_script_logs_and_gpus(void *be)
     ok(ops->launch(be, &r, &h, &err) == 0 && wait_exit(be, &x, 3), "relaunch");
     is_str(slurp(tmp, "job-1.out", buf, sizeof(buf)), "2,3\njob-1\n[]\n",
            "logs are appended to; no GPUs gives an empty CUDA_VISIBLE_DEVICES");
+    is_str(record("job-1", buf, sizeof(buf)), "exited 0\n", "the record is replaced: exited 0");
     {
         struct stat sb;
         char path[PATH_MAX];
@@ -201,6 +296,8 @@ static void test_launch_failures(void *be)
     ok(no_children(), "and no child (nor zombie) is left");
     is(spw_local_count(be), 0, "nothing tracked");
     ok(!exists(tmp, "fail-1.out") && !exists(tmp, "fail-1.err"), "log files it created are removed");
+    ok(!exists(tmp, "fail-1.exit") && !exists(tmp, "fail-1.exit.tmp"),
+       "and so is the shim's record of the failed exec (exit 127)");
 
     r.argv = slash;
     ok(ops->launch(be, &r, &h, &err) < 0, "a missing path fails");
@@ -252,8 +349,8 @@ static void test_launch_failures(void *be)
     if (!ok(ops->launch(be, &r, &h, &err) < 0 && strstr(err.text, "'NOEQUALS' is not NAME=VALUE"),
        "a malformed env entry is refused"))
         diag("%s", err.text);
-    ok(!exists(tmp, "fail-1.out") && no_children() && spw_local_count(be) == 0,
-       "after all those failures: no file, no child, nothing tracked");
+    ok(!exists(tmp, "fail-1.out") && !exists(tmp, "fail-1.exit") && no_children() &&
+       spw_local_count(be) == 0, "after all those failures: no file, no child, nothing tracked");
 }
 
 static void test_no_fd_leak(void *be)
@@ -263,41 +360,101 @@ static void test_no_fd_leak(void *be)
     spw_handle_t h;
     spw_exit_t x;
     spw_error_t err = {""};
-    char path[64], names[512];
-    int leak, n = 0;
-    DIR *d;
-    struct dirent *de;
+    char names[512];
+    int leak, cloexec, n = 0;
+    pid_t job;
 
-    /* An inheritable descriptor in the daemon must not reach the job. */
+    /* An inheritable descriptor in the daemon must not reach the job; and
+     * since the shim never execs, it must close even close-on-exec ones (a
+     * restarted daemon could not bind a listen socket a shim still held). */
     leak = open("/dev/null", O_RDONLY);
+    cloexec = open("/dev/null", O_RDONLY | O_CLOEXEC);
     r.argv = argv;
     if (!ok(ops->launch(be, &r, &h, &err) == 0, "sleep launches"))
         diag("%s", err.text);
-    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)h.pid);
+    job = job_of(h.pid);
+    ok(job > 0 && job != h.pid, "the command (pid %ld) is the shim's child", (long)job);
     /* launch() returns once the report pipe closes during execve, which may
      * be before the kernel has closed the job's higher descriptors: look
      * again for a moment before calling it a leak. */
     for (int tries = 0; tries < 100; tries++) {
-        n = 0;
-        names[0] = '\0';
-        if ((d = opendir(path))) {
-            while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                    n++;
-                    strncat(names, " ", sizeof(names) - strlen(names) - 1);
-                    strncat(names, de->d_name, sizeof(names) - strlen(names) - 1);
-                }
-            closedir(d);
-        }
-        if (n == 3)
+        if ((n = count_fds(job, names, sizeof(names))) == 3)
             break;
         sleep_ms(10);
     }
     if (!is(n, 3, "the job has only stdin, stdout and stderr open"))
         diag("open:%s", names);
+    n = count_fds(h.pid, names, sizeof(names));
+    if (!is(n, 3, "so has the shim"))
+        diag("open:%s", names);
     close(leak);
+    close(cloexec);
     ok(ops->cancel(be, &h, wall_s(), &err) == 0, "cancel");
     ok(wait_exit(be, &x, 3), "exit");
+}
+
+/* What the shim is: the group leader, parent of the command, untouched by
+ * the signals it passes on, leaving a record of how the command ended. */
+static void test_shim(void *be)
+{
+    spw_launch_t r = base_req("shim");
+    spw_handle_t h;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    spw_exit_kind_t k = SPW_EXIT_LOST;
+    int st = -1;
+    char buf[256];
+    long job = 0, ppid = 0;
+
+    put_file("shim.exit", "exited 99\n");  /* from an "earlier attempt" */
+    r.script = "echo $$ $PPID; exec sleep 100";
+    if (!ok(ops->launch(be, &r, &h, &err) == 0, "job launches"))
+        diag("%s", err.text);
+    ok(!exists(tmp, "shim.exit"), "the record of an earlier attempt is removed at launch");
+    errno = 0;
+    ok(spw_local_read_exit(tmp, "shim", &k, &st) < 0 && errno == ENOENT,
+       "no record while the job runs");
+    first_line_pid("shim", 3);
+    sscanf(slurp(tmp, "shim.out", buf, sizeof(buf)), "%ld %ld", &job, &ppid);
+    ok(job > 0 && job != h.pid && ppid == h.pid, "the command (pid %ld) is the child of the shim (pid %ld)",
+       job, (long)h.pid);
+    ok(getpgid((pid_t)job) == h.pgid && getsid((pid_t)job) == h.pid,
+       "in the shim's session and process group");
+
+    /* SIGUSR1 to the group kills the command (its default action) but not the
+     * shim, which reports the command's death as its own. */
+    ok(ops->signal(be, &h, SIGUSR1, &err) == 0, "SIGUSR1 to the group");
+    ok(wait_exit(be, &x, 3), "exit reported");
+    ok(x.kind == SPW_EXIT_SIGNALED && x.status == SIGUSR1 && x.cause == SPW_CAUSE_NONE,
+       "killed by SIGUSR1, not by the backend (%s %d, %s)", spw_exit_kind_name(x.kind),
+       x.status, spw_exit_cause_name(x.cause));
+    snprintf(buf + 128, 64, "signaled %d\n", SIGUSR1);
+    is_str(record("shim", buf, 128), buf + 128, "the shim recorded it");
+    ok(no_children(), "shim and command reaped");
+
+    /* spw_local_read_exit accepts only what the shim writes. */
+    {
+        static const char *const bad[] = {"", "exited\n", "exited 3", "exited 256\n",
+                                          "exited -1\n", "exited 3\nmore", "signaled 0\n",
+                                          "signaled 65\n", "killed 9\n", "exited 0003\n"};
+        int all = 1;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            put_file("rec.exit", bad[i]);
+            errno = 0;
+            if (spw_local_read_exit(tmp, "rec", &k, &st) == 0 || errno != EPROTO) {
+                diag("accepted or wrong errno for '%s'", bad[i]);
+                all = 0;
+            }
+        }
+        ok(all, "malformed records are refused with EPROTO");
+        put_file("rec.exit", "signaled 9\n");
+        ok(spw_local_read_exit(tmp, "rec", &k, &st) == 0 && k == SPW_EXIT_SIGNALED && st == 9,
+           "signaled 9 reads back");
+        errno = 0;
+        ok(spw_local_read_exit(tmp, "../rec", &k, &st) < 0 && errno == EINVAL,
+           "an invalid job id is refused");
+        ok(spw_local_read_exit(NULL, "rec", &k, &st) < 0, "so is no log directory");
+    }
 }
 
 static void test_cancel_group(void *be)
@@ -320,14 +477,43 @@ static void test_cancel_group(void *be)
     is(x.status, SIGTERM, "SIGTERM");
     is(x.cause, SPW_CAUSE_CANCELLED, "cause: %s", spw_exit_cause_name(x.cause));
     {
+        char buf[64];
+        is_str(record("grp", buf, sizeof(buf)), "signaled 15\n",
+               "the shim survived SIGTERM and recorded it");
+    }
+    {
         double end = wall_s() + 2;
         while (alive(gc) && wall_s() < end)
             sleep_ms(10);
     }
-    ok(!alive(h.pid) && !alive(gc), "leader and grandchild are gone");
+    ok(!alive(h.pid) && !alive(gc), "shim and the job's background child are gone");
     if (!ok(ops->cancel(be, &h, wall_s(), &err) < 0 && strstr(err.text, "not running"),
        "cancel after the exit was reported fails"))
         diag("%s", err.text);
+}
+
+/* The job's first process is the shim, which ends right after the command:
+ * what the command left behind in its group is then killed. */
+static void test_leftovers_killed(void *be)
+{
+    spw_launch_t r = base_req("left");
+    spw_handle_t h;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    pid_t gc;
+
+    r.script = "sleep 100 & echo $!; exit 0";
+    if (!ok(ops->launch(be, &r, &h, &err) == 0, "job that leaves a process behind"))
+        diag("%s", err.text);
+    gc = first_line_pid("left", 3);
+    ok(wait_exit(be, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 0,
+       "its exit 0 is reported");
+    {
+        double end = wall_s() + 2;
+        while (alive(gc) && wall_s() < end)
+            sleep_ms(10);
+    }
+    ok(gc > 0 && !alive(gc), "the background sleep (pid %ld) was killed", (long)gc);
 }
 
 static void test_cancel_escalates(void *be)
@@ -350,7 +536,7 @@ static void test_cancel_escalates(void *be)
     sleep_ms(100);
     ops->tick(be, wall_s());
     is(ops->poll(be, &x, 1), 0, "still running inside the grace period");
-    ok(alive(h.pid) && alive(gc), "TERM was ignored");
+    ok(alive(h.pid) && alive(job_of(h.pid)) && alive(gc), "TERM was ignored");
     ok(wait_exit(be, &x, 3), "exit reported after escalation");
     ok(wall_s() - t0 >= 0.3, "not before the 0.3 s grace period");
     is(x.kind, SPW_EXIT_SIGNALED, "killed by a signal");
@@ -362,6 +548,7 @@ static void test_cancel_escalates(void *be)
             sleep_ms(10);
     }
     ok(!alive(gc), "the TERM-ignoring grandchild is gone too");
+    ok(!exists(tmp, "stubborn.exit"), "no record: SIGKILL to the group killed the shim as well");
 }
 
 static void test_max_runtime(void *be)
@@ -383,6 +570,10 @@ static void test_max_runtime(void *be)
     is(x.kind, SPW_EXIT_SIGNALED, "killed");
     is(x.status, SIGTERM, "by SIGTERM");
     is(x.cause, SPW_CAUSE_MAX_RUNTIME, "cause: %s", spw_exit_cause_name(x.cause));
+    {
+        char buf[64];
+        is_str(record("slow", buf, sizeof(buf)), "signaled 15\n", "recorded");
+    }
 }
 
 static void test_env_and_workdir(void *be)
@@ -494,6 +685,101 @@ static void test_adopt(void)
        "reported lost with cause cancelled");
     ok(!alive(pid), "and it is gone");
     ops->destroy(be);
+}
+
+/* Launches a job from a forked copy of this process, which then exits as a
+ * killed daemon would: the job's shim is then no child of ours.  Returns 0
+ * with the handle that "daemon" got. */
+static int launch_orphan(const char *id, const char *script, spw_handle_t *h)
+{
+    int fds[2], st;
+    ssize_t n;
+    pid_t pid;
+
+    if (pipe(fds) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        spw_local_t *lb = spw_local_create(NULL, NULL);
+        spw_launch_t r = base_req(id);
+        spw_handle_t hh;
+        spw_error_t err = {""};
+
+        close(fds[0]);
+        r.script = script;
+        memset(&hh, 0, sizeof(hh));
+        if (ops->launch(lb, &r, &hh, &err) < 0)
+            hh.pid = 0;
+        if (write(fds[1], &hh, sizeof(hh)) != (ssize_t)sizeof(hh))
+            _exit(1);
+        spw_local_destroy(lb);
+        _exit(0);
+    }
+    close(fds[1]);
+    n = read(fds[0], h, sizeof(*h));
+    close(fds[0]);
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    return pid > 0 && n == (ssize_t)sizeof(*h) && h->pid > 0 ? 0 : -1;
+}
+
+static void test_adopt_shim(void)
+{
+    spw_local_t *lb = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .log_dir = tmp}, NULL);
+    spw_local_t *blind = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3}, NULL);
+    spw_handle_t h, h2;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    spw_exit_kind_t k = SPW_EXIT_LOST;
+    int st = -1, rc;
+    pid_t pid = 0;
+    uint64_t ticks = 0;
+    char id5[64];
+
+    /* spw_local_find_job searches the whole machine: make the id ours alone,
+     * so that copies of this test running side by side do not meet. */
+    snprintf(id5, sizeof(id5), "orph-5-%ld", (long)getpid());
+    if (!ok(launch_orphan(id5, "sleep 0.3; exit 5", &h) == 0,
+            "a job launched by another (now gone) backend"))
+        return;
+    ok(parent_of(h.pid) != getpid(), "its shim is not our child");
+    rc = spw_local_find_job(id5, &pid, &ticks);
+    ok(rc == 0 && pid == h.pid && ticks == h.start_ticks,
+       "spw_local_find_job finds its shim by job id (pid %ld)", (long)pid);
+    if (!ok(ops->adopt(lb, &h, &err) == 0, "adopted by a backend that knows the log directory"))
+        diag("%s", err.text);
+    ok(wait_exit(lb, &x, 3), "its end is noticed");
+    ok(x.kind == SPW_EXIT_EXITED && x.status == 5 && x.cause == SPW_CAUSE_NONE,
+       "with the real exit code instead of LOST (%s %d)", spw_exit_kind_name(x.kind), x.status);
+
+    ok(launch_orphan("orph-term", "sleep 100", &h) == 0, "another orphan job");
+    ok(ops->adopt(lb, &h, &err) == 0 && ops->cancel(lb, &h, wall_s(), &err) == 0,
+       "adopted and cancelled");
+    ok(wait_exit(lb, &x, 3), "its end is noticed");
+    ok(x.kind == SPW_EXIT_SIGNALED && x.status == SIGTERM && x.cause == SPW_CAUSE_CANCELLED,
+       "SIGNALED 15, cause cancelled (%s %d, %s)", spw_exit_kind_name(x.kind), x.status,
+       spw_exit_cause_name(x.cause));
+
+    ok(launch_orphan("orph-blind", "sleep 0.2; exit 0", &h) == 0, "a third orphan job");
+    ok(ops->adopt(blind, &h, &err) == 0 && wait_exit(blind, &x, 3), "adopted where no log_dir was given");
+    ok(x.kind == SPW_EXIT_LOST && x.status == -1, "reported LOST, as before (%s)",
+       spw_exit_kind_name(x.kind));
+
+    /* It ended while no daemon ran: adopt() fails, the record remains. */
+    ok(launch_orphan("orph-done", "exit 4", &h2) == 0, "a job that ends at once");
+    {
+        double end = wall_s() + 3;
+        while (alive(h2.pid) && wall_s() < end)
+            sleep_ms(10);
+    }
+    errno = 0;
+    ok(ops->adopt(lb, &h2, &err) < 0 && errno == ESRCH, "adopting it fails: %s", err.text);
+    rc = spw_local_read_exit(tmp, "orph-done", &k, &st);
+    ok(rc == 0 && k == SPW_EXIT_EXITED && st == 4,
+       "but spw_local_read_exit still tells exit 4 (%s %d)", spw_exit_kind_name(k), st);
+    ok(no_children(), "none of them was ever our child");
+    spw_local_destroy(blind);
+    spw_local_destroy(lb);
 }
 
 static void test_adopt_own_child(void)
@@ -658,13 +944,16 @@ int main(void)
     test_script_logs_and_gpus(be);
     test_argv_no_shell(be);
     test_no_fd_leak(be);
+    test_shim(be);
     test_cancel_group(be);
+    test_leftovers_killed(be);
     test_cancel_escalates(be);
     test_max_runtime(be);
     test_env_and_workdir(be);
     ops->destroy(be);
 
     test_adopt();
+    test_adopt_shim();
     test_adopt_own_child();
     test_poll_max_and_destroy();
     test_detect_gpus();

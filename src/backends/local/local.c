@@ -1,6 +1,7 @@
 /* local.c: the local backend: each job is a process group on this machine,
- * started with fork + execve, stopped with SIGTERM then SIGKILL, reaped
- * without blocking.  See local.h for the contract. */
+ * started by a forked shim that forks + execs the job and records its exit,
+ * stopped with SIGTERM then SIGKILL, reaped without blocking.  See local.h
+ * for the contract. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +35,8 @@ typedef struct job {
 
 struct spw_local {
     double grace_s;             /* SIGTERM to SIGKILL delay, seconds */
+    char *log_dir;              /* where adopted jobs' exit records are read
+                                   from, owned; NULL = not read */
     job_t *jobs;                /* tracked jobs in launch/adopt order, owned */
     size_t njobs;               /* entries used in jobs */
     size_t cap;                 /* entries allocated in jobs */
@@ -144,7 +148,15 @@ int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
     while (!found && (de = readdir(dir))) {
         char *end;
         long p = strtol(de->d_name, &end, 10);
-        if (*end || p <= 0 || getpgid((pid_t)p) != (pid_t)p)
+        if (*end || p <= 0)
+            continue;
+        /* The job is the shim's child, in the shim's group; the shim itself
+         * never execs, so its environment is the daemon's, not the job's.
+         * Checking the parent first spares reading most environments. */
+        pid_t leader = getpgid((pid_t)p);
+        proc_info_t pi;
+        if (leader <= 0 || leader == (pid_t)p || proc_read((pid_t)p, &pi) < 0 ||
+            pi.ppid != leader)
             continue;
         char path[64];
         snprintf(path, sizeof(path), "/proc/%ld/environ", p);
@@ -159,8 +171,8 @@ int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
             }
         free(env);
         uint64_t ticks;
-        if (found && spw_local_proc_start((pid_t)p, &ticks, NULL, NULL) == 0) {
-            *pid = (pid_t)p;
+        if (found && spw_local_proc_start(leader, &ticks, NULL, NULL) == 0) {
+            *pid = leader;
             *start_ticks = ticks;
         } else {
             found = 0;
@@ -168,6 +180,51 @@ int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
     }
     closedir(dir);
     return found ? 0 : (errno = ESRCH, -1);
+}
+
+int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
+                        int *status)
+{
+    char buf[32], *path, *p;
+    ssize_t n;
+    long v = 0;
+    int fd, e, digits = 0;
+    spw_exit_kind_t k;
+
+    if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
+        return errno = EINVAL, -1;
+    path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    e = errno;
+    free(path);
+    if (fd < 0)
+        return errno = e, -1;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
+    e = errno;
+    close(fd);
+    if (n < 0)
+        return errno = e, -1;
+    buf[n] = '\0';
+    /* Exactly what the shim writes: "exited N\n" or "signaled N\n". */
+    if (strncmp(buf, "exited ", 7) == 0) {
+        k = SPW_EXIT_EXITED;
+        p = buf + 7;
+    } else if (strncmp(buf, "signaled ", 9) == 0) {
+        k = SPW_EXIT_SIGNALED;
+        p = buf + 9;
+    } else {
+        return errno = EPROTO, -1;
+    }
+    for (; *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+        v = v * 10 + (*p - '0');
+    if (!digits || strcmp(p, "\n") != 0 ||
+        (k == SPW_EXIT_EXITED ? v > 255 : v < 1 || v >= NSIG))
+        return errno = EPROTO, -1;
+    *kind = k;
+    *status = (int)v;
+    return 0;
 }
 
 /* Whether an adopted job's process is still the one that was started. */
@@ -233,8 +290,10 @@ static int not_tracked(const spw_handle_t *h, spw_error_t *err)
 
 /* ---- the child, between fork and exec --------------------------------- */
 
-/* Only async-signal-safe calls from here to execve: the daemon may have
- * threads, and one of them may hold the malloc lock at fork time. */
+/* Only async-signal-safe calls from fork to execve, and in the shim for its
+ * whole life: the daemon may have threads, and one of them may hold the
+ * malloc lock at fork time.  (close_range and prctl are plain system calls
+ * too, though POSIX does not list them.) */
 
 enum { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
 
@@ -243,13 +302,17 @@ typedef struct child_report {
     int err;                    /* its errno */
 } child_report_t;
 
-/* Everything the child needs, prepared by the parent. */
+/* Everything the shim and the job need, prepared by the parent. */
 typedef struct child_plan {
     const char *file;           /* program: a path, or a name to search */
     char *const *argv;          /* its arguments */
     char *const *envp;          /* its environment */
     const char *path;           /* PATH to search when file has no '/' */
     const char *workdir;        /* NULL = stay */
+    const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record */
+    const char *exit_tmp;       /* LOG_DIR/JOBID.exit.tmp, renamed to exit_path */
+    int max_fd;                 /* descriptors below this are closed in the
+                                   shim where close_range is missing */
     int in_fd, out_fd, err_fd;  /* become 0, 1, 2 */
     int report_fd;              /* close-on-exec pipe to the parent */
 } child_plan_t;
@@ -314,22 +377,110 @@ static int child_exec(const child_plan_t *c)
     return eacces ? EACCES : ENOENT;
 }
 
-static void __attribute__((noreturn)) child_run(const child_plan_t *c)
+/* The job itself, forked by the shim: it inherits the shim's session, process
+ * group and descriptors 0-2, and every signal blocked. */
+static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep)
 {
     struct sigaction dfl;
-    sigset_t all;
-    int rep = c->report_fd, in = c->in_fd, out = c->out_fd, errfd = c->err_fd;
+    sigset_t none;
 
-    /* Signals: block while resetting every disposition (a daemon handler must
-     * not run in the job), then unblock all: a job starts with a clean slate. */
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* Every disposition back to default (the shim ignores most signals, and
+     * ignoring survives exec), then unblock all: a job starts with a clean
+     * slate.  A signal sent to the group meanwhile stays pending, since a
+     * blocked signal is not discarded even while ignored. */
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     for (int s = 1; s < NSIG; s++)
         sigaction(s, &dfl, NULL);  /* fails harmlessly for KILL, STOP, ... */
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    if (c->workdir && chdir(c->workdir) < 0)
+        child_fail(rep, STAGE_CHDIR, errno);
+    child_fail(rep, STAGE_EXEC, child_exec(c));
+}
+
+/* Writes n in decimal at buf; returns the length (at most 10). */
+static size_t put_uint(char *buf, unsigned n)
+{
+    char tmp[10];
+    size_t len = 0, i = 0;
+    do
+        tmp[len++] = (char)('0' + n % 10);
+    while ((n /= 10) && len < sizeof(tmp));
+    while (len)
+        buf[i++] = tmp[--len];
+    return i;
+}
+
+/* Records how the job ended ("exited N\n" or "signaled N\n") in
+ * LOG_DIR/JOBID.exit, written whole under a temporary name and renamed, so a
+ * reader sees either nothing or the complete line. */
+static void shim_record(const child_plan_t *c, int st)
+{
+    static const char exited[] = "exited ", signaled[] = "signaled ";
+    char buf[32];
+    size_t n;
+    int fd, good;
+
+    if (WIFEXITED(st)) {
+        memcpy(buf, exited, sizeof(exited) - 1);
+        n = sizeof(exited) - 1;
+        n += put_uint(buf + n, (unsigned)WEXITSTATUS(st));
+    } else {
+        memcpy(buf, signaled, sizeof(signaled) - 1);
+        n = sizeof(signaled) - 1;
+        n += put_uint(buf + n, (unsigned)WTERMSIG(st));
+    }
+    buf[n++] = '\n';
+    fd = open(c->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+              0640);
+    if (fd < 0)
+        return;  /* no record: a restarted daemon reports the job lost */
+    good = write(fd, buf, n) == (ssize_t)n;
+    if (close(fd) < 0)
+        good = 0;
+    if (!good || rename(c->exit_tmp, c->exit_path) < 0)
+        unlink(c->exit_tmp);
+}
+
+/* Signals the shim leaves at their default: SIGCHLD (waitpid needs it not
+ * ignored), those that cannot be caught, and those a fault raises (ignoring
+ * them would make a fault loop).  Every other one it ignores, so that
+ * whatever is sent to the group (SIGTERM on cancel, SIGUSR1 through
+ * signal(), SIGHUP, SIGTSTP) acts on the job alone and the shim lives to
+ * record the outcome.  SIGKILL still ends it. */
+static int shim_keeps_default(int s)
+{
+    switch (s) {
+    case SIGCHLD: case SIGKILL: case SIGSTOP:
+    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGTRAP: case SIGSYS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The shim, the first child: it makes the session and the log descriptors,
+ * forks the job, waits for it, records its outcome and ends the same way.
+ * It never execs, so it must shed every descriptor the daemon had open. */
+static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
+{
+    struct sigaction act;
+    sigset_t set;
+    int rep = c->report_fd, in = c->in_fd, out = c->out_fd, errfd = c->err_fd;
+    int st;
+    pid_t job;
+
+    /* Block everything while setting dispositions (a daemon handler must run
+     * in neither process), and fork the job still blocked: it resets them. */
+    sigfillset(&set);
+    sigprocmask(SIG_SETMASK, &set, NULL);
+    memset(&act, 0, sizeof(act));
+    for (int s = 1; s < NSIG; s++) {
+        act.sa_handler = shim_keeps_default(s) ? SIG_DFL : SIG_IGN;
+        sigaction(s, &act, NULL);  /* fails harmlessly for KILL, STOP, ... */
+    }
 
     if (setsid() < 0)
         child_fail(rep, STAGE_SETUP, errno);
@@ -348,9 +499,44 @@ static void __attribute__((noreturn)) child_run(const child_plan_t *c)
      * O_CLOEXEC anyway. */
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 #endif
-    if (c->workdir && chdir(c->workdir) < 0)
-        child_fail(rep, STAGE_CHDIR, errno);
-    child_fail(rep, STAGE_EXEC, child_exec(c));
+
+    job = fork();
+    if (job < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+    if (job == 0)
+        job_run(c, rep);
+
+    /* The shim keeps only 0-2.  Dropping the report pipe lets the parent see
+     * EOF once the job's exec closes its copy; dropping the rest keeps a
+     * restarted daemon from finding its listen socket still held open. */
+#ifdef CLOSE_RANGE_CLOEXEC
+    if (close_range(3, ~0U, 0) < 0)
+#endif
+        for (int fd = 3; fd < c->max_fd; fd++)
+            close(fd);
+    sigemptyset(&set);
+    sigprocmask(SIG_SETMASK, &set, NULL);
+
+    while (waitpid(job, &st, 0) < 0)
+        if (errno != EINTR)
+            _exit(127);  /* cannot happen: the job is our only child */
+    shim_record(c, st);
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        /* Die of the same signal, so the daemon's waitid sees what the job
+         * saw; but without a core dump of the shim, which would look like a
+         * crash of spillway itself. */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        memset(&act, 0, sizeof(act));
+        act.sa_handler = SIG_DFL;
+        sigaction(sig, &act, NULL);
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        kill(getpid(), sig);
+        _exit(128 + sig);  /* a signal whose default is not to terminate */
+    }
+    _exit(WEXITSTATUS(st));
 }
 
 /* ---- launch ----------------------------------------------------------- */
@@ -478,7 +664,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     spw_local_t *lb = be;
     char *owned[4] = {NULL};
     char **envp = NULL;
-    char *out_path = NULL, *err_path = NULL;
+    char *out_path = NULL, *err_path = NULL, *exit_path = NULL, *exit_tmp = NULL;
     const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
     int in_fd = -1, out_fd = -1, err_fd = -1, pipefd[2] = {-1, -1};
     int out_created = 0, err_created = 0;
@@ -486,6 +672,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     child_report_t rep;
     spw_handle_t h;
     ssize_t n;
+    long max_fd;
     pid_t pid;
 
     if (check_launch(req, err) < 0)
@@ -493,6 +680,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     out_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".out");
     err_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".err");
+    exit_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit");
+    exit_tmp = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit.tmp");
     if ((out_fd = open_log(out_path, &out_created)) < 0) {
         spw_errorf(err, "job %s: cannot open log file '%s': %s", req->job_id,
                    out_path, strerror(errno));
@@ -531,6 +720,18 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     plan.out_fd = out_fd;
     plan.err_fd = err_fd;
     plan.report_fd = pipefd[1];
+    plan.exit_path = exit_path;
+    plan.exit_tmp = exit_tmp;
+    max_fd = sysconf(_SC_OPEN_MAX);
+    plan.max_fd = max_fd < 1024 ? 1024 : max_fd > 65536 ? 65536 : (int)max_fd;
+
+    /* The record of an earlier attempt of this job must not be mistaken for
+     * this one's (logs are appended to, but the record is replaced). */
+    if (unlink(exit_path) < 0 && errno != ENOENT) {
+        spw_errorf(err, "job %s: cannot remove the old exit record '%s': %s", req->job_id,
+                   exit_path, strerror(errno));
+        goto error;
+    }
 
     pid = fork();
     if (pid < 0) {
@@ -538,21 +739,27 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         goto error;
     }
     if (pid == 0)
-        child_run(&plan);
+        shim_run(&plan);
 
     close(pipefd[1]);
     pipefd[1] = -1;
-    /* EOF means execve succeeded (the pipe closed on exec); a report means the
-     * child failed and is about to _exit. */
+    /* EOF means execve succeeded: the job's copy of the pipe closed on exec
+     * and the shim closed its own right after forking the job.  A report
+     * means the shim or the job failed and is about to _exit (the shim after
+     * the job, having recorded exit 127, which is removed below). */
     do
         n = read(pipefd[0], &rep, sizeof(rep));
     while (n < 0 && errno == EINTR);
     if (n != 0) {
         int st;
-        if (n < 0)  /* cannot tell whether it started: make sure it did not */
-            kill(pid, SIGKILL);
+        if (n < 0) {  /* cannot tell whether it started: make sure it did not */
+            kill(pid, SIGKILL);   /* first the shim, so it forks nothing more, */
+            kill(-pid, SIGKILL);  /* then the job, if it made one */
+        }
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
+        unlink(exit_path);
+        unlink(exit_tmp);
         if (n != (ssize_t)sizeof(rep))
             spw_errorf(err, "job %s: the process failed before it started", req->job_id);
         else if (rep.stage == STAGE_EXEC)
@@ -568,11 +775,11 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     memset(&h, 0, sizeof(h));
     snprintf(h.job_id, sizeof(h.job_id), "%s", req->job_id);
-    h.pid = pid;
-    h.pgid = pid;  /* setsid() made the child a group leader */
+    h.pid = pid;   /* the shim: the job's exit status outlives it as its own */
+    h.pgid = pid;  /* setsid() made the shim a group leader */
     {
         proc_info_t pi;
-        /* The start time is fixed at fork, so reading it after exec is exact.
+        /* The start time is fixed at fork, so reading it now is exact.
          * Without /proc it stays 0: the job runs but cannot be adopted. */
         h.start_ticks = proc_read(pid, &pi) == 0 ? pi.start_ticks : 0;
     }
@@ -587,6 +794,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     close(err_fd);
     free(out_path);
     free(err_path);
+    free(exit_path);
+    free(exit_tmp);
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
@@ -609,6 +818,8 @@ error:
         unlink(err_path);
     free(out_path);
     free(err_path);
+    free(exit_path);
+    free(exit_tmp);
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
@@ -691,7 +902,7 @@ static void local_tick(void *be, double now_s)
 /* ---- poll and adopt --------------------------------------------------- */
 
 /* Checks one job; returns 1 and fills *x if it has ended. */
-static int job_ended(job_t *j, spw_exit_t *x)
+static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
 {
     memset(x, 0, sizeof(*x));
     x->handle = j->h;
@@ -735,6 +946,12 @@ static int job_ended(job_t *j, spw_exit_t *x)
     case IDENT_REUSED:
         break;  /* the group id may now be someone else's: leave it */
     }
+    /* Not our child, so its status went to whoever reaped it; but the shim
+     * recorded the job's outcome before it ended (unless SIGKILL ended it
+     * too).  The record is this launch's: launch() removed any older one. */
+    if (lb->log_dir &&
+        spw_local_read_exit(lb->log_dir, j->h.job_id, &x->kind, &x->status) == 0)
+        return 1;
     x->kind = SPW_EXIT_LOST;
     x->status = -1;
     return 1;
@@ -746,7 +963,7 @@ static int local_poll(void *be, spw_exit_t *exits, size_t max)
     size_t n = 0, i = 0;
 
     while (i < lb->njobs && n < max) {
-        if (job_ended(&lb->jobs[i], &exits[n])) {
+        if (job_ended(lb, &lb->jobs[i], &exits[n])) {
             n++;
             lb->njobs--;
             memmove(&lb->jobs[i], &lb->jobs[i + 1], (lb->njobs - i) * sizeof(*lb->jobs));
@@ -814,6 +1031,7 @@ spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
     }
     lb = spw_xcalloc(1, sizeof(*lb));
     lb->grace_s = grace_s;
+    lb->log_dir = opts && opts->log_dir ? spw_xstrdup(opts->log_dir) : NULL;
     return lb;
 }
 
@@ -822,6 +1040,7 @@ void spw_local_destroy(spw_local_t *lb)
     if (!lb)
         return;
     free(lb->jobs);
+    free(lb->log_dir);
     free(lb);
 }
 

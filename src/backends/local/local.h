@@ -11,27 +11,44 @@
 #include "util/error.h"
 
 /* How a job runs:
- * - fork, then in the child setsid() (its own session and process group, so
- *   signals reach everything it starts), stdin from /dev/null, stdout and
- *   stderr appended to LOG_DIR/JOBID.out and .err (created 0640), every other
- *   descriptor closed on exec, ignored signals and the signal mask reset,
- *   chdir(workdir), then execve: argv[0] searched in the job's PATH (no
- *   shell, and no shell fallback for an executable without "#!": that fails
- *   with "Exec format error"), or /bin/sh -c SCRIPT.
+ * - fork a shim, which calls setsid() (its own session and process group, so
+ *   signals reach everything the job starts), points stdin at /dev/null and
+ *   stdout and stderr at LOG_DIR/JOBID.out and .err (appended to, created
+ *   0640), and forks again: the job.  The job resets every signal disposition
+ *   and the signal mask, closes every other descriptor on exec, does
+ *   chdir(workdir), then execve: argv[0] searched in the job's PATH (no shell,
+ *   and no shell fallback for an executable without "#!": that fails with
+ *   "Exec format error"), or /bin/sh -c SCRIPT.
+ * - the shim never execs.  It closes every descriptor but 0-2 (so nothing of
+ *   the daemon's, such as its listen socket, outlives it), ignores every
+ *   signal but SIGCHLD, SIGKILL, SIGSTOP and those faults raise (so SIGTERM
+ *   or anything else sent to the group acts on the job alone), waits for the
+ *   job, writes "exited N\n" or "signaled N\n" to LOG_DIR/JOBID.exit (through
+ *   JOBID.exit.tmp and rename, so never half-written), and ends the same way:
+ *   _exit(N), or dies of signal N (without a core dump).  So the handle's pid
+ *   and pgid are the shim's, its exit status is the job's, and a daemon
+ *   restarted meanwhile, to which the shim is no child, still learns the
+ *   outcome from the file.  A SIGKILL to the group (cancel escalation) kills
+ *   the shim too: then there is no record.  launch() removes the record of an
+ *   earlier attempt of the same job id before it forks.
  * - environment: the daemon's, then the job's env (which wins), then
  *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated) and
  *   SPILLWAY_JOB_ID, which win over both; PWD follows workdir.
- * - a failed chdir or exec is sent to the parent through a close-on-exec pipe,
- *   so launch() fails with the reason, reaps the child and removes log files
- *   it created.
- * - when the job's first process exits, whatever is left of its process group
- *   is killed with SIGKILL, so no stray process keeps holding a GPU unseen.
+ * - a failed chdir or exec is sent to the parent through a close-on-exec pipe
+ *   (the shim drops its copy once it has forked the job, so the parent reads
+ *   EOF once the exec succeeded), so launch() fails with the reason, reaps
+ *   the shim and removes the log files it created and the shim's record.
+ * - when the job's first process (the shim, which ends right after the job)
+ *   exits, whatever is left of its process group is killed with SIGKILL, so
+ *   no stray process keeps holding a GPU unseen.
+ * - the shim is a fork of the daemon that never execs, so each running job
+ *   keeps a copy-on-write image of the daemon's memory as it was at launch.
  *
  * A backend is not thread-safe: call it from one thread (the scheduler loop).
  * The backend owns its children: the daemon must not reap them (no
  * waitpid(-1, ...)) and must not set SIGCHLD to SIG_IGN.  Only async-signal-
- * safe calls run between fork and exec, so launching from a threaded daemon
- * is safe. */
+ * safe calls run in the shim and in the job before exec, so launching from a
+ * threaded daemon is safe. */
 
 typedef struct spw_local spw_local_t;
 
@@ -39,6 +56,10 @@ typedef struct spw_local spw_local_t;
 typedef struct spw_local_opts {
     double grace_s;             /* SIGTERM to SIGKILL delay on cancel and
                                    max_runtime, seconds, >= 0 */
+    const char *log_dir;        /* the directory jobs' log_dir names (copied):
+                                   poll() reads an adopted job's exit record
+                                   there (see spw_local_read_exit) instead of
+                                   reporting it LOST; NULL = never read */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */
@@ -64,12 +85,24 @@ size_t spw_local_count(const spw_local_t *lb);
 int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
                          spw_error_t *err);
 
-/* Finds the running job process launched for job_id (by any daemon): the
- * process group leader whose environment holds SPILLWAY_JOB_ID=job_id.  A
- * daemon killed between launch() and recording the pid uses it to adopt the
- * job instead of starting it twice.  Returns 0 with *pid and *start_ticks,
- * or -1 with errno ESRCH when there is none. */
+/* Finds the running job launched for job_id (by any daemon): a process whose
+ * environment holds SPILLWAY_JOB_ID=job_id and whose parent leads its process
+ * group (the job, child of its shim).  A daemon killed between launch() and
+ * recording the pid uses it to adopt the job instead of starting it twice.
+ * Returns 0 with the shim's *pid (the handle's pid and pgid) and
+ * *start_ticks, or -1 with errno ESRCH when there is none. */
 int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks);
+
+/* Reads the exit record the shim of job_id left in log_dir (see "How a job
+ * runs"): how the job ended, even if the daemon that launched it is gone.  A
+ * daemon that finds a job's process gone after a restart (adopt() fails with
+ * ESRCH) can learn its outcome here.  Returns 0 with *kind EXITED (*status
+ * the exit code) or SIGNALED (*status the signal number), or -1 with errno
+ * ENOENT when there is no record (the job still runs, was killed with
+ * SIGKILL, or ran under an older spillway), EPROTO when it is malformed,
+ * EINVAL for an invalid job id, or another errno from open/read. */
+int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
+                        int *status);
 
 /* Counts this machine's NVIDIA GPUs by running
  * `nvidia-smi --query-gpu=index --format=csv,noheader` from PATH (at most
