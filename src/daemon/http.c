@@ -1,0 +1,315 @@
+/* http.c: libmicrohttpd glue for the API: binds the listen socket itself
+ * (for an exact error message), gathers each request's parts and upload,
+ * hands them to spw_route and sends back what it answers. */
+#include "daemon/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "daemon/router.h"
+
+/* Connections served at once (one thread each). */
+#define HTTP_MAX_CONNECTIONS 256
+/* An idle keep-alive connection is closed after this long, seconds. */
+#define HTTP_IDLE_TIMEOUT_S 120
+/* An oversized chunked upload is read and dropped up to this many times
+ * max_body_bytes before the connection is cut. */
+#define HTTP_DISCARD_FACTOR 64
+
+struct spw_http {
+    struct MHD_Daemon *mhd;     /* the server and its threads */
+    spw_daemon_t *d;            /* borrowed */
+    size_t max_body_bytes;      /* larger uploads are answered 413 */
+    int port;                   /* bound port */
+};
+
+/* One request in flight (MHD's per-request pointer). */
+typedef struct http_req {
+    struct timespec start;      /* CLOCK_MONOTONIC when its headers arrived */
+    char *body;                 /* upload so far (malloc), at most
+                                   max_body_bytes */
+    size_t len;                 /* bytes at body */
+    size_t cap;                 /* bytes allocated at body */
+    size_t dropped;             /* upload bytes past the limit, not kept */
+    int too_large;              /* 1: the upload passed max_body_bytes */
+    int status;                 /* status answered; 0 until then */
+} http_req_t;
+
+/* ---- the listen socket -------------------------------------------------- */
+
+/* Parses "HOST:PORT" (IPv4 or "localhost") into sa.  0 or -1 with err. */
+static int parse_listen(const char *where, struct sockaddr_in *sa, spw_error_t *err)
+{
+    const char *colon = where ? strrchr(where, ':') : NULL;
+    char host[64];
+    char *end;
+
+    if (!colon || colon == where || (size_t)(colon - where) >= sizeof(host))
+        goto bad;
+    memcpy(host, where, (size_t)(colon - where));
+    host[colon - where] = '\0';
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (colon[1] < '0' || colon[1] > '9' || *end || errno || port > 65535)
+        goto bad;
+    memset(sa, 0, sizeof(*sa));
+    sa->sin_family = AF_INET;
+    sa->sin_port = htons((uint16_t)port);
+    if (strcmp(host, "localhost") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+        goto bad;
+    return 0;
+bad:
+    return spw_errorf(err, "cannot listen on '%s': expected HOST:PORT with an IPv4 address "
+                           "or localhost, like 127.0.0.1:8470", where ? where : "");
+}
+
+/* A bound, listening, non-blocking, close-on-exec socket, or -1 with err. */
+static int open_listener(const char *where, const struct sockaddr_in *sa, spw_error_t *err)
+{
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return spw_errorf(err, "cannot listen on %s: %s", where, strerror(errno));
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0
+        || bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(fd, 128) < 0) {
+        int e = errno;
+        close(fd);
+        return spw_errorf(err, "cannot listen on %s: %s", where, strerror(e));
+    }
+    return fd;
+}
+
+/* ---- one request -------------------------------------------------------- */
+
+/* Keeps up to max_body_bytes of the upload; the rest is only counted. */
+static void take_body(spw_http_t *h, http_req_t *r, const char *data, size_t n)
+{
+    if (r->too_large || n > h->max_body_bytes - r->len) {
+        r->too_large = 1;
+        r->dropped += n;
+        return;
+    }
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < r->len + n)
+            cap *= 2;
+        if (cap > h->max_body_bytes)
+            cap = h->max_body_bytes;
+        r->body = spw_xrealloc(r->body, cap);
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+}
+
+/* The query as the router wants it: key, value, ..., NULL. */
+typedef struct query_vec {
+    const char **kv;            /* 2 * n + 1 entries */
+    size_t n;                   /* pairs filled */
+    size_t max;                 /* pairs room was made for */
+} query_vec_t;
+
+static enum MHD_Result query_add(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    query_vec_t *q = cls;
+    (void)kind;
+    if (q->n == q->max)
+        return MHD_NO;
+    q->kv[2 * q->n] = key;
+    q->kv[2 * q->n + 1] = value;
+    q->n++;
+    return MHD_YES;
+}
+
+/* Adds header name: value to resp unless value is NULL or "". */
+static void add_header(struct MHD_Response *resp, const char *name, const char *value)
+{
+    if (value && *value)
+        MHD_add_response_header(resp, name, value);
+}
+
+/* Routes the gathered request and queues the answer. */
+static enum MHD_Result answer(spw_http_t *h, struct MHD_Connection *conn, http_req_t *r,
+                              const char *url, const char *method)
+{
+    query_vec_t q = {NULL, 0, 0};
+    int nq = MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    q.max = nq > 0 ? (size_t)nq : 0;
+    q.kv = spw_xcalloc(2 * q.max + 1, sizeof(*q.kv));
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_add, &q);
+
+    spw_route_req_t req = {
+        .method = method,
+        .path = url,
+        .query = q.kv,
+        .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_AUTHORIZATION),
+        .body = r->body,
+        .body_len = r->len,
+        .body_too_large = r->too_large,
+    };
+    spw_route_resp_t out;
+    spw_route(h->d, &req, &out);
+    free(q.kv);
+
+#if MHD_VERSION >= 0x00097701
+    struct MHD_Response *resp = MHD_create_response_from_buffer_copy(out.body_len, out.body);
+#else
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(out.body_len, out.body, MHD_RESPMEM_MUST_COPY);
+#endif
+    if (!resp) {
+        spw_route_resp_clear(&out);
+        return MHD_NO;
+    }
+    add_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, out.content_type);
+    add_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    add_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, out.www_authenticate);
+    add_header(resp, MHD_HTTP_HEADER_ALLOW, out.allow);
+    add_header(resp, "X-Spillway-Offset", out.offset);
+    add_header(resp, "X-Spillway-Job-State", out.job_state);
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, resp);
+    MHD_destroy_response(resp);
+    if (ret == MHD_YES)
+        r->status = out.status;
+    spw_route_resp_clear(&out);
+    return ret;
+}
+
+/* 1 when the request announces a Content-Length above the limit. */
+static int announced_too_large(spw_http_t *h, struct MHD_Connection *conn)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl)
+        return 0;
+    errno = 0;
+    unsigned long long n = strtoull(cl, NULL, 10);
+    return errno == ERANGE || n > h->max_body_bytes;
+}
+
+/* MHD calls this once when the headers are in, once per piece of upload,
+ * and once more at the end of the upload. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **con_cls)
+{
+    spw_http_t *h = cls;
+    http_req_t *r = *con_cls;
+    (void)version;
+
+    if (!r) {
+        r = spw_xcalloc(1, sizeof(*r));
+        clock_gettime(CLOCK_MONOTONIC, &r->start);
+        *con_cls = r;
+        /* Answering now, before the upload is read, makes MHD drop the body
+         * and close the connection afterwards: nothing is buffered. */
+        if (announced_too_large(h, conn)) {
+            r->too_large = 1;
+            return answer(h, conn, r, url, method);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        take_body(h, r, upload, *upload_size);
+        *upload_size = 0;
+        if (r->dropped / HTTP_DISCARD_FACTOR > h->max_body_bytes)
+            return MHD_NO;  /* an endless chunked upload: cut it */
+        return MHD_YES;
+    }
+    if (r->status)
+        return MHD_YES;  /* answered early; MHD is draining */
+    return answer(h, conn, r, url, method);
+}
+
+/* MHD calls this when a request is over (answered, or the client left). */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    spw_http_t *h = cls;
+    http_req_t *r = *con_cls;
+    (void)conn;
+    (void)toe;
+    if (!r)
+        return;
+    if (r->status) {
+        struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        double s = (double)(end.tv_sec - r->start.tv_sec)
+                   + (double)(end.tv_nsec - r->start.tv_nsec) * 1e-9;
+        spw_daemon_note_request(h->d, r->status, s);
+    }
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+}
+
+/* ---- the server --------------------------------------------------------- */
+
+spw_http_t *spw_http_start(spw_daemon_t *d, const char *listen_addr, size_t max_body_bytes,
+                           spw_error_t *err)
+{
+    struct sockaddr_in sa;
+    if (parse_listen(listen_addr, &sa, err) < 0)
+        return NULL;
+    if (!spw_daemon_auth_required(d) && (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
+        spw_errorf(err, "refusing to listen on %s with no daemon.tokens in the config: the "
+                        "API would be open to the network; add tokens or listen on 127.0.0.1",
+                   listen_addr);
+        return NULL;
+    }
+    int fd = open_listener(listen_addr, &sa, err);
+    if (fd < 0)
+        return NULL;
+
+    spw_http_t *h = spw_xcalloc(1, sizeof(*h));
+    h->d = d;
+    h->max_body_bytes = max_body_bytes;
+    h->mhd = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+        on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+    if (!h->mhd) {
+        close(fd);
+        free(h);
+        spw_errorf(err, "cannot start the HTTP server on %s", listen_addr);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : 0;
+    if (h->port == 0) {  /* older MHD: ask the socket */
+        struct sockaddr_in got;
+        socklen_t n = sizeof(got);
+        if (getsockname(fd, (struct sockaddr *)&got, &n) == 0)
+            h->port = ntohs(got.sin_port);
+    }
+    return h;
+}
+
+int spw_http_port(const spw_http_t *h)
+{
+    return h ? h->port : 0;
+}
+
+void spw_http_stop(spw_http_t *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->mhd);  /* closes the listen socket too */
+    free(h);
+}

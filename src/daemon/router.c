@@ -1,0 +1,532 @@
+/* router.c: maps each request of the HTTP API (docs/api.md) to one call of
+ * the daemon API (daemon.h) and its result to a status, headers and body.
+ * No sockets and no clock here; http.c does the transport. */
+#include "daemon/router.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+#define CT_JSON "application/json"
+#define CT_TEXT "text/plain"
+#define CT_METRICS "text/plain; version=0.0.4"
+
+/* Longest bearer token looked up; longer ones are unknown without a lookup. */
+#define TOKEN_MAX 4096
+/* Longest team name accepted in ?team=. */
+#define TEAM_MAX 128
+
+/* What a handler gets: the request, the caller and the path's id. */
+typedef struct call {
+    spw_daemon_t *d;                 /* the daemon */
+    const spw_route_req_t *req;      /* the request (borrowed) */
+    spw_caller_t who;                /* from the token; admin when open */
+    char id[SPW_ROUTE_ID_MAX + 2];   /* the {id} segment, "" when none;
+                                        one byte over the limit so a longer
+                                        id is seen as too long */
+    int id_ok;                       /* 1: id is a well-formed id */
+} call_t;
+
+typedef void (*handler_f)(call_t *c, spw_route_resp_t *out);
+
+/* One route: a path pattern, a method and what answers it. */
+typedef struct route {
+    const char *pattern;             /* path; "*" stands for one id segment */
+    const char *method;              /* "GET" (HEAD too) or "POST" */
+    const char *allow;               /* Allow header for this pattern */
+    int open;                        /* 1: no token needed (healthz, metrics) */
+    const char *const *params;       /* accepted query keys, NULL-terminated;
+                                        NULL = the query is ignored */
+    handler_f fn;                    /* the handler */
+} route_t;
+
+/* ---- responses ---------------------------------------------------------- */
+
+/* Takes ownership of body (malloc'd, len bytes plus a NUL). */
+static void resp_set(spw_route_resp_t *out, int status, const char *ctype, char *body,
+                     size_t len)
+{
+    free(out->body);
+    out->status = status;
+    out->content_type = ctype;
+    out->body = body;
+    out->body_len = len;
+}
+
+/* The message of an error the daemon gave no sentence for. */
+static const char *reason(int status)
+{
+    switch (status) {
+    case 400: return "bad request";
+    case 401: return "a bearer token is required";
+    case 403: return "forbidden";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 409: return "conflict";
+    case 413: return "request body too large";
+    case 503: return "service unavailable";
+    default: return "internal error";
+    }
+}
+
+/* A message safe to put in JSON: control bytes become spaces, and when the
+ * text is not valid UTF-8 (jansson refuses it) every non-ASCII byte becomes
+ * '?'.  Caller frees the json_t. */
+static json_t *message_json(const char *msg)
+{
+    char buf[sizeof(((spw_error_t *)0)->text) + 128];
+    snprintf(buf, sizeof(buf), "%s", msg && *msg ? msg : "error");
+    for (unsigned char *p = (unsigned char *)buf; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    json_t *s = json_string(buf);
+    if (s)
+        return s;
+    for (unsigned char *p = (unsigned char *)buf; *p; p++)
+        if (*p >= 0x80)
+            *p = '?';
+    return json_string(buf);
+}
+
+/* Dumps obj (consumed) as the body, with a final newline; 500 if it cannot
+ * be written. */
+static void resp_json(spw_route_resp_t *out, int status, json_t *obj)
+{
+    char *text = obj ? json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+    json_decref(obj);
+    if (!text) {
+        static const char fail[] =
+            "{\"error\":{\"status\":500,\"message\":\"cannot write the response\"}}\n";
+        resp_set(out, 500, CT_JSON, spw_xstrdup(fail), sizeof(fail) - 1);
+        return;
+    }
+    size_t n = strlen(text);
+    char *body = spw_xmalloc(n + 2);
+    memcpy(body, text, n);
+    body[n] = '\n';
+    body[n + 1] = '\0';
+    free(text);
+    resp_set(out, status, CT_JSON, body, n + 1);
+}
+
+/* {"error":{"status":N,"message":MSG}}; MSG empty = the status's reason. */
+static void resp_error_msg(spw_route_resp_t *out, int status, const char *msg)
+{
+    json_t *inner = json_object();
+    json_object_set_new(inner, "status", json_integer(status));
+    json_object_set_new(inner, "message", message_json(msg && *msg ? msg : reason(status)));
+    json_t *obj = json_object();
+    json_object_set_new(obj, "error", inner);
+    resp_json(out, status, obj);
+}
+
+/* resp_error_msg with a printf-style message. */
+static __attribute__((format(printf, 3, 4)))
+void resp_error(spw_route_resp_t *out, int status, const char *fmt, ...)
+{
+    char msg[sizeof(((spw_error_t *)0)->text)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    resp_error_msg(out, status, msg);
+}
+
+/* The result of a daemon call that fills a JSON object: the object on
+ * 200/201, the daemon's sentence otherwise. */
+static void resp_daemon(spw_route_resp_t *out, int status, json_t *obj, const spw_error_t *err)
+{
+    if ((status == 200 || status == 201) && obj) {
+        resp_json(out, status, obj);
+        return;
+    }
+    json_decref(obj);
+    if (status < 400 || status > 599)
+        status = 500;
+    resp_error_msg(out, status, err->text);
+}
+
+/* ---- request parts ------------------------------------------------------ */
+
+/* 1 when s is an id the daemon may be asked about: 1..SPW_ROUTE_ID_MAX of
+ * [A-Za-z0-9._-], not starting with '.' (ids name log files). */
+static int id_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > SPW_ROUTE_ID_MAX || s[0] == '.')
+        return 0;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789._-") == n;
+}
+
+/* Matches path against pattern; a "*" segment matches one non-empty
+ * segment, copied (truncated) into id.  Returns 1 on a match. */
+static int path_match(const char *pattern, const char *path, char *id, size_t idsz)
+{
+    const char *p = pattern, *s = path;
+    while (*p) {
+        if (*p == '*') {
+            size_t n = strcspn(s, "/");
+            if (n == 0)
+                return 0;
+            snprintf(id, idsz, "%.*s", (int)(n < idsz ? n : idsz - 1), s);
+            s += n;
+            p++;
+        } else if (*p++ != *s++) {
+            return 0;
+        }
+    }
+    return *s == '\0';
+}
+
+/* The value of query parameter key: 1 and *value (never NULL; "" for a
+ * bare key) when present, else 0. */
+static int query_get(const spw_route_req_t *req, const char *key, const char **value)
+{
+    for (const char *const *q = req->query; q && q[0]; q += 2)
+        if (strcmp(q[0], key) == 0) {
+            *value = q[1] ? q[1] : "";
+            return 1;
+        }
+    return 0;
+}
+
+/* Checks the query against the route's accepted keys: each at most once,
+ * no others.  0, or -1 with a 400 in out. */
+static int query_check(const route_t *r, const spw_route_req_t *req, spw_route_resp_t *out)
+{
+    if (!r->params)
+        return 0;
+    for (const char *const *q = req->query; q && q[0]; q += 2) {
+        int known = 0;
+        for (const char *const *k = r->params; *k; k++)
+            known |= strcmp(*k, q[0]) == 0;
+        if (!known) {
+            resp_error(out, 400, "unknown query parameter '%.40s'", q[0]);
+            return -1;
+        }
+        for (const char *const *p = req->query; p != q; p += 2)
+            if (strcmp(p[0], q[0]) == 0) {
+                resp_error(out, 400, "query parameter '%s' is given twice", q[0]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* Parses a whole number of decimal digits only, at most max.  0 or -1. */
+static int parse_count(const char *s, long long max, long long *out)
+{
+    long long v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (max - (*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Reads "Bearer TOKEN" (scheme in any case) and asks the daemon.  0 with
+ * c->who filled, or -1 with a 401 in out.  The token goes into no message. */
+static int authenticate(call_t *c, spw_route_resp_t *out)
+{
+    memset(&c->who, 0, sizeof(c->who));
+    if (!spw_daemon_auth_required(c->d)) {
+        c->who.admin = 1;
+        return 0;
+    }
+    const char *h = c->req->authorization;
+    if (!h || !*h) {
+        resp_error(out, 401, "this request needs an 'Authorization: Bearer TOKEN' header");
+        goto unauthorized;
+    }
+    h += strspn(h, " \t");
+    if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) {
+        resp_error(out, 401, "the Authorization header must be 'Bearer TOKEN'");
+        goto unauthorized;
+    }
+    h += 6 + strspn(h + 6, " \t");
+    size_t n = strcspn(h, " \t");
+    if (n == 0 || n > TOKEN_MAX || h[n + strspn(h + n, " \t")] != '\0') {
+        resp_error(out, 401, "the Authorization header must be 'Bearer TOKEN'");
+        goto unauthorized;
+    }
+    char *tok = spw_xmalloc(n + 1);
+    memcpy(tok, h, n);
+    tok[n] = '\0';
+    int rc = spw_daemon_auth(c->d, tok, &c->who);
+    explicit_bzero(tok, n);
+    free(tok);
+    if (rc == 0)
+        return 0;
+    memset(&c->who, 0, sizeof(c->who));
+    resp_error(out, 401, "unknown token");
+unauthorized:
+    out->www_authenticate = "Bearer";
+    return -1;
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static void h_health(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_health(c->d, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_metrics(call_t *c, spw_route_resp_t *out)
+{
+    char *text = spw_daemon_metrics(c->d);
+    if (!text) {
+        resp_error(out, 503, "the metrics are unavailable");
+        return;
+    }
+    resp_set(out, 200, CT_METRICS, text, strlen(text));
+}
+
+static void h_submit(call_t *c, spw_route_resp_t *out)
+{
+    spw_jobspec_t spec;
+    spw_error_t err = {{0}};
+    const char *body = c->req->body ? c->req->body : "";
+    if (spw_jobspec_parse("request", body, c->req->body_len, &spec, &err) < 0) {
+        resp_error_msg(out, 400, err.text);
+        return;
+    }
+    char id[SPW_STORE_ID_LEN] = "";
+    int st = spw_daemon_submit(c->d, &c->who, &spec, id, &err);
+    spw_jobspec_free(&spec);  /* zeroed by the daemon when it took it */
+    if (st != 201) {
+        resp_daemon(out, st, NULL, &err);
+        return;
+    }
+    resp_json(out, 201, json_pack("{s:s, s:s}", "id", id, "state", "queued"));
+}
+
+static void h_list(call_t *c, spw_route_resp_t *out)
+{
+    const char *state = NULL, *team = NULL, *v;
+    long long after = 0, limit = SPW_ROUTE_LIMIT_DEFAULT;
+    spw_djob_state_t st_parsed;
+
+    if (query_get(c->req, "state", &v) && *v) {
+        if (spw_djob_state_parse(v, &st_parsed) < 0) {
+            resp_error(out, 400, "query parameter 'state' must be one of queued, placed, "
+                                 "running, succeeded, failed, cancelled");
+            return;
+        }
+        state = v;
+    }
+    if (query_get(c->req, "team", &v) && *v) {
+        if (strlen(v) > TEAM_MAX) {
+            resp_error(out, 400, "query parameter 'team' is longer than %d bytes", TEAM_MAX);
+            return;
+        }
+        team = v;
+    }
+    if (query_get(c->req, "after", &v) && *v && parse_count(v, INT64_MAX, &after) < 0) {
+        resp_error(out, 400, "query parameter 'after' must be a whole number >= 0");
+        return;
+    }
+    if (query_get(c->req, "limit", &v) && *v
+        && (parse_count(v, SPW_ROUTE_LIMIT_MAX, &limit) < 0 || limit < 1)) {
+        resp_error(out, 400, "query parameter 'limit' must be a whole number from 1 to %d",
+                   SPW_ROUTE_LIMIT_MAX);
+        return;
+    }
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_jobs(c->d, &c->who, state, team, after, (long)limit, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+/* 0 when the path's id is well formed, else -1 with a 404 in out. */
+static int need_id(call_t *c, const char *what, spw_route_resp_t *out)
+{
+    if (c->id_ok)
+        return 0;
+    resp_error(out, 404, "no such %s", what);
+    return -1;
+}
+
+/* The daemon calls of the form f(d, who, id, &obj, &err). */
+typedef int (*id_call_f)(spw_daemon_t *, const spw_caller_t *, const char *, json_t **,
+                         spw_error_t *);
+
+static void by_id(call_t *c, const char *what, id_call_f f, spw_route_resp_t *out)
+{
+    if (need_id(c, what, out) < 0)
+        return;
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = f(c->d, &c->who, c->id, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_job(call_t *c, spw_route_resp_t *out)
+{
+    by_id(c, "job", spw_daemon_job, out);
+}
+
+static void h_cancel(call_t *c, spw_route_resp_t *out)
+{
+    by_id(c, "job", spw_daemon_cancel, out);
+}
+
+static void h_explain(call_t *c, spw_route_resp_t *out)
+{
+    by_id(c, "job", spw_daemon_explain, out);
+}
+
+static void h_preempt(call_t *c, spw_route_resp_t *out)
+{
+    if (!c->who.admin) {
+        resp_error(out, 403, "preempting an instance needs an admin token");
+        return;
+    }
+    by_id(c, "instance", spw_daemon_preempt, out);
+}
+
+static void h_pools(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_pools(c->d, &c->who, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_costs(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_costs(c->d, &c->who, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_logs(call_t *c, spw_route_resp_t *out)
+{
+    const char *v;
+    int err_stream = 0;
+    long long offset = 0;
+
+    if (query_get(c->req, "stream", &v) && *v) {
+        if (strcmp(v, "out") != 0 && strcmp(v, "err") != 0) {
+            resp_error(out, 400, "query parameter 'stream' must be 'out' or 'err'");
+            return;
+        }
+        err_stream = strcmp(v, "err") == 0;
+    }
+    if (query_get(c->req, "offset", &v) && *v && parse_count(v, INT64_MAX, &offset) < 0) {
+        resp_error(out, 400, "query parameter 'offset' must be a whole number >= 0");
+        return;
+    }
+    if (need_id(c, "job", out) < 0)
+        return;
+    char *buf = NULL;
+    size_t len = 0;
+    long long next = offset;
+    const char *state = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_logs(c->d, &c->who, c->id, err_stream, offset, SPW_ROUTE_LOG_MAX, &buf,
+                             &len, &next, &state, &err);
+    if (st != 200) {
+        free(buf);
+        resp_daemon(out, st, NULL, &err);
+        return;
+    }
+    buf = spw_xrealloc(buf, len + 1);  /* room for the NUL the header promises */
+    buf[len] = '\0';
+    resp_set(out, 200, CT_TEXT, buf, len);
+    snprintf(out->offset, sizeof(out->offset), "%lld", next);
+    out->job_state = state;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static const char *const no_params[] = {NULL};
+static const char *const list_params[] = {"state", "team", "after", "limit", NULL};
+static const char *const log_params[] = {"stream", "offset", NULL};
+
+#define ALLOW_GET "GET, HEAD"
+#define ALLOW_POST "POST"
+
+static const route_t routes[] = {
+    {"/healthz", "GET", ALLOW_GET, 1, NULL, h_health},
+    {"/metrics", "GET", ALLOW_GET, 1, NULL, h_metrics},
+    {"/v1/jobs", "GET", "GET, HEAD, POST", 0, list_params, h_list},
+    {"/v1/jobs", "POST", "GET, HEAD, POST", 0, no_params, h_submit},
+    {"/v1/jobs/*", "GET", ALLOW_GET, 0, no_params, h_job},
+    {"/v1/jobs/*/cancel", "POST", ALLOW_POST, 0, no_params, h_cancel},
+    {"/v1/jobs/*/explain", "GET", ALLOW_GET, 0, no_params, h_explain},
+    {"/v1/jobs/*/logs", "GET", ALLOW_GET, 0, log_params, h_logs},
+    {"/v1/pools", "GET", ALLOW_GET, 0, no_params, h_pools},
+    {"/v1/costs", "GET", ALLOW_GET, 0, no_params, h_costs},
+    {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, no_params, h_preempt},
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* The route for (method, path): NULL with a 404 or 405 in out. */
+static const route_t *find_route(call_t *c, spw_route_resp_t *out)
+{
+    const char *path = c->req->path ? c->req->path : "";
+    const char *method = c->req->method ? c->req->method : "";
+    const route_t *known = NULL;
+
+    if (strcmp(method, "HEAD") == 0)
+        method = "GET";
+    for (size_t i = 0; i < NROUTES; i++) {
+        if (!path_match(routes[i].pattern, path, c->id, sizeof(c->id)))
+            continue;
+        if (strcmp(routes[i].method, method) == 0) {
+            c->id_ok = !c->id[0] || id_valid(c->id);
+            return &routes[i];
+        }
+        known = &routes[i];
+    }
+    if (known) {
+        resp_error(out, 405, "method not allowed: this path takes %s", known->allow);
+        out->allow = known->allow;
+    } else {
+        resp_error(out, 404, "no such path: %.100s", path);
+    }
+    return NULL;
+}
+
+void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *out)
+{
+    call_t c;
+    memset(&c, 0, sizeof(c));
+    memset(out, 0, sizeof(*out));
+    c.d = d;
+    c.req = req;
+    const route_t *r = find_route(&c, out);
+    if (!r)
+        return;
+    if (!r->open && authenticate(&c, out) < 0)
+        return;
+    if (req->body_too_large) {
+        resp_error(out, 413, "the request body is larger than daemon.max_body_bytes");
+        return;
+    }
+    if (query_check(r, req, out) < 0)
+        return;
+    r->fn(&c, out);
+}
+
+void spw_route_resp_clear(spw_route_resp_t *r)
+{
+    if (!r)
+        return;
+    free(r->body);
+    memset(r, 0, sizeof(*r));
+}
