@@ -1,0 +1,158 @@
+#!/bin/sh
+# burst.sh: jobs that do not fit on-prem burst to the emulated cloud after
+# the wait policy (constant:1), run there and succeed; explain names the
+# policy; costs show both sides; idle instances are released after
+# idle_timeout_s.  Then, under `wait: never`, what submit refuses: a job
+# bigger than on-prem, 0 GPUs, an unknown field, malformed JSON (line:col),
+# and a body over max_body_bytes (413).
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/daemon-lib"
+plan 26
+
+mkconfig "$T/burst.yaml" 2 constant:1
+start_daemon "$T/burst.yaml" "$T/state"
+ok $? "spillway serve starts (1 node x 2 slots, wait constant:1, boot 1 s)"
+
+ids=
+for i in 1 2 3 4; do
+    ids="$ids $(submit ml --gpus 2 --name burst-$i --est-runtime 4s -- sleep 4)"
+done
+# shellcheck disable=SC2086
+set -- $ids
+j1=$1 j2=$2 j3=$3 j4=$4
+[ $# -eq 4 ]
+ok $? "four jobs of 2 GPUs are accepted ($ids)"
+
+wait_for "$j1" running 5 && [ "$(field "$j1" 'd["where"]')" = onprem ]
+ok $? "the first runs on-prem"
+
+cloud_ok() { [ "$(field "$1" 'd["where"]')" = cloud ]; }
+for j in $j2 $j3 $j4; do
+    wait_until 6 cloud_ok "$j" || { diag "$j: where=$(field "$j" 'd["where"]')"; break; }
+done
+bad=0
+for j in $j2 $j3 $j4; do
+    show_json "$j" "$T/$j.json"
+    json_check "$T/$j.json" '
+assert d["where"] == "cloud", d["where"]
+assert d["emulated"] is True, d["emulated"]
+assert len(d["instances"]) == 2, d["instances"]
+w = d["placed_ts"] - d["submit_ts"]
+assert 0.8 <= w <= 4, "placed %.2f s after submit" % w' || bad=1
+done
+ok "$bad" "the other three go to the emulated cloud after about 1 s, on 2 instances each"
+
+spw ml pools -o json >"$T/pools1.json"
+json_check "$T/pools1.json" "
+live = [i for i in d['instances'] if i['state'] in ('booting', 'ready')]
+jobs = sorted(set(i['job_id'] for i in live))
+assert jobs == sorted('$j2 $j3 $j4'.split()), jobs
+assert len(live) == 6, len(live)
+assert all(i['emulated'] for i in live)
+assert sum(o['instances_live'] for o in d['offers']) == 6, d['offers']"
+ok $? "pools -o json lists the 6 instances, bound to the cloud jobs"
+
+spw ml explain "$j2" -o json >"$T/explain.json"
+json_check "$T/explain.json" '
+dec = d["decision"]
+assert dec["where"] == "cloud", dec
+assert "wait policy" in dec["reason"], dec["reason"]
+w = [c for c in dec["candidates"] if c["kind"] == "wait"]
+assert w and w[0]["name"] == "constant:1", w'
+ok $? "explain -o json of a cloud job: decided by the wait policy constant:1"
+spw ml explain "$j2" >"$T/explain.txt" 2>&1
+contains "$T/explain.txt" "wait policy" && contains "$T/explain.txt" "constant:1"
+ok $? "explain (table) names the wait policy"
+
+done=0
+for j in $j1 $j2 $j3 $j4; do
+    wait_for "$j" succeeded 12 || done=1
+done
+ok "$done" "all four succeed"
+bad=0
+for j in $j2 $j3 $j4; do
+    show_json "$j" "$T/$j.json"
+    json_check "$T/$j.json" '
+assert d["exit_code"] == 0, d["exit_code"]
+assert d["cost_usd"] > 0, d["cost_usd"]
+assert d["start_ts"] - d["placed_ts"] >= 0.8, "started %.2f s after placed" % (d["start_ts"] - d["placed_ts"])' ||
+        bad=1
+done
+ok "$bad" "cloud jobs start after the 1 s boot, exit 0 and cost more than 0"
+
+spw admin costs -o json >"$T/costs.json"
+json_check "$T/costs.json" '
+assert d["cloud_usd"] > 0, d["cloud_usd"]
+assert d["onprem_usd"] > 0, d["onprem_usd"]
+assert abs(d["total_usd"] - d["onprem_usd"] - d["cloud_usd"]) < 1e-6, d
+p = [x for x in d["providers"] if x["emulated"]]
+assert p and p[0]["instances"] == 6, d["providers"]'
+ok $? "costs -o json (admin): cloud_usd > 0 and onprem_usd > 0, 6 emulated instances"
+spw admin costs >"$T/costs.txt" 2>&1
+ok $? "costs (table) works for the admin"
+
+released() {
+    spw admin pools -o json >"$T/pools2.json" &&
+        jpy "$T/pools2.json" 'len(d["instances"]) == 6 and all(i["state"] == "released" for i in d["instances"])' |
+        grep -qx true
+}
+wait_until 8 released
+ok $? "after idle_timeout_s (2 s) every instance is released (pools, admin)" ||
+    diag "$(cat "$T/pools2.json")"
+json_check "$T/pools2.json" '
+assert all(i["ended_ts"] is not None for i in d["instances"])
+assert all(o["instances_live"] == 0 for o in d["offers"]), d["offers"]
+assert d["pools"][0]["gpus_busy"] == 0, d["pools"]'
+ok $? "released instances have an end time; nothing is live or busy"
+grep -q "released after" "$DLOG"
+ok $? "the daemon logs the idle releases"
+stop_daemon "$DPID"
+no_strays "no job process is left"
+
+# ---- wait: never, and what submit refuses --------------------------------
+mkconfig "$T/never.yaml" 2 never
+echo "  max_body_bytes: 1024" >>"$T/never.yaml"
+start_daemon "$T/never.yaml" "$T/state-never"
+ok $? "spillway serve starts (wait never, max_body_bytes 1024)"
+
+printf '{"run": ["true"], "gpus": 3}' >"$T/big.json"
+http POST /v1/jobs ml "$T/big.json"
+http_is 400 "never" "a job bigger than on-prem under wait: never: 400 naming the policy"
+contains "$T/http.body" "'gpus'"
+ok $? "... and naming the field gpus"
+spw ml submit --gpus 3 -- true >"$T/s.out" 2>"$T/s.err"
+[ $? -eq 1 ] && contains "$T/s.err" "400"
+ok $? "spillway submit of it exits 1 with the daemon's message"
+
+printf '{"run": ["true"], "gpus": 0}' >"$T/zero.json"
+http POST /v1/jobs ml "$T/zero.json"
+http_is 400 "gpus" "0 GPUs: 400 naming gpus"
+
+printf '{"run": ["true"], "gpus": 1, "colour": "blue"}' >"$T/unknown.json"
+http POST /v1/jobs ml "$T/unknown.json"
+http_is 400 "colour" "an unknown field: 400 naming the field"
+
+printf '{\n  "run": ["true"],\n  "gpus": 1,,\n}' >"$T/bad.json"
+http POST /v1/jobs ml "$T/bad.json"
+[ "$code" = 400 ] && grep -qE '[0-9]+:[0-9]+' "$T/http.body" && grep -q '"status": *400' "$T/http.body"
+ok $? "malformed JSON: 400, a JSON error with line:col" || diag "status $code: $(cat "$T/http.body")"
+
+# 1024 is the limit: a valid spec of about 1000 bytes goes in, 2000 does not.
+pad=$(python3 -c 'print("x" * 980)')
+printf '{"run": ["true", "%s"], "gpus": 1}' "$pad" >"$T/fits.json"
+http POST /v1/jobs ml "$T/fits.json"
+[ "$code" = 201 ]
+ok $? "a $(wc -c <"$T/fits.json")-byte spec is accepted (201)" || diag "status $code: $(cat "$T/http.body")"
+pad=$(python3 -c 'print("x" * 2000)')
+printf '{"run": ["true", "%s"], "gpus": 1}' "$pad" >"$T/huge.json"
+http POST /v1/jobs ml "$T/huge.json"
+http_is 413 "max_body_bytes" "a $(wc -c <"$T/huge.json")-byte body: 413"
+
+spw ml queue --all -o json >"$T/q.json"
+json_check "$T/q.json" 'assert len(d["jobs"]) == 1, [j["id"] for j in d["jobs"]]'
+ok $? "only the one accepted job is in the queue"
+
+stop_daemon "$DPID"
+no_strays "no job process is left"
+
+done_testing

@@ -1,0 +1,69 @@
+#!/bin/sh
+# preempt.sh: `spillway admin preempt INSTANCE` takes an emulated cloud
+# instance back as a spot reclaim would: the job on it is killed, requeued
+# (attempts 2), placed again on a new instance and runs to success.  A team
+# token gets 403; an unknown instance is 404; an ended one 409.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/daemon-lib"
+plan 18
+
+mkconfig "$T/serve.yaml" 1 none
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts (1 node x 1 slot, wait none)"
+
+hog=$(submit ml --gpus 1 --name hog -- sleep 60.25)
+wait_for "$hog" running 5
+ok $? "a long job takes the only on-prem slot"
+job=$(submit ml --gpus 1 --name spot -- sh -c 'echo "run on $SPILLWAY_INSTANCE_IDS"; sleep 2.5; echo done')
+on_cloud() { [ "$(state_of "$job")" = running ] && spw ml logs "$job" 2>/dev/null | grep -q '^run on emu-'; }
+wait_until 6 on_cloud && [ "$(field "$job" 'd["where"]')" = cloud ]
+ok $? "the next job bursts at once to the emulated cloud and runs ($job)"
+show_json "$job" "$T/before.json"
+inst=$(jpy "$T/before.json" 'd["instances"][0]')
+json_check "$T/before.json" 'assert d["attempts"] == 1 and d["emulated"] is True and len(d["instances"]) == 1, d'
+ok $? "it runs on one emulated instance ($inst), attempt 1"
+
+http POST "/v1/admin/instances/$inst/preempt" ml
+http_is 403 "admin" "a team token gets 403 for admin preempt"
+spw ml admin preempt "$inst" >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && contains "$T/err" "403" && [ "$(state_of "$job")" = running ]
+ok $? "spillway admin preempt with a team token exits 1; the job keeps running"
+http POST /v1/admin/instances/emu-i-999999/preempt admin
+http_is 404 "emu-i-999999" "preempting an unknown instance is 404"
+
+spw admin admin preempt "$inst" -o json >"$T/pre.json" 2>"$T/err"
+ok $? "spillway admin preempt $inst with the admin token exits 0" || diag "$(cat "$T/err")"
+json_check "$T/pre.json" "assert d['id'] == '$inst' and d['state'] == 'preempted', d"
+ok $? "the answer is the instance, now preempted"
+
+requeued() { [ "$(field "$job" 'd["attempts"]')" = 2 ]; }
+wait_until 5 requeued
+ok $? "the job is requeued: attempts 2" || diag "$(spw ml show "$job")"
+grep -q "job $job requeued after its instance was preempted" "$DLOG"
+ok $? "the daemon logs the requeue after the preemption"
+
+wait_for "$job" succeeded 12
+ok $? "it runs again and succeeds"
+show_json "$job" "$T/after.json"
+json_check "$T/after.json" "
+assert d['exit_code'] == 0, d['exit_code']
+assert d['attempts'] == 2, d['attempts']
+assert d['where'] == 'cloud' and d['emulated'] is True, d['where']"
+ok $? "exit_code 0, attempt 2, on the emulated cloud"
+spw ml logs "$job" >"$T/log.out"
+[ "$(sed -n 1p "$T/log.out")" = "run on $inst" ] && [ "$(grep -c '^run on emu-' "$T/log.out")" = 2 ] &&
+    [ "$(grep -c '^done$' "$T/log.out")" = 1 ]
+ok $? "its log has both runs, only the second one complete" || diag "$(cat "$T/log.out")"
+last=$(sed -n 's/^run on //p' "$T/log.out" | tail -1)
+[ -n "$last" ] && [ "$last" != "$inst" ] && [ "$(tail -1 "$T/log.out")" = "done" ]
+ok $? "the second run was on a new instance ($last)"
+
+http POST "/v1/admin/instances/$inst/preempt" admin
+http_is 409 "$inst" "preempting it again is 409"
+
+spw ml cancel "$hog" >/dev/null 2>&1 && wait_for "$hog" cancelled 5
+ok $? "the long job is cancelled"
+stop_daemon "$DPID"
+no_strays "no job process is left"
+
+done_testing

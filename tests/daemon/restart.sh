@@ -1,0 +1,216 @@
+#!/bin/sh
+# restart.sh: kill -9 of the daemon loses nothing and duplicates nothing.
+# (a) A loop submits 200 jobs one by one with curl, noting every id
+#     acknowledged with 201; the daemon is killed -9 at a random moment and
+#     restarted on the same state dir while the loop goes on.  Every
+#     acknowledged id is there exactly once, ids are never reused, and at
+#     most the one request in flight at the kill was committed unanswered.
+# (b) Running jobs survive: after kill -9 and a restart they are
+#     re-adopted (same pid), keep running and end as succeeded, exit code 0.
+# (c) Queued jobs stay queued with their original submit_ts and seq.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/daemon-lib"
+plan 21
+
+mkconfig "$T/serve.yaml" 8 never
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts (1 node x 8 slots)"
+
+# ---- (a) submissions across a kill -9 ------------------------------------
+echo "$URL" >"$T/url"
+: >"$T/acked"
+: >"$T/unacked"
+(
+    n=0
+    while [ $n -lt 200 ]; do
+        url=$(cat "$T/url")
+        rm -f "$T/sub.body"
+        code=$(curl -s -m 5 -o "$T/sub.body" -w '%{http_code}' -H "Authorization: Bearer $ML_TOKEN" \
+            --data-binary "{\"run\": [\"true\"], \"gpus\": 1, \"name\": \"n-$n\"}" "$url/v1/jobs")
+        id=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$T/sub.body" 2>/dev/null)
+        if [ "$code" = 201 ] && [ -n "$id" ]; then
+            echo "$id" >>"$T/acked"
+            n=$((n + 1))
+        else
+            echo "n-$n $code" >>"$T/unacked"
+            sleep 0.05
+        fi
+    done
+    echo finished >"$T/loop.done"
+) </dev/null >/dev/null 2>&1 &
+loop=$!
+t_loop=$(now_ms)
+XPIDS="$XPIDS $loop"
+
+r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+at=$((20 + r % 140))
+acked_at_least() { [ "$(wc -l <"$T/acked")" -ge "$1" ]; }
+wait_until 20 acked_at_least "$at"
+ok $? "the loop got $at submissions acknowledged"
+kill9_daemon "$DPID"
+n_kill=$(wc -l <"$T/acked")
+diag "killed -9 after $n_kill acknowledged submissions"
+sleep 0.3
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon restarts on the same state dir" || diag "$(cat "$DLOG")"
+echo "$URL" >"$T/url.new" && mv "$T/url.new" "$T/url"
+grep -q "recovered" "$DLOG"
+ok $? "it reports what it recovered: $(sed -n 's/^spillway: \(recovered.*\)/\1/p' "$DLOG")"
+
+loop_done() { [ -f "$T/loop.done" ]; }
+wait_until 40 loop_done
+ok $? "the loop finished its 200 acknowledged submissions ($(wc -l <"$T/unacked") refused or unanswered)" ||
+    diag "acked $(wc -l <"$T/acked"); last unacked: $(tail -3 "$T/unacked")"
+wait "$loop" 2>/dev/null
+diag "submissions took $(($(now_ms) - t_loop)) ms"
+
+all_ended() {
+    spw ml queue -o json >"$T/live.json" 2>/dev/null &&
+        [ "$(jpy "$T/live.json" 'len(d["jobs"])')" = 0 ]
+}
+wait_until 20 all_ended
+ok $? "every job reaches an end state" || diag "$(jpy "$T/live.json" '[(j["id"], j["state"]) for j in d["jobs"]][:10]')"
+
+spw ml queue --all -o json >"$T/all.json"
+python3 - "$T/all.json" "$T/acked" "$T/unacked" >"$T/dup-check" 2>&1 <<'EOF'
+import collections, json, sys
+jobs = json.load(open(sys.argv[1]))["jobs"]
+acked = open(sys.argv[2]).read().split()
+unacked = [l.split()[0] for l in open(sys.argv[3]) if l.strip()]
+ids = collections.Counter(j["id"] for j in jobs)
+seqs = collections.Counter(j["seq"] for j in jobs)
+errs = []
+if len(acked) != 200:
+    errs.append("ACKED %d acknowledged, not 200" % len(acked))
+dup_acked = [i for i, c in collections.Counter(acked).items() if c > 1]
+if dup_acked:
+    errs.append("REUSED ids acknowledged twice: %s" % dup_acked)
+missing = [i for i in acked if ids[i] == 0]
+if missing:
+    errs.append("LOST acknowledged ids missing from the queue: %s" % missing)
+dups = [i for i, c in ids.items() if c > 1] + ["seq %d" % s for s, c in seqs.items() if c > 1]
+if dups:
+    errs.append("DUP listed more than once: %s" % dups)
+extra = [j for j in jobs if j["id"] not in set(acked)]
+if len(extra) > 1:
+    errs.append("EXTRA %d unacknowledged jobs committed: %s" % (len(extra), [(j["id"], j["name"]) for j in extra]))
+for j in extra:
+    print("note: unacknowledged but committed: %s %s (in flight at the kill)" % (j["id"], j["name"]))
+    if j["name"] not in unacked:
+        errs.append("EXTRA %s named %s, which no failed attempt used" % (j["id"], j["name"]))
+names = collections.Counter(j["name"] for j in jobs)
+if sorted(set(names)) != sorted("n-%d" % i for i in range(200)):
+    errs.append("NAMES not n-0..n-199")
+failed = [j for j in jobs if j["state"] != "succeeded"]
+print("jobs %d, acknowledged %d, unacknowledged committed %d, not succeeded %d" %
+      (len(jobs), len(acked), len(extra), len(failed)))
+for j in failed[:5]:
+    print("FAILED %s %s: %s" % (j["id"], j["state"], j["reason"]))
+print("\n".join(errs) if errs else "OK")
+EOF
+diag "$(grep -v '^FAILED' "$T/dup-check")"
+! grep -qE '^(LOST|ACKED)' "$T/dup-check"
+ok $? "every acknowledged id is in \`queue --all -o json\`"
+! grep -qE '^(DUP|REUSED)' "$T/dup-check"
+ok $? "no id is listed twice and none was handed out twice"
+! grep -qE '^(EXTRA|NAMES)' "$T/dup-check"
+ok $? "total = acknowledged + at most the 1 request in flight at the kill"
+nf=$(grep -c '^FAILED' "$T/dup-check")
+[ "$nf" -eq 0 ] && st=0 || st=1
+# A daemon without the exit-status record (LOG_DIR/JOB.exit, written by the
+# shim) cannot know how an adopted job ended: then this is a TODO.  With the
+# records there, "exit status unknown" is a bug and fails.
+no_exit_records() {
+    for f in "$T"/state/logs/*.exit; do
+        [ -e "$f" ] && return 1
+    done
+    return 0
+}
+if grep -q '^FAILED.*exit status unknown' "$T/dup-check" && no_exit_records; then
+    diag "jobs that ended while the daemon was down:" "$(grep '^FAILED' "$T/dup-check")"
+    todo "$st" "every job succeeded, also those that ended while the daemon was down" \
+        "no exit-status records: adopted jobs end 'exit status unknown'"
+else
+    ok "$st" "every job succeeded" || diag "$(grep '^FAILED' "$T/dup-check")"
+fi
+
+# ---- (b) running jobs survive, (c) queued jobs stay -----------------------
+r1=$(submit ml --gpus 4 --name adopt-1 -- sleep 6.1)
+r2=$(submit ml --gpus 4 --name adopt-2 -- sleep 6.2)
+q1=$(submit ml --gpus 8 --name queued-1 -- true)
+q2=$(submit ml --gpus 8 --name queued-2 -- true)
+two_up() { [ -n "$(procs_with 'sleep 6.1')" ] && [ -n "$(procs_with 'sleep 6.2')" ]; }
+wait_for "$r1" running 5 && wait_for "$r2" running 5 && wait_until 5 two_up &&
+    [ "$(state_of "$q1")" = queued ] && [ "$(state_of "$q2")" = queued ]
+ok $? "two 4-GPU jobs run ($r1 $r2), two 8-GPU jobs wait ($q1 $q2)"
+# The daemon tracks a job by its process group leader: the job's process,
+# or a shim of spillway's that is its parent.
+s1=$(procs_with 'sleep 6.1')
+s2=$(procs_with 'sleep 6.2')
+p1=$(pgid_of "$s1")
+p2=$(pgid_of "$s2")
+show_json "$q1" "$T/q1.before.json"
+show_json "$q2" "$T/q2.before.json"
+show_json "$r1" "$T/r1.before.json"
+
+kill9_daemon "$DPID"
+t_kill=$(now_ms)
+sleep 0.5
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "after another kill -9 the daemon restarts"
+grep -q "job $r1: re-adopted its process $p1\$" "$DLOG" && grep -q "job $r2: re-adopted its process $p2\$" "$DLOG"
+ok $? "it re-adopts both running jobs, by the pids they had ($p1, $p2)" || diag "$(cat "$DLOG")"
+[ "$(state_of "$r1")" = running ] && [ "$(state_of "$r2")" = running ] &&
+    [ "$(procs_with 'sleep 6.1')" = "$s1" ] && [ "$(procs_with 'sleep 6.2')" = "$s2" ]
+ok $? "they are still running, the same processes"
+show_json "$r1" "$T/r1.after.json"
+python3 - "$T/r1.before.json" "$T/r1.after.json" <<'EOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for k in ("start_ts", "placed_ts", "gpus_assigned", "placement", "attempts"):
+    assert a[k] == b[k], "%s: %r before, %r after" % (k, a[k], b[k])
+EOF
+ok $? "a re-adopted job keeps its start time, GPUs, placement and attempt count"
+
+bad=0
+for q in $q1 $q2; do
+    show_json "$q" "$T/$q.after.json"
+    python3 - "$T/$q.after.json" "$T/${q}" "$q1" "$T/q1.before.json" "$T/q2.before.json" <<'EOF' || bad=1
+import json, sys
+b = json.load(open(sys.argv[1]))
+a = json.load(open(sys.argv[4] if b["id"] == sys.argv[3] else sys.argv[5]))
+assert b["state"] == "queued", "%s: %s" % (b["id"], b["state"])
+assert abs(b["submit_ts"] - a["submit_ts"]) < 1e-6, "submit_ts %r before, %r after" % (a["submit_ts"], b["submit_ts"])
+assert b["seq"] == a["seq"], (a["seq"], b["seq"])
+EOF
+done
+ok "$bad" "the queued jobs are still queued, with their original submit_ts and seq"
+
+wait_for "$r1" succeeded 12 && wait_for "$r2" succeeded 5
+st=$?
+show_json "$r1" "$T/r1.end.json"
+show_json "$r2" "$T/r2.end.json"
+if [ $st -ne 0 ] && grep -q "exit status unknown" "$T/r1.end.json" "$T/r2.end.json" && no_exit_records; then
+    for r in $r1 $r2; do
+        diag "$r: $(state_of "$r"): $(field "$r" 'd["reason"]'); $r.exit: $(cat "$T/state/logs/$r.exit" 2>&1)"
+    done
+    todo 1 "the re-adopted jobs end as succeeded" \
+        "no exit-status records: adopted jobs end 'exit status unknown'"
+    todo 1 "... with exit_code 0" "the same"
+else
+    ok "$st" "the re-adopted jobs end as succeeded" || for r in $r1 $r2; do
+        diag "$r: $(state_of "$r"): $(field "$r" 'd["reason"]'); $r.exit: $(cat "$T/state/logs/$r.exit" 2>&1)"
+    done
+    json_check "$T/r1.end.json" 'assert d["exit_code"] == 0, d["exit_code"]' &&
+        json_check "$T/r2.end.json" 'assert d["exit_code"] == 0, d["exit_code"]'
+    ok $? "... with exit_code 0"
+fi
+wait_for "$q1" succeeded 8 && wait_for "$q2" succeeded 8
+ok $? "then the queued jobs run and succeed"
+[ "$(($(now_ms) - t_kill))" -lt 15000 ]
+ok $? "all within 15 s of the kill"
+
+stop_daemon "$DPID"
+no_strays "no job process is left"
+
+done_testing
