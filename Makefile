@@ -4,6 +4,7 @@
 #   make demo       install missing packages (as root), build, run the demo
 #   make check      install missing packages, build, run every test with prove
 #   make san        unit tests under AddressSanitizer + UBSan
+#   make san-daemon the live daemon tests against an ASan + UBSan spillway
 #   make valgrind   unit tests under valgrind
 #   make fuzz       build the libFuzzer drivers (clang) and run each FUZZ_SECONDS
 #   make bench      build and run the benchmarks in bench/
@@ -46,7 +47,7 @@ FUZZ_SRC = $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN = $(FUZZ_SRC:%.c=build/%)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all demo check check-unit san valgrind fuzz bench clean deps deps-test
+.PHONY: all demo check check-unit san san-daemon valgrind fuzz bench clean deps deps-test
 
 all: spillway
 
@@ -87,6 +88,12 @@ tests: $(TEST_BIN) spillway
 check: deps-test
 	@$(MAKE) --no-print-directory tests
 	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh)
+
+# The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
+# spillway: the daemon, HTTP layer and client under ASan and UBSan.
+san-daemon:
+	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway
+	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)

@@ -104,6 +104,7 @@ static void job_free(djob_t *j)
     free(j->reason);
     free(j->gpus_assigned);
     free(j->inst);
+    free(j->ran_on);
     spw_jobspec_free(&j->spec);
     free(j);
 }
@@ -235,6 +236,15 @@ static void inst_save(spw_daemon_t *d, const dinst_t *x)
  * bound; they become idle (released later by the idle timeout). */
 static void unbind_instances(spw_daemon_t *d, djob_t *j, double now)
 {
+    if (j->ninst) {
+        size_t cap = j->ninst * SPW_INSTANCE_ID_MAX + 1, used = 0;
+        free(j->ran_on);
+        j->ran_on = spw_xmalloc(cap);
+        j->ran_on[0] = '\0';
+        for (size_t k = 0; k < j->ninst; k++)
+            used += (size_t)snprintf(j->ran_on + used, cap - used, "%s%s", k ? "," : "",
+                                     d->inst[j->inst[k]].in.id);
+    }
     for (size_t k = 0; k < j->ninst; k++) {
         dinst_t *x = &d->inst[j->inst[k]];
         double usd = inst_span_usd(x, x->bound_ts, now);
@@ -293,6 +303,8 @@ static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
     j->pool = j->node = j->offer = -1;
     free(j->gpus_assigned);
     j->gpus_assigned = NULL;
+    free(j->ran_on);
+    j->ran_on = NULL;
     job_save(d, j, SAVE_ALL);
 }
 

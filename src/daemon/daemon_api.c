@@ -142,6 +142,11 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_t *inst = json_array();
     for (size_t k = 0; k < j->ninst; k++)
         json_array_append_new(inst, json_string(d->inst[j->inst[k]].in.id));
+    for (const char *p = j->ninst ? NULL : j->ran_on; p && *p;) {
+        size_t n = strcspn(p, ",");
+        json_array_append_new(inst, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
     json_object_set_new(o, "instances", inst);
     json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && d->pv_ops->emulated));
     json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());

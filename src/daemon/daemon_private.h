@@ -47,6 +47,9 @@ typedef struct djob {
                                    on; -1 = none */
     size_t *inst;               /* owned; indices into daemon.inst */
     size_t ninst;               /* instances bound to the job now */
+    char *ran_on;               /* owned "emu-i-1,emu-i-2": the instances of
+                                   its last cloud attempt, kept after it ends;
+                                   NULL = none */
     double onprem_usd;          /* settled amortised on-prem cost */
     double onprem_gpu_h;        /* settled on-prem GPU-hours */
     double cloud_usd;           /* settled cloud cost, billed while bound */
