@@ -1457,6 +1457,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         eo[i].offer = i;
         eo[i].capacity = cfg->daemon.emulated_capacity;
         eo[i].preempt_rate_per_h = cfg->daemon.emulated_preempt_rate_per_h;
+        eo[i].rate_ondemand = 1;   /* the daemon buys on-demand only, for now */
     }
     spw_emulated_opts_t emo = {
         .offers = d->fleet.offers,

@@ -68,7 +68,7 @@ typedef struct spw_daemon_conf {
     size_t ntokens;
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
-    double emulated_preempt_rate_per_h; /* spot preemptions; 0 */
+    double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */
 } spw_daemon_conf_t;
 
 typedef struct spw_config {

@@ -38,6 +38,7 @@ typedef struct inst {
 typedef struct offer_emu {
     uint32_t capacity;          /* most live instances; 0 = unlimited */
     double rate_per_h;          /* spot preemptions per instance-hour */
+    int rate_ondemand;          /* the rate hits on-demand instances too */
     int has_trace;              /* trace below is loaded */
     spw_spot_trace_t trace;     /* spot availability, owned */
     double trace_start_s;       /* daemon clock of tick 0, seconds */
@@ -770,7 +771,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         i->v.ready_s = req->now_s + of->boot_delay_s;
         i->v.ended_s = NAN;
         i->preempt_at_s = INFINITY;
-        if (req->spot && e->rate_per_h > 0)
+        if ((req->spot || e->rate_ondemand) && e->rate_per_h > 0)
             i->preempt_at_s = req->now_s + spw_rng_exp(&em->rng, 3600.0 / e->rate_per_h);
     }
     if (save(em, err) < 0) {
@@ -1047,6 +1048,7 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
         }
         e->capacity = oo->capacity;
         e->rate_per_h = oo->preempt_rate_per_h;
+        e->rate_ondemand = oo->rate_ondemand;
         if (oo->trace_path) {
             if (isnan(opts->offers[oo->offer].spot_usd_per_h)) {
                 spw_errorf(err, "emulated provider: offer %zu has a spot trace (%s) but "

@@ -10,7 +10,8 @@
  *   acquire to release or preemption, boot included (provider.h).
  * - capacity: optionally at most `capacity` live instances per offer (spot and
  *   on-demand together); beyond it acquire() fails with errno EAGAIN.
- * - preemption hits spot instances only, from three sources:
+ * - preemption hits spot instances only (unless rate_ondemand), from three
+ *   sources:
  *   - spw_emulated_preempt(), the admin command (it may also stop an
  *     on-demand instance, to emulate a failure);
  *   - a rate per instance-hour: at acquire each spot instance draws an
@@ -62,6 +63,9 @@ typedef struct spw_emulated_offer_opts {
                                    (spot and on-demand); 0 = unlimited */
     double preempt_rate_per_h;  /* spot preemptions per instance-hour, >= 0;
                                    0 = none from a rate */
+    int rate_ondemand;          /* 1: the rate also stops on-demand instances
+                                   (emulated failures), so a daemon that buys
+                                   only on-demand still sees preemptions */
     const char *trace_path;     /* spot availability trace file, or NULL */
     double trace_start_s;       /* daemon clock at which the trace's tick 0
                                    begins, seconds (a start offset into the
