@@ -12,6 +12,7 @@
 #include "cli/client.h"
 #include "cli/report.h"
 #include "cli/serve.h"
+#include "cli/spotjob_report.h"
 #include "sim/config.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
@@ -101,8 +102,26 @@ static const char sim_usage[] =
     "  --step SECONDS        time-series step (default 3600)\n"
     "  -q, --quiet           no progress bar and no warnings\n"
     "\n"
+    "Single spot job (the \"Can't Be Late\" experiment; see docs/spot.md):\n"
+    "  --spot-job DURATION   replay one job needing DURATION of work (e.g. 48h) on spot\n"
+    "                        availability traces instead of a job trace\n"
+    "  --deadline DURATION   deadline after the job's start (required, e.g. 60h)\n"
+    "  --restart-overhead D  paid time without progress per instance start (default 0)\n"
+    "  --checkpoint-interval D  preemptions lose the work since the last checkpoint;\n"
+    "                        0 (default): a preemption loses nothing\n"
+    "  --spot-trace FILE     availability trace {\"metadata\":{\"gap_seconds\":N},\"data\":[..]};\n"
+    "                        repeat for several traces (results are pooled)\n"
+    "  --spot-policy LIST    ondemand,greedy,uniform-progress (default: all three)\n"
+    "  --offsets N           random start offsets per trace (default 300)\n"
+    "  --seed S              seed of the start offsets (default 1)\n"
+    "  --spot-price X        spot USD per hour (default 0.92)\n"
+    "  --ondemand-price Y    on-demand USD per hour (default 3.06, p3.2xlarge)\n"
+    "  Durations are seconds, or a number with d, h, m or s (0.2h, 90m).\n"
+    "\n"
     "Examples:\n"
     "  spillway sim --trace jobs.csv --wait constant:3600\n"
+    "  spillway sim --spot-job 48h --deadline 60h --restart-overhead 0.2h \\\n"
+    "      --spot-trace ../shared/data/spot-traces/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json\n"
     "  spillway sim --trace ../shared/data/alibaba-gpu-2023/openb_pod_list_default.csv \\\n"
     "      --config examples/alibaba.yaml --compare never,compute:0.25\n";
 
@@ -294,9 +313,80 @@ static int load_config(spw_config_t *cfg, const char *path, const char *cmd)
     return rc;
 }
 
+static int parse_size(const char *s, size_t *out);
+
+/* A duration: seconds, or a number with a d, h, m or s suffix; finite, >= 0. */
+static int parse_dur(const char *s, double *out_s)
+{
+    char *end;
+    double v = strtod(s, &end), unit = 1;
+    if (end == s)
+        return -1;
+    if (*end == 'd')
+        unit = 86400, end++;
+    else if (*end == 'h')
+        unit = 3600, end++;
+    else if (*end == 'm')
+        unit = 60, end++;
+    else if (*end == 's')
+        end++;
+    if (*end || !isfinite(v) || v < 0)
+        return -1;
+    *out_s = v * unit;
+    return 0;
+}
+
+static double sim_dur(const char *opt, const char *s)
+{
+    double v;
+    if (parse_dur(s, &v) < 0) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s takes a duration >= 0 such as 48h, 90m or 3600 (got '%s')",
+                 opt, s);
+        die_usage("sim", msg);
+    }
+    return v;
+}
+
+static double sim_price(const char *opt, const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < 0) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "%s takes a price in USD per hour >= 0 (got '%s')", opt, s);
+        die_usage("sim", msg);
+    }
+    return v;
+}
+
+/* Splits "greedy,uniform-progress" into spot policies; exits on a bad one. */
+static size_t parse_spot_policies(const char *list, spw_spot_policy_t *out)
+{
+    size_t n = 0;
+    char *copy = spw_xstrdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        spw_error_t err;
+        if (n == SPW_SPOT_POLICY_COUNT)
+            die_usage("sim", "--spot-policy: list each policy once");
+        if (spw_spot_policy_parse(tok, &out[n], &err) < 0)
+            die_usage("sim", err.text);
+        for (size_t i = 0; i < n; i++)
+            if (out[i] == out[n])
+                die_usage("sim", "--spot-policy: list each policy once");
+        n++;
+    }
+    free(copy);
+    if (n == 0)
+        die_usage("sim", "--spot-policy needs a list such as ondemand,greedy,uniform-progress");
+    return n;
+}
+
 static int cmd_sim(int argc, char **argv)
 {
-    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_JOBS, O_TS, O_STEP };
+    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_JOBS, O_TS, O_STEP,
+           O_SPOT_JOB, O_DEADLINE, O_OVERHEAD, O_CKPT, O_SPOT_TRACE, O_SPOT_POLICY,
+           O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE };
     static const struct option opts[] = {
         {"trace", required_argument, NULL, O_TRACE},
         {"config", required_argument, NULL, O_CONFIG},
@@ -307,6 +397,16 @@ static int cmd_sim(int argc, char **argv)
         {"jobs-out", required_argument, NULL, O_JOBS},
         {"timeseries-out", required_argument, NULL, O_TS},
         {"step", required_argument, NULL, O_STEP},
+        {"spot-job", required_argument, NULL, O_SPOT_JOB},
+        {"deadline", required_argument, NULL, O_DEADLINE},
+        {"restart-overhead", required_argument, NULL, O_OVERHEAD},
+        {"checkpoint-interval", required_argument, NULL, O_CKPT},
+        {"spot-trace", required_argument, NULL, O_SPOT_TRACE},
+        {"spot-policy", required_argument, NULL, O_SPOT_POLICY},
+        {"offsets", required_argument, NULL, O_OFFSETS},
+        {"seed", required_argument, NULL, O_SEED},
+        {"spot-price", required_argument, NULL, O_SPOT_PRICE},
+        {"ondemand-price", required_argument, NULL, O_OD_PRICE},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -317,8 +417,56 @@ static int cmd_sim(int argc, char **argv)
     int json = 0, quiet = 0, c;
     double step = 3600;
     spw_error_t err;
+    /* --spot-job mode: the Can't Be Late single-job replay. */
+    spw_cli_spotjob_t sj = {
+        .params = {.spot_usd_per_h = 0.92, .ondemand_usd_per_h = 3.06},
+        .policies = {SPW_SPOT_POLICY_ONDEMAND, SPW_SPOT_POLICY_GREEDY,
+                     SPW_SPOT_POLICY_UNIFORM_PROGRESS},
+        .npolicies = 3,
+        .offsets = 300,
+        .seed = 1,
+    };
+    int spot_job = 0, have_deadline = 0;
     while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
         switch (c) {
+        case O_SPOT_JOB:
+            sj.params.work_s = sim_dur("--spot-job", optarg);
+            spot_job = 1;
+            break;
+        case O_DEADLINE:
+            sj.params.deadline_s = sim_dur("--deadline", optarg);
+            have_deadline = 1;
+            break;
+        case O_OVERHEAD: sj.params.restart_overhead_s = sim_dur("--restart-overhead", optarg); break;
+        case O_CKPT:
+            sj.params.checkpoint_interval_s = sim_dur("--checkpoint-interval", optarg);
+            break;
+        case O_SPOT_TRACE:
+            if (sj.ntraces == SPW_CLI_SPOTJOB_MAX_TRACES)
+                die_usage("sim", "--spot-trace: at most 32 traces");
+            sj.traces[sj.ntraces++] = optarg;
+            break;
+        case O_SPOT_POLICY: sj.npolicies = parse_spot_policies(optarg, sj.policies); break;
+        case O_OFFSETS: {
+            size_t n;
+            if (parse_size(optarg, &n) < 0 || n == 0 || n > 10000000)
+                die_usage("sim", "--offsets takes a count from 1 to 10000000");
+            sj.offsets = n;
+            break;
+        }
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || optarg[0] == '-')
+                die_usage("sim", "--seed takes a whole number >= 0");
+            sj.seed = v;
+            break;
+        }
+        case O_SPOT_PRICE: sj.params.spot_usd_per_h = sim_price("--spot-price", optarg); break;
+        case O_OD_PRICE:
+            sj.params.ondemand_usd_per_h = sim_price("--ondemand-price", optarg);
+            break;
         case O_TRACE: trace = optarg; break;
         case O_CONFIG: config = optarg; break;
         case O_FORMAT:
@@ -344,6 +492,24 @@ static int cmd_sim(int argc, char **argv)
     }
     if (optind < argc)
         die_usage("sim", "unexpected argument; the trace is given with --trace FILE");
+    if (spot_job) {
+        if (trace || config || wait || compare || jobs_out || ts_out)
+            die_usage("sim", "--spot-job replays one job on --spot-trace files; it does not "
+                             "take --trace, --config, --wait, --compare or the CSV outputs");
+        if (!have_deadline)
+            die_usage("sim", "--spot-job needs --deadline DURATION (e.g. 60h)");
+        if (sj.ntraces == 0)
+            die_usage("sim", "--spot-job needs at least one --spot-trace FILE");
+        if (!(sj.params.work_s > 0))
+            die_usage("sim", "--spot-job takes a duration > 0 such as 48h");
+        if (!(sj.params.deadline_s > 0))
+            die_usage("sim", "--deadline takes a duration > 0 such as 60h");
+        sj.json = json;
+        sj.quiet = quiet;
+        return spw_cli_spotjob_run(&sj);
+    }
+    if (sj.ntraces)
+        die_usage("sim", "--spot-trace goes with --spot-job DURATION");
     if (!trace)
         die_usage("sim", "missing --trace FILE");
     if (wait && compare)
