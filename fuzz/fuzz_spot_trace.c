@@ -2,7 +2,7 @@
  * parser ({"metadata":{"gap_seconds":N},"data":[...]}). */
 #include <stdint.h>
 
-#include "providers/emulated/spot_trace.h"
+#include "util/spot_trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "core/spot.h"
-#include "providers/emulated/spot_trace.h"
+#include "util/spot_trace.h"
 #include "util/error.h"
 
 /* The job and the prices. */

@@ -19,7 +19,7 @@
 #include "tap.h"
 #include "providers/provider.h"
 #include "providers/emulated/emulated.h"
-#include "providers/emulated/spot_trace.h"
+#include "util/spot_trace.h"
 
 static char tmp[1024];          /* scratch directory, removed at the end */
 static const struct spw_provider_ops *ops = &spw_emulated_ops;

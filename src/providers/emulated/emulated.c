@@ -17,7 +17,7 @@
 
 #include "util/file.h"
 #include "providers/emulated/emulated.h"
-#include "providers/emulated/spot_trace.h"
+#include "util/spot_trace.h"
 #include "util/rng.h"
 
 #define ID_PREFIX "emu-i-"

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "util/file.h"
-#include "providers/emulated/spot_trace.h"
+#include "util/spot_trace.h"
 
 int spw_spot_trace_parse(const char *text, size_t len, const char *name,
                          spw_spot_trace_t *out, spw_error_t *err)

@@ -1,9 +1,10 @@
 /* spot_trace.h: spot availability traces, the JSON format of
  * ../shared/data/spot-traces/: {"metadata":{"gap_seconds":N},"data":[...]}
  * where data[k] is how many instances were available during tick k, which
- * lasts gap_seconds.  The emulated provider preempts spot instances from it. */
-#ifndef SPW_PROVIDERS_EMULATED_SPOT_TRACE_H
-#define SPW_PROVIDERS_EMULATED_SPOT_TRACE_H
+ * lasts gap_seconds.  The emulated provider preempts spot instances from it
+ * and the single-job spot replay (sim/spotjob.h) reads availability from it. */
+#ifndef SPW_UTIL_SPOT_TRACE_H
+#define SPW_UTIL_SPOT_TRACE_H
 
 #include <stddef.h>
 #include <stdint.h>
