@@ -272,14 +272,31 @@ int spw_client_parse(spw_client_t *c, const spw_resp_t *r, json_t **out)
     return SPW_CLI_EREMOTE;
 }
 
-int spw_client_get_json(spw_client_t *c, const char *path, json_t **out)
+static int request_json(spw_client_t *c, const char *method, const char *path, json_t **out)
 {
     spw_resp_t r;
     *out = NULL;
-    int rc = spw_client_request(c, "GET", path, NULL, 0, NULL, &r);
+    int rc = spw_client_request(c, method, path, NULL, 0, NULL, &r);
     if (rc == SPW_CLI_OK)
         rc = spw_client_parse(c, &r, out);
     spw_resp_free(&r);
+    return rc;
+}
+
+int spw_client_get_json(spw_client_t *c, const char *path, json_t **out)
+{
+    return request_json(c, "GET", path, out);
+}
+
+int spw_client_call(const spw_cli_common_t *co, const char *cmd, const char *method,
+                    const char *prefix, const char *id, const char *suffix, json_t **out)
+{
+    spw_client_t cl;
+    spw_client_open(&cl, co, cmd);
+    char *path = spw_client_path(&cl, prefix, id, suffix);
+    int rc = request_json(&cl, method, path, out);
+    free(path);
+    spw_client_close(&cl);
     return rc;
 }
 

@@ -271,17 +271,9 @@ static int admin_preempt(int argc, char **argv)
     const char *id;
     parse_plain(argc, argv, "admin preempt", spw_cli_admin_usage, &co, 1, &id,
                 "missing the instance id (as `spillway pools` shows it: emu-i-000001)");
-    spw_client_t cl;
-    spw_resp_t r;
-    json_t *inst = NULL;
-    spw_client_open(&cl, &co, "admin preempt");
-    char *path = spw_client_path(&cl, "/v1/admin/instances/", id, "/preempt");
-    int rc = spw_client_request(&cl, "POST", path, NULL, 0, NULL, &r);
-    free(path);
-    if (rc == SPW_CLI_OK)
-        rc = spw_client_parse(&cl, &r, &inst);
-    spw_resp_free(&r);
-    spw_client_close(&cl);
+    json_t *inst;
+    int rc = spw_client_call(&co, "admin preempt", "POST", "/v1/admin/instances/", id, "/preempt",
+                             &inst);
     if (rc != SPW_CLI_OK)
         return rc;
     if (co.json) {

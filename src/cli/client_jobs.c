@@ -695,13 +695,8 @@ int spw_cli_show(int argc, char **argv)
 {
     spw_cli_common_t co;
     const char *id = parse_id_cmd(argc, argv, "show", spw_cli_show_usage, &co);
-    spw_client_t cl;
     json_t *job;
-    spw_client_open(&cl, &co, "show");
-    char *path = spw_client_path(&cl, "/v1/jobs/", id, "");
-    int rc = spw_client_get_json(&cl, path, &job);
-    free(path);
-    spw_client_close(&cl);
+    int rc = spw_client_call(&co, "show", "GET", "/v1/jobs/", id, "", &job);
     if (rc != SPW_CLI_OK)
         return rc;
     if (co.json)
@@ -718,17 +713,8 @@ int spw_cli_cancel(int argc, char **argv)
 {
     spw_cli_common_t co;
     const char *id = parse_id_cmd(argc, argv, "cancel", spw_cli_cancel_usage, &co);
-    spw_client_t cl;
-    spw_resp_t r;
-    json_t *job = NULL;
-    spw_client_open(&cl, &co, "cancel");
-    char *path = spw_client_path(&cl, "/v1/jobs/", id, "/cancel");
-    int rc = spw_client_request(&cl, "POST", path, NULL, 0, NULL, &r);
-    free(path);
-    if (rc == SPW_CLI_OK)
-        rc = spw_client_parse(&cl, &r, &job);
-    spw_resp_free(&r);
-    spw_client_close(&cl);
+    json_t *job;
+    int rc = spw_client_call(&co, "cancel", "POST", "/v1/jobs/", id, "/cancel", &job);
     if (rc != SPW_CLI_OK)
         return rc;
     const char *state = spw_cli_jstr(job, "state");
@@ -825,13 +811,8 @@ int spw_cli_explain(int argc, char **argv)
 {
     spw_cli_common_t co;
     const char *id = parse_id_cmd(argc, argv, "explain", spw_cli_explain_usage, &co);
-    spw_client_t cl;
     json_t *doc;
-    spw_client_open(&cl, &co, "explain");
-    char *path = spw_client_path(&cl, "/v1/jobs/", id, "/explain");
-    int rc = spw_client_get_json(&cl, path, &doc);
-    free(path);
-    spw_client_close(&cl);
+    int rc = spw_client_call(&co, "explain", "GET", "/v1/jobs/", id, "/explain", &doc);
     if (rc != SPW_CLI_OK)
         return rc;
     if (co.json)

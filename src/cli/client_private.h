@@ -106,6 +106,13 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
  * Returns 0, or the exit status after printing why. */
 int spw_client_get_json(spw_client_t *c, const char *path, json_t **out);
 
+/* One whole call about one object: opens a client for cmd, sends METHOD
+ * prefix+ID+suffix without a body (ID escaped), parses the JSON answer into
+ * *out (caller json_decref's) and closes.  0, or the exit status after
+ * printing why (*out is then NULL). */
+int spw_client_call(const spw_cli_common_t *co, const char *cmd, const char *method,
+                    const char *prefix, const char *id, const char *suffix, json_t **out);
+
 /* Parses r's body as JSON into *out; 0, or 1 after printing why. */
 int spw_client_parse(spw_client_t *c, const spw_resp_t *r, json_t **out);
 

@@ -18,9 +18,7 @@
 #include "sim/sim.h"
 #include "sim/trace.h"
 
-#ifndef SPW_VERSION
-#define SPW_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 /* The example fleet used when no --config is given: one on-prem pool of
  * 4 nodes x 8 A100 and a flat cloud price. */

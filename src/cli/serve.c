@@ -59,12 +59,6 @@ static const char serve_usage[] =
     "  SPILLWAY_TOKEN=ml-team-token-0001 spillway submit --gpus 1 -- python3 train.py\n"
     "  spillway queue; spillway costs\n";
 
-static int loopback(const char *listen)
-{
-    return strncmp(listen, "127.", 4) == 0 || strncmp(listen, "localhost:", 10) == 0 ||
-           strncmp(listen, "[::1]:", 6) == 0;
-}
-
 int spw_cli_serve(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -112,12 +106,6 @@ int spw_cli_serve(int argc, char **argv)
     }
     if (!listen_addr)
         listen_addr = cfg.daemon.listen;
-    if (!cfg.daemon.ntokens && !loopback(listen_addr)) {
-        fprintf(stderr, "spillway serve: the config has no daemon.tokens, so the API would be open to "
-                        "anyone: listen on 127.0.0.1 or add tokens\n");
-        spw_config_free(&cfg);
-        return 1;
-    }
     /* The loop and HTTP threads inherit this mask; the main thread waits for
      * the signals with sigwait. */
     sigset_t set;

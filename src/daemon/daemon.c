@@ -163,11 +163,6 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
 
 /* ---- costs ------------------------------------------------------------- */
 
-double spw_daemon_inst_cost(const dinst_t *x, double now)
-{
-    return spw_instance_cost_usd(&x->in, now);
-}
-
 /* What instance x billed from `from` to `to` (clipped to its life). */
 static double inst_span_usd(const dinst_t *x, double from, double to)
 {
@@ -954,9 +949,7 @@ int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error
     for (size_t i = 0; i < f->npools; i++) {
         if (!model_ok(&f->models, mask, f->pools[i].model))
             continue;
-        uint64_t total = 0;
-        for (uint32_t n = 0; n < f->pools[i].nnodes; n++)
-            total += f->pools[i].node_gpus[n];
+        uint64_t total = d->pool_gpus[i];
         if (total >= gpus)
             return 0;
         if (total > most)
@@ -1439,6 +1432,10 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
+    d->pool_gpus = spw_xcalloc(d->fleet.npools + 1, sizeof(uint64_t));
+    for (size_t i = 0; i < d->fleet.npools; i++)
+        for (uint32_t n = 0; n < d->fleet.pools[i].nnodes; n++)
+            d->pool_gpus[i] += d->fleet.pools[i].node_gpus[n];
     if (!(d->engine = spw_engine_create(&d->fleet, &cfg->policy, err)))
         goto error;
     char *db = spw_xmalloc(strlen(sd) + 16);
@@ -1511,6 +1508,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
         free(d->node_used[i]);
     free(d->node_used);
     free(d->pool_busy);
+    free(d->pool_gpus);
     spw_fleet_clear(&d->fleet);
     free(d->state_dir);
     free(d->log_dir);

@@ -10,9 +10,7 @@
 
 #include "daemon/daemon_private.h"
 
-#ifndef SPW_VERSION
-#define SPW_VERSION "0.1.0"
-#endif
+#include "util/version.h"
 
 #define LOCK(d) pthread_mutex_lock(&(d)->mu)
 #define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
@@ -345,9 +343,47 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     json_object_set_new(o, "ready_ts", x->in.state == SPW_INSTANCE_BOOTING ? json_null() : ts_json(x->in.ready_s));
     json_object_set_new(o, "ended_ts", ts_json(x->in.ended_s));
     json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
-    json_object_set_new(o, "cost_usd", json_real(spw_daemon_inst_cost(x, d->now)));
+    json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(&x->in, d->now)));
     json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
     return o;
+}
+
+/* What the instances of each offer add up to, in one pass over them. */
+typedef struct offer_tally {
+    size_t by_state[SPW_INSTANCE_STATE_COUNT]; /* instances in each state */
+    size_t n;                   /* instances ever acquired */
+    double usd;                 /* what they billed up to now */
+} offer_tally_t;
+
+static offer_tally_t *tally_offers(const spw_daemon_t *d, double now)
+{
+    offer_tally_t *t = spw_xcalloc(d->fleet.noffers + 1, sizeof(*t));
+    for (size_t k = 0; k < d->ninst; k++) {
+        offer_tally_t *o = &t[d->inst[k].in.offer];
+        o->by_state[d->inst[k].in.state]++;
+        o->n++;
+        o->usd += spw_instance_cost_usd(&d->inst[k].in, now);
+    }
+    return t;
+}
+
+/* For the first offer of its provider, the provider's totals over all its
+ * offers (0); -1 when an earlier offer already stands for the provider. */
+static int provider_total(const spw_daemon_t *d, const offer_tally_t *t, size_t i,
+                          double *usd, size_t *n)
+{
+    const char *prov = d->fleet.offers[i].provider;
+    for (size_t k = 0; k < i; k++)
+        if (strcmp(d->fleet.offers[k].provider, prov) == 0)
+            return -1;
+    *usd = 0;
+    *n = 0;
+    for (size_t k = i; k < d->fleet.noffers; k++)
+        if (strcmp(d->fleet.offers[k].provider, prov) == 0) {
+            *usd += t[k].usd;
+            *n += t[k].n;
+        }
+    return 0;
 }
 
 int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err)
@@ -357,9 +393,7 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     LOCK(d);
     for (size_t i = 0; i < d->fleet.npools; i++) {
         const spw_pool_spec_t *p = &d->fleet.pools[i];
-        uint64_t total = 0;
-        for (uint32_t n = 0; n < p->nnodes; n++)
-            total += p->node_gpus[n];
+        uint64_t total = d->pool_gpus[i];
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(p->name));
         json_object_set_new(o, "kind", json_string("onprem"));
@@ -372,12 +406,11 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "cost_usd_per_gpu_h", json_real(p->cost_usd_per_gpu_h));
         json_array_append_new(pools, o);
     }
+    offer_tally_t *t = tally_offers(d, d->now);
     for (size_t i = 0; i < d->fleet.noffers; i++) {
         const spw_offer_t *f = &d->fleet.offers[i];
         char on[200];
-        size_t live = 0;
-        for (size_t k = 0; k < d->ninst; k++)
-            live += d->inst[k].in.offer == i && spw_instance_state_live(d->inst[k].in.state);
+        size_t live = t[i].by_state[SPW_INSTANCE_BOOTING] + t[i].by_state[SPW_INSTANCE_READY];
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(spw_daemon_offer_name(f, on, sizeof(on))));
         json_object_set_new(o, "provider", json_string(f->provider));
@@ -392,6 +425,7 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "instances_live", json_integer((json_int_t)live));
         json_array_append_new(offers, o);
     }
+    free(t);
     for (size_t k = 0; k < d->ninst; k++) {
         const dinst_t *x = &d->inst[k];
         const djob_t *j = x->job_seq ? d->jobs[x->job_seq] : NULL;
@@ -468,27 +502,22 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     double cloud = cloud_bound;
     if (who->admin) {
         /* Billing truth: what every instance cost, bound to a job or not. */
+        offer_tally_t *t = tally_offers(d, now);
         cloud = 0;
-        for (size_t k = 0; k < d->ninst; k++) {
-            const char *prov = d->inst[k].in.provider;
-            json_t *o = NULL;
-            for (size_t q = 0; q < json_array_size(provs) && !o; q++)
-                if (strcmp(json_string_value(json_object_get(json_array_get(provs, q), "provider")), prov) == 0)
-                    o = json_array_get(provs, q);
-            if (!o) {
-                o = json_object();
-                json_object_set_new(o, "provider", json_string(prov));
-                json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
-                json_object_set_new(o, "usd", json_real(0));
-                json_object_set_new(o, "instances", json_integer(0));
-                json_array_append_new(provs, o);
-            }
-            double usd = spw_daemon_inst_cost(&d->inst[k], now);
-            json_object_set_new(o, "usd", json_real(json_real_value(json_object_get(o, "usd")) + usd));
-            json_object_set_new(o, "instances",
-                                json_integer(json_integer_value(json_object_get(o, "instances")) + 1));
+        for (size_t i = 0; i < d->fleet.noffers; i++) {
+            double usd;
+            size_t n;
+            if (provider_total(d, t, i, &usd, &n) < 0 || n == 0)
+                continue;
+            json_t *o = json_object();
+            json_object_set_new(o, "provider", json_string(d->fleet.offers[i].provider));
+            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+            json_object_set_new(o, "usd", json_real(usd));
+            json_object_set_new(o, "instances", json_integer((json_int_t)n));
+            json_array_append_new(provs, o);
             cloud += usd;
         }
+        free(t);
     }
     for (size_t i = 0; i < d->fleet.npools; i++) {
         json_t *o = json_object();
@@ -630,9 +659,7 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     put(&b, "# HELP spillway_pool_gpus On-prem GPUs by pool and state.\n");
     put(&b, "# TYPE spillway_pool_gpus gauge\n");
     for (size_t p = 0; p < np; p++) {
-        uint64_t total = 0;
-        for (uint32_t n = 0; n < d->fleet.pools[p].nnodes; n++)
-            total += d->fleet.pools[p].node_gpus[n];
+        uint64_t total = d->pool_gpus[p];
         esc(d->fleet.pools[p].name, e1, sizeof(e1));
         put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"busy\"} %" PRIu64 "\n", e1, d->pool_busy[p]);
         put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, total - d->pool_busy[p]);
@@ -640,11 +667,9 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
     put(&b, "# TYPE spillway_cloud_instances gauge\n");
     const char *emu = d->pv_ops->emulated ? "true" : "false";
+    offer_tally_t *t = tally_offers(d, now);
     for (size_t i = 0; i < d->fleet.noffers; i++) {
-        size_t live[SPW_INSTANCE_STATE_COUNT] = {0};
-        for (size_t k = 0; k < d->ninst; k++)
-            if (d->inst[k].in.offer == i)
-                live[d->inst[k].in.state]++;
+        const size_t *live = t[i].by_state;
         char on[200];
         spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
         for (int st = 0; st < SPW_INSTANCE_STATE_COUNT; st++)
@@ -663,19 +688,14 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         onprem += spw_daemon_job_onprem_usd(d, j, now);
     }
     put(&b, "spillway_spend_usd_total{kind=\"onprem\",provider=\"onprem\",emulated=\"false\"} %.6f\n", onprem);
-    for (size_t k = 0; k < d->ninst; k++) {
-        int first = 1;
-        for (size_t q = 0; q < k && first; q++)
-            first = strcmp(d->inst[q].in.provider, d->inst[k].in.provider) != 0;
-        if (!first)
-            continue;
-        double usd = 0;
-        for (size_t q = k; q < d->ninst; q++)
-            if (strcmp(d->inst[q].in.provider, d->inst[k].in.provider) == 0)
-                usd += spw_daemon_inst_cost(&d->inst[q], now);
-        put(&b, "spillway_spend_usd_total{kind=\"cloud\",provider=\"%s\",emulated=\"%s\"} %.6f\n",
-            esc(d->inst[k].in.provider, e3, sizeof(e3)), emu, usd);
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        double usd;
+        size_t n;
+        if (provider_total(d, t, i, &usd, &n) == 0 && n > 0)
+            put(&b, "spillway_spend_usd_total{kind=\"cloud\",provider=\"%s\",emulated=\"%s\"} %.6f\n",
+                esc(d->fleet.offers[i].provider, e3, sizeof(e3)), emu, usd);
     }
+    free(t);
     put(&b, "# HELP spillway_decision_seconds Time the engine took for one scheduling decision (a turn).\n");
     put(&b, "# TYPE spillway_decision_seconds histogram\n");
     uint64_t acc = 0;

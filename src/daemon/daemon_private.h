@@ -104,6 +104,7 @@ struct spw_daemon {
     size_t ninst, capinst;
     uint64_t **node_used;        /* per pool, per node: GPU bits in use */
     uint64_t *pool_busy;         /* per pool: GPUs held by jobs */
+    uint64_t *pool_gpus;         /* per pool: GPUs in all (fixed at create) */
     djob_t *waiting;             /* cloud jobs placed, waiting for boots */
     subreq_t *subq;              /* submits to commit, oldest first */
     subreq_t **subq_tail;
@@ -131,7 +132,6 @@ int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);
 /* A job's cost up to now: settled plus the attempt in progress. */
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now);
 double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now);
-double spw_daemon_inst_cost(const dinst_t *x, double now);
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len);
 double spw_daemon_clock(void);
 json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);

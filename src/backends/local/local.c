@@ -82,25 +82,34 @@ typedef struct proc_info {
     uint64_t start_ticks;       /* start time after boot, clock ticks */
 } proc_info_t;
 
-static int proc_read(pid_t pid, proc_info_t *pi)
+/* Reads at most cap - 1 bytes of the small file at path into buf, NUL-
+ * terminated, in one read (the kernel's /proc files and our exit records
+ * come whole).  The length, or -1 with errno from open or read. */
+static ssize_t read_small(const char *path, char *buf, size_t cap)
 {
-    char path[64], buf[2048];
-    const char *p;
     ssize_t n;
-    int fd, e;
-
-    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), e;
     if (fd < 0)
-        return errno == ENOENT ? (errno = ESRCH, -1) : -1;
+        return -1;
     do
-        n = read(fd, buf, sizeof(buf) - 1);
+        n = read(fd, buf, cap - 1);
     while (n < 0 && errno == EINTR);
     e = errno;
     close(fd);
     if (n < 0)
         return errno = e, -1;
     buf[n] = '\0';
+    return n;
+}
+
+static int proc_read(pid_t pid, proc_info_t *pi)
+{
+    char path[64], buf[2048];
+    const char *p;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    if (read_small(path, buf, sizeof(buf)) < 0)
+        return errno == ENOENT ? (errno = ESRCH, -1) : -1;
     /* The command name (field 2) is in parentheses and may itself contain
      * spaces and parentheses: the fields resume after the last ')'. */
     p = strrchr(buf, ')');
@@ -188,25 +197,17 @@ int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t
     char buf[32], *path, *p;
     ssize_t n;
     long v = 0;
-    int fd, e, digits = 0;
+    int e, digits = 0;
     spw_exit_kind_t k;
 
     if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
         return errno = EINVAL, -1;
     path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    n = read_small(path, buf, sizeof(buf));
     e = errno;
     free(path);
-    if (fd < 0)
-        return errno = e, -1;
-    do
-        n = read(fd, buf, sizeof(buf) - 1);
-    while (n < 0 && errno == EINTR);
-    e = errno;
-    close(fd);
     if (n < 0)
         return errno = e, -1;
-    buf[n] = '\0';
     /* Exactly what the shim writes: "exited N\n" or "signaled N\n". */
     if (strncmp(buf, "exited ", 7) == 0) {
         k = SPW_EXIT_EXITED;
