@@ -127,11 +127,21 @@ static void pool_set_free(pool_t *p, uint32_t node, uint16_t f)
 typedef struct jclass {
     uint32_t gpus;           /* demand */
     uint64_t mask;           /* acceptable models, 0 = any */
-    uint32_t *pools;         /* eligible on-prem pools, in fleet order */
+    uint32_t profile;        /* governance profile: where its rules let it run */
+    uint32_t data;           /* dataset + 1 it reads; 0 = none */
+    uint32_t *pools;         /* eligible on-prem pools: fleet order, the pools
+                                holding its data first under gravity */
     uint32_t npools;
     int never_onprem;        /* no eligible pool can ever hold it */
-    int offer;               /* cheapest cloud offer, -1 = none */
+    uint32_t *offers;        /* allowed offers that can serve it, cheapest first */
+    uint32_t noffers;
+    int offer;               /* cheapest allowed offer, -1 = none */
     uint32_t instances;      /* instances of that offer */
+    int spot;                /* its rules require spot capacity */
+    spw_placement_t placement; /* from its rules */
+    int any_offer;           /* some offer could serve it if its rules allowed */
+    int denied;              /* its rules or residency took away some pool or
+                                offer that could serve it */
     spw_job_t *root;         /* treap of queued jobs */
     spw_job_t *head;         /* first job in queue order (cached) */
     size_t count;            /* queued jobs */
@@ -172,6 +182,15 @@ struct spw_engine {
     size_t nmulti, capmulti;
     spw_job_t **placed;           /* placements of the current instant */
     size_t nplaced, capplaced;
+    spw_job_t **rejected;         /* jobs rejected by a budget this instant */
+    size_t nrejected, caprejected;
+    spw_govrt_t *gov;             /* profiles, ledger, data caches */
+    spw_job_t **held;             /* jobs whose burst a budget or cap held */
+    size_t nheld, capheld;
+    int held_dirty;               /* money or a cap freed up since the last retry */
+    double held_retry_at;         /* a budget period ends: retry the held then */
+    int money_limits;             /* some budget or cap exists: cloud worst
+                                     cases bind and max_runtime stops jobs */
     uint32_t epoch;               /* EASY reservation counter (see pool_t.stamp) */
     size_t queued;
     int dirty;                    /* something changed since the last pass */
@@ -355,48 +374,115 @@ static int offer_accepts(const spw_engine_t *e, const spw_offer_t *o, uint64_t m
     return 0;
 }
 
+/* Price per hour of the instances an offer needs for gpus GPUs. */
+static double offer_usd_h(const spw_offer_t *o, uint32_t gpus, int spot)
+{
+    uint32_t inst = (gpus + o->gpus - 1) / o->gpus;
+    return inst * (spot ? o->spot_usd_per_h : o->ondemand_usd_per_h);
+}
+
+/* Data transfer seconds and egress for job data `data` (+1) at a place. */
+static double data_cost(const spw_engine_t *e, uint32_t data, int pool, int offer, double now,
+                        double *gb, double *transfer_s)
+{
+    *gb = *transfer_s = 0;
+    if (!data)
+        return 0;
+    return spw_govrt_data_cost(e->gov, (int)data - 1, pool, offer, now, gb, transfer_s);
+}
+
+static const spw_engine_t *sort_engine;   /* qsort has no context argument */
+static const jclass_t *sort_class;
+
+static int offer_cmp(const void *a, const void *b)
+{
+    const spw_offer_t *oa = &sort_engine->fleet->offers[*(const uint32_t *)a];
+    const spw_offer_t *ob = &sort_engine->fleet->offers[*(const uint32_t *)b];
+    double pa = offer_usd_h(oa, sort_class->gpus, sort_class->spot);
+    double pb = offer_usd_h(ob, sort_class->gpus, sort_class->spot);
+    if (pa != pb)
+        return pa < pb ? -1 : 1;
+    uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+    return ia < ib ? -1 : ia > ib;
+}
+
+static int bit(const uint64_t *set, size_t i)
+{
+    return (int)(set[i >> 6] >> (i & 63) & 1);
+}
+
 static void class_setup(spw_engine_t *e, jclass_t *c)
 {
-    c->pools = spw_xmalloc(e->npools * sizeof(uint32_t));
+    const spw_profile_t *pr = spw_govrt_profile(e->gov, c->profile);
+    c->placement = pr->placement;
+    c->spot = pr->spot == SPW_SPOT_REQUIRED;
+    c->pools = spw_xmalloc((e->npools ? e->npools : 1) * sizeof(uint32_t));
     c->npools = 0;
     c->never_onprem = 1;
-    for (size_t i = 0; i < e->npools; i++) {
-        pool_t *p = &e->pools[i];
-        if (!pool_accepts(e, p, c->mask))
-            continue;
-        c->pools[c->npools++] = (uint32_t)i;
-        if (c->gpus <= p->maxcap || c->gpus <= p->total)
-            c->never_onprem = 0;
+    /* Under gravity the pools that hold the data come first, so first fit
+     * and the pass try them before paying a transfer. */
+    for (int local = 1; local >= 0; local--) {
+        for (size_t i = 0; i < e->npools; i++) {
+            pool_t *p = &e->pools[i];
+            if (!pool_accepts(e, p, c->mask))
+                continue;
+            if (!bit(pr->pools, i)) {
+                c->denied |= local && (c->gpus <= p->maxcap || c->gpus <= p->total);
+                continue;
+            }
+            double gb, tr;
+            int here = !c->data || !e->policy.gravity ||
+                       (data_cost(e, c->data, (int)i, -1, 0, &gb, &tr) == 0 && tr == 0);
+            if (here != local)
+                continue;
+            c->pools[c->npools++] = (uint32_t)i;
+            if (c->gpus <= p->maxcap || c->gpus <= p->total)
+                c->never_onprem = 0;
+        }
     }
     c->offer = -1;
+    c->noffers = 0;
+    c->any_offer = 0;
+    c->offers = spw_xmalloc((e->fleet->noffers ? e->fleet->noffers : 1) * sizeof(uint32_t));
     /* Under `wait: never` nothing goes to the cloud, not even a job that
      * can never fit on-prem: that one is unschedulable. */
     size_t noffers = e->policy.wait.kind == SPW_WAIT_NEVER ? 0 : e->fleet->noffers;
-    double best = INFINITY;
     for (size_t i = 0; i < noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
         if (!offer_accepts(e, o, c->mask))
             continue;
-        uint32_t inst = (c->gpus + o->gpus - 1) / o->gpus;
-        double usd = o->ondemand_usd_per_h * inst;
-        if (usd < best) {
-            best = usd;
-            c->offer = (int)i;
-            c->instances = inst;
-        }
+        c->any_offer = 1;
+        if (bit(pr->offers, i) && !isnan(offer_usd_h(o, c->gpus, c->spot)))
+            c->offers[c->noffers++] = (uint32_t)i;
+        else
+            c->denied = 1;
+    }
+    sort_engine = e;
+    sort_class = c;
+    qsort(c->offers, c->noffers, sizeof(uint32_t), offer_cmp);
+    if (c->noffers) {
+        const spw_offer_t *o = &e->fleet->offers[c->offers[0]];
+        c->offer = (int)c->offers[0];
+        c->instances = (c->gpus + o->gpus - 1) / o->gpus;
     }
 }
 
-static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask)
+static inline uint64_t class_key(uint32_t gpus, uint64_t mask, uint32_t profile, uint32_t data)
 {
-    uint64_t key = (uint64_t)gpus * 0x9E3779B97F4A7C15ULL ^ mask;
-    size_t i = hash32(key) & (e->hash_cap - 1);
+    return ((uint64_t)gpus * 0x9E3779B97F4A7C15ULL ^ mask) +
+           ((uint64_t)profile << 32 | data) * 0xC2B2AE3D27D4EB4FULL;
+}
+
+static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t profile,
+                         uint32_t data)
+{
+    size_t i = hash32(class_key(gpus, mask, profile, data)) & (e->hash_cap - 1);
     for (;; i = (i + 1) & (e->hash_cap - 1)) {
         uint32_t v = e->cls_hash[i];
         if (!v)
             break;
         jclass_t *c = &e->cls[v - 1];
-        if (c->gpus == gpus && c->mask == mask)
+        if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data)
             return v - 1;
     }
     GROW(e->cls, e->ncls, e->capcls);
@@ -404,6 +490,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask)
     memset(c, 0, sizeof(*c));
     c->gpus = gpus;
     c->mask = mask;
+    c->profile = profile;
+    c->data = data;
     class_setup(e, c);
     e->cls_hash[i] = (uint32_t)++e->ncls;
     if (e->ncls * 2 > e->hash_cap) {
@@ -411,8 +499,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask)
         size_t cap = e->hash_cap * 2;
         uint32_t *h = spw_xcalloc(cap, sizeof(uint32_t));
         for (size_t k = 0; k < e->ncls; k++) {
-            uint64_t kk = (uint64_t)e->cls[k].gpus * 0x9E3779B97F4A7C15ULL ^ e->cls[k].mask;
-            size_t s = hash32(kk) & (cap - 1);
+            const jclass_t *ck = &e->cls[k];
+            size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data)) & (cap - 1);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = (uint32_t)(k + 1);
@@ -422,6 +510,13 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask)
         e->hash_cap = cap;
     }
     return (uint32_t)(e->ncls - 1);
+}
+
+/* The class of job j, its profile computed from its attributes. */
+static uint32_t job_class(spw_engine_t *e, spw_job_t *j)
+{
+    j->l.profile = spw_govrt_profile_of(e->gov, j);
+    return class_of(e, j->gpus, j->gpu_mask, j->l.profile, j->data);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -660,23 +755,234 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     queue_del(e, c, j);
     e->queued--;
     j->state = SPW_JOB_ONPREM;
-    j->placed_s = j->start_s = now;
+    /* Data from elsewhere is copied first: the GPUs are held meanwhile.
+     * Egress into on-prem is paid at once and never refused (the budgets
+     * gate cloud placements only). */
+    double gb, tr;
+    double egress = data_cost(e, j->data, pl.pool, -1, now, &gb, &tr);
+    j->placed_s = now;
+    j->start_s = now + tr;
+    j->transfer_s = tr;
+    j->egress_usd += egress;
+    j->egress_gb += gb;
+    j->cost_usd += egress;
+    if (egress > 0)
+        spw_govrt_add_settled(e->gov, (int)j->team - 1, now, 0, egress);
     take_onprem(e, c, j, pl);
     j->reason = why;
     note_placed(e, j);
 }
 
-static void start_cloud(spw_engine_t *e, spw_job_t *j, spw_reason_t why, double now)
+/* ---- cloud placements and money --------------------------------------------- */
+
+/* One offer priced for one job: what it would hold and how long data takes. */
+typedef struct cloud_pick {
+    uint32_t offer;
+    uint32_t inst;           /* instances */
+    spw_charge_t ch;         /* worst case against budgets and caps */
+    double gb, transfer_s;   /* data to move first */
+} cloud_pick_t;
+
+/* Seconds a cloud placement may bill besides boot and data transfer. */
+static double worst_run_s(const spw_engine_t *e, const spw_job_t *j)
 {
-    const jclass_t *c = &e->cls[j->l.cls];
-    const spw_offer_t *o = &e->fleet->offers[c->offer];
+    double mr = j->max_runtime_s > 0 ? j->max_runtime_s : e->fleet->gov.default_max_runtime_s;
+    return mr + e->policy.reserve_extra_s;
+}
+
+/* Prices offer oi for job j of class c at now into *pk; returns the rank the
+ * engine minimises: expected compute, plus egress under gravity. */
+static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j, uint32_t oi,
+                        double now, cloud_pick_t *pk)
+{
+    const spw_offer_t *o = &e->fleet->offers[oi];
+    pk->offer = oi;
+    pk->inst = (c->gpus + o->gpus - 1) / o->gpus;
+    double usd_h = offer_usd_h(o, c->gpus, c->spot);
+    double egress = data_cost(e, c->data, -1, (int)oi, now, &pk->gb, &pk->transfer_s);
+    pk->ch.usd = usd_h * (o->boot_delay_s + pk->transfer_s + worst_run_s(e, j)) / 3600.0;
+    pk->ch.egress_usd = egress;
+    pk->ch.usd_per_h = usd_h;
+    pk->ch.gpus = (double)pk->inst * o->gpus;
+    double rank = usd_h * j->est_runtime_s / 3600.0;
+    return e->policy.gravity ? rank + egress : rank;
+}
+
+/* Picks the cloud offer for job j: the lowest rank among the offers its
+ * rules allow whose worst case fits every budget and cap.  Returns
+ * SPW_ADMIT_OK with *out, or the refusal of the best-ranked offer (why, if
+ * not NULL, says it). */
+static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                              double now, cloud_pick_t *out, char *why, size_t len)
+{
+    int team = (int)j->team - 1;
+    double best = INFINITY, best_refused = INFINITY;
+    spw_admit_t refusal = SPW_ADMIT_OK;
+    int found = 0;
+    /* Offers are sorted by price: without data to weigh, the first one
+     * admitted is the best, and a refusal by budget or rate holds for the
+     * dearer ones too. */
+    int sorted = !c->data || !e->policy.gravity;
+    for (uint32_t k = 0; k < c->noffers; k++) {
+        cloud_pick_t pk;
+        double rank = pick_eval(e, c, j, c->offers[k], now, &pk);
+        if (rank >= best)
+            continue;
+        int first = rank < best_refused;
+        spw_admit_t a = spw_govrt_admit(e->gov, team, now, &pk.ch, first ? why : NULL, len);
+        if (a == SPW_ADMIT_OK) {
+            best = rank;
+            *out = pk;
+            found = 1;
+            if (sorted)
+                break;
+            continue;
+        }
+        if (first) {
+            best_refused = rank;
+            refusal = a;
+        }
+        if (sorted && !c->data && a != SPW_ADMIT_TEAM_GPUS && a != SPW_ADMIT_ORG_GPUS)
+            break;
+    }
+    return found ? SPW_ADMIT_OK : refusal;
+}
+
+static void start_cloud(spw_engine_t *e, const jclass_t *c, spw_job_t *j, const cloud_pick_t *pk,
+                        spw_reason_t why, double now)
+{
+    const spw_offer_t *o = &e->fleet->offers[pk->offer];
     j->state = SPW_JOB_CLOUD;
     j->reason = why;
-    j->offer = c->offer;
-    j->instances = c->instances;
+    j->offer = (int32_t)pk->offer;
+    j->instances = pk->inst;
+    j->spot = (uint8_t)c->spot;
     j->placed_s = now;
-    j->start_s = now + o->boot_delay_s;
+    j->transfer_s = pk->transfer_s;
+    j->start_s = now + o->boot_delay_s + pk->transfer_s;
+    j->reserved_usd = pk->ch.usd + pk->ch.egress_usd;
+    j->charge_s = now;
+    j->l.att_egress_usd = pk->ch.egress_usd;
+    j->egress_usd += pk->ch.egress_usd;
+    j->egress_gb += pk->gb;
+    spw_govrt_reserve(e->gov, (int)j->team - 1, now, &pk->ch);
+    if (pk->gb > 0)
+        spw_govrt_data_placed(e->gov, (int)j->data - 1, (int)pk->offer, now);
     note_placed(e, j);
+}
+
+static int job_before_cmp(const void *a, const void *b)
+{
+    const spw_job_t *ja = *(spw_job_t *const *)a, *jb = *(spw_job_t *const *)b;
+    return job_before(sort_engine, ja, jb) ? -1 : job_before(sort_engine, jb, ja);
+}
+
+/* A burst refused by a budget or cap: the job is held (retried when money
+ * or capacity frees, or its budget period ends), kept on-prem only, or
+ * rejected, per its team's on_exhausted.  Caps always hold. */
+static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, double now,
+                    int in_queue)
+{
+    int team = (int)j->team - 1;
+    int money = a == SPW_ADMIT_BUDGET || a == SPW_ADMIT_EGRESS;
+    spw_exhausted_t x = money && team >= 0 ? e->fleet->gov.teams[team].on_exhausted
+                                           : SPW_EXHAUSTED_HOLD;
+    j->held++;
+    if (x == SPW_EXHAUSTED_REJECT || (x == SPW_EXHAUSTED_ONPREM_ONLY && c->never_onprem)) {
+        if (in_queue)
+            queue_del(e, c, j);
+        e->queued--;
+        e->dirty = 1;
+        j->state = SPW_JOB_REJECTED;
+        j->reason = SPW_REASON_REJECTED_BUDGET;
+        j->end_s = now;
+        GROW(e->rejected, e->nrejected, e->caprejected);
+        e->rejected[e->nrejected++] = j;
+        return;
+    }
+    if (!in_queue && !c->never_onprem) {
+        queue_add(e, c, j);      /* cloud_first: on-prem takes it meanwhile */
+        e->dirty = 1;
+    }
+    if (x == SPW_EXHAUSTED_ONPREM_ONLY) {
+        j->reason = SPW_REASON_ONPREM_ONLY_BUDGET;
+        j->l.burst_at_s = INFINITY;
+        return;
+    }
+    j->reason = money ? SPW_REASON_HELD_BUDGET : SPW_REASON_HELD_CAP;
+    if (!j->l.held_list) {
+        j->l.held_list = 1;
+        GROW(e->held, e->nheld, e->capheld);
+        e->held[e->nheld++] = j;
+    }
+    if (money) {
+        spw_team_ledger_t L;
+        spw_govrt_ledger(e->gov, team, now, &L);
+        double end = L.period_end_s;
+        if (a == SPW_ADMIT_EGRESS)
+            end = spw_period_end(SPW_PERIOD_MONTH, e->fleet->gov.origin_s + now) -
+                  e->fleet->gov.origin_s;
+        if (end < e->held_retry_at)
+            e->held_retry_at = end;
+    }
+}
+
+/* Tries to put queued job j of class c in the cloud now (in_queue: it sits
+ * in the on-prem queue).  Returns SPW_ADMIT_OK when placed. */
+static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_reason_t why,
+                             double now, int in_queue)
+{
+    cloud_pick_t pk;
+    spw_admit_t a = pick_offer(e, c, j, now, &pk, NULL, 0);
+    if (a != SPW_ADMIT_OK) {
+        refused(e, c, j, a, now, in_queue);
+        return a;
+    }
+    if (in_queue)
+        queue_del(e, c, j);
+    e->queued--;
+    start_cloud(e, c, j, &pk, why, now);
+    return SPW_ADMIT_OK;
+}
+
+/* Retries the held bursts, in queue order, once money or a cap has freed
+ * up or a budget period has ended.  After a team's refusal its other jobs
+ * wait for the next round; after an organisation cap's, everyone does. */
+static void retry_held(spw_engine_t *e, double now)
+{
+    if (!e->nheld || (!e->held_dirty && now < e->held_retry_at))
+        return;
+    e->held_dirty = 0;
+    e->held_retry_at = INFINITY;
+    spw_job_t **list = e->held;
+    size_t n = e->nheld;
+    e->held = NULL;
+    e->nheld = e->capheld = 0;
+    sort_engine = e;
+    qsort(list, n, sizeof(*list), job_before_cmp);
+    uint64_t blocked = 0;
+    int all_blocked = 0;
+    for (size_t i = 0; i < n; i++) {
+        spw_job_t *j = list[i];
+        j->l.held_list = 0;
+        if (j->state != SPW_JOB_QUEUED ||
+            (j->reason != SPW_REASON_HELD_BUDGET && j->reason != SPW_REASON_HELD_CAP))
+            continue;
+        uint64_t tb = j->team ? 1ULL << ((j->team - 1) & 63) : 0;
+        if (all_blocked || (blocked & tb)) {
+            j->l.held_list = 1;
+            GROW(e->held, e->nheld, e->capheld);
+            e->held[e->nheld++] = j;
+            continue;
+        }
+        jclass_t *c = &e->cls[j->l.cls];
+        spw_admit_t a = try_burst(e, c, j, SPW_REASON_WAIT_EXPIRED, now, !c->never_onprem);
+        if (a == SPW_ADMIT_ORG_RATE || a == SPW_ADMIT_ORG_GPUS)
+            all_blocked = 1;
+        else if (a != SPW_ADMIT_OK)
+            blocked |= tb;
+    }
+    free(list);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -1003,6 +1309,15 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     }
     e->hash_cap = 64;
     e->cls_hash = spw_xcalloc(e->hash_cap, sizeof(uint32_t));
+    e->gov = spw_govrt_create(fleet);
+    const spw_gov_t *g = &fleet->gov;
+    e->money_limits = isfinite(g->max_cloud_usd_per_h) || isfinite(g->max_cloud_gpus);
+    for (size_t i = 0; i < g->nteams; i++) {
+        const spw_team_spec_t *t = &g->teams[i];
+        e->money_limits |= isfinite(t->budget_usd) || isfinite(t->max_cloud_usd_per_h) ||
+                           isfinite(t->max_cloud_gpus) || isfinite(t->max_egress_usd_per_month);
+    }
+    e->held_retry_at = INFINITY;
     return e;
 }
 
@@ -1022,8 +1337,13 @@ void spw_engine_destroy(spw_engine_t *e)
         free(p->stamp);
     }
     free(e->pools);
-    for (size_t i = 0; i < e->ncls; i++)
+    for (size_t i = 0; i < e->ncls; i++) {
         free(e->cls[i].pools);
+        free(e->cls[i].offers);
+    }
+    spw_govrt_destroy(e->gov);
+    free(e->held);
+    free(e->rejected);
     /* Node lists of multi-node jobs still running are the engine's. */
     for (size_t i = 0; i < e->nmulti; i++) {
         free(e->multi[i]->l.nodes);
@@ -1053,27 +1373,39 @@ static double wait_for(const spw_engine_t *e, const spw_job_t *j)
     }
 }
 
+/* Puts job j of class c on the list of bursts tried at this instant. */
+static void burst_now(spw_engine_t *e, spw_job_t *j, spw_reason_t why, double now)
+{
+    j->reason = why;
+    j->l.burst_at_s = now;
+    GROW(e->burst, e->nburst, e->capburst);
+    e->burst[e->nburst++] = j;
+}
+
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 {
-    uint32_t ci = class_of(e, j->gpus, j->gpu_mask);
+    uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
     j->l.cls = ci;
     j->l.nodes = NULL;
+    j->by_residency = (uint8_t)spw_govrt_profile(e->gov, c->profile)->onprem_by_residency;
     if (c->never_onprem) {
         if (c->offer < 0) {
             j->state = SPW_JOB_UNSCHEDULABLE;
-            j->reason = SPW_REASON_NO_PLACE;
+            j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
             return;
         }
         j->state = SPW_JOB_QUEUED;
-        j->reason = SPW_REASON_NEVER_FITS_ONPREM;
-        j->l.burst_at_s = now;
-        GROW(e->burst, e->nburst, e->capburst);
-        e->burst[e->nburst++] = j;
+        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
         e->queued++;
         return;
     }
     j->state = SPW_JOB_QUEUED;
+    if (c->offer >= 0 && c->placement == SPW_PLACE_CLOUD_FIRST) {
+        burst_now(e, j, SPW_REASON_CLOUD_FIRST, now);
+        e->queued++;
+        return;
+    }
     j->l.burst_at_s = c->offer < 0 ? INFINITY : j->submit_s + wait_for(e, j);
     queue_add(e, c, j);
     e->queued++;
@@ -1085,22 +1417,33 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
 {
     e->nplaced = 0;
+    e->nrejected = 0;
+    /* Cloud-first jobs try the cloud before the pass can put them on-prem. */
+    size_t nb = e->nburst;
+    e->nburst = 0;
+    for (size_t i = 0; i < nb; i++) {
+        spw_job_t *j = e->burst[i];
+        if (j->reason == SPW_REASON_CLOUD_FIRST)
+            try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_CLOUD_FIRST, now, 0);
+        else
+            e->burst[e->nburst++] = j;
+    }
     pass(e, now);
     /* Jobs that can never fit on-prem burst at once. */
-    for (size_t i = 0; i < e->nburst; i++) {
-        e->queued--;
-        start_cloud(e, e->burst[i], SPW_REASON_NEVER_FITS_ONPREM, now);
-    }
+    nb = e->nburst;
     e->nburst = 0;
+    for (size_t i = 0; i < nb; i++) {
+        spw_job_t *j = e->burst[i];
+        try_burst(e, &e->cls[j->l.cls], j, j->reason, now, 0);
+    }
     int burst = 0;
     for (exp_clean(e); e->nexp && e->exp[0].t <= now; exp_clean(e)) {
         spw_job_t *j = e->exp[0].job;
         exp_pop(e);
-        queue_del(e, &e->cls[j->l.cls], j);
-        e->queued--;
-        start_cloud(e, j, SPW_REASON_WAIT_EXPIRED, now);
-        burst = 1;
+        if (try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_WAIT_EXPIRED, now, 1) == SPW_ADMIT_OK)
+            burst = 1;
     }
+    retry_held(e, now);
     if (burst) {
         e->dirty = 1;
         pass(e, now);
@@ -1111,12 +1454,27 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
 
 /* Frees what a placed job holds and adds the cost of this attempt (from
  * start to now; nothing while a cloud instance was still booting). */
+/* The worst case a live cloud placement of j holds against the budgets. */
+static spw_charge_t held_charge(const spw_engine_t *e, const spw_job_t *j)
+{
+    const spw_offer_t *o = &e->fleet->offers[j->offer];
+    double usd_h = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h);
+    spw_charge_t c = {
+        .usd = j->reserved_usd - j->l.att_egress_usd,
+        .egress_usd = j->l.att_egress_usd,
+        .usd_per_h = usd_h,
+        .gpus = (double)j->instances * o->gpus,
+    };
+    return c;
+}
+
 static void release(spw_engine_t *e, spw_job_t *j, double now)
 {
-    double hours = (now - j->start_s) / 3600.0;
-    if (!(hours > 0))
-        hours = 0;
     if (j->state == SPW_JOB_ONPREM) {
+        /* The GPUs were held from placement, data transfer included. */
+        double hours = (now - j->placed_s) / 3600.0;
+        if (!(hours > 0))
+            hours = 0;
         pool_t *p = &e->pools[j->pool];
         if (e->policy.backfill == SPW_BACKFILL_EASY)
             run_del(e, j);
@@ -1134,8 +1492,22 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         j->cost_usd += hours * j->alloc_gpus * p->spec->cost_usd_per_gpu_h;
         e->dirty = 1;
     } else if (j->state == SPW_JOB_CLOUD) {
-        const spw_offer_t *o = &e->fleet->offers[j->offer];
-        j->cost_usd += hours * j->instances * o->ondemand_usd_per_h;
+        /* Billed from the instance being up (boot is not billed here),
+         * through the data transfer, to now; never above the reservation:
+         * the caller stops a job at its max_runtime. */
+        double hours = (now - (j->start_s - j->transfer_s)) / 3600.0;
+        if (!(hours > 0))
+            hours = 0;
+        spw_charge_t res = held_charge(e, j), act = res;
+        act.usd = j->billed ? j->bill_usd : hours * res.usd_per_h;
+        if (e->money_limits)
+            act.usd = fmin(act.usd, res.usd);
+        spw_govrt_settle(e->gov, (int)j->team - 1, j->charge_s, &res, &act);
+        j->cost_usd += act.usd + act.egress_usd;
+        j->reserved_usd = 0;
+        j->charge_s = NAN;
+        j->l.att_egress_usd = 0;
+        e->held_dirty = 1;
     }
 }
 
@@ -1154,8 +1526,9 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
             k++;
         if (k < e->nburst)
             e->burst[k] = e->burst[--e->nburst];
-        else
+        else if (!e->cls[j->l.cls].never_onprem)
             queue_del(e, &e->cls[j->l.cls], j);   /* its expiry entry goes stale */
+        /* else it is a held burst: its entry in e->held goes stale */
         e->queued--;
         e->dirty = 1;
     } else if (j->state == SPW_JOB_ONPREM || j->state == SPW_JOB_CLOUD) {
@@ -1180,8 +1553,11 @@ int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
     j->state = SPW_JOB_QUEUED;
     e->queued++;
     if (c->never_onprem) {
-        GROW(e->burst, e->nburst, e->capburst);
-        e->burst[e->nburst++] = j;
+        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
+        return 0;
+    }
+    if (c->offer >= 0 && c->placement == SPW_PLACE_CLOUD_FIRST) {
+        burst_now(e, j, SPW_REASON_CLOUD_FIRST, now);
         return 0;
     }
     j->reason = SPW_REASON_NONE;
@@ -1197,11 +1573,22 @@ int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
 {
     if (j->gpus == 0)
         return -1;
-    uint32_t ci = class_of(e, j->gpus, j->gpu_mask);
+    uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
     if (j->state == SPW_JOB_CLOUD) {
         if (j->offer < 0 || (size_t)j->offer >= e->fleet->noffers || j->instances == 0)
             return -1;
+        /* Its reservation holds again, in the period it was placed in. */
+        if (isnan(j->charge_s))
+            j->charge_s = j->placed_s;
+        if (!(j->reserved_usd > 0)) {
+            const spw_offer_t *o = &e->fleet->offers[j->offer];
+            j->reserved_usd = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h) *
+                              (o->boot_delay_s + worst_run_s(e, j)) / 3600.0;
+        }
+        j->l.att_egress_usd = fmin(j->egress_usd, j->reserved_usd);
+        spw_charge_t ch = held_charge(e, j);
+        spw_govrt_reserve(e->gov, (int)j->team - 1, j->charge_s, &ch);
     } else if (j->state == SPW_JOB_ONPREM) {
         if (j->pool < 0 || (size_t)j->pool >= e->npools)
             return -1;
@@ -1244,10 +1631,12 @@ static void mask_text(const spw_engine_t *e, uint64_t mask, char *buf, size_t le
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "", m->name[k]);
 }
 
-size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
+size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                           spw_candidate_t *out, size_t max)
 {
-    uint32_t ci = class_of(e, j->gpus, j->gpu_mask);
+    spw_job_t tmp = *job;              /* job_class writes the profile */
+    const spw_job_t *j = &tmp;
+    uint32_t ci = job_class(e, &tmp);
     const jclass_t *c = &e->cls[ci];
     uint32_t g = j->gpus;
     char want[96];
@@ -1260,13 +1649,16 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
             out[n] = x;                                                       \
         n++;                                                                  \
     } while (0)
+    const spw_profile_t *pr = spw_govrt_profile(e->gov, c->profile);
     for (size_t i = 0; i < e->npools; i++) {
         const pool_t *p = &e->pools[i];
         memset(&x, 0, sizeof(x));
         x.kind = SPW_CAND_ONPREM;
         x.index = (int)i;
         x.est_start_s = NAN;
-        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h * j->est_runtime_s / 3600.0;
+        double gb, tr;
+        double egress = data_cost(e, j->data, (int)i, -1, now, &gb, &tr);
+        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h * (tr + j->est_runtime_s) / 3600.0 + egress;
         uint32_t maxfree = 0;
         for (uint32_t f = p->maxcap; f > 0 && !maxfree; f--)
             if (p->level_n[f])
@@ -1274,13 +1666,19 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
         if (!pool_accepts(e, p, j->gpu_mask)) {
             snprintf(x.why, sizeof(x.why), "pool %s has %s GPUs; the job accepts %s",
                      p->spec->name, e->fleet->models.name[p->spec->model], want);
+        } else if (!bit(pr->pools, i)) {
+            spw_govrt_why_not(e->gov, c->profile, (int)i, -1, x.why, sizeof(x.why));
         } else if (g > p->maxcap && g > p->total) {
             snprintf(x.why, sizeof(x.why), "needs %u GPUs; pool %s has %llu in all", g,
                      p->spec->name, (unsigned long long)p->total);
         } else if (g > p->maxcap ? p->full_gpus >= g : maxfree >= g) {
             x.ok = 1;
-            x.est_start_s = now;
-            snprintf(x.why, sizeof(x.why), "fits in pool %s now", p->spec->name);
+            x.est_start_s = now + tr;
+            if (gb > 0)
+                snprintf(x.why, sizeof(x.why), "fits in pool %s now; its data (%.0f GB) takes %.0f s to copy",
+                         p->spec->name, gb, tr);
+            else
+                snprintf(x.why, sizeof(x.why), "fits in pool %s now", p->spec->name);
         } else if (g > p->maxcap) {
             snprintf(x.why, sizeof(x.why),
                      "needs whole nodes with %u GPUs; pool %s has %llu on entirely free nodes now",
@@ -1292,6 +1690,12 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
         }
         EMIT();
     }
+    /* What a burst would do now: the offer it would take, or why none. */
+    cloud_pick_t pick;
+    char refusal[160] = "";
+    spw_admit_t adm = c->noffers ? pick_offer(e, c, j, now, &pick, refusal, sizeof(refusal))
+                                 : SPW_ADMIT_OK;
+    int picked = c->noffers && adm == SPW_ADMIT_OK;
     memset(&x, 0, sizeof(x));
     x.kind = SPW_CAND_WAIT;
     x.index = -1;
@@ -1301,12 +1705,25 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
     spw_wait_format(&e->policy.wait, wtxt, sizeof(wtxt));
     x.ok = 1;
     if (c->never_onprem)
-        snprintf(x.why, sizeof(x.why), "no pool can ever hold %u GPUs of %s: no wait, it bursts", g,
-                 want);
+        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s: no wait, it bursts",
+                 c->npools < e->npools ? "its rules allow can hold" : "can ever hold", g, want);
+    else if (c->offer < 0 && c->placement == SPW_PLACE_ONPREM_ONLY)
+        snprintf(x.why, sizeof(x.why), "placement onprem_only: it waits for on-prem as long as it takes");
+    else if (c->offer < 0 && pr->onprem_by_residency)
+        snprintf(x.why, sizeof(x.why), "its residency allows no cloud region: it waits for on-prem");
     else if (c->offer < 0)
         snprintf(x.why, sizeof(x.why), "%s: it waits for on-prem as long as it takes",
                  e->policy.wait.kind == SPW_WAIT_NEVER ? "wait policy never keeps it on-prem"
-                                                       : "no cloud offer can serve it");
+                 : c->any_offer ? "its rules allow no cloud offer that serves it"
+                                : "no cloud offer can serve it");
+    else if (j->state == SPW_JOB_QUEUED && j->reason == SPW_REASON_ONPREM_ONLY_BUDGET)
+        snprintf(x.why, sizeof(x.why), "its team's budget ran out (on_exhausted: onprem_only): "
+                 "it waits for on-prem");
+    else if (j->state == SPW_JOB_QUEUED &&
+             (j->reason == SPW_REASON_HELD_BUDGET || j->reason == SPW_REASON_HELD_CAP))
+        snprintf(x.why, sizeof(x.why), "held: %.150s", refusal[0] ? refusal : spw_reason_text(j->reason));
+    else if (c->placement == SPW_PLACE_CLOUD_FIRST)
+        snprintf(x.why, sizeof(x.why), "placement cloud_first: no wait, it bursts");
     else if (j->state == SPW_JOB_QUEUED) {
         x.est_start_s = j->l.burst_at_s;
         snprintf(x.why, sizeof(x.why), "wait policy %s: it bursts at t=%.0f s unless on-prem frees up first",
@@ -1317,16 +1734,17 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
         snprintf(x.why, sizeof(x.why), "wait policy %s: it would wait %.0f s before bursting", wtxt, w);
     }
     EMIT();
-    const spw_offer_t *best = c->offer >= 0 ? &e->fleet->offers[c->offer] : NULL;
     for (size_t i = 0; i < e->fleet->noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
         memset(&x, 0, sizeof(x));
         x.kind = SPW_CAND_CLOUD;
         x.index = (int)i;
         x.instances = (g + o->gpus - 1) / o->gpus;
-        double usd_h = x.instances * o->ondemand_usd_per_h;
-        x.est_start_s = now + o->boot_delay_s;
-        x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0;
+        cloud_pick_t pk;
+        double rank = pick_eval(e, c, j, (uint32_t)i, now, &pk);
+        double usd_h = pk.ch.usd_per_h;
+        x.est_start_s = now + o->boot_delay_s + pk.transfer_s;
+        x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0 + pk.ch.egress_usd;
         if (e->policy.wait.kind == SPW_WAIT_NEVER) {
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "wait policy never keeps every job on-prem");
@@ -1334,14 +1752,28 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "%s has %s GPUs; the job accepts %s", o->instance_type,
                      o->model >= 0 ? e->fleet->models.name[o->model] : "?", want);
-        } else if ((int)i == c->offer) {
+        } else if (!bit(pr->offers, i) || isnan(usd_h)) {
+            if (spw_govrt_why_not(e->gov, c->profile, -1, (int)i, x.why, sizeof(x.why)) < 0)
+                snprintf(x.why, sizeof(x.why), "%s has no spot price", o->instance_type);
+        } else if (picked && pick.offer == i) {
             x.ok = 1;
-            snprintf(x.why, sizeof(x.why), "the cheapest offer that serves it: %u x %s at $%.4g/h",
-                     x.instances, o->instance_type, usd_h);
-        } else {
+            snprintf(x.why, sizeof(x.why),
+                     "the best allowed offer: %u x %s at $%.4g/h%s; worst case $%.2f fits every budget",
+                     x.instances, o->instance_type, usd_h, c->spot ? " (spot)" : "",
+                     pk.ch.usd + pk.ch.egress_usd);
+        } else if (picked && e->policy.gravity && (pk.ch.egress_usd > 0 || pick.ch.egress_usd > 0)) {
+            snprintf(x.why, sizeof(x.why), "%u x %s: $%.4g expected with egress, more than the "
+                     "chosen offer's $%.4g", x.instances, o->instance_type, rank,
+                     pick.ch.usd_per_h * j->est_runtime_s / 3600.0 + pick.ch.egress_usd);
+        } else if (picked) {
             snprintf(x.why, sizeof(x.why), "%u x %s costs $%.4g/h, more than the cheapest $%.4g/h",
-                     x.instances, o->instance_type, usd_h,
-                     best ? c->instances * best->ondemand_usd_per_h : 0.0);
+                     x.instances, o->instance_type, usd_h, pick.ch.usd_per_h);
+        } else {
+            char w2[160];
+            if (spw_govrt_admit(e->gov, (int)j->team - 1, now, &pk.ch, w2, sizeof(w2)) != SPW_ADMIT_OK)
+                snprintf(x.why, sizeof(x.why), "%s", w2);
+            else
+                snprintf(x.why, sizeof(x.why), "%u x %s at $%.4g/h", x.instances, o->instance_type, usd_h);
         }
         EMIT();
     }
@@ -1352,7 +1784,27 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
 double spw_engine_next_wakeup(spw_engine_t *e)
 {
     exp_clean(e);
-    return e->nexp ? e->exp[0].t : INFINITY;
+    double t = e->nexp ? e->exp[0].t : INFINITY;
+    return e->nheld && e->held_retry_at < t ? e->held_retry_at : t;
+}
+
+double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j)
+{
+    if (j->max_runtime_s > 0)
+        return j->max_runtime_s;
+    return j->state == SPW_JOB_CLOUD && e->money_limits ? e->fleet->gov.default_max_runtime_s
+                                                       : INFINITY;
+}
+
+size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected)
+{
+    *rejected = e->rejected;
+    return e->nrejected;
+}
+
+spw_govrt_t *spw_engine_gov(spw_engine_t *e)
+{
+    return e->gov;
 }
 
 size_t spw_engine_queued(const spw_engine_t *e)
@@ -1376,7 +1828,11 @@ void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out)
 int spw_engine_cloud_choice(spw_engine_t *e, uint32_t gpus, uint64_t gpu_mask,
                             uint32_t *instances)
 {
-    uint32_t ci = class_of(e, gpus, gpu_mask);   /* may grow e->cls */
+    spw_job_t j;
+    memset(&j, 0, sizeof(j));
+    j.gpus = gpus;
+    j.gpu_mask = gpu_mask;
+    uint32_t ci = job_class(e, &j);   /* may grow e->cls */
     const jclass_t *c = &e->cls[ci];
     if (instances)
         *instances = c->instances;

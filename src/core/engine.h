@@ -49,7 +49,18 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
 
 /* Runs the scheduling instant `now`.  Returns how many jobs were placed and
  * points *placed at them (valid until the next call into the engine).  A
- * placed job is ONPREM (start_s = now) or CLOUD (start_s = now + boot delay). */
+ * placed job is ONPREM (start_s = now + data transfer) or CLOUD (start_s =
+ * now + boot delay + data transfer).
+ *
+ * Governance: a job's team, class, labels, GPUs and residency pick the
+ * pools and offers its rules allow (spw_govrt_profile_of); placement
+ * cloud_first tries the cloud before on-prem, onprem_only never bursts.  A
+ * burst reserves its worst case (price x instances x (boot + transfer +
+ * max_runtime + policy.reserve_extra_s) + egress) against every budget and
+ * cap it touches and is made only if all have room; otherwise the job is
+ * held (retried when money frees or the period ends), kept on-prem, or
+ * rejected (spw_engine_rejected), per its team's on_exhausted.  The caller
+ * must stop a cloud job once it has run max_runtime. */
 size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed);
 
 /* Reports that a placed job ended at `now`: frees its GPUs and settles its
@@ -100,7 +111,25 @@ typedef struct spw_candidate {
 size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *j, double now,
                           spw_candidate_t *out, size_t max);
 
-/* Earliest time at which a queued job's wait expires; INFINITY if none. */
+/* How long placed job j may run before the caller must stop it: its own
+ * max_runtime_s, or in the cloud, when some budget or cap exists, the
+ * governance default (its worst case was reserved for that long);
+ * INFINITY when nothing bounds it. */
+double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j);
+
+/* Jobs rejected during the last spw_engine_schedule (a budget ran out under
+ * on_exhausted: reject, or on-prem only for a job no pool can hold): their
+ * state is REJECTED and the engine has let go of them.  Valid until the
+ * next call into the engine. */
+size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected);
+
+/* The governance runtime: ledger per team and period, profiles, data
+ * caches.  The caller may read the ledger and, after a restart, add spend
+ * settled before it (spw_govrt_add_settled). */
+spw_govrt_t *spw_engine_gov(spw_engine_t *e);
+
+/* Earliest time at which a queued job's wait expires, or a held burst is
+ * retried because a budget period ends; INFINITY if none. */
 double spw_engine_next_wakeup(spw_engine_t *e);
 
 void spw_engine_stats(const spw_engine_t *e, spw_engine_stats_t *out);

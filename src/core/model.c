@@ -105,6 +105,8 @@ void spw_policy_default(spw_policy_t *p)
     p->fit = SPW_FIT_FIRST;
     p->wait.kind = SPW_WAIT_COMPUTE;
     p->wait.param = 0.25;
+    p->gravity = 1;
+    p->reserve_extra_s = 0;
 }
 
 int spw_models_find(const spw_models_t *m, const char *name)
@@ -167,6 +169,12 @@ void spw_pool_spec_clear(spw_pool_spec_t *p)
     p->node_gpus = NULL;
 }
 
+void spw_fleet_init(spw_fleet_t *f)
+{
+    memset(f, 0, sizeof(*f));
+    spw_gov_init(&f->gov);
+}
+
 void spw_fleet_clear(spw_fleet_t *f)
 {
     for (size_t i = 0; i < f->npools; i++)
@@ -176,7 +184,8 @@ void spw_fleet_clear(spw_fleet_t *f)
         spw_offer_clear(&f->offers[i]);
     free(f->offers);
     spw_models_clear(&f->models);
-    memset(f, 0, sizeof(*f));
+    spw_gov_clear(&f->gov);
+    spw_fleet_init(f);
 }
 
 uint64_t spw_fleet_gpus(const spw_fleet_t *f)
@@ -200,5 +209,11 @@ void spw_job_reset(spw_job_t *j)
     j->instances = 0;
     j->placed_s = j->start_s = j->end_s = NAN;
     j->cost_usd = 0;
+    j->egress_usd = j->egress_gb = j->transfer_s = 0;
+    j->reserved_usd = 0;
+    j->charge_s = NAN;
+    j->held = 0;
+    j->by_residency = 0;
+    j->spot = 0;
     memset(&j->l, 0, sizeof(j->l));
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/gov.h"
 #include "util/error.h"
 
 #define SPW_MAX_MODELS 64      /* GPU model names per fleet (a job's mask is 64 bits) */
@@ -85,6 +86,12 @@ typedef struct spw_policy {
     spw_backfill_t backfill; /* EASY backfill on or off */
     spw_fit_t fit;           /* node choice on-prem */
     spw_wait_t wait;         /* burst rule */
+    int gravity;             /* 1: data egress and transfer time weigh in
+                                placement (default); 0: they are paid but
+                                ignored when choosing (for --compare) */
+    double reserve_extra_s;  /* added to max_runtime in a cloud worst case:
+                                time billed besides the run (the daemon's
+                                kill grace and turn); 0 in the simulator */
 } spw_policy_t;
 
 void spw_policy_default(spw_policy_t *p);
@@ -119,8 +126,11 @@ typedef struct spw_fleet {
     size_t npools;
     spw_offer_t *offers;        /* owned array; empty = no cloud at all */
     size_t noffers;
+    spw_gov_t gov;              /* budgets, caps, rules, residency, datasets
+                                   (owned; spw_gov_init's state = none) */
 } spw_fleet_t;
 
+void spw_fleet_init(spw_fleet_t *f);   /* an empty fleet with no governance */
 void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */
 void spw_offer_clear(spw_offer_t *o);  /* frees an offer's strings */
 void spw_pool_spec_clear(spw_pool_spec_t *p);  /* frees a pool's name and nodes */
@@ -131,7 +141,7 @@ uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
 #define SPW_JOB_STATES(X)                                                     \
     X(NEW, "new") X(QUEUED, "queued") X(ONPREM, "onprem")                     \
     X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")      \
-    X(CANCELLED, "cancelled")
+    X(CANCELLED, "cancelled") X(REJECTED, "rejected")
 #define SPW_ENUM_JSTATE(a, s) SPW_JOB_##a,
 typedef enum spw_job_state { SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT } spw_job_state_t;
 const char *spw_job_state_name(spw_job_state_t s);
@@ -143,7 +153,13 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(BACKFILLED, "backfilled without delaying the head job")                 \
     X(WAIT_EXPIRED, "wait policy expired")                                    \
     X(NEVER_FITS_ONPREM, "can never fit on-prem")                             \
-    X(NO_PLACE, "no on-prem pool and no cloud offer can run it")
+    X(NO_PLACE, "no on-prem pool and no cloud offer can run it")             \
+    X(CLOUD_FIRST, "placement rule cloud_first")                             \
+    X(HELD_BUDGET, "held: its team's budget has no room for the worst case")  \
+    X(HELD_CAP, "held: a cloud spend-rate or GPU cap is full")               \
+    X(ONPREM_ONLY_BUDGET, "budget exhausted: on-prem only (on_exhausted)")   \
+    X(REJECTED_BUDGET, "rejected: budget exhausted (on_exhausted: reject)")  \
+    X(NO_ALLOWED_PLACE, "no place its rules and residency allow can run it")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -160,6 +176,9 @@ typedef struct spw_job_links {
     uint32_t *nodes;            /* nodes held by a multi-node job (owned by the engine) */
     uint32_t multi_idx;         /* index in the engine's list of multi-node jobs */
     double burst_at_s;          /* when the wait expires; INFINITY = never */
+    uint32_t profile;           /* governance profile index */
+    double att_egress_usd;      /* egress charged to the current attempt */
+    uint8_t held_list;          /* in the engine's list of held bursts */
 } spw_job_links_t;
 
 struct spw_job {
@@ -172,7 +191,19 @@ struct spw_job {
     int32_t priority;           /* larger runs first under the priority order */
     double deadline_s;          /* absolute time it should end by; NAN = none */
     uint32_t order;             /* unique tie-break rank: equal keys run in this order */
-    uint32_t team;              /* team index, 0 = none (for reports) */
+    uint32_t team;              /* governance team index + 1; 0 = none */
+    uint32_t jclass;            /* governance class index + 1; 0 = none */
+    uint64_t labels;            /* governance label bits the job carries */
+    uint32_t data;              /* dataset index + 1; 0 = reads none */
+    uint32_t residency;         /* residency index + 1; 0 = none (its class may
+                                   still name one) */
+    double max_runtime_s;       /* stopped once it has run this long; 0 or NAN =
+                                   the governance default; the cloud worst case */
+    double bill_usd;            /* with billed = 1: the cloud compute this attempt
+                                   was really billed (the daemon's provider bill),
+                                   which settles it instead of the engine's own
+                                   estimate; set before finish/requeue/cancel */
+    uint8_t billed;             /* bill_usd is set */
     /* ---- written by the engine ---- */
     spw_job_state_t state;      /* where the job is in its life */
     spw_reason_t reason;        /* why it was placed where it is */
@@ -186,7 +217,18 @@ struct spw_job {
     double start_s;             /* when it starts running (after boot in the cloud) */
     double end_s;               /* when it finished */
     double cost_usd;            /* settled cost of every attempt so far: amortised
-                                   on-prem or cloud compute */
+                                   on-prem or cloud compute, plus egress */
+    double egress_usd;          /* egress and cache storage, all attempts */
+    double egress_gb;           /* data moved, all attempts */
+    double transfer_s;          /* data transfer before the current attempt runs
+                                   (included in start_s) */
+    double reserved_usd;        /* worst case the current cloud placement holds
+                                   (compute + egress); 0 = none */
+    double charge_s;            /* when the current cloud placement was made
+                                   (its budget period); NAN = none */
+    uint32_t held;              /* times a budget or cap held its burst */
+    uint8_t spot;               /* the current cloud placement is on spot capacity */
+    uint8_t by_residency;       /* residency alone kept it off the cloud */
     spw_job_links_t l;          /* engine-private */
 };
 

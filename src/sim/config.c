@@ -542,6 +542,7 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
 {
     static const char *const keys[] = {"onprem", "cloud", "policy", "daemon", NULL};
     memset(cfg, 0, sizeof(*cfg));
+    spw_fleet_init(&cfg->fleet);
     spw_policy_default(&cfg->policy);
     daemon_defaults(&cfg->daemon);
     ctx_t x = {.d = d, .base_dir = base_dir, .cfg = cfg};

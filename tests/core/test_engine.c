@@ -126,7 +126,8 @@ static size_t queued(spw_engine_t *e)
 static void classic(spw_scan_t scan, spw_backfill_t bf, double est3, const char *what,
                     double want_j2_start, double want_j3_start, spw_reason_t want_j3_reason)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, scan, bf, SPW_FIT_FIRST, "never"));
     spw_job_t j1, j2, j3, *all[3] = {&j1, &j2, &j3};
@@ -194,7 +195,8 @@ static void test_scan_and_backfill(void)
  *   of j4 (same demand class: the engine must look past the class head). */
 static void test_easy_spare_gpus(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 8, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY,
                                         SPW_FIT_FIRST, "never"));
@@ -243,7 +245,8 @@ static void test_easy_spare_gpus(void)
  * delays it, however long the job. */
 static void test_easy_other_pool(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "a", 1, NULL, 4, "A100", 1.0);
     add_pool(&f, "b", 1, NULL, 4, "V100", 1.0);
     uint64_t a100 = mask_of(&f, "A100"), v100 = mask_of(&f, "V100");
@@ -283,7 +286,8 @@ static void test_easy_other_pool(void)
  * past t=100 -> refused. */
 static void test_easy_multinode_head(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 4, NULL, 4, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY,
                                         SPW_FIT_FIRST, "never"));
@@ -327,7 +331,8 @@ static void test_easy_multinode_head(void)
  * e is handed to the engine before b, but b's order is lower. */
 static void check_order(spw_queue_order_t q, const char *want)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 1, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(q, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
     spw_job_t j[6];
@@ -385,7 +390,8 @@ static void test_fit(void)
     static const uint32_t demand[4] = {2, 3, 1, 1};
     static const int want_first[4] = {0, 0, 0, 0}, want_best[4] = {1, 2, 2, 0};
     for (int fit = 0; fit < 2; fit++) {
-        spw_fleet_t f = {0};
+        spw_fleet_t f;
+    spw_fleet_init(&f);
         add_pool(&f, "p", 3, gpus, 0, NULL, 1.0);
         spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                             (spw_fit_t)fit, "never"));
@@ -411,7 +417,8 @@ static void test_fit(void)
 
     /* Best fit: ties go to the lower node; across pools, fewest free GPUs
      * wins and ties go to the earlier pool.  First fit takes the first pool. */
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "big", 2, NULL, 8, NULL, 1.0);
     add_pool(&f, "small", 2, NULL, 2, NULL, 1.0);
     add_pool(&f, "small2", 1, NULL, 2, NULL, 1.0);
@@ -434,7 +441,7 @@ static void test_fit(void)
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
 
-    memset(&f, 0, sizeof(f));
+    spw_fleet_init(&f);
     add_pool(&f, "big", 1, NULL, 8, NULL, 1.0);
     add_pool(&f, "small", 1, NULL, 2, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
@@ -451,7 +458,8 @@ static void test_fit(void)
 static void test_multinode(void)
 {
     /* Four nodes of 4 GPUs at $2/GPU-h. */
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 4, NULL, 4, NULL, 2.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "never"));
@@ -503,7 +511,7 @@ static void test_multinode(void)
     /* Heterogeneous nodes 8, 2, 2, 8: a job larger than the largest node (8)
      * takes whole nodes, lowest index first, until it has enough. */
     static const uint16_t het[4] = {8, 2, 2, 8};
-    memset(&f, 0, sizeof(f));
+    spw_fleet_init(&f);
     add_pool(&f, "h", 4, het, 0, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
     spw_job_t k1, k2;
@@ -531,7 +539,8 @@ static void test_multinode(void)
 static void test_destroy_with_running_multinode(void)
 {
     for (int bf = 0; bf < 2; bf++) {
-        spw_fleet_t f = {0};
+        spw_fleet_t f;
+    spw_fleet_init(&f);
         add_pool(&f, "p", 2, NULL, 4, NULL, 1.0);
         spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, (spw_backfill_t)bf,
                                             SPW_FIT_FIRST, "never"));
@@ -552,7 +561,8 @@ static void test_destroy_with_running_multinode(void)
  * 60 s boot delay when its wait expires. */
 static void check_wait(const char *wait, double want_burst_at)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
     add_offer(&f, "g1", NULL, 1, 2.0, 60);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
@@ -614,7 +624,8 @@ static void test_wait_policies(void)
 
     /* The job's wait counts from its submit time, not from when the engine
      * was told: a job submitted late (now > submit_s) with constant:300. */
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 1, NULL, 1.0);
     add_offer(&f, "g1", NULL, 1, 2.0, 0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
@@ -645,7 +656,8 @@ static void test_instant_order(void)
 {
     /* A job whose wait expires in the instant its GPUs free up stays
      * on-prem: the pass runs before expiries. */
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
     add_offer(&f, "g1", NULL, 1, 2.0, 0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
@@ -698,7 +710,8 @@ static void test_instant_order(void)
 /* Zero wait: exactly one try on-prem, at arrival. */
 static void test_zero_wait(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 2, NULL, 1.0);
     add_offer(&f, "g1", NULL, 1, 2.0, 30);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
@@ -734,7 +747,7 @@ static void test_zero_wait(void)
     /* With no cloud offer a zero-wait job simply waits. */
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
-    memset(&f, 0, sizeof(f));
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 2, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none"));
     job_init(&a, "a", 0, 100, 2, 0);
@@ -756,7 +769,8 @@ static void test_zero_wait(void)
  * unschedulable. */
 static void test_never_fits(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 4, "A100", 1.0);
     add_offer(&f, "p4d", "A100", 8, 32.0, 90);
     uint64_t h100 = mask_of(&f, "H100");
@@ -818,7 +832,8 @@ static void test_models(void)
     spw_models_clear(&m);
 
     /* Pool A100-80GB (1 x 8) and an unspecified pool behind it (1 x 2). */
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "a100", 1, NULL, 8, "A100-80GB", 1.0);
     add_pool(&f, "any", 1, NULL, 2, NULL, 1.0);
     add_offer(&f, "flat", NULL, 1, 3.0, 0);
@@ -861,7 +876,7 @@ static void test_models(void)
  * 1-GPU P100 pool that none of the test jobs can use, so each bursts at once. */
 static void cheapest_fleet(spw_fleet_t *f, uint64_t masks[4])
 {
-    memset(f, 0, sizeof(*f));
+    spw_fleet_init(f);
     add_pool(f, "tiny", 1, NULL, 1, "P100", 1.0);
     add_offer(f, "x8", "T4", 8, 20.0, 0);          /* 0 */
     add_offer(f, "y1", "T4", 1, 2.6, 0);           /* 1 */
@@ -953,7 +968,8 @@ static void test_cheapest_offer(void)
 
 static void test_onprem_cost(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "a", 2, NULL, 8, NULL, 1.5);
     add_pool(&f, "b", 1, NULL, 4, NULL, 0.5);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
@@ -1502,7 +1518,7 @@ static const char *const model_names[] = {"A100", "A100-80GB", "H100", "V100"};
 
 static void random_fleet(spw_rng_t *g, spw_fleet_t *f)
 {
-    memset(f, 0, sizeof(*f));
+    spw_fleet_init(f);
     for (size_t i = 0; i < 4; i++)
         spw_models_intern(&f->models, model_names[i], strlen(model_names[i]), NULL);
     size_t np = 1 + spw_rng_below(g, 3);

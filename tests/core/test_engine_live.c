@@ -34,7 +34,7 @@ static void add_offer(spw_fleet_t *f, const char *type, const char *gpu, uint32_
  * $3/h), a4 (4 x A100-80GB, $10/h), each booting in 60 s. */
 static void make_fleet(spw_fleet_t *f)
 {
-    memset(f, 0, sizeof(*f));
+    spw_fleet_init(f);
     f->pools = spw_xcalloc(1, sizeof(spw_pool_spec_t));
     f->npools = 1;
     f->pools[0].name = dup("a");

@@ -119,7 +119,8 @@ typedef struct progress {
  * 700 (after c's), 3000, 3600, 5400 = 7. */
 static void test_hand_scenario(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "dc", 1, 4, NULL, 1.0);
     add_offer(&f, NULL, 1, 3.0, 60);
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
@@ -256,7 +257,8 @@ static void test_hand_scenario(void)
  * waits 0, 100, 0; JCTs 100, 200, 40; makespan 200; utilisation 680/800. */
 static void test_hand_backfill(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "dc", 1, 4, NULL, 2.0);
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY, SPW_FIT_FIRST, "never");
     spw_job_t j[4];
@@ -310,7 +312,8 @@ static void progress_cb(void *ctx, size_t done, size_t total)
 
 static void test_edges(void)
 {
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     add_pool(&f, "dc", 2, 2, NULL, 1.0);
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never");
     spw_sim_summary_t s;
@@ -439,7 +442,7 @@ static void make_world(world_t *w, uint64_t seed, size_t jobs, double rt_mean_s,
 {
     spw_rng_t g;
     spw_rng_seed(&g, seed * 7919 + 1);
-    memset(&w->f, 0, sizeof(w->f));
+    spw_fleet_init(&w->f);
     static const uint16_t sizes[] = {2, 4, 8};
     size_t np = 1 + spw_rng_below(&g, 2);
     for (size_t i = 0; i < np; i++) {

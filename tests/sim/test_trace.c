@@ -364,7 +364,8 @@ static void test_real_nodes(void)
                ++tap_run, NODE_LIST);
         return;
     }
-    spw_fleet_t f = {0};
+    spw_fleet_t f;
+    spw_fleet_init(&f);
     spw_error_t err;
     is(spw_nodes_load(&f, NODE_LIST, "openb", 1.25, &err), 0, "real nodes: loads");
     uint32_t nodes = 0;
