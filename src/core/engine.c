@@ -842,7 +842,10 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
             best_refused = rank;
             refusal = a;
         }
-        if (sorted && !c->data && a != SPW_ADMIT_TEAM_GPUS && a != SPW_ADMIT_ORG_GPUS)
+        /* Only a spend-rate refusal holds for every dearer offer: a budget
+         * refusal does not when boot delays differ, a GPU cap's when
+         * instance sizes do. */
+        if (sorted && !c->data && (a == SPW_ADMIT_TEAM_RATE || a == SPW_ADMIT_ORG_RATE))
             break;
     }
     return found ? SPW_ADMIT_OK : refusal;
@@ -938,8 +941,10 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
         refused(e, c, j, a, now, in_queue);
         return a;
     }
-    if (in_queue)
+    if (in_queue) {
         queue_del(e, c, j);
+        e->dirty = 1;            /* jobs behind it may fit on-prem now */
+    }
     e->queued--;
     start_cloud(e, c, j, &pk, why, now);
     return SPW_ADMIT_OK;
@@ -976,7 +981,10 @@ static void retry_held(spw_engine_t *e, double now)
             continue;
         }
         jclass_t *c = &e->cls[j->l.cls];
-        spw_admit_t a = try_burst(e, c, j, SPW_REASON_WAIT_EXPIRED, now, !c->never_onprem);
+        spw_reason_t why = c->never_onprem                        ? SPW_REASON_NEVER_FITS_ONPREM
+                           : c->placement == SPW_PLACE_CLOUD_FIRST ? SPW_REASON_CLOUD_FIRST
+                                                                   : SPW_REASON_WAIT_EXPIRED;
+        spw_admit_t a = try_burst(e, c, j, why, now, !c->never_onprem);
         if (a == SPW_ADMIT_ORG_RATE || a == SPW_ADMIT_ORG_GPUS)
             all_blocked = 1;
         else if (a != SPW_ADMIT_OK)
@@ -1429,6 +1437,8 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
             e->burst[e->nburst++] = j;
     }
     pass(e, now);
+    /* Held bursts go before this instant's new ones: queue order. */
+    retry_held(e, now);
     /* Jobs that can never fit on-prem burst at once. */
     nb = e->nburst;
     e->nburst = 0;
@@ -1436,18 +1446,14 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
         spw_job_t *j = e->burst[i];
         try_burst(e, &e->cls[j->l.cls], j, j->reason, now, 0);
     }
-    int burst = 0;
     for (exp_clean(e); e->nexp && e->exp[0].t <= now; exp_clean(e)) {
         spw_job_t *j = e->exp[0].job;
         exp_pop(e);
-        if (try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_WAIT_EXPIRED, now, 1) == SPW_ADMIT_OK)
-            burst = 1;
+        try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_WAIT_EXPIRED, now, 1);
     }
-    retry_held(e, now);
-    if (burst) {
-        e->dirty = 1;
-        pass(e, now);
-    }
+    /* A burst, retried or rejected job left the queue: those behind it
+     * may fit now (try_burst and refused set dirty). */
+    pass(e, now);
     *placed = e->placed;
     return e->nplaced;
 }

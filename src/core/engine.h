@@ -14,7 +14,8 @@
  * nothing else happens by then.
  *
  * Ownership: the engine borrows the fleet and every submitted job until
- * spw_engine_destroy (jobs: until they finish or are unschedulable). */
+ * spw_engine_destroy: lists it keeps (wait expiries, held bursts) drop a
+ * job lazily, so a job must stay allocated while the engine lives. */
 #ifndef SPW_CORE_ENGINE_H
 #define SPW_CORE_ENGINE_H
 
