@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/policy.h"
 #include "cli/report.h"
 #include "cli/serve.h"
 #include "cli/spotjob_report.h"
@@ -50,6 +51,7 @@ static const char main_usage[] =
     "  gen       write a synthetic job trace (spillway CSV) to stdout\n"
     "  demo      generate a workload and compare burst policies on the example fleet\n"
     "  serve     run the orchestrator daemon: the queue, its HTTP API (docs/api.md)\n"
+    "  policy    check a config's budgets, caps and rules; test where a job may run\n"
     "\n"
     "  submit    queue a job on the daemon: a YAML/JSON spec, or --gpus N -- COMMAND\n"
     "  queue     list jobs: state, where they run, for how long, what they cost\n"
@@ -85,14 +87,21 @@ static const char sim_usage[] =
     "policy of the config, and reports what it cost and how long jobs waited.\n"
     "\n"
     "  --trace FILE          job trace: spillway CSV (id,submit_s,gpus,runtime_s[,gpu,\n"
-    "                        team,priority,deadline_s,est_runtime_s]) or an Alibaba 2023\n"
-    "                        pod list (openb_pod_list_*.csv)\n"
+    "                        team,priority,deadline_s,est_runtime_s,class,data,residency,\n"
+    "                        labels,max_runtime_s]) or an Alibaba 2023 pod list\n"
+    "                        (openb_pod_list_*.csv); team, class, data, residency and\n"
+    "                        labels (k=v;k2=v2) name the config's governance\n"
     "  --format F            auto (default), spillway or alibaba\n"
     "  --config FILE         fleet and policy YAML (default: the embedded example,\n"
     "                        4 nodes x 8 A100 on-prem and cloud at $2.50/GPU-h)\n"
     "  --wait P              burst rule, overriding the config: never, none,\n"
     "                        constant:SECONDS, runtime:K, compute:K (K x GPUs x runtime)\n"
     "  --compare P1,P2,...   run once per wait policy and print them side by side\n"
+    "  --compare gravity     run twice, data gravity on and off (same wait policy), and\n"
+    "                        print them side by side: egress GB and $, cloud and total\n"
+    "                        cost, waits\n"
+    "  --gravity on|off      whether data egress and transfer time weigh in placement\n"
+    "                        (default on); with off, egress is still paid\n"
     "  -o, --output FMT      table (default) or json\n"
     "  --jobs-out FILE       per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd\n"
     "  --timeseries-out FILE CSV sampled every --step seconds: t_s,queued,onprem_busy_gpus,\n"
@@ -118,6 +127,7 @@ static const char sim_usage[] =
     "\n"
     "Examples:\n"
     "  spillway sim --trace jobs.csv --wait constant:3600\n"
+    "  spillway sim --trace team-jobs.csv --config examples/governance.yaml --compare gravity\n"
     "  spillway sim --spot-job 48h --deadline 60h --restart-overhead 0.2h \\\n"
     "      --spot-trace ../shared/data/spot-traces/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json\n"
     "  spillway sim --trace ../shared/data/alibaba-gpu-2023/openb_pod_list_default.csv \\\n"
@@ -221,8 +231,11 @@ static size_t parse_compare(const char *list, spw_wait_t *out, size_t max)
     return n;
 }
 
+/* What --compare varies. */
+typedef enum { CMP_NONE, CMP_WAIT, CMP_GRAVITY } compare_t;
+
 static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *waits, size_t nw,
-                         int json, int compare, const char *jobs_out, const char *ts_out,
+                         int json, compare_t compare, const char *jobs_out, const char *ts_out,
                          double step, int quiet)
 {
     spw_report_row_t rows[16];
@@ -234,15 +247,26 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
     }
     if (ts)
         fprintf(ts, "%st_s,queued,onprem_busy_gpus,cloud_gpus,cloud_usd_per_h\n",
-                compare ? "wait_policy," : "");
+                compare == CMP_WAIT ? "wait_policy," : compare == CMP_GRAVITY ? "gravity," : "");
+    if (compare == CMP_GRAVITY)
+        nw = 2;
     for (size_t i = 0; i < nw; i++) {
         pol[i] = cfg->policy;
-        pol[i].wait = waits[i];
         rows[i].policy = &pol[i];
-        spw_wait_format(&waits[i], rows[i].wait, sizeof(rows[i].wait));
-        /* With --compare the time series gets a policy column. */
-        run_ctx_t rc = {.ts = ts, .prefix = compare ? rows[i].wait : NULL,
-                        .progress = !quiet && isatty(2), .label = rows[i].wait};
+        rows[i].gov = &cfg->fleet.gov;
+        if (compare == CMP_GRAVITY) {
+            pol[i].wait = waits[0];
+            pol[i].gravity = i == 0;
+            snprintf(rows[i].label, sizeof(rows[i].label), "%s", i == 0 ? "on" : "off");
+        } else {
+            pol[i].wait = waits[i];
+        }
+        spw_wait_format(&pol[i].wait, rows[i].wait, sizeof(rows[i].wait));
+        if (compare != CMP_GRAVITY)
+            memcpy(rows[i].label, rows[i].wait, sizeof(rows[i].label));
+        /* With --compare the time series gets a column for what varies. */
+        run_ctx_t rc = {.ts = ts, .prefix = compare ? rows[i].label : NULL,
+                        .progress = !quiet && isatty(2), .label = rows[i].label};
         spw_sim_opts_t o = {
             .step_s = ts ? step : 0,
             .on_sample = ts ? on_sample : NULL,
@@ -274,7 +298,9 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
         if (json)
             spw_report_compare_json(stdout, tr, rows, nw);
         else
-            spw_report_compare_table(stdout, tr, rows, nw);
+            spw_report_compare_table(stdout, tr,
+                                     compare == CMP_GRAVITY ? "data gravity" : "wait policy",
+                                     rows, nw);
     } else if (json) {
         spw_report_json(stdout, tr, &rows[0]);
         printf("\n");
@@ -298,6 +324,21 @@ static void warn_trace(const spw_trace_t *tr, const char *path, int quiet)
                 "spillway sim: %s: skipped %zu rows without GPUs and %zu pods that were never "
                 "scheduled (no runtime)\n",
                 path, tr->skipped_no_gpu, tr->skipped_unscheduled);
+}
+
+static void warn_bind(const spw_trace_bind_info_t *b, int quiet)
+{
+    if (quiet)
+        return;
+    if (b->jobs_unknown_team)
+        fprintf(stderr,
+                "spillway sim: warning: %zu jobs of teams not in the config: %s (no budget, "
+                "no team rule)\n",
+                b->jobs_unknown_team, b->unknown_teams);
+    if (b->jobs_unknown_class)
+        fprintf(stderr,
+                "spillway sim: warning: %zu jobs of classes no rule or residency names: %s\n",
+                b->jobs_unknown_class, b->unknown_classes);
 }
 
 static int load_config(spw_config_t *cfg, const char *path, const char *cmd)
@@ -382,7 +423,7 @@ static size_t parse_spot_policies(const char *list, spw_spot_policy_t *out)
 
 static int cmd_sim(int argc, char **argv)
 {
-    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_JOBS, O_TS, O_STEP,
+    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_GRAVITY, O_JOBS, O_TS, O_STEP,
            O_SPOT_JOB, O_DEADLINE, O_OVERHEAD, O_CKPT, O_SPOT_TRACE, O_SPOT_POLICY,
            O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE };
     static const struct option opts[] = {
@@ -391,6 +432,7 @@ static int cmd_sim(int argc, char **argv)
         {"format", required_argument, NULL, O_FORMAT},
         {"wait", required_argument, NULL, O_WAIT},
         {"compare", required_argument, NULL, O_COMPARE},
+        {"gravity", required_argument, NULL, O_GRAVITY},
         {"output", required_argument, NULL, 'o'},
         {"jobs-out", required_argument, NULL, O_JOBS},
         {"timeseries-out", required_argument, NULL, O_TS},
@@ -412,7 +454,7 @@ static int cmd_sim(int argc, char **argv)
     const char *trace = NULL, *config = NULL, *wait = NULL, *compare = NULL;
     const char *jobs_out = NULL, *ts_out = NULL;
     spw_trace_format_t fmt = SPW_TRACE_AUTO;
-    int json = 0, quiet = 0, c;
+    int json = 0, quiet = 0, c, gravity = -1;
     double step = 3600;
     spw_error_t err;
     /* --spot-job mode: the Can't Be Late single-job replay. */
@@ -473,6 +515,14 @@ static int cmd_sim(int argc, char **argv)
             break;
         case O_WAIT: wait = optarg; break;
         case O_COMPARE: compare = optarg; break;
+        case O_GRAVITY:
+            if (strcmp(optarg, "on") == 0)
+                gravity = 1;
+            else if (strcmp(optarg, "off") == 0)
+                gravity = 0;
+            else
+                die_usage("sim", "--gravity takes on or off");
+            break;
         case 'o': json = parse_output("sim", optarg); break;
         case O_JOBS: jobs_out = optarg; break;
         case O_TS: ts_out = optarg; break;
@@ -491,7 +541,7 @@ static int cmd_sim(int argc, char **argv)
     if (optind < argc)
         die_usage("sim", "unexpected argument; the trace is given with --trace FILE");
     if (spot_job) {
-        if (trace || config || wait || compare || jobs_out || ts_out)
+        if (trace || config || wait || compare || jobs_out || ts_out || gravity >= 0)
             die_usage("sim", "--spot-job replays one job on --spot-trace files; it does not "
                              "take --trace, --config, --wait, --compare or the CSV outputs");
         if (!have_deadline)
@@ -510,8 +560,11 @@ static int cmd_sim(int argc, char **argv)
         die_usage("sim", "--spot-trace goes with --spot-job DURATION");
     if (!trace)
         die_usage("sim", "missing --trace FILE");
-    if (wait && compare)
+    compare_t cmp = !compare ? CMP_NONE : strcmp(compare, "gravity") == 0 ? CMP_GRAVITY : CMP_WAIT;
+    if (wait && cmp == CMP_WAIT)
         die_usage("sim", "--wait and --compare do not mix: list the policies in --compare");
+    if (gravity >= 0 && cmp == CMP_GRAVITY)
+        die_usage("sim", "--gravity and --compare gravity do not mix: the comparison runs both");
     spw_config_t cfg;
     if (load_config(&cfg, config, "sim") < 0)
         return 1;
@@ -522,7 +575,9 @@ static int cmd_sim(int argc, char **argv)
         spw_config_free(&cfg);
         die_usage("sim", err.text);
     }
-    if (compare)
+    if (gravity >= 0)
+        cfg.policy.gravity = gravity;
+    if (cmp == CMP_WAIT)
         nw = parse_compare(compare, waits, 16);
     spw_trace_t tr;
     if (spw_trace_load(&tr, trace, fmt, &cfg.fleet.models, &err) < 0) {
@@ -531,6 +586,14 @@ static int cmd_sim(int argc, char **argv)
         return 1;
     }
     warn_trace(&tr, trace, quiet);
+    spw_trace_bind_info_t bi;
+    if (spw_trace_bind(&tr, &cfg.fleet.gov, &bi, &err) < 0) {
+        fprintf(stderr, "spillway sim: %s\n", err.text);
+        spw_trace_free(&tr);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    warn_bind(&bi, quiet);
     if (ts_out && tr.njobs) {
         /* A time series longer than this is a mistake in --step, not a wish. */
         double span = tr.jobs[tr.njobs - 1].submit_s - tr.jobs[0].submit_s;
@@ -547,8 +610,7 @@ static int cmd_sim(int argc, char **argv)
             return 1;
         }
     }
-    int rc = run_scenarios(&cfg, &tr, waits, nw, json, compare != NULL, jobs_out, ts_out, step,
-                           quiet);
+    int rc = run_scenarios(&cfg, &tr, waits, nw, json, cmp, jobs_out, ts_out, step, quiet);
     spw_trace_free(&tr);
     spw_config_free(&cfg);
     return rc;
@@ -721,7 +783,7 @@ static int cmd_demo(int argc, char **argv)
     const char *names[] = {"never", "none", "constant:3600", "compute:0.25"};
     for (int i = 0; i < 4; i++)
         spw_wait_parse(names[i], &waits[i], &err);
-    rc = run_scenarios(&cfg, &tr, waits, 4, json, 1, NULL, NULL, 0, 1);
+    rc = run_scenarios(&cfg, &tr, waits, 4, json, CMP_WAIT, NULL, NULL, 0, 1);
     if (!json && rc == 0)
         printf("\nnever = on-prem only; none = burst at once when nothing is free;\n"
                "constant:3600 = wait an hour; compute:0.25 = wait 0.25 x GPUs x runtime "
@@ -745,6 +807,7 @@ static const command_t commands[] = {
     {"gen", cmd_gen, gen_usage},
     {"demo", cmd_demo, demo_usage},
     {"serve", spw_cli_serve, NULL},  /* its usage: spw_cli_serve --help */
+    {"policy", spw_cli_policy, NULL},  /* its usage: spw_cli_policy --help */
     {"submit", spw_cli_submit, spw_cli_submit_usage},
     {"queue", spw_cli_queue, spw_cli_queue_usage},
     {"show", spw_cli_show, spw_cli_show_usage},

@@ -47,10 +47,91 @@ static void jint(FILE *f, const char *key, unsigned long long v)
     fprintf(f, "\"%s\": %llu, ", key, v);
 }
 
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static double total_usd(const spw_sim_summary_t *s)
+{
+    return s->cloud_cost_usd + s->onprem_cost_usd + s->egress_usd;
+}
+
+/* Team k of the summary (0 = no team) has something to show. */
+static int team_shown(const spw_sim_summary_t *s, size_t k)
+{
+    return k > 0 || s->team[0].jobs;
+}
+
+static const char *team_name(const spw_report_row_t *r, size_t k)
+{
+    return k == 0 ? "(no team)" : r->gov->teams[k - 1].name;
+}
+
+static void json_governance(FILE *f, const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    fprintf(f, "\"governance\": {\"active\": %s, ", s->gov ? "true" : "false");
+    jint(f, "jobs_held", s->jobs_held);
+    jint(f, "jobs_rejected", s->jobs_rejected);
+    jint(f, "jobs_never_ran", s->jobs_never_ran);
+    jint(f, "jobs_onprem_by_residency", s->jobs_onprem_by_residency);
+    jint(f, "jobs_onprem_only_budget", s->jobs_onprem_only_budget);
+    jint(f, "jobs_stopped_max_runtime", s->jobs_stopped_max_runtime);
+    jnum(f, "egress_gb", s->egress_gb, 0);
+    jnum(f, "egress_usd", s->egress_usd, 0);
+    jnum(f, "peak_cloud_usd_per_h", s->peak_cloud_usd_per_h, 0);
+    jnum(f, "peak_cloud_gpus", s->peak_cloud_gpus, 0);
+    fprintf(f, "\"teams\": [");
+    int first = 1;
+    for (size_t k = 0; k <= s->nteams && r->gov; k++) {
+        if (!team_shown(s, k))
+            continue;
+        const spw_sim_team_t *tm = &s->team[k];
+        fprintf(f, "%s{\"team\": ", first ? "" : ", ");
+        first = 0;
+        if (k == 0) {
+            fprintf(f, "null, ");
+        } else {
+            jstr(f, r->gov->teams[k - 1].name);
+            fprintf(f, ", ");
+        }
+        if (k > 0 && isfinite(r->gov->teams[k - 1].budget_usd)) {
+            jnum(f, "budget_usd", r->gov->teams[k - 1].budget_usd, 0);
+            fprintf(f, "\"period\": \"%s\", ", spw_period_name(r->gov->teams[k - 1].period));
+        } else {
+            fprintf(f, "\"budget_usd\": null, \"period\": null, ");
+        }
+        jint(f, "jobs", tm->jobs);
+        jint(f, "jobs_held", tm->jobs_held);
+        jint(f, "jobs_rejected", tm->jobs_rejected);
+        jnum(f, "cloud_usd", tm->cloud_usd, 0);
+        jnum(f, "onprem_usd", tm->onprem_usd, 0);
+        jnum(f, "egress_usd", tm->egress_usd, 0);
+        jnum(f, "egress_gb", tm->egress_gb, 0);
+        jnum(f, "worst_period_usd", tm->worst_period_usd, 0);
+        jnum(f, "budget_use", tm->budget_use, 1);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}, ");
+}
+
 void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
 {
     const spw_sim_summary_t *s = &r->sum;
-    fprintf(f, "{\"wait_policy\": \"%s\", ", r->wait);
+    fprintf(f, "{\"wait_policy\": \"%s\", \"gravity\": %s, ", r->wait,
+            r->policy->gravity ? "true" : "false");
     fprintf(f, "\"queue\": \"%s\", \"scan\": \"%s\", \"backfill\": \"%s\", \"fit\": \"%s\", ",
             spw_queue_order_name(r->policy->queue), spw_scan_name(r->policy->scan),
             spw_backfill_name(r->policy->backfill), spw_fit_name(r->policy->fit));
@@ -63,7 +144,8 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jint(f, "jobs_backfilled", s->jobs_backfilled);
     jnum(f, "cloud_cost_usd", s->cloud_cost_usd, 0);
     jnum(f, "onprem_cost_usd", s->onprem_cost_usd, 0);
-    jnum(f, "total_cost_usd", s->cloud_cost_usd + s->onprem_cost_usd, 0);
+    jnum(f, "egress_usd", s->egress_usd, 0);
+    jnum(f, "total_cost_usd", total_usd(s), 0);
     jnum(f, "cloud_gpu_hours", s->cloud_gpu_hours, 0);
     jnum(f, "onprem_gpu_hours", s->onprem_gpu_hours, 0);
     jnum(f, "wait_mean_s", s->wait_mean_s, 0);
@@ -79,6 +161,7 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jint(f, "queue_max", s->queue_max);
     jnum(f, "makespan_s", s->makespan_s, 0);
     jint(f, "events", s->events);
+    json_governance(f, r);
     jnum(f, "sim_seconds", r->seconds, 1);
     fprintf(f, "}");
 }
@@ -93,6 +176,45 @@ void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row
         fprintf(f, "%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
+}
+
+static void table_governance(FILE *f, const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    char a[32], b[32], c[32];
+    fprintf(f, "\ngovernance (data gravity %s):\n", r->policy->gravity ? "on" : "off");
+    fprintf(f, "  %-22s %zu held by a budget or cap, %zu rejected", "jobs", s->jobs_held,
+            s->jobs_rejected);
+    if (s->jobs_never_ran)
+        fprintf(f, ", %zu never ran (still held at the end)", s->jobs_never_ran);
+    fprintf(f, "\n");
+    fprintf(f, "  %-22s %zu by residency, %zu by budget (on_exhausted: onprem_only)\n",
+            "kept on-prem", s->jobs_onprem_by_residency, s->jobs_onprem_only_budget);
+    fprintf(f, "  %-22s %zu jobs\n", "stopped at max runtime", s->jobs_stopped_max_runtime);
+    fprintf(f, "  %-22s %.1f GB, %s\n", "egress", s->egress_gb, money(s->egress_usd, a, sizeof(a)));
+    fprintf(f, "  %-22s %s/h, %.0f GPUs\n", "peak cloud",
+            money(s->peak_cloud_usd_per_h, a, sizeof(a)), s->peak_cloud_gpus);
+    if (!s->nteams && !s->team[0].jobs)
+        return;
+    fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %10s\n", "team", "budget", "spend", "use",
+            "held", "rejected", "egress");
+    for (size_t k = 0; k <= s->nteams; k++) {
+        if (!team_shown(s, k))
+            continue;
+        const spw_sim_team_t *tm = &s->team[k];
+        const spw_team_spec_t *ts = k ? &r->gov->teams[k - 1] : NULL;
+        char budget[48] = "-", use[16] = "-";
+        if (ts && isfinite(ts->budget_usd)) {
+            snprintf(budget, sizeof(budget), "%s/%s", money(ts->budget_usd, a, sizeof(a)),
+                     spw_period_name(ts->period));
+            snprintf(use, sizeof(use), "%.1f%%", 100 * tm->budget_use);
+        }
+        fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %10s\n", team_name(r, k), budget,
+                money(tm->cloud_usd + tm->egress_usd, b, sizeof(b)), use, tm->jobs_held,
+                tm->jobs_rejected, money(tm->egress_usd, c, sizeof(c)));
+    }
+    fprintf(f, "  (spend: cloud compute + egress over the whole run; use: the fullest budget "
+               "period)\n");
 }
 
 void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
@@ -116,9 +238,14 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
     if (s->jobs_backfilled)
         fprintf(f, " (%zu backfilled)", s->jobs_backfilled);
     fprintf(f, "\n");
-    fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) = %s\n", "cost",
-            money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
-            money(s->cloud_cost_usd + s->onprem_cost_usd, c, sizeof(c)));
+    if (s->egress_usd > 0)
+        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) + %s egress = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+                money(s->egress_usd, d, sizeof(d)), money(total_usd(s), c, sizeof(c)));
+    else
+        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+                money(total_usd(s), c, sizeof(c)));
     fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
             s->onprem_gpu_hours);
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
@@ -130,19 +257,21 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
     fprintf(f, "  %-22s %.1f%%\n", "on-prem utilisation", 100 * s->onprem_utilization);
     fprintf(f, "  %-22s %zu jobs\n", "longest queue", s->queue_max);
     fprintf(f, "  %-22s %s\n", "makespan", human_s(s->makespan_s, a, sizeof(a)));
+    if (s->gov)
+        table_governance(f, r);
     fprintf(f, "  (simulated in %.2f s)\n", r->seconds);
 }
 
-void spw_report_compare_table(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
-                              size_t n)
+void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
+                              const spw_report_row_t *rows, size_t n)
 {
     char a[32];
     fprintf(f, "spillway sim --compare: %zu jobs", n ? rows[0].sum.jobs : 0);
     if (skipped(t))
         fprintf(f, " (%zu rows skipped)", skipped(t));
-    fprintf(f, "\n\n%-20s", "wait policy");
+    fprintf(f, "\n\n%-20s", what);
     for (size_t i = 0; i < n; i++)
-        fprintf(f, " %16s", rows[i].wait);
+        fprintf(f, " %16s", rows[i].label);
     fprintf(f, "\n");
 #define ROW(label, expr)                                                      \
     do {                                                                      \
@@ -160,7 +289,16 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const spw_report_ro
     ROW("jobs to cloud", CELL("%zu", s->jobs_cloud));
     ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
     ROW("on-prem cost", money(s->onprem_cost_usd, a, sizeof(a)));
-    ROW("total cost", money(s->cloud_cost_usd + s->onprem_cost_usd, a, sizeof(a)));
+    int gov = 0, egress = 0;
+    for (size_t i = 0; i < n; i++) {
+        gov |= rows[i].sum.gov;
+        egress |= rows[i].sum.egress_gb > 0;
+    }
+    if (egress || gov) {
+        ROW("egress GB", CELL("%.1f", s->egress_gb));
+        ROW("egress cost", money(s->egress_usd, a, sizeof(a)));
+    }
+    ROW("total cost", money(total_usd(s), a, sizeof(a)));
     ROW("cloud GPU-hours", CELL("%.0f", s->cloud_gpu_hours));
     ROW("wait mean", human_s(s->wait_mean_s, a, sizeof(a)));
     ROW("wait p50", human_s(s->wait_p50_s, a, sizeof(a)));
@@ -171,6 +309,12 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const spw_report_ro
     ROW("on-prem util", CELL("%.1f%%", 100 * s->onprem_utilization));
     ROW("longest queue", CELL("%zu", s->queue_max));
     ROW("unschedulable", CELL("%zu", s->jobs_unschedulable));
+    if (gov) {
+        ROW("held (budget/cap)", CELL("%zu", s->jobs_held));
+        ROW("rejected (budget)", CELL("%zu", s->jobs_rejected));
+        ROW("on-prem: residency", CELL("%zu", s->jobs_onprem_by_residency));
+        ROW("peak cloud $/h", money(s->peak_cloud_usd_per_h, a, sizeof(a)));
+    }
 #undef ROW
 #undef CELL
 }

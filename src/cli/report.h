@@ -13,7 +13,9 @@
 /* One simulated scenario, as reported. */
 typedef struct spw_report_row {
     char wait[48];               /* wait policy text */
+    char label[48];              /* column heading under --compare */
     const spw_policy_t *policy;  /* the policy that ran */
+    const spw_gov_t *gov;        /* the governance it ran under (team names) */
     spw_sim_summary_t sum;       /* its results */
     double seconds;              /* wall time of the run */
 } spw_report_row_t;
@@ -21,8 +23,9 @@ typedef struct spw_report_row {
 void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r);
 void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
                       const spw_report_row_t *r);
-void spw_report_compare_table(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
-                              size_t n);
+/* `what` names what the columns vary: "wait policy", "data gravity". */
+void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
+                              const spw_report_row_t *rows, size_t n);
 void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
                              size_t n);
 /* Per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd. */

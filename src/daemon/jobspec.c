@@ -21,6 +21,7 @@
 #define MAX_MODEL_BYTES 32     /* one GPU model name */
 #define MAX_ENV_KEY_BYTES 256  /* one env key */
 #define MAX_PATH_BYTES 4096    /* workdir */
+#define MAX_LABEL_BYTES 128    /* one label key or value */
 #define MAX_JSON_DEPTH 32      /* nesting accepted in a JSON spec */
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -108,133 +109,6 @@ static int is_identifier(const char *s)
 static int int_text(const char *s, int64_t *out)
 {
     return spw_parse_i64(s, strlen(s), out);
-}
-
-/* ---- durations and times ------------------------------------------------ */
-
-int spw_parse_duration(const char *s, double *out_s)
-{
-    static const struct { char unit; double s; } units[] = {
-        {'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1},
-    };
-    double total = 0, v;
-    size_t next_unit = 0, parts = 0;
-    const char *p = s;
-
-    if (spw_parse_double(s, strlen(s), &v) == 0) {
-        if (!isfinite(v))
-            return -1;
-        *out_s = v;
-        return 0;
-    }
-    while (*p) {
-        const char *start = p;
-        size_t k;
-        while (isdigit((unsigned char)*p))
-            p++;
-        if (*p == '.') {
-            p++;
-            while (isdigit((unsigned char)*p))
-                p++;
-        }
-        if (p == start || (p - start == 1 && *start == '.') ||
-            spw_parse_double(start, (size_t)(p - start), &v) < 0)
-            return -1;
-        for (k = next_unit; k < 4; k++)
-            if (units[k].unit == *p)
-                break;
-        if (k == 4)
-            return -1;  /* no unit, an unknown one, or out of order */
-        total += v * units[k].s;
-        next_unit = k + 1;
-        parts++;
-        p++;
-    }
-    if (parts == 0 || !isfinite(total))
-        return -1;
-    *out_s = total;
-    return 0;
-}
-
-/* Reads exactly n digits at *p into *out and advances *p. */
-static int digits(const char **p, int n, int *out)
-{
-    int v = 0, i;
-
-    for (i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)(*p)[i]))
-            return -1;
-        v = v * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    *out = v;
-    return 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
- * days_from_civil), so no time zone or libc state is involved. */
-static long days_from_civil(long y, int m, int d)
-{
-    long era, yoe, doy, doe;
-
-    y -= m <= 2;
-    era = (y >= 0 ? y : y - 399) / 400;
-    yoe = y - era * 400;
-    doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-int spw_parse_rfc3339(const char *s, double *out_s)
-{
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int y, mo, d, h, mi, sec, oh = 0, om = 0, leap, maxd;
-    double frac = 0, t;
-    const char *p = s;
-
-    if (digits(&p, 4, &y) || *p++ != '-' || digits(&p, 2, &mo) ||
-        *p++ != '-' || digits(&p, 2, &d) || (*p != 'T' && *p != 't'))
-        return -1;
-    p++;
-    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &mi) ||
-        *p++ != ':' || digits(&p, 2, &sec))
-        return -1;
-    if (*p == '.') {
-        const char *start = p;
-        p++;
-        if (!isdigit((unsigned char)*p))
-            return -1;
-        while (isdigit((unsigned char)*p))
-            p++;
-        if (spw_parse_double(start, (size_t)(p - start), &frac) < 0)
-            return -1;
-    }
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int sign = *p++ == '-' ? -1 : 1;
-        if (digits(&p, 2, &oh) || *p++ != ':' || digits(&p, 2, &om) ||
-            oh > 23 || om > 59)
-            return -1;
-        oh *= sign;
-        om *= sign;
-    } else {
-        return -1;
-    }
-    if (*p)
-        return -1;
-    if (y < 1970 || mo < 1 || mo > 12 || h > 23 || mi > 59 || sec > 60)
-        return -1;
-    leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    maxd = mdays[mo - 1] + (mo == 2 && leap);
-    if (d < 1 || d > maxd)
-        return -1;
-    t = (double)days_from_civil(y, mo, d) * 86400.0 + h * 3600.0 +
-        mi * 60.0 + sec + frac - (oh * 3600.0 + om * 60.0);
-    if (t < 0)
-        return -1;
-    *out_s = t;
-    return 0;
 }
 
 /* ---- JSON to node tree -------------------------------------------------- */
@@ -451,6 +325,96 @@ static int f_team(const pctx_t *c, const spw_ynode_t *n, const char *field,
         return field_error(c, n, field, "must be 1 to %d letters, digits, "
                            "'_', '.' or '-', got '%.40s'", MAX_TEAM_BYTES, v);
     s->team = spw_xstrdup(v);
+    return 0;
+}
+
+/* A name resolved against the config later (class, data, residency):
+ * letters, digits, '_', '.' and '-', like a team. */
+static int word_field(const pctx_t *c, const spw_ynode_t *n,
+                      const char *field, char **out)
+{
+    const char *v = NULL;
+
+    if (scalar_text(c, n, field, &v) < 0)
+        return -1;
+    if (!*v || strlen(v) > MAX_TEAM_BYTES || !is_word(v, strlen(v)))
+        return field_error(c, n, field, "must be 1 to %d letters, digits, "
+                           "'_', '.' or '-', got '%.40s'", MAX_TEAM_BYTES, v);
+    *out = spw_xstrdup(v);
+    return 0;
+}
+
+static int f_class(const pctx_t *c, const spw_ynode_t *n, const char *field,
+                   spw_jobspec_t *s)
+{
+    return word_field(c, n, field, &s->jclass);
+}
+
+static int f_data(const pctx_t *c, const spw_ynode_t *n, const char *field,
+                  spw_jobspec_t *s)
+{
+    return word_field(c, n, field, &s->data);
+}
+
+static int f_residency(const pctx_t *c, const spw_ynode_t *n,
+                       const char *field, spw_jobspec_t *s)
+{
+    return word_field(c, n, field, &s->residency);
+}
+
+/* A label key or value: what a rule can name as "key=value". */
+static int label_text_ok(const char *v)
+{
+    return *v && strlen(v) <= MAX_LABEL_BYTES && !strchr(v, '=') &&
+        !has_control(v);
+}
+
+static int label_cmp(const void *a, const void *b)
+{
+    return strcmp(((const spw_label_t *)a)->key,
+                  ((const spw_label_t *)b)->key);
+}
+
+static int f_labels(const pctx_t *c, const spw_ynode_t *n, const char *field,
+                    spw_jobspec_t *s)
+{
+    size_t i;
+
+    if (n->kind != SPW_Y_MAP)
+        return field_error(c, n, field, "expected a mapping of keys to "
+                           "values like {env: prod}, got %s", kind_name(n));
+    if (n->n > SPW_JOBSPEC_MAX_LABELS)
+        return field_error(c, n, field, "%zu labels, more than the limit "
+                           "of %d", n->n, SPW_JOBSPEC_MAX_LABELS);
+    for (i = 0; i < n->n; i++) {
+        spw_ynode_t pos = {.line = n->key_lines[i], .col = n->key_cols[i]};
+        if (!label_text_ok(n->keys[i]))
+            return field_error(c, &pos, field, "key '%.40s': must be 1 to "
+                               "%d characters without '=' or control "
+                               "characters", n->keys[i], MAX_LABEL_BYTES);
+        if (n->items[i]->kind != SPW_Y_SCALAR)
+            return field_error(c, n->items[i], field, "%s: expected a "
+                               "string, got %s", n->keys[i],
+                               kind_name(n->items[i]));
+        if (!label_text_ok(n->items[i]->str))
+            return field_error(c, n->items[i], field, "%s: the value must "
+                               "be 1 to %d characters without '=' or "
+                               "control characters, got '%.40s'", n->keys[i],
+                               MAX_LABEL_BYTES, n->items[i]->str);
+    }
+    if (n->n == 0)
+        return 0;
+    s->labels = spw_xcalloc(n->n, sizeof(*s->labels));
+    for (i = 0; i < n->n; i++) {
+        s->labels[i].key = spw_xstrdup(n->keys[i]);
+        s->labels[i].value = spw_xstrdup(n->items[i]->str);
+    }
+    s->nlabels = n->n;
+    qsort(s->labels, s->nlabels, sizeof(*s->labels), label_cmp);
+    for (i = 1; i < s->nlabels; i++)
+        if (strcmp(s->labels[i - 1].key, s->labels[i].key) == 0)
+            return field_error(c, n, field, "label '%.40s' is given twice",
+                               s->labels[i].key);
     return 0;
 }
 
@@ -690,23 +654,31 @@ static int f_retries(const pctx_t *c, const spw_ynode_t *n,
 }
 
 /* Every field, in the order messages list them. */
+enum {
+    F_NAME, F_TEAM, F_CLASS, F_LABELS, F_RUN, F_GPUS, F_EST_RUNTIME,
+    F_MAX_RUNTIME, F_PRIORITY, F_DEADLINE, F_DATA, F_RESIDENCY, F_ENV,
+    F_WORKDIR, F_RETRIES, NFIELDS
+};
 static const struct field {
     const char *name;   /* key in the document */
     field_f parse;      /* reads and validates it into the spec */
-} fields[] = {
-    {"name", f_name},
-    {"team", f_team},
-    {"run", f_run},
-    {"gpus", f_gpus},
-    {"est_runtime", f_est_runtime},
-    {"max_runtime", f_max_runtime},
-    {"priority", f_priority},
-    {"deadline", f_deadline},
-    {"env", f_env},
-    {"workdir", f_workdir},
-    {"retries", f_retries},
+} fields[NFIELDS] = {
+    [F_NAME] = {"name", f_name},
+    [F_TEAM] = {"team", f_team},
+    [F_CLASS] = {"class", f_class},
+    [F_LABELS] = {"labels", f_labels},
+    [F_RUN] = {"run", f_run},
+    [F_GPUS] = {"gpus", f_gpus},
+    [F_EST_RUNTIME] = {"est_runtime", f_est_runtime},
+    [F_MAX_RUNTIME] = {"max_runtime", f_max_runtime},
+    [F_PRIORITY] = {"priority", f_priority},
+    [F_DEADLINE] = {"deadline", f_deadline},
+    [F_DATA] = {"data", f_data},
+    [F_RESIDENCY] = {"residency", f_residency},
+    [F_ENV] = {"env", f_env},
+    [F_WORKDIR] = {"workdir", f_workdir},
+    [F_RETRIES] = {"retries", f_retries},
 };
-#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 static int parse_root(const pctx_t *c, const spw_ynode_t *root,
                       spw_jobspec_t *s)
@@ -725,13 +697,18 @@ static int parse_root(const pctx_t *c, const spw_ynode_t *root,
         for (f = 0; f < NFIELDS; f++)
             if (strcmp(fields[f].name, key) == 0)
                 break;
-        if (f == NFIELDS)
+        if (f == NFIELDS) {
+            char known[256];
+            size_t used = 0, k;
+            for (k = 0; k < NFIELDS; k++)
+                used += (size_t)snprintf(known + used, sizeof(known) - used,
+                                         "%s%s", k ? ", " : "",
+                                         fields[k].name);
             return spw_errorf(c->err, "%s:%d:%d: unknown field '%.40s%s' "
-                              "(expected one of: name, team, run, gpus, "
-                              "est_runtime, max_runtime, priority, "
-                              "deadline, env, workdir, retries)", c->name,
+                              "(expected one of: %s)", c->name,
                               root->key_lines[i], root->key_cols[i], key,
-                              strlen(key) > 40 ? "..." : "");
+                              strlen(key) > 40 ? "..." : "", known);
+        }
         if (seen[f])
             return spw_errorf(c->err, "%s:%d:%d: field '%s' is given twice "
                               "(first at line %d)", c->name,
@@ -741,18 +718,18 @@ static int parse_root(const pctx_t *c, const spw_ynode_t *root,
         if (fields[f].parse(c, root->items[i], key, s) < 0)
             return -1;
     }
-    if (!seen[2])
+    if (!seen[F_RUN])
         return spw_errorf(c->err, "%s:%d:%d: field 'run' is required (a "
                           "list of strings, or a shell script)", c->name,
                           root->line, root->col);
-    if (!seen[3])
+    if (!seen[F_GPUS])
         return spw_errorf(c->err, "%s:%d:%d: field 'gpus' is required "
                           "(a count like 2, or A100:2)", c->name,
                           root->line, root->col);
     if (s->est_runtime_s > s->max_runtime_s)
-        return field_error(c, root->items[seen[4] - 1], "est_runtime",
-                           "%g s is more than max_runtime (%g s)",
-                           s->est_runtime_s, s->max_runtime_s);
+        return field_error(c, root->items[seen[F_EST_RUNTIME] - 1],
+                           "est_runtime", "%g s is more than max_runtime "
+                           "(%g s)", s->est_runtime_s, s->max_runtime_s);
     return 0;
 }
 
@@ -829,6 +806,14 @@ void spw_jobspec_free(spw_jobspec_t *s)
     }
     free(s->env);
     free(s->workdir);
+    free(s->jclass);
+    for (i = 0; i < s->nlabels; i++) {
+        free(s->labels[i].key);
+        free(s->labels[i].value);
+    }
+    free(s->labels);
+    free(s->data);
+    free(s->residency);
     memset(s, 0, sizeof(*s));
 }
 
@@ -911,6 +896,18 @@ char *spw_jobspec_to_json(const spw_jobspec_t *s)
         bad |= put(o, "workdir", json_string(s->workdir));
     if (s->retries)
         bad |= put(o, "retries", json_integer(s->retries));
+    if (s->jclass)
+        bad |= put(o, "class", json_string(s->jclass));
+    if (s->nlabels) {
+        json_t *l = json_object();
+        for (i = 0; l && i < s->nlabels; i++)
+            bad |= put(l, s->labels[i].key, json_string(s->labels[i].value));
+        bad |= put(o, "labels", l);
+    }
+    if (s->data)
+        bad |= put(o, "data", json_string(s->data));
+    if (s->residency)
+        bad |= put(o, "residency", json_string(s->residency));
     if (!bad)
         text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS |
                           JSON_REAL_PRECISION(17));
@@ -942,7 +939,9 @@ int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b)
         !num_eq(a->max_runtime_s, b->max_runtime_s) ||
         a->priority != b->priority ||
         !num_eq(a->deadline_s, b->deadline_s) || a->nenv != b->nenv ||
-        !str_eq(a->workdir, b->workdir) || a->retries != b->retries)
+        !str_eq(a->workdir, b->workdir) || a->retries != b->retries ||
+        !str_eq(a->jclass, b->jclass) || a->nlabels != b->nlabels ||
+        !str_eq(a->data, b->data) || !str_eq(a->residency, b->residency))
         return 0;
     for (i = 0; i < a->argc; i++)
         if (!str_eq(a->argv[i], b->argv[i]))
@@ -953,6 +952,10 @@ int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b)
     for (i = 0; i < a->nenv; i++)
         if (!str_eq(a->env[i].key, b->env[i].key) ||
             !str_eq(a->env[i].value, b->env[i].value))
+            return 0;
+    for (i = 0; i < a->nlabels; i++)
+        if (!str_eq(a->labels[i].key, b->labels[i].key) ||
+            !str_eq(a->labels[i].value, b->labels[i].value))
             return 0;
     return 1;
 }

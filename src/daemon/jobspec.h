@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/timeparse.h"  /* spw_parse_duration, spw_parse_rfc3339 */
 
 /* Limits on what one spec may hold, so a request body cannot make the daemon
  * allocate without bound.  Exceeding one is a validation error. */
@@ -22,12 +23,19 @@
 #define SPW_JOBSPEC_MAX_GPUS 1000000      /* GPUs one job may ask for */
 #define SPW_JOBSPEC_MAX_RETRIES 100       /* retries after a failure */
 #define SPW_JOBSPEC_MAX_RUNTIME_S 3.1536e8 /* ten years, seconds */
+#define SPW_JOBSPEC_MAX_LABELS 64         /* labels entries */
 
 /* How the job's command is given. */
 typedef enum spw_run_kind {
     SPW_RUN_ARGV,    /* run: [prog, arg, ...]: execve'd directly, no shell */
     SPW_RUN_SCRIPT,  /* run: "text": run as /bin/sh -c text */
 } spw_run_kind_t;
+
+/* One label, "key: value" in the spec; rules match "key=value". */
+typedef struct spw_label {
+    char *key;    /* owned; non-empty, no '=' and no control characters */
+    char *value;  /* owned; the same rules */
+} spw_label_t;
 
 /* One environment variable. */
 typedef struct spw_env_var {
@@ -61,6 +69,17 @@ typedef struct spw_jobspec {
     char *workdir;             /* owned absolute path; NULL = the daemon's
                                   default */
     uint32_t retries;          /* re-runs after a failure, 0..100 */
+    /* ---- governance (docs/governance.md); names are resolved against the
+     * config by whoever places the job, not here ---- */
+    char *jclass;              /* owned; the "class" field ("restricted",
+                                  "experiment"); NULL when not given */
+    spw_label_t *labels;       /* owned, nlabels entries sorted by key with
+                                  no duplicates; NULL when empty */
+    size_t nlabels;            /* entries in labels, <= 64 */
+    char *data;                /* owned; the dataset the job reads; NULL =
+                                  none */
+    char *residency;           /* owned; residency class; NULL = none (its
+                                  class may still name one) */
 } spw_jobspec_t;
 
 /* Parses and validates one job spec.  data is JSON when its first
@@ -71,7 +90,9 @@ typedef struct spw_jobspec {
  * /bin/sh -c script), gpus (2, "A100:2", "A100|H100:2"), est_runtime and
  * max_runtime (seconds, or "90s", "30m", "2h", "1h30m", "1d"), priority,
  * deadline (unix seconds, or RFC 3339 like "2026-11-21T18:00:00Z"), env
- * (a map of strings), workdir, retries.  run and gpus are required; unknown
+ * (a map of strings), workdir, retries, and for governance class, labels
+ * (a map of up to 64 strings, keys and values without '='), data (a dataset
+ * name) and residency (a residency class).  run and gpus are required; unknown
  * or repeated fields are errors.  Scalars are read by their text in both
  * formats, so JSON "2" and 2 are the same gpus, as in YAML.
  *
@@ -92,15 +113,5 @@ char *spw_jobspec_to_json(const spw_jobspec_t *s);
 
 /* 1 when a and b hold the same values (NAN equals NAN), else 0. */
 int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b);
-
-/* Parses a duration: a finite number of seconds ("90", "1.5"), or one or
- * more NUMBER UNIT parts with units d, h, m, s in that order, each at most
- * once ("90s", "30m", "1h30m", "1.5h").  Returns 0 and fills *out_s, or -1. */
-int spw_parse_duration(const char *s, double *out_s);
-
-/* Parses an RFC 3339 time ("2026-11-21T18:00:00Z", fractional seconds and
- * "+02:00" style offsets allowed, years 1970..9999) into unix seconds.
- * Returns 0 and fills *out_s, or -1. */
-int spw_parse_rfc3339(const char *s, double *out_s);
 
 #endif

@@ -34,6 +34,43 @@
  *       - {token: SECRET2, admin: true}
  *     emulated: {seed: 1, capacity: 0, preempt_rate_per_h: 0}
  *
+ * Governance (docs/governance.md); every section is optional and is read
+ * after onprem and cloud, since it names their pools, regions and models:
+ *
+ *   teams:                       # budgets and caps per team (<= 64)
+ *     - name: ml
+ *       monthly_usd: 5000        # or weekly_usd; "$5000" too; neither = none
+ *       on_exhausted: hold       # hold | onprem_only | reject
+ *       max_cloud_usd_per_h: 40
+ *       max_cloud_gpus: 32
+ *       max_egress_usd_per_month: 200
+ *   caps:                        # organisation-wide
+ *     max_cloud_usd_per_h: 100
+ *     max_cloud_gpus: 64
+ *     default_max_runtime_s: 24h # a job's cloud worst case without max_runtime
+ *   rules:                       # in order, every rule a job matches (<= 256)
+ *     - name: prod-onprem        # default "rule N"
+ *       match: {team: [ml, cv], class: inference, labels: {env: prod},
+ *               gpus: 8 | "1-8" | ">=4" | "<=2"}   # teams must be declared
+ *       placement: onprem_only   # onprem_first | cloud_first | onprem_only
+ *       spot: never              # allowed | required | never
+ *       allow_providers: [aws]   # also deny_providers, allow_regions /
+ *                                # deny_regions ("us-east-1", "gcp:us-central1"),
+ *                                # allow_families / deny_families, allow_gpus
+ *       max_usd_per_gpu_h: 4.0
+ *   residency:                   # a job with class or residency NAME
+ *     eu: {onprem: true, regions: [eu-west-1, europe-west4]}
+ *   data:
+ *     bandwidth_gbps: 10
+ *     cache_ttl_s: 7d
+ *     storage_usd_per_gb_month: 0.023
+ *     egress_usd_per_gb: {aws: 0.09, gcp: 0.12, azure: 0.087, onprem: 0}
+ *     datasets:
+ *       - {name: imagenet, size_gb: 150, home: dc1, replicas: [aws:us-east-1]}
+ *   sim:
+ *     start: 2026-11-01T00:00:00Z  # calendar date of trace time 0 (budget periods)
+ *
+ * All of it lands in fleet.gov and is checked with spw_gov_validate.
  * Relative file names are taken from the directory of the config file. */
 #ifndef SPW_SIM_CONFIG_H
 #define SPW_SIM_CONFIG_H

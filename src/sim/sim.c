@@ -10,6 +10,9 @@
 
 #include "sim/sim.h"
 
+/* Idle time after which held jobs are given up (see spw_sim_run). */
+#define SPW_SIM_GIVE_UP_S (40 * 86400.0)
+
 typedef struct event {
     double t;        /* when it happens */
     uint64_t seq;    /* insertion sequence: equal times stay in order */
@@ -128,6 +131,13 @@ typedef struct sampler {
     double cloud_usd_per_h;  /* cloud spend rate now (running instances) */
 } sampler_t;
 
+/* Spend rate of a cloud job's instances. */
+static double job_usd_per_h(const spw_fleet_t *f, const spw_job_t *j)
+{
+    const spw_offer_t *o = &f->offers[j->offer];
+    return j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h);
+}
+
 /* Emits every sample due before instant t, with the state as it is now
  * (that is, after the previous instant). */
 static void sample_until(sampler_t *s, spw_engine_t *e, double t)
@@ -152,6 +162,80 @@ static void sample_until(sampler_t *s, spw_engine_t *e, double t)
             next = nextafter(s->next_s, INFINITY);
         s->next_s = next;
     }
+}
+
+/* Spend charged to one (team, budget period). */
+typedef struct period_sum {
+    uint32_t team;           /* config team + 1; 0 = empty slot */
+    double start;            /* period start, unix seconds */
+    double usd;
+} period_sum_t;
+
+/* Fills budget_use and worst_period_usd of every team: a cloud job's
+ * compute and egress, and an on-prem job's egress, are charged to the budget
+ * period of its placement (the engine's ledger does the same). */
+static void budget_use(const spw_fleet_t *fleet, const spw_job_t *jobs, size_t n,
+                       spw_sim_summary_t *out)
+{
+    const spw_gov_t *g = &fleet->gov;
+    size_t cap = 64, used = 0;
+    period_sum_t *h = spw_xcalloc(cap, sizeof(*h));
+    /* The period of each team's last charge: jobs come in submit order, so
+     * most charges fall in it and need no calendar arithmetic. */
+    double cur_start[SPW_GOV_MAX_TEAMS], cur_end[SPW_GOV_MAX_TEAMS];
+    for (size_t k = 0; k < g->nteams && k < SPW_GOV_MAX_TEAMS; k++)
+        cur_start[k] = cur_end[k] = NAN;
+    for (size_t i = 0; i < n; i++) {
+        const spw_job_t *j = &jobs[i];
+        if (j->state != SPW_JOB_DONE || !j->team || j->team > g->nteams)
+            continue;
+        double usd = j->offer >= 0 ? j->cost_usd : j->egress_usd;
+        if (!(usd > 0))
+            continue;
+        size_t k = j->team - 1;
+        double t = g->origin_s + j->placed_s;
+        if (!(t >= cur_start[k] && t < cur_end[k])) {
+            cur_start[k] = spw_period_start(g->teams[k].period, t);
+            cur_end[k] = spw_period_end(g->teams[k].period, t);
+        }
+        if (used * 2 >= cap) {
+            size_t ncap = cap * 2;
+            period_sum_t *nh = spw_xcalloc(ncap, sizeof(*nh));
+            for (size_t s = 0; s < cap; s++) {
+                if (!h[s].team)
+                    continue;
+                size_t x = (size_t)((h[s].team * 0x9E3779B97F4A7C15ULL) ^
+                                    (uint64_t)(int64_t)h[s].start) & (ncap - 1);
+                while (nh[x].team)
+                    x = (x + 1) & (ncap - 1);
+                nh[x] = h[s];
+            }
+            free(h);
+            h = nh;
+            cap = ncap;
+        }
+        size_t x = (size_t)((j->team * 0x9E3779B97F4A7C15ULL) ^
+                            (uint64_t)(int64_t)cur_start[k]) & (cap - 1);
+        while (h[x].team && !(h[x].team == j->team && h[x].start == cur_start[k]))
+            x = (x + 1) & (cap - 1);
+        if (!h[x].team) {
+            h[x].team = j->team;
+            h[x].start = cur_start[k];
+            used++;
+        }
+        h[x].usd += usd;
+    }
+    for (size_t s = 0; s < cap; s++) {
+        if (!h[s].team)
+            continue;
+        spw_sim_team_t *tm = &out->team[h[s].team];
+        double budget = g->teams[h[s].team - 1].budget_usd;
+        if (h[s].usd > tm->worst_period_usd)
+            tm->worst_period_usd = h[s].usd;
+        if (isfinite(budget) && budget > 0 && h[s].usd / budget > tm->budget_use)
+            tm->budget_use = h[s].usd / budget;
+    }
+    free(h);
 }
 
 int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
@@ -180,6 +264,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
     size_t next = 0;
     double first_submit = n ? jobs[0].submit_s : 0, last_end = first_submit;
     size_t progress_every = 1 << 16;
+    double progress_s = first_submit;   /* last instant where something happened */
+    spw_govrt_t *gov = spw_engine_gov(e);
 
     for (;;) {
         double t = INFINITY;
@@ -200,47 +286,73 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
             int boot = h.v[0].boot;
             ev_pop(&h);
             if (boot) {
-                const spw_offer_t *o = &fleet->offers[j->offer];
-                smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
+                smp.cloud_usd_per_h += job_usd_per_h(fleet, j);
                 continue;
             }
             if (j->state == SPW_JOB_CLOUD) {
                 const spw_offer_t *o = &fleet->offers[j->offer];
                 smp.cloud_gpus -= (uint64_t)j->instances * o->gpus;
-                smp.cloud_usd_per_h -= j->instances * o->ondemand_usd_per_h;
+                smp.cloud_usd_per_h -= job_usd_per_h(fleet, j);
             }
             spw_engine_finish(e, j, t);
             if (t > last_end)
                 last_end = t;
+            progress_s = t;
         }
         while (next < n && jobs[next].submit_s == t) {
             spw_job_t *j = &jobs[next++];
+            progress_s = t;
             spw_engine_submit(e, j, t);
             if (j->state == SPW_JOB_UNSCHEDULABLE)
                 out->jobs_unschedulable++;
             if (opts && opts->on_progress && (next & (progress_every - 1)) == 0)
                 opts->on_progress(opts->ctx, next, n);
         }
-        spw_job_t **placed;
+        spw_job_t **placed, **rejected;
         size_t np = spw_engine_schedule(e, t, &placed);
+        /* Rejected jobs end here, never placed; the summary counts them. */
+        if (spw_engine_rejected(e, &rejected))
+            progress_s = t;
         for (size_t k = 0; k < np; k++) {
             spw_job_t *j = placed[k];
             double rt = runtime_s[j - jobs];
+            /* A job that reaches its max runtime is stopped there (in the
+             * cloud its worst case was reserved for that long). */
+            double max_rt = spw_engine_max_runtime(e, j);
+            if (rt > max_rt) {
+                rt = max_rt;
+                out->jobs_stopped_max_runtime++;
+            }
             if (j->state == SPW_JOB_CLOUD) {
                 const spw_offer_t *o = &fleet->offers[j->offer];
                 smp.cloud_gpus += (uint64_t)j->instances * o->gpus;
-                /* Billing starts when the boot ends.  The boot event goes in
-                 * before the end event, so at equal times it fires first. */
-                if (j->start_s > t)
-                    ev_push(&h, j->start_s, j, 1);
+                /* Billing starts when the boot ends, before any data
+                 * transfer.  The boot event goes in before the end event,
+                 * so at equal times it fires first. */
+                double bill_s = j->start_s - j->transfer_s;
+                if (bill_s > t)
+                    ev_push(&h, bill_s, j, 1);
                 else
-                    smp.cloud_usd_per_h += j->instances * o->ondemand_usd_per_h;
+                    smp.cloud_usd_per_h += job_usd_per_h(fleet, j);
             }
             ev_push(&h, j->start_s + rt, j, 0);
+            progress_s = t;
         }
+        double org_usd_h, org_gpus;
+        spw_govrt_org(gov, &org_usd_h, &org_gpus);
+        if (org_usd_h > out->peak_cloud_usd_per_h)
+            out->peak_cloud_usd_per_h = org_usd_h;
+        if (org_gpus > out->peak_cloud_gpus)
+            out->peak_cloud_gpus = org_gpus;
         size_t queued = spw_engine_queued(e);
         if (queued > out->queue_max)
             out->queue_max = queued;
+        /* Nothing left to arrive or run: only budget periods still turn.
+         * Once every period touched by past spend is over (40 days covers a
+         * month and a week) and the held jobs still do not fit, they never
+         * will. */
+        if (next == n && h.n == 0 && queued && t - progress_s > SPW_SIM_GIVE_UP_S)
+            break;
     }
     if (opts && opts->on_progress)
         opts->on_progress(opts->ctx, n, n);
@@ -258,21 +370,49 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
     double *jct = spw_xmalloc((n ? n : 1) * sizeof(double));
     size_t ran = 0;
     double wsum = 0, jsum = 0;
+    const spw_gov_t *g = &fleet->gov;
+    out->gov = spw_gov_active(g);
+    out->nteams = g->nteams;
     for (size_t i = 0; i < n; i++) {
         const spw_job_t *j = &jobs[i];
+        uint32_t ti = j->team <= g->nteams ? j->team : 0;
+        spw_sim_team_t *tm = &out->team[ti];
+        tm->jobs++;
+        if (j->held) {
+            tm->jobs_held++;
+            out->jobs_held++;
+        }
+        if (j->state == SPW_JOB_REJECTED) {
+            tm->jobs_rejected++;
+            out->jobs_rejected++;
+        } else if (j->state == SPW_JOB_QUEUED) {
+            out->jobs_never_ran++;
+        }
         if (j->state != SPW_JOB_DONE)
             continue;
         double hours = (j->end_s - j->start_s) / 3600.0;
+        double compute = j->cost_usd - j->egress_usd;
+        tm->egress_usd += j->egress_usd;
+        tm->egress_gb += j->egress_gb;
+        out->egress_usd += j->egress_usd;
+        out->egress_gb += j->egress_gb;
         if (j->offer >= 0) {
             out->jobs_cloud++;
-            out->cloud_cost_usd += j->cost_usd;
+            out->cloud_cost_usd += compute;
+            tm->cloud_usd += compute;
             out->cloud_gpu_hours += hours * j->instances * fleet->offers[j->offer].gpus;
         } else {
             out->jobs_onprem++;
-            out->onprem_cost_usd += j->cost_usd;
+            out->onprem_cost_usd += compute;
+            tm->onprem_usd += compute;
             out->onprem_gpu_hours += hours * j->alloc_gpus;
             if (j->reason == SPW_REASON_BACKFILLED)
                 out->jobs_backfilled++;
+            if (j->by_residency)
+                out->jobs_onprem_by_residency++;
+            if (j->held && j->team && j->team <= g->nteams &&
+                g->teams[j->team - 1].on_exhausted == SPW_EXHAUSTED_ONPREM_ONLY)
+                out->jobs_onprem_only_budget++;
         }
         wait[ran] = j->start_s - j->submit_s;
         jct[ran] = j->end_s - j->submit_s;
@@ -280,6 +420,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         jsum += jct[ran];
         ran++;
     }
+    if (out->gov)
+        budget_use(fleet, jobs, n, out);
     out->jobs = n;
     if (ran) {
         out->wait_mean_s = wsum / (double)ran;

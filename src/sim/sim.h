@@ -33,6 +33,22 @@ typedef struct spw_sim_opts {
     void *ctx;                   /* passed to both callbacks */
 } spw_sim_opts_t;
 
+/* One team's results (spw_sim_summary_t.team). */
+typedef struct spw_sim_team {
+    size_t jobs;                 /* jobs of the team submitted */
+    size_t jobs_held;            /* jobs a budget or cap held at least once */
+    size_t jobs_rejected;        /* jobs rejected by a budget (on_exhausted: reject) */
+    double cloud_usd;            /* cloud compute, settled */
+    double onprem_usd;           /* amortised on-prem compute */
+    double egress_usd;           /* data egress and cache storage */
+    double egress_gb;            /* data moved */
+    double budget_use;           /* max over budget periods of the cloud + egress
+                                    spend charged to the period / the budget;
+                                    0 without a budget */
+    double worst_period_usd;     /* cloud + egress charged to that period (the
+                                    largest period's when there is no budget) */
+} spw_sim_team_t;
+
 typedef struct spw_sim_summary {
     size_t jobs;                 /* jobs submitted to the engine */
     size_t jobs_onprem;          /* jobs that ran on-prem */
@@ -51,11 +67,36 @@ typedef struct spw_sim_summary {
     uint64_t onprem_gpus;        /* size of the on-prem fleet */
     uint64_t events;             /* instants processed */
     uint64_t passes;             /* scheduling passes the engine ran */
+    /* Governance: always filled; meaningful when gov is 1.  Costs above
+     * leave egress out: the total is cloud + on-prem + egress. */
+    int gov;                     /* some budget, cap, rule, residency or dataset is set */
+    size_t nteams;               /* teams in the config */
+    spw_sim_team_t team[SPW_GOV_MAX_TEAMS + 1]; /* [0] = jobs of no configured
+                                                   team; [k] = config team k-1 */
+    double egress_usd, egress_gb;/* all jobs */
+    size_t jobs_held;            /* jobs a budget or cap held at least once */
+    size_t jobs_rejected;        /* jobs rejected by a budget */
+    size_t jobs_never_ran;       /* jobs still held when nothing could change any
+                                    more (their worst case never fits) */
+    size_t jobs_onprem_by_residency; /* ran on-prem because their residency
+                                        allows no cloud region */
+    size_t jobs_onprem_only_budget;  /* ran on-prem after a budget or cap held
+                                        them, in a team with on_exhausted:
+                                        onprem_only */
+    size_t jobs_stopped_max_runtime; /* stopped at their max runtime */
+    double peak_cloud_usd_per_h; /* most cloud spend rate held at once (ledger) */
+    double peak_cloud_gpus;      /* most cloud GPUs held at once (ledger) */
 } spw_sim_summary_t;
 
 /* Replays jobs[0..n) (sorted by submit_s, then order) whose true runtimes are
  * runtime_s[0..n) on the fleet under the policy.  Jobs are reset first and
- * hold their results afterwards.  Returns 0, or -1 with err. */
+ * hold their results afterwards.  The fleet's governance applies: a job
+ * rejected by a budget ends unplaced; a placed job runs min(its runtime,
+ * spw_engine_max_runtime); spend is charged to the budget period (calendar
+ * from fleet->gov.origin_s) of its placement.  When nothing is left to
+ * arrive or run and held jobs have not fitted for 40 days of budget
+ * periods, they never will: the run stops (jobs_never_ran).  Returns 0, or
+ * -1 with err. */
 int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 spw_job_t *jobs, const double *runtime_s, size_t n,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err);

@@ -49,15 +49,26 @@ const char *spw_alibaba_model(const char *name, size_t len, size_t *outlen)
 
 /* ---- loader state -------------------------------------------------------- */
 
+/* Interning for one names table: open addressing over name indices. */
+typedef struct strtab {
+    spw_trace_names_t *names;
+    size_t cap;              /* capacity of names->name / names->line */
+    uint32_t *slot;          /* index + 1, 0 = empty */
+    size_t nslots;           /* power of two */
+} strtab_t;
+
+enum { T_TEAM, T_CLASS, T_DATA, T_RES, T_LABELS, T_NTABS };
+
 typedef struct loader {
     spw_trace_t *t;
     spw_csv_t csv;
     spw_models_t *models;
-    size_t cap;              /* capacity of jobs/runtime/idoff */
+    size_t cap;              /* capacity of jobs/runtime/idoff/attr */
     size_t *idoff;           /* offset of each id in ids */
     size_t idlen, idcap;     /* bytes used / allocated in t->ids */
     long *line;              /* line of each job (for duplicate-id messages) */
-    size_t teamcap;
+    int has_attr;            /* the trace has a governance column: keep t->attr */
+    strtab_t tab[T_NTABS];
 } loader_t;
 
 static int field_error(loader_t *L, const char *col, const char *want, size_t i,
@@ -101,6 +112,8 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
         L->idoff = spw_xrealloc(L->idoff, L->cap * sizeof(size_t));
         L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
+        if (L->has_attr)
+            t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
     }
     while (L->idlen + idn + 1 > L->idcap) {
         L->idcap = L->idcap ? L->idcap * 2 : 65536;
@@ -111,6 +124,8 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
     L->idoff[t->njobs] = L->idlen;
     L->idlen += idn + 1;
     L->line[t->njobs] = L->csv.line;
+    if (L->has_attr)
+        memset(&t->attr[t->njobs], 0, sizeof(spw_trace_attr_t));
     spw_job_t *j = &t->jobs[t->njobs++];
     memset(j, 0, sizeof(*j));
     j->deadline_s = NAN;
@@ -146,31 +161,116 @@ static int models_mask(loader_t *L, const char *s, size_t n, int alibaba, uint64
     return 0;
 }
 
-static uint32_t team_index(loader_t *L, const char *s, size_t n)
+static uint64_t fnv_n(const char *s, size_t n)
 {
-    spw_trace_t *t = L->t;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void strtab_init(strtab_t *tb, spw_trace_names_t *names)
+{
+    tb->names = names;
+    tb->cap = 8;
+    names->name = spw_xmalloc(tb->cap * sizeof(char *));
+    names->line = spw_xmalloc(tb->cap * sizeof(long));
+    names->name[0] = spw_xstrdup("");
+    names->line[0] = 0;
+    names->n = 1;
+    tb->nslots = 16;
+    tb->slot = spw_xcalloc(tb->nslots, sizeof(uint32_t));
+}
+
+/* Index of name s[0..n) in the table, added (first seen on `line`) if new;
+ * *added says which.  The empty name is 0. */
+static uint32_t intern(strtab_t *tb, const char *s, size_t n, long line, int *added)
+{
+    *added = 0;
     if (n == 0)
         return 0;
-    for (size_t i = 1; i < t->nteams; i++)
-        if (strlen(t->teams[i]) == n && memcmp(t->teams[i], s, n) == 0)
-            return (uint32_t)i;
-    if (t->nteams == L->teamcap) {
-        L->teamcap *= 2;
-        t->teams = spw_xrealloc(t->teams, L->teamcap * sizeof(char *));
+    spw_trace_names_t *nm = tb->names;
+    size_t i = fnv_n(s, n) & (tb->nslots - 1);
+    for (; tb->slot[i]; i = (i + 1) & (tb->nslots - 1)) {
+        const char *o = nm->name[tb->slot[i]];
+        if (strncmp(o, s, n) == 0 && o[n] == '\0')
+            return tb->slot[i];
+    }
+    if (nm->n == tb->cap) {
+        tb->cap *= 2;
+        nm->name = spw_xrealloc(nm->name, tb->cap * sizeof(char *));
+        nm->line = spw_xrealloc(nm->line, tb->cap * sizeof(long));
     }
     char *name = spw_xmalloc(n + 1);
     memcpy(name, s, n);
     name[n] = '\0';
-    t->teams[t->nteams] = name;
-    return (uint32_t)t->nteams++;
+    uint32_t idx = (uint32_t)nm->n++;
+    nm->name[idx] = name;
+    nm->line[idx] = line;
+    tb->slot[i] = idx;
+    *added = 1;
+    if (nm->n * 2 > tb->nslots) {
+        free(tb->slot);
+        tb->nslots *= 2;
+        tb->slot = spw_xcalloc(tb->nslots, sizeof(uint32_t));
+        for (uint32_t k = 1; k < nm->n; k++) {
+            size_t h = fnv_n(nm->name[k], strlen(nm->name[k])) & (tb->nslots - 1);
+            while (tb->slot[h])
+                h = (h + 1) & (tb->nslots - 1);
+            tb->slot[h] = k;
+        }
+    }
+    return idx;
+}
+
+/* A field with surrounding spaces trimmed. */
+static void trimmed(const spw_csv_t *c, int idx, const char **s, size_t *n)
+{
+    const char *f = c->field[idx];
+    size_t len = c->field_len[idx];
+    while (len && isspace((unsigned char)f[len - 1]))
+        len--;
+    while (len && isspace((unsigned char)*f))
+        f++, len--;
+    *s = f;
+    *n = len;
+}
+
+/* Checks a label set "k=v;k2=v2": every non-empty item has a key and '='. */
+static int labels_valid(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t k = i;
+        while (k < n && s[k] != ';')
+            k++;
+        size_t a = i, b = k;
+        while (a < b && isspace((unsigned char)s[a]))
+            a++;
+        if (a < b) {
+            const char *eq = memchr(s + a, '=', b - a);
+            if (!eq || eq == s + a)
+                return 0;
+        }
+        i = k + 1;
+    }
+    return 1;
 }
 
 /* ---- spillway CSV -------------------------------------------------------- */
 
-enum { C_ID, C_SUBMIT, C_GPUS, C_RUNTIME, C_GPU, C_TEAM, C_PRIORITY, C_DEADLINE, C_EST, C_NCOLS };
+enum { C_ID, C_SUBMIT, C_GPUS, C_RUNTIME, C_GPU, C_TEAM, C_PRIORITY, C_DEADLINE, C_EST,
+       C_CLASS, C_DATA, C_RES, C_LABELS, C_MAXRT, C_NCOLS };
 static const char *const spw_cols[C_NCOLS] = {
     "id", "submit_s", "gpus", "runtime_s", "gpu", "team", "priority", "deadline_s", "est_runtime_s",
+    "class", "data", "residency", "labels", "max_runtime_s",
 };
+
+/* Governance columns and the tables their names go to. */
+static const struct { int col, tab; } spw_gov_cols[] = {
+    {C_TEAM, T_TEAM}, {C_CLASS, T_CLASS}, {C_DATA, T_DATA}, {C_RES, T_RES}, {C_LABELS, T_LABELS},
+};
+#define N_GOV_COLS (sizeof(spw_gov_cols) / sizeof(spw_gov_cols[0]))
 
 static int load_spillway(loader_t *L, spw_error_t *err)
 {
@@ -193,7 +293,8 @@ static int load_spillway(loader_t *L, spw_error_t *err)
         if (found < 0)
             return spw_errorf(err,
                               "%s:%ld: unknown column '%.*s' (known: id, submit_s, gpus, "
-                              "runtime_s, gpu, team, priority, deadline_s, est_runtime_s)",
+                              "runtime_s, gpu, team, priority, deadline_s, est_runtime_s, "
+                              "class, data, residency, labels, max_runtime_s)",
                               c->path, c->line, (int)(n > 40 ? 40 : n), f);
         if (col[found] >= 0)
             return spw_errorf(err, "%s:%ld: column '%s' appears twice", c->path, c->line,
@@ -205,6 +306,9 @@ static int load_spillway(loader_t *L, spw_error_t *err)
             return spw_errorf(err,
                               "%s:%ld: missing column '%s' (required: id, submit_s, gpus, runtime_s)",
                               c->path, c->line, spw_cols[k]);
+    for (size_t k = 0; k < N_GOV_COLS; k++)
+        if (col[spw_gov_cols[k].col] >= 0)
+            L->has_attr = 1;
     int r;
     while ((r = spw_csv_next(c, err)) == 1) {
         if (c->nfields != ncol)
@@ -226,8 +330,28 @@ static int load_spillway(loader_t *L, spw_error_t *err)
         if (col[C_GPU] >= 0
             && models_mask(L, c->field[col[C_GPU]], c->field_len[col[C_GPU]], 0, &j->gpu_mask, err) < 0)
             return -1;
-        if (col[C_TEAM] >= 0)
-            j->team = team_index(L, c->field[col[C_TEAM]], c->field_len[col[C_TEAM]]);
+        if (L->has_attr) {
+            spw_trace_attr_t *a = &L->t->attr[L->t->njobs - 1];
+            uint32_t *dst[T_NTABS] = {&a->team, &a->jclass, &a->data, &a->residency, &a->labels};
+            for (size_t k = 0; k < N_GOV_COLS; k++) {
+                int ci = col[spw_gov_cols[k].col], tab = spw_gov_cols[k].tab;
+                if (ci < 0)
+                    continue;
+                const char *f;
+                size_t n;
+                int added;
+                trimmed(c, ci, &f, &n);
+                *dst[tab] = intern(&L->tab[tab], f, n, c->line, &added);
+                if (added && tab == T_LABELS && !labels_valid(f, n))
+                    return field_error(L, "labels", "key=value pairs separated by ';'",
+                                       (size_t)ci, err);
+            }
+        }
+        if (col[C_MAXRT] >= 0 && c->field_len[col[C_MAXRT]]) {
+            if (get_double(L, col[C_MAXRT], "max_runtime_s", 0, &v, err) < 0)
+                return -1;
+            j->max_runtime_s = v;
+        }
         if (col[C_PRIORITY] >= 0 && c->field_len[col[C_PRIORITY]]) {
             if (get_int(L, col[C_PRIORITY], "priority", -1000000, 1000000, &iv, err) < 0)
                 return -1;
@@ -391,12 +515,17 @@ static int finish(loader_t *L, spw_error_t *err)
         spw_job_t *jobs = spw_xmalloc(n * sizeof(spw_job_t));
         double *rt = spw_xmalloc(n * sizeof(double));
         long *line = spw_xmalloc(n * sizeof(long));
+        spw_trace_attr_t *attr = t->attr ? spw_xmalloc(n * sizeof(*attr)) : NULL;
         for (size_t i = 0; i < n; i++) {
             jobs[i] = t->jobs[r[i].row];
             rt[i] = t->runtime_s[r[i].row];
             line[i] = L->line[r[i].row];
+            if (attr)
+                attr[i] = t->attr[r[i].row];
         }
         free(r);
+        free(t->attr);
+        t->attr = attr;
         free(t->jobs);
         free(t->runtime_s);
         free(L->line);
@@ -430,6 +559,15 @@ static int finish(loader_t *L, spw_error_t *err)
     return rc;
 }
 
+static void loader_free(loader_t *L)
+{
+    free(L->idoff);
+    free(L->line);
+    for (int k = 0; k < T_NTABS; k++)
+        free(L->tab[k].slot);
+    spw_csv_close(&L->csv);
+}
+
 static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t *err)
 {
     spw_csv_t *c = &L->csv;
@@ -455,21 +593,19 @@ static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t
         }
     }
     t->format = fmt;
-    t->nteams = 1;
-    L->teamcap = 16;
-    t->teams = spw_xmalloc(L->teamcap * sizeof(char *));
-    t->teams[0] = spw_xstrdup("");
+    t->name = spw_xstrdup(c->path);
+    strtab_init(&L->tab[T_TEAM], &t->teams);
+    strtab_init(&L->tab[T_CLASS], &t->classes);
+    strtab_init(&L->tab[T_DATA], &t->datasets);
+    strtab_init(&L->tab[T_RES], &t->residencies);
+    strtab_init(&L->tab[T_LABELS], &t->labels);
     r = fmt == SPW_TRACE_ALIBABA ? load_alibaba(L, err) : load_spillway(L, err);
     if (r < 0 || finish(L, err) < 0)
         goto error;
-    free(L->idoff);
-    free(L->line);
-    spw_csv_close(c);
+    loader_free(L);
     return 0;
 error:
-    free(L->idoff);
-    free(L->line);
-    spw_csv_close(c);
+    loader_free(L);
     spw_trace_free(t);
     spw_models_truncate(L->models, models_before);
     return -1;
@@ -502,8 +638,157 @@ void spw_trace_free(spw_trace_t *t)
     free(t->jobs);
     free(t->runtime_s);
     free(t->ids);
-    for (size_t i = 0; i < t->nteams; i++)
-        free(t->teams[i]);
-    free(t->teams);
+    free(t->name);
+    free(t->attr);
+    spw_trace_names_t *tabs[] = {&t->teams, &t->classes, &t->datasets, &t->residencies, &t->labels};
+    for (size_t k = 0; k < sizeof(tabs) / sizeof(tabs[0]); k++) {
+        for (size_t i = 0; i < tabs[k]->n; i++)
+            free(tabs[k]->name[i]);
+        free(tabs[k]->name);
+        free(tabs[k]->line);
+    }
     memset(t, 0, sizeof(*t));
+}
+
+/* ---- binding to a config's governance ------------------------------------ */
+
+/* Appends name to a ", "-separated list, ending it with ", ..." when full. */
+static void list_add(char *buf, size_t len, const char *name)
+{
+    size_t used = strlen(buf);
+    if (used >= 5 && strcmp(buf + used - 5, ", ...") == 0)
+        return;
+    const char *sep = used ? ", " : "";
+    if (used + strlen(sep) + strlen(name) + 6 < len)
+        snprintf(buf + used, len - used, "%s%s", sep, name);
+    else if (used + 6 < len)
+        snprintf(buf + used, len - used, "%s...", sep);
+}
+
+/* Maps every name of table nm through lookup(g, name) + 1 (0 = unknown). */
+static uint32_t *map_names(const spw_trace_names_t *nm, const spw_gov_t *g,
+                           int (*lookup)(const spw_gov_t *, const char *))
+{
+    uint32_t *map = spw_xcalloc(nm->n ? nm->n : 1, sizeof(uint32_t));
+    for (size_t i = 1; i < nm->n; i++)
+        map[i] = (uint32_t)(lookup(g, nm->name[i]) + 1);
+    return map;
+}
+
+/* The first name of nm that map leaves unknown, or 0. */
+static size_t first_unknown(const spw_trace_names_t *nm, const uint32_t *map)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < nm->n; i++)
+        if (!map[i] && (!best || nm->line[i] < nm->line[best]))
+            best = i;
+    return best;
+}
+
+/* Label bits of the config's labels named in set "k=v; k2 = v2". */
+static uint64_t label_bits(const spw_gov_t *g, const char *s)
+{
+    uint64_t bits = 0;
+    char item[256];
+    while (*s) {
+        size_t k = strcspn(s, ";");
+        const char *a = s, *b = s + k;
+        s = *b ? b + 1 : b;
+        const char *eq = memchr(a, '=', (size_t)(b - a));
+        if (!eq)
+            continue;
+        /* Trim the key and the value: "env = prod" is env=prod. */
+        const char *ka = a, *kb = eq, *va = eq + 1, *vb = b;
+        while (ka < kb && isspace((unsigned char)*ka))
+            ka++;
+        while (kb > ka && isspace((unsigned char)kb[-1]))
+            kb--;
+        while (va < vb && isspace((unsigned char)*va))
+            va++;
+        while (vb > va && isspace((unsigned char)vb[-1]))
+            vb--;
+        int n = snprintf(item, sizeof(item), "%.*s=%.*s", (int)(kb - ka), ka, (int)(vb - va), va);
+        if (n < 0 || (size_t)n >= sizeof(item))
+            continue;
+        int idx = spw_gov_label(g, item);
+        if (idx >= 0 && idx < 64)
+            bits |= 1ULL << idx;
+    }
+    return bits;
+}
+
+int spw_trace_bind(spw_trace_t *t, const spw_gov_t *g, spw_trace_bind_info_t *info,
+                   spw_error_t *err)
+{
+    spw_trace_bind_info_t dummy;
+    if (!info)
+        info = &dummy;
+    memset(info, 0, sizeof(*info));
+    uint32_t *team = map_names(&t->teams, g, spw_gov_team);
+    uint32_t *cls = map_names(&t->classes, g, spw_gov_class);
+    uint32_t *data = map_names(&t->datasets, g, spw_gov_dataset);
+    uint32_t *res = map_names(&t->residencies, g, spw_gov_residency);
+    uint64_t *lab = spw_xcalloc(t->labels.n ? t->labels.n : 1, sizeof(uint64_t));
+    size_t nseen_teams = t->teams.n ? t->teams.n : 1;
+    uint8_t *seen = spw_xcalloc(nseen_teams + (t->classes.n ? t->classes.n : 1), 1);
+    int rc = 0;
+    size_t bad;
+    char known[120] = "";
+    if ((bad = first_unknown(&t->datasets, data))) {
+        for (size_t i = 0; i < g->ndatasets; i++)
+            list_add(known, sizeof(known), g->datasets[i].name);
+        rc = spw_errorf(err,
+                        "%s: dataset '%.60s' (first at line %ld) is not in the config's data: "
+                        "datasets (known: %s)",
+                        t->name ? t->name : "trace", t->datasets.name[bad], t->datasets.line[bad],
+                        known[0] ? known : "none");
+        goto out;
+    }
+    if ((bad = first_unknown(&t->residencies, res))) {
+        for (size_t i = 0; i < g->nresidencies; i++)
+            list_add(known, sizeof(known), g->residencies[i].name);
+        rc = spw_errorf(err,
+                        "%s: residency '%.60s' (first at line %ld) is not in the config's "
+                        "residency: section (known: %s)",
+                        t->name ? t->name : "trace", t->residencies.name[bad],
+                        t->residencies.line[bad], known[0] ? known : "none");
+        goto out;
+    }
+    for (size_t i = 1; i < t->labels.n; i++)
+        lab[i] = label_bits(g, t->labels.name[i]);
+    uint8_t *team_seen = seen, *class_seen = seen + nseen_teams;
+    for (size_t i = 0; i < t->njobs; i++) {
+        spw_job_t *j = &t->jobs[i];
+        if (!t->attr) {
+            j->team = j->jclass = j->data = j->residency = 0;
+            j->labels = 0;
+            continue;
+        }
+        const spw_trace_attr_t *a = &t->attr[i];
+        j->team = team[a->team];
+        j->jclass = cls[a->jclass];
+        j->data = data[a->data];
+        j->residency = res[a->residency];
+        j->labels = lab[a->labels];
+        if (a->team && !j->team && g->nteams) {
+            info->jobs_unknown_team++;
+            if (!team_seen[a->team] && (team_seen[a->team] = 1))
+                list_add(info->unknown_teams, sizeof(info->unknown_teams),
+                         t->teams.name[a->team]);
+        }
+        if (a->jclass && !j->jclass && g->nclasses) {
+            info->jobs_unknown_class++;
+            if (!class_seen[a->jclass] && (class_seen[a->jclass] = 1))
+                list_add(info->unknown_classes, sizeof(info->unknown_classes),
+                         t->classes.name[a->jclass]);
+        }
+    }
+out:
+    free(team);
+    free(cls);
+    free(data);
+    free(res);
+    free(lab);
+    free(seen);
+    return rc;
 }

@@ -2,8 +2,10 @@
  *
  * Formats: spillway's own CSV (header required, columns by name) and the
  * Alibaba GPU cluster trace 2023 pod list.  A trace owns its jobs, their ids
- * and team names; jobs come out sorted by (submit_s, id) with `order` set to
- * their position, ready for spw_sim_run. */
+ * and the names in its governance columns (team, class, data, residency,
+ * labels); jobs come out sorted by (submit_s, id) with `order` set to their
+ * position.  spw_trace_bind then gives the jobs their governance indices
+ * for a config, and they are ready for spw_sim_run. */
 #ifndef SPW_SIM_TRACE_H
 #define SPW_SIM_TRACE_H
 
@@ -15,12 +17,26 @@
 
 typedef enum spw_trace_format {
     SPW_TRACE_AUTO,      /* detect from the header */
-    SPW_TRACE_SPILLWAY,  /* id,submit_s,gpus,runtime_s[,gpu,team,priority,deadline_s,est_runtime_s] */
+    SPW_TRACE_SPILLWAY,  /* id,submit_s,gpus,runtime_s[,gpu,team,priority,deadline_s,
+                            est_runtime_s,class,data,residency,labels,max_runtime_s] */
     SPW_TRACE_ALIBABA,   /* openb_pod_list_*.csv */
 } spw_trace_format_t;
 
 int spw_trace_format_parse(const char *s, spw_trace_format_t *out, spw_error_t *err);
 const char *spw_trace_format_name(spw_trace_format_t f);
+
+/* Names met in one text column, interned: name[0] = "" (none). */
+typedef struct spw_trace_names {
+    char **name;                /* owned */
+    long *line;                 /* line of each name's first use (0 for "") */
+    size_t n;
+} spw_trace_names_t;
+
+/* A job's governance names, as indices into the trace's tables; 0 = none. */
+typedef struct spw_trace_attr {
+    uint32_t team, jclass, data, residency;
+    uint32_t labels;            /* index of its label set ("k=v;k2=v2") */
+} spw_trace_attr_t;
 
 typedef struct spw_trace {
     spw_trace_format_t format;  /* the format that was read */
@@ -32,9 +48,13 @@ typedef struct spw_trace {
     size_t skipped_unscheduled; /* pods that never ran, so have no runtime (Alibaba) */
     size_t fractional_gpu;      /* pods that ask for part of a GPU, rounded up to one */
     long first_unsorted_line;   /* first line whose submit is earlier than the previous one; 0 = sorted */
-    char **teams;               /* owned team names; teams[0] = "" (no team) */
-    size_t nteams;
     char *ids;                  /* owned storage of every job id */
+    char *name;                 /* owned: the file name, for messages */
+    spw_trace_names_t teams, classes, datasets, residencies;
+    spw_trace_names_t labels;   /* label sets, as written (trimmed) */
+    spw_trace_attr_t *attr;     /* owned, one per job; NULL when the trace has
+                                   none of the columns team, class, data,
+                                   residency, labels */
 } spw_trace_t;
 
 /* Reads a trace.  Model names met in `gpu` / `gpu_spec` are interned into
@@ -46,6 +66,26 @@ int spw_trace_load(spw_trace_t *t, const char *path, spw_trace_format_t fmt,
 int spw_trace_load_mem(spw_trace_t *t, const char *name, const char *data, size_t len,
                        spw_trace_format_t fmt, spw_models_t *models, spw_error_t *err);
 void spw_trace_free(spw_trace_t *t);
+
+/* What spw_trace_bind could not match, for one warning line. */
+typedef struct spw_trace_bind_info {
+    size_t jobs_unknown_team;    /* jobs whose team the config does not name */
+    size_t jobs_unknown_class;   /* jobs whose class no rule or residency names */
+    char unknown_teams[160];     /* "ml2, cv3, ..." */
+    char unknown_classes[160];
+} spw_trace_bind_info_t;
+
+/* Gives every job the governance indices of config spec g (borrowed):
+ * team, jclass, labels, data and residency (index + 1; 0 = none), from the
+ * names in the trace.  A team or class the config does not know is no
+ * error (the job has no budget and matches no rule naming one); such jobs
+ * are counted in *info (may be NULL) when the config names any team
+ * (class).  Labels the config's rules do not name are dropped.  A dataset
+ * or residency the config does not know is an error naming it and the line
+ * of its first use; then no job is changed.  May be called again with
+ * another spec. */
+int spw_trace_bind(spw_trace_t *t, const spw_gov_t *g, spw_trace_bind_info_t *info,
+                   spw_error_t *err);
 
 /* Alibaba model names as the cloud catalog spells them (V100M16 -> V100). */
 const char *spw_alibaba_model(const char *name, size_t len, size_t *outlen);

@@ -1,9 +1,10 @@
 #!/bin/sh
 # sim.sh: `spillway sim` on a generated trace: JSON report, determinism,
-# --compare, and the per-job and time-series CSV outputs.
+# --compare, and the per-job and time-series CSV outputs; governance: trace
+# columns team/class/data, the per-team JSON and table, --compare gravity.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 14
+plan 27
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -79,5 +80,119 @@ import math
 want = math.floor(d['makespan_s'] / 600) + 1
 assert abs($rows - want) <= 1, 'timeseries rows %d, makespan %.0f s / 600 s step wants %d' % ($rows, d['makespan_s'], want)"
 ok $? "--timeseries-out has one row per 600 s step over the makespan ($rows rows)"
+
+# ---- governance ------------------------------------------------------------------
+# A self-contained fleet: one 4-GPU pool holding dataset ds (100 GB, leaving
+# on-prem costs $0.05/GB) with a replica in aws:us-west-2; two 1-GPU offers,
+# us-east-1 cheaper than us-west-2.  Gravity on sends bursts to the replica.
+cat >"$T/offers.csv" <<'CSV'
+provider,region,zone,instance_type,gpu,gpus,vcpus,mem_gib,ondemand_usd_per_h,spot_usd_per_h,source
+aws,us-east-1,a,g1.x,A100,1,8,64,2.00,,test
+aws,us-west-2,a,g1.x,A100,1,8,64,2.10,,test
+CSV
+cat >"$T/gov.yaml" <<'YAML'
+onprem:
+  - {name: dc, nodes: 1, gpus_per_node: 4, gpu: A100, cost_usd_per_gpu_h: 1.0}
+cloud: {offers: offers.csv, boot_delay_s: 0}
+policy: {wait: none}
+teams:
+  - {name: ml, monthly_usd: 100000}
+  - {name: tight, monthly_usd: 20, on_exhausted: reject}
+data:
+  cache_ttl_s: 0
+  egress_usd_per_gb: {onprem: 0.05}
+  datasets:
+    - {name: ds, size_gb: 100, home: dc, replicas: ["aws:us-west-2"]}
+sim: {start: 2026-11-01T00:00:00Z}
+YAML
+"$SPW" gen --jobs 60 --rate 30 --runtime exp:3600 --gpus 1:1 --seed 3 |
+    awk -F, 'BEGIN { OFS = "," }
+             NR == 1 { print $0, "team", "class", "data"; next }
+             { print $0, (NR % 5 == 0 ? "tight" : NR % 7 == 0 ? "ghost" : "ml"),
+                         (NR % 3 == 0 ? "experiment" : ""), (NR % 2 == 0 ? "ds" : "") }' \
+    >"$T/gov-jobs.csv"
+
+run_spw "$T/g.json" "$T/g.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" -o json
+ok "$rc" "sim with teams, a dataset and team/class/data columns exits 0"
+json_check "$T/g.json" '
+g = d["governance"]
+keys = """active jobs_held jobs_rejected jobs_never_ran jobs_onprem_by_residency
+jobs_onprem_only_budget jobs_stopped_max_runtime egress_gb egress_usd peak_cloud_usd_per_h
+peak_cloud_gpus teams""".split()
+missing = [k for k in keys if k not in g]
+assert not missing, "missing: %s" % missing
+assert g["active"] is True
+teams = [t["team"] for t in g["teams"]]
+assert teams == [None, "ml", "tight"], teams
+for t in g["teams"]:
+    for k in "budget_usd period jobs jobs_held jobs_rejected cloud_usd onprem_usd egress_usd egress_gb budget_use".split():
+        assert k in t, (t["team"], k)
+assert sum(t["jobs"] for t in g["teams"]) == d["jobs"] == 60
+assert d["jobs_onprem"] + d["jobs_cloud"] + g["jobs_rejected"] == 60
+assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["onprem_cost_usd"] - d["egress_usd"]) < 1e-6'
+ok $? "-o json: governance section with every key, one entry per team (null = no team)"
+json_check "$T/g.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "tight"][0]
+assert t["budget_usd"] == 20 and t["period"] == "month"
+assert t["cloud_usd"] + t["egress_usd"] <= 20 + 1e-6, t
+assert t["budget_use"] <= 1 + 1e-9, t
+assert t["jobs_rejected"] > 0, "the $20 team should run out: %r" % t'
+ok $? "the \$20 team stays within its budget and has jobs rejected"
+contains "$T/g.err" "jobs of teams not in the config: ghost"
+ok $? "one warning line names the team the config lacks"
+
+run_spw "$T/g.txt" "$T/g.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" -q
+contains "$T/g.txt" "governance (data gravity on):" && grep -E '^  tight +\$20\.00/month' "$T/g.txt" >/dev/null
+ok $? "the table has a governance section and a row per team"
+
+run_spw "$T/gc.txt" "$T/gc.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" \
+    --compare gravity -q
+ok "$rc" "--compare gravity exits 0"
+grep -E '^data gravity +on +off$' "$T/gc.txt" >/dev/null && contains "$T/gc.txt" "egress GB" &&
+    contains "$T/gc.txt" "wait p90"
+ok $? "--compare gravity prints on and off side by side with egress and waits"
+run_spw "$T/gc.json" "$T/gc.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" \
+    --compare gravity -o json -q
+json_check "$T/gc.json" '
+assert [r["gravity"] for r in d] == [True, False], [r["gravity"] for r in d]
+on, off = d
+assert off["egress_usd"] > 0, "gravity off should copy data to us-east-1"
+assert on["egress_usd"] <= off["egress_usd"], (on["egress_usd"], off["egress_usd"])
+assert on["wait_policy"] == off["wait_policy"] == "none"'
+ok $? "--compare gravity -o json: gravity on pays no more egress than off"
+
+fails_with "--gravity and --compare gravity do not mix" "do not mix" \
+    sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" --compare gravity --gravity off
+fails_with "--gravity takes on or off" "--gravity takes on or off" \
+    sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" --gravity maybe
+run_spw "$T/goff.json" "$T/goff.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" \
+    --gravity off -o json -q
+json_check "$T/goff.json" 'assert d["gravity"] is False'
+ok $? "--gravity off runs with gravity off"
+
+printf 'id,submit_s,gpus,runtime_s,data\na,0,1,10,cifar\n' >"$T/baddata.csv"
+fails_with "a dataset the config lacks is an error naming it and its line" \
+    "dataset 'cifar' (first at line 2) is not in the config's data: datasets (known: ds)" \
+    sim --trace "$T/baddata.csv" --config "$T/gov.yaml"
+
+# The example config (reads the catalog in ../shared/data).
+if [ -r ../shared/data/catalog/gpu_offers.csv ]; then
+    "$SPW" gen --jobs 300 --rate 30 --runtime lognormal:1800:1.2 --seed 4 |
+        awk -F, 'BEGIN { OFS = ","; split("ml cv research", t, " ");
+                         split("experiment inference restricted eu", c, " ") }
+                 NR == 1 { print $0, "team", "class", "data", "labels"; next }
+                 { print $0, t[NR % 3 + 1], (NR % 2 ? c[NR % 4 + 1] : ""),
+                             (NR % 4 == 0 ? "imagenet" : ""), (NR % 5 == 0 ? "env=prod" : "") }' \
+        >"$T/ex-jobs.csv"
+    run_spw "$T/ex.json" "$T/ex.err" sim --trace "$T/ex-jobs.csv" \
+        --config examples/governance.yaml -o json -q
+    json_check "$T/ex.json" '
+teams = [t["team"] for t in d["governance"]["teams"]]
+assert [t for t in teams if t] == ["ml", "cv", "research"], teams
+assert d["governance"]["active"]'
+    ok $? "sim with examples/governance.yaml: teams ml, cv, research in the JSON"
+else
+    skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
+fi
 
 done_testing

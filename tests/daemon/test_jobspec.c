@@ -226,8 +226,8 @@ static void test_errors(void)
          "t.json:1:26: field 'gpus': must be at least 1"},
         {"t.yaml", "run: [x]\ngpus: 1\nspot: true\n",
          "t.yaml:3:1: unknown field 'spot' (expected one of: name, team, "
-         "run, gpus, est_runtime, max_runtime, priority, deadline, env, "
-         "workdir, retries)"},
+         "class, labels, run, gpus, est_runtime, max_runtime, priority, "
+         "deadline, data, residency, env, workdir, retries)"},
         {"t.json", "{\"run\": [\"x\"], \"gpus\": 1,\n  \"gpu\": 2}",
          "t.json:2:3: unknown field 'gpu' (expected one of: *"},
         {"t.yaml", "gpus: 1\n", "t.yaml:1:1: field 'run' is required (a "
@@ -336,6 +336,34 @@ static void test_errors(void)
         {"t.json", "{\"run\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"x\"]]]]]]]"
          "]]]]]]]]]]]]]]]]]]]]]]]]]]]], \"gpus\": 1}",
          "t.json:1:41: JSON nested more than 32 deep"},
+        {"t.yaml", "run: [x]\ngpus: 1\nclass: a/b\n",
+         "t.yaml:3:8: field 'class': must be 1 to 64 letters, digits, '_', "
+         "'.' or '-', got 'a/b'"},
+        {"t.yaml", "run: [x]\ngpus: 1\nclass: [a]\n",
+         "t.yaml:3:8: field 'class': expected a string, got a list"},
+        {"t.yaml", "run: [x]\ngpus: 1\ndata: \"\"\n",
+         "t.yaml:3:7: field 'data': must be 1 to 64 letters*"},
+        {"t.yaml", "run: [x]\ngpus: 1\nresidency: e u\n",
+         "t.yaml:3:12: field 'residency': must be 1 to 64 letters*"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels: [env=prod]\n",
+         "t.yaml:3:9: field 'labels': expected a mapping of keys to values "
+         "like {env: prod}, got a list"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels:\n  env: prod\n  a=b: c\n",
+         "t.yaml:5:3: field 'labels': key 'a=b': must be 1 to 128 "
+         "characters without '=' or control characters"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels: {env: \"\"}\n",
+         "t.yaml:3:15: field 'labels': env: the value must be 1 to 128 "
+         "characters without '=' or control characters, got ''"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels: {env: a=b}\n",
+         "t.yaml:3:15: field 'labels': env: the value must be *"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels: {env: {a: b}}\n",
+         "t.yaml:3:15: field 'labels': env: expected a string, got a "
+         "mapping"},
+        {"t.yaml", "run: [x]\ngpus: 1\nlabels: {a: 1, a: 2}\n",
+         "t.yaml:3:9: field 'labels': label 'a' is given twice"},
+        {"t.json", "{\"run\": [\"x\"], \"gpus\": 1,\n \"labels\": "
+         "{\"\": \"x\"}}",
+         "t.json:2:13: field 'labels': key '': must be 1 to 128 *"},
         {NULL, "gpus: 0\nrun: [x]\n",
          "job spec:1:7: field 'gpus': must be at least 1"},
     };
@@ -370,6 +398,80 @@ static void test_errors(void)
             is_str(got, want, "error %zu", i);
         }
     }
+}
+
+static void test_governance(void)
+{
+    static const char yaml[] =
+        "run: [python3, serve.py]\n"
+        "gpus: A100:8\n"
+        "team: ml\n"
+        "class: inference\n"
+        "labels:\n"
+        "  tier: gold\n"
+        "  env: prod\n"
+        "data: imagenet\n"
+        "residency: eu\n";
+    static const char json[] =
+        "{\"run\": [\"python3\", \"serve.py\"], \"gpus\": \"A100:8\",\n"
+        " \"team\": \"ml\", \"class\": \"inference\", \"residency\": \"eu\",\n"
+        " \"labels\": {\"env\": \"prod\", \"tier\": \"gold\"},"
+        " \"data\": \"imagenet\"}";
+    spw_jobspec_t y, j;
+    spw_error_t err;
+    char *text;
+
+    if (!ok(parse("g.yaml", yaml, &y, &err) == 0, "governance fields")) {
+        diag("%s", err.text);
+        return;
+    }
+    is_str(y.jclass, "inference", "class");
+    is((long)y.nlabels, 2, "two labels");
+    is_str(y.labels[0].key, "env", "labels sorted by key");
+    is_str(y.labels[0].value, "prod", "label value");
+    is_str(y.labels[1].key, "tier", "labels[1]");
+    is_str(y.data, "imagenet", "data");
+    is_str(y.residency, "eu", "residency");
+    text = spw_jobspec_to_json(&y);
+    is_str(text, "{\"class\":\"inference\",\"data\":\"imagenet\","
+           "\"gpus\":\"A100:8\",\"labels\":{\"env\":\"prod\","
+           "\"tier\":\"gold\"},\"residency\":\"eu\",\"run\":[\"python3\","
+           "\"serve.py\"],\"team\":\"ml\"}", "governance canonical JSON");
+    free(text);
+    round_trip(&y, "governance");
+    if (ok(parse("g.json", json, &j, &err) == 0, "governance fields in "
+           "JSON")) {
+        ok(spw_jobspec_equal(&y, &j), "JSON and YAML give the same "
+           "governance fields");
+        free(j.residency);
+        j.residency = NULL;
+        ok(!spw_jobspec_equal(&y, &j), "a missing residency differs");
+        spw_jobspec_free(&j);
+    } else {
+        diag("%s", err.text);
+    }
+    if (ok(parse("g2.yaml", "run: [x]\ngpus: 1\nlabels: {}\n", &j,
+                 &err) == 0, "empty labels")) {
+        ok(j.labels == NULL && j.nlabels == 0 && j.jclass == NULL &&
+           j.data == NULL && j.residency == NULL,
+           "no governance fields: all NULL");
+        spw_jobspec_free(&j);
+    }
+    spw_jobspec_free(&y);
+    ok(y.labels == NULL && y.jclass == NULL, "free clears the governance "
+       "fields");
+}
+
+static void test_label_limit(void)
+{
+    char buf[4096];
+    size_t len, i;
+
+    len = (size_t)sprintf(buf, "run: [x]\ngpus: 1\nlabels:\n");
+    for (i = 0; i < 65; i++)
+        len += (size_t)sprintf(buf + len, "  k%zu: v\n", i);
+    is_str(fail("l.yaml", buf), "l.yaml:4:3: field 'labels': 65 labels, "
+           "more than the limit of 64", "labels cap");
 }
 
 static void test_limits(void)
@@ -468,6 +570,8 @@ int main(void)
     test_full();
     test_minimal_and_script();
     test_errors();
+    test_governance();
+    test_label_limit();
     test_limits();
     test_durations();
     test_times();

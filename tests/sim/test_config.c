@@ -338,11 +338,315 @@ static void test_errors(void)
     ERR("YAML syntax", "onprem:\n  - name: [\n", "c.yaml:");
 }
 
+
+/* ---- governance ----------------------------------------------------------- */
+
+/* A fleet of two pools and the four-offer catalog above, for the
+ * governance sections; the catalog's path is in catpath. */
+static char catpath[64];
+
+static int gov_load(spw_config_t *c, const char *gov_yaml, spw_error_t *err)
+{
+    static char yaml[8192];
+    snprintf(yaml, sizeof(yaml),
+             "onprem:\n"                                   /* 1 */
+             "  - {name: dc1, nodes: 2, gpus_per_node: 8, gpu: A100}\n"
+             "  - {name: dc2, nodes: 1, gpus_per_node: 4, gpu: K80}\n"
+             "cloud:\n"                                    /* 4 */
+             "  offers: %s\n"                              /* 5 */
+             "%s", catpath, gov_yaml);
+    return load(c, yaml, NULL, err);
+}
+
+static const char gov_full[] =
+    "teams:\n"                                                  /* 6 */
+    "  - name: ml\n"                                            /* 7 */
+    "    monthly_usd: 5000\n"
+    "    on_exhausted: onprem_only\n"
+    "    max_cloud_usd_per_h: 40\n"                             /* 10 */
+    "    max_cloud_gpus: 32\n"
+    "    max_egress_usd_per_month: \"$200\"\n"
+    "  - name: cv\n"                                            /* 13 */
+    "    weekly_usd: $1200.50\n"
+    "  - {name: free}\n"                                        /* 15 */
+    "caps:\n"
+    "  max_cloud_usd_per_h: 100\n"
+    "  max_cloud_gpus: 64\n"
+    "  default_max_runtime_s: 12h\n"
+    "rules:\n"                                                  /* 20 */
+    "  - name: prod-onprem\n"                                   /* 21 */
+    "    match: {team: ml, class: inference, labels: {env: prod}}\n"
+    "    placement: onprem_only\n"
+    "  - match: {team: [ml, cv], class: [experiment, batch], gpus: \"1-8\"}\n" /* 24 */
+    "    placement: cloud_first\n"
+    "    spot: required\n"
+    "    allow_providers: [aws, gcp]\n"
+    "    deny_regions: [eu-west-1]\n"
+    "    deny_families: a2\n"
+    "    allow_gpus: [A100]\n"
+    "    max_usd_per_gpu_h: 4.5\n"
+    "  - name: big\n"                                           /* 32 */
+    "    match: {gpus: \">=16\"}\n"
+    "    allow_regions: [\"aws:us-east-1\", us-central1]\n"
+    "    allow_families: [p4d, a2]\n"
+    "    deny_providers: [azure]\n"
+    "  - name: small\n"                                         /* 37 */
+    "    match: {gpus: \"<=2\", labels: {env: dev, tier: low}}\n"
+    "    spot: never\n"
+    "residency:\n"                                              /* 40 */
+    "  eu: {regions: [eu-west-1]}\n"                            /* 41 */
+    "  restricted: {onprem: true}\n"
+    "data:\n"                                                   /* 43 */
+    "  bandwidth_gbps: 25\n"
+    "  cache_ttl_s: 2d\n"
+    "  storage_usd_per_gb_month: 0.02\n"
+    "  egress_usd_per_gb: {aws: 0.08, gcp: 0.11, azure: 0.05, onprem: 0.01}\n"
+    "  datasets:\n"
+    "    - {name: imagenet, size_gb: 150, home: dc1, replicas: [\"aws:us-east-1\"]}\n" /* 49 */
+    "    - {name: crawl, size_gb: 800, home: us-central1}\n"
+    "sim:\n"
+    "  start: 2026-11-01T00:00:00Z\n";
+
+static void test_governance(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    if (!ok(gov_load(&c, gov_full, &err) == 0, "governance: loads (%s)", err.text))
+        return;
+    const spw_gov_t *g = &c.fleet.gov;
+    ok(spw_gov_active(g), "governance: active");
+    is(g->nteams, 3, "governance: three teams");
+    const spw_team_spec_t *t = &g->teams[0];
+    is_str(t->name, "ml", "team ml");
+    is(t->line, 7, "team ml: line 7");
+    is_double(t->budget_usd, 5000, 0, "team ml: $5000");
+    is(t->period, SPW_PERIOD_MONTH, "team ml: monthly");
+    is(t->on_exhausted, SPW_EXHAUSTED_ONPREM_ONLY, "team ml: onprem_only when exhausted");
+    is_double(t->max_cloud_usd_per_h, 40, 0, "team ml: $40/h");
+    is_double(t->max_cloud_gpus, 32, 0, "team ml: 32 GPUs");
+    is_double(t->max_egress_usd_per_month, 200, 0, "team ml: egress \"$200\"");
+    t = &g->teams[1];
+    is_double(t->budget_usd, 1200.5, 0, "team cv: $1200.50");
+    is(t->period, SPW_PERIOD_WEEK, "team cv: weekly");
+    is(t->on_exhausted, SPW_EXHAUSTED_HOLD, "team cv: hold by default");
+    ok(isinf(t->max_cloud_usd_per_h) && isinf(t->max_cloud_gpus)
+       && isinf(t->max_egress_usd_per_month), "team cv: no caps");
+    t = &g->teams[2];
+    ok(isinf(t->budget_usd), "team free: no budget");
+    is(spw_gov_team(g, "cv"), 1, "spw_gov_team finds cv");
+    is_double(g->max_cloud_usd_per_h, 100, 0, "caps: $100/h");
+    is_double(g->max_cloud_gpus, 64, 0, "caps: 64 GPUs");
+    is_double(g->default_max_runtime_s, 43200, 0, "caps: default max runtime 12h");
+
+    is(g->nrules, 4, "rules: four");
+    const spw_rule_t *r = &g->rules[0];
+    is_str(r->name, "prod-onprem", "rule 1 name");
+    is(r->line, 21, "rule 1 line");
+    int ml = spw_gov_team(g, "ml"), cv = spw_gov_team(g, "cv");
+    int inf = spw_gov_class(g, "inference"), exp = spw_gov_class(g, "experiment");
+    int batch = spw_gov_class(g, "batch"), prod = spw_gov_label(g, "env=prod");
+    ok(ml >= 0 && inf >= 0 && exp >= 0 && batch >= 0 && prod >= 0, "names interned");
+    ok(r->teams == 1ull << ml && r->classes == 1ull << inf && r->labels == 1ull << prod,
+       "rule 1 match masks");
+    is(r->placement, SPW_PLACE_ONPREM_ONLY, "rule 1 onprem_only");
+    is(r->spot, SPW_SPOT_UNSET, "rule 1 spot unset");
+    ok(r->gpus_min == 1 && r->gpus_max == UINT32_MAX, "rule 1 any gpus");
+    ok(r->allow_providers == NULL && isinf(r->max_usd_per_gpu_h), "rule 1 no lists, no price");
+    r = &g->rules[1];
+    is_str(r->name, "rule 2", "rule 2 gets a default name");
+    is(r->line, 24, "rule 2 line");
+    ok(r->teams == ((1ull << ml) | (1ull << cv)), "rule 2 two teams");
+    ok(r->classes == ((1ull << exp) | (1ull << batch)), "rule 2 two classes");
+    ok(r->gpus_min == 1 && r->gpus_max == 8, "rule 2 gpus 1-8");
+    is(r->placement, SPW_PLACE_CLOUD_FIRST, "rule 2 cloud_first");
+    is(r->spot, SPW_SPOT_REQUIRED, "rule 2 spot required");
+    ok(r->n_allow_providers == 2 && strcmp(r->allow_providers[1], "gcp") == 0,
+       "rule 2 allow_providers");
+    ok(r->n_deny_regions == 1 && strcmp(r->deny_regions[0], "eu-west-1") == 0,
+       "rule 2 deny_regions");
+    ok(r->n_deny_families == 1 && strcmp(r->deny_families[0], "a2") == 0,
+       "rule 2 deny_families as a scalar");
+    ok(r->n_allow_gpus == 1 && strcmp(r->allow_gpus[0], "A100") == 0, "rule 2 allow_gpus");
+    is_double(r->max_usd_per_gpu_h, 4.5, 0, "rule 2 max $/GPU-h");
+    r = &g->rules[2];
+    ok(r->gpus_min == 16 && r->gpus_max == UINT32_MAX, "rule 3 gpus >=16");
+    ok(r->n_allow_regions == 2 && strcmp(r->allow_regions[0], "aws:us-east-1") == 0,
+       "rule 3 allow_regions keep the provider prefix");
+    ok(r->n_allow_families == 2 && r->n_deny_providers == 1, "rule 3 families and deny");
+    r = &g->rules[3];
+    ok(r->gpus_min == 1 && r->gpus_max == 2, "rule 4 gpus <=2");
+    int dev = spw_gov_label(g, "env=dev"), low = spw_gov_label(g, "tier=low");
+    ok(dev >= 0 && low >= 0 && r->labels == ((1ull << dev) | (1ull << low)),
+       "rule 4 two labels, all required");
+    is(r->spot, SPW_SPOT_NEVER, "rule 4 spot never");
+
+    is(g->nresidencies, 2, "residency: two");
+    const spw_residency_spec_t *res = &g->residencies[spw_gov_residency(g, "eu")];
+    ok(res->onprem == 1 && res->nregions == 1 && strcmp(res->regions[0], "eu-west-1") == 0,
+       "residency eu: on-prem by default and eu-west-1");
+    is(res->line, 41, "residency eu: line 41");
+    res = &g->residencies[spw_gov_residency(g, "restricted")];
+    ok(res->onprem == 1 && res->nregions == 0, "residency restricted: on-prem only");
+    ok(spw_gov_class(g, "restricted") >= 0, "residency names are classes");
+    is(g->nclasses, 5, "classes: eu, restricted, inference, experiment, batch");
+
+    is_double(g->bandwidth_gbps, 25, 0, "data: bandwidth");
+    is_double(g->cache_ttl_s, 172800, 0, "data: cache 2d");
+    is_double(g->storage_usd_per_gb_month, 0.02, 0, "data: storage price");
+    ok(g->egress_aws_usd_per_gb == 0.08 && g->egress_gcp_usd_per_gb == 0.11
+       && g->egress_azure_usd_per_gb == 0.05 && g->egress_onprem_usd_per_gb == 0.01,
+       "data: egress prices");
+    is(g->ndatasets, 2, "data: two datasets");
+    const spw_dataset_spec_t *ds = &g->datasets[0];
+    ok(ds->home.pool == 0 && ds->size_gb == 150 && ds->line == 49, "imagenet: home dc1, 150 GB");
+    ok(ds->nreplicas == 1 && ds->replicas[0].pool == -1
+       && strcmp(ds->replicas[0].provider, "aws") == 0
+       && strcmp(ds->replicas[0].region, "us-east-1") == 0, "imagenet: replica aws:us-east-1");
+    ds = &g->datasets[1];
+    ok(ds->home.pool == -1 && ds->home.provider == NULL
+       && strcmp(ds->home.region, "us-central1") == 0, "crawl: home region without provider");
+    is(spw_gov_dataset(g, "crawl"), 1, "spw_gov_dataset finds crawl");
+    is_double(g->origin_s, 1793491200, 0, "sim.start 2026-11-01");
+    spw_config_free(&c);
+
+    /* Nothing configured: the defaults, inactive. */
+    ok(gov_load(&c, "", &err) == 0 && !spw_gov_active(&c.fleet.gov)
+       && c.fleet.gov.origin_s == 0 && c.fleet.gov.default_max_runtime_s == 86400,
+       "no governance sections: defaults (%s)", err.text);
+    spw_config_free(&c);
+    ok(gov_load(&c, "sim: {start: 2026-11-01}\ncaps: {default_max_runtime_s: 3600}\n", &err) == 0
+       && c.fleet.gov.origin_s == 1793491200 && c.fleet.gov.default_max_runtime_s == 3600,
+       "a bare date as sim.start; seconds as a duration (%s)", err.text);
+    spw_config_free(&c);
+}
+
+/* Loads the governance fleet with gov_yaml, expecting an error containing
+ * every string in want[]. */
+static void gov_error(const char *what, const char *gov_yaml, const char *const *want)
+{
+    spw_config_t c;
+    spw_error_t err;
+    int rc = gov_load(&c, gov_yaml, &err);
+    int all = rc == -1;
+    for (const char *const *w = want; *w && all; w++)
+        all = strstr(err.text, *w) != NULL;
+    if (!ok(all, "governance error %s: \"%s\"", what, err.text))
+        for (const char *const *w = want; *w; w++)
+            diag("  wanted to contain: %s", *w);
+    ok(c.fleet.gov.teams == NULL && c.fleet.gov.rules == NULL && c.fleet.gov.classes == NULL
+       && c.fleet.pools == NULL, "governance error %s: nothing left allocated", what);
+    if (rc == 0)
+        spw_config_free(&c);
+}
+
+#define GERR(what, yaml, ...)                                                 \
+    do {                                                                      \
+        static const char *const w_[] = {__VA_ARGS__, NULL};                  \
+        gov_error(what, yaml, w_);                                            \
+    } while (0)
+
+static void test_governance_errors(void)
+{
+    GERR("unknown team key", "teams:\n  - name: ml\n    monthly_budget: 5\n",
+         "c.yaml:8:5:", "unknown key 'monthly_budget'", "a team");
+    GERR("bad unit", "teams:\n  - name: ml\n    monthly_usd: 5k\n",
+         "c.yaml:8:18:", "budget in the wrong unit: write dollars as a number, e.g. monthly_usd: 5000");
+    GERR("euros", "teams:\n  - name: ml\n    weekly_usd: 5000 EUR\n",
+         "c.yaml:8:17:", "budget in the wrong unit", "weekly_usd: 5000");
+    GERR("both periods", "teams:\n  - name: ml\n    monthly_usd: 5000\n    weekly_usd: 1000\n",
+         "c.yaml:9:17:", "give monthly_usd or weekly_usd, not both");
+    GERR("negative budget", "teams:\n  - {name: ml, monthly_usd: -5}\n", "c.yaml:7:", "at least 0");
+    GERR("zero cap", "teams:\n  - {name: ml, max_cloud_usd_per_h: 0}\n", "c.yaml:7:",
+         "max_cloud_usd_per_h must be more than 0");
+    GERR("fractional GPU cap", "caps:\n  max_cloud_gpus: 2.5\n", "c.yaml:7:", "max_cloud_gpus");
+    GERR("bad on_exhausted", "teams:\n  - name: ml\n    on_exhausted: panic\n",
+         "c.yaml:8:19:", "on_exhausted", "'panic'");
+    GERR("team without name", "teams:\n  - monthly_usd: 5\n", "c.yaml:7:5:", "needs 'name: NAME'");
+    GERR("duplicate team", "teams:\n  - {name: ml}\n  - {name: ml}\n", "c.yaml:8:",
+         "two teams are named 'ml' (first at line 7)");
+    GERR("teams not a list", "teams: {name: ml}\n", "c.yaml:6:", "teams: expected a list");
+    GERR("unknown caps key", "caps:\n  max_gpus: 4\n", "c.yaml:7:3:", "unknown key 'max_gpus'");
+    GERR("bad duration", "caps:\n  default_max_runtime_s: soon\n", "c.yaml:7:26:",
+         "default_max_runtime_s", "24h");
+    GERR("unknown team in a rule",
+         "teams:\n  - {name: ml}\n  - {name: cv}\nrules:\n  - name: x\n"
+         "    match: {team: mll}\n    placement: onprem_only\n",
+         "c.yaml:11:19:", "rule 'x': team 'mll' is not in teams: (known: ml, cv)");
+    GERR("a rule's team without teams",
+         "rules:\n  - match: {team: ml}\n    placement: onprem_only\n",
+         "c.yaml:7:19:", "rule 'rule 1': team 'ml' is not in teams:");
+    GERR("bad gpus range", "rules:\n  - match: {gpus: \"8-1\"}\n    placement: onprem_only\n",
+         "c.yaml:7:19:", "the range '8-1' is empty");
+    GERR("gpus text", "rules:\n  - match: {gpus: many}\n    placement: onprem_only\n",
+         "c.yaml:7:19:", "gpus: expected a count (8), a range (\"1-8\"), \">=N\" or \"<=N\"");
+    GERR("gpus zero", "rules:\n  - match: {gpus: \">=0\"}\n    placement: onprem_only\n",
+         "c.yaml:7:19:", "from 1 to");
+    GERR("unknown rule key", "rules:\n  - match: {}\n    placment: onprem_only\n",
+         "c.yaml:8:5:", "unknown key 'placment'", "a rule");
+    GERR("unknown match key", "rules:\n  - match: {team: ml, gpu: 8}\n    spot: never\n",
+         "c.yaml:7:", "unknown key", "the match of rule 'rule 1'");
+    GERR("bad placement", "rules:\n  - placement: cloud_only\n", "c.yaml:7:16:",
+         "rule 'rule 1': placement:", "'cloud_only'");
+    GERR("bad spot", "rules:\n  - spot: sometimes\n", "c.yaml:7:11:", "spot", "'sometimes'");
+    GERR("rule without effect", "rules:\n  - name: nop\n    match: {gpus: 8}\n", "c.yaml:7:5:",
+         "rule 'nop' has no effect");
+    GERR("empty allow list", "rules:\n  - allow_providers: []\n", "c.yaml:7:22:",
+         "allow_providers: an empty list allows nothing");
+    GERR("duplicate rule name",
+         "rules:\n  - {name: a, spot: never}\n  - {name: a, spot: allowed}\n", "c.yaml:8:",
+         "two rules are named 'a' (first at line 7)");
+    GERR("bad label", "rules:\n  - match: {labels: {env: \"a=b\"}}\n    spot: never\n",
+         "c.yaml:7:", "without '='");
+    GERR("price unit", "rules:\n  - max_usd_per_gpu_h: 4 USD\n", "c.yaml:7:24:",
+         "max_usd_per_gpu_h: write dollars as a number");
+    GERR("class name", "rules:\n  - match: {class: \"a b\"}\n    spot: never\n", "c.yaml:7:20:",
+         "class 'a b'");
+    GERR("unknown residency key", "residency:\n  eu: {regions: [eu-west-1], pools: [dc1]}\n",
+         "c.yaml:7:", "unknown key 'pools'", "residency 'eu'");
+    GERR("residency not a map", "residency: [eu]\n", "c.yaml:6:", "residency: expected a map");
+    GERR("unknown data key", "data:\n  bandwidth: 10\n", "c.yaml:7:3:", "unknown key 'bandwidth'");
+    GERR("unknown egress provider", "data:\n  egress_usd_per_gb: {oracle: 0.1}\n", "c.yaml:7:",
+         "unknown key 'oracle'");
+    GERR("dataset home unknown",
+         "data:\n  datasets:\n    - {name: x, size_gb: 1, home: dc3}\n", "c.yaml:8:",
+         "home 'dc3' is neither an on-prem pool (dc1, dc2) nor a region");
+    GERR("dataset without size", "data:\n  datasets:\n    - {name: x, home: dc1}\n", "c.yaml:8:",
+         "missing 'size_gb'");
+    GERR("dataset replica provider",
+         "data:\n  datasets:\n    - {name: x, size_gb: 1, home: dc1, replicas: [\"gcp:us-east-1\"]}\n",
+         "c.yaml:8:", "replica 'gcp:us-east-1' is neither");
+    GERR("bad sim start", "sim:\n  start: yesterday\n", "c.yaml:7:10:", "RFC 3339", "'yesterday'");
+    GERR("unknown sim key", "sim:\n  seed: 1\n", "c.yaml:7:3:", "unknown key 'seed'");
+    /* Contradictions found by spw_gov_validate, with the rule's line. */
+    GERR("unknown provider", "rules:\n  - {name: p, allow_providers: [oracle]}\n", "c.yaml:7:",
+         "rule 'p'", "oracle");
+    GERR("unknown region", "rules:\n  - {name: p, deny_regions: [mars-1]}\n", "c.yaml:7:",
+         "mars-1");
+    GERR("allow and deny the same", "rules:\n  - name: p\n    allow_providers: [aws]\n"
+         "    deny_providers: [aws]\n", "c.yaml:7:", "rule 'p'", "contradicts itself");
+    GERR("spot required on-prem only",
+         "rules:\n  - {name: p, spot: required, placement: onprem_only}\n", "c.yaml:7:",
+         "spot: required with placement: onprem_only");
+    GERR("widening a residency",
+         "residency:\n  eu: {regions: [eu-west-1]}\nrules:\n"
+         "  - {name: w, match: {class: eu}, allow_regions: [us-east-1]}\n", "c.yaml:9:",
+         "rule 'w'", "cannot widen residency 'eu'");
+    GERR("residency with no place", "residency:\n  nowhere: {onprem: false}\n", "c.yaml:7:",
+         "residency 'nowhere'", "allows no place");
+}
+
 int main(void)
 {
     test_valid();
     test_offers();
     test_nodes_from();
     test_errors();
+    if (write_temp(catpath, catalog) == 0) {
+        test_governance();
+        test_governance_errors();
+        unlink(catpath);
+    } else {
+        ok(0, "cannot write a temporary catalog");
+    }
     return done_testing();
 }

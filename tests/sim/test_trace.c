@@ -3,6 +3,7 @@
  * 2023 pod list (skips, fractional GPUs, model aliases), and the real shared
  * trace and node list when ../shared/data is present. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +54,9 @@ static void test_spillway_basic(void)
     is(t.jobs[0].order, 0, "basic: order 0");
     is(t.jobs[1].order, 1, "basic: order 1");
     is(t.jobs[1].team, 0, "basic: no team");
-    is(t.nteams, 1, "basic: only the empty team");
-    is_str(t.teams[0], "", "basic: teams[0] is empty");
+    is(t.teams.n, 1, "basic: only the empty team");
+    is_str(t.teams.name[0], "", "basic: teams[0] is empty");
+    ok(t.attr == NULL, "basic: no governance column, no attributes kept");
     spw_trace_free(&t);
     spw_trace_free(&t);   /* idempotent */
     spw_models_clear(&m);
@@ -87,16 +89,19 @@ static void test_spillway_optional(void)
     is_double(a->deadline_s, 1000, 0, "optional: a deadline");
     is_double(a->est_runtime_s, 80, 0, "optional: a estimate from est_runtime_s");
     is_double(t.runtime_s[0], 100, 0, "optional: a true runtime");
-    is_str(t.teams[a->team], "ml", "optional: a team ml");
+    is(a->team, 0, "optional: the job's team waits for spw_trace_bind");
+    is_str(t.teams.name[t.attr[0].team], "ml", "optional: a team ml");
     is(b->gpu_mask, 0, "optional: empty gpu = any");
-    is(b->team, 0, "optional: empty team");
+    is(t.attr[1].team, 0, "optional: empty team");
     is(b->priority, 0, "optional: empty priority = 0");
     ok(isnan(b->deadline_s), "optional: empty deadline = none");
     is_double(b->est_runtime_s, 50, 0, "optional: empty estimate = runtime");
     is(c->priority, -3, "optional: negative priority");
-    is_str(t.teams[c->team], "infra", "optional: c team infra");
-    is(d->team, a->team, "optional: team names are shared");
-    is(t.nteams, 3, "optional: three teams ('', ml, infra)");
+    is_str(t.teams.name[t.attr[2].team], "infra", "optional: c team infra");
+    is(t.attr[3].team, t.attr[0].team, "optional: team names are shared");
+    (void)c;
+    (void)d;
+    is(t.teams.n, 3, "optional: three teams ('', ml, infra)");
     spw_trace_free(&t);
     spw_models_clear(&m);
 }
@@ -171,7 +176,7 @@ static void expect_error(const char *what, const char *csv, const char *const *w
         for (const char *const *w = want; *w; w++)
             diag("  wanted to contain: %s", *w);
     }
-    ok(t.jobs == NULL && t.njobs == 0 && t.teams == NULL && t.ids == NULL,
+    ok(t.jobs == NULL && t.njobs == 0 && t.teams.name == NULL && t.ids == NULL && t.attr == NULL,
        "error %s: nothing left in the trace", what);
     if (rc == 0)
         spw_trace_free(&t);
@@ -226,6 +231,142 @@ static void test_spillway_errors(void)
     is(m.n, 0, "error after a model: no model name interned by the failed load");
     spw_models_clear(&m);
     ERR("unterminated quote", "id,submit_s,gpus,runtime_s\n\"a,0,1,1\n", "t.csv:2:");
+    ERR("bad labels", "id,submit_s,gpus,runtime_s,labels\na,0,1,1,env=prod\nb,0,1,1,prod\n",
+        "t.csv:3:", "'labels'", "key=value");
+    ERR("label without key", "id,submit_s,gpus,runtime_s,labels\na,0,1,1,=x\n", "t.csv:2:",
+        "'labels'");
+    ERR("negative max runtime", "id,submit_s,gpus,runtime_s,max_runtime_s\na,0,1,1,-1\n",
+        "t.csv:2:", "'max_runtime_s'");
+}
+
+/* ---- governance columns and binding ------------------------------------------------ */
+
+static void gov_names(char ***v, size_t *n, int count, ...)
+{
+    va_list ap;
+    va_start(ap, count);
+    *v = spw_xmalloc((size_t)count * sizeof(char *));
+    for (int i = 0; i < count; i++)
+        (*v)[i] = spw_xstrdup(va_arg(ap, const char *));
+    *n = (size_t)count;
+    va_end(ap);
+}
+
+/* A governance spec with teams ml and cv, classes prod and restricted,
+ * labels env=prod and tier=gold, residency eu and dataset imagenet. */
+static void gov_spec(spw_gov_t *g)
+{
+    spw_gov_init(g);
+    g->teams = spw_xcalloc(2, sizeof(*g->teams));
+    g->nteams = 2;
+    g->teams[0].name = spw_xstrdup("ml");
+    g->teams[1].name = spw_xstrdup("cv");
+    gov_names(&g->classes, &g->nclasses, 2, "prod", "restricted");
+    gov_names(&g->labels, &g->nlabels, 2, "env=prod", "tier=gold");
+    g->residencies = spw_xcalloc(1, sizeof(*g->residencies));
+    g->nresidencies = 1;
+    g->residencies[0].name = spw_xstrdup("eu");
+    g->datasets = spw_xcalloc(2, sizeof(*g->datasets));
+    g->ndatasets = 2;
+    g->datasets[0].name = spw_xstrdup("imagenet");
+    g->datasets[0].home.pool = 0;
+    g->datasets[1].name = spw_xstrdup("laion");
+    g->datasets[1].home.pool = 0;
+}
+
+static void test_governance_columns(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    const char *csv = "id,submit_s,gpus,runtime_s,team,class,data,residency,labels,max_runtime_s\n"
+                      "a,0,1,100,ml,prod,imagenet,eu, env=prod ; tier = gold ,3600\n"
+                      "b,1,1,100,ml2,experiment,,,,\n"
+                      "c,2,1,100,cv,restricted,laion,,team=x;env=prod,0\n"
+                      "d,3,1,100,ml2,,imagenet,eu,env=dev,\n"
+                      "e,4,1,100,ml3,prod,,,,\n";
+    is(load(&t, &m, csv, SPW_TRACE_AUTO, &err), 0, "gov columns: load (%s)", err.text);
+    ok(t.attr != NULL, "gov columns: attributes kept");
+    is(t.teams.n, 5, "gov columns: teams '', ml, ml2, cv, ml3");
+    is(t.classes.n, 4, "gov columns: classes '', prod, experiment, restricted");
+    is(t.datasets.n, 3, "gov columns: datasets '', imagenet, laion");
+    is(t.residencies.n, 2, "gov columns: residencies '', eu");
+    is(t.labels.n, 4, "gov columns: three label sets");
+    is_str(t.labels.name[t.attr[0].labels], "env=prod ; tier = gold", "gov columns: label set trimmed");
+    is(t.datasets.line[t.attr[2].data], 4, "gov columns: laion first on line 4");
+    is_double(t.jobs[0].max_runtime_s, 3600, 0, "gov columns: max_runtime_s");
+    is_double(t.jobs[1].max_runtime_s, 0, 0, "gov columns: empty max_runtime_s = none");
+
+    spw_gov_t g;
+    gov_spec(&g);
+    spw_trace_bind_info_t bi;
+    is(spw_trace_bind(&t, &g, &bi, &err), 0, "bind: ok (%s)", err.text);
+    const spw_job_t *a = &t.jobs[0], *b = &t.jobs[1], *c = &t.jobs[2], *d = &t.jobs[3];
+    ok(a->team == 1 && a->jclass == 1 && a->data == 1 && a->residency == 1,
+       "bind: a is ml, prod, imagenet, eu");
+    is(a->labels, 3, "bind: a carries env=prod and tier=gold");
+    ok(b->team == 0 && b->jclass == 0 && b->data == 0 && b->labels == 0,
+       "bind: b's unknown team and class are none");
+    ok(c->team == 2 && c->jclass == 2 && c->data == 2, "bind: c is cv, restricted, laion");
+    is(c->labels, 1, "bind: c: team=x is no rule's label, env=prod is");
+    is(d->labels, 0, "bind: d: env=dev is no rule's label");
+    is(bi.jobs_unknown_team, 3, "bind: 3 jobs of unknown teams");
+    is_str(bi.unknown_teams, "ml2, ml3", "bind: unknown teams listed once each");
+    is(bi.jobs_unknown_class, 1, "bind: 1 job of an unknown class");
+    is_str(bi.unknown_classes, "experiment", "bind: unknown class listed");
+
+    /* Binding again against another spec starts from the trace's names. */
+    spw_gov_t g2;
+    spw_gov_init(&g2);
+    g2.datasets = spw_xcalloc(2, sizeof(*g2.datasets));
+    g2.ndatasets = 2;
+    g2.datasets[0].name = spw_xstrdup("laion");
+    g2.datasets[1].name = spw_xstrdup("imagenet");
+    g2.residencies = spw_xcalloc(1, sizeof(*g2.residencies));
+    g2.nresidencies = 1;
+    g2.residencies[0].name = spw_xstrdup("eu");
+    is(spw_trace_bind(&t, &g2, &bi, &err), 0, "rebind: ok");
+    ok(a->team == 0 && a->jclass == 0 && a->data == 2 && c->data == 1 && a->labels == 0,
+       "rebind: indices follow the new spec");
+    is(bi.jobs_unknown_team, 0, "rebind: a config without teams warns about none");
+
+    /* Unknown dataset / residency: an error naming it, no job changed. */
+    spw_gov_clear(&g2);
+    is(spw_trace_bind(&t, &g2, &bi, &err), -1, "bind: unknown dataset refused");
+    ok(strstr(err.text, "t.csv: dataset 'imagenet' (first at line 2) is not in the config's "
+                        "data: datasets (known: none)") != NULL, "bind: message: %s", err.text);
+    is(a->data, 2, "bind: failed bind changed nothing");
+    spw_gov_clear(&g2);
+    g2.datasets = spw_xcalloc(2, sizeof(*g2.datasets));
+    g2.ndatasets = 2;
+    g2.datasets[0].name = spw_xstrdup("laion");
+    g2.datasets[1].name = spw_xstrdup("imagenet");
+    g2.residencies = spw_xcalloc(1, sizeof(*g2.residencies));
+    g2.nresidencies = 1;
+    g2.residencies[0].name = spw_xstrdup("us");
+    is(spw_trace_bind(&t, &g2, &bi, &err), -1, "bind: unknown residency refused");
+    ok(strstr(err.text, "residency 'eu' (first at line 2)") && strstr(err.text, "known: us"),
+       "bind: message: %s", err.text);
+    spw_gov_clear(&g2);
+    spw_gov_clear(&g);
+    spw_trace_free(&t);
+
+    /* An Alibaba-style trace without governance columns binds to nothing. */
+    is(load(&t, &m, "id,submit_s,gpus,runtime_s\na,0,1,1\n", SPW_TRACE_AUTO, &err), 0,
+       "no columns: loads");
+    gov_spec(&g);
+    is(spw_trace_bind(&t, &g, &bi, &err), 0, "no columns: binds");
+    ok(t.jobs[0].team == 0 && t.jobs[0].data == 0 && bi.jobs_unknown_team == 0,
+       "no columns: nothing set, nothing to warn about");
+    spw_gov_clear(&g);
+    spw_trace_free(&t);
+
+    /* Unsorted rows: attributes move with their jobs. */
+    is(load(&t, &m, "id,submit_s,gpus,runtime_s,team\na,5,1,1,ml\nb,1,1,1,cv\n", SPW_TRACE_AUTO,
+            &err), 0, "sorted attrs: loads");
+    is_str(t.teams.name[t.attr[0].team], "cv", "sorted attrs: b (cv) first");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
 }
 
 /* ---- Alibaba --------------------------------------------------------------------- */
@@ -413,6 +554,7 @@ int main(void)
     test_spillway_optional();
     test_spillway_sorting();
     test_spillway_errors();
+    test_governance_columns();
     test_alibaba_sample();
     test_real_trace();
     test_real_nodes();
