@@ -142,6 +142,8 @@ typedef struct jclass {
     int any_offer;           /* some offer could serve it if its rules allowed */
     int denied;              /* its rules or residency took away some pool or
                                 offer that could serve it */
+    int same_boot;           /* its offers all boot equally fast: worst cases
+                                then rise with the price */
     spw_job_t *root;         /* treap of queued jobs */
     spw_job_t *head;         /* first job in queue order (cached) */
     size_t count;            /* queued jobs */
@@ -185,9 +187,12 @@ struct spw_engine {
     spw_job_t **rejected;         /* jobs rejected by a budget this instant */
     size_t nrejected, caprejected;
     spw_govrt_t *gov;             /* profiles, ledger, data caches */
-    spw_job_t **held;             /* jobs whose burst a budget or cap held */
-    size_t nheld, capheld;
-    int held_dirty;               /* money or a cap freed up since the last retry */
+    struct heldq *hq;             /* held bursts per team (0 = no team), each a
+                                     heap in queue order */
+    size_t nhq;
+    size_t nheld;                 /* entries in all of them (stale ones too) */
+    int held_dirty;               /* some team's money or a cap freed up */
+    int org_freed;                /* an organisation cap freed up */
     double held_retry_at;         /* a budget period ends: retry the held then */
     int money_limits;             /* some budget or cap exists: cloud worst
                                      cases bind and max_runtime stops jobs */
@@ -460,6 +465,10 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     sort_engine = e;
     sort_class = c;
     qsort(c->offers, c->noffers, sizeof(uint32_t), offer_cmp);
+    c->same_boot = 1;
+    for (uint32_t k = 1; k < c->noffers; k++)
+        c->same_boot &= e->fleet->offers[c->offers[k]].boot_delay_s ==
+                        e->fleet->offers[c->offers[0]].boot_delay_s;
     if (c->noffers) {
         const spw_offer_t *o = &e->fleet->offers[c->offers[0]];
         c->offer = (int)c->offers[0];
@@ -756,8 +765,8 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     e->queued--;
     j->state = SPW_JOB_ONPREM;
     /* Data from elsewhere is copied first: the GPUs are held meanwhile.
-     * Egress into on-prem is paid at once and never refused (the budgets
-     * gate cloud placements only). */
+     * Egress into on-prem is paid and reported, but it is outside the
+     * budgets, which gate cloud placements only (docs/governance.md). */
     double gb, tr;
     double egress = data_cost(e, j->data, pl.pool, -1, now, &gb, &tr);
     j->placed_s = now;
@@ -766,8 +775,6 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->egress_usd += egress;
     j->egress_gb += gb;
     j->cost_usd += egress;
-    if (egress > 0)
-        spw_govrt_add_settled(e->gov, (int)j->team - 1, now, 0, egress);
     take_onprem(e, c, j, pl);
     j->reason = why;
     note_placed(e, j);
@@ -810,23 +817,24 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
 
 /* Picks the cloud offer for job j: the lowest rank among the offers its
  * rules allow whose worst case fits every budget and cap.  Returns
- * SPW_ADMIT_OK with *out, or the refusal of the best-ranked offer (why, if
- * not NULL, says it). */
+ * SPW_ADMIT_OK with *out; SPW_ADMIT_NEVER when no allowed offer could fit
+ * even with nothing else spent; else the refusal of the best-ranked offer
+ * that could (why, if not NULL, says it). */
 static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
                               double now, cloud_pick_t *out, char *why, size_t len)
 {
     int team = (int)j->team - 1;
     double best = INFINITY, best_refused = INFINITY;
-    spw_admit_t refusal = SPW_ADMIT_OK;
+    spw_admit_t refusal = SPW_ADMIT_NEVER;
     int found = 0;
     /* Offers are sorted by price: without data to weigh, the first one
-     * admitted is the best, and a refusal by budget or rate holds for the
-     * dearer ones too. */
+     * admitted is the best; a refusal by spend rate holds for every dearer
+     * offer, and so does a budget's when they all boot alike. */
     int sorted = !c->data || !e->policy.gravity;
     for (uint32_t k = 0; k < c->noffers; k++) {
         cloud_pick_t pk;
         double rank = pick_eval(e, c, j, c->offers[k], now, &pk);
-        if (rank >= best)
+        if (rank >= best || !spw_govrt_could_fit(e->gov, team, &pk.ch))
             continue;
         int first = rank < best_refused;
         spw_admit_t a = spw_govrt_admit(e->gov, team, now, &pk.ch, first ? why : NULL, len);
@@ -842,12 +850,13 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
             best_refused = rank;
             refusal = a;
         }
-        /* Only a spend-rate refusal holds for every dearer offer: a budget
-         * refusal does not when boot delays differ, a GPU cap's when
-         * instance sizes do. */
-        if (sorted && !c->data && (a == SPW_ADMIT_TEAM_RATE || a == SPW_ADMIT_ORG_RATE))
+        if (sorted && !c->data &&
+            (a == SPW_ADMIT_TEAM_RATE || a == SPW_ADMIT_ORG_RATE ||
+             (a == SPW_ADMIT_BUDGET && c->same_boot)))
             break;
     }
+    if (!found && refusal == SPW_ADMIT_NEVER && why)
+        snprintf(why, len, "its worst case is over a budget or cap even with nothing else spent");
     return found ? SPW_ADMIT_OK : refusal;
 }
 
@@ -874,22 +883,80 @@ static void start_cloud(spw_engine_t *e, const jclass_t *c, spw_job_t *j, const 
     note_placed(e, j);
 }
 
-static int job_before_cmp(const void *a, const void *b)
+/* ---- held bursts --------------------------------------------------------------- */
+
+/* The bursts of one team that a budget or cap held, as a heap in queue
+ * order.  Entries go stale when their job starts on-prem, is cancelled or
+ * rejected; they are dropped when they reach the top. */
+typedef struct heldq {
+    spw_job_t **h;
+    size_t n, cap;
+    int dirty;       /* the team's money freed, or its period ended: retry */
+    int org_scope;   /* a job here waits for an organisation cap */
+} heldq_t;
+
+static int org_level(spw_admit_t a)
 {
-    const spw_job_t *ja = *(spw_job_t *const *)a, *jb = *(spw_job_t *const *)b;
-    return job_before(sort_engine, ja, jb) ? -1 : job_before(sort_engine, jb, ja);
+    return a == SPW_ADMIT_ORG_RATE || a == SPW_ADMIT_ORG_GPUS;
+}
+
+static heldq_t *heldq_of(spw_engine_t *e, const spw_job_t *j)
+{
+    size_t t = j->team <= e->fleet->gov.nteams ? j->team : 0;
+    return &e->hq[t];
+}
+
+static void heldq_push(spw_engine_t *e, heldq_t *q, spw_job_t *j)
+{
+    GROW(q->h, q->n, q->cap);
+    size_t i = q->n++;
+    while (i > 0 && job_before(e, j, q->h[(i - 1) / 2])) {
+        q->h[i] = q->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->h[i] = j;
+    e->nheld++;
+}
+
+static spw_job_t *heldq_pop(spw_engine_t *e, heldq_t *q)
+{
+    spw_job_t *top = q->h[0], *last = q->h[--q->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < q->n && job_before(e, q->h[l], last))
+            m = l;
+        if (l + 1 < q->n && job_before(e, q->h[l + 1], m == i ? last : q->h[m]))
+            m = l + 1;
+        if (m == i)
+            break;
+        q->h[i] = q->h[m];
+        i = m;
+    }
+    if (q->n)
+        q->h[i] = last;
+    e->nheld--;
+    return top;
+}
+
+static int is_held(const spw_job_t *j)
+{
+    return j->state == SPW_JOB_QUEUED &&
+           (j->reason == SPW_REASON_HELD_BUDGET || j->reason == SPW_REASON_HELD_CAP);
 }
 
 /* A burst refused by a budget or cap: the job is held (retried when money
  * or capacity frees, or its budget period ends), kept on-prem only, or
- * rejected, per its team's on_exhausted.  Caps always hold. */
+ * rejected, per its team's on_exhausted.  Caps always hold.  A job over a
+ * limit outright goes on-prem only, or is rejected if no pool can hold it. */
 static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, double now,
                     int in_queue)
 {
     int team = (int)j->team - 1;
     int money = a == SPW_ADMIT_BUDGET || a == SPW_ADMIT_EGRESS;
-    spw_exhausted_t x = money && team >= 0 ? e->fleet->gov.teams[team].on_exhausted
-                                           : SPW_EXHAUSTED_HOLD;
+    spw_exhausted_t x = a == SPW_ADMIT_NEVER ? SPW_EXHAUSTED_ONPREM_ONLY
+                        : money && team >= 0 ? e->fleet->gov.teams[team].on_exhausted
+                                             : SPW_EXHAUSTED_HOLD;
     j->held++;
     if (x == SPW_EXHAUSTED_REJECT || (x == SPW_EXHAUSTED_ONPREM_ONLY && c->never_onprem)) {
         if (in_queue)
@@ -897,7 +964,7 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         e->queued--;
         e->dirty = 1;
         j->state = SPW_JOB_REJECTED;
-        j->reason = SPW_REASON_REJECTED_BUDGET;
+        j->reason = a == SPW_ADMIT_NEVER ? SPW_REASON_OVER_LIMIT : SPW_REASON_REJECTED_BUDGET;
         j->end_s = now;
         GROW(e->rejected, e->nrejected, e->caprejected);
         e->rejected[e->nrejected++] = j;
@@ -908,15 +975,17 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         e->dirty = 1;
     }
     if (x == SPW_EXHAUSTED_ONPREM_ONLY) {
-        j->reason = SPW_REASON_ONPREM_ONLY_BUDGET;
+        j->reason = a == SPW_ADMIT_NEVER ? SPW_REASON_OVER_LIMIT : SPW_REASON_ONPREM_ONLY_BUDGET;
+        j->by_budget = 1;
         j->l.burst_at_s = INFINITY;
         return;
     }
     j->reason = money ? SPW_REASON_HELD_BUDGET : SPW_REASON_HELD_CAP;
+    heldq_t *q = heldq_of(e, j);
+    q->org_scope |= org_level(a);
     if (!j->l.held_list) {
         j->l.held_list = 1;
-        GROW(e->held, e->nheld, e->capheld);
-        e->held[e->nheld++] = j;
+        heldq_push(e, q, j);
     }
     if (money) {
         spw_team_ledger_t L;
@@ -950,47 +1019,58 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
     return SPW_ADMIT_OK;
 }
 
-/* Retries the held bursts, in queue order, once money or a cap has freed
- * up or a budget period has ended.  After a team's refusal its other jobs
- * wait for the next round; after an organisation cap's, everyone does. */
+/* Retries held bursts once money or a cap has freed up or a budget period
+ * has ended: only the teams that can have gained room, each from its
+ * first job in queue order until one is refused again, and across teams
+ * the earliest first.  An organisation cap's refusal ends the round. */
 static void retry_held(spw_engine_t *e, double now)
 {
-    if (!e->nheld || (!e->held_dirty && now < e->held_retry_at))
+    if (!e->nheld)
+        return;
+    if (now >= e->held_retry_at) {
+        e->held_retry_at = INFINITY;
+        for (size_t t = 0; t < e->nhq; t++)
+            e->hq[t].dirty = 1;
+        e->held_dirty = 1;
+    }
+    if (!e->held_dirty)
         return;
     e->held_dirty = 0;
-    e->held_retry_at = INFINITY;
-    spw_job_t **list = e->held;
-    size_t n = e->nheld;
-    e->held = NULL;
-    e->nheld = e->capheld = 0;
-    sort_engine = e;
-    qsort(list, n, sizeof(*list), job_before_cmp);
-    uint64_t blocked = 0;
-    int all_blocked = 0;
-    for (size_t i = 0; i < n; i++) {
-        spw_job_t *j = list[i];
-        j->l.held_list = 0;
-        if (j->state != SPW_JOB_QUEUED ||
-            (j->reason != SPW_REASON_HELD_BUDGET && j->reason != SPW_REASON_HELD_CAP))
-            continue;
-        uint64_t tb = j->team ? 1ULL << ((j->team - 1) & 63) : 0;
-        if (all_blocked || (blocked & tb)) {
-            j->l.held_list = 1;
-            GROW(e->held, e->nheld, e->capheld);
-            e->held[e->nheld++] = j;
-            continue;
+    if (e->org_freed)
+        for (size_t t = 0; t < e->nhq; t++)
+            e->hq[t].dirty |= e->hq[t].org_scope;
+    e->org_freed = 0;
+    for (;;) {
+        heldq_t *best = NULL;
+        for (size_t t = 0; t < e->nhq; t++) {
+            heldq_t *q = &e->hq[t];
+            while (q->n && !is_held(q->h[0]))
+                heldq_pop(e, q)->l.held_list = 0;
+            if (q->dirty && q->n && (!best || job_before(e, q->h[0], best->h[0])))
+                best = q;
         }
+        if (!best)
+            return;
+        spw_job_t *j = heldq_pop(e, best);
+        j->l.held_list = 0;
         jclass_t *c = &e->cls[j->l.cls];
         spw_reason_t why = c->never_onprem                        ? SPW_REASON_NEVER_FITS_ONPREM
                            : c->placement == SPW_PLACE_CLOUD_FIRST ? SPW_REASON_CLOUD_FIRST
                                                                    : SPW_REASON_WAIT_EXPIRED;
         spw_admit_t a = try_burst(e, c, j, why, now, !c->never_onprem);
-        if (a == SPW_ADMIT_ORG_RATE || a == SPW_ADMIT_ORG_GPUS)
-            all_blocked = 1;
-        else if (a != SPW_ADMIT_OK)
-            blocked |= tb;
+        if (a == SPW_ADMIT_OK || !is_held(j))
+            continue;                 /* placed, rejected or on-prem only */
+        if (org_level(a)) {
+            /* Nobody fits until an organisation cap frees up. */
+            for (size_t t = 0; t < e->nhq; t++) {
+                e->hq[t].org_scope |= e->hq[t].dirty;
+                e->hq[t].dirty = 0;
+            }
+            return;
+        }
+        best->dirty = 0;
+        best->org_scope = 0;
     }
-    free(list);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -1319,6 +1399,8 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     e->cls_hash = spw_xcalloc(e->hash_cap, sizeof(uint32_t));
     e->gov = spw_govrt_create(fleet);
     const spw_gov_t *g = &fleet->gov;
+    e->nhq = g->nteams + 1;
+    e->hq = spw_xcalloc(e->nhq, sizeof(heldq_t));
     e->money_limits = isfinite(g->max_cloud_usd_per_h) || isfinite(g->max_cloud_gpus);
     for (size_t i = 0; i < g->nteams; i++) {
         const spw_team_spec_t *t = &g->teams[i];
@@ -1350,7 +1432,9 @@ void spw_engine_destroy(spw_engine_t *e)
         free(e->cls[i].offers);
     }
     spw_govrt_destroy(e->gov);
-    free(e->held);
+    for (size_t t = 0; t < e->nhq; t++)
+        free(e->hq[t].h);
+    free(e->hq);
     free(e->rejected);
     /* Node lists of multi-node jobs still running are the engine's. */
     for (size_t i = 0; i < e->nmulti; i++) {
@@ -1513,6 +1597,10 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         j->reserved_usd = 0;
         j->charge_s = NAN;
         j->l.att_egress_usd = 0;
+        /* Money and capacity came back: the team's held bursts, and those
+         * waiting for an organisation cap, may go now. */
+        heldq_of(e, j)->dirty = 1;
+        e->org_freed = 1;
         e->held_dirty = 1;
     }
 }
@@ -1534,7 +1622,7 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
             e->burst[k] = e->burst[--e->nburst];
         else if (!e->cls[j->l.cls].never_onprem)
             queue_del(e, &e->cls[j->l.cls], j);   /* its expiry entry goes stale */
-        /* else it is a held burst: its entry in e->held goes stale */
+        /* else it is a held burst: its held entry goes stale */
         e->queued--;
         e->dirty = 1;
     } else if (j->state == SPW_JOB_ONPREM || j->state == SPW_JOB_CLOUD) {

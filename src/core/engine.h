@@ -85,8 +85,11 @@ int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now);
  * sets the caller fields and state, placed_s, start_s and either pool and
  * node (ONPREM; node is ignored for a job bigger than the pool's nodes,
  * which takes the lowest entirely free nodes again) or offer and instances
- * (CLOUD).  Returns 0 with the GPUs taken, or -1 (nothing changed) when the
- * place is unknown, does not accept the job or no longer has room. */
+ * (CLOUD).  A cloud job's reservation holds again: the caller sets
+ * reserved_usd and charge_s as they were, and egress_usd to the egress of
+ * this attempt (0 reserved = worked out again from the offer).  Returns 0
+ * with the GPUs taken, or -1 (nothing changed) when the place is unknown,
+ * does not accept the job or no longer has room. */
 int spw_engine_restore(spw_engine_t *e, spw_job_t *j);
 
 /* One place the engine considered for a job, for `spillway explain`. */

@@ -1270,6 +1270,17 @@ spw_admit_t spw_govrt_admit(const spw_govrt_t *rt, int team, double now, const s
     return a != SPW_ADMIT_OK ? a : admit_org(rt, c, why, len);
 }
 
+int spw_govrt_could_fit(const spw_govrt_t *rt, int team, const spw_charge_t *c)
+{
+    const double eps = 1e-9;
+    const spw_team_spec_t *ts = team_spec(rt, team);
+    if (ts && (c->usd + c->egress_usd > ts->budget_usd + eps ||
+               c->egress_usd > ts->max_egress_usd_per_month + eps ||
+               c->usd_per_h > ts->max_cloud_usd_per_h + eps || c->gpus > ts->max_cloud_gpus + eps))
+        return 0;
+    return c->usd_per_h <= rt->g->max_cloud_usd_per_h + eps && c->gpus <= rt->g->max_cloud_gpus + eps;
+}
+
 void spw_govrt_reserve(spw_govrt_t *rt, int team, double now, const spw_charge_t *c)
 {
     const spw_team_spec_t *ts = team_spec(rt, team);

@@ -241,6 +241,8 @@ typedef enum spw_admit {
     SPW_ADMIT_TEAM_GPUS,         /* the team's max_cloud_gpus */
     SPW_ADMIT_ORG_RATE,          /* the organisation's max_cloud_usd_per_h */
     SPW_ADMIT_ORG_GPUS,          /* the organisation's max_cloud_gpus */
+    SPW_ADMIT_NEVER,             /* over a budget or cap outright: it would not
+                                    fit even if nothing else were spent or held */
 } spw_admit_t;
 
 /* Whether charge c of team (index, -1 = no team) fits every budget and cap
@@ -248,6 +250,9 @@ typedef enum spw_admit {
  * has $12.40 of its 2026-11 budget left; this placement may cost $40.00". */
 spw_admit_t spw_govrt_admit(const spw_govrt_t *rt, int team, double now, const spw_charge_t *c,
                             char *why, size_t len);
+/* Whether charge c could ever be admitted for team: it fits the team's
+ * whole budget and egress cap and every rate and GPU cap on its own. */
+int spw_govrt_could_fit(const spw_govrt_t *rt, int team, const spw_charge_t *c);
 /* Records the reservation (the caller checked admit first). */
 void spw_govrt_reserve(spw_govrt_t *rt, int team, double now, const spw_charge_t *c);
 /* Settles a reservation made at placed_s: drops `reserved`, adds `actual`

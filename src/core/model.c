@@ -214,6 +214,7 @@ void spw_job_reset(spw_job_t *j)
     j->charge_s = NAN;
     j->held = 0;
     j->by_residency = 0;
+    j->by_budget = 0;
     j->spot = 0;
     memset(&j->l, 0, sizeof(j->l));
 }

@@ -159,7 +159,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(HELD_CAP, "held: a cloud spend-rate or GPU cap is full")               \
     X(ONPREM_ONLY_BUDGET, "budget exhausted: on-prem only (on_exhausted)")   \
     X(REJECTED_BUDGET, "rejected: budget exhausted (on_exhausted: reject)")  \
-    X(NO_ALLOWED_PLACE, "no place its rules and residency allow can run it")
+    X(NO_ALLOWED_PLACE, "no place its rules and residency allow can run it")  \
+    X(OVER_LIMIT, "its worst case is over a budget or cap even with nothing else spent")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -229,6 +230,8 @@ struct spw_job {
     uint32_t held;              /* times a budget or cap held its burst */
     uint8_t spot;               /* the current cloud placement is on spot capacity */
     uint8_t by_residency;       /* residency alone kept it off the cloud */
+    uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
+                                   (on_exhausted: onprem_only, or over a limit) */
     spw_job_links_t l;          /* engine-private */
 };
 

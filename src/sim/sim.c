@@ -172,8 +172,8 @@ typedef struct period_sum {
 } period_sum_t;
 
 /* Fills budget_use and worst_period_usd of every team: a cloud job's
- * compute and egress, and an on-prem job's egress, are charged to the budget
- * period of its placement (the engine's ledger does the same). */
+ * compute and egress are charged to the budget period of its placement, as
+ * the engine's ledger does (egress into on-prem is outside budgets). */
 static void budget_use(const spw_fleet_t *fleet, const spw_job_t *jobs, size_t n,
                        spw_sim_summary_t *out)
 {
@@ -189,7 +189,7 @@ static void budget_use(const spw_fleet_t *fleet, const spw_job_t *jobs, size_t n
         const spw_job_t *j = &jobs[i];
         if (j->state != SPW_JOB_DONE || !j->team || j->team > g->nteams)
             continue;
-        double usd = j->offer >= 0 ? j->cost_usd : j->egress_usd;
+        double usd = j->offer >= 0 ? j->cost_usd : 0;
         if (!(usd > 0))
             continue;
         size_t k = j->team - 1;
@@ -410,8 +410,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 out->jobs_backfilled++;
             if (j->by_residency)
                 out->jobs_onprem_by_residency++;
-            if (j->held && j->team && j->team <= g->nteams &&
-                g->teams[j->team - 1].on_exhausted == SPW_EXHAUSTED_ONPREM_ONLY)
+            if (j->by_budget)
                 out->jobs_onprem_only_budget++;
         }
         wait[ran] = j->start_s - j->submit_s;

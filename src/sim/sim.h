@@ -80,7 +80,7 @@ typedef struct spw_sim_summary {
                                     more (their worst case never fits) */
     size_t jobs_onprem_by_residency; /* ran on-prem because their residency
                                         allows no cloud region */
-    size_t jobs_onprem_only_budget;  /* ran on-prem after a budget or cap held
+    size_t jobs_onprem_only_budget;  /* ran on-prem after a budget or cap kept it off
                                         them, in a team with on_exhausted:
                                         onprem_only */
     size_t jobs_stopped_max_runtime; /* stopped at their max runtime */
