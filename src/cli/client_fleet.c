@@ -21,17 +21,26 @@ const char spw_cli_pools_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_costs_usage[] =
-    "usage: spillway costs [OPTIONS]\n"
+    "usage: spillway costs [--period P] [OPTIONS]\n"
     "\n"
-    "Shows the spend since the daemon's database was created, on-prem\n"
-    "(amortised GPU cost) and cloud side by side, by team, provider and pool.\n"
-    "Cloud idle is what instances billed while bound to no job.  A team token\n"
-    "sees its own team only.\n"
-    "\n" SPW_CLI_COMMON_HELP
+    "Shows the spend of one budget period, on-prem (amortised GPU cost) and\n"
+    "cloud side by side, by team, provider and pool, with each team's budget:\n"
+    "what is settled, what live cloud placements reserve for their worst case,\n"
+    "what remains, and the jobs a budget or cap holds or rejected.  A job's\n"
+    "spend counts in the period of its last placement.  Cloud idle is what\n"
+    "instances billed while bound to no job (it is in no team's budget).  A\n"
+    "team token sees its own team only; the organisation's caps and the\n"
+    "providers' bills are for admins.\n"
+    "\n"
+    "  --period P           a month (2026-11) or an ISO week (2026-W47); default:\n"
+    "                       the current month, and each team's current budget\n"
+    "                       period\n"
+    SPW_CLI_COMMON_HELP
     "\n"
     "Examples:\n"
     "  spillway costs\n"
-    "  spillway costs -o json | jq .total_usd\n"
+    "  spillway costs --period 2026-10\n"
+    "  spillway costs -o json | jq '.teams[] | {team, remaining_usd}'\n"
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_admin_usage[] =
@@ -186,20 +195,41 @@ int spw_cli_pools(int argc, char **argv)
 
 /* ---- costs --------------------------------------------------------------- */
 
+/* "$12.00", "none" for null (no budget or cap), "-" when absent. */
+static char *limit(const json_t *o, const char *key, char *buf, size_t len)
+{
+    const json_t *v = json_object_get(o, key);
+    if (json_is_null(v))
+        snprintf(buf, len, "none");
+    else
+        spw_cli_money(o, key, buf, len);
+    return buf;
+}
+
+/* Whether a team row has anything of governance to show. */
+static int governed(const json_t *o)
+{
+    double v;
+    return json_is_number(json_object_get(o, "budget_usd")) ||
+           json_is_number(json_object_get(o, "max_cloud_usd_per_h")) ||
+           json_is_number(json_object_get(o, "max_cloud_gpus")) ||
+           (spw_cli_jnum(o, "reserved_usd", &v) == 0 && v > 0) ||
+           (spw_cli_jnum(o, "held_jobs", &v) == 0 && v > 0) ||
+           (spw_cli_jnum(o, "rejected_jobs", &v) == 0 && v > 0);
+}
+
 static void costs_table(const json_t *doc)
 {
-    char a[64], b[64], c[64], d[64], e[64];
-    double since, now = spw_cli_now(), idle;
+    char a[64], b[64], c[64], d[64], e[64], f[64], g[64], h[64], k[64];
+    double now = spw_cli_now(), idle, v;
     size_t i;
     json_t *o;
     int emulated = 0;
+    const char *period = spw_cli_jstr(doc, "period");
 
     spw_cli_jnum(doc, "now_ts", &now);
-    if (spw_cli_jnum(doc, "since_ts", &since) == 0)
-        printf("spend since %s (%s)\n", spw_cli_time(since, a, sizeof(a)),
-               spw_cli_rel(since, now, b, sizeof(b)));
-    else
-        printf("spend\n");
+    printf("spend in %s%s\n", period ? period : "this period",
+           spw_cli_jbool(doc, "current") ? " (so far)" : "");
     printf("  %-9s %s\n", "total", spw_cli_money(doc, "total_usd", a, sizeof(a)));
     printf("  %-9s %s (amortised GPU cost)\n", "on-prem", spw_cli_money(doc, "onprem_usd", a, sizeof(a)));
     printf("  %-9s %s", "cloud", spw_cli_money(doc, "cloud_usd", a, sizeof(a)));
@@ -207,7 +237,33 @@ static void costs_table(const json_t *doc)
         printf(", of which %s idle (instances bound to no job)", spw_cli_usd(idle, b, sizeof(b)));
     printf("\n");
 
-    spw_table_t *t = spw_table_create("TEAM|>ON-PREM|>CLOUD|>ON-PREM GPU-H|>CLOUD GPU-H|>JOBS");
+    /* budgets: settled + reserved never exceeds the budget */
+    spw_table_t *t = spw_table_create("TEAM|PERIOD|>BUDGET|>SETTLED|>RESERVED|>REMAINING|>EGRESS|"
+                                      ">CLOUD $/H|>CLOUD GPUS|>HELD|>REJECTED");
+    json_array_foreach(json_object_get(doc, "teams"), i, o) {
+        if (!governed(o))
+            continue;
+        if (spw_cli_jnum(o, "cloud_gpus", &v) == 0)
+            spw_cli_real(v, g, sizeof(g));
+        else
+            snprintf(g, sizeof(g), "-");
+        spw_table_row(t, spw_cli_jstr(o, "team"), spw_cli_jstr(o, "period"),
+                      limit(o, "budget_usd", a, sizeof(a)),
+                      spw_cli_money(o, "settled_usd", b, sizeof(b)),
+                      spw_cli_money(o, "reserved_usd", c, sizeof(c)),
+                      limit(o, "remaining_usd", d, sizeof(d)),
+                      spw_cli_money(o, "egress_usd", e, sizeof(e)),
+                      spw_cli_money(o, "cloud_usd_per_h", f, sizeof(f)), g,
+                      num(o, "held_jobs", h, sizeof(h)),
+                      num(o, "rejected_jobs", k, sizeof(k)));
+    }
+    if (spw_table_rows(t)) {
+        printf("\nbudgets\n");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+
+    t = spw_table_create("TEAM|>ON-PREM|>CLOUD|>ON-PREM GPU-H|>CLOUD GPU-H|>JOBS");
     json_array_foreach(json_object_get(doc, "teams"), i, o) {
         double gh;
         if (spw_cli_jnum(o, "onprem_gpu_h", &gh) == 0)
@@ -227,6 +283,27 @@ static void costs_table(const json_t *doc)
         spw_table_print(t, stdout, 0);
     }
     spw_table_destroy(t);
+
+    const json_t *org = json_object_get(doc, "org");
+    if (json_is_object(org)) {
+        printf("\norganisation, now\n");
+        printf("  %-16s %s/h", "cloud spend rate", spw_cli_money(org, "cloud_usd_per_h", a, sizeof(a)));
+        if (json_is_number(json_object_get(org, "max_cloud_usd_per_h")))
+            printf(" of a %s/h cap", spw_cli_money(org, "max_cloud_usd_per_h", b, sizeof(b)));
+        else
+            printf(" (no cap)");
+        if (spw_cli_jnum(org, "idle_usd_per_h", &v) == 0 && v > 0)
+            printf(" (and %s/h of idle instances, outside budgets and caps)", spw_cli_usd(v, c, sizeof(c)));
+        printf("\n");
+        if (spw_cli_jnum(org, "cloud_gpus", &v) == 0)
+            spw_cli_real(v, a, sizeof(a));
+        else
+            snprintf(a, sizeof(a), "-");
+        if (spw_cli_jnum(org, "max_cloud_gpus", &v) == 0)
+            printf("  %-16s %s of a cap of %s\n", "cloud GPUs", a, spw_cli_real(v, b, sizeof(b)));
+        else
+            printf("  %-16s %s (no cap)\n", "cloud GPUs", a);
+    }
 
     t = spw_table_create("PROVIDER|>SPEND|>INSTANCES");
     json_array_foreach(json_object_get(doc, "providers"), i, o) {
@@ -260,7 +337,47 @@ static void costs_table(const json_t *doc)
 
 int spw_cli_costs(int argc, char **argv)
 {
-    return get_and_show(argc, argv, "costs", spw_cli_costs_usage, "/v1/costs", costs_table);
+    enum { O_PERIOD = SPW_CLI_O_FIRST };
+    static const struct option opts[] = {
+        {"period", required_argument, NULL, O_PERIOD},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    spw_cli_common_t co;
+    const char *period = NULL;
+    int c;
+    spw_cli_common_init(&co);
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(spw_cli_costs_usage, stdout);
+            return 0;
+        }
+        if (c == O_PERIOD) {
+            if (!*optarg || strlen(optarg) > 16 || strspn(optarg, "0123456789-Ww") != strlen(optarg))
+                spw_cli_die_usage("costs", "--period takes a month (2026-11) or an ISO week (2026-W47)");
+            period = optarg;
+            continue;
+        }
+        if (!spw_cli_common_opt(&co, "costs", c, optarg))
+            spw_cli_die_usage("costs", "unknown option");
+    }
+    if (optind < argc)
+        spw_cli_die_usage("costs", "unexpected argument");
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/costs%s%s", period ? "?period=" : "", period ? period : "");
+    spw_client_t cl;
+    json_t *doc;
+    spw_client_open(&cl, &co, "costs");
+    int rc = spw_client_get_json(&cl, path, &doc);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, doc);
+    else
+        costs_table(doc);
+    json_decref(doc);
+    return spw_cli_flush("costs");
 }
 
 /* ---- admin --------------------------------------------------------------- */

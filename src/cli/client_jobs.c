@@ -57,7 +57,8 @@ const char spw_cli_queue_usage[] =
     "asks for them.\n"
     "\n"
     "  --state S            only jobs in state S: queued, placed (cloud instance\n"
-    "                       booting), running, succeeded, failed or cancelled\n"
+    "                       booting), running, succeeded, failed, cancelled or\n"
+    "                       rejected (its team's budget ran out)\n"
     "  --team T             only team T's jobs (a team token sees only its own)\n"
     "  -a, --all            ended jobs too\n"
     SPW_CLI_COMMON_HELP
@@ -158,7 +159,7 @@ static const char *parse_id_cmd(int argc, char **argv, const char *cmd, const ch
 static int is_ended(const char *state)
 {
     return state && (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-                     strcmp(state, "cancelled") == 0);
+                     strcmp(state, "cancelled") == 0 || strcmp(state, "rejected") == 0);
 }
 
 /* ---- submit ------------------------------------------------------------------ */
@@ -449,7 +450,7 @@ int spw_cli_queue(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     static const char *const states[] = {"queued", "placed", "running",
-                                         "succeeded", "failed", "cancelled"};
+                                         "succeeded", "failed", "cancelled", "rejected"};
     spw_cli_common_t co;
     spw_cli_common_init(&co);
     const char *state = NULL, *team = NULL;
@@ -462,7 +463,7 @@ int spw_cli_queue(int argc, char **argv)
                 found |= strcmp(optarg, states[i]) == 0;
             if (!found)
                 spw_cli_die_usage("queue", "--state takes queued, placed, running, succeeded, "
-                                           "failed or cancelled");
+                                           "failed, cancelled or rejected");
             state = optarg;
             break;
         }

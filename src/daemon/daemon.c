@@ -87,7 +87,7 @@ static djob_t *job_new(spw_daemon_t *d, int64_t seq)
     j->ej.order = (uint32_t)seq;
     j->ej.deadline_s = NAN;
     spw_job_reset(&j->ej);
-    j->placed_ts = j->start_ts = j->end_ts = NAN;
+    j->placed_ts = j->start_ts = j->end_ts = j->charge_ts = NAN;
     j->pool = j->node = j->offer = -1;
     d->jobs[seq] = j;
     if ((size_t)seq >= d->njobs)
@@ -150,16 +150,28 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .attempts = j->attempts,
         .reason = j->reason,
         .cost_usd = j->onprem_usd + j->cloud_usd,
+        .cloud_usd = j->cloud_usd,
+        .reserved_usd = j->ej.reserved_usd,
+        .charge_ts = j->charge_ts,
+        .egress_usd = j->ej.egress_usd,
+        .egress_gb = j->ej.egress_gb,
+        .held = j->ej.held,
+        .ledger_usd = j->led_usd,
+        .ledger_egress_usd = j->led_egress_usd,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0)
         say(d, "cannot record job %s: %s", j->id, err.text);
+    else if (set & SPW_JU_MONEY)
+        j->held_saved = j->ej.held;
 }
 
+/* Every field: a placement and its reservation are written together, in
+ * the turn's transaction, so a crash keeps both or neither. */
 #define SAVE_ALL                                                              \
     (SPW_JU_STATE | SPW_JU_PLACED_TS | SPW_JU_START_TS | SPW_JU_END_TS |      \
      SPW_JU_PLACEMENT | SPW_JU_GPUS | SPW_JU_PID | SPW_JU_EXIT |              \
-     SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST)
+     SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST | SPW_JU_MONEY)
 
 /* ---- costs ------------------------------------------------------------- */
 
@@ -180,14 +192,109 @@ double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double 
     return usd;
 }
 
-double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now)
+double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now)
 {
-    double usd = j->cloud_usd;
+    double usd = 0;
     for (size_t k = 0; k < j->ninst; k++) {
         const dinst_t *x = &d->inst[j->inst[k]];
         usd += inst_span_usd(x, x->bound_ts, now);
     }
     return usd;
+}
+
+double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now)
+{
+    return j->cloud_usd + spw_daemon_attempt_usd(d, j, now);
+}
+
+double spw_daemon_att_egress(const djob_t *j)
+{
+    return j->ej.state == SPW_JOB_CLOUD && j->ej.egress_usd > j->led_egress_usd
+               ? j->ej.egress_usd - j->led_egress_usd
+               : 0;
+}
+
+/* ---- the engine's side of money ------------------------------------------------ */
+
+/* Resolves the governance names of j's spec and its team into the engine
+ * record.  A name the config does not know counts as none (an unknown team
+ * has no budget); submit has refused unknown datasets and residencies. */
+static void job_gov(spw_daemon_t *d, djob_t *j)
+{
+    const spw_gov_t *g = &d->fleet.gov;
+    const spw_jobspec_t *s = &j->spec;
+    j->ej.team = (uint32_t)(spw_gov_team(g, j->team) + 1);
+    j->ej.jclass = s->jclass ? (uint32_t)(spw_gov_class(g, s->jclass) + 1) : 0;
+    j->ej.labels = 0;
+    for (size_t i = 0; i < s->nlabels; i++) {
+        size_t len = strlen(s->labels[i].key) + strlen(s->labels[i].value) + 2;
+        char *kv = spw_xmalloc(len);
+        snprintf(kv, len, "%s=%s", s->labels[i].key, s->labels[i].value);
+        int b = spw_gov_label(g, kv);
+        free(kv);
+        if (b >= 0 && b < 64)
+            j->ej.labels |= 1ull << b;
+    }
+    j->ej.data = s->data ? (uint32_t)(spw_gov_dataset(g, s->data) + 1) : 0;
+    j->ej.residency = s->residency ? (uint32_t)(spw_gov_residency(g, s->residency) + 1) : 0;
+    j->ej.max_runtime_s = isnan(s->max_runtime_s) ? 0 : s->max_runtime_s;
+}
+
+/* Before the engine lets go of a placed job (finish, cancel, requeue): for
+ * a cloud attempt, tells it what the instances really billed, so the ledger
+ * settles to the bill and not to the engine's estimate, and keeps the share
+ * the ledger settles (clamped to the reservation as the engine does). */
+static void bill_attempt(spw_daemon_t *d, djob_t *j, double now)
+{
+    if (j->ej.state != SPW_JOB_CLOUD)
+        return;
+    double bill = spw_daemon_attempt_usd(d, j, now);
+    double compute = j->ej.reserved_usd - spw_daemon_att_egress(j);
+    j->ej.bill_usd = bill;
+    j->ej.billed = 1;
+    j->led_usd += d->money_limits ? fmin(bill, fmax(compute, 0)) : bill;
+}
+
+/* After the engine let go: all of the job's egress is settled now. */
+static void billed(djob_t *j)
+{
+    j->ej.billed = 0;
+    j->ej.bill_usd = 0;
+    j->led_egress_usd = j->ej.egress_usd;
+}
+
+static void eng_finish(spw_daemon_t *d, djob_t *j, double now)
+{
+    bill_attempt(d, j, now);
+    spw_engine_finish(d->engine, &j->ej, now);
+    billed(j);
+}
+
+static void eng_cancel(spw_daemon_t *d, djob_t *j, double now)
+{
+    bill_attempt(d, j, now);
+    spw_engine_cancel(d->engine, &j->ej, now);
+    billed(j);
+}
+
+/* spw_job_reset, keeping what the daemon reports of earlier attempts. */
+static void ej_reset(djob_t *j)
+{
+    double eg = j->ej.egress_usd, gb = j->ej.egress_gb;
+    uint32_t held = j->ej.held;
+    spw_job_reset(&j->ej);
+    j->ej.egress_usd = eg;
+    j->ej.egress_gb = gb;
+    j->ej.held = held;
+}
+
+/* How long j's process may run before the backend stops it: its
+ * max_runtime, or in the cloud under a budget or cap the default the
+ * engine reserved its worst case for; 0 = no limit. */
+static double run_limit(const spw_daemon_t *d, const djob_t *j)
+{
+    double mr = spw_engine_max_runtime(d->engine, &j->ej);
+    return isfinite(mr) && mr > 0 ? mr : 0;
 }
 
 /* Frees the on-prem GPUs job j holds and settles their cost up to now. */
@@ -288,12 +395,18 @@ static void job_end(spw_daemon_t *d, djob_t *j, spw_djob_state_t st, double now)
 /* Puts a placed job back in the queue (retry or preemption). */
 static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
 {
-    settle(d, j, now);
-    if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
+    /* The engine first, while the instances are still bound: their bill
+     * settles the attempt. */
+    if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD) {
+        bill_attempt(d, j, now);
         spw_engine_requeue(d->engine, &j->ej, now);
+        billed(j);
+    }
+    settle(d, j, now);
     j->st = SPW_DJOB_QUEUED;
     j->running = 0;
     j->requeue_on_exit = 0;
+    j->stop_cost = 0;
     j->placed_ts = j->start_ts = NAN;
     j->pool = j->node = j->offer = -1;
     free(j->gpus_assigned);
@@ -341,7 +454,7 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
         .gpus = g,
         .ngpus = ng,
         .log_dir = d->log_dir,
-        .max_runtime_s = isnan(s->max_runtime_s) ? 0 : s->max_runtime_s,
+        .max_runtime_s = run_limit(d, j),
         .now_s = now,
     };
     spw_error_t err;
@@ -356,7 +469,7 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
         set_reason(j, "%s", err.text);
         say(d, "job %s failed to start: %s", j->id, err.text);
         if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
-            spw_engine_finish(d->engine, &j->ej, now);
+            eng_finish(d, j, now);
         job_end(d, j, SPW_DJOB_FAILED, now);
         return -1;
     }
@@ -388,7 +501,8 @@ static void place_onprem(spw_daemon_t *d, djob_t *j, double now)
     j->gpu_bits = bits;
     d->node_used[j->pool][node] |= bits;
     d->pool_busy[j->pool] += j->ej.alloc_gpus;
-    j->placed_ts = now;
+    j->placed_ts = j->charge_ts = now;
+    j->led_egress_usd = j->ej.egress_usd;   /* on-prem egress is settled at once */
     j->st = SPW_DJOB_PLACED;
     set_reason(j, "%s", spw_reason_text(j->ej.reason));
     char nodes[48], place[160];
@@ -472,17 +586,20 @@ static void bind_inst(spw_daemon_t *d, djob_t *j, size_t xi, double now)
     j->inst[j->ninst++] = xi;
 }
 
-/* A cloud placement: reuses idle instances of the offer, acquires the rest. */
+/* A cloud placement: reuses idle instances of the offer (of the same kind,
+ * spot or on-demand: the engine reserved at that price), acquires the rest. */
 static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
 {
     uint32_t want = j->ej.instances;
     j->offer = j->ej.offer;
     j->pool = j->node = -1;
     j->placed_ts = now;
+    j->charge_ts = isnan(j->ej.charge_s) ? now : j->ej.charge_s;
     j->st = SPW_DJOB_PLACED;
     for (size_t i = 0; i < d->ninst && j->ninst < want; i++) {
         dinst_t *x = &d->inst[i];
-        if (!x->job_seq && spw_instance_state_live(x->in.state) && (int32_t)x->in.offer == j->offer) {
+        if (!x->job_seq && spw_instance_state_live(x->in.state) && (int32_t)x->in.offer == j->offer &&
+            !x->in.spot == !j->ej.spot) {
             bind_inst(d, j, i, now);
             inst_save(d, x);
         }
@@ -490,7 +607,7 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
     if (j->ninst < want) {
         uint32_t n = want - (uint32_t)j->ninst;
         spw_instance_t *got = spw_xcalloc(n, sizeof(spw_instance_t));
-        spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = 0,
+        spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = j->ej.spot,
                              .job_id = j->id, .now_s = now};
         spw_error_t err;
         if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
@@ -574,22 +691,29 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
     uint32_t retries = j->spec.retries;
     if (j->cancel_req) {
         set_reason(j, "cancelled by a user");
-        spw_engine_cancel(d->engine, &j->ej, now);
+        eng_cancel(d, j, now);
         job_end(d, j, SPW_DJOB_CANCELLED, now);
     } else if (j->requeue_on_exit) {
         say(d, "job %s requeued after its instance was preempted", j->id);
         job_requeue(d, j, now);
     } else if (ex->kind == SPW_EXIT_EXITED && ex->status == 0) {
         set_reason(j, "exited 0");
-        spw_engine_finish(d->engine, &j->ej, now);
+        eng_finish(d, j, now);
         job_end(d, j, SPW_DJOB_SUCCEEDED, now);
+    } else if (j->stop_cost) {
+        /* the reason, set when it was stopped, says why */
+        eng_finish(d, j, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
     } else if (ex->cause == SPW_CAUSE_MAX_RUNTIME) {
-        set_reason(j, "killed after max_runtime (%.0f s)", j->spec.max_runtime_s);
-        spw_engine_finish(d->engine, &j->ej, now);
+        set_reason(j, "killed after max_runtime (%.0f s)%s", j->h.max_runtime_s,
+                   j->ej.state == SPW_JOB_CLOUD && !(j->ej.max_runtime_s > 0)
+                       ? ", the governance default for cloud jobs"
+                       : "");
+        eng_finish(d, j, now);
         job_end(d, j, SPW_DJOB_FAILED, now);
     } else if (ex->kind == SPW_EXIT_LOST) {
         set_reason(j, "ended while the daemon was not its parent: exit status unknown");
-        spw_engine_finish(d->engine, &j->ej, now);
+        eng_finish(d, j, now);
         job_end(d, j, SPW_DJOB_FAILED, now);
     } else if ((uint32_t)j->attempts <= retries) {
         set_reason(j, "%s %d; retry %d of %u", ex->kind == SPW_EXIT_EXITED ? "exited with" : "killed by signal",
@@ -598,7 +722,7 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
     } else {
         set_reason(j, "%s %d", ex->kind == SPW_EXIT_EXITED ? "exited with" : "killed by signal",
                    ex->status);
-        spw_engine_finish(d->engine, &j->ej, now);
+        eng_finish(d, j, now);
         job_end(d, j, SPW_DJOB_FAILED, now);
     }
     say(d, "job %s %s (%s)", j->id, spw_djob_state_name(j->st), j->reason ? j->reason : "");
@@ -663,6 +787,89 @@ static void release_idle(spw_daemon_t *d, double now)
     }
 }
 
+/* Money safety: a cloud attempt must not bill more than the worst case its
+ * placement reserved.  The backend stops the process at its max_runtime
+ * (run_limit); this is the net under it, for what max_runtime does not
+ * bound (a boot that took longer than the offer says, a job still waiting
+ * for its instances): once the attempt's bill comes within a turn and the
+ * kill grace of the reserved compute, the job is stopped; its reservation
+ * holds kill_grace_s + 2 turns + 1 s of billing beyond max_runtime for
+ * exactly this (policy.reserve_extra_s). */
+static void stop_over_worst_case(spw_daemon_t *d, double now)
+{
+    while (d->inst_lo < d->ninst && !spw_instance_state_live(d->inst[d->inst_lo].in.state))
+        d->inst_lo++;
+    for (size_t i = d->inst_lo; i < d->ninst; i++) {
+        const dinst_t *x = &d->inst[i];
+        if (!x->job_seq || !spw_instance_state_live(x->in.state))
+            continue;
+        djob_t *j = d->jobs[x->job_seq];
+        /* once per job: at its first instance */
+        if (!j->ninst || j->inst[0] != i || j->ej.state != SPW_JOB_CLOUD || j->stop_cost ||
+            j->cancel_req || j->requeue_on_exit || !(j->ej.reserved_usd > 0) ||
+            !isfinite(spw_engine_max_runtime(d->engine, &j->ej)))
+            continue;
+        double usd_h = 0;
+        for (size_t k = 0; k < j->ninst; k++)
+            usd_h += d->inst[j->inst[k]].in.price_usd_per_h;
+        double compute = j->ej.reserved_usd - spw_daemon_att_egress(j);
+        double margin = usd_h * (d->cfg->daemon.kill_grace_s + d->cfg->daemon.tick_s) / 3600.0;
+        double bill = spw_daemon_attempt_usd(d, j, now);
+        if (bill < compute - margin)
+            continue;
+        set_reason(j, "stopped: reached its worst-case cost ($%.4f billed of the $%.4f "
+                   "reserved for its compute)", bill, compute);
+        say(d, "job %s %s", j->id, j->reason);
+        if (j->running) {
+            spw_error_t err;
+            if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0) {
+                say(d, "job %s: cannot stop it: %s", j->id, err.text);
+                continue;
+            }
+            j->stop_cost = 1;
+            job_save(d, j, SPW_JU_REASON);
+        } else {
+            eng_finish(d, j, now);
+            job_end(d, j, SPW_DJOB_FAILED, now);
+        }
+    }
+}
+
+/* Jobs the engine rejected in the last schedule (a budget ran out under
+ * on_exhausted: reject) end as rejected. */
+static void end_rejected(spw_daemon_t *d, spw_job_t **rej, size_t n, double now)
+{
+    for (size_t i = 0; i < n; i++) {
+        djob_t *j = (djob_t *)((char *)rej[i] - offsetof(djob_t, ej));
+        set_reason(j, "%s", spw_reason_text(j->ej.reason));
+        say(d, "job %s %s", j->id, j->reason);
+        job_end(d, j, SPW_DJOB_REJECTED, now);
+    }
+}
+
+/* Queued jobs the engine held (a budget or cap had no room for their worst
+ * case) since they were last saved: their held count and reason are
+ * written, so they survive a restart and `show` says why. */
+static void save_held(spw_daemon_t *d)
+{
+    while (d->job_lo < d->njobs &&
+           (!d->jobs[d->job_lo] || spw_djob_state_terminal(d->jobs[d->job_lo]->st)))
+        d->job_lo++;
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || j->ej.held == j->held_saved || spw_djob_state_terminal(j->st))
+            continue;
+        unsigned set = SPW_JU_MONEY;
+        if (j->st == SPW_DJOB_QUEUED &&
+            (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP ||
+             j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET)) {
+            set_reason(j, "%s", spw_reason_text(j->ej.reason));
+            set |= SPW_JU_REASON;
+        }
+        job_save(d, j, set);
+    }
+}
+
 /* ---- submits ------------------------------------------------------------ */
 
 /* Turns committed spec r into a job and hands it to the engine. */
@@ -684,6 +891,7 @@ static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
     j->ej.gpu_mask = j->gpu_mask;
     j->ej.priority = j->spec.priority;
     j->ej.deadline_s = j->spec.deadline_s;
+    job_gov(d, j);
     if (isnan(d->since_ts))
         d->since_ts = now;
     spw_engine_submit(d->engine, &j->ej, now);
@@ -780,14 +988,21 @@ static void turn_locked(spw_daemon_t *d)
         for (size_t i = 0; i < m; i++)
             handle_inst_event(d, &ev[i], now);
     release_idle(d, now);
-    spw_job_t **placed;
+    stop_over_worst_case(d, now);
+    spw_job_t **placed, **rejected;
     double t0 = mono();
     size_t np = spw_engine_schedule(d->engine, now, &placed);
     note_turn(d, mono() - t0);
-    /* The engine reuses its placed array on the next call: copy it. */
-    spw_job_t **copy = np ? spw_xmalloc(np * sizeof(*copy)) : NULL;
+    /* The engine reuses its placed and rejected arrays on the next call:
+     * copy them. */
+    size_t nr = spw_engine_rejected(d->engine, &rejected);
+    spw_job_t **copy = np + nr ? spw_xmalloc((np + nr) * sizeof(*copy)) : NULL;
     if (np)
         memcpy(copy, placed, np * sizeof(*copy));
+    if (nr)
+        memcpy(copy + np, rejected, nr * sizeof(*copy));
+    if (nr)
+        end_rejected(d, copy + np, nr, now);
     for (size_t i = 0; i < np; i++) {
         djob_t *j = (djob_t *)((char *)copy[i] - offsetof(djob_t, ej));
         record_decision(d, j, now);
@@ -797,6 +1012,7 @@ static void turn_locked(spw_daemon_t *d)
             place_cloud(d, j, now);
     }
     free(copy);
+    save_held(d);
     if (tx && spw_store_commit(d->store, &err) < 0) {
         say(d, "cannot commit a turn: %s", err.text);
         spw_store_rollback(d->store);
@@ -875,7 +1091,7 @@ int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         job_save(d, j, SPW_JU_REASON);
     } else {
         set_reason(j, "cancelled by a user");
-        spw_engine_cancel(d->engine, &j->ej, now);
+        eng_cancel(d, j, now);
         job_end(d, j, SPW_DJOB_CANCELLED, now);
     }
     pthread_cond_signal(&d->wake);
@@ -989,7 +1205,6 @@ static int mkdir_p(const char *path, spw_error_t *err)
 static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
 {
     spw_fleet_t *f = &d->fleet;
-    spw_gov_copy(&f->gov, &src->gov);
     for (int k = 0; k < src->models.n; k++)
         if (spw_models_intern(&f->models, src->models.name[k], strlen(src->models.name[k]), err) < 0)
             return -1;
@@ -1023,6 +1238,18 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         o->zone = spw_xstrdup(s->zone);
         o->instance_type = spw_xstrdup(s->instance_type);
     }
+    spw_gov_clear(&f->gov);
+    spw_gov_copy(&f->gov, &src->gov);
+    /* The daemon's engine runs on unix time: its time 0 is the epoch (a
+     * config's sim: start is for the simulator). */
+    f->gov.origin_s = 0;
+    const spw_gov_t *g = &f->gov;
+    d->money_limits = isfinite(g->max_cloud_usd_per_h) || isfinite(g->max_cloud_gpus);
+    for (size_t i = 0; i < g->nteams; i++)
+        d->money_limits |= isfinite(g->teams[i].budget_usd) ||
+                           isfinite(g->teams[i].max_cloud_usd_per_h) ||
+                           isfinite(g->teams[i].max_cloud_gpus) ||
+                           isfinite(g->teams[i].max_egress_usd_per_month);
     return 0;
 }
 
@@ -1097,11 +1324,16 @@ static int load_job(const spw_store_job_t *r, void *arg)
     j->exit_code = r->exit_code;
     j->reason = r->reason ? spw_xstrdup(r->reason) : NULL;
     j->gpus = spec.gpus;
-    /* One settled cost per job is stored: filed under where it last ran. */
-    if (r->placement && strncmp(r->placement, "cloud:", 6) == 0)
-        j->cloud_usd = r->cost_usd;
-    else
-        j->onprem_usd = r->cost_usd;
+    j->cloud_usd = r->cloud_usd;
+    j->onprem_usd = r->cost_usd > r->cloud_usd ? r->cost_usd - r->cloud_usd : 0;
+    j->charge_ts = r->charge_ts;
+    j->led_usd = r->ledger_usd;
+    j->led_egress_usd = r->ledger_egress_usd;
+    j->ej.reserved_usd = r->reserved_usd;
+    j->ej.egress_usd = r->egress_usd;
+    j->ej.egress_gb = r->egress_gb;
+    j->ej.held = j->held_saved = (uint32_t)r->held;
+    j->ej.team = (uint32_t)(spw_gov_team(&d->fleet.gov, j->team) + 1);
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
     if (r->pid) {
         j->h.pid = j->h.pgid = (pid_t)r->pid;
@@ -1149,6 +1381,10 @@ static int load_inst(const spw_store_instance_t *r, void *arg)
     snprintf(in.zone, sizeof(in.zone), "%s", o->zone);
     snprintf(in.instance_type, sizeof(in.instance_type), "%s", o->instance_type);
     in.price_usd_per_h = r->price_usd_per_h;
+    /* The store keeps the price, not the kind: a spot instance is one
+     * billed at the offer's spot price. */
+    in.spot = !isnan(o->spot_usd_per_h) && o->spot_usd_per_h != o->ondemand_usd_per_h &&
+              r->price_usd_per_h == o->spot_usd_per_h;
     in.state = r->state == SPW_INST_BOOTING ? SPW_INSTANCE_BOOTING
                : r->state == SPW_INST_READY ? SPW_INSTANCE_READY
                                             : SPW_INSTANCE_RELEASED;
@@ -1220,6 +1456,7 @@ static void engine_fields(spw_daemon_t *d, djob_t *j)
     j->ej.gpu_mask = j->gpu_mask;
     j->ej.priority = j->spec.priority;
     j->ej.deadline_s = j->spec.deadline_s;
+    job_gov(d, j);
 }
 
 /* Parses "0,1,3" into GPU bits. */
@@ -1251,7 +1488,7 @@ static int readopt(spw_daemon_t *d, djob_t *j)
     h.pid = h.pgid = pid;
     h.start_ticks = ticks;
     h.started_s = isnan(j->start_ts) ? d->now : j->start_ts;
-    h.max_runtime_s = isnan(j->spec.max_runtime_s) ? 0 : j->spec.max_runtime_s;
+    h.max_runtime_s = run_limit(d, j);
     spw_error_t err;
     if (d->be_ops->adopt(d->be, &h, &err) < 0)
         return -1;
@@ -1307,10 +1544,12 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
     spw_engine_submit(d->engine, &j->ej, d->now);
 }
 
+/* A job placed when the daemon stopped: it holds its GPUs, or in the cloud
+ * its instances and its reservation, again; or it is ended or requeued
+ * when its process is gone.  Its onprem_usd and cloud_usd, as loaded, are
+ * what earlier attempts settled; the current one accrues from its start. */
 static void recover_placed(spw_daemon_t *d, djob_t *j)
 {
-    double settled = j->onprem_usd + j->cloud_usd;
-    j->onprem_usd = j->cloud_usd = 0;
     if (j->pool >= 0) {
         j->ej.state = SPW_JOB_ONPREM;
         j->ej.pool = j->pool;
@@ -1320,8 +1559,7 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         int32_t pool = j->pool, node = j->node;
         j->pool = j->node = -1;
         if (readopt(d, j) < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
-            j->onprem_usd = settled;
-            spw_job_reset(&j->ej);
+            ej_reset(j);
             if (j->running) {
                 spw_error_t err;
                 d->be_ops->cancel(d->be, &j->h, d->now, &err);
@@ -1338,13 +1576,12 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         j->gpu_bits = parse_bits(j->gpus_assigned);
         d->node_used[pool][node] |= j->gpu_bits;
         d->pool_busy[pool] += j->ej.alloc_gpus;
-        j->onprem_usd = settled;   /* earlier attempts; this one accrues from start */
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
         return;
     }
-    j->cloud_usd = settled;
     if (j->offer < 0 || j->ninst == 0) {
+        j->ej.reserved_usd = 0;   /* its instances are gone: nothing to hold */
         recover_gone(d, j);
         return;
     }
@@ -1353,12 +1590,27 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
     j->ej.instances = (uint32_t)j->ninst;
     j->ej.placed_s = isnan(j->placed_ts) ? d->now : j->placed_ts;
     j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
-    spw_engine_restore(d->engine, &j->ej);
+    /* Its reservation, as committed with the placement, holds again in
+     * the period it was charged to; of its egress, the engine re-reserves
+     * what this attempt has not settled. */
+    j->ej.charge_s = isnan(j->charge_ts) ? j->ej.placed_s : j->charge_ts;
+    double egress = j->ej.egress_usd;
+    j->ej.egress_usd = egress > j->led_egress_usd ? egress - j->led_egress_usd : 0;
+    int restored = spw_engine_restore(d->engine, &j->ej) == 0;
+    j->ej.egress_usd = egress;
+    if (!restored) {
+        ej_reset(j);
+        recover_gone(d, j);
+        return;
+    }
     if (readopt(d, j) == 0) {
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
     } else if (j->st == SPW_DJOB_RUNNING || j->h.pid) {
-        spw_job_reset(&j->ej);   /* a restored cloud job holds nothing in the engine */
+        /* It ended while the daemon was down: the attempt settles to what
+         * its instances billed up to now. */
+        eng_finish(d, j, d->now);
+        ej_reset(j);
         recover_gone(d, j);
     } else {
         j->next_wait = d->waiting;   /* still booting: launched on READY */
@@ -1375,6 +1627,18 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
         return -1;
     if (reconcile(d, err) < 0)
         return -1;
+    /* The ledger remembers what every job settled against its team's
+     * budget, in the period it was charged to, as the database has it
+     * (before recovery settles anything more); live cloud placements hold
+     * their reservations again through spw_engine_restore below. */
+    spw_govrt_t *rt = spw_engine_gov(d->engine);
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j || !j->ej.team || !(j->led_usd > 0 || j->led_egress_usd > 0))
+            continue;
+        spw_govrt_add_settled(rt, (int)j->ej.team - 1, isnan(j->charge_ts) ? j->submit_ts : j->charge_ts,
+                              j->led_usd, j->led_egress_usd);
+    }
     size_t requeued = 0, adopted = 0, queued = 0;
     /* Placed jobs first, so they hold their GPUs before the queue is looked at. */
     for (size_t s = 1; s < d->njobs; s++) {
@@ -1418,6 +1682,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     pthread_cond_init(&d->wake, NULL);
     pthread_cond_init(&d->committed, NULL);
     d->cfg = cfg;
+    spw_fleet_init(&d->fleet);
     d->quiet = opts->quiet;
     d->subq_tail = &d->subq;
     d->now = d->started_ts = spw_daemon_clock();
@@ -1437,7 +1702,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     for (size_t i = 0; i < d->fleet.npools; i++)
         for (uint32_t n = 0; n < d->fleet.pools[i].nnodes; n++)
             d->pool_gpus[i] += d->fleet.pools[i].node_gpus[n];
-    if (!(d->engine = spw_engine_create(&d->fleet, &cfg->policy, err)))
+    /* A cloud worst case also covers what the daemon bills beyond a job's
+     * max_runtime: the kill grace, and a turn each to notice the limit and
+     * to reap the exit (and a second for rounding). */
+    spw_policy_t pol = cfg->policy;
+    pol.reserve_extra_s = cfg->daemon.kill_grace_s + 2 * cfg->daemon.tick_s + 1;
+    if (!(d->engine = spw_engine_create(&d->fleet, &pol, err)))
         goto error;
     char *db = spw_xmalloc(strlen(sd) + 16);
     sprintf(db, "%s/spillway.db", sd);
@@ -1455,7 +1725,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         eo[i].offer = i;
         eo[i].capacity = cfg->daemon.emulated_capacity;
         eo[i].preempt_rate_per_h = cfg->daemon.emulated_preempt_rate_per_h;
-        eo[i].rate_ondemand = 1;   /* the daemon buys on-demand only, for now */
+        eo[i].rate_ondemand = 1;   /* preemptions hit on-demand instances too */
     }
     spw_emulated_opts_t emo = {
         .offers = d->fleet.offers,

@@ -100,9 +100,13 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
                     long long offset, size_t max, char **buf, size_t *len, long long *next,
                     const char **state, spw_error_t *err);
 
-/* GET /v1/pools, GET /v1/costs, GET /healthz. */
+/* GET /v1/pools, GET /healthz. */
 int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
-int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
+/* GET /v1/costs?period=P: spend, budgets and caps for period P ("2026-11",
+ * "2026-W47"; NULL or "" = the current month, each team's budget over its
+ * own current period); 400 for a period that does not parse. */
+int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *period, json_t **out,
+                     spw_error_t *err);
 int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err);
 
 /* GET /metrics: Prometheus text exposition (caller frees). */

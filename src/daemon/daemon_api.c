@@ -69,6 +69,38 @@ static djob_t *lookup(spw_daemon_t *d, const spw_caller_t *who, const char *id, 
 
 /* ---- submit ---------------------------------------------------------------- */
 
+/* "a, b, c" of n names (at most len bytes). */
+static void name_list(char *buf, size_t len, size_t n, const char *(*name)(const spw_gov_t *, size_t),
+                      const spw_gov_t *g)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name(g, i));
+}
+
+static const char *dataset_name(const spw_gov_t *g, size_t i) { return g->datasets[i].name; }
+static const char *residency_name(const spw_gov_t *g, size_t i) { return g->residencies[i].name; }
+
+int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err)
+{
+    const spw_gov_t *g = &d->fleet.gov;
+    char have[400];
+    if (s->data && spw_gov_dataset(g, s->data) < 0) {
+        name_list(have, sizeof(have), g->ndatasets, dataset_name, g);
+        return spw_errorf(err, "field 'data': no dataset '%s' in the config (%s%s)", s->data,
+                          g->ndatasets ? "it has: " : "its data: section declares no datasets",
+                          have);
+    }
+    if (s->residency && spw_gov_residency(g, s->residency) < 0) {
+        name_list(have, sizeof(have), g->nresidencies, residency_name, g);
+        return spw_errorf(err, "field 'residency': no residency '%s' in the config (%s%s)",
+                          s->residency,
+                          g->nresidencies ? "it has: " : "it has no residency: section", have);
+    }
+    return 0;
+}
+
 int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *spec,
                       char id_out[SPW_STORE_ID_LEN], spw_error_t *err)
 {
@@ -86,7 +118,8 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
     LOCK(d);
     spw_error_t e2 = {{0}};
     uint64_t mask = spw_daemon_mask(d, spec, &e2);
-    if (e2.text[0] || spw_daemon_feasible(d, spec->gpus, mask, &e2) < 0) {
+    if (e2.text[0] || spw_daemon_feasible(d, spec->gpus, mask, &e2) < 0 ||
+        spw_daemon_check_gov(d, spec, &e2) < 0) {
         UNLOCK(d);
         *err = e2;
         goto out;
@@ -153,6 +186,17 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     if (j->cancel_req)
         json_object_set_new(o, "cancel_requested", json_true());
     json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) + spw_daemon_job_cloud_usd(d, j, d->now)));
+    /* money: what its live cloud placement reserves against its team's
+     * budget, its data egress, and how often a budget or cap held it */
+    json_object_set_new(o, "reserved_usd", json_real(j->ej.state == SPW_JOB_CLOUD ? j->ej.reserved_usd : 0));
+    json_object_set_new(o, "egress_usd", json_real(j->ej.egress_usd));
+    json_object_set_new(o, "egress_gb", json_real(j->ej.egress_gb));
+    json_object_set_new(o, "held", json_integer(j->ej.held));
+    json_object_set_new(o, "charge_ts", ts_json(j->charge_ts));
+    if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD) {
+        double mr = spw_engine_max_runtime(d->engine, &j->ej);
+        json_object_set_new(o, "max_runtime_s", isfinite(mr) ? json_real(mr) : json_null());
+    }
     if (with_spec) {
         spw_store_job_t r;
         spw_error_t err;
@@ -186,7 +230,7 @@ int spw_daemon_jobs(spw_daemon_t *d, const spw_caller_t *who, const char *state,
     spw_djob_state_t st = 0;
     if (state && spw_djob_state_parse(state, &st) < 0)
         return spw_errorf(err, "state: expected one of queued, placed, running, succeeded, failed, "
-                          "cancelled; got '%s'", state), 400;
+                          "cancelled, rejected; got '%s'", state), 400;
     if (team && !who->admin && (!who->team || strcmp(team, who->team) != 0))
         return spw_errorf(err, "team: your token belongs to team '%s'; it cannot list team '%s'",
                           who->team ? who->team : "", team), 403;
@@ -443,20 +487,132 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     return 200;
 }
 
-/* Per-team sums for costs. */
+/* ---- costs ------------------------------------------------------------------------ */
+
+/* One team's row of /v1/costs. */
 typedef struct teamsum {
-    const char *team;
-    double onprem_usd, cloud_usd, onprem_gpu_h, cloud_gpu_h;
-    long jobs;
+    const char *team;            /* borrowed: the config's or a job's */
+    int gov;                     /* index in fleet.gov.teams, or -1 */
+    double onprem_usd, cloud_usd, onprem_gpu_h, cloud_gpu_h;  /* its jobs in the period */
+    double settled_usd;          /* from its jobs: settled against its budget */
+    double egress_usd;           /* from its jobs: egress settled */
+    double reserved_usd;         /* from its jobs: live reservations charged in the period */
+    long jobs;                   /* jobs charged in the period */
+    long held, onprem_only;      /* queued jobs a budget or cap holds now */
+    long rejected;               /* jobs rejected in the period */
 } teamsum_t;
 
-int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err)
+static teamsum_t *team_row(teamsum_t **ts, size_t *nts, const char *team, int gov)
 {
-    (void)err;
+    for (size_t k = 0; k < *nts; k++)
+        if (strcmp((*ts)[k].team, team) == 0)
+            return &(*ts)[k];
+    *ts = spw_xrealloc(*ts, (*nts + 1) * sizeof(**ts));
+    teamsum_t *t = &(*ts)[(*nts)++];
+    memset(t, 0, sizeof(*t));
+    t->team = team;
+    t->gov = gov;
+    return t;
+}
+
+/* A dollar amount that may be "none": null for INFINITY. */
+static json_t *usd_json(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The budget part of a team's row: from the engine's ledger for the
+ * current period of the team's kind, else from its jobs' records. */
+static void team_budget_json(spw_daemon_t *d, json_t *o, const teamsum_t *t, spw_period_t kind,
+                             double start, double end, int explicit_period, double now)
+{
+    const spw_gov_t *g = &d->fleet.gov;
+    const spw_team_spec_t *ts = t->gov >= 0 ? &g->teams[t->gov] : NULL;
+    spw_govrt_t *rt = spw_engine_gov(d->engine);
+    char label[32];
+    spw_team_ledger_t L;
+    int ledger = ts && (!explicit_period || (ts->period == kind && start <= now && now < end));
+    if (ledger) {
+        spw_govrt_ledger(rt, t->gov, now, &L);
+        spw_period_label(ts->period, now, label, sizeof(label));
+        json_object_set_new(o, "period", json_string(label));
+        json_object_set_new(o, "period_kind", json_string(spw_period_name(ts->period)));
+        json_object_set_new(o, "period_start_ts", json_real(L.period_start_s));
+        json_object_set_new(o, "period_end_ts", json_real(L.period_end_s));
+        json_object_set_new(o, "source", json_string("ledger"));
+        json_object_set_new(o, "budget_usd", usd_json(L.budget_usd));
+        json_object_set_new(o, "settled_usd", json_real(L.settled_usd));
+        json_object_set_new(o, "reserved_usd", json_real(L.reserved_usd));
+        json_object_set_new(o, "remaining_usd", usd_json(L.remaining_usd));
+        json_object_set_new(o, "egress_usd", json_real(L.egress_settled_usd + L.egress_reserved_usd));
+    } else {
+        /* Past or future periods, teams outside the config, and teams whose
+         * budget runs over another kind of period: from the job records. */
+        int same = ts && ts->period == kind;
+        spw_period_label(kind, start, label, sizeof(label));
+        json_object_set_new(o, "period", json_string(label));
+        json_object_set_new(o, "period_kind", json_string(spw_period_name(kind)));
+        json_object_set_new(o, "period_start_ts", json_real(start));
+        json_object_set_new(o, "period_end_ts", json_real(end));
+        json_object_set_new(o, "source", json_string("jobs"));
+        double budget = same ? ts->budget_usd : INFINITY;
+        json_object_set_new(o, "budget_usd", usd_json(budget));
+        if (ts && !same)
+            json_object_set_new(o, "budget_period_kind", json_string(spw_period_name(ts->period)));
+        json_object_set_new(o, "settled_usd", json_real(t->settled_usd));
+        json_object_set_new(o, "reserved_usd", json_real(t->reserved_usd));
+        json_object_set_new(o, "remaining_usd",
+                            usd_json(isfinite(budget) ? budget - t->settled_usd - t->reserved_usd
+                                                      : INFINITY));
+        json_object_set_new(o, "egress_usd", json_real(t->egress_usd));
+    }
+    json_object_set_new(o, "on_exhausted", ts ? json_string(spw_exhausted_name(ts->on_exhausted))
+                                              : json_null());
+    json_object_set_new(o, "max_egress_usd_per_month", usd_json(ts ? ts->max_egress_usd_per_month : INFINITY));
+    /* now, whatever the period */
+    if (ts) {
+        spw_govrt_ledger(rt, t->gov, now, &L);
+        json_object_set_new(o, "cloud_usd_per_h", json_real(L.cloud_usd_per_h));
+        json_object_set_new(o, "cloud_gpus", json_real(L.cloud_gpus));
+    } else {
+        json_object_set_new(o, "cloud_usd_per_h", json_null());
+        json_object_set_new(o, "cloud_gpus", json_null());
+    }
+    json_object_set_new(o, "max_cloud_usd_per_h", usd_json(ts ? ts->max_cloud_usd_per_h : INFINITY));
+    json_object_set_new(o, "max_cloud_gpus", usd_json(ts ? ts->max_cloud_gpus : INFINITY));
+    json_object_set_new(o, "held_jobs", json_integer(t->held));
+    json_object_set_new(o, "onprem_only_jobs", json_integer(t->onprem_only));
+    json_object_set_new(o, "rejected_jobs", json_integer(t->rejected));
+}
+
+int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *period, json_t **out,
+                     spw_error_t *err)
+{
+    spw_period_t kind = SPW_PERIOD_MONTH;
+    double start;
+    int explicit_period = period && *period;
     LOCK(d);
     double now = d->now;
+    if (explicit_period) {
+        spw_error_t e2;
+        if (spw_period_parse(period, &kind, &start, &e2) < 0) {
+            UNLOCK(d);
+            return spw_errorf(err, "period: %s (give YYYY-MM or YYYY-Www, e.g. 2026-11 or "
+                              "2026-W47)", e2.text), 400;
+        }
+    } else {
+        start = spw_period_start(kind, now);
+    }
+    double end = spw_period_end(kind, start);
+    double upto = fmin(end, now);
+    const spw_gov_t *g = &d->fleet.gov;
     teamsum_t *ts = NULL;
     size_t nts = 0;
+    /* Every team of the config has a row (budgets show even before a
+     * first job); a team token sees only its own. */
+    for (size_t i = 0; i < g->nteams; i++)
+        if (who->admin || (who->team && strcmp(who->team, g->teams[i].name) == 0))
+            team_row(&ts, &nts, g->teams[i].name, (int)i);
     double *pool_usd = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double *pool_gh = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double onprem = 0, cloud_bound = 0;
@@ -464,14 +620,16 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         const djob_t *j = d->jobs[s];
         if (!j || !visible(who, j))
             continue;
-        size_t k = 0;
-        while (k < nts && strcmp(ts[k].team, j->team) != 0)
-            k++;
-        if (k == nts) {
-            ts = spw_xrealloc(ts, (nts + 1) * sizeof(*ts));
-            memset(&ts[nts], 0, sizeof(*ts));
-            ts[nts++].team = j->team;
+        teamsum_t *t = team_row(&ts, &nts, j->team, spw_gov_team(g, j->team));
+        if (j->st == SPW_DJOB_QUEUED) {
+            t->held += j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP;
+            t->onprem_only += j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET;
         }
+        /* A job's spend counts in the period it is charged to: that of its
+         * last placement, as budgets do. */
+        double at = isnan(j->charge_ts) ? j->submit_ts : j->charge_ts;
+        if (!(at >= start && at < end))
+            continue;
         double on_usd = spw_daemon_job_onprem_usd(d, j, now), on_gh = j->onprem_gpu_h;
         if (j->holds && !isnan(j->start_ts) && now > j->start_ts)
             on_gh += (now - j->start_ts) / 3600.0 * j->ej.alloc_gpus;
@@ -480,11 +638,16 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
             pool_gh[j->pool] += on_gh;
         }
         double cl = spw_daemon_job_cloud_usd(d, j, now);
-        ts[k].onprem_usd += on_usd;
-        ts[k].onprem_gpu_h += on_gh;
-        ts[k].cloud_usd += cl;
-        ts[k].cloud_gpu_h += j->cloud_gpu_h;
-        ts[k].jobs++;
+        t->onprem_usd += on_usd;
+        t->onprem_gpu_h += on_gh;
+        t->cloud_usd += cl;
+        t->cloud_gpu_h += j->cloud_gpu_h;
+        t->jobs++;
+        t->settled_usd += j->led_usd + j->led_egress_usd;
+        t->egress_usd += j->led_egress_usd;
+        if (j->ej.state == SPW_JOB_CLOUD)
+            t->reserved_usd += j->ej.reserved_usd;
+        t->rejected += j->st == SPW_DJOB_REJECTED;
         onprem += on_usd;
         cloud_bound += cl;
     }
@@ -492,6 +655,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     for (size_t k = 0; k < nts; k++) {
         json_t *o = json_object();
         json_object_set_new(o, "team", json_string(ts[k].team));
+        team_budget_json(d, o, &ts[k], kind, start, end, explicit_period, now);
         json_object_set_new(o, "onprem_usd", json_real(ts[k].onprem_usd));
         json_object_set_new(o, "cloud_usd", json_real(ts[k].cloud_usd));
         json_object_set_new(o, "onprem_gpu_h", json_real(ts[k].onprem_gpu_h));
@@ -500,24 +664,55 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_array_append_new(teams, o);
     }
     double cloud = cloud_bound;
+    json_t *org = json_null();
     if (who->admin) {
-        /* Billing truth: what every instance cost, bound to a job or not. */
-        offer_tally_t *t = tally_offers(d, now);
+        /* Billing truth: what every instance billed in the period, bound to
+         * a job or not. */
         cloud = 0;
+        double idle_usd_h = 0;
         for (size_t i = 0; i < d->fleet.noffers; i++) {
-            double usd;
-            size_t n;
-            if (provider_total(d, t, i, &usd, &n) < 0 || n == 0)
+            const char *prov = d->fleet.offers[i].provider;
+            int first = 1;
+            for (size_t k = 0; k < i && first; k++)
+                first = strcmp(d->fleet.offers[k].provider, prov) != 0;
+            if (!first)
+                continue;
+            double usd = 0;
+            size_t n = 0;
+            for (size_t k = 0; k < d->ninst; k++) {
+                const spw_instance_t *in = &d->inst[k].in;
+                if (strcmp(d->fleet.offers[in->offer].provider, prov) != 0)
+                    continue;
+                double a = fmax(start, in->launched_s);
+                double b = spw_instance_state_live(in->state) ? upto : fmin(upto, in->ended_s);
+                if (!(in->launched_s < end) || !(b > a || in->launched_s >= start))
+                    continue;
+                n++;
+                if (b > a)
+                    usd += in->price_usd_per_h * (b - a) / 3600.0;
+            }
+            if (n == 0)
                 continue;
             json_t *o = json_object();
-            json_object_set_new(o, "provider", json_string(d->fleet.offers[i].provider));
+            json_object_set_new(o, "provider", json_string(prov));
             json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
             json_object_set_new(o, "usd", json_real(usd));
             json_object_set_new(o, "instances", json_integer((json_int_t)n));
             json_array_append_new(provs, o);
             cloud += usd;
         }
-        free(t);
+        for (size_t k = d->inst_lo; k < d->ninst; k++)
+            if (!d->inst[k].job_seq && spw_instance_state_live(d->inst[k].in.state))
+                idle_usd_h += d->inst[k].in.price_usd_per_h;
+        double usd_h, gpus;
+        spw_govrt_org(spw_engine_gov(d->engine), &usd_h, &gpus);
+        org = json_object();
+        json_object_set_new(org, "max_cloud_usd_per_h", usd_json(g->max_cloud_usd_per_h));
+        json_object_set_new(org, "cloud_usd_per_h", json_real(usd_h));
+        json_object_set_new(org, "max_cloud_gpus", usd_json(g->max_cloud_gpus));
+        json_object_set_new(org, "cloud_gpus", json_real(gpus));
+        json_object_set_new(org, "idle_usd_per_h", json_real(idle_usd_h));
+        json_object_set_new(org, "default_max_runtime_s", json_real(g->default_max_runtime_s));
     }
     for (size_t i = 0; i < d->fleet.npools; i++) {
         json_t *o = json_object();
@@ -529,8 +724,15 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     free(ts);
     free(pool_usd);
     free(pool_gh);
+    char label[32];
+    spw_period_label(kind, start, label, sizeof(label));
     json_t *o = json_object();
     json_object_set_new(o, "now_ts", json_real(now));
+    json_object_set_new(o, "period", json_string(label));
+    json_object_set_new(o, "period_kind", json_string(spw_period_name(kind)));
+    json_object_set_new(o, "period_start_ts", json_real(start));
+    json_object_set_new(o, "period_end_ts", json_real(end));
+    json_object_set_new(o, "current", json_boolean(start <= now && now < end));
     json_object_set_new(o, "since_ts", ts_json(d->since_ts));
     json_object_set_new(o, "total_usd", json_real(onprem + cloud));
     json_object_set_new(o, "onprem_usd", json_real(onprem));
@@ -539,6 +741,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     json_object_set_new(o, "teams", teams);
     json_object_set_new(o, "providers", provs);
     json_object_set_new(o, "pools", pools);
+    json_object_set_new(o, "org", org);
     UNLOCK(d);
     *out = o;
     return 200;
@@ -696,6 +899,48 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                 esc(d->fleet.offers[i].provider, e3, sizeof(e3)), emu, usd);
     }
     free(t);
+    /* budgets: each team of the config over its current period */
+    const spw_gov_t *g = &d->fleet.gov;
+    if (g->nteams) {
+        spw_govrt_t *rt = spw_engine_gov(d->engine);
+        uint64_t *held = spw_xcalloc(g->nteams, sizeof(uint64_t));
+        for (size_t s = d->job_lo; s < d->njobs; s++) {
+            const djob_t *j = d->jobs[s];
+            if (j && j->st == SPW_DJOB_QUEUED && j->ej.team && j->ej.team <= g->nteams &&
+                (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP))
+                held[j->ej.team - 1]++;
+        }
+        spw_team_ledger_t *L = spw_xcalloc(g->nteams, sizeof(*L));
+        for (size_t i = 0; i < g->nteams; i++)
+            spw_govrt_ledger(rt, (int)i, now, &L[i]);
+        put(&b, "# HELP spillway_team_budget_usd A team's budget for its current period (+Inf = none).\n");
+        put(&b, "# TYPE spillway_team_budget_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++) {
+            if (isfinite(L[i].budget_usd))
+                put(&b, "spillway_team_budget_usd{team=\"%s\"} %.6f\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)), L[i].budget_usd);
+            else
+                put(&b, "spillway_team_budget_usd{team=\"%s\"} +Inf\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)));
+        }
+        put(&b, "# HELP spillway_team_spend_usd Spend settled against a team's budget in its current period.\n");
+        put(&b, "# TYPE spillway_team_spend_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_team_spend_usd{team=\"%s\"} %.6f\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), L[i].settled_usd);
+        put(&b, "# HELP spillway_team_reserved_usd Worst cases a team's live cloud placements reserve in its current period.\n");
+        put(&b, "# TYPE spillway_team_reserved_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_team_reserved_usd{team=\"%s\"} %.6f\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), L[i].reserved_usd);
+        put(&b, "# HELP spillway_jobs_held Queued jobs whose cloud burst a budget or cap holds now.\n");
+        put(&b, "# TYPE spillway_jobs_held gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_jobs_held{team=\"%s\"} %" PRIu64 "\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), held[i]);
+        free(L);
+        free(held);
+    }
     put(&b, "# HELP spillway_decision_seconds Time the engine took for one scheduling decision (a turn).\n");
     put(&b, "# TYPE spillway_decision_seconds histogram\n");
     uint64_t acc = 0;

@@ -54,6 +54,19 @@ typedef struct djob {
     double onprem_gpu_h;        /* settled on-prem GPU-hours */
     double cloud_usd;           /* settled cloud cost, billed while bound */
     double cloud_gpu_h;         /* settled cloud GPU-hours while running */
+    double charge_ts;           /* when its spend is charged: its last
+                                   placement (a cloud one: when its worst
+                                   case was reserved); NAN = never placed */
+    double led_usd;             /* cloud compute its ended attempts settled
+                                   against its team's budget (each bill
+                                   clamped to its reservation, as the
+                                   engine's ledger does) */
+    double led_egress_usd;      /* egress settled against that budget: all
+                                   of ej.egress_usd but what a live cloud
+                                   placement still holds in its reservation */
+    uint32_t held_saved;        /* ej.held as last written to the store */
+    int stop_cost;              /* its process is being stopped because its
+                                   cloud bill reached its worst case */
     uint32_t gpus;              /* GPUs asked (kept after the spec is freed) */
     uint64_t gpu_mask;          /* acceptable models over the fleet's table */
     struct djob *next_wait;     /* list of cloud jobs waiting for boots */
@@ -102,6 +115,12 @@ struct spw_daemon {
     size_t njobs, capjobs;       /* highest seq + 1, capacity */
     dinst_t *inst;               /* every instance acquired */
     size_t ninst, capinst;
+    size_t inst_lo;              /* instances below it have all ended */
+    size_t job_lo;               /* jobs below this seq have all ended */
+    int money_limits;            /* some budget or cap exists (the engine
+                                    then clamps a settled bill to its
+                                    reservation, and bounds every cloud
+                                    job's runtime) */
     uint64_t **node_used;        /* per pool, per node: GPU bits in use */
     uint64_t *pool_busy;         /* per pool: GPUs held by jobs */
     uint64_t *pool_gpus;         /* per pool: GPUs in all (fixed at create) */
@@ -129,9 +148,16 @@ int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t 
 uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
 int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err);
 int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);
+/* Checks the governance names of a spec against the config: 0, or -1 with
+ * a sentence naming the field and the names the config has. */
+int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
 /* A job's cost up to now: settled plus the attempt in progress. */
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now);
 double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now);
+/* What its current cloud attempt has billed up to now (0 when none). */
+double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now);
+/* The egress its live cloud placement holds in its reservation. */
+double spw_daemon_att_egress(const djob_t *j);
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len);
 double spw_daemon_clock(void);
 json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);

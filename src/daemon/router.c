@@ -322,7 +322,7 @@ static void h_list(call_t *c, spw_route_resp_t *out)
     if (query_get(c->req, "state", &v) && *v) {
         if (spw_djob_state_parse(v, &st_parsed) < 0) {
             resp_error(out, 400, "query parameter 'state' must be one of queued, placed, "
-                                 "running, succeeded, failed, cancelled");
+                                 "running, succeeded, failed, cancelled, rejected");
             return;
         }
         state = v;
@@ -409,7 +409,9 @@ static void h_costs(call_t *c, spw_route_resp_t *out)
 {
     json_t *obj = NULL;
     spw_error_t err = {{0}};
-    int st = spw_daemon_costs(c->d, &c->who, &obj, &err);
+    const char *period = NULL;
+    query_get(c->req, "period", &period);
+    int st = spw_daemon_costs(c->d, &c->who, period, &obj, &err);
     resp_daemon(out, st, obj, &err);
 }
 
@@ -456,6 +458,7 @@ static void h_logs(call_t *c, spw_route_resp_t *out)
 static const char *const no_params[] = {NULL};
 static const char *const list_params[] = {"state", "team", "after", "limit", NULL};
 static const char *const log_params[] = {"stream", "offset", NULL};
+static const char *const costs_params[] = {"period", NULL};
 
 #define ALLOW_GET "GET, HEAD"
 #define ALLOW_POST "POST"
@@ -470,7 +473,7 @@ static const route_t routes[] = {
     {"/v1/jobs/*/explain", "GET", ALLOW_GET, 0, no_params, h_explain},
     {"/v1/jobs/*/logs", "GET", ALLOW_GET, 0, log_params, h_logs},
     {"/v1/pools", "GET", ALLOW_GET, 0, no_params, h_pools},
-    {"/v1/costs", "GET", ALLOW_GET, 0, no_params, h_costs},
+    {"/v1/costs", "GET", ALLOW_GET, 0, costs_params, h_costs},
     {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, no_params, h_preempt},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

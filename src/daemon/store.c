@@ -37,7 +37,7 @@ int spw_djob_state_parse(const char *s, spw_djob_state_t *out)
 int spw_djob_state_terminal(spw_djob_state_t s)
 {
     return s == SPW_DJOB_SUCCEEDED || s == SPW_DJOB_FAILED ||
-        s == SPW_DJOB_CANCELLED;
+        s == SPW_DJOB_CANCELLED || s == SPW_DJOB_REJECTED;
 }
 
 const char *spw_inst_state_name(spw_inst_state_t s)
@@ -102,6 +102,22 @@ static const char *const migrations[] = {
     "  json TEXT NOT NULL"
     ");"
     "CREATE INDEX decisions_job ON decisions(job_id, seq);",
+    /* 1 -> 2: money: the cloud share of a job's cost, the worst case its
+     * live cloud placement reserves, and what it settled against its
+     * team's budget, so a restart rebuilds the ledger.  Rows from schema 1
+     * had no budgets: what they billed in the cloud counts as settled in
+     * the period of their last placement. */
+    "ALTER TABLE jobs ADD COLUMN cloud_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN reserved_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN charge_ts REAL;"
+    "ALTER TABLE jobs ADD COLUMN egress_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN egress_gb REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN ledger_usd REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN ledger_egress_usd REAL NOT NULL DEFAULT 0;"
+    "UPDATE jobs SET charge_ts = placed_ts;"
+    "UPDATE jobs SET cloud_usd = cost_usd, ledger_usd = cost_usd "
+    "  WHERE placement LIKE 'cloud:%';",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -113,7 +129,8 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
 #define JOB_COLS                                                              \
     "seq, id, team, spec_json, state, submit_ts, placed_ts, start_ts, "       \
     "end_ts, placement, gpus_assigned, pid, pid_start_ticks, exit_code, "     \
-    "attempts, reason, cost_usd"
+    "attempts, reason, cost_usd, cloud_usd, reserved_usd, charge_ts, "        \
+    "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id"
@@ -139,7 +156,16 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "exit_code = CASE WHEN ?1 & 128 THEN ?10 ELSE exit_code END, "          \
       "attempts = CASE WHEN ?1 & 256 THEN ?11 ELSE attempts END, "            \
       "reason = CASE WHEN ?1 & 512 THEN ?12 ELSE reason END, "                \
-      "cost_usd = CASE WHEN ?1 & 1024 THEN ?13 ELSE cost_usd END "            \
+      "cost_usd = CASE WHEN ?1 & 1024 THEN ?13 ELSE cost_usd END, "           \
+      "cloud_usd = CASE WHEN ?1 & 1024 THEN ?15 ELSE cloud_usd END, "         \
+      "reserved_usd = CASE WHEN ?1 & 2048 THEN ?16 ELSE reserved_usd END, "   \
+      "charge_ts = CASE WHEN ?1 & 2048 THEN ?17 ELSE charge_ts END, "         \
+      "egress_usd = CASE WHEN ?1 & 2048 THEN ?18 ELSE egress_usd END, "       \
+      "egress_gb = CASE WHEN ?1 & 2048 THEN ?19 ELSE egress_gb END, "         \
+      "held = CASE WHEN ?1 & 2048 THEN ?20 ELSE held END, "                   \
+      "ledger_usd = CASE WHEN ?1 & 2048 THEN ?21 ELSE ledger_usd END, "       \
+      "ledger_egress_usd = CASE WHEN ?1 & 2048 THEN ?22 "                     \
+      "  ELSE ledger_egress_usd END "                                         \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -171,7 +197,8 @@ _Static_assert(SPW_JU_STATE == 1 && SPW_JU_PLACED_TS == 2 &&
                SPW_JU_PLACEMENT == 16 && SPW_JU_GPUS == 32 &&
                SPW_JU_PID == 64 && SPW_JU_EXIT == 128 &&
                SPW_JU_ATTEMPTS == 256 && SPW_JU_REASON == 512 &&
-               SPW_JU_COST == 1024, "JOB_UPDATE's bit values");
+               SPW_JU_COST == 1024 && SPW_JU_MONEY == 2048,
+               "JOB_UPDATE's bit values");
 
 #define STMT_ENUM(a, sql) S_##a,
 #define STMT_SQL(a, sql) sql,
@@ -255,6 +282,12 @@ static void bind_time(sqlite3_stmt *s, int i, double v)
         sqlite3_bind_null(s, i);
     else
         sqlite3_bind_double(s, i, v);
+}
+
+/* Money columns are NOT NULL: a NAN or infinite amount is stored as 0. */
+static double finite_or_0(double v)
+{
+    return isfinite(v) ? v : 0;
 }
 
 static double col_time(sqlite3_stmt *s, int i)
@@ -596,8 +629,16 @@ int spw_store_job_update(spw_store_t *st, const char *id,
         sqlite3_bind_int(s, 10, u->exit_code);
     sqlite3_bind_int(s, 11, u->attempts);
     bind_text(s, 12, u->reason);
-    sqlite3_bind_double(s, 13, isnan(u->cost_usd) ? 0 : u->cost_usd);
+    sqlite3_bind_double(s, 13, finite_or_0(u->cost_usd));
     sqlite3_bind_text(s, 14, id, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 15, finite_or_0(u->cloud_usd));
+    sqlite3_bind_double(s, 16, finite_or_0(u->reserved_usd));
+    bind_time(s, 17, u->charge_ts);
+    sqlite3_bind_double(s, 18, finite_or_0(u->egress_usd));
+    sqlite3_bind_double(s, 19, finite_or_0(u->egress_gb));
+    sqlite3_bind_int64(s, 20, u->held);
+    sqlite3_bind_double(s, 21, finite_or_0(u->ledger_usd));
+    sqlite3_bind_double(s, 22, finite_or_0(u->ledger_egress_usd));
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -636,6 +677,14 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->attempts = sqlite3_column_int(s, 14);
     j->reason = col_text(s, 15);
     j->cost_usd = sqlite3_column_double(s, 16);
+    j->cloud_usd = sqlite3_column_double(s, 17);
+    j->reserved_usd = sqlite3_column_double(s, 18);
+    j->charge_ts = col_time(s, 19);
+    j->egress_usd = sqlite3_column_double(s, 20);
+    j->egress_gb = sqlite3_column_double(s, 21);
+    j->held = sqlite3_column_int64(s, 22);
+    j->ledger_usd = sqlite3_column_double(s, 23);
+    j->ledger_egress_usd = sqlite3_column_double(s, 24);
     return 0;
 }
 

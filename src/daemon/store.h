@@ -30,21 +30,23 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 1
+#define SPW_STORE_SCHEMA_VERSION 2
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
 
 /* Job states as stored (the state column holds the name).  Terminal states
- * are succeeded, failed and cancelled; the rest are live and come back from
- * spw_store_job_each_active after a restart. */
+ * are succeeded, failed, cancelled and rejected; the rest are live and come
+ * back from spw_store_job_each_active after a restart. */
 #define SPW_DJOB_STATES(X)                                                    \
     X(QUEUED, "queued")        /* waiting for a placement */                  \
     X(PLACED, "placed")        /* placed; launching (cloud: booting) */       \
     X(RUNNING, "running")      /* its process runs */                         \
     X(SUCCEEDED, "succeeded")  /* exited 0 */                                 \
     X(FAILED, "failed")        /* failed with no retries left, or killed */   \
-    X(CANCELLED, "cancelled")  /* cancelled by a user */
+    X(CANCELLED, "cancelled")  /* cancelled by a user */                      \
+    X(REJECTED, "rejected")    /* its team's budget ran out (on_exhausted:    \
+                                  reject); it never ran */
 #define SPW_ENUM_DJOB(a, s) SPW_DJOB_##a,
 typedef enum spw_djob_state {
     SPW_DJOB_STATES(SPW_ENUM_DJOB) SPW_DJOB_STATE_COUNT
@@ -127,7 +129,22 @@ typedef struct spw_store_job {
     int exit_code;                 /* exit status, or 128 + signal */
     int attempts;                  /* times it was started */
     char *reason;                  /* why it is in its state; NULL = none */
-    double cost_usd;               /* settled cost so far, dollars */
+    double cost_usd;               /* settled cost so far, dollars: on-prem
+                                      amortised plus cloud compute */
+    /* ---- money (schema 2; 0 / NAN in rows written before) ---- */
+    double cloud_usd;              /* of cost_usd, the cloud compute billed */
+    double reserved_usd;           /* worst case its live cloud placement
+                                      holds against budgets; 0 = none */
+    double charge_ts;              /* when its spend is charged (its last
+                                      placement, unix seconds); NAN = never */
+    double egress_usd;             /* data egress and cache storage, dollars */
+    double egress_gb;              /* data moved, gigabytes */
+    int64_t held;                  /* times a budget or cap held its burst */
+    double ledger_usd;             /* cloud compute settled against its team's
+                                      budget by ended attempts (the bill,
+                                      clamped to each attempt's reservation) */
+    double ledger_egress_usd;      /* egress settled against that budget (what
+                                      a live cloud placement holds is not) */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -156,7 +173,10 @@ enum {
     SPW_JU_EXIT = 1 << 7,       /* has_exit_code and exit_code */
     SPW_JU_ATTEMPTS = 1 << 8,
     SPW_JU_REASON = 1 << 9,
-    SPW_JU_COST = 1 << 10,
+    SPW_JU_COST = 1 << 10,      /* cost_usd and cloud_usd together */
+    SPW_JU_MONEY = 1 << 11,     /* reserved_usd, charge_ts, egress_usd,
+                                   egress_gb, held, ledger_usd and
+                                   ledger_egress_usd together */
 };
 
 typedef struct spw_store_job_update {
@@ -174,6 +194,14 @@ typedef struct spw_store_job_update {
     int attempts;                  /* times started */
     const char *reason;            /* borrowed; NULL clears */
     double cost_usd;               /* dollars */
+    double cloud_usd;              /* dollars (with SPW_JU_COST) */
+    double reserved_usd;           /* dollars; the rest with SPW_JU_MONEY */
+    double charge_ts;              /* unix seconds or NAN */
+    double egress_usd;             /* dollars */
+    double egress_gb;              /* gigabytes */
+    int64_t held;                  /* times held */
+    double ledger_usd;             /* dollars */
+    double ledger_egress_usd;      /* dollars */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */

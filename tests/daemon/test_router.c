@@ -347,6 +347,18 @@ static void test_capacity_and_admin(void)
     is(json_integer_value(json_object_get(json_array_get(pools, 0), "gpus")), 4, "of 4 GPUs");
     is(req("GET", "/v1/costs", ML, NULL), 200, "costs: 200");
     ok(json_is_array(json_object_get(J, "teams")), "costs has teams");
+    ok(json_is_string(json_object_get(J, "period")) && json_is_true(json_object_get(J, "current")),
+       "costs default to the current period");
+    is(req("GET", "/v1/costs?period=2020-02", ML, NULL), 200, "costs of a past month: 200");
+    is_str(json_string_value(json_object_get(J, "period")), "2020-02", "its label");
+    is_double(json_number_value(json_object_get(J, "period_start_ts")), 1580515200, 0,
+              "it starts on 2020-02-01 UTC");
+    ok(json_is_false(json_object_get(J, "current")), "and is not current");
+    is(req("GET", "/v1/costs?period=2020-W09", ML, NULL), 200, "costs of an ISO week: 200");
+    is_str(json_string_value(json_object_get(J, "period_kind")), "week", "a week");
+    is(req("GET", "/v1/costs?period=last-month", ML, NULL), 400, "a period that does not parse: 400");
+    ok(is_error_body(400), "400 body is an error object");
+    is(req("GET", "/v1/costs?month=2020-02", ML, NULL), 400, "an unknown query key: 400");
     is(req("POST", "/v1/admin/instances/emu-i-000001/preempt", ML, NULL), 403,
        "preempt with a team token: 403");
     is(req("POST", "/v1/admin/instances/emu-i-999999/preempt", ADMIN, NULL), 404,

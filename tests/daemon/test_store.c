@@ -143,8 +143,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "1",
-           "schema_version table holds 1");
+    is_str(raw(db, "SELECT version FROM schema_version"), "2",
+           "schema_version table holds 2");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -426,11 +426,133 @@ static void test_state_names(void)
        !spw_djob_state_terminal(SPW_DJOB_RUNNING) &&
        spw_djob_state_terminal(SPW_DJOB_SUCCEEDED) &&
        spw_djob_state_terminal(SPW_DJOB_FAILED) &&
-       spw_djob_state_terminal(SPW_DJOB_CANCELLED),
+       spw_djob_state_terminal(SPW_DJOB_CANCELLED) &&
+       spw_djob_state_terminal(SPW_DJOB_REJECTED),
        "terminal states (matching the store's active query)");
     ok(spw_inst_state_parse("released", &i) == 0 && i == SPW_INST_RELEASED,
        "instance state parse");
     is(spw_inst_state_parse("gone", &i), -1, "unknown instance state");
+}
+
+/* ---- money: reservations and the ledger's share -------------------------- */
+
+static void test_money(void)
+{
+    spw_store_t *st;
+    spw_error_t err;
+    spw_jobspec_t a;
+    const spw_jobspec_t *specs[1] = {&a};
+    char ids[1][SPW_STORE_ID_LEN];
+    spw_store_job_t j;
+    spw_store_job_update_t u;
+    const char *db = path_in("money.db");
+
+    if (spec("team: ml\nrun: [true]\ngpus: 1\n", &a))
+        return;
+    st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "open a database for money")) {
+        diag("%s", err.text);
+        spw_jobspec_free(&a);
+        return;
+    }
+    is(spw_store_submit_batch(st, specs, 1, 50, ids, &err), 0, "submit one");
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "get it")) {
+        ok(j.cloud_usd == 0 && j.reserved_usd == 0 && isnan(j.charge_ts) &&
+           j.egress_usd == 0 && j.egress_gb == 0 && j.held == 0 &&
+           j.ledger_usd == 0 && j.ledger_egress_usd == 0,
+           "a new job holds no money and has no charge time");
+        spw_store_job_clear(&j);
+    }
+    /* The placement and its reservation go in one transaction. */
+    is(spw_store_begin(st, &err), 0, "begin the turn");
+    memset(&u, 0, sizeof(u));
+    u.set = SPW_JU_STATE | SPW_JU_PLACEMENT | SPW_JU_MONEY;
+    u.state = SPW_DJOB_PLACED;
+    u.placement = "cloud:flat/any";
+    u.reserved_usd = 12.5;
+    u.charge_ts = 51;
+    u.egress_usd = 0.9;
+    u.egress_gb = 10;
+    u.held = 3;
+    u.ledger_usd = 1.25;
+    u.ledger_egress_usd = 0.4;
+    is(spw_store_job_update(st, ids[0], &u, &err), 0, "write the placement");
+    spw_store_rollback(st);
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "get it after a rollback")) {
+        ok(j.state == SPW_DJOB_QUEUED && j.reserved_usd == 0,
+           "a rolled-back turn leaves neither placement nor reservation");
+        spw_store_job_clear(&j);
+    }
+    is(spw_store_begin(st, &err), 0, "begin again");
+    is(spw_store_job_update(st, ids[0], &u, &err), 0, "write it again");
+    is(spw_store_commit(st, &err), 0, "commit");
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "get it")) {
+        is_double(j.reserved_usd, 12.5, 0, "reserved_usd");
+        is_double(j.charge_ts, 51, 0, "charge_ts");
+        is_double(j.egress_usd, 0.9, 0, "egress_usd");
+        is_double(j.egress_gb, 10, 0, "egress_gb");
+        is(j.held, 3, "held");
+        is_double(j.ledger_usd, 1.25, 0, "ledger_usd");
+        is_double(j.ledger_egress_usd, 0.4, 0, "ledger_egress_usd");
+        spw_store_job_clear(&j);
+    }
+    memset(&u, 0, sizeof(u));
+    u.set = SPW_JU_STATE | SPW_JU_COST;
+    u.state = SPW_DJOB_REJECTED;
+    u.cost_usd = 3;
+    u.cloud_usd = 2;
+    is(spw_store_job_update(st, ids[0], &u, &err), 0, "costs and a rejected state");
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "get it")) {
+        is(j.state, SPW_DJOB_REJECTED, "rejected is stored");
+        is_double(j.cost_usd, 3, 0, "cost_usd");
+        is_double(j.cloud_usd, 2, 0, "cloud_usd with it");
+        is_double(j.reserved_usd, 12.5, 0, "money fields untouched without SPW_JU_MONEY");
+        spw_store_job_clear(&j);
+    }
+    spw_store_close(st);
+    spw_jobspec_free(&a);
+
+    /* A schema-1 database (written before budgets) migrates in place: the
+     * cloud spend of a job counts as settled in the period of its
+     * placement. */
+    db = path_in("v1.db");
+    is_str(raw(db, "CREATE TABLE schema_version (version INTEGER NOT NULL)"), "",
+           "a schema-1 database by hand");
+    raw(db, "INSERT INTO schema_version VALUES (1)");
+    raw(db, "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL "
+            "UNIQUE, team TEXT NOT NULL, spec_json TEXT NOT NULL, state TEXT NOT NULL, "
+            "submit_ts REAL NOT NULL, placed_ts REAL, start_ts REAL, end_ts REAL, "
+            "placement TEXT, gpus_assigned TEXT, pid INTEGER, pid_start_ticks INTEGER, "
+            "exit_code INTEGER, attempts INTEGER NOT NULL DEFAULT 0, reason TEXT, "
+            "cost_usd REAL NOT NULL DEFAULT 0)");
+    raw(db, "CREATE TABLE instances (id TEXT PRIMARY KEY, provider TEXT NOT NULL, offer TEXT "
+            "NOT NULL, state TEXT NOT NULL, launched_ts REAL NOT NULL, ready_ts REAL, "
+            "released_ts REAL, price_usd_per_h REAL NOT NULL, job_id TEXT)");
+    raw(db, "CREATE TABLE decisions (seq INTEGER PRIMARY KEY, job_id TEXT NOT NULL, ts REAL "
+            "NOT NULL, json TEXT NOT NULL)");
+    raw(db, "INSERT INTO jobs (seq, id, team, spec_json, state, submit_ts, placed_ts, "
+            "placement, cost_usd) VALUES (1, 'j-000001', 'ml', '{\"run\":[\"true\"],"
+            "\"gpus\":1}', 'succeeded', 10, 11, 'cloud:flat/any', 4.5)");
+    raw(db, "INSERT INTO jobs (seq, id, team, spec_json, state, submit_ts, placed_ts, "
+            "placement, cost_usd) VALUES (2, 'j-000002', 'ml', '{\"run\":[\"true\"],"
+            "\"gpus\":1}', 'succeeded', 10, 12, 'onprem:local/0', 1.5)");
+    st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "a schema-1 database opens")) {
+        diag("%s", err.text);
+        return;
+    }
+    is(spw_store_schema_version(st), 2, "it is migrated to version 2");
+    if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
+        ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
+           j.reserved_usd == 0, "cloud spend settled at its placement");
+        spw_store_job_clear(&j);
+    }
+    if (ok(spw_store_job_get(st, "j-000002", &j, &err) == 0, "its on-prem job")) {
+        ok(j.cloud_usd == 0 && j.ledger_usd == 0 && j.cost_usd == 1.5 && j.charge_ts == 12,
+           "on-prem spend stays out of the cloud columns");
+        spw_store_job_clear(&j);
+    }
+    spw_store_close(st);
 }
 
 /* ---- opening odd files -------------------------------------------------- */
@@ -457,7 +579,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 1, "to version 1");
+        is(spw_store_schema_version(st), 2, "to version 2");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -475,7 +597,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(1): run a newer spillway") != NULL, "newer schema message");
+              "(2): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
@@ -749,6 +871,7 @@ int main(void)
     test_state_names();
     test_jobs();
     test_instances_decisions();
+    test_money();
     test_open_cases();
     test_crash();
     rm_rf(dir);
