@@ -775,6 +775,8 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->egress_usd += egress;
     j->egress_gb += gb;
     j->cost_usd += egress;
+    if (gb > 0)
+        spw_govrt_data_placed(e->gov, (int)j->data - 1, pl.pool, -1, now);
     take_onprem(e, c, j, pl);
     j->reason = why;
     note_placed(e, j);
@@ -879,7 +881,7 @@ static void start_cloud(spw_engine_t *e, const jclass_t *c, spw_job_t *j, const 
     j->egress_gb += pk->gb;
     spw_govrt_reserve(e->gov, (int)j->team - 1, now, &pk->ch);
     if (pk->gb > 0)
-        spw_govrt_data_placed(e->gov, (int)j->data - 1, (int)pk->offer, now);
+        spw_govrt_data_placed(e->gov, (int)j->data - 1, -1, (int)pk->offer, now);
     note_placed(e, j);
 }
 
@@ -1465,6 +1467,28 @@ static double wait_for(const spw_engine_t *e, const spw_job_t *j)
     }
 }
 
+/* Under gravity a job whose data would have to move waits longer before
+ * bursting: on the offer it would pick (least compute + egress), the
+ * transfer time plus the egress expressed as time on that offer (bursting
+ * pays that much more than staying). */
+static double gravity_wait(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                           double now)
+{
+    if (!e->policy.gravity || !c->data || c->offer < 0)
+        return 0;
+    double best = INFINITY, extra = 0;
+    for (uint32_t k = 0; k < c->noffers; k++) {
+        cloud_pick_t pk;
+        double rank = pick_eval(e, c, j, c->offers[k], now, &pk);
+        if (rank < best) {
+            best = rank;
+            extra = pk.transfer_s +
+                    (pk.ch.usd_per_h > 0 ? pk.ch.egress_usd / pk.ch.usd_per_h * 3600.0 : 0);
+        }
+    }
+    return extra;
+}
+
 /* Puts job j of class c on the list of bursts tried at this instant. */
 static void burst_now(spw_engine_t *e, spw_job_t *j, spw_reason_t why, double now)
 {
@@ -1498,7 +1522,7 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
         e->queued++;
         return;
     }
-    j->l.burst_at_s = c->offer < 0 ? INFINITY : j->submit_s + wait_for(e, j);
+    j->l.burst_at_s = c->offer < 0 ? INFINITY : j->submit_s + wait_for(e, j) + gravity_wait(e, c, j, now);
     queue_add(e, c, j);
     e->queued++;
     e->dirty = 1;
@@ -1655,7 +1679,7 @@ int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
         return 0;
     }
     j->reason = SPW_REASON_NONE;
-    j->l.burst_at_s = c->offer < 0 ? INFINITY : now + wait_for(e, j);
+    j->l.burst_at_s = c->offer < 0 ? INFINITY : now + wait_for(e, j) + gravity_wait(e, c, j, now);
     queue_add(e, c, j);
     e->dirty = 1;
     if (j->l.burst_at_s < INFINITY)

@@ -907,9 +907,10 @@ typedef struct team_rt {
     uint32_t nlive;              /* reservations held */
 } team_rt_t;
 
-/* A dataset copied into a cloud region. */
+/* A dataset copied into a cloud region or an on-prem pool. */
 typedef struct cache_entry {
     int dataset;
+    int pool;                    /* the pool holding the copy, or -1 for a region */
     const char *provider;        /* borrowed from the fleet's offer */
     const char *region;          /* borrowed from the fleet's offer */
     double expiry_s;             /* engine seconds; held while now < expiry */
@@ -1402,8 +1403,10 @@ static int site_holds(const spw_site_t *s, int site_pool, const spw_offer_t *o)
            && (!s->provider || strcasecmp(s->provider, o->provider) == 0);
 }
 
-static int cache_holds(const cache_entry_t *c, const spw_offer_t *o)
+static int cache_holds(const cache_entry_t *c, int site_pool, const spw_offer_t *o)
 {
+    if (c->pool >= 0)
+        return site_pool >= 0 && c->pool == site_pool;
     return o && strcmp(c->region, o->region) == 0 && strcasecmp(c->provider, o->provider) == 0;
 }
 
@@ -1439,9 +1442,9 @@ double spw_govrt_data_cost(const spw_govrt_t *rt, int dataset, int site_pool, in
         const cache_entry_t *c = &rt->cache[k];
         if (c->dataset != dataset || !(now < c->expiry_s))
             continue;
-        if (cache_holds(c, o))
+        if (cache_holds(c, site_pool, o))
             return 0;
-        double p = provider_egress(g, c->provider);
+        double p = c->pool >= 0 ? g->egress_onprem_usd_per_gb : provider_egress(g, c->provider);
         if (p < price)
             price = p;
     }
@@ -1456,18 +1459,21 @@ double spw_govrt_data_cost(const spw_govrt_t *rt, int dataset, int site_pool, in
     return usd;
 }
 
-void spw_govrt_data_placed(spw_govrt_t *rt, int dataset, int site_offer, double now)
+void spw_govrt_data_placed(spw_govrt_t *rt, int dataset, int site_pool, int site_offer,
+                           double now)
 {
     const spw_gov_t *g = rt->g;
-    if (!(g->cache_ttl_s > 0) || dataset < 0 || (size_t)dataset >= g->ndatasets
-        || site_offer < 0 || (size_t)site_offer >= rt->f->noffers)
+    if (!(g->cache_ttl_s > 0) || dataset < 0 || (size_t)dataset >= g->ndatasets)
         return;
-    const spw_offer_t *o = &rt->f->offers[site_offer];
+    if (site_pool >= 0 ? (size_t)site_pool >= rt->f->npools
+                       : site_offer < 0 || (size_t)site_offer >= rt->f->noffers)
+        return;
+    const spw_offer_t *o = site_pool >= 0 ? NULL : &rt->f->offers[site_offer];
     double expiry = now + g->cache_ttl_s;
     cache_entry_t *slot = NULL;
     for (size_t k = 0; k < rt->ncache; k++) {
         cache_entry_t *c = &rt->cache[k];
-        if (c->dataset == dataset && cache_holds(c, o)) {
+        if (c->dataset == dataset && cache_holds(c, site_pool, o)) {
             if (expiry > c->expiry_s)
                 c->expiry_s = expiry;
             return;
@@ -1483,8 +1489,9 @@ void spw_govrt_data_placed(spw_govrt_t *rt, int dataset, int site_offer, double 
         slot = &rt->cache[rt->ncache++];
     }
     slot->dataset = dataset;
-    slot->provider = o->provider;
-    slot->region = o->region;
+    slot->pool = site_pool >= 0 ? site_pool : -1;
+    slot->provider = o ? o->provider : NULL;
+    slot->region = o ? o->region : NULL;
     slot->expiry_s = expiry;
 }
 

@@ -284,11 +284,13 @@ void spw_govrt_org(const spw_govrt_t *rt, double *usd_per_h, double *gpus);
 /* What running job data set `dataset` at a site costs at `now`: egress and
  * cache storage in dollars (returned), gigabytes moved and transfer seconds.
  * Zero when the site holds the data (home, replica, or a cached copy not
- * yet expired).  site_pool >= 0 for an on-prem pool, else offer index. */
+ * yet expired, in a region or a pool).  site_pool >= 0 for an on-prem pool, else offer index. */
 double spw_govrt_data_cost(const spw_govrt_t *rt, int dataset, int site_pool, int site_offer,
                            double now, double *gb, double *transfer_s);
-/* Records that the dataset was copied to the offer's region at now (cached
- * there until now + cache_ttl_s). */
-void spw_govrt_data_placed(spw_govrt_t *rt, int dataset, int site_offer, double now);
+/* Records that the dataset was copied at now to on-prem pool site_pool
+ * (>= 0) or to the region of offer site_offer: it is cached there until
+ * now + cache_ttl_s (storage is charged by data_cost for regions only). */
+void spw_govrt_data_placed(spw_govrt_t *rt, int dataset, int site_pool, int site_offer,
+                           double now);
 
 #endif

@@ -866,7 +866,7 @@ static void test_gravity_cloud(void)
     ok(c1.egress_usd == 0 && c1.transfer_s == 0 && c1.start_s == 0, "gravity: no egress in r1");
     is_double(c1.reserved_usd, 10, EPS, "gravity: r1 reserves $10");
     /* A copy cached in r2 makes r2 free of data: $9 < $10. */
-    spw_govrt_data_placed(spw_engine_gov(e), (int)ds - 1, 1, 0);
+    spw_govrt_data_placed(spw_engine_gov(e), (int)ds - 1, -1, 1, 0);
     job_init(&c2, "c2", 0, 3600, 1, 2, 0);
     c2.data = ds;
     spw_engine_submit(e, &c2, 0);

@@ -1166,15 +1166,15 @@ static void test_data(void)
               "corpus to pool 2: egress only, no cache storage");
 
     /* Caches: a copy is held until now + ttl, and sends data onwards. */
-    spw_govrt_data_placed(rt, 1, 1, 100);
+    spw_govrt_data_placed(rt, 1, -1, 1, 100);
     is_double(spw_govrt_data_cost(rt, 1, -1, 1, 100 + 7 * DAY - 1, NULL, NULL), 0, 0,
               "corpus cached in aws eu-west-1 for 7 days");
     is_double(spw_govrt_data_cost(rt, 1, -1, 1, 100 + 7 * DAY, NULL, NULL), 90 + store1000, 1e-9,
               "the cached copy expires at exactly 7 days");
-    spw_govrt_data_placed(rt, 1, 1, 200);
+    spw_govrt_data_placed(rt, 1, -1, 1, 200);
     is_double(spw_govrt_data_cost(rt, 1, -1, 1, 100 + 7 * DAY, NULL, NULL), 0, 0,
               "placing again refreshes the expiry");
-    spw_govrt_data_placed(rt, 0, 4, 0);
+    spw_govrt_data_placed(rt, 0, -1, 4, 0);
     is_double(spw_govrt_data_cost(rt, 0, -1, 1, DAY, NULL, NULL), 150 * 0.087 + store150, 1e-9,
               "imagenet cached in azure westeurope sends it at $0.087/GB: $13.855");
     is_double(spw_govrt_data_cost(rt, 0, -1, 4, DAY, NULL, NULL), 0, 0,
@@ -1183,7 +1183,7 @@ static void test_data(void)
               "to a pool from the azure cache: egress only");
     is_double(spw_govrt_data_cost(rt, 0, -1, 1, 7 * DAY, NULL, NULL), 150 * 0.12 + store150, 1e-9,
               "after the azure copy expires the gcp replica sends it again");
-    spw_govrt_data_placed(rt, 0, 3, 8 * DAY);
+    spw_govrt_data_placed(rt, 0, -1, 3, 8 * DAY);
     is_double(spw_govrt_data_cost(rt, 0, -1, 3, 8 * DAY + 1, NULL, NULL), 0, 0,
               "an expired slot is reused for a new copy");
     is_double(spw_govrt_data_cost(rt, 0, -1, 4, 8 * DAY + 1, NULL, NULL), 150 * 0.12 + store150,
@@ -1191,13 +1191,24 @@ static void test_data(void)
     is_double(spw_govrt_data_cost(rt, 5, -1, 1, 0, &gb, &tr), 0, 0, "unknown dataset: free");
     ok(gb == 0 && tr == 0, "unknown dataset: nothing moves");
     is_double(spw_govrt_data_cost(rt, 0, -1, 99, 0, NULL, NULL), 0, 0, "unknown offer: 0");
+    /* On-prem copies are cached too, without storage to pay. */
+    is_double(spw_govrt_data_cost(rt, 1, 2, -1, 9 * DAY, NULL, NULL), 90, 1e-9,
+              "corpus to pool 2 before a copy: $90 of egress");
+    spw_govrt_data_placed(rt, 1, 2, -1, 9 * DAY);
+    is_double(spw_govrt_data_cost(rt, 1, 2, -1, 9 * DAY + 1, &gb, &tr), 0, 0,
+              "corpus cached in pool 2: free");
+    ok(gb == 0 && tr == 0, "corpus cached in pool 2: nothing moves");
+    is_double(spw_govrt_data_cost(rt, 1, 0, -1, 9 * DAY + 1, NULL, NULL), 90, 1e-9,
+              "to pool 0 the aws home is still the cheaper sender ($90 < pool 2 at $0.50/GB)");
+    is_double(spw_govrt_data_cost(rt, 1, 2, -1, 16 * DAY, NULL, NULL), 90, 1e-9,
+              "pool 2's copy expires after 7 days");
     spw_govrt_destroy(rt);
 
     /* No cache: placing is a no-op and there is no storage to pay. */
     g->cache_ttl_s = 0;
     g->bandwidth_gbps = 2.5;
     rt = spw_govrt_create(&f);
-    spw_govrt_data_placed(rt, 1, 1, 0);
+    spw_govrt_data_placed(rt, 1, -1, 1, 0);
     is_double(spw_govrt_data_cost(rt, 1, -1, 1, 1, &gb, &tr), 90, 1e-9,
               "cache_ttl_s 0: no copy kept, no storage");
     is_double(tr, 3200, 1e-9, "2.5 Gb/s: 1000 GB in 3200 s");
