@@ -956,9 +956,13 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
 {
     int team = (int)j->team - 1;
     int money = a == SPW_ADMIT_BUDGET || a == SPW_ADMIT_EGRESS;
-    spw_exhausted_t x = a == SPW_ADMIT_NEVER ? SPW_EXHAUSTED_ONPREM_ONLY
-                        : money && team >= 0 ? e->fleet->gov.teams[team].on_exhausted
-                                             : SPW_EXHAUSTED_HOLD;
+    spw_exhausted_t x = money && team >= 0 ? e->fleet->gov.teams[team].on_exhausted
+                                           : SPW_EXHAUSTED_HOLD;
+    /* Over a limit outright: holding would wait forever. */
+    if (a == SPW_ADMIT_NEVER)
+        x = team >= 0 && e->fleet->gov.teams[team].on_exhausted == SPW_EXHAUSTED_REJECT
+                ? SPW_EXHAUSTED_REJECT
+                : SPW_EXHAUSTED_ONPREM_ONLY;
     j->held++;
     if (x == SPW_EXHAUSTED_REJECT || (x == SPW_EXHAUSTED_ONPREM_ONLY && c->never_onprem)) {
         if (in_queue)

@@ -767,23 +767,38 @@ static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, doubl
     }
 }
 
-/* Releases instances idle for longer than the idle timeout. */
+/* Releases instances idle for longer than the idle timeout, and every
+ * instance older than max_instance_lifetime_s: a job on one is requeued as
+ * after a preemption (it does not use up a retry). */
 static void release_idle(spw_daemon_t *d, double now)
 {
+    double life = d->cfg->daemon.max_instance_lifetime_s;
     for (size_t i = 0; i < d->ninst; i++) {
         dinst_t *x = &d->inst[i];
-        if (x->job_seq || !spw_instance_state_live(x->in.state) ||
-            !(now - x->idle_ts >= d->cfg->daemon.idle_timeout_s))
+        if (!spw_instance_state_live(x->in.state))
+            continue;
+        int old = life > 0 && now - x->in.launched_s >= life;
+        if (!old && (x->job_seq || !(now - x->idle_ts >= d->cfg->daemon.idle_timeout_s)))
             continue;
         spw_error_t err;
         if (d->pv_ops->release(d->pv, &x->in, now, &err) < 0 && errno != ENOENT) {
             say(d, "cannot release instance %s: %s", x->in.id, err.text);
             continue;
         }
+        if (x->job_seq) {
+            spw_inst_event_t ev = {.kind = SPW_INST_EV_RELEASED, .time_s = now};
+            snprintf(ev.instance_id, sizeof(ev.instance_id), "%s", x->in.id);
+            say(d, "instance %s reached max_instance_lifetime_s (%.0f s)", x->in.id, life);
+            handle_inst_event(d, &ev, now);
+            continue;
+        }
         x->in.state = SPW_INSTANCE_RELEASED;
         x->in.ended_s = now;
         inst_save(d, x);
-        say(d, "instance %s released after %.0f s idle", x->in.id, now - x->idle_ts);
+        if (old)
+            say(d, "instance %s released: it reached max_instance_lifetime_s (%.0f s)", x->in.id, life);
+        else
+            say(d, "instance %s released after %.0f s idle", x->in.id, now - x->idle_ts);
     }
 }
 

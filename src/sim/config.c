@@ -459,7 +459,7 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
 static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"listen", "state_dir", "gpus", "default_est_runtime_s",
-                                       "kill_grace_s", "idle_timeout_s", "tick_s",
+                                       "kill_grace_s", "idle_timeout_s", "max_instance_lifetime_s", "tick_s",
                                        "max_body_bytes", "tokens", "emulated", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
@@ -497,6 +497,7 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (num_key(x, n, "default_est_runtime_s", 1, 3.1536e8, &dc->default_est_runtime_s, err) < 0 ||
         num_key(x, n, "kill_grace_s", 0, 3600, &dc->kill_grace_s, err) < 0 ||
         num_key(x, n, "idle_timeout_s", 0, 3.1536e8, &dc->idle_timeout_s, err) < 0 ||
+        num_key(x, n, "max_instance_lifetime_s", 0, 3.1536e8, &dc->max_instance_lifetime_s, err) < 0 ||
         num_key(x, n, "tick_s", 0.001, 10, &dc->tick_s, err) < 0 ||
         num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0)
         return -1;

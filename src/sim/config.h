@@ -28,6 +28,7 @@
  *     default_est_runtime_s: 3600
  *     kill_grace_s: 10
  *     idle_timeout_s: 300
+ *     max_instance_lifetime_s: 0 # 0 = no bound on an instance's age
  *     max_body_bytes: 1048576
  *     tokens:
  *       - {token: SECRET, team: ml}
@@ -99,6 +100,8 @@ typedef struct spw_daemon_conf {
     double default_est_runtime_s; /* for specs without est_runtime; 3600 */
     double kill_grace_s;        /* SIGTERM to SIGKILL on cancel; 10 */
     double idle_timeout_s;      /* idle cloud instances released after; 300 */
+    double max_instance_lifetime_s; /* any instance released at this age (a job on
+                                   it is requeued as if preempted); 0 = none */
     double tick_s;              /* longest sleep of the loop; 0.1 */
     size_t max_body_bytes;      /* bigger requests get 413; 1 MiB */
     spw_token_t *tokens;        /* owned; none = no auth (loopback only) */
