@@ -854,12 +854,12 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
             while (k < g->nteams && strcmp(g->teams[k].name, name) != 0)
                 k++;
             if (k == g->nteams) {
-                char known[160] = "";
-                join_names(known, sizeof(known), (const char *const *)&g->teams[0].name,
-                           sizeof(g->teams[0]), g->nteams);
                 if (!g->nteams)
                     return at(x, t, err, "rule '%s': team '%.40s' is not in teams: (there is no "
                                          "teams: section; declare the team there)", r->name, name);
+                char known[160] = "";
+                join_names(known, sizeof(known), (const char *const *)&g->teams[0].name,
+                           sizeof(g->teams[0]), g->nteams);
                 return at(x, t, err, "rule '%s': team '%.40s' is not in teams: (known: %s)",
                           r->name, name, known);
             }
