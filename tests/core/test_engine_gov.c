@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet.h"
 #include "tap.h"
 #include "core/engine.h"
 #include "core/gov.h"
@@ -20,53 +21,6 @@
 #define JAN_2026 1767225600.0
 
 /* ---- building fleets ------------------------------------------------------- */
-
-static int add_pool(spw_fleet_t *f, const char *name, uint32_t nnodes, uint16_t each,
-                    const char *model, double cost_usd_per_gpu_h)
-{
-    f->pools = spw_xrealloc(f->pools, (f->npools + 1) * sizeof(*f->pools));
-    spw_pool_spec_t *p = &f->pools[f->npools];
-    memset(p, 0, sizeof(*p));
-    p->name = spw_xstrdup(name);
-    p->nnodes = nnodes;
-    p->node_gpus = spw_xmalloc(nnodes * sizeof(uint16_t));
-    for (uint32_t k = 0; k < nnodes; k++)
-        p->node_gpus[k] = each;
-    p->model = model ? spw_models_intern(&f->models, model, strlen(model), NULL) : -1;
-    p->cost_usd_per_gpu_h = cost_usd_per_gpu_h;
-    return (int)f->npools++;
-}
-
-/* A cloud offer; spot NAN = none; model NULL = any model. */
-static int add_offer(spw_fleet_t *f, const char *provider, const char *region, const char *type,
-                     uint32_t gpus, double usd_per_h, double spot_usd_per_h, double boot_delay_s)
-{
-    f->offers = spw_xrealloc(f->offers, (f->noffers + 1) * sizeof(*f->offers));
-    spw_offer_t *o = &f->offers[f->noffers];
-    memset(o, 0, sizeof(*o));
-    o->provider = spw_xstrdup(provider);
-    o->region = spw_xstrdup(region);
-    o->zone = spw_xstrdup("");
-    o->instance_type = spw_xstrdup(type);
-    o->model = -1;
-    o->gpus = gpus;
-    o->ondemand_usd_per_h = usd_per_h;
-    o->spot_usd_per_h = spot_usd_per_h;
-    o->boot_delay_s = boot_delay_s;
-    return (int)f->noffers++;
-}
-
-/* An owned string list of n entries (the gov spec frees it). */
-static char **strv(size_t n, ...)
-{
-    char **v = spw_xmalloc((n ? n : 1) * sizeof(char *));
-    va_list ap;
-    va_start(ap, n);
-    for (size_t i = 0; i < n; i++)
-        v[i] = spw_xstrdup(va_arg(ap, const char *));
-    va_end(ap);
-    return v;
-}
 
 /* A team with a monthly budget (INFINITY = none) and no caps; returns
  * the value for spw_job_t.team (index + 1). */
@@ -211,7 +165,7 @@ static void test_budget_hold(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t ml = add_team(&f, "ml", 100, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     f.gov.origin_s = MAR_2026;
@@ -320,7 +274,7 @@ static void test_budget_held_first(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t ml = add_team(&f, "ml", 100, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
@@ -352,8 +306,8 @@ static void test_budget_boot_delay(void)
 {
     spw_fleet_t f;
     spw_fleet_init(&f);
-    add_offer(&f, "test", "", "slow", 1, 10.0, NAN, 3600);
-    add_offer(&f, "test", "", "fast", 1, 11.0, NAN, 0);
+    add_offer(&f, "test", "", "slow", NULL, 1, 10.0, NAN, 3600);
+    add_offer(&f, "test", "", "fast", NULL, 1, 11.0, NAN, 0);
     uint32_t ml = add_team(&f, "ml", 15, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
@@ -380,7 +334,7 @@ static void test_onprem_only(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t t = add_team(&f, "t", 10, SPW_EXHAUSTED_ONPREM_ONLY);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
@@ -431,7 +385,7 @@ static void test_reject(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t t = add_team(&f, "t", 10, SPW_EXHAUSTED_REJECT);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
@@ -469,7 +423,7 @@ static void test_period_roll(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t t = add_team(&f, "t", 10, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     f.gov.origin_s = JAN_31_2300;
@@ -523,7 +477,7 @@ static void test_org_cap(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 4, NULL, 1.0);
-    add_offer(&f, "test", "", "g4", 4, 8.0, NAN, 0);
+    add_offer(&f, "test", "", "g4", NULL, 4, 8.0, NAN, 0);
     f.gov.max_cloud_gpus = 8;
     spw_engine_t *e = engine(&f, "none", 1);
     spw_job_t b, j[4];
@@ -564,7 +518,7 @@ static void test_team_rate_cap(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 4, NULL, 1.0);
-    add_offer(&f, "test", "", "g4", 4, 8.0, NAN, 0);
+    add_offer(&f, "test", "", "g4", NULL, 4, 8.0, NAN, 0);
     uint32_t a = add_team(&f, "a", INFINITY, SPW_EXHAUSTED_HOLD);
     uint32_t bt = add_team(&f, "b", INFINITY, SPW_EXHAUSTED_HOLD);
     f.gov.teams[a - 1].max_cloud_usd_per_h = 20;
@@ -611,7 +565,7 @@ static void test_held_head_unblocks(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 2, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t t = add_team(&f, "t", INFINITY, SPW_EXHAUSTED_HOLD);
     f.gov.teams[t - 1].max_cloud_gpus = 2;
     uint32_t cf = add_class(&f, "cf");
@@ -664,10 +618,10 @@ static void rules_fleet(rules_fleet_t *rf)
     spw_fleet_t *f = &rf->f;
     spw_fleet_init(f);
     add_pool(f, "p", 1, 4, NULL, 1.0);
-    add_offer(f, "aws", "us-east-1", "p3.2xlarge", 1, 3.0, 1.2, 0);
-    add_offer(f, "gcp", "europe-west4", "a2-highgpu-1g", 1, 2.0, NAN, 0);
-    add_offer(f, "azure", "westeurope", "nc24", 4, 10.0, NAN, 0);
-    add_offer(f, "aws", "eu-west-1", "p3.2xlarge", 1, 4.0, 1.0, 0);
+    add_offer(f, "aws", "us-east-1", "p3.2xlarge", NULL, 1, 3.0, 1.2, 0);
+    add_offer(f, "gcp", "europe-west4", "a2-highgpu-1g", NULL, 1, 2.0, NAN, 0);
+    add_offer(f, "azure", "westeurope", "nc24", NULL, 4, 10.0, NAN, 0);
+    add_offer(f, "aws", "eu-west-1", "p3.2xlarge", NULL, 1, 4.0, 1.0, 0);
     rf->x = add_class(f, "x");
     rf->y = add_class(f, "y");
     rf->prov = add_class(f, "prov");
@@ -844,8 +798,8 @@ static void test_gravity_onprem(void)
 static void gravity_cloud_fleet(spw_fleet_t *f, uint32_t *ds)
 {
     spw_fleet_init(f);
-    add_offer(f, "aws", "r1", "g.1", 1, 10.0, NAN, 0);
-    add_offer(f, "aws", "r2", "g.1", 1, 9.0, NAN, 0);
+    add_offer(f, "aws", "r1", "g.1", NULL, 1, 10.0, NAN, 0);
+    add_offer(f, "aws", "r2", "g.1", NULL, 1, 9.0, NAN, 0);
     *ds = add_dataset(f, "ds", 100, -1, "aws", "r1");
     f->gov.cache_ttl_s = 30 * 86400.0;
     f->gov.default_max_runtime_s = 3600;
@@ -931,7 +885,7 @@ static void test_restore(void)
 {
     spw_fleet_t f;
     spw_fleet_init(&f);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t t = add_team(&f, "t", 100, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     f.gov.origin_s = MAR_2026;
@@ -1003,7 +957,7 @@ static void test_explain(void)
     spw_fleet_t f;
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, 1, NULL, 1.0);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     uint32_t ml = add_team(&f, "ml", 10, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
@@ -1053,7 +1007,7 @@ static void test_no_governance(void)
 {
     spw_fleet_t f;
     spw_fleet_init(&f);
-    add_offer(&f, "test", "", "c1", 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     ok(!spw_gov_active(&f.gov), "none: no governance configured");
     spw_engine_t *e = engine(&f, "none", 1);
     spw_job_t j;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet.h"
 #include "tap.h"
 #include "core/gov.h"
 #include "core/model.h"
@@ -19,38 +20,6 @@
 #define DAY 86400.0
 
 /* ---- building fleets and specs ----------------------------------------------- */
-
-static int add_pool(spw_fleet_t *f, const char *name, const char *model)
-{
-    f->pools = spw_xrealloc(f->pools, (f->npools + 1) * sizeof(*f->pools));
-    spw_pool_spec_t *p = &f->pools[f->npools];
-    memset(p, 0, sizeof(*p));
-    p->name = spw_xstrdup(name);
-    p->nnodes = 1;
-    p->node_gpus = spw_xmalloc(sizeof(uint16_t));
-    p->node_gpus[0] = 8;
-    p->model = model ? spw_models_intern(&f->models, model, strlen(model), NULL) : -1;
-    p->cost_usd_per_gpu_h = 1;
-    return (int)f->npools++;
-}
-
-static int add_offer(spw_fleet_t *f, const char *provider, const char *region, const char *type,
-                     const char *model, uint32_t gpus, double od, double spot)
-{
-    f->offers = spw_xrealloc(f->offers, (f->noffers + 1) * sizeof(*f->offers));
-    spw_offer_t *o = &f->offers[f->noffers];
-    memset(o, 0, sizeof(*o));
-    o->provider = spw_xstrdup(provider);
-    o->region = spw_xstrdup(region);
-    o->zone = spw_xstrdup("");
-    o->instance_type = spw_xstrdup(type);
-    o->model = model ? spw_models_intern(&f->models, model, strlen(model), NULL) : -1;
-    o->gpus = gpus;
-    o->ondemand_usd_per_h = od;
-    o->spot_usd_per_h = spot;
-    o->boot_delay_s = 60;
-    return (int)f->noffers++;
-}
 
 /* The fleet every test starts from.  Prices per GPU-hour, on demand / spot:
  *   0 aws   us-east-1    p4d.24xlarge        A100      x8   4.00 / 1.50
@@ -63,16 +32,16 @@ static int add_offer(spw_fleet_t *f, const char *provider, const char *region, c
 static void base_fleet(spw_fleet_t *f, int any_pool)
 {
     spw_fleet_init(f);
-    add_pool(f, "dc-a100", "A100");
-    add_pool(f, "dc-v100", "V100");
+    add_pool(f, "dc-a100", 1, 8, "A100", 1);
+    add_pool(f, "dc-v100", 1, 8, "V100", 1);
     if (any_pool)
-        add_pool(f, "dc-any", NULL);
-    add_offer(f, "aws", "us-east-1", "p4d.24xlarge", "A100", 8, 32, 12);
-    add_offer(f, "aws", "eu-west-1", "p4d.24xlarge", "A100", 8, 40, NAN);
-    add_offer(f, "gcp", "europe-west4", "a2-highgpu-1g", "A100", 1, 3, 1.2);
-    add_offer(f, "gcp", "us-central1", "a3-highgpu-8g", "H100", 8, 88, 24);
-    add_offer(f, "azure", "westeurope", "Standard_ND96asr_v4", "A100-80GB", 8, 28, NAN);
-    add_offer(f, "aws", "us-east-1", "p5.48xlarge", "H100", 8, 98.32, 40);
+        add_pool(f, "dc-any", 1, 8, NULL, 1);
+    add_offer(f, "aws", "us-east-1", "p4d.24xlarge", "A100", 8, 32, 12, 60);
+    add_offer(f, "aws", "eu-west-1", "p4d.24xlarge", "A100", 8, 40, NAN, 60);
+    add_offer(f, "gcp", "europe-west4", "a2-highgpu-1g", "A100", 1, 3, 1.2, 60);
+    add_offer(f, "gcp", "us-central1", "a3-highgpu-8g", "H100", 8, 88, 24, 60);
+    add_offer(f, "azure", "westeurope", "Standard_ND96asr_v4", "A100-80GB", 8, 28, NAN, 60);
+    add_offer(f, "aws", "us-east-1", "p5.48xlarge", "H100", 8, 98.32, 40, 60);
 }
 
 /* Replaces an owned string list with a copy of the NULL-terminated items. */
@@ -1399,8 +1368,8 @@ static void test_validate(void)
 
     /* A flat-price fleet: one offer, provider "flat", no region. */
     spw_fleet_init(&f);
-    add_pool(&f, "dc", "A100");
-    add_offer(&f, "flat", "", "flat", NULL, 1, 3, NAN);
+    add_pool(&f, "dc", 1, 8, "A100", 1);
+    add_offer(&f, "flat", "", "flat", NULL, 1, 3, NAN, 60);
     check_good(&f, no_edit, "an empty spec on a flat fleet");
     spw_rule_t *r = rule_add(&f.gov, "aws-only", 7);
     LIST(r, allow_providers, "aws");
@@ -1422,7 +1391,7 @@ static void test_validate(void)
 
     /* No offers at all. */
     spw_fleet_init(&f);
-    add_pool(&f, "dc", NULL);
+    add_pool(&f, "dc", 1, 8, NULL, 1);
     r = rule_add(&f.gov, "gcp", 9);
     LIST(r, deny_providers, "gcp");
     ok(spw_gov_validate(&f.gov, &f, "c.yaml", &err) < 0
