@@ -88,9 +88,11 @@ static const char sim_usage[] =
     "\n"
     "  --trace FILE          job trace: spillway CSV (id,submit_s,gpus,runtime_s[,gpu,\n"
     "                        team,priority,deadline_s,est_runtime_s,class,data,residency,\n"
-    "                        labels,max_runtime_s]) or an Alibaba 2023 pod list\n"
-    "                        (openb_pod_list_*.csv); team, class, data, residency and\n"
-    "                        labels (k=v;k2=v2) name the config's governance\n"
+    "                        labels,max_runtime_s,spot,spot_policy,checkpoint_interval_s])\n"
+    "                        or an Alibaba 2023 pod list (openb_pod_list_*.csv); team,\n"
+    "                        class, data, residency and labels (k=v;k2=v2) name the\n"
+    "                        config's governance; deadline_s is a time on the clock of\n"
+    "                        submit_s; spot is auto, always or never\n"
     "  --format F            auto (default), spillway or alibaba\n"
     "  --config FILE         fleet and policy YAML (default: the embedded example,\n"
     "                        4 nodes x 8 A100 on-prem and cloud at $2.50/GPU-h)\n"
@@ -100,6 +102,8 @@ static const char sim_usage[] =
     "  --compare gravity     run twice, data gravity on and off (same wait policy), and\n"
     "                        print them side by side: egress GB and $, cloud and total\n"
     "                        cost, waits\n"
+    "  --compare S1,S2,...   run once per spot policy (ondemand, greedy,\n"
+    "                        uniform-progress), the policy of jobs without their own\n"
     "  --gravity on|off      whether data egress and transfer time weigh in placement\n"
     "                        (default on); with off, egress is still paid\n"
     "  -o, --output FMT      table (default) or json\n"
@@ -109,13 +113,37 @@ static const char sim_usage[] =
     "  --step SECONDS        time-series step (default 3600)\n"
     "  -q, --quiet           no progress bar and no warnings\n"
     "\n"
+    "Spot, restarts and failures (these override the config's spot: and failures:):\n"
+    "  --spot-policy P       ondemand, greedy or uniform-progress: the policy of jobs\n"
+    "                        without a spot_policy column (default: spot.policy, else\n"
+    "                        ondemand)\n"
+    "  --restart-overhead D  paid time without progress at the start of every attempt:\n"
+    "                        first start, restart, new instance (default 0)\n"
+    "  --checkpoint-interval D|continuous\n"
+    "                        how often jobs without a checkpoint_interval_s column save\n"
+    "                        their progress; an interruption loses what came after the\n"
+    "                        last save.  0 (default): restart from scratch; continuous:\n"
+    "                        nothing is lost\n"
+    "  --max-restarts N      interruptions a job survives; the next one fails it\n"
+    "                        (default: unlimited)\n"
+    "  --recovery R          where a preempted job looks first: same_region_first\n"
+    "                        (default) or next_region\n"
+    "  --failover F          jobs of a failed on-prem node: requeue (default), or burst\n"
+    "                        to the cloud when on-prem would miss their wait or deadline\n"
+    "  --failures FILE       on-prem node failures instead of the config's: a CSV\n"
+    "                        node,down_s,up_s (node is POOL/INDEX such as dc1/0; up_s\n"
+    "                        empty = the node never comes back)\n"
+    "  --seed S              seed of preemption and failure draws (default: spot.seed, 1)\n"
+    "\n"
     "Single spot job (the \"Can't Be Late\" experiment; see docs/spot.md):\n"
     "  --spot-job DURATION   replay one job needing DURATION of work (e.g. 48h) on spot\n"
     "                        availability traces instead of a job trace\n"
     "  --deadline DURATION   deadline after the job's start (required, e.g. 60h)\n"
-    "  --restart-overhead D  paid time without progress per instance start (default 0)\n"
-    "  --checkpoint-interval D  preemptions lose the work since the last checkpoint;\n"
-    "                        0 (default): a preemption loses nothing\n"
+    "  --restart-overhead D  as above (default 0)\n"
+    "  --checkpoint-interval D|continuous\n"
+    "                        continuous (default; the paper's model): a preemption loses\n"
+    "                        nothing; D: it loses the work since the last checkpoint;\n"
+    "                        0: it restarts the work from scratch\n"
     "  --spot-trace FILE     availability trace {\"metadata\":{\"gap_seconds\":N},\"data\":[..]};\n"
     "                        repeat for several traces (results are pooled)\n"
     "  --spot-policy LIST    ondemand,greedy,uniform-progress (default: all three)\n"
@@ -128,6 +156,10 @@ static const char sim_usage[] =
     "Examples:\n"
     "  spillway sim --trace jobs.csv --wait constant:3600\n"
     "  spillway sim --trace team-jobs.csv --config examples/governance.yaml --compare gravity\n"
+    "  spillway sim --trace examples/spot-jobs.csv --config examples/spot.yaml \\\n"
+    "      --compare ondemand,greedy,uniform-progress\n"
+    "  spillway sim --trace examples/spot-jobs.csv --config examples/spot.yaml \\\n"
+    "      --spot-policy greedy --checkpoint-interval 30m --failures examples/failures.csv\n"
     "  spillway sim --spot-job 48h --deadline 60h --restart-overhead 0.2h \\\n"
     "      --spot-trace ../shared/data/spot-traces/availability/1-node/aws-10-26-2022/us-west-2a_v100_1.json\n"
     "  spillway sim --trace ../shared/data/alibaba-gpu-2023/openb_pod_list_default.csv \\\n"
@@ -232,9 +264,25 @@ static size_t parse_compare(const char *list, spw_wait_t *out, size_t max)
 }
 
 /* What --compare varies. */
-typedef enum { CMP_NONE, CMP_WAIT, CMP_GRAVITY } compare_t;
+typedef enum { CMP_NONE, CMP_WAIT, CMP_GRAVITY, CMP_SPOT } compare_t;
+
+/* Whether list's first item names a spot policy: --compare of spot policies. */
+static int is_spot_compare(const char *list)
+{
+    char first[32];
+    size_t n = strcspn(list, ",");
+    spw_spot_policy_t p;
+    if (n >= sizeof(first))
+        return 0;
+    memcpy(first, list, n);
+    first[n] = '\0';
+    return spw_spot_policy_parse(first, &p, NULL) == 0;
+}
+
+static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_policy_t *out);
 
 static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *waits, size_t nw,
+                         const spw_spot_policy_t *spots, const spw_sim_world_t *world,
                          int json, compare_t compare, const char *jobs_out, const char *ts_out,
                          double step, int quiet)
 {
@@ -247,7 +295,10 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
     }
     if (ts)
         fprintf(ts, "%st_s,queued,onprem_busy_gpus,cloud_gpus,cloud_usd_per_h\n",
-                compare == CMP_WAIT ? "wait_policy," : compare == CMP_GRAVITY ? "gravity," : "");
+                compare == CMP_WAIT      ? "wait_policy,"
+                : compare == CMP_GRAVITY ? "gravity,"
+                : compare == CMP_SPOT    ? "spot_policy,"
+                                         : "");
     if (compare == CMP_GRAVITY)
         nw = 2;
     for (size_t i = 0; i < nw; i++) {
@@ -258,11 +309,16 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             pol[i].wait = waits[0];
             pol[i].gravity = i == 0;
             snprintf(rows[i].label, sizeof(rows[i].label), "%s", i == 0 ? "on" : "off");
+        } else if (compare == CMP_SPOT) {
+            pol[i].wait = waits[0];
+            pol[i].spot_policy = spots[i];
+            snprintf(rows[i].label, sizeof(rows[i].label), "%s",
+                     spw_spot_policy_name(spots[i]));
         } else {
             pol[i].wait = waits[i];
         }
         spw_wait_format(&pol[i].wait, rows[i].wait, sizeof(rows[i].wait));
-        if (compare != CMP_GRAVITY)
+        if (compare != CMP_GRAVITY && compare != CMP_SPOT)
             memcpy(rows[i].label, rows[i].wait, sizeof(rows[i].label));
         /* With --compare the time series gets a column for what varies. */
         run_ctx_t rc = {.ts = ts, .prefix = compare ? rows[i].label : NULL,
@@ -272,6 +328,7 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             .on_sample = ts ? on_sample : NULL,
             .on_progress = on_progress,
             .ctx = &rc,
+            .world = world,
         };
         spw_error_t err;
         double t0 = now_s();
@@ -299,7 +356,9 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             spw_report_compare_json(stdout, tr, rows, nw);
         else
             spw_report_compare_table(stdout, tr,
-                                     compare == CMP_GRAVITY ? "data gravity" : "wait policy",
+                                     compare == CMP_GRAVITY ? "data gravity"
+                                     : compare == CMP_SPOT  ? "spot policy"
+                                                            : "wait policy",
                                      rows, nw);
     } else if (json) {
         spw_report_json(stdout, tr, &rows[0]);
@@ -399,33 +458,138 @@ static double sim_price(const char *opt, const char *s)
     return v;
 }
 
-/* Splits "greedy,uniform-progress" into spot policies; exits on a bad one. */
-static size_t parse_spot_policies(const char *list, spw_spot_policy_t *out)
+/* Splits "greedy,uniform-progress" (the value of option opt) into spot
+ * policies; exits on a bad one. */
+static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_policy_t *out)
 {
     size_t n = 0;
-    char *copy = spw_xstrdup(list), *save = NULL;
+    char *copy = spw_xstrdup(list), *save = NULL, msg[160];
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         spw_error_t err;
+        snprintf(msg, sizeof(msg), "%s: list each spot policy once", opt);
         if (n == SPW_SPOT_POLICY_COUNT)
-            die_usage("sim", "--spot-policy: list each policy once");
+            die_usage("sim", msg);
         if (spw_spot_policy_parse(tok, &out[n], &err) < 0)
             die_usage("sim", err.text);
         for (size_t i = 0; i < n; i++)
             if (out[i] == out[n])
-                die_usage("sim", "--spot-policy: list each policy once");
+                die_usage("sim", msg);
         n++;
     }
     free(copy);
-    if (n == 0)
-        die_usage("sim", "--spot-policy needs a list such as ondemand,greedy,uniform-progress");
+    if (n == 0) {
+        snprintf(msg, sizeof(msg), "%s needs a list such as ondemand,greedy,uniform-progress", opt);
+        die_usage("sim", msg);
+    }
     return n;
+}
+
+/* A checkpoint interval: a duration >= 0 or "continuous". */
+static double sim_ckpt(const char *s)
+{
+    if (strcmp(s, "continuous") == 0)
+        return SPW_CKPT_CONTINUOUS;
+    double v;
+    if (parse_dur(s, &v) < 0) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "--checkpoint-interval takes a duration >= 0 such as 30m (0 = restart from "
+                 "scratch) or continuous (nothing lost), got '%s'", s);
+        die_usage("sim", msg);
+    }
+    return v;
+}
+
+/* The simulator's world from the config: one spot entry per offer that an
+ * availability entry matches (the last such entry wins) and has a spot
+ * price, the failure list and the pools' MTBF/MTTR.  *spot_out receives the
+ * array w->spot points into (free it after the runs). */
+static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spot_t **spot_out)
+{
+    const spw_fleet_t *f = &cfg->fleet;
+    const spw_spot_conf_t *sc = &cfg->spot;
+    spw_sim_spot_t *spot = spw_xcalloc(f->noffers ? f->noffers : 1, sizeof(*spot));
+    size_t nspot = 0;
+    for (size_t i = 0; i < f->noffers; i++) {
+        const spw_offer_t *o = &f->offers[i];
+        const spw_spot_avail_conf_t *hit = NULL;
+        for (size_t k = 0; k < sc->navail; k++) {
+            const spw_spot_avail_conf_t *a = &sc->avail[k];
+            if ((!a->provider || strcmp(a->provider, o->provider) == 0)
+                && (!a->region || strcmp(a->region, o->region) == 0)
+                && (!a->zone || strcmp(a->zone, o->zone) == 0)
+                && (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0))
+                hit = a;
+        }
+        if (!hit || isnan(o->spot_usd_per_h))
+            continue;
+        spot[nspot++] = (spw_sim_spot_t){
+            .offer = i,
+            .trace = hit->trace_path ? &hit->trace : NULL,
+            .trace_start_s = 0 - hit->start_offset_s,   /* 0, not -0, without an offset */
+            .preempt_rate_per_h = hit->trace_path ? 0 : hit->preempt_rate_per_h,
+        };
+    }
+    *w = (spw_sim_world_t){
+        .spot = spot,
+        .nspot = nspot,
+        .failures = cfg->failures.list,
+        .nfailures = cfg->failures.n,
+        .mtbf_s = cfg->failures.mtbf_s,
+        .mttr_s = cfg->failures.mttr_s,
+        .seed = sc->seed,
+    };
+    *spot_out = spot;
+}
+
+/* Warnings about spot settings that are allowed but probably not meant. */
+static void warn_spot(const spw_config_t *cfg, const spw_trace_t *tr, const char *config,
+                      int overhead_flag, int ckpt_flag)
+{
+    const spw_policy_t *p = &cfg->policy;
+    double ckpt = cfg->spot.checkpoint_interval_s, d = p->restart_overhead_s;
+    char where[300];
+    snprintf(where, sizeof(where), "%s: ", config ? config : "<embedded default config>");
+    if (d > 0 && ckpt > 0 && d > ckpt)
+        fprintf(stderr,
+                "spillway sim: warning: %s%s (%g s) is longer than %s (%g s): each restart "
+                "costs more than the work an interruption can lose; checkpoint less often or "
+                "check the overhead\n",
+                overhead_flag && ckpt_flag ? "" : where,
+                overhead_flag ? "--restart-overhead" : "spot.restart_overhead_s", d,
+                ckpt_flag ? "--checkpoint-interval" : "spot.checkpoint_interval_s", ckpt);
+    size_t shorter = 0;
+    const char *first = NULL;
+    for (size_t i = 0; tr->own_ckpt && i < tr->njobs; i++) {
+        double c = tr->jobs[i].checkpoint_interval_s;
+        if (tr->own_ckpt[i] && c > 0 && d > c && !shorter++)
+            first = tr->jobs[i].id;
+    }
+    if (shorter)
+        fprintf(stderr,
+                "spillway sim: warning: %s: %zu jobs (first: %s) have a checkpoint_interval_s "
+                "shorter than the restart overhead (%g s)\n",
+                tr->name, shorter, first, d);
+    int spot_policy = p->spot_policy != SPW_SPOT_POLICY_ONDEMAND;
+    for (size_t i = 0; i < tr->njobs && !spot_policy; i++)
+        spot_policy = tr->jobs[i].spot_mode == SPW_SPOTMODE_ALWAYS
+                      || tr->jobs[i].spot_policy > SPW_SPOT_POLICY_ONDEMAND + 1;
+    int priced = 0;
+    for (size_t i = 0; i < cfg->fleet.noffers && !priced; i++)
+        priced = !isnan(cfg->fleet.offers[i].spot_usd_per_h);
+    if (spot_policy && !priced)
+        fprintf(stderr,
+                "spillway sim: warning: %sjobs may take spot capacity, but no cloud offer has a "
+                "spot price (catalog column spot_usd_per_h): every cloud job runs on demand\n",
+                where);
 }
 
 static int cmd_sim(int argc, char **argv)
 {
     enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_GRAVITY, O_JOBS, O_TS, O_STEP,
            O_SPOT_JOB, O_DEADLINE, O_OVERHEAD, O_CKPT, O_SPOT_TRACE, O_SPOT_POLICY,
-           O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE };
+           O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE, O_MAX_RESTARTS, O_RECOVERY,
+           O_FAILOVER, O_FAILURES };
     static const struct option opts[] = {
         {"trace", required_argument, NULL, O_TRACE},
         {"config", required_argument, NULL, O_CONFIG},
@@ -447,26 +611,38 @@ static int cmd_sim(int argc, char **argv)
         {"seed", required_argument, NULL, O_SEED},
         {"spot-price", required_argument, NULL, O_SPOT_PRICE},
         {"ondemand-price", required_argument, NULL, O_OD_PRICE},
+        {"max-restarts", required_argument, NULL, O_MAX_RESTARTS},
+        {"recovery", required_argument, NULL, O_RECOVERY},
+        {"failover", required_argument, NULL, O_FAILOVER},
+        {"failures", required_argument, NULL, O_FAILURES},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *trace = NULL, *config = NULL, *wait = NULL, *compare = NULL;
-    const char *jobs_out = NULL, *ts_out = NULL;
+    const char *jobs_out = NULL, *ts_out = NULL, *failures = NULL;
+    const char *spot_only = NULL;   /* a --spot-job option given without it */
+    const char *trace_only = NULL;  /* a trace-replay option given with --spot-job */
     spw_trace_format_t fmt = SPW_TRACE_AUTO;
     int json = 0, quiet = 0, c, gravity = -1;
     double step = 3600;
     spw_error_t err;
-    /* --spot-job mode: the Can't Be Late single-job replay. */
+    /* --spot-job mode: the Can't Be Late single-job replay, on the paper's
+     * model (a preemption loses nothing) unless told otherwise. */
     spw_cli_spotjob_t sj = {
-        .params = {.spot_usd_per_h = 0.92, .ondemand_usd_per_h = 3.06},
+        .params = {.spot_usd_per_h = 0.92, .ondemand_usd_per_h = 3.06,
+                   .checkpoint_interval_s = SPW_CKPT_CONTINUOUS},
         .policies = {SPW_SPOT_POLICY_ONDEMAND, SPW_SPOT_POLICY_GREEDY,
                      SPW_SPOT_POLICY_UNIFORM_PROGRESS},
         .npolicies = 3,
         .offsets = 300,
         .seed = 1,
     };
-    int spot_job = 0, have_deadline = 0;
+    int spot_job = 0, have_deadline = 0, have_overhead = 0, have_ckpt = 0, have_seed = 0;
+    int have_spot_policy = 0, have_max_restarts = 0, have_recovery = 0, have_failover = 0;
+    uint32_t max_restarts = UINT32_MAX;
+    spw_recovery_t recovery = SPW_RECOVERY_SAME_REGION_FIRST;
+    spw_failover_t failover = SPW_FAILOVER_REQUEUE;
     while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
         switch (c) {
         case O_SPOT_JOB:
@@ -476,22 +652,32 @@ static int cmd_sim(int argc, char **argv)
         case O_DEADLINE:
             sj.params.deadline_s = sim_dur("--deadline", optarg);
             have_deadline = 1;
+            spot_only = "--deadline";
             break;
-        case O_OVERHEAD: sj.params.restart_overhead_s = sim_dur("--restart-overhead", optarg); break;
+        case O_OVERHEAD:
+            sj.params.restart_overhead_s = sim_dur("--restart-overhead", optarg);
+            have_overhead = 1;
+            break;
         case O_CKPT:
-            sj.params.checkpoint_interval_s = sim_dur("--checkpoint-interval", optarg);
+            sj.params.checkpoint_interval_s = sim_ckpt(optarg);
+            have_ckpt = 1;
             break;
         case O_SPOT_TRACE:
             if (sj.ntraces == SPW_CLI_SPOTJOB_MAX_TRACES)
                 die_usage("sim", "--spot-trace: at most 32 traces");
             sj.traces[sj.ntraces++] = optarg;
+            spot_only = "--spot-trace";
             break;
-        case O_SPOT_POLICY: sj.npolicies = parse_spot_policies(optarg, sj.policies); break;
+        case O_SPOT_POLICY:
+            sj.npolicies = parse_spot_policies("--spot-policy", optarg, sj.policies);
+            have_spot_policy = 1;
+            break;
         case O_OFFSETS: {
             size_t n;
             if (parse_size(optarg, &n) < 0 || n == 0 || n > 10000000)
                 die_usage("sim", "--offsets takes a count from 1 to 10000000");
             sj.offsets = n;
+            spot_only = "--offsets";
             break;
         }
         case O_SEED: {
@@ -501,12 +687,42 @@ static int cmd_sim(int argc, char **argv)
             if (end == optarg || *end || errno || optarg[0] == '-')
                 die_usage("sim", "--seed takes a whole number >= 0");
             sj.seed = v;
+            have_seed = 1;
             break;
         }
-        case O_SPOT_PRICE: sj.params.spot_usd_per_h = sim_price("--spot-price", optarg); break;
+        case O_SPOT_PRICE:
+            sj.params.spot_usd_per_h = sim_price("--spot-price", optarg);
+            spot_only = "--spot-price";
+            break;
         case O_OD_PRICE:
             sj.params.ondemand_usd_per_h = sim_price("--ondemand-price", optarg);
+            spot_only = "--ondemand-price";
             break;
+        case O_MAX_RESTARTS:
+            if (strcmp(optarg, "unlimited") == 0) {
+                max_restarts = UINT32_MAX;
+            } else {
+                size_t n;
+                if (parse_size(optarg, &n) < 0 || n >= UINT32_MAX)
+                    die_usage("sim", "--max-restarts takes a count >= 0 or unlimited");
+                max_restarts = (uint32_t)n;
+            }
+            have_max_restarts = 1;
+            trace_only = "--max-restarts";
+            break;
+        case O_RECOVERY:
+            if (spw_recovery_parse(optarg, &recovery, &err) < 0)
+                die_usage("sim", err.text);
+            have_recovery = 1;
+            trace_only = "--recovery";
+            break;
+        case O_FAILOVER:
+            if (spw_failover_parse(optarg, &failover, &err) < 0)
+                die_usage("sim", err.text);
+            have_failover = 1;
+            trace_only = "--failover";
+            break;
+        case O_FAILURES: failures = optarg; trace_only = "--failures"; break;
         case O_TRACE: trace = optarg; break;
         case O_CONFIG: config = optarg; break;
         case O_FORMAT:
@@ -540,10 +756,16 @@ static int cmd_sim(int argc, char **argv)
     }
     if (optind < argc)
         die_usage("sim", "unexpected argument; the trace is given with --trace FILE");
+    char msg[200];
     if (spot_job) {
         if (trace || config || wait || compare || jobs_out || ts_out || gravity >= 0)
             die_usage("sim", "--spot-job replays one job on --spot-trace files; it does not "
                              "take --trace, --config, --wait, --compare or the CSV outputs");
+        if (trace_only) {
+            snprintf(msg, sizeof(msg), "%s applies to a trace replay (--trace FILE), not to "
+                                       "--spot-job", trace_only);
+            die_usage("sim", msg);
+        }
         if (!have_deadline)
             die_usage("sim", "--spot-job needs --deadline DURATION (e.g. 60h)");
         if (sj.ntraces == 0)
@@ -556,20 +778,37 @@ static int cmd_sim(int argc, char **argv)
         sj.quiet = quiet;
         return spw_cli_spotjob_run(&sj);
     }
-    if (sj.ntraces)
-        die_usage("sim", "--spot-trace goes with --spot-job DURATION");
+    if (spot_only) {
+        snprintf(msg, sizeof(msg), "%s goes with --spot-job DURATION (the single-job replay); "
+                                   "a trace replay takes spot capacity from the config's "
+                                   "spot.availability", spot_only);
+        die_usage("sim", msg);
+    }
     if (!trace)
         die_usage("sim", "missing --trace FILE");
-    compare_t cmp = !compare ? CMP_NONE : strcmp(compare, "gravity") == 0 ? CMP_GRAVITY : CMP_WAIT;
+    compare_t cmp = !compare                          ? CMP_NONE
+                    : strcmp(compare, "gravity") == 0 ? CMP_GRAVITY
+                    : is_spot_compare(compare)        ? CMP_SPOT
+                                                      : CMP_WAIT;
     if (wait && cmp == CMP_WAIT)
         die_usage("sim", "--wait and --compare do not mix: list the policies in --compare");
     if (gravity >= 0 && cmp == CMP_GRAVITY)
         die_usage("sim", "--gravity and --compare gravity do not mix: the comparison runs both");
+    if (have_spot_policy && cmp == CMP_SPOT)
+        die_usage("sim", "--spot-policy and --compare of spot policies do not mix: list the "
+                         "policies in --compare");
+    if (have_spot_policy && sj.npolicies != 1)
+        die_usage("sim", "in a trace replay --spot-policy takes one policy, the default of jobs "
+                         "without their own; to compare several, --compare "
+                         "ondemand,greedy,uniform-progress");
+    spw_spot_policy_t spots[SPW_SPOT_POLICY_COUNT];
+    size_t nw = 1;
+    if (cmp == CMP_SPOT)
+        nw = parse_spot_policies("--compare", compare, spots);
     spw_config_t cfg;
     if (load_config(&cfg, config, "sim") < 0)
         return 1;
     spw_wait_t waits[16];
-    size_t nw = 1;
     waits[0] = cfg.policy.wait;
     if (wait && spw_wait_parse(wait, &waits[0], &err) < 0) {
         spw_config_free(&cfg);
@@ -579,6 +818,33 @@ static int cmd_sim(int argc, char **argv)
         cfg.policy.gravity = gravity;
     if (cmp == CMP_WAIT)
         nw = parse_compare(compare, waits, 16);
+    /* The command line overrides the config's spot: and failures:. */
+    if (have_spot_policy)
+        cfg.policy.spot_policy = sj.policies[0];
+    if (have_overhead)
+        cfg.policy.restart_overhead_s = sj.params.restart_overhead_s;
+    if (have_ckpt)
+        cfg.spot.checkpoint_interval_s = sj.params.checkpoint_interval_s;
+    if (have_max_restarts)
+        cfg.policy.max_restarts = max_restarts;
+    if (have_recovery)
+        cfg.policy.recovery = recovery;
+    if (have_failover)
+        cfg.policy.failover = failover;
+    if (have_seed)
+        cfg.spot.seed = sj.seed;
+    if (failures) {
+        spw_sim_failure_t *list;
+        size_t n;
+        if (spw_failures_load(failures, &cfg.fleet, &list, &n, &err) < 0) {
+            fprintf(stderr, "spillway sim: %s\n", err.text);
+            spw_config_free(&cfg);
+            return 1;
+        }
+        free(cfg.failures.list);
+        cfg.failures.list = list;
+        cfg.failures.n = n;
+    }
     spw_trace_t tr;
     if (spw_trace_load(&tr, trace, fmt, &cfg.fleet.models, &err) < 0) {
         fprintf(stderr, "spillway sim: %s\n", err.text);
@@ -587,13 +853,15 @@ static int cmd_sim(int argc, char **argv)
     }
     warn_trace(&tr, trace, quiet);
     spw_trace_bind_info_t bi;
-    if (spw_trace_bind(&tr, &cfg.fleet.gov, &bi, &err) < 0) {
+    if (spw_trace_bind(&tr, &cfg.fleet.gov, cfg.spot.checkpoint_interval_s, &bi, &err) < 0) {
         fprintf(stderr, "spillway sim: %s\n", err.text);
         spw_trace_free(&tr);
         spw_config_free(&cfg);
         return 1;
     }
     warn_bind(&bi, quiet);
+    if (!quiet)
+        warn_spot(&cfg, &tr, config, have_overhead, have_ckpt);
     if (ts_out && tr.njobs) {
         /* A time series longer than this is a mistake in --step, not a wish. */
         double span = tr.jobs[tr.njobs - 1].submit_s - tr.jobs[0].submit_s;
@@ -610,7 +878,12 @@ static int cmd_sim(int argc, char **argv)
             return 1;
         }
     }
-    int rc = run_scenarios(&cfg, &tr, waits, nw, json, cmp, jobs_out, ts_out, step, quiet);
+    spw_sim_world_t world;
+    spw_sim_spot_t *spot;
+    build_world(&cfg, &world, &spot);
+    int rc = run_scenarios(&cfg, &tr, waits, nw, spots, &world, json, cmp, jobs_out, ts_out,
+                           step, quiet);
+    free(spot);
     spw_trace_free(&tr);
     spw_config_free(&cfg);
     return rc;
@@ -783,7 +1056,7 @@ static int cmd_demo(int argc, char **argv)
     const char *names[] = {"never", "none", "constant:3600", "compute:0.25"};
     for (int i = 0; i < 4; i++)
         spw_wait_parse(names[i], &waits[i], &err);
-    rc = run_scenarios(&cfg, &tr, waits, 4, json, CMP_WAIT, NULL, NULL, 0, 1);
+    rc = run_scenarios(&cfg, &tr, waits, 4, NULL, NULL, json, CMP_WAIT, NULL, NULL, 0, 1);
     if (!json && rc == 0)
         printf("\nnever = on-prem only; none = burst at once when nothing is free;\n"
                "constant:3600 = wait an hour; compute:0.25 = wait 0.25 x GPUs x runtime "
@@ -850,3 +1123,4 @@ int main(int argc, char **argv)
     fprintf(stderr, "spillway: unknown command '%s'\n\n%s", cmd, main_usage);
     return 2;
 }
+

@@ -127,6 +127,25 @@ static void json_governance(FILE *f, const spw_report_row_t *r)
     fprintf(f, "]}, ");
 }
 
+/* Spot, failures and deadlines: always written, zeros when none. */
+static void json_spot(FILE *f, const spw_sim_summary_t *s)
+{
+    jnum(f, "spot_cost_usd", s->spot_cost_usd, 0);
+    jnum(f, "spot_gpu_hours", s->spot_gpu_hours, 0);
+    jnum(f, "ondemand_gpu_hours", s->ondemand_gpu_hours, 0);
+    jint(f, "jobs_spot", s->jobs_spot);
+    jint(f, "preemptions", s->preemptions);
+    jint(f, "node_failures", s->node_failures);
+    jint(f, "jobs_interrupted_by_failure", s->jobs_interrupted_by_failure);
+    jint(f, "restarts", s->restarts);
+    jnum(f, "lost_gpu_hours", s->lost_gpu_hours, 0);
+    jint(f, "jobs_failed", s->jobs_failed);
+    jint(f, "jobs_deadline", s->jobs_deadline);
+    jint(f, "deadline_met", s->deadline_met);
+    jint(f, "deadline_missed", s->deadline_missed);
+    jint(f, "deadline_infeasible", s->deadline_infeasible);
+}
+
 void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
 {
     const spw_sim_summary_t *s = &r->sum;
@@ -161,6 +180,7 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jint(f, "queue_max", s->queue_max);
     jnum(f, "makespan_s", s->makespan_s, 0);
     jint(f, "events", s->events);
+    json_spot(f, s);
     json_governance(f, r);
     jnum(f, "sim_seconds", r->seconds, 1);
     fprintf(f, "}");
@@ -217,6 +237,42 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
                "period)\n");
 }
 
+/* Whether a run used spot, lost capacity or had deadlines: the "spot and
+ * failures" block is shown only then. */
+static int spot_shown(const spw_sim_summary_t *s)
+{
+    return s->jobs_spot || s->preemptions || s->node_failures || s->jobs_failed
+           || s->jobs_deadline || s->restarts;
+}
+
+static void table_spot(FILE *f, const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    char a[32], b[32];
+    fprintf(f, "\nspot and failures (spot policy %s, restart overhead %s):\n",
+            spw_spot_policy_name(r->policy->spot_policy),
+            human_s(r->policy->restart_overhead_s, a, sizeof(a)));
+    fprintf(f, "  %-22s %zu jobs, %s of %s cloud compute\n", "ran on spot", s->jobs_spot,
+            money(s->spot_cost_usd, a, sizeof(a)), money(s->cloud_cost_usd, b, sizeof(b)));
+    fprintf(f, "  %-22s %.0f spot, %.0f on demand\n", "cloud GPU-hours", s->spot_gpu_hours,
+            s->ondemand_gpu_hours);
+    fprintf(f, "  %-22s %zu spot preemption(s); %zu node failure(s), which ended %zu "
+            "attempt(s)\n", "interruptions", s->preemptions, s->node_failures,
+            s->jobs_interrupted_by_failure);
+    fprintf(f, "  %-22s %zu restarts, %.1f GPU-hours of work lost", "restarts", s->restarts,
+            s->lost_gpu_hours);
+    if (s->jobs_failed)
+        fprintf(f, ", %zu jobs failed (max_restarts)", s->jobs_failed);
+    fprintf(f, "\n");
+    if (s->jobs_deadline) {
+        fprintf(f, "  %-22s %zu jobs: %zu met, %zu missed", "deadlines", s->jobs_deadline,
+                s->deadline_met, s->deadline_missed);
+        if (s->deadline_infeasible)
+            fprintf(f, ", %zu infeasible (shorter than the runtime)", s->deadline_infeasible);
+        fprintf(f, "\n");
+    }
+}
+
 void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
                       const spw_report_row_t *r)
 {
@@ -257,6 +313,8 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
     fprintf(f, "  %-22s %.1f%%\n", "on-prem utilisation", 100 * s->onprem_utilization);
     fprintf(f, "  %-22s %zu jobs\n", "longest queue", s->queue_max);
     fprintf(f, "  %-22s %s\n", "makespan", human_s(s->makespan_s, a, sizeof(a)));
+    if (spot_shown(s))
+        table_spot(f, r);
     if (s->gov)
         table_governance(f, r);
     fprintf(f, "  (simulated in %.2f s)\n", r->seconds);
@@ -289,10 +347,12 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
     ROW("jobs to cloud", CELL("%zu", s->jobs_cloud));
     ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
     ROW("on-prem cost", money(s->onprem_cost_usd, a, sizeof(a)));
-    int gov = 0, egress = 0;
+    int gov = 0, egress = 0, spot = 0, deadline = 0;
     for (size_t i = 0; i < n; i++) {
         gov |= rows[i].sum.gov;
         egress |= rows[i].sum.egress_gb > 0;
+        spot |= spot_shown(&rows[i].sum);
+        deadline |= rows[i].sum.jobs_deadline > 0;
     }
     if (egress || gov) {
         ROW("egress GB", CELL("%.1f", s->egress_gb));
@@ -309,6 +369,19 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
     ROW("on-prem util", CELL("%.1f%%", 100 * s->onprem_utilization));
     ROW("longest queue", CELL("%zu", s->queue_max));
     ROW("unschedulable", CELL("%zu", s->jobs_unschedulable));
+    if (spot) {
+        ROW("spot cost", money(s->spot_cost_usd, a, sizeof(a)));
+        ROW("jobs on spot", CELL("%zu", s->jobs_spot));
+        ROW("preemptions", CELL("%zu", s->preemptions));
+        ROW("node failures", CELL("%zu", s->node_failures));
+        ROW("restarts", CELL("%zu", s->restarts));
+        ROW("lost GPU-hours", CELL("%.1f", s->lost_gpu_hours));
+        ROW("failed (restarts)", CELL("%zu", s->jobs_failed));
+    }
+    if (deadline) {
+        ROW("deadlines met", CELL("%zu", s->deadline_met));
+        ROW("deadlines missed", CELL("%zu", s->deadline_missed));
+    }
     if (gov) {
         ROW("held (budget/cap)", CELL("%zu", s->jobs_held));
         ROW("rejected (budget)", CELL("%zu", s->jobs_rejected));

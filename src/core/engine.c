@@ -94,6 +94,7 @@ typedef struct pool {
     uint64_t full_gpus;          /* GPUs of the nodes in `full` */
     uint64_t total;              /* GPUs in the pool */
     uint64_t busy;               /* GPUs held by running jobs */
+    uint8_t *down;               /* 1: node out of service (spw_engine_node_down) */
     /* EASY scratch, valid during one reservation: */
     int head_ok;                 /* the blocked head may run in this pool */
     int64_t sh_cnt;              /* nodes whose shadow free >= the head's demand */
@@ -138,6 +139,11 @@ typedef struct jclass {
     int offer;               /* cheapest allowed offer, -1 = none */
     uint32_t instances;      /* instances of that offer */
     int spot;                /* its rules require spot capacity */
+    int spot_ok;             /* its rules allow spot capacity */
+    uint32_t *soffers;       /* allowed offers with a spot price, cheapest
+                                spot first (= offers when spot is required) */
+    uint32_t nsoffers;
+    double max_boot_s;       /* slowest boot among its offers */
     spw_placement_t placement; /* from its rules */
     int any_offer;           /* some offer could serve it if its rules allowed */
     int denied;              /* its rules or residency took away some pool or
@@ -194,6 +200,13 @@ struct spw_engine {
     int held_dirty;               /* some team's money or a cap freed up */
     int org_freed;                /* an organisation cap freed up */
     double held_retry_at;         /* a budget period ends: retry the held then */
+    uint32_t *spot_cap;           /* per offer: spot instances that can be held */
+    uint32_t *held_inst[2];       /* per offer: instances held, [0] on demand, [1] spot */
+    double *unavail_until[2];     /* per offer: capacity error backoff, per kind */
+    spw_job_t **swait;            /* jobs waiting for spot or capacity (lazy) */
+    size_t nswait, capswait;
+    int spot_dirty;               /* capacity changed: retry them */
+    double swait_next;            /* earliest time a waiting job's choice changes */
     int money_limits;             /* some budget or cap exists: cloud worst
                                      cases bind and max_runtime stops jobs */
     uint32_t epoch;               /* EASY reservation counter (see pool_t.stamp) */
@@ -398,13 +411,14 @@ static double data_cost(const spw_engine_t *e, uint32_t data, int pool, int offe
 
 static const spw_engine_t *sort_engine;   /* qsort has no context argument */
 static const jclass_t *sort_class;
+static int sort_spot;                     /* order by spot price */
 
 static int offer_cmp(const void *a, const void *b)
 {
     const spw_offer_t *oa = &sort_engine->fleet->offers[*(const uint32_t *)a];
     const spw_offer_t *ob = &sort_engine->fleet->offers[*(const uint32_t *)b];
-    double pa = offer_usd_h(oa, sort_class->gpus, sort_class->spot);
-    double pb = offer_usd_h(ob, sort_class->gpus, sort_class->spot);
+    double pa = offer_usd_h(oa, sort_class->gpus, sort_spot);
+    double pb = offer_usd_h(ob, sort_class->gpus, sort_spot);
     if (pa != pb)
         return pa < pb ? -1 : 1;
     uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
@@ -421,6 +435,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     const spw_profile_t *pr = spw_govrt_profile(e->gov, c->profile);
     c->placement = pr->placement;
     c->spot = pr->spot == SPW_SPOT_REQUIRED;
+    c->spot_ok = pr->spot != SPW_SPOT_NEVER;
     c->pools = spw_xmalloc((e->npools ? e->npools : 1) * sizeof(uint32_t));
     c->npools = 0;
     c->never_onprem = 1;
@@ -464,7 +479,21 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     }
     sort_engine = e;
     sort_class = c;
+    sort_spot = c->spot;
     qsort(c->offers, c->noffers, sizeof(uint32_t), offer_cmp);
+    /* The offers it may buy spot on, cheapest spot first. */
+    c->soffers = spw_xmalloc((c->noffers ? c->noffers : 1) * sizeof(uint32_t));
+    c->nsoffers = 0;
+    c->max_boot_s = 0;
+    for (uint32_t k = 0; k < c->noffers; k++) {
+        const spw_offer_t *o = &e->fleet->offers[c->offers[k]];
+        if (c->spot_ok && !isnan(offer_usd_h(o, c->gpus, 1)))
+            c->soffers[c->nsoffers++] = c->offers[k];
+        if (o->boot_delay_s > c->max_boot_s)
+            c->max_boot_s = o->boot_delay_s;
+    }
+    sort_spot = 1;
+    qsort(c->soffers, c->nsoffers, sizeof(uint32_t), offer_cmp);
     c->same_boot = 1;
     for (uint32_t k = 1; k < c->noffers; k++)
         c->same_boot &= e->fleet->offers[c->offers[k]].boot_delay_s ==
@@ -602,9 +631,17 @@ static inline int class_fits(const spw_engine_t *e, const jclass_t *c)
 
 /* ---- running heap (EASY) --------------------------------------------------- */
 
-static inline double est_end(const spw_job_t *j)
+/* Work an attempt of j still plans to do: its estimate less what earlier
+ * attempts kept, never below 0. */
+static inline double est_left(const spw_job_t *j)
 {
-    return j->start_s + j->est_runtime_s;
+    double left = j->est_runtime_s - j->done_s;
+    return left > 0 ? left : 0;
+}
+
+static inline double est_end(const spw_engine_t *e, const spw_job_t *j)
+{
+    return j->start_s + spw_engine_overhead_s(e, j) + est_left(j);
 }
 
 static inline int run_before(const runent_t *a, const runent_t *b)
@@ -647,7 +684,7 @@ static void run_down(spw_engine_t *e, size_t i)
 static void run_push(spw_engine_t *e, spw_job_t *j)
 {
     GROW(e->run, e->nrun, e->caprun);
-    e->run[e->nrun] = (runent_t){.end = est_end(j), .order = j->order, .job = j};
+    e->run[e->nrun] = (runent_t){.end = est_end(e, j), .order = j->order, .job = j};
     j->l.run_idx = (uint32_t)e->nrun;
     run_up(e, e->nrun++);
 }
@@ -788,6 +825,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
 typedef struct cloud_pick {
     uint32_t offer;
     uint32_t inst;           /* instances */
+    int spot;                /* on spot capacity */
     spw_charge_t ch;         /* worst case against budgets and caps */
     double gb, transfer_s;   /* data to move first */
 } cloud_pick_t;
@@ -799,15 +837,17 @@ static double worst_run_s(const spw_engine_t *e, const spw_job_t *j)
     return mr + e->policy.reserve_extra_s;
 }
 
-/* Prices offer oi for job j of class c at now into *pk; returns the rank the
- * engine minimises: expected compute, plus egress under gravity. */
+/* Prices offer oi for job j of class c at now into *pk, on spot capacity or
+ * on demand; returns the rank the engine minimises: expected compute, plus
+ * egress under gravity. */
 static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j, uint32_t oi,
-                        double now, cloud_pick_t *pk)
+                        int spot, double now, cloud_pick_t *pk)
 {
     const spw_offer_t *o = &e->fleet->offers[oi];
     pk->offer = oi;
     pk->inst = (c->gpus + o->gpus - 1) / o->gpus;
-    double usd_h = offer_usd_h(o, c->gpus, c->spot);
+    pk->spot = spot;
+    double usd_h = offer_usd_h(o, c->gpus, spot);
     double egress = data_cost(e, c->data, -1, (int)oi, now, &pk->gb, &pk->transfer_s);
     pk->ch.usd = usd_h * (o->boot_delay_s + pk->transfer_s + worst_run_s(e, j)) / 3600.0;
     pk->ch.egress_usd = egress;
@@ -817,25 +857,68 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
     return e->policy.gravity ? rank + egress : rank;
 }
 
-/* Picks the cloud offer for job j: the lowest rank among the offers its
- * rules allow whose worst case fits every budget and cap.  Returns
- * SPW_ADMIT_OK with *out; SPW_ADMIT_NEVER when no allowed offer could fit
- * even with nothing else spent; else the refusal of the best-ranked offer
- * that could (why, if not NULL, says it). */
+/* Whether `inst` more instances of offer oi (spot or not) can be had now:
+ * spot capacity left, and no capacity error backing off. */
+static int has_capacity(const spw_engine_t *e, uint32_t oi, int spot, uint32_t inst, double now)
+{
+    if (now < e->unavail_until[spot][oi])
+        return 0;
+    if (!spot || e->spot_cap[oi] == UINT32_MAX)
+        return 1;
+    uint32_t held = e->held_inst[1][oi];
+    return held <= e->spot_cap[oi] && e->spot_cap[oi] - held >= inst;
+}
+
+static int same_region(const spw_offer_t *a, const spw_offer_t *b)
+{
+    return strcmp(a->provider, b->provider) == 0 && strcmp(a->region, b->region) == 0;
+}
+
+/* Recovery preference of offer oi for a job that lost offer j->last_offer
+ * to a preemption: 0 first, then 1, then 2.  same_region_first: that offer,
+ * its region, the rest; next_region: other regions, then its region. */
+static int recovery_tier(const spw_engine_t *e, const spw_job_t *j, uint32_t oi)
+{
+    if (j->last_offer < 0 || (size_t)j->last_offer >= e->fleet->noffers)
+        return 0;
+    const spw_offer_t *lost = &e->fleet->offers[j->last_offer], *o = &e->fleet->offers[oi];
+    int same = same_region(lost, o);
+    if (e->policy.recovery == SPW_RECOVERY_NEXT_REGION)
+        return same;
+    return (int)oi == j->last_offer ? 0 : same ? 1 : 2;
+}
+
+/* Picks the cloud offer for job j, on spot capacity or on demand: the
+ * lowest rank among the offers its rules allow, with capacity now, whose
+ * worst case fits every budget and cap (after a preemption, the recovery
+ * preference comes before the rank).  Returns SPW_ADMIT_OK with *out;
+ * SPW_ADMIT_NEVER when no allowed offer could fit even with nothing else
+ * spent (or none has capacity: *nocap, if not NULL, is then set); else the
+ * refusal of the best-ranked offer that could (why, if not NULL, says it). */
 static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
-                              double now, cloud_pick_t *out, char *why, size_t len)
+                              int spot, double now, cloud_pick_t *out, char *why, size_t len,
+                              int *nocap)
 {
     int team = (int)j->team - 1;
     double best = INFINITY, best_refused = INFINITY;
     spw_admit_t refusal = SPW_ADMIT_NEVER;
-    int found = 0;
+    int found = 0, skipped = 0;
     /* Offers are sorted by price: without data to weigh, the first one
      * admitted is the best; a refusal by spend rate holds for every dearer
      * offer, and so does a budget's when they all boot alike. */
-    int sorted = !c->data || !e->policy.gravity;
-    for (uint32_t k = 0; k < c->noffers; k++) {
+    int sorted = (!c->data || !e->policy.gravity) && j->last_offer < 0;
+    const uint32_t *list = spot ? c->soffers : c->offers;
+    uint32_t nlist = spot ? c->nsoffers : c->noffers;
+    for (uint32_t k = 0; k < nlist; k++) {
         cloud_pick_t pk;
-        double rank = pick_eval(e, c, j, c->offers[k], now, &pk);
+        if (!has_capacity(e, list[k], spot, (c->gpus + e->fleet->offers[list[k]].gpus - 1) /
+                                                e->fleet->offers[list[k]].gpus, now)) {
+            skipped = 1;
+            continue;
+        }
+        double rank = pick_eval(e, c, j, list[k], spot, now, &pk);
+        /* A tier is worth more than any price: 1e15 dollars. */
+        rank += 1e15 * recovery_tier(e, j, list[k]);
         if (rank >= best || !spw_govrt_could_fit(e->gov, team, &pk.ch))
             continue;
         int first = rank < best_refused;
@@ -857,12 +940,15 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
              (a == SPW_ADMIT_BUDGET && c->same_boot)))
             break;
     }
+    if (nocap)
+        *nocap = !found && refusal == SPW_ADMIT_NEVER && skipped;
     if (!found && refusal == SPW_ADMIT_NEVER && why)
-        snprintf(why, len, "its worst case is over a budget or cap even with nothing else spent");
+        snprintf(why, len, skipped ? "no capacity left on the offers it may buy"
+                                   : "its worst case is over a budget or cap even with nothing else spent");
     return found ? SPW_ADMIT_OK : refusal;
 }
 
-static void start_cloud(spw_engine_t *e, const jclass_t *c, spw_job_t *j, const cloud_pick_t *pk,
+static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
                         spw_reason_t why, double now)
 {
     const spw_offer_t *o = &e->fleet->offers[pk->offer];
@@ -870,7 +956,8 @@ static void start_cloud(spw_engine_t *e, const jclass_t *c, spw_job_t *j, const 
     j->reason = why;
     j->offer = (int32_t)pk->offer;
     j->instances = pk->inst;
-    j->spot = (uint8_t)c->spot;
+    j->spot = (uint8_t)pk->spot;
+    e->held_inst[pk->spot][pk->offer] += pk->inst;
     j->placed_s = now;
     j->transfer_s = pk->transfer_s;
     j->start_s = now + o->boot_delay_s + pk->transfer_s;
@@ -1005,13 +1092,184 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
     }
 }
 
+/* ---- spot or on demand ------------------------------------------------------ */
+
+/* How job j of class c may use spot capacity. */
+typedef enum spot_use {
+    USE_ONDEMAND,      /* never spot */
+    USE_POLICY,        /* as its spot policy decides */
+    USE_SPOT_ONLY,     /* spot or nothing: spot_mode always, or spot: required */
+} spot_use_t;
+
+static spot_use_t spot_use(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                           spw_spot_policy_t *policy)
+{
+    if (c->spot || (j->spot_mode == SPW_SPOTMODE_ALWAYS && c->spot_ok))
+        return USE_SPOT_ONLY;
+    if (!c->nsoffers || j->spot_mode == SPW_SPOTMODE_NEVER)
+        return USE_ONDEMAND;
+    spw_spot_policy_t p = e->policy.spot_policy;
+    if (j->spot_policy && j->spot_policy <= SPW_SPOT_POLICY_COUNT)
+        p = (spw_spot_policy_t)(j->spot_policy - 1);
+    if (p == SPW_SPOT_POLICY_ONDEMAND)
+        return USE_ONDEMAND;
+    *policy = p;
+    return USE_POLICY;
+}
+
+/* Whether job j of class c has any cloud place at all. */
+static int cloud_ok(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j)
+{
+    if (c->offer < 0)
+        return 0;
+    if (j->spot_mode == SPW_SPOTMODE_ALWAYS && !c->spot)
+        return c->spot_ok && c->nsoffers > 0;
+    (void)e;
+    return 1;
+}
+
+/* The job as its spot policy sees it (core/spot.h): time from submission,
+ * the deadline relative to it, the overhead of a new instance (restart
+ * overhead and the slowest boot).  0 when the policy has nothing to go by:
+ * no deadline, no estimate, or the estimated work already done. */
+static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j, double now,
+                     spw_spot_job_t *sj, spw_spot_view_t *v)
+{
+    if (!isfinite(j->deadline_s) || !(j->est_runtime_s > 0) || !(est_left(j) > 0))
+        return 0;
+    sj->work_s = j->est_runtime_s;
+    sj->deadline_s = j->deadline_s - j->submit_s;
+    sj->restart_overhead_s = e->policy.restart_overhead_s + c->max_boot_s;
+    sj->checkpoint_interval_s = j->checkpoint_interval_s;
+    sj->step_s = 0;
+    if (!(sj->deadline_s > 0))
+        return 0;
+    v->inst = SPW_SPOT_IDLE;
+    v->elapsed_s = now - j->submit_s;
+    v->done_s = j->done_s;
+    return 1;
+}
+
+/* The price per hour of the cheapest offer in list[0..n) (sorted by that
+ * price) with capacity for class c now, spot or on demand; INFINITY if none. */
+static double cheapest_free(const spw_engine_t *e, const jclass_t *c, const uint32_t *list,
+                            uint32_t n, int spot, double now)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const spw_offer_t *o = &e->fleet->offers[list[k]];
+        if (has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now))
+            return offer_usd_h(o, c->gpus, spot);
+    }
+    return INFINITY;
+}
+
+/* Whether spot capacity worth taking is free for class c now: some spot
+ * offer has room and, unless spot is all it may take, is cheaper than the
+ * cheapest on-demand offer with room (a spot instance bigger than the job
+ * needs can cost more than a small one on demand). */
+static int spot_free(const spw_engine_t *e, const jclass_t *c, int only, double now)
+{
+    double spot = cheapest_free(e, c, c->soffers, c->nsoffers, 1, now);
+    if (only || !isfinite(spot))
+        return isfinite(spot);
+    return spot < cheapest_free(e, c, c->offers, c->noffers, 0, now);
+}
+
+/* What job j should take now: SPOT, ONDEMAND, or IDLE (wait for spot, on-prem
+ * still taking it meanwhile).  For IDLE, *flip is when the choice turns to
+ * on demand if capacity stays as it is (INFINITY: never).  *by_deadline is
+ * set when the deadline, not the lack of spot, made it on demand. */
+static spw_spot_inst_t spot_choice(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                                   double now, double *flip, int *by_deadline)
+{
+    *flip = INFINITY;
+    *by_deadline = 0;
+    spw_spot_policy_t pol = SPW_SPOT_POLICY_ONDEMAND;
+    spot_use_t use = spot_use(e, c, j, &pol);
+    if (use == USE_ONDEMAND)
+        return SPW_SPOT_ONDEMAND;
+    int free_ = spot_free(e, c, use == USE_SPOT_ONLY, now);
+    if (use == USE_SPOT_ONLY)
+        return free_ ? SPW_SPOT_SPOT : SPW_SPOT_IDLE;
+    spw_spot_job_t sj;
+    spw_spot_view_t v;
+    if (!spot_view(e, c, j, now, &sj, &v))
+        return free_ ? SPW_SPOT_SPOT : SPW_SPOT_ONDEMAND;
+    spw_spot_inst_t d = spw_spot_decide(pol, &sj, &v, free_);
+    if (d == SPW_SPOT_ONDEMAND)
+        *by_deadline = 1;
+    if (d == SPW_SPOT_IDLE) {
+        /* Greedy waits until the safety net; Uniform Progress also until
+         * it falls behind: done < elapsed x work / deadline. */
+        double left = sj.work_s - v.done_s;
+        double t = j->submit_s + sj.deadline_s - left - spw_spot_safety_slack_s(&sj);
+        if (pol == SPW_SPOT_POLICY_UNIFORM_PROGRESS) {
+            double tu = j->submit_s + v.done_s * sj.deadline_s / sj.work_s;
+            if (tu < t)
+                t = tu;
+        }
+        *flip = nextafter(t, INFINITY);   /* at t itself it still waits */
+    }
+    return d;
+}
+
+/* When a capacity error on any offer of the list (spot or on demand) of
+ * class c ends; INFINITY when none is backing off. */
+static double backoff_end(const spw_engine_t *e, const jclass_t *c, int spot, double now)
+{
+    const uint32_t *list = spot ? c->soffers : c->offers;
+    uint32_t n = spot ? c->nsoffers : c->noffers;
+    double t = INFINITY;
+    for (uint32_t k = 0; k < n; k++) {
+        double u = e->unavail_until[spot][list[k]];
+        if (u > now && u < t)
+            t = u;
+    }
+    return t;
+}
+
+/* Job j waits for spot or cloud capacity until capacity changes or `flip`:
+ * in the on-prem queue meanwhile when it can run there. */
+static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, int in_queue,
+                          double flip)
+{
+    if (!in_queue && !c->never_onprem) {
+        queue_add(e, c, j);
+        e->dirty = 1;
+    }
+    j->reason = SPW_REASON_WAIT_SPOT;
+    if (!(flip >= now + 1e-3))
+        flip = now + 1e-3;   /* at or near the threshold: look again just after */
+    if (flip < e->swait_next)
+        e->swait_next = flip;
+    if (!j->l.swait) {
+        j->l.swait = 1;
+        GROW(e->swait, e->nswait, e->capswait);
+        e->swait[e->nswait++] = j;
+    }
+}
+
 /* Tries to put queued job j of class c in the cloud now (in_queue: it sits
- * in the on-prem queue).  Returns SPW_ADMIT_OK when placed. */
+ * in the on-prem queue): on spot or on demand as its spot policy decides,
+ * or it waits for capacity.  Returns SPW_ADMIT_OK when placed. */
 static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_reason_t why,
                              double now, int in_queue)
 {
+    double flip;
+    int by_deadline, waited = j->reason == SPW_REASON_WAIT_SPOT;
+    spw_spot_inst_t d = spot_choice(e, c, j, now, &flip, &by_deadline);
+    if (d == SPW_SPOT_IDLE) {
+        wait_capacity(e, c, j, now, in_queue, fmin(flip, backoff_end(e, c, 1, now)));
+        return SPW_ADMIT_NEVER;
+    }
+    int spot = d == SPW_SPOT_SPOT;
     cloud_pick_t pk;
-    spw_admit_t a = pick_offer(e, c, j, now, &pk, NULL, 0);
+    int nocap = 0;
+    spw_admit_t a = pick_offer(e, c, j, spot, now, &pk, NULL, 0, &nocap);
+    if (a != SPW_ADMIT_OK && nocap) {
+        wait_capacity(e, c, j, now, in_queue, backoff_end(e, c, spot, now));
+        return a;
+    }
     if (a != SPW_ADMIT_OK) {
         refused(e, c, j, a, now, in_queue);
         return a;
@@ -1021,8 +1279,53 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
         e->dirty = 1;            /* jobs behind it may fit on-prem now */
     }
     e->queued--;
-    start_cloud(e, c, j, &pk, why, now);
+    if (spot && waited)
+        why = SPW_REASON_SPOT;
+    else if (by_deadline)
+        why = SPW_REASON_DEADLINE;
+    start_cloud(e, j, &pk, why, now);
     return SPW_ADMIT_OK;
+}
+
+static int swait_cmp(const void *a, const void *b)
+{
+    const spw_job_t *x = *(spw_job_t *const *)a, *y = *(spw_job_t *const *)b;
+    return x == y ? 0 : job_before(sort_engine, x, y) ? -1 : 1;
+}
+
+/* The reason a job bursting from a wait list goes to the cloud. */
+static spw_reason_t burst_reason(const jclass_t *c)
+{
+    return c->never_onprem                        ? SPW_REASON_NEVER_FITS_ONPREM
+           : c->placement == SPW_PLACE_CLOUD_FIRST ? SPW_REASON_CLOUD_FIRST
+                                                   : SPW_REASON_WAIT_EXPIRED;
+}
+
+/* Tries the jobs waiting for spot or cloud capacity again, in queue order,
+ * once capacity has changed or one of them would choose differently. */
+static void retry_spot(spw_engine_t *e, double now)
+{
+    if (!e->nswait || (!e->spot_dirty && now < e->swait_next))
+        return;
+    e->spot_dirty = 0;
+    e->swait_next = INFINITY;
+    size_t n = 0;
+    for (size_t i = 0; i < e->nswait; i++) {
+        spw_job_t *j = e->swait[i];
+        j->l.swait = 0;
+        if (j->state == SPW_JOB_QUEUED && j->reason == SPW_REASON_WAIT_SPOT)
+            e->swait[n++] = j;
+    }
+    spw_job_t **todo = spw_xmalloc((n ? n : 1) * sizeof(*todo));
+    memcpy(todo, e->swait, n * sizeof(*todo));
+    e->nswait = 0;
+    sort_engine = e;
+    qsort(todo, n, sizeof(*todo), swait_cmp);
+    for (size_t i = 0; i < n; i++) {
+        jclass_t *c = &e->cls[todo[i]->l.cls];
+        try_burst(e, c, todo[i], burst_reason(c), now, !c->never_onprem);
+    }
+    free(todo);
 }
 
 /* Retries held bursts once money or a cap has freed up or a budget period
@@ -1060,10 +1363,7 @@ static void retry_held(spw_engine_t *e, double now)
         spw_job_t *j = heldq_pop(e, best);
         j->l.held_list = 0;
         jclass_t *c = &e->cls[j->l.cls];
-        spw_reason_t why = c->never_onprem                        ? SPW_REASON_NEVER_FITS_ONPREM
-                           : c->placement == SPW_PLACE_CLOUD_FIRST ? SPW_REASON_CLOUD_FIRST
-                                                                   : SPW_REASON_WAIT_EXPIRED;
-        spw_admit_t a = try_burst(e, c, j, why, now, !c->never_onprem);
+        spw_admit_t a = try_burst(e, c, j, burst_reason(c), now, !c->never_onprem);
         if (a == SPW_ADMIT_OK || !is_held(j))
             continue;                 /* placed, rejected or on-prem only */
         if (org_level(a)) {
@@ -1232,7 +1532,7 @@ static void reserve(spw_engine_t *e, resv_t *r, double now)
             shadow_set(e, p, n, (uint16_t)(sh_get(e, p, n) + j->alloc_gpus), g);
         }
         if (shadow_fits_pool(p, g)) {
-            double t = est_end(j);
+            double t = est_end(e, j);
             r->t = t > now ? t : now;
             return;
         }
@@ -1250,7 +1550,7 @@ static int keeps_reservation(spw_engine_t *e, resv_t *r, const jclass_t *c,
     if (!p->head_ok)
         return 1;
     /* The same test as treap_first_short(), so rounding cannot make the two disagree. */
-    int ends_first = j->est_runtime_s <= r->t - now;
+    int ends_first = j->est_runtime_s <= r->t - now - e->policy.restart_overhead_s;
     if (ends_first && !apply)
         return 1;
     uint32_t g = r->h->gpus;
@@ -1322,7 +1622,7 @@ static void pass_easy(spw_engine_t *e, double now)
                 continue;
             spw_job_t *cand = c->head;
             if (!keeps_reservation(e, &r, c, cand, pl, now, 0))
-                cand = treap_first_short(c->root, r.t - now);
+                cand = treap_first_short(c->root, r.t - now - e->policy.restart_overhead_s);
             if (cand && (!bj || job_before(e, cand, bj))) {
                 best = c;
                 bj = cand;
@@ -1382,6 +1682,7 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
             if (p->spec->node_gpus[k] > p->maxcap)
                 p->maxcap = p->spec->node_gpus[k];
         p->freeg = spw_xcalloc(p->n, sizeof(uint16_t));
+        p->down = spw_xcalloc(p->n, sizeof(uint8_t));
         p->shadow = spw_xcalloc(p->n, sizeof(uint16_t));
         p->stamp = spw_xcalloc(p->n, sizeof(uint32_t));
         p->level = spw_xcalloc(p->maxcap + 1, sizeof(bits_t));
@@ -1414,6 +1715,15 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
                            isfinite(t->max_cloud_gpus) || isfinite(t->max_egress_usd_per_month);
     }
     e->held_retry_at = INFINITY;
+    size_t no = fleet->noffers ? fleet->noffers : 1;
+    e->spot_cap = spw_xmalloc(no * sizeof(uint32_t));
+    for (size_t i = 0; i < no; i++)
+        e->spot_cap[i] = UINT32_MAX;
+    for (int k = 0; k < 2; k++) {
+        e->held_inst[k] = spw_xcalloc(no, sizeof(uint32_t));
+        e->unavail_until[k] = spw_xcalloc(no, sizeof(double));
+    }
+    e->swait_next = INFINITY;
     return e;
 }
 
@@ -1429,6 +1739,7 @@ void spw_engine_destroy(spw_engine_t *e)
         free(p->level);
         free(p->level_n);
         free(p->freeg);
+        free(p->down);
         free(p->shadow);
         free(p->stamp);
     }
@@ -1436,12 +1747,19 @@ void spw_engine_destroy(spw_engine_t *e)
     for (size_t i = 0; i < e->ncls; i++) {
         free(e->cls[i].pools);
         free(e->cls[i].offers);
+        free(e->cls[i].soffers);
     }
     spw_govrt_destroy(e->gov);
     for (size_t t = 0; t < e->nhq; t++)
         free(e->hq[t].h);
     free(e->hq);
     free(e->rejected);
+    free(e->swait);
+    free(e->spot_cap);
+    for (int k = 0; k < 2; k++) {
+        free(e->held_inst[k]);
+        free(e->unavail_until[k]);
+    }
     /* Node lists of multi-node jobs still running are the engine's. */
     for (size_t i = 0; i < e->nmulti; i++) {
         free(e->multi[i]->l.nodes);
@@ -1483,7 +1801,7 @@ static double gravity_wait(const spw_engine_t *e, const jclass_t *c, const spw_j
     double best = INFINITY, extra = 0;
     for (uint32_t k = 0; k < c->noffers; k++) {
         cloud_pick_t pk;
-        double rank = pick_eval(e, c, j, c->offers[k], now, &pk);
+        double rank = pick_eval(e, c, j, c->offers[k], c->spot, now, &pk);
         if (rank < best) {
             best = rank;
             extra = pk.transfer_s +
@@ -1502,6 +1820,62 @@ static void burst_now(spw_engine_t *e, spw_job_t *j, spw_reason_t why, double no
     e->burst[e->nburst++] = j;
 }
 
+/* The latest time job j of class c can burst and still meet its deadline
+ * in the cloud: its work left, a new instance's overhead and, when its
+ * spot policy decides, the slack that policy keeps; INFINITY without a
+ * deadline or an estimate. */
+static double deadline_burst_at(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j)
+{
+    if (!isfinite(j->deadline_s) || !(j->est_runtime_s > 0))
+        return INFINITY;
+    double d = e->policy.restart_overhead_s + c->max_boot_s;
+    double margin = d;
+    spw_spot_policy_t pol;
+    if (spot_use(e, c, j, &pol) == USE_POLICY) {
+        spw_spot_job_t sj = {
+            .work_s = j->est_runtime_s,
+            .deadline_s = j->deadline_s - j->submit_s,
+            .restart_overhead_s = d,
+            .checkpoint_interval_s = j->checkpoint_interval_s,
+            .step_s = 0,
+        };
+        margin = spw_spot_safety_slack_s(&sj);
+    }
+    return j->deadline_s - est_left(j) - margin;
+}
+
+/* Queues job j of class c at now.  A job that can never run on-prem, or is
+ * cloud_first, bursts at once; the others wait on-prem until wait_until
+ * (the burst then has reason why, or WAIT_EXPIRED) or their deadline's
+ * latest burst, whichever comes first. */
+static void enqueue(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, double wait_until,
+                    spw_reason_t why)
+{
+    int cloud = cloud_ok(e, c, j);
+    j->state = SPW_JOB_QUEUED;
+    e->queued++;
+    if (c->never_onprem) {
+        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
+        return;
+    }
+    if (cloud && c->placement == SPW_PLACE_CLOUD_FIRST) {
+        burst_now(e, j, SPW_REASON_CLOUD_FIRST, now);
+        return;
+    }
+    double t = cloud ? wait_until : INFINITY;
+    j->l.burst_why = why == SPW_REASON_WAIT_EXPIRED ? 0 : (uint8_t)why;
+    double dl = cloud ? deadline_burst_at(e, c, j) : INFINITY;
+    if (dl < t) {
+        t = dl;
+        j->l.burst_why = SPW_REASON_DEADLINE;
+    }
+    j->l.burst_at_s = t;
+    queue_add(e, c, j);
+    e->dirty = 1;
+    if (t < INFINITY)
+        exp_push(e, j);
+}
+
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 {
     uint32_t ci = job_class(e, j);
@@ -1509,29 +1883,13 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
     j->l.cls = ci;
     j->l.nodes = NULL;
     j->by_residency = (uint8_t)spw_govrt_profile(e->gov, c->profile)->onprem_by_residency;
-    if (c->never_onprem) {
-        if (c->offer < 0) {
-            j->state = SPW_JOB_UNSCHEDULABLE;
-            j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
-            return;
-        }
-        j->state = SPW_JOB_QUEUED;
-        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
-        e->queued++;
+    if (c->never_onprem && !cloud_ok(e, c, j)) {
+        j->state = SPW_JOB_UNSCHEDULABLE;
+        j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
         return;
     }
-    j->state = SPW_JOB_QUEUED;
-    if (c->offer >= 0 && c->placement == SPW_PLACE_CLOUD_FIRST) {
-        burst_now(e, j, SPW_REASON_CLOUD_FIRST, now);
-        e->queued++;
-        return;
-    }
-    j->l.burst_at_s = c->offer < 0 ? INFINITY : j->submit_s + wait_for(e, j) + gravity_wait(e, c, j, now);
-    queue_add(e, c, j);
-    e->queued++;
-    e->dirty = 1;
-    if (j->l.burst_at_s < INFINITY)
-        exp_push(e, j);
+    enqueue(e, c, j, now, j->submit_s + wait_for(e, j) + gravity_wait(e, c, j, now),
+            SPW_REASON_WAIT_EXPIRED);
 }
 
 size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
@@ -1551,6 +1909,7 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     pass(e, now);
     /* Held bursts go before this instant's new ones: queue order. */
     retry_held(e, now);
+    retry_spot(e, now);
     /* Jobs that can never fit on-prem burst at once. */
     nb = e->nburst;
     e->nburst = 0;
@@ -1561,7 +1920,8 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     for (exp_clean(e); e->nexp && e->exp[0].t <= now; exp_clean(e)) {
         spw_job_t *j = e->exp[0].job;
         exp_pop(e);
-        try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_WAIT_EXPIRED, now, 1);
+        spw_reason_t why = j->l.burst_why ? (spw_reason_t)j->l.burst_why : SPW_REASON_WAIT_EXPIRED;
+        try_burst(e, &e->cls[j->l.cls], j, why, now, 1);
     }
     /* A burst, retried or rejected job left the queue: those behind it
      * may fit now (try_burst and refused set dirty). */
@@ -1616,6 +1976,16 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         double hours = (now - (j->start_s - j->transfer_s)) / 3600.0;
         if (!(hours > 0))
             hours = 0;
+        const spw_offer_t *o = &e->fleet->offers[j->offer];
+        double gpu_s = hours * 3600.0 * j->instances * o->gpus;
+        if (j->spot)
+            j->spot_gpu_s += gpu_s;
+        else
+            j->ondemand_gpu_s += gpu_s;
+        uint32_t *held = &e->held_inst[j->spot][j->offer];
+        *held = *held >= j->instances ? *held - j->instances : 0;
+        if (j->spot)
+            e->spot_dirty = 1;      /* spot capacity freed */
         spw_charge_t res = held_charge(e, j), act = res;
         act.usd = j->billed ? j->bill_usd : hours * res.usd_per_h;
         if (e->money_limits)
@@ -1663,32 +2033,133 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
     return 0;
 }
 
+/* Forgets where placed job j ran (it has been released). */
+static void unplace(spw_job_t *j)
+{
+    j->pool = j->node = j->offer = -1;
+    j->nnodes = j->alloc_gpus = j->instances = 0;
+    j->placed_s = j->start_s = NAN;
+}
+
 int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
 {
     if (j->state != SPW_JOB_ONPREM && j->state != SPW_JOB_CLOUD)
         return -1;
     release(e, j, now);
+    unplace(j);
     jclass_t *c = &e->cls[j->l.cls];
-    j->pool = j->node = j->offer = -1;
-    j->nnodes = j->alloc_gpus = j->instances = 0;
-    j->placed_s = j->start_s = NAN;
-    j->state = SPW_JOB_QUEUED;
-    e->queued++;
-    if (c->never_onprem) {
-        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
-        return 0;
-    }
-    if (c->offer >= 0 && c->placement == SPW_PLACE_CLOUD_FIRST) {
-        burst_now(e, j, SPW_REASON_CLOUD_FIRST, now);
-        return 0;
-    }
     j->reason = SPW_REASON_NONE;
-    j->l.burst_at_s = c->offer < 0 ? INFINITY : now + wait_for(e, j) + gravity_wait(e, c, j, now);
-    queue_add(e, c, j);
-    e->dirty = 1;
-    if (j->l.burst_at_s < INFINITY)
-        exp_push(e, j);
+    enqueue(e, c, j, now, now + wait_for(e, j) + gravity_wait(e, c, j, now),
+            SPW_REASON_WAIT_EXPIRED);
     return 0;
+}
+
+int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, double now)
+{
+    if (j->state != SPW_JOB_ONPREM && j->state != SPW_JOB_CLOUD)
+        return -1;
+    /* Progress of this attempt: after its restart overhead, up to now; it
+     * is kept to the last checkpoint. */
+    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    if (!(run > 0))
+        run = 0;
+    double kept = spw_ckpt_kept_s(j->checkpoint_interval_s, j->done_s, run);
+    double lost = j->done_s + run - kept;
+    j->lost_s += lost;
+    j->lost_gpu_s += lost * j->gpus;
+    j->done_s = kept;
+    if (why == SPW_INTERRUPT_PREEMPTED) {
+        j->preemptions++;
+        if (j->state == SPW_JOB_CLOUD)
+            j->last_offer = j->offer;
+    } else {
+        j->failures++;
+    }
+    release(e, j, now);
+    unplace(j);
+    jclass_t *c = &e->cls[j->l.cls];
+    if ((uint64_t)j->preemptions + j->failures > e->policy.max_restarts) {
+        j->state = SPW_JOB_FAILED;
+        j->reason = SPW_REASON_MAX_RESTARTS;
+        j->end_s = now;
+        return 1;
+    }
+    j->restarts++;
+    double wait = wait_for(e, j) + gravity_wait(e, c, j, now);
+    if (why == SPW_INTERRUPT_PREEMPTED) {
+        /* Its wait is over: on-prem if the pass finds room, else the cloud. */
+        j->reason = SPW_REASON_PREEMPTED;
+        enqueue(e, c, j, now, now, SPW_REASON_PREEMPTED);
+    } else if (e->policy.failover == SPW_FAILOVER_BURST) {
+        j->reason = SPW_REASON_NODE_FAILED;
+        enqueue(e, c, j, now, j->submit_s + wait, SPW_REASON_FAILOVER);
+    } else {
+        j->reason = SPW_REASON_NODE_FAILED;
+        enqueue(e, c, j, now, now + wait, SPW_REASON_WAIT_EXPIRED);
+    }
+    return 0;
+}
+
+int spw_engine_job_on_node(const spw_job_t *j, size_t pool, uint32_t node)
+{
+    if (j->state != SPW_JOB_ONPREM || j->pool < 0 || (size_t)j->pool != pool)
+        return 0;
+    if (!j->l.nodes)
+        return j->node >= 0 && (uint32_t)j->node == node;
+    for (uint32_t k = 0; k < j->nnodes; k++)
+        if (j->l.nodes[k] == node)
+            return 1;
+    return 0;
+}
+
+int spw_engine_node_down(spw_engine_t *e, size_t pool, uint32_t node, int down, double now)
+{
+    (void)now;
+    if (pool >= e->npools || node >= e->pools[pool].n)
+        return -1;
+    pool_t *p = &e->pools[pool];
+    uint16_t cap = p->spec->node_gpus[node];
+    down = !!down;
+    if (p->down[node] == down)
+        return -1;
+    if (down) {
+        if (p->freeg[node] != cap)
+            return -1;              /* a job still holds it */
+        pool_set_free(p, node, 0);
+        p->busy -= cap;             /* out of service is not busy */
+        p->total -= cap;
+    } else {
+        p->total += cap;
+        p->busy += cap;
+        pool_set_free(p, node, cap);
+        e->dirty = 1;
+    }
+    p->down[node] = (uint8_t)down;
+    return 0;
+}
+
+void spw_engine_set_spot_capacity(spw_engine_t *e, size_t offer, uint32_t instances, double now)
+{
+    (void)now;
+    if (offer >= e->fleet->noffers || e->spot_cap[offer] == instances)
+        return;
+    e->spot_cap[offer] = instances;
+    e->spot_dirty = 1;
+}
+
+uint32_t spw_engine_offer_held(const spw_engine_t *e, size_t offer, int spot)
+{
+    return offer < e->fleet->noffers ? e->held_inst[!!spot][offer] : 0;
+}
+
+void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, double until_s)
+{
+    if (offer >= e->fleet->noffers)
+        return;
+    double *u = &e->unavail_until[!!spot][offer];
+    if (until_s > *u)
+        *u = until_s;
+    /* Jobs that wait for it look again when it ends (wait_capacity). */
 }
 
 int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
@@ -1711,6 +2182,7 @@ int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
         j->l.att_egress_usd = fmin(j->egress_usd, j->reserved_usd);
         spw_charge_t ch = held_charge(e, j);
         spw_govrt_reserve(e->gov, (int)j->team - 1, j->charge_s, &ch);
+        e->held_inst[!!j->spot][j->offer] += j->instances;
     } else if (j->state == SPW_JOB_ONPREM) {
         if (j->pool < 0 || (size_t)j->pool >= e->npools)
             return -1;
@@ -1815,9 +2287,15 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     /* What a burst would do now: the offer it would take, or why none. */
     cloud_pick_t pick;
     char refusal[160] = "";
-    spw_admit_t adm = c->noffers ? pick_offer(e, c, j, now, &pick, refusal, sizeof(refusal))
-                                 : SPW_ADMIT_OK;
-    int picked = c->noffers && adm == SPW_ADMIT_OK;
+    double flip = INFINITY;
+    int by_deadline = 0;
+    spw_spot_inst_t choice =
+        c->noffers ? spot_choice(e, c, j, now, &flip, &by_deadline) : SPW_SPOT_ONDEMAND;
+    int espot = choice == SPW_SPOT_SPOT;
+    spw_admit_t adm = c->noffers && choice != SPW_SPOT_IDLE
+                          ? pick_offer(e, c, j, espot, now, &pick, refusal, sizeof(refusal), NULL)
+                          : SPW_ADMIT_OK;
+    int picked = c->noffers && choice != SPW_SPOT_IDLE && adm == SPW_ADMIT_OK;
     memset(&x, 0, sizeof(x));
     x.kind = SPW_CAND_WAIT;
     x.index = -1;
@@ -1844,6 +2322,12 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     else if (j->state == SPW_JOB_QUEUED &&
              (j->reason == SPW_REASON_HELD_BUDGET || j->reason == SPW_REASON_HELD_CAP))
         snprintf(x.why, sizeof(x.why), "held: %.150s", refusal[0] ? refusal : spw_reason_text(j->reason));
+    else if (choice == SPW_SPOT_IDLE && isfinite(flip))
+        snprintf(x.why, sizeof(x.why), "waits for spot capacity (on-prem may take it meanwhile); "
+                 "its deadline sends it on demand at t=%.0f s", flip);
+    else if (choice == SPW_SPOT_IDLE)
+        snprintf(x.why, sizeof(x.why), "waits for spot capacity (spot only; on-prem may take it "
+                 "meanwhile)");
     else if (c->placement == SPW_PLACE_CLOUD_FIRST)
         snprintf(x.why, sizeof(x.why), "placement cloud_first: no wait, it bursts");
     else if (j->state == SPW_JOB_QUEUED) {
@@ -1863,7 +2347,7 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         x.index = (int)i;
         x.instances = (g + o->gpus - 1) / o->gpus;
         cloud_pick_t pk;
-        double rank = pick_eval(e, c, j, (uint32_t)i, now, &pk);
+        double rank = pick_eval(e, c, j, (uint32_t)i, espot, now, &pk);
         double usd_h = pk.ch.usd_per_h;
         x.est_start_s = now + o->boot_delay_s + pk.transfer_s;
         x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0 + pk.ch.egress_usd;
@@ -1881,7 +2365,7 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             x.ok = 1;
             snprintf(x.why, sizeof(x.why),
                      "the best allowed offer: %u x %s at $%.4g/h%s; worst case $%.2f fits every budget",
-                     x.instances, o->instance_type, usd_h, c->spot ? " (spot)" : "",
+                     x.instances, o->instance_type, usd_h, espot ? " (spot)" : "",
                      pk.ch.usd + pk.ch.egress_usd);
         } else if (picked && e->policy.gravity && (pk.ch.egress_usd > 0 || pick.ch.egress_usd > 0)) {
             snprintf(x.why, sizeof(x.why), "%u x %s: $%.4g expected with egress, more than the "
@@ -1907,7 +2391,14 @@ double spw_engine_next_wakeup(spw_engine_t *e)
 {
     exp_clean(e);
     double t = e->nexp ? e->exp[0].t : INFINITY;
+    if (e->nswait && e->swait_next < t)
+        t = e->swait_next;
     return e->nheld && e->held_retry_at < t ? e->held_retry_at : t;
+}
+
+double spw_engine_overhead_s(const spw_engine_t *e, const spw_job_t *j)
+{
+    return j->state == SPW_JOB_CLOUD || j->restarts ? e->policy.restart_overhead_s : 0;
 }
 
 double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j)

@@ -80,6 +80,75 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now);
  * Returns -1 (and changes nothing) when the job is not placed. */
 int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now);
 
+/* ---- spot capacity, interruptions and node failures (docs/spot.md) ----
+ *
+ * A job that may use spot (its spot_mode, spot policy and rules allow it)
+ * chooses at each burst among spot, on demand and waiting, by its spot
+ * policy (core/spot.h) applied to its deadline: t = now - submit_s, work =
+ * est_runtime_s, progress = done_s, restart overhead = the policy's plus the
+ * offer's boot delay and data transfer.  A job without a deadline takes spot
+ * when some is free and on demand otherwise; spot_mode ALWAYS (or a rule's
+ * spot: required) waits for spot however long it takes.  A job waiting for
+ * spot stays in the on-prem queue and is tried again when spot capacity
+ * changes or when its policy would stop waiting (spw_engine_next_wakeup).
+ *
+ * A job with a deadline also bursts when waiting longer on-prem would leave
+ * the cloud too little time: at deadline - (est_runtime_s - done_s) -
+ * restart overhead - boot delay - data transfer - the spot safety slack
+ * (core/spot.h) when it may use spot, unless its wait rule bursts it
+ * sooner (not under wait: never). */
+
+/* Spot instances of offer `offer` that can be held at once from `now` on:
+ * a trace tick, or a provider's answer; UINT32_MAX (the default) = no limit.
+ * Lowering it below what is held preempts nothing: the world that took the
+ * capacity back reports each job it ended with spw_engine_interrupt.  Jobs
+ * waiting for spot are tried again at the next spw_engine_schedule. */
+void spw_engine_set_spot_capacity(spw_engine_t *e, size_t offer, uint32_t instances, double now);
+
+/* Instances of `offer` (spot when spot != 0, else on demand) held by placed
+ * jobs, booting included. */
+uint32_t spw_engine_offer_held(const spw_engine_t *e, size_t offer, int spot);
+
+/* A capacity error: the provider refused instances of `offer` (spot when
+ * spot != 0) at now.  The engine does not try that offer and kind again
+ * before until_s; the caller chooses the backoff (the daemon doubles it). */
+void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, double until_s);
+
+typedef enum spw_interrupt {
+    SPW_INTERRUPT_PREEMPTED,     /* the provider took the cloud capacity back */
+    SPW_INTERRUPT_NODE_FAILED,   /* an on-prem node it held went down */
+} spw_interrupt_t;
+
+/* A placed job lost its capacity at `now`.  Its GPUs or instances are freed
+ * and the attempt is settled (as spw_engine_requeue); the progress it made
+ * after its restart overhead, from start_s to now, is kept up to its last
+ * checkpoint (spw_ckpt_kept_s into done_s), the rest counts in lost_s and
+ * lost_gpu_s; preemptions or failures and restarts grow by one.  Past the
+ * policy's max_restarts the job ends FAILED (reason MAX_RESTARTS; returns 1).
+ * Otherwise it is re-placed (returns 0): a preempted job may burst at once
+ * (its wait is over), preferring per the policy's recovery the offer and
+ * region it lost or the others, or on-prem when free; a job whose node
+ * failed queues on-prem again with its wait counted from now, or under
+ * failover: burst goes to the cloud when it has waited its wait since
+ * submission or its deadline can no longer wait.  Returns -1 (nothing
+ * changed) when j is not placed. */
+int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, double now);
+
+/* The restart overhead of placed job j's current attempt: the policy's
+ * restart_overhead_s for a cloud attempt (a new instance) and for any
+ * attempt after an interruption; 0 for a first start on-prem.  The attempt
+ * makes no progress for that long after start_s. */
+double spw_engine_overhead_s(const spw_engine_t *e, const spw_job_t *j);
+
+/* Whether placed job j holds node `node` of pool `pool`. */
+int spw_engine_job_on_node(const spw_job_t *j, size_t pool, uint32_t node);
+
+/* Takes node `node` of pool `pool` out of service at `now` (1), or back (0).
+ * The caller first interrupts every job on the node (spw_engine_job_on_node);
+ * returns -1 (nothing changed) when a job still holds it, the node is
+ * unknown or already in that state. */
+int spw_engine_node_down(spw_engine_t *e, size_t pool, uint32_t node, int down, double now);
+
 /* Gives a fresh engine back a job that was already placed before a restart
  * of its caller (the daemon after kill -9), without queueing it.  The caller
  * sets the caller fields and state, placed_s, start_s and either pool and

@@ -14,6 +14,9 @@ static const char *const scan_names[] = {SPW_SCANS(SPW_NAME_ENTRY)};
 static const char *const backfill_names[] = {SPW_BACKFILLS(SPW_NAME_ENTRY)};
 static const char *const fit_names[] = {SPW_FITS(SPW_NAME_ENTRY)};
 static const char *const wait_names[] = {SPW_WAITS(SPW_NAME_ENTRY)};
+static const char *const spotmode_names[] = {SPW_SPOT_MODES(SPW_NAME_ENTRY)};
+static const char *const recovery_names[] = {SPW_RECOVERIES(SPW_NAME_ENTRY)};
+static const char *const failover_names[] = {SPW_FAILOVERS(SPW_NAME_ENTRY)};
 static const char *const jstate_names[] = {SPW_JOB_STATES(SPW_NAME_ENTRY)};
 static const char *const reason_texts[] = {SPW_REASONS(SPW_NAME_ENTRY)};
 
@@ -27,6 +30,9 @@ const char *spw_scan_name(spw_scan_t v) { return name_of(scan_names, SPW_SCAN_CO
 const char *spw_backfill_name(spw_backfill_t v) { return name_of(backfill_names, SPW_BACKFILL_COUNT, v); }
 const char *spw_fit_name(spw_fit_t v) { return name_of(fit_names, SPW_FIT_COUNT, v); }
 const char *spw_wait_kind_name(spw_wait_kind_t v) { return name_of(wait_names, SPW_WAIT_COUNT, v); }
+const char *spw_spot_mode_name(spw_spot_mode_t v) { return name_of(spotmode_names, SPW_SPOTMODE_COUNT, v); }
+const char *spw_recovery_name(spw_recovery_t v) { return name_of(recovery_names, SPW_RECOVERY_COUNT, v); }
+const char *spw_failover_name(spw_failover_t v) { return name_of(failover_names, SPW_FAILOVER_COUNT, v); }
 const char *spw_job_state_name(spw_job_state_t s) { return name_of(jstate_names, SPW_JOB_STATE_COUNT, s); }
 const char *spw_reason_text(spw_reason_t r) { return name_of(reason_texts, SPW_REASON_COUNT, r); }
 
@@ -59,6 +65,9 @@ SPW_PARSER(spw_queue_order_parse, spw_queue_order_t, "queue order", queue_names,
 SPW_PARSER(spw_scan_parse, spw_scan_t, "scan", scan_names, SPW_SCAN_COUNT)
 SPW_PARSER(spw_backfill_parse, spw_backfill_t, "backfill", backfill_names, SPW_BACKFILL_COUNT)
 SPW_PARSER(spw_fit_parse, spw_fit_t, "fit", fit_names, SPW_FIT_COUNT)
+SPW_PARSER(spw_spot_mode_parse, spw_spot_mode_t, "spot mode", spotmode_names, SPW_SPOTMODE_COUNT)
+SPW_PARSER(spw_recovery_parse, spw_recovery_t, "recovery", recovery_names, SPW_RECOVERY_COUNT)
+SPW_PARSER(spw_failover_parse, spw_failover_t, "failover", failover_names, SPW_FAILOVER_COUNT)
 
 int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err)
 {
@@ -107,6 +116,11 @@ void spw_policy_default(spw_policy_t *p)
     p->wait.param = 0.25;
     p->gravity = 1;
     p->reserve_extra_s = 0;
+    p->spot_policy = SPW_SPOT_POLICY_ONDEMAND;
+    p->restart_overhead_s = 0;
+    p->max_restarts = UINT32_MAX;
+    p->recovery = SPW_RECOVERY_SAME_REGION_FIRST;
+    p->failover = SPW_FAILOVER_REQUEUE;
 }
 
 int spw_models_find(const spw_models_t *m, const char *name)
@@ -216,5 +230,9 @@ void spw_job_reset(spw_job_t *j)
     j->by_residency = 0;
     j->by_budget = 0;
     j->spot = 0;
+    j->done_s = j->lost_s = j->lost_gpu_s = 0;
+    j->spot_gpu_s = j->ondemand_gpu_s = 0;
+    j->restarts = j->preemptions = j->failures = 0;
+    j->last_offer = -1;
     memset(&j->l, 0, sizeof(j->l));
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/gov.h"
+#include "core/spot.h"
 #include "util/error.h"
 
 #define SPW_MAX_MODELS 64      /* GPU model names per fleet (a job's mask is 64 bits) */
@@ -47,27 +48,50 @@ int spw_model_accepts(const char *want, const char *have);
     X(NEVER, "never") X(NONE, "none") X(CONSTANT, "constant")                 \
     X(RUNTIME, "runtime") X(COMPUTE, "compute")
 
+/* A job's use of spot capacity: as its spot policy decides, only spot
+ * (waits for it, no deadline safety net), or never. */
+#define SPW_SPOT_MODES(X) X(AUTO, "auto") X(ALWAYS, "always") X(NEVER, "never")
+/* Where a preempted cloud job looks first: its region, or any other. */
+#define SPW_RECOVERIES(X)                                                     \
+    X(SAME_REGION_FIRST, "same_region_first") X(NEXT_REGION, "next_region")
+/* A job whose on-prem node failed: back in the on-prem queue with its wait
+ * counted from the failure, or to the cloud at once when it has waited its
+ * wait since submission or would now miss its deadline on-prem. */
+#define SPW_FAILOVERS(X) X(REQUEUE, "requeue") X(BURST, "burst")
+
 #define SPW_ENUM_QUEUE(a, s) SPW_QUEUE_##a,
 #define SPW_ENUM_SCAN(a, s) SPW_SCAN_##a,
 #define SPW_ENUM_BACKFILL(a, s) SPW_BACKFILL_##a,
 #define SPW_ENUM_FIT(a, s) SPW_FIT_##a,
 #define SPW_ENUM_WAIT(a, s) SPW_WAIT_##a,
+#define SPW_ENUM_SPOTMODE(a, s) SPW_SPOTMODE_##a,
+#define SPW_ENUM_RECOVERY(a, s) SPW_RECOVERY_##a,
+#define SPW_ENUM_FAILOVER(a, s) SPW_FAILOVER_##a,
 typedef enum spw_queue_order { SPW_QUEUE_ORDERS(SPW_ENUM_QUEUE) SPW_QUEUE_COUNT } spw_queue_order_t;
 typedef enum spw_scan { SPW_SCANS(SPW_ENUM_SCAN) SPW_SCAN_COUNT } spw_scan_t;
 typedef enum spw_backfill { SPW_BACKFILLS(SPW_ENUM_BACKFILL) SPW_BACKFILL_COUNT } spw_backfill_t;
 typedef enum spw_fit { SPW_FITS(SPW_ENUM_FIT) SPW_FIT_COUNT } spw_fit_t;
 typedef enum spw_wait_kind { SPW_WAITS(SPW_ENUM_WAIT) SPW_WAIT_COUNT } spw_wait_kind_t;
+typedef enum spw_spot_mode { SPW_SPOT_MODES(SPW_ENUM_SPOTMODE) SPW_SPOTMODE_COUNT } spw_spot_mode_t;
+typedef enum spw_recovery { SPW_RECOVERIES(SPW_ENUM_RECOVERY) SPW_RECOVERY_COUNT } spw_recovery_t;
+typedef enum spw_failover { SPW_FAILOVERS(SPW_ENUM_FAILOVER) SPW_FAILOVER_COUNT } spw_failover_t;
 
 const char *spw_queue_order_name(spw_queue_order_t v);
 const char *spw_scan_name(spw_scan_t v);
 const char *spw_backfill_name(spw_backfill_t v);
 const char *spw_fit_name(spw_fit_t v);
 const char *spw_wait_kind_name(spw_wait_kind_t v);
+const char *spw_spot_mode_name(spw_spot_mode_t v);
+const char *spw_recovery_name(spw_recovery_t v);
+const char *spw_failover_name(spw_failover_t v);
 /* Parse a name; -1 when unknown (err lists the accepted names). */
 int spw_queue_order_parse(const char *s, spw_queue_order_t *out, spw_error_t *err);
 int spw_scan_parse(const char *s, spw_scan_t *out, spw_error_t *err);
 int spw_backfill_parse(const char *s, spw_backfill_t *out, spw_error_t *err);
 int spw_fit_parse(const char *s, spw_fit_t *out, spw_error_t *err);
+int spw_spot_mode_parse(const char *s, spw_spot_mode_t *out, spw_error_t *err);
+int spw_recovery_parse(const char *s, spw_recovery_t *out, spw_error_t *err);
+int spw_failover_parse(const char *s, spw_failover_t *out, spw_error_t *err);
 
 /* When a queued job gives up on on-prem and bursts to the cloud. */
 typedef struct spw_wait {
@@ -92,6 +116,15 @@ typedef struct spw_policy {
     double reserve_extra_s;  /* added to max_runtime in a cloud worst case:
                                 time billed besides the run (the daemon's
                                 kill grace and turn); 0 in the simulator */
+    /* Spot, restarts and failover (docs/spot.md): */
+    spw_spot_policy_t spot_policy; /* for jobs that name none; ondemand */
+    double restart_overhead_s; /* paid seconds without progress at the start
+                                of every attempt (first start, restart, new
+                                instance); 0 */
+    uint32_t max_restarts;   /* interruptions a job survives; the next one
+                                fails it; UINT32_MAX = no bound (default) */
+    spw_recovery_t recovery; /* where a preempted job looks first */
+    spw_failover_t failover; /* what a node failure does to its jobs */
 } spw_policy_t;
 
 void spw_policy_default(spw_policy_t *p);
@@ -141,7 +174,7 @@ uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
 #define SPW_JOB_STATES(X)                                                     \
     X(NEW, "new") X(QUEUED, "queued") X(ONPREM, "onprem")                     \
     X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")      \
-    X(CANCELLED, "cancelled") X(REJECTED, "rejected")
+    X(CANCELLED, "cancelled") X(REJECTED, "rejected") X(FAILED, "failed")
 #define SPW_ENUM_JSTATE(a, s) SPW_JOB_##a,
 typedef enum spw_job_state { SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT } spw_job_state_t;
 const char *spw_job_state_name(spw_job_state_t s);
@@ -160,7 +193,14 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(ONPREM_ONLY_BUDGET, "budget exhausted: on-prem only (on_exhausted)")   \
     X(REJECTED_BUDGET, "rejected: budget exhausted (on_exhausted: reject)")  \
     X(NO_ALLOWED_PLACE, "no place its rules and residency allow can run it")  \
-    X(OVER_LIMIT, "its worst case is over a budget or cap even with nothing else spent")
+    X(OVER_LIMIT, "its worst case is over a budget or cap even with nothing else spent") \
+    X(WAIT_SPOT, "waiting for spot capacity while its deadline leaves slack")  \
+    X(SPOT, "spot capacity is available")                                     \
+    X(DEADLINE, "its deadline needs on-demand capacity now")                  \
+    X(PREEMPTED, "requeued after its cloud capacity was preempted")           \
+    X(NODE_FAILED, "requeued after its on-prem node failed")                  \
+    X(FAILOVER, "its node failed and on-prem cannot meet its wait or deadline") \
+    X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -180,6 +220,10 @@ typedef struct spw_job_links {
     uint32_t profile;           /* governance profile index */
     double att_egress_usd;      /* egress charged to the current attempt */
     uint8_t held_list;          /* in the engine's list of held bursts */
+    uint8_t swait;              /* in the engine's list of jobs waiting for
+                                   spot or cloud capacity */
+    uint8_t burst_why;          /* spw_reason_t of the pending expiry; 0 =
+                                   the wait rule */
 } spw_job_links_t;
 
 struct spw_job {
@@ -205,6 +249,13 @@ struct spw_job {
                                    which settles it instead of the engine's own
                                    estimate; set before finish/requeue/cancel */
     uint8_t billed;             /* bill_usd is set */
+    uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
+                                   policy decides */
+    uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
+    double checkpoint_interval_s; /* progress is saved every this many seconds
+                                   of running; 0 = never: an interrupted job
+                                   restarts from scratch; SPW_CKPT_CONTINUOUS
+                                   = nothing is ever lost */
     /* ---- written by the engine ---- */
     spw_job_state_t state;      /* where the job is in its life */
     spw_reason_t reason;        /* why it was placed where it is */
@@ -232,6 +283,20 @@ struct spw_job {
     uint8_t by_residency;       /* residency alone kept it off the cloud */
     uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
                                    (on_exhausted: onprem_only, or over a limit) */
+    /* Interruptions (spw_engine_interrupt): */
+    double done_s;              /* work kept from interrupted attempts (up to
+                                   their last checkpoint), seconds; the current
+                                   attempt has est/true runtime - done_s left,
+                                   after the policy's restart overhead */
+    double lost_s;              /* work lost to interruptions, seconds */
+    double lost_gpu_s;          /* the same in GPU-seconds (GPUs it held) */
+    double spot_gpu_s;          /* paid spot GPU-seconds, every attempt */
+    double ondemand_gpu_s;      /* paid on-demand GPU-seconds, every attempt */
+    uint32_t restarts;          /* attempts begun after an interruption */
+    uint32_t preemptions;       /* cloud attempts preempted */
+    uint32_t failures;          /* on-prem attempts ended by a node failure */
+    int32_t last_offer;         /* offer of the last preempted attempt (for
+                                   recovery), -1 = none */
     spw_job_links_t l;          /* engine-private */
 };
 

@@ -1,5 +1,6 @@
 /* spot.c: the spot / on-demand / idle decision rules (see spot.h and
  * docs/spot.md for the paper's definitions and where this code had to choose). */
+#include <math.h>
 #include <string.h>
 
 #include "core/spot.h"
@@ -8,11 +9,31 @@
  * floating-point dust never buys one more step. */
 #define SPW_SPOT_EPS_S 1e-6
 
+double spw_ckpt_kept_s(double checkpoint_interval_s, double done_s, double run_s)
+{
+    if (!(run_s > 0))
+        run_s = 0;
+    if (checkpoint_interval_s < 0)
+        return done_s + run_s;
+    if (checkpoint_interval_s == 0)
+        return 0;
+    return done_s + floor(run_s / checkpoint_interval_s) * checkpoint_interval_s;
+}
+
+double spw_ckpt_max_loss_s(double checkpoint_interval_s, double work_s)
+{
+    if (checkpoint_interval_s < 0)
+        return 0;
+    if (checkpoint_interval_s == 0 || checkpoint_interval_s > work_s)
+        return work_s;
+    return checkpoint_interval_s;
+}
+
 double spw_spot_safety_slack_s(const spw_spot_job_t *job)
 {
     double d = job->restart_overhead_s;
     double step = job->step_s > d ? job->step_s : d;
-    return d + step + job->checkpoint_interval_s;
+    return d + step + spw_ckpt_max_loss_s(job->checkpoint_interval_s, job->work_s);
 }
 
 int spw_spot_feasible(const spw_spot_job_t *job)

@@ -7,6 +7,18 @@
 
 #include "util/error.h"
 
+/* checkpoint_interval_s of a job whose progress is never lost. */
+#define SPW_CKPT_CONTINUOUS (-1.0)
+
+/* Progress kept when an attempt that began with done_s of progress kept and
+ * has since made run_s more is interrupted: done_s + run_s (continuous),
+ * done_s + the whole intervals of run_s (interval > 0), or 0 (never). */
+double spw_ckpt_kept_s(double checkpoint_interval_s, double done_s, double run_s);
+
+/* The most progress one interruption can lose for a job of work_s: the
+ * interval, work_s without checkpoints, 0 when continuous. */
+double spw_ckpt_max_loss_s(double checkpoint_interval_s, double work_s);
+
 /* The policies, with their command-line names. */
 #define SPW_SPOT_POLICIES(X)                              \
     X(SPW_SPOT_POLICY_ONDEMAND, "ondemand")               \
@@ -39,8 +51,10 @@ typedef struct spw_spot_job {
     double deadline_s;            /* R(0): deadline, counted from the job's start */
     double restart_overhead_s;    /* d: paid time without progress after every
                                      instance change, >= 0 */
-    double checkpoint_interval_s; /* progress a preemption can lose at most;
-                                     0 = nothing is ever lost (the paper's model) */
+    double checkpoint_interval_s; /* progress is saved every this many seconds of
+                                     running; 0 = never (a preemption loses all
+                                     progress); SPW_CKPT_CONTINUOUS = always
+                                     (nothing is lost: the paper's model) */
     double step_s;                /* time between two decisions (a trace tick), > 0 */
 } spw_spot_job_t;
 
@@ -59,9 +73,10 @@ spw_spot_inst_t spw_spot_decide(spw_spot_policy_t policy, const spw_spot_job_t *
                                 const spw_spot_view_t *view, int spot_available);
 
 /* The slack, R(t) - C(t), the job needs to stay idle or to move onto spot
- * without putting the deadline at risk: d + max(d, step_s) +
- * checkpoint_interval_s.  This is the paper's Safety Net threshold 2d when
- * decisions come at least every d and nothing is lost to a preemption. */
+ * without putting the deadline at risk: d + max(d, step_s) + the most one
+ * preemption can lose (spw_ckpt_max_loss_s).  This is the paper's Safety Net
+ * threshold 2d when decisions come at least every d and nothing is lost to
+ * a preemption. */
 double spw_spot_safety_slack_s(const spw_spot_job_t *job);
 
 /* Whether running on demand from the start (one restart overhead, then the

@@ -34,6 +34,28 @@
  *       - {token: SECRET, team: ml}
  *       - {token: SECRET2, admin: true}
  *     emulated: {seed: 1, capacity: 0, preempt_rate_per_h: 0}
+ *   spot:                        # docs/config.md#spot; all optional
+ *     policy: uniform-progress   # ondemand (default) | greedy | uniform-progress
+ *     restart_overhead_s: 12m    # paid time without progress per attempt; 0
+ *     checkpoint_interval_s: 1h  # jobs' default; 0 (default) = from scratch,
+ *                                # continuous = nothing lost
+ *     max_restarts: 20           # or unlimited (default)
+ *     recovery: same_region_first  # | next_region
+ *     failover: requeue          # | burst
+ *     seed: 1                    # rate preemptions and MTBF failures
+ *     availability:              # per offer; the last matching entry wins
+ *       - {zone: usw2-az1, instance_type: p3.2xlarge, trace: FILE.json, start_offset: 3d}
+ *       - {provider: aws, region: us-east-1, interruption: "5-10%"}  # Spot Advisor
+ *       - {provider: gcp, preempt_rate_per_h: 0.02}
+ *   failures:
+ *     file: failures.csv         # node,down_s,up_s; node = POOL/INDEX
+ *
+ * An onprem pool may also give mtbf: 30d and mttr: 4h (random failures of
+ * each node in the simulator).  spot and failures are read after onprem and
+ * cloud, whose offers and pools they name; an availability entry matching no
+ * offer (or only offers without a spot price) is an error at its line, and a
+ * trace that cannot be read is an error at its line with the trace's own
+ * message.
  *
  * Governance (docs/governance.md); every section is optional and is read
  * after onprem and cloud, since it names their pools, regions and models:
@@ -80,7 +102,9 @@
 #include <stdint.h>
 
 #include "core/model.h"
+#include "sim/sim.h"
 #include "util/error.h"
+#include "util/spot_trace.h"
 
 /* One API token of the daemon: bound to a team, or admin. */
 typedef struct spw_token {
@@ -111,11 +135,46 @@ typedef struct spw_daemon_conf {
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */
 } spw_daemon_conf_t;
 
+/* One entry of spot.availability: the spot capacity of every offer it
+ * matches (provider, region, zone, instance_type; NULL = any). */
+typedef struct spw_spot_avail_conf {
+    char *provider, *region, *zone, *instance_type; /* owned or NULL */
+    char *trace_path;           /* owned, resolved; NULL = none */
+    spw_spot_trace_t trace;     /* loaded when trace_path is set */
+    double start_offset_s;      /* where in the trace sim time 0 (or the
+                                   daemon's start) falls */
+    double preempt_rate_per_h;  /* without a trace; from `interruption:` (a
+                                   Spot Advisor bucket) or preempt_rate_per_h */
+    int line;                   /* in the config file, for messages */
+} spw_spot_avail_conf_t;
+
+/* The spot: section (docs/spot.md); the policy part lands in
+ * spw_config.policy (spot_policy, restart_overhead_s, max_restarts,
+ * recovery, failover). */
+typedef struct spw_spot_conf {
+    double checkpoint_interval_s; /* default for jobs without one; 0 = none
+                                     (restart from scratch); SPW_CKPT_CONTINUOUS */
+    spw_spot_avail_conf_t *avail; /* owned */
+    size_t navail;
+    uint64_t seed;              /* seeds rate preemptions and MTBF failures; 1 */
+} spw_spot_conf_t;
+
+/* On-prem failures for the simulator: failures.file (CSV node,down_s,up_s;
+ * node is POOL/INDEX) and per-pool mtbf / mttr. */
+typedef struct spw_failure_conf {
+    spw_sim_failure_t *list;    /* owned */
+    size_t n;
+    double *mtbf_s, *mttr_s;    /* owned, fleet.npools entries each (0 = none),
+                                   or NULL when no pool sets them */
+} spw_failure_conf_t;
+
 typedef struct spw_config {
     spw_fleet_t fleet;      /* pools, offers and GPU model names (owned) */
     spw_policy_t policy;    /* scheduling policy */
     char *offers_path;      /* catalog file read, or NULL (owned) */
     spw_daemon_conf_t daemon; /* the daemon: section (defaults when absent) */
+    spw_spot_conf_t spot;   /* the spot: section */
+    spw_failure_conf_t failures; /* failures: and pools' mtbf/mttr */
 } spw_config_t;
 
 /* Loads a config file.  On error nothing is left allocated and err names

@@ -12,6 +12,7 @@
 #include "core/engine.h"
 #include "core/model.h"
 #include "util/error.h"
+#include "util/spot_trace.h"
 
 /* One time-series sample: the state after every instant at or before t_s. */
 typedef struct spw_sim_sample {
@@ -26,11 +27,47 @@ typedef void (*spw_sim_sample_f)(void *ctx, const spw_sim_sample_t *s);
 /* Called now and then with jobs submitted so far and in total. */
 typedef void (*spw_sim_progress_f)(void *ctx, size_t done, size_t total);
 
+/* Spot capacity of one cloud offer.  Offers with a spot price and no entry
+ * have unlimited spot capacity and are never preempted. */
+typedef struct spw_sim_spot {
+    size_t offer;                   /* fleet offer index */
+    const spw_spot_trace_t *trace;  /* instances available per tick, or NULL */
+    double trace_start_s;           /* sim time at which the trace's tick 0
+                                       begins (a start offset of X into the
+                                       trace is -X); the trace repeats */
+    double preempt_rate_per_h;      /* without a trace: each spot instance is
+                                       preempted after an exponential time of
+                                       this rate (per hour); 0 = never */
+} spw_sim_spot_t;
+
+/* One on-prem node failure: node `node` of pool `pool` is down from down_s
+ * until up_s (sim seconds; up_s may be INFINITY). */
+typedef struct spw_sim_failure {
+    size_t pool;
+    uint32_t node;
+    double down_s, up_s;
+} spw_sim_failure_t;
+
+/* The world around the engine besides the jobs: spot capacity and on-prem
+ * failures.  Everything borrowed for the call. */
+typedef struct spw_sim_world {
+    const spw_sim_spot_t *spot;     /* per offer, at most one entry each */
+    size_t nspot;
+    const spw_sim_failure_t *failures; /* in any order */
+    size_t nfailures;
+    const double *mtbf_s;           /* per pool (fleet->npools entries) mean
+                                       time between failures of one node, or
+                                       NULL; 0 or INFINITY = none */
+    const double *mttr_s;           /* per pool mean time to repair; NULL = 0 */
+    uint64_t seed;                  /* seeds preemption and failure draws */
+} spw_sim_world_t;
+
 typedef struct spw_sim_opts {
     double step_s;               /* time-series step in seconds; 0 = no samples */
     spw_sim_sample_f on_sample;  /* receives samples (may be NULL) */
     spw_sim_progress_f on_progress; /* may be NULL */
     void *ctx;                   /* passed to both callbacks */
+    const spw_sim_world_t *world; /* spot capacity and failures; NULL = none */
 } spw_sim_opts_t;
 
 /* One team's results (spw_sim_summary_t.team). */
@@ -55,11 +92,16 @@ typedef struct spw_sim_summary {
     size_t jobs_cloud;           /* jobs that ran in the cloud */
     size_t jobs_unschedulable;   /* jobs nothing could ever run */
     size_t jobs_backfilled;      /* on-prem starts made by EASY backfill */
-    double cloud_cost_usd;       /* on-demand cloud compute */
-    double onprem_cost_usd;      /* amortised cost of the on-prem GPU-hours used */
-    double cloud_gpu_hours;      /* paid cloud GPU-hours (whole instances) */
-    double onprem_gpu_hours;     /* on-prem GPU-hours held by jobs */
-    double wait_mean_s, wait_p50_s, wait_p90_s, wait_p99_s;  /* submit to running */
+    double cloud_cost_usd;       /* cloud compute, on demand and spot, of every
+                                    attempt (a failed job's too) */
+    double onprem_cost_usd;      /* amortised cost of the on-prem GPU-hours used
+                                    (every attempt) */
+    double cloud_gpu_hours;      /* paid cloud GPU-hours (whole instances, data
+                                    transfer included): spot + on demand */
+    double onprem_gpu_hours;     /* on-prem GPU-hours held by jobs, from each
+                                    attempt's start to its end */
+    double wait_mean_s, wait_p50_s, wait_p90_s, wait_p99_s;  /* submit to the
+                                    first start, over jobs done */
     double jct_mean_s, jct_p50_s, jct_p90_s, jct_p99_s;      /* submit to end */
     double onprem_utilization;   /* onprem_gpu_hours / (on-prem GPUs x makespan), 0..1 */
     size_t queue_max;            /* most jobs waiting at once */
@@ -86,6 +128,23 @@ typedef struct spw_sim_summary {
     size_t jobs_stopped_max_runtime; /* stopped at their max runtime */
     double peak_cloud_usd_per_h; /* most cloud spend rate held at once (ledger) */
     double peak_cloud_gpus;      /* most cloud GPUs held at once (ledger) */
+    /* Spot, deadlines and failures (always filled). */
+    double spot_cost_usd;        /* the spot part of cloud_cost_usd */
+    double spot_gpu_hours;       /* paid spot GPU-hours (part of cloud_gpu_hours) */
+    double ondemand_gpu_hours;   /* paid on-demand GPU-hours */
+    size_t jobs_spot;            /* jobs that ran on spot at least once */
+    size_t preemptions;          /* spot attempts preempted */
+    size_t node_failures;        /* on-prem node failures (events) */
+    size_t jobs_interrupted_by_failure; /* attempts ended by a node failure */
+    size_t restarts;             /* attempts begun after an interruption */
+    double lost_gpu_hours;       /* work lost to interruptions, GPU-hours */
+    size_t jobs_failed;          /* jobs given up after max_restarts */
+    size_t jobs_deadline;        /* jobs with a deadline */
+    size_t deadline_met;         /* ... that ended by it */
+    size_t deadline_missed;      /* ... feasible ones that did not */
+    size_t deadline_infeasible;  /* ... whose deadline is before submit +
+                                    runtime (+ restart overhead): not counted
+                                    as met or missed */
 } spw_sim_summary_t;
 
 /* Replays jobs[0..n) (sorted by submit_s, then order) whose true runtimes are
@@ -95,8 +154,21 @@ typedef struct spw_sim_summary {
  * spw_engine_max_runtime); spend is charged to the budget period (calendar
  * from fleet->gov.origin_s) of its placement.  When nothing is left to
  * arrive or run and held jobs have not fitted for 40 days of budget
- * periods, they never will: the run stops (jobs_never_ran).  Returns 0, or
- * -1 with err. */
+ * periods, they never will: the run stops (jobs_never_ran).
+ *
+ * Attempts: every placement is an attempt that starts running at
+ * j->start_s, pays policy->restart_overhead_s without progress, then runs
+ * its true runtime less the progress kept from interrupted attempts
+ * (j->done_s).  The world (opts->world) interrupts attempts: an offer's
+ * spot capacity follows its trace, and when it falls below the spot
+ * instances held there, whole jobs go, newest placement first; without a
+ * trace each spot instance is preempted after an exponential time; a node
+ * failure (listed, or drawn from the pool's MTBF and MTTR) ends every
+ * attempt holding the node.  Overlapping failures of one node merge; a
+ * listed failure that began before the first submission is in force from
+ * it.  The world stops with the last job: repeating traces and failure
+ * processes add nothing after it.  Returns 0, or -1 with err (also for a
+ * world that names offers, pools or nodes the fleet lacks). */
 int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 spw_job_t *jobs, const double *runtime_s, size_t n,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err);

@@ -18,9 +18,10 @@ int spw_spotjob_params_check(const spw_spotjob_params_t *p, spw_error_t *err)
     if (!(p->restart_overhead_s >= 0) || !isfinite(p->restart_overhead_s))
         return spw_errorf(err, "the restart overhead must be a duration >= 0 (got %g s)",
                           p->restart_overhead_s);
-    if (!(p->checkpoint_interval_s >= 0) || !isfinite(p->checkpoint_interval_s))
-        return spw_errorf(err, "the checkpoint interval must be a duration >= 0 (got %g s)",
-                          p->checkpoint_interval_s);
+    if (p->checkpoint_interval_s != SPW_CKPT_CONTINUOUS &&
+        (!(p->checkpoint_interval_s >= 0) || !isfinite(p->checkpoint_interval_s)))
+        return spw_errorf(err, "the checkpoint interval must be a duration >= 0 (0 = restart "
+                          "from scratch) or continuous (got %g s)", p->checkpoint_interval_s);
     if (!(p->spot_usd_per_h >= 0) || !isfinite(p->spot_usd_per_h) ||
         !(p->ondemand_usd_per_h >= 0) || !isfinite(p->ondemand_usd_per_h))
         return spw_errorf(err, "prices must be numbers >= 0 (spot %g, on-demand %g USD/h)",
@@ -64,19 +65,30 @@ int spw_spotjob_run(const spw_spotjob_params_t *p, spw_spot_policy_t policy,
                               spw_spot_policy_name(policy), max_ticks);
         int avail = spw_spot_trace_at(trace, (int64_t)((start_tick + k) % trace->n)) > 0;
         if (v.inst == SPW_SPOT_SPOT && !avail) {
+            /* The attempt began with run_base_s kept; what it made since is
+             * kept up to its last checkpoint (all of it when continuous,
+             * none of it, and nothing before it either, without checkpoints). */
+            double kept = spw_ckpt_kept_s(p->checkpoint_interval_s, run_base_s,
+                                          v.done_s - run_base_s);
+            if (kept > v.done_s)  /* base + (done - base) may round up */
+                kept = v.done_s;
             r.preemptions++;
-            if (p->checkpoint_interval_s > 0) {
-                double since = v.done_s - run_base_s;
-                double kept = floor(since / p->checkpoint_interval_s) * p->checkpoint_interval_s;
-                r.lost_s += since - kept;
-                v.done_s = run_base_s + kept;
-            }
+            r.lost_s += v.done_s - kept;
+            v.done_s = kept;
             v.inst = SPW_SPOT_IDLE;
             overhead_left_s = 0;
         }
         spw_spot_inst_t next = spw_spot_decide(policy, &job, &v, avail);
+        /* A job without checkpoints cannot move without starting over, and
+         * the policy's slack does not count a loss it chose: such a job stays
+         * on the instance it runs on (this only stops uniform-progress from
+         * leaving on demand for spot). */
+        if (p->checkpoint_interval_s == 0 && v.inst != SPW_SPOT_IDLE && next != SPW_SPOT_IDLE)
+            next = v.inst;
         if (next != v.inst) {
-            /* A voluntary stop checkpoints first: only preemptions lose work. */
+            /* A switch the policy chooses is a clean stop: the job saves its
+             * state and resumes it on the next instance; only preemptions
+             * lose work. */
             overhead_left_s = next == SPW_SPOT_IDLE ? 0 : p->restart_overhead_s;
             if (next != SPW_SPOT_IDLE)
                 r.starts++;

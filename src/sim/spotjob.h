@@ -16,8 +16,12 @@ typedef struct spw_spotjob_params {
     double work_s;                /* computation the job needs, > 0 */
     double deadline_s;            /* deadline after the job's start, > 0 */
     double restart_overhead_s;    /* paid time without progress per instance start, >= 0 */
-    double checkpoint_interval_s; /* 0: a preemption loses nothing; > 0: it loses
-                                     the progress since the last checkpoint */
+    double checkpoint_interval_s; /* SPW_CKPT_CONTINUOUS: a preemption loses
+                                     nothing (the paper's model); > 0: progress
+                                     is saved every this many seconds of it, a
+                                     preemption loses what came after the last
+                                     save; 0: never saved, a preemption
+                                     restarts the work from scratch */
     double spot_usd_per_h;        /* spot price, >= 0 */
     double ondemand_usd_per_h;    /* on-demand price, >= 0 */
 } spw_spotjob_params_t;
@@ -28,7 +32,7 @@ typedef struct spw_spotjob_result {
     double ondemand_work_s;  /* progress made on demand */
     double spot_paid_s;      /* time paid on spot: work plus restart overheads */
     double ondemand_paid_s;  /* time paid on demand: work plus restart overheads */
-    double lost_s;           /* progress lost to preemptions (checkpoint_interval_s > 0) */
+    double lost_s;           /* progress lost to preemptions (0 when continuous) */
     double cost_usd;         /* spot_paid_s and ondemand_paid_s times their prices */
     double finish_s;         /* when the work was done, after the job's start */
     unsigned preemptions;    /* spot instances taken away while the job ran on them */
@@ -37,11 +41,17 @@ typedef struct spw_spotjob_result {
     int infeasible;          /* even on demand from the start misses the deadline */
 } spw_spotjob_result_t;
 
-/* Checks p: 0, or -1 with err saying which value is wrong. */
+/* Checks p (checkpoint_interval_s is >= 0 or SPW_CKPT_CONTINUOUS): 0, or -1
+ * with err saying which value is wrong. */
 int spw_spotjob_params_check(const spw_spotjob_params_t *p, spw_error_t *err);
 
 /* Replays the job from trace tick start_tick (the trace repeats past its end)
  * until the work is done; spot is available in a tick whose count is > 0.
+ * A preemption keeps spw_ckpt_kept_s of the progress; a switch the policy
+ * makes itself (uniform-progress leaving on demand for spot) is a clean stop
+ * that carries all progress over, and a job without checkpoints (interval 0)
+ * makes none: it stays on the instance it runs on.  Progress adds up:
+ * spot_work_s + ondemand_work_s - lost_s = work_s.
  * The trace is borrowed for the call.  Returns 0 with *out filled, or -1 with
  * err (bad parameters, or a replay that does not end) and *out untouched. */
 int spw_spotjob_run(const spw_spotjob_params_t *p, spw_spot_policy_t policy,

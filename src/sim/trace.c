@@ -9,6 +9,7 @@
 #include "sim/trace.h"
 #include "util/csv.h"
 #include "util/numparse.h"
+#include "util/timeparse.h"
 
 int spw_trace_format_parse(const char *s, spw_trace_format_t *out, spw_error_t *err)
 {
@@ -68,6 +69,7 @@ typedef struct loader {
     size_t idlen, idcap;     /* bytes used / allocated in t->ids */
     long *line;              /* line of each job (for duplicate-id messages) */
     int has_attr;            /* the trace has a governance column: keep t->attr */
+    int has_ckpt;            /* the trace has checkpoint_interval_s: keep t->own_ckpt */
     strtab_t tab[T_NTABS];
 } loader_t;
 
@@ -114,6 +116,8 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
         if (L->has_attr)
             t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
+        if (L->has_ckpt)
+            t->own_ckpt = spw_xrealloc(t->own_ckpt, L->cap);
     }
     while (L->idlen + idn + 1 > L->idcap) {
         L->idcap = L->idcap ? L->idcap * 2 : 65536;
@@ -126,6 +130,8 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
     L->line[t->njobs] = L->csv.line;
     if (L->has_attr)
         memset(&t->attr[t->njobs], 0, sizeof(spw_trace_attr_t));
+    if (L->has_ckpt)
+        t->own_ckpt[t->njobs] = 0;
     spw_job_t *j = &t->jobs[t->njobs++];
     memset(j, 0, sizeof(*j));
     j->deadline_s = NAN;
@@ -260,11 +266,59 @@ static int labels_valid(const char *s, size_t n)
 /* ---- spillway CSV -------------------------------------------------------- */
 
 enum { C_ID, C_SUBMIT, C_GPUS, C_RUNTIME, C_GPU, C_TEAM, C_PRIORITY, C_DEADLINE, C_EST,
-       C_CLASS, C_DATA, C_RES, C_LABELS, C_MAXRT, C_NCOLS };
+       C_CLASS, C_DATA, C_RES, C_LABELS, C_MAXRT, C_SPOT, C_SPOT_POLICY, C_CKPT, C_NCOLS };
 static const char *const spw_cols[C_NCOLS] = {
     "id", "submit_s", "gpus", "runtime_s", "gpu", "team", "priority", "deadline_s", "est_runtime_s",
-    "class", "data", "residency", "labels", "max_runtime_s",
+    "class", "data", "residency", "labels", "max_runtime_s", "spot", "spot_policy",
+    "checkpoint_interval_s",
 };
+
+/* The trimmed field idx of the current row as a C string in buf (cut at
+ * len - 1 bytes: enough for every word these columns take). */
+static const char *cell(loader_t *L, int idx, char *buf, size_t len)
+{
+    const char *f;
+    size_t n;
+    trimmed(&L->csv, idx, &f, &n);
+    if (n >= len)
+        n = len - 1;
+    memcpy(buf, f, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The spot columns of one row: spot, spot_policy, checkpoint_interval_s;
+ * empty cells leave the job's defaults. */
+static int spot_cells(loader_t *L, const int *col, spw_job_t *j, spw_error_t *err)
+{
+    char buf[64];
+    spw_error_t e2;
+    if (col[C_SPOT] >= 0 && *cell(L, col[C_SPOT], buf, sizeof(buf))) {
+        spw_spot_mode_t m;
+        if (spw_spot_mode_parse(buf, &m, &e2) < 0)
+            return field_error(L, "spot", "auto, always or never", (size_t)col[C_SPOT], err);
+        j->spot_mode = (uint8_t)m;
+    }
+    if (col[C_SPOT_POLICY] >= 0 && *cell(L, col[C_SPOT_POLICY], buf, sizeof(buf))) {
+        spw_spot_policy_t p;
+        if (spw_spot_policy_parse(buf, &p, &e2) < 0)
+            return field_error(L, "spot_policy", "ondemand, greedy or uniform-progress",
+                               (size_t)col[C_SPOT_POLICY], err);
+        j->spot_policy = (uint8_t)(p + 1);
+    }
+    if (col[C_CKPT] >= 0 && *cell(L, col[C_CKPT], buf, sizeof(buf))) {
+        double v;
+        if (strcmp(buf, "continuous") == 0)
+            v = SPW_CKPT_CONTINUOUS;
+        else if (spw_parse_duration(buf, &v) < 0 || !(v >= 0) || v > SPW_MAX_TIME_S)
+            return field_error(L, "checkpoint_interval_s",
+                               "seconds or a duration like 30m, 0 (no checkpoints: restart from "
+                               "scratch) or continuous", (size_t)col[C_CKPT], err);
+        j->checkpoint_interval_s = v;
+        L->t->own_ckpt[L->t->njobs - 1] = 1;
+    }
+    return 0;
+}
 
 /* Governance columns and the tables their names go to. */
 static const struct { int col, tab; } spw_gov_cols[] = {
@@ -294,7 +348,8 @@ static int load_spillway(loader_t *L, spw_error_t *err)
             return spw_errorf(err,
                               "%s:%ld: unknown column '%.*s' (known: id, submit_s, gpus, "
                               "runtime_s, gpu, team, priority, deadline_s, est_runtime_s, "
-                              "class, data, residency, labels, max_runtime_s)",
+                              "class, data, residency, labels, max_runtime_s, spot, "
+                              "spot_policy, checkpoint_interval_s)",
                               c->path, c->line, (int)(n > 40 ? 40 : n), f);
         if (col[found] >= 0)
             return spw_errorf(err, "%s:%ld: column '%s' appears twice", c->path, c->line,
@@ -309,6 +364,7 @@ static int load_spillway(loader_t *L, spw_error_t *err)
     for (size_t k = 0; k < N_GOV_COLS; k++)
         if (col[spw_gov_cols[k].col] >= 0)
             L->has_attr = 1;
+    L->has_ckpt = col[C_CKPT] >= 0;
     int r;
     while ((r = spw_csv_next(c, err)) == 1) {
         if (c->nfields != ncol)
@@ -367,6 +423,8 @@ static int load_spillway(loader_t *L, spw_error_t *err)
                 return -1;
             j->est_runtime_s = v;
         }
+        if (spot_cells(L, col, j, err) < 0)
+            return -1;
     }
     return r;
 }
@@ -516,16 +574,21 @@ static int finish(loader_t *L, spw_error_t *err)
         double *rt = spw_xmalloc(n * sizeof(double));
         long *line = spw_xmalloc(n * sizeof(long));
         spw_trace_attr_t *attr = t->attr ? spw_xmalloc(n * sizeof(*attr)) : NULL;
+        uint8_t *own = t->own_ckpt ? spw_xmalloc(n) : NULL;
         for (size_t i = 0; i < n; i++) {
             jobs[i] = t->jobs[r[i].row];
             rt[i] = t->runtime_s[r[i].row];
             line[i] = L->line[r[i].row];
             if (attr)
                 attr[i] = t->attr[r[i].row];
+            if (own)
+                own[i] = t->own_ckpt[r[i].row];
         }
         free(r);
         free(t->attr);
         t->attr = attr;
+        free(t->own_ckpt);
+        t->own_ckpt = own;
         free(t->jobs);
         free(t->runtime_s);
         free(L->line);
@@ -640,6 +703,7 @@ void spw_trace_free(spw_trace_t *t)
     free(t->ids);
     free(t->name);
     free(t->attr);
+    free(t->own_ckpt);
     spw_trace_names_t *tabs[] = {&t->teams, &t->classes, &t->datasets, &t->residencies, &t->labels};
     for (size_t k = 0; k < sizeof(tabs) / sizeof(tabs[0]); k++) {
         for (size_t i = 0; i < tabs[k]->n; i++)
@@ -717,8 +781,8 @@ static uint64_t label_bits(const spw_gov_t *g, const char *s)
     return bits;
 }
 
-int spw_trace_bind(spw_trace_t *t, const spw_gov_t *g, spw_trace_bind_info_t *info,
-                   spw_error_t *err)
+int spw_trace_bind(spw_trace_t *t, const spw_gov_t *g, double checkpoint_s,
+                   spw_trace_bind_info_t *info, spw_error_t *err)
 {
     spw_trace_bind_info_t dummy;
     if (!info)
@@ -759,6 +823,8 @@ int spw_trace_bind(spw_trace_t *t, const spw_gov_t *g, spw_trace_bind_info_t *in
     uint8_t *team_seen = seen, *class_seen = seen + nseen_teams;
     for (size_t i = 0; i < t->njobs; i++) {
         spw_job_t *j = &t->jobs[i];
+        if (!t->own_ckpt || !t->own_ckpt[i])
+            j->checkpoint_interval_s = checkpoint_s;
         if (!t->attr) {
             j->team = j->jclass = j->data = j->residency = 0;
             j->labels = 0;
@@ -790,5 +856,179 @@ out:
     free(res);
     free(lab);
     free(seen);
+    return rc;
+}
+
+/* ---- on-prem failure lists ------------------------------------------------ */
+
+/* A time cell of a failure list: seconds or a duration, 0 .. 1e12. */
+static int failure_time(spw_csv_t *c, int idx, const char *col, double *out, spw_error_t *err)
+{
+    char buf[64];
+    const char *f;
+    size_t n;
+    trimmed(c, idx, &f, &n);
+    int len = (int)(n > 40 ? 40 : n);
+    if (n >= sizeof(buf) || (memcpy(buf, f, n), buf[n] = '\0', spw_parse_duration(buf, out) < 0))
+        return spw_errorf(err, "%s:%ld: column '%s': expected trace seconds or a duration "
+                               "like 36h, got '%.*s'", c->path, c->line, col, len, f);
+    if (*out < 0)
+        return spw_errorf(err, "%s:%ld: column '%s' is %.*s: times are trace seconds from 0",
+                          c->path, c->line, col, len, f);
+    if (*out > SPW_MAX_TIME_S)
+        return spw_errorf(err, "%s:%ld: column '%s' is %.*s: more than 1e12 seconds", c->path,
+                          c->line, col, len, f);
+    return 0;
+}
+
+/* Failure k of a list and its line, for the overlap check. */
+typedef struct failrec {
+    const spw_sim_failure_t *f;
+    long line;
+} failrec_t;
+
+static int failrec_cmp(const void *pa, const void *pb)
+{
+    const spw_sim_failure_t *a = ((const failrec_t *)pa)->f, *b = ((const failrec_t *)pb)->f;
+    if (a->pool != b->pool)
+        return a->pool < b->pool ? -1 : 1;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    if (a->down_s != b->down_s)
+        return a->down_s < b->down_s ? -1 : 1;
+    return ((const failrec_t *)pa)->line < ((const failrec_t *)pb)->line ? -1 : 1;
+}
+
+static int failures_read(spw_csv_t *c, const spw_fleet_t *fleet, spw_sim_failure_t **out,
+                         size_t *nout, spw_error_t *err)
+{
+    spw_sim_failure_t *list = NULL;
+    long *lines = NULL;
+    size_t n = 0, cap = 0;
+    int r = spw_csv_next(c, err), cn, cd, cu;
+    if (r <= 0) {
+        if (r == 0)
+            spw_errorf(err, "%s: empty file: expected a header line node,down_s,up_s", c->path);
+        return -1;
+    }
+    cn = spw_csv_field_index(c, "node");
+    cd = spw_csv_field_index(c, "down_s");
+    cu = spw_csv_field_index(c, "up_s");
+    if (cn < 0 || cd < 0)
+        return spw_errorf(err, "%s:%ld: a failure list needs the header node,down_s,up_s "
+                               "(missing '%s')", c->path, c->line, cn < 0 ? "node" : "down_s");
+    size_t ncol = c->nfields;
+    while ((r = spw_csv_next(c, err)) == 1) {
+        if (c->nfields != ncol) {
+            spw_errorf(err, "%s:%ld: expected %zu fields like the header, got %zu", c->path,
+                       c->line, ncol, c->nfields);
+            goto error;
+        }
+        const char *f;
+        size_t len;
+        trimmed(c, cn, &f, &len);
+        int shown = (int)(len > 40 ? 40 : len);
+        const char *slash = len ? memrchr(f, '/', len) : NULL;
+        int64_t idx;
+        if (!slash || slash == f
+            || spw_parse_i64(slash + 1, len - (size_t)(slash + 1 - f), &idx) < 0) {
+            spw_errorf(err, "%s:%ld: column 'node': expected POOL/INDEX such as dc1/0 (nodes "
+                            "count from 0), got '%.*s'", c->path, c->line, shown, f);
+            goto error;
+        }
+        size_t plen = (size_t)(slash - f), p = 0;
+        while (p < fleet->npools
+               && !(strlen(fleet->pools[p].name) == plen
+                    && memcmp(fleet->pools[p].name, f, plen) == 0))
+            p++;
+        if (p == fleet->npools) {
+            char known[120] = "";
+            for (size_t k = 0; k < fleet->npools; k++)
+                list_add(known, sizeof(known), fleet->pools[k].name);
+            spw_errorf(err, "%s:%ld: column 'node': no on-prem pool is named '%.*s' (pools: %s)",
+                       c->path, c->line, (int)(plen > 40 ? 40 : plen), f,
+                       fleet->npools ? known : "none");
+            goto error;
+        }
+        const spw_pool_spec_t *pool = &fleet->pools[p];
+        if (idx < 0 || idx >= (int64_t)pool->nnodes) {
+            spw_errorf(err, "%s:%ld: column 'node': pool '%s' has nodes %s/0 to %s/%u; got "
+                            "'%.*s'", c->path, c->line, pool->name, pool->name, pool->name,
+                       pool->nnodes ? pool->nnodes - 1 : 0, shown, f);
+            goto error;
+        }
+        double down, up = INFINITY;
+        if (failure_time(c, cd, "down_s", &down, err) < 0)
+            goto error;
+        if (cu >= 0 && (trimmed(c, cu, &f, &len), len)) {
+            if (failure_time(c, cu, "up_s", &up, err) < 0)
+                goto error;
+            if (!(up > down)) {
+                spw_errorf(err, "%s:%ld: up_s %g is not after down_s %g: write when the node "
+                                "came back, or leave up_s empty if it never did",
+                           c->path, c->line, up, down);
+                goto error;
+            }
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            list = spw_xrealloc(list, cap * sizeof(*list));
+            lines = spw_xrealloc(lines, cap * sizeof(*lines));
+        }
+        list[n] = (spw_sim_failure_t){.pool = p, .node = (uint32_t)idx, .down_s = down,
+                                      .up_s = up};
+        lines[n++] = c->line;
+    }
+    if (r < 0)
+        goto error;
+    /* Two failures of one node that overlap would leave it unclear when it
+     * is up again; the list must say it once. */
+    failrec_t *rec = spw_xmalloc((n ? n : 1) * sizeof(*rec));
+    for (size_t i = 0; i < n; i++)
+        rec[i] = (failrec_t){.f = &list[i], .line = lines[i]};
+    qsort(rec, n, sizeof(*rec), failrec_cmp);
+    for (size_t i = 1; i < n; i++) {
+        const spw_sim_failure_t *a = rec[i - 1].f, *b = rec[i].f;
+        if (a->pool == b->pool && a->node == b->node && b->down_s < a->up_s) {
+            long l1 = rec[i - 1].line, l2 = rec[i].line;
+            spw_errorf(err, "%s:%ld: node %s/%u is down twice at once (lines %ld and %ld "
+                            "overlap); merge the two rows", c->path, l1 > l2 ? l1 : l2,
+                       fleet->pools[a->pool].name, a->node, l1 < l2 ? l1 : l2,
+                       l1 > l2 ? l1 : l2);
+            free(rec);
+            goto error;
+        }
+    }
+    free(rec);
+    free(lines);
+    *out = list;
+    *nout = n;
+    return 0;
+error:
+    free(list);
+    free(lines);
+    return -1;
+}
+
+int spw_failures_load(const char *path, const spw_fleet_t *fleet, spw_sim_failure_t **out,
+                      size_t *n, spw_error_t *err)
+{
+    spw_csv_t c;
+    if (spw_csv_open(&c, path, err) < 0)
+        return -1;
+    int rc = failures_read(&c, fleet, out, n, err);
+    spw_csv_close(&c);
+    return rc;
+}
+
+int spw_failures_load_mem(const char *name, const char *data, size_t len,
+                          const spw_fleet_t *fleet, spw_sim_failure_t **out, size_t *n,
+                          spw_error_t *err)
+{
+    spw_csv_t c;
+    if (spw_csv_open_mem(&c, name, data, len, err) < 0)
+        return -1;
+    int rc = failures_read(&c, fleet, out, n, err);
+    spw_csv_close(&c);
     return rc;
 }

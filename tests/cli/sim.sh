@@ -1,10 +1,12 @@
 #!/bin/sh
 # sim.sh: `spillway sim` on a generated trace: JSON report, determinism,
 # --compare, and the per-job and time-series CSV outputs; governance: trace
-# columns team/class/data, the per-team JSON and table, --compare gravity.
+# columns team/class/data, the per-team JSON and table, --compare gravity;
+# spot, restarts and failures: the config sections, the trace columns, every
+# flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 27
+plan 49
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -174,6 +176,126 @@ printf 'id,submit_s,gpus,runtime_s,data\na,0,1,10,cifar\n' >"$T/baddata.csv"
 fails_with "a dataset the config lacks is an error naming it and its line" \
     "dataset 'cifar' (first at line 2) is not in the config's data: datasets (known: ds)" \
     sim --trace "$T/baddata.csv" --config "$T/gov.yaml"
+
+# ---- spot, restarts and failures: the command line ---------------------------------
+# A self-contained fleet: one 4-GPU pool, two 1-GPU offers with spot prices,
+# one with a measured-style availability trace, the other with a rate.
+cat >"$T/spot-offers.csv" <<'CSV'
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+aws,us-east-1,use1-az1,g1.x,A100,1,3.00,0.90
+aws,us-west-2,usw2-az1,g1.x,A100,1,3.00,1.00
+CSV
+printf '{"metadata": {"gap_seconds": 600}, "data": [1, 1, 0, 0, 1, 1, 1, 0]}\n' >"$T/avail.json"
+printf 'node,down_s,up_s\ndc/0,1800,2h\ndc/1,1h,\n' >"$T/failures.csv"
+cat >"$T/spot.yaml" <<'YAML'
+onprem:
+  - {name: dc, nodes: 2, gpus_per_node: 2, gpu: A100, mtbf: 30d, mttr: 4h}
+cloud: {offers: spot-offers.csv}
+policy: {wait: none}
+spot:
+  policy: greedy
+  restart_overhead_s: 2m
+  checkpoint_interval_s: 10m
+  availability:
+    - {zone: use1-az1, trace: avail.json, start_offset: 1h}
+    - {region: us-west-2, interruption: "10-15%"}
+failures: {file: failures.csv}
+YAML
+"$SPW" gen --jobs 80 --rate 40 --runtime exp:3600 --gpus 1:0.7,2:0.3 --seed 8 |
+    awk -F, 'BEGIN { OFS = "," }
+             NR == 1 { print $0, "deadline_s", "spot", "spot_policy", "checkpoint_interval_s"; next }
+             { print $0, (NR % 3 == 0 ? $2 + 3 * $4 : ""), (NR % 7 == 0 ? "never" : ""),
+                         (NR % 5 == 0 ? "uniform-progress" : ""),
+                         (NR % 4 == 0 ? "continuous" : NR % 6 == 0 ? "5m" : "") }' \
+    >"$T/spot-jobs.csv"
+
+run_spw "$T/s.json" "$T/s.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q
+[ "$rc" -eq 0 ] || diag "$(cat "$T/s.err")"
+ok "$rc" "sim with spot:, failures:, pool mtbf and the spot trace columns exits 0"
+run_spw "$T/s2.json" "$T/s2.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q \
+    --spot-policy uniform-progress --restart-overhead 5m --checkpoint-interval continuous \
+    --max-restarts 3 --recovery next_region --failover burst --failures "$T/failures.csv" \
+    --seed 9
+[ "$rc" -eq 0 ] || diag "$(cat "$T/s2.err")"
+ok "$rc" "every spot and failure flag is accepted"
+run_spw "$T/s3.json" "$T/s3.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q \
+    --checkpoint-interval 0 --max-restarts unlimited
+ok "$rc" "--checkpoint-interval 0 (restart from scratch) and --max-restarts unlimited"
+run_spw "$T/sc.json" "$T/sc.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q \
+    --compare ondemand,greedy,uniform-progress
+json_check "$T/sc.json" 'assert isinstance(d, list) and len(d) == 3, d'
+ok $? "--compare ondemand,greedy,uniform-progress runs one simulation per spot policy"
+run_spw "$T/sc.txt" "$T/sc.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -q \
+    --compare greedy,ondemand
+grep -E '^spot policy +greedy +ondemand$' "$T/sc.txt" >/dev/null
+ok $? "--compare of spot policies prints them side by side, in the order asked"
+"$SPW" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q --seed 9 >"$T/d1.json"
+"$SPW" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json -q --seed 9 >"$T/d2.json"
+no_wall_time "$T/d1.json" >"$T/d1.s"
+no_wall_time "$T/d2.json" >"$T/d2.s"
+cmp -s "$T/d1.s" "$T/d2.s"
+ok $? "with spot capacity and failures, the same seed gives byte-identical JSON"
+
+run_spw "$T/w.out" "$T/w.err" sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" -o json \
+    --restart-overhead 20m
+[ "$rc" -eq 0 ] &&
+    contains "$T/w.err" "--restart-overhead (1200 s) is longer than spot.checkpoint_interval_s (600 s)"
+ok $? "a restart overhead longer than the checkpoint interval: a warning naming both"
+
+# Bad values on the command line: exit 2 and what to write.
+fails2() {
+    desc=$1 text=$2
+    shift 2
+    run_spw "$T/f2.out" "$T/f2.err" "$@"
+    [ "$rc" -eq 2 ] && contains "$T/f2.err" "$text"
+    ok $? "$desc (exit $rc)"
+}
+fails2 "--spot-policy with an unknown policy" "unknown spot policy 'cheapest'" \
+    sim --trace "$T/spot-jobs.csv" --spot-policy cheapest
+fails2 "--spot-policy with two policies in a trace replay" "--spot-policy takes one policy" \
+    sim --trace "$T/spot-jobs.csv" --spot-policy greedy,ondemand
+fails2 "--checkpoint-interval soon" "0 = restart from scratch) or continuous" \
+    sim --trace "$T/spot-jobs.csv" --checkpoint-interval soon
+fails2 "--max-restarts -1" "--max-restarts takes a count >= 0 or unlimited" \
+    sim --trace "$T/spot-jobs.csv" --max-restarts -1
+fails2 "--recovery anywhere" "'anywhere'" sim --trace "$T/spot-jobs.csv" --recovery anywhere
+fails2 "--failover panic" "'panic'" sim --trace "$T/spot-jobs.csv" --failover panic
+fails2 "--deadline without --spot-job" "--deadline goes with --spot-job" \
+    sim --trace "$T/spot-jobs.csv" --deadline 60h
+fails2 "--failures with --spot-job" "--failures applies to a trace replay" \
+    sim --spot-job 48h --deadline 60h --spot-trace "$T/avail.json" --failures "$T/failures.csv"
+fails2 "--compare of spot policies with --spot-policy" "do not mix" \
+    sim --trace "$T/spot-jobs.csv" --compare greedy,ondemand --spot-policy greedy
+
+# Bad files: exit 1, FILE:LINE and the value.
+printf 'node,down_s,up_s\ndc/0,10,20\ndc/2,5,\n' >"$T/badfail.csv"
+fails_with "--failures naming a node the pool lacks" \
+    "badfail.csv:3: column 'node': pool 'dc' has nodes dc/0 to dc/1; got 'dc/2'" \
+    sim --trace "$T/spot-jobs.csv" --config "$T/spot.yaml" --failures "$T/badfail.csv"
+printf 'id,submit_s,gpus,runtime_s,checkpoint_interval_s\na,0,1,60,5m\nb,0,1,60,sometimes\n' \
+    >"$T/badckpt.csv"
+fails_with "a bad checkpoint_interval_s cell names the file, line and value" \
+    "badckpt.csv:3: column 'checkpoint_interval_s': expected seconds or a duration" \
+    sim --trace "$T/badckpt.csv" --config "$T/spot.yaml"
+sed 's/zone: use1-az1, trace/zone: use1-az9, trace/' "$T/spot.yaml" >"$T/nozone.yaml"
+fails_with "an availability entry matching no offer names the config line" \
+    "nozone.yaml:10:7: this availability entry (zone use1-az9) matches no cloud offer" \
+    sim --trace "$T/spot-jobs.csv" --config "$T/nozone.yaml"
+printf '{"metadata": {"gap_seconds": 0}, "data": [1]}\n' >"$T/zerogap.json"
+sed 's/trace: avail.json/trace: zerogap.json/' "$T/spot.yaml" >"$T/zerogap.yaml"
+fails_with "an availability trace with gap_seconds 0 names the config line and the trace" \
+    "zerogap.json: metadata.gap_seconds is 0" \
+    sim --trace "$T/spot-jobs.csv" --config "$T/zerogap.yaml"
+
+# The single spot job keeps the paper's model by default; continuous and 0 work.
+run_spw "$T/sj.json" "$T/sj.err" sim --spot-job 4h --deadline 6h --spot-trace "$T/avail.json" \
+    --offsets 5 -o json -q
+json_check "$T/sj.json" 'assert d["checkpoint"] == "continuous", d["checkpoint"]'
+ok $? "--spot-job defaults to continuous checkpoints (the paper's model)"
+run_spw "$T/sj0.json" "$T/sj0.err" sim --spot-job 4h --deadline 6h --spot-trace "$T/avail.json" \
+    --offsets 5 -o json -q --checkpoint-interval 0
+json_check "$T/sj0.json" 'assert d["checkpoint"] == "none" and d["checkpoint_interval_s"] == 0, d'
+ok $? "--spot-job --checkpoint-interval 0 means restart from scratch"
 
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then

@@ -1,10 +1,12 @@
 #!/bin/sh
 # spotjob.sh: `spillway sim --spot-job`: help, bad input (empty trace, zero
 # or missing gap_seconds, negative counts, bad durations), an infeasible
-# deadline, the table and JSON on a small synthetic trace, determinism.
+# deadline, the table and JSON on a small synthetic trace, determinism, the
+# checkpoint modes (continuous by default, every k, 0 = from scratch), and the
+# Table 3 figures of docs/spot.md on the shared traces when they are there.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 16
+plan 22
 
 # A synthetic trace: 10-minute ticks, spot up 70% of the time in runs.
 python3 - "$T/trace.json" <<'PY'
@@ -68,6 +70,74 @@ run_spw "$T/out" "$T/err" sim --spot-job 4h --deadline 10h --restart-overhead 30
     --checkpoint-interval 10m --spot-trace "$T/trace.json" --offsets 10
 [ "$rc" -eq 0 ] && contains "$T/err" "longer than the checkpoint interval"
 ok $? "restart overhead longer than the checkpoint interval: a warning"
+
+# Checkpoint modes.  The default is continuous (the paper's model).
+# shellcheck disable=SC2086
+run_spw "$T/jc.json" "$T/err" sim $J --spot-trace "$T/trace.json" --offsets 50 -o json \
+    --checkpoint-interval continuous
+[ "$rc" -eq 0 ] && cmp -s "$T/j1.json" "$T/jc.json" && json_check "$T/jc.json" '
+assert d["checkpoint"] == "continuous" and d["checkpoint_interval_s"] is None, d
+assert all(x["lost_h_mean"] == 0 for x in d["policies"])'
+ok $? "the default is --checkpoint-interval continuous: nothing lost (status $rc)"
+
+# A job with room for spot even from scratch (deadline > 2 x work) on a
+# trace whose spot runs last about 100 minutes: many preemptions.
+K="--spot-job 8h --deadline 30h --restart-overhead 0.1h --spot-policy greedy,uniform-progress"
+# shellcheck disable=SC2086
+run_spw "$T/k0.json" "$T/err" sim $K --spot-trace "$T/trace.json" --offsets 100 -o json \
+    --checkpoint-interval 0
+# shellcheck disable=SC2086
+run_spw "$T/kc.json" "$T/err" sim $K --spot-trace "$T/trace.json" --offsets 100 -o json
+json_check "$T/k0.json" '
+import json
+c = {x["policy"]: x for x in json.load(open("'"$T/kc.json"'"))["policies"]}
+assert d["checkpoint"] == "none" and d["checkpoint_interval_s"] == 0, d
+for x in d["policies"]:
+    y = c[x["policy"]]
+    assert x["missed"] == 0 and y["missed"] == 0, (x, y)
+    assert y["lost_h_mean"] == 0 and x["lost_h_mean"] > 0.5, (x, y)
+    assert x["cost_usd_mean"] > y["cost_usd_mean"], (x, y)
+g = {x["policy"]: x for x in d["policies"]}["greedy"]
+assert g["preemptions_mean"] > 1 and g["spot_h_mean"] - g["lost_h_mean"] > 0, g'
+ok $? "--checkpoint-interval 0: restarts from scratch lose work and cost more than continuous"
+
+# shellcheck disable=SC2086
+run_spw "$T/out" "$T/err" sim $K --spot-trace "$T/trace.json" --offsets 10 \
+    --checkpoint-interval 0
+[ "$rc" -eq 0 ] && contains "$T/out" "checkpoints: none: restart from scratch"
+ok $? "the table names the checkpoint mode: none"
+# shellcheck disable=SC2086
+run_spw "$T/out" "$T/err" sim $K --spot-trace "$T/trace.json" --offsets 10 \
+    --checkpoint-interval 2h
+[ "$rc" -eq 0 ] && contains "$T/out" "checkpoints: every 2.00 h"
+ok $? "the table names the checkpoint mode: every 2 h"
+
+# shellcheck disable=SC2086
+run_spw "$T/out" "$T/err" sim $J --spot-trace "$T/trace.json" --offsets 10 \
+    --checkpoint-interval 0
+[ "$rc" -eq 0 ] && contains "$T/err" "no policy takes spot" && contains "$T/out" "48.0+-0.0"
+ok $? "from scratch with a deadline under twice the work: a note, everything on demand"
+
+# Table 3 of docs/spot.md: the exact command and figures printed there.
+D=../shared/data/spot-traces/availability/1-node/aws-10-26-2022
+if [ -d "$D" ]; then
+    set --
+    for f in "$D"/*.json; do set -- "$@" --spot-trace "$f"; done
+    run_spw "$T/t3.json" "$T/err" sim --spot-job 48h --deadline 60h --restart-overhead 0.2h \
+        "$@" --offsets 300 -o json
+    [ "$rc" -eq 0 ] && [ $# -eq 16 ] && json_check "$T/t3.json" '
+p = {x["policy"]: x for x in d["policies"]}
+r = lambda v: round(v, 1)
+got = {k: (r(x["ondemand_h_mean"]), r(x["ondemand_h_sd"]), r(x["spot_h_mean"]),
+           round(x["cost_usd_mean"], 2), x["missed"], x["runs"]) for k, x in p.items()}
+want = {"ondemand": (48.0, 0.0, 0.0, 147.49, 0, 2400),
+        "greedy": (29.1, 19.3, 18.9, 108.43, 0, 2400),
+        "uniform-progress": (25.4, 17.1, 22.6, 103.11, 0, 2400)}
+assert got == want, got'
+    ok $? "Table 3 reproduction: the figures in docs/spot.md (status $rc)"
+else
+    skip "shared traces not found at $D"
+fi
 
 printf '{"metadata":{"gap_seconds":600},"data":[]}' >"$T/empty.json"
 fails_with "an empty trace is refused with its name" "empty.json: \"data\" is empty" \

@@ -1,8 +1,10 @@
-/* test_spot.c: the spot policies (core/spot.h) decision by decision on cases
- * worked out by hand, replays of one job (sim/spotjob.h) on hand-built
- * availability sequences, and properties over random traces: no progress
- * counted twice, cost = paid seconds x price, greedy and uniform-progress
- * never miss a feasible deadline, same seed gives the same sweep. */
+/* test_spot.c: the checkpoint helpers and the spot policies (core/spot.h)
+ * decision by decision on cases worked out by hand, replays of one job
+ * (sim/spotjob.h) on hand-built availability sequences under each checkpoint
+ * mode (continuous, every k seconds, none: from scratch), and properties over
+ * random traces: no progress counted twice, cost = paid seconds x price,
+ * greedy and uniform-progress never miss a feasible deadline, same seed gives
+ * the same sweep. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #define GREEDY SPW_SPOT_POLICY_GREEDY
 #define UP SPW_SPOT_POLICY_UNIFORM_PROGRESS
 #define ONDEMAND SPW_SPOT_POLICY_ONDEMAND
+#define CONT SPW_CKPT_CONTINUOUS
 
 static spw_spot_inst_t dec(spw_spot_policy_t p, const spw_spot_job_t *j, spw_spot_inst_t inst,
                            double t, double done, int avail)
@@ -27,10 +30,50 @@ static spw_spot_inst_t dec(spw_spot_policy_t p, const spw_spot_job_t *j, spw_spo
     return spw_spot_decide(p, j, &v, avail);
 }
 
+static void test_checkpoints(void)
+{
+    /* Continuous: everything the attempt made is kept. */
+    is_double(spw_ckpt_kept_s(CONT, 5, 3), 8, 0, "continuous: 5 kept + 3 run = 8 kept");
+    is_double(spw_ckpt_kept_s(CONT, 5, -1), 5, 0, "a negative run counts as none");
+    is_double(spw_ckpt_kept_s(CONT, 5, NAN), 5, 0, "a NaN run counts as none");
+    /* Every 2 s: the whole intervals of the run are kept. */
+    is_double(spw_ckpt_kept_s(2, 5, 3), 7, 0, "every 2: run 3 keeps one interval, 7");
+    is_double(spw_ckpt_kept_s(2, 5, 4), 9, 0, "every 2: run 4 ends on a checkpoint, 9");
+    is_double(spw_ckpt_kept_s(2, 5, 1.999), 5, 0, "every 2: run 1.999 keeps nothing new");
+    is_double(spw_ckpt_kept_s(2, 5, 0), 5, 0, "every 2: no run, what was kept stays");
+    is_double(spw_ckpt_kept_s(10, 1, 9.5), 1, 0, "an interval longer than the run keeps "
+              "only the attempt's start");
+    /* Never: from scratch, progress carried into the attempt included. */
+    is_double(spw_ckpt_kept_s(0, 5, 3), 0, 0, "none: everything is lost, even the 5 kept");
+    is_double(spw_ckpt_kept_s(0, 0, 0), 0, 0, "none: nothing from nothing");
+
+    is_double(spw_ckpt_max_loss_s(CONT, 10), 0, 0, "max loss continuous: 0");
+    is_double(spw_ckpt_max_loss_s(0, 10), 10, 0, "max loss without checkpoints: the work");
+    is_double(spw_ckpt_max_loss_s(3, 10), 3, 0, "max loss every 3: 3");
+    is_double(spw_ckpt_max_loss_s(10, 10), 10, 0, "max loss every 10 of 10: 10");
+    is_double(spw_ckpt_max_loss_s(15, 10), 10, 0, "max loss every 15 of 10: capped at the work");
+
+    /* kept - done is a whole number of intervals, and at most one interval
+     * short of the run: on random arguments. */
+    spw_rng_t g;
+    int bad = 0;
+    spw_rng_seed(&g, 11);
+    for (int i = 0; i < 10000; i++) {
+        double k = 1 + 99 * spw_rng_uniform(&g), done = 1000 * spw_rng_uniform(&g);
+        double run = 1000 * spw_rng_uniform(&g), kept = spw_ckpt_kept_s(k, done, run);
+        double n = (kept - done) / k;
+        if (kept < done || kept > done + run || kept <= done + run - k ||
+            fabs(n - round(n)) > 1e-9)
+            bad++;
+    }
+    is(bad, 0, "every k: done <= kept <= done + run, less than k lost, whole intervals");
+}
+
 static void test_decisions(void)
 {
-    /* W = 10, D = 20, d = 1, decisions every 1: safety slack 1 + 1 = 2. */
-    spw_spot_job_t j = {10, 20, 1, 0, 1};
+    /* W = 10, D = 20, d = 1, decisions every 1, nothing lost to a
+     * preemption (the paper's model): safety slack 1 + 1 = 2. */
+    spw_spot_job_t j = {10, 20, 1, CONT, 1};
     is_double(spw_spot_safety_slack_s(&j), 2, 1e-12, "slack is 2d when ticks are <= d");
     ok(spw_spot_feasible(&j), "10 of work + 1 overhead fits in 20");
 
@@ -62,16 +105,48 @@ static void test_decisions(void)
     is(dec(UP, &j, SP, 17, 9, 1), SP, "UP: on spot near the deadline -> stay (Exploitation)");
 
     /* Ticks longer than d: the slack must also cover one idle tick. */
-    spw_spot_job_t k = {10, 20, 1, 0, 5};
+    spw_spot_job_t k = {10, 20, 1, CONT, 5};
     is_double(spw_spot_safety_slack_s(&k), 6, 1e-12, "slack is d + tick when ticks are > d");
     is(dec(GREEDY, &k, ID, 4, 0, 0), ID, "tick 5: R-C = 6 -> can wait one more tick");
     is(dec(GREEDY, &k, ID, 5, 0, 0), OD, "tick 5: R-C = 5 < 6 -> on demand now");
+
+    /* Checkpoints every 3: a preemption loses up to 3, slack 1 + 1 + 3 = 5. */
     spw_spot_job_t c = {10, 20, 1, 3, 1};
-    is_double(spw_spot_safety_slack_s(&c), 5, 1e-12, "a checkpoint interval adds what a "
-              "preemption can lose");
+    is_double(spw_spot_safety_slack_s(&c), 5, 1e-12, "every 3: the slack adds one interval");
+    is(dec(GREEDY, &c, ID, 5, 0, 1), SP, "every 3: R-C = 15-10 = 5, not < 5 -> spot");
+    is(dec(GREEDY, &c, ID, 6, 0, 1), OD, "every 3: R-C = 4 < 5 -> on demand despite spot");
+    is(dec(GREEDY, &j, ID, 6, 0, 1), SP, "continuous, same point: R-C = 4 >= 2 -> spot");
+    spw_spot_job_t big = {10, 30, 1, 15, 1};
+    is_double(spw_spot_safety_slack_s(&big), 12, 1e-12,
+              "every 15 on 10 of work: the slack adds the whole work, 1 + 1 + 10");
+
+    /* No checkpoints: a preemption loses all progress, so the slack holds the
+     * whole work: 1 + 1 + 10 = 12 (D = 30). */
+    spw_spot_job_t n = {10, 30, 1, 0, 1};
+    is_double(spw_spot_safety_slack_s(&n), 12, 1e-12, "from scratch: slack d + d + W = 12");
+    spw_spot_job_t nt = {10, 30, 1, 0, 5};
+    is_double(spw_spot_safety_slack_s(&nt), 16, 1e-12, "from scratch, ticks of 5: 1 + 5 + 10");
+    is(dec(GREEDY, &n, ID, 0, 0, 1), SP, "from scratch: R-C = 20 >= 12 -> spot");
+    is(dec(GREEDY, &n, ID, 8, 0, 0), ID, "from scratch: R-C = 22-10 = 12 -> still wait");
+    is(dec(GREEDY, &n, ID, 9, 0, 1), OD, "from scratch: R-C = 11 < 12 -> on demand, not spot");
+    is(dec(GREEDY, &n, SP, 5, 0, 0), ID,
+       "from scratch: preempted, progress back to 0, R-C = 25-10 = 15 -> wait");
+    is(dec(GREEDY, &n, SP, 9, 0, 1), SP, "from scratch: on spot, stays (Exploitation)");
+    /* ep(t) = t * 10 / 30 = t / 3. */
+    is(dec(UP, &n, ID, 6, 1, 0), OD, "from scratch, UP: cp 1 < ep(6) = 2, R-C = 15 -> on demand");
+    is(dec(UP, &n, ID, 6, 2, 0), ID, "from scratch, UP: cp 2 = ep(6) -> wait");
+    is(dec(UP, &n, OD, 3, 2, 1), SP, "from scratch, UP: the rule itself would leave on demand "
+       "(cp 2 >= ep(5), R-C = 19); the replay keeps such a job where it runs");
+    spw_spot_job_t n20 = {10, 20, 1, 0, 1};
+    ok(spw_spot_feasible(&n20), "from scratch, D = 20: feasible on demand (10 + 1 <= 20)");
+    is(dec(GREEDY, &n20, ID, 0, 0, 1), OD,
+       "from scratch, D = 20: R-C = 10 < 12 -> greedy on demand from the start");
+    is(dec(UP, &n20, ID, 0, 0, 1), OD, "from scratch, D = 20: UP on demand from the start");
+    spw_spot_job_t c20 = {10, 20, 1, CONT, 1};
+    is(dec(GREEDY, &c20, ID, 0, 0, 1), SP, "continuous, D = 20: R-C = 10 >= 2 -> spot");
 
     /* Infeasible: 10 of work + 1 overhead does not fit in 10. */
-    spw_spot_job_t inf = {10, 10, 1, 0, 1};
+    spw_spot_job_t inf = {10, 10, 1, CONT, 1};
     ok(!spw_spot_feasible(&inf), "deadline 10 < work 10 + overhead 1 is infeasible");
     is(dec(UP, &inf, ID, 0, 0, 1), OD, "infeasible: the policies go on demand at once");
 
@@ -94,8 +169,9 @@ static void test_replays(void)
 {
     spw_spotjob_result_t r;
     spw_error_t err;
-    /* W = 300, d = 50, ticks of 100 s, spot $1/h, on demand $10/h. */
-    spw_spotjob_params_t p = {300, 600, 50, 0, 1, 10};
+    /* W = 300, d = 50, ticks of 100 s, spot $1/h, on demand $10/h, nothing
+     * lost to a preemption: slack 50 + 100 = 150. */
+    spw_spotjob_params_t p = {300, 600, 50, CONT, 1, 10};
     uint32_t a1[10] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 0};
     spw_spot_trace_t t1 = mk_trace(a1, 10, 100);
 
@@ -149,14 +225,98 @@ static void test_replays(void)
     is_double(r.spot_work_s + r.ondemand_work_s - r.lost_s, 1000, 1e-6,
               "checkpoint 100: kept progress adds up to the work");
 
+    /* One availability sequence, W = 300, d = 50, ticks of 100, D = 1500,
+     * under the three checkpoint modes: spot in ticks 0-2, gone in tick 3,
+     * back from tick 4 on.  The first attempt runs ticks 0-2: 50 overhead +
+     * 50 work, then 100 + 100: 250 done when it is preempted at t = 300. */
+    uint32_t a4[20] = {1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    spw_spot_trace_t t4 = mk_trace(a4, 20, 100);
+    spw_spotjob_params_t m = {300, 1500, 50, CONT, 1, 10};
+    /* Continuous: 250 kept; at 400 spot again (R-C = 1100-50 >= 150),
+     * 50 overhead + the last 50: done at 500, paid 300 + 100 on spot. */
+    spw_spotjob_run(&m, GREEDY, &t4, 0, &r, &err);
+    ok(r.lost_s == 0 && r.spot_work_s == 300 && r.spot_paid_s == 400 && r.finish_s == 500 &&
+       r.preemptions == 1 && r.starts == 2 && r.ondemand_paid_s == 0,
+       "continuous: nothing lost, done at 500, 400 paid on spot (lost %g, work %g, paid %g, "
+       "finish %g)", r.lost_s, r.spot_work_s, r.spot_paid_s, r.finish_s);
+    /* Every 100: 200 kept, 50 lost; from 400: 50 overhead + 50, then the
+     * last 50 in tick 5: done at 550; spot work 250 + 100, paid 300 + 150. */
+    m.checkpoint_interval_s = 100;
+    spw_spotjob_run(&m, GREEDY, &t4, 0, &r, &err);
+    ok(r.lost_s == 50 && r.spot_work_s == 350 && r.spot_paid_s == 450 && r.finish_s == 550,
+       "every 100: 50 lost, done at 550, 450 paid on spot (lost %g, work %g, paid %g, "
+       "finish %g)", r.lost_s, r.spot_work_s, r.spot_paid_s, r.finish_s);
+    /* None: slack 50 + 100 + 300 = 450; at 0 R-C = 1200 -> spot.  Preempted
+     * at 300: all 250 lost, back to 0.  At 400 R-C = 1100-300 = 800 -> spot:
+     * 50 overhead + 50, 100, 100, then 50: done at 750; spot work 550, paid
+     * 300 + 350; cost 650 s at $1/h. */
+    m.checkpoint_interval_s = 0;
+    spw_spotjob_run(&m, GREEDY, &t4, 0, &r, &err);
+    ok(r.lost_s == 250 && r.spot_work_s == 550 && r.spot_paid_s == 650 && r.finish_s == 750 &&
+       r.ondemand_paid_s == 0 && r.starts == 2 && r.deadline_met,
+       "from scratch: 250 lost, done at 750, 650 paid on spot (lost %g, work %g, paid %g, "
+       "finish %g)", r.lost_s, r.spot_work_s, r.spot_paid_s, r.finish_s);
+    is_double(r.cost_usd, 650 / 3600.0, 1e-12, "from scratch: cost 650 s x $1/h");
+    /* None, D = 800: at 0 R-C = 500 >= 450 -> spot; preempted at 300 with
+     * nothing kept: R-C = 500-300 = 200 < 450 -> on demand, 50 + 300: done
+     * at 650, inside the deadline the slack protected. */
+    m.deadline_s = 800;
+    spw_spotjob_run(&m, GREEDY, &t4, 0, &r, &err);
+    ok(r.lost_s == 250 && r.spot_paid_s == 300 && r.ondemand_work_s == 300 &&
+       r.ondemand_paid_s == 350 && r.finish_s == 650 && r.deadline_met,
+       "from scratch, D = 800: preempted, then on demand from 0, done at 650 (od %g/%g, "
+       "finish %g)", r.ondemand_work_s, r.ondemand_paid_s, r.finish_s);
+    /* None, D = 700: R-C = 400 < 450 at 0 -> on demand from the start even
+     * though spot is there: 50 + 300, done at 350. */
+    m.deadline_s = 700;
+    spw_spotjob_run(&m, UP, &t4, 0, &r, &err);
+    ok(r.spot_paid_s == 0 && r.ondemand_paid_s == 350 && r.finish_s == 350,
+       "from scratch, D = 700: no room to lose the work, on demand from the start");
+
+    /* A job on demand that uniform-progress would move to spot.  W = 300,
+     * D = 2000, d = 50, ticks of 100, spot from tick 4; ep(t) = 0.15 t.
+     * t=0: cp 0 = ep(0), idle.  t=100: cp 0 < 15 -> on demand, 50 + 50;
+     * 100 at 200 and 300: cp 250 at t = 400. */
+    uint32_t a5[20] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    spw_spot_trace_t t5 = mk_trace(a5, 20, 100);
+    spw_spotjob_params_t u = {300, 2000, 50, CONT, 1, 10};
+    /* Continuous: at 400 cp 250 >= ep(500) = 75 and R-C = 1550 >= 150 ->
+     * spot (Hysteresis), a clean stop that keeps the 250: 50 + 50 on spot,
+     * done at 500. */
+    spw_spotjob_run(&u, UP, &t5, 0, &r, &err);
+    ok(r.ondemand_work_s == 250 && r.ondemand_paid_s == 300 && r.spot_work_s == 50 &&
+       r.spot_paid_s == 100 && r.starts == 2 && r.lost_s == 0 && r.finish_s == 500,
+       "UP, continuous: on demand 100-400, then spot, done at 500 (od %g, spot %g, "
+       "finish %g)", r.ondemand_work_s, r.spot_work_s, r.finish_s);
+    /* None: the move would start the work over, so the job stays on demand:
+     * the last 50 in tick 4, done at 450. */
+    u.checkpoint_interval_s = 0;
+    spw_spotjob_run(&u, UP, &t5, 0, &r, &err);
+    ok(r.ondemand_work_s == 300 && r.ondemand_paid_s == 350 && r.spot_paid_s == 0 &&
+       r.starts == 1 && r.lost_s == 0 && r.finish_s == 450,
+       "UP, from scratch: stays on demand to the end, done at 450 (od %g, spot %g, "
+       "starts %u, finish %g)", r.ondemand_work_s, r.spot_work_s, r.starts, r.finish_s);
+
     /* Infeasible deadline: counted, not a crash. */
-    spw_spotjob_params_t inf = {300, 320, 50, 0, 1, 10};
+    spw_spotjob_params_t inf = {300, 320, 50, CONT, 1, 10};
     ok(spw_spotjob_run(&inf, UP, &t1, 0, &r, &err) == 0 && r.infeasible && !r.deadline_met,
        "deadline 320 < 300 + 50: replay ends, marked infeasible and missed");
 
-    spw_spotjob_params_t bad = {0, 600, 50, 0, 1, 10};
+    spw_spotjob_params_t bad = {0, 600, 50, CONT, 1, 10};
     ok(spw_spotjob_run(&bad, UP, &t1, 0, &r, &err) < 0 && strstr(err.text, "work"),
        "zero work is an error: %s", err.text);
+    bad.work_s = 300;
+    bad.checkpoint_interval_s = -2;
+    ok(spw_spotjob_params_check(&bad, &err) < 0 && strstr(err.text, "continuous"),
+       "a negative interval other than continuous is an error: %s", err.text);
+    bad.checkpoint_interval_s = INFINITY;
+    ok(spw_spotjob_params_check(&bad, &err) < 0, "an infinite interval is an error");
+    bad.checkpoint_interval_s = NAN;
+    ok(spw_spotjob_params_check(&bad, &err) < 0, "a NaN interval is an error");
+    bad.checkpoint_interval_s = 0;
+    ok(spw_spotjob_params_check(&bad, &err) == 0, "interval 0 (from scratch) is accepted");
+    bad.checkpoint_interval_s = CONT;
+    ok(spw_spotjob_params_check(&bad, &err) == 0, "continuous is accepted");
     spw_spot_trace_t empty = {600, NULL, 0};
     ok(spw_spotjob_run(&p, UP, &empty, 0, &r, &err) < 0 && strstr(err.text, "empty"),
        "an empty trace is an error: %s", err.text);
@@ -173,23 +333,32 @@ static void random_trace(spw_rng_t *g, uint32_t *a, size_t n, double p_on, doubl
     }
 }
 
+/* Replays on random traces and jobs, every policy and checkpoint mode
+ * (continuous, every k, none): the invariants of spotjob.h. */
 static void test_properties(void)
 {
     static uint32_t a[600];
     spw_rng_t g;
     int twice = 0, cost = 0, missed = 0, od_wrong = 0, runs = 0, feasible = 0, errs = 0;
+    int lost_bad = 0, paid_bad = 0, scratch_spot = 0, scratch_lost = 0, k_lost = 0;
     spw_rng_seed(&g, 42);
     for (int it = 0; it < 3000; it++) {
         size_t n = 5 + spw_rng_below(&g, 595);
         random_trace(&g, a, n, spw_rng_uniform(&g), 0.5 + 0.5 * spw_rng_uniform(&g));
         spw_spot_trace_t t = mk_trace(a, n, 60 + 600 * spw_rng_uniform(&g));
         spw_spotjob_params_t p;
+        int mode = it % 3;  /* 0 continuous, 1 every k, 2 none */
         p.work_s = 600 + 30000 * spw_rng_uniform(&g);
-        p.deadline_s = p.work_s * (0.9 + 1.5 * spw_rng_uniform(&g));
+        /* Without checkpoints spot is safe only with more than twice the
+         * work: give those jobs longer deadlines so that they use it. */
+        p.deadline_s = p.work_s * (0.9 + (mode == 2 ? 3.0 : 1.5) * spw_rng_uniform(&g));
         p.restart_overhead_s = 1200 * spw_rng_uniform(&g);
-        p.checkpoint_interval_s = it % 3 == 0 ? 300 + 3000 * spw_rng_uniform(&g) : 0;
+        p.checkpoint_interval_s = mode == 0   ? CONT
+                                  : mode == 1 ? 300 + 3000 * spw_rng_uniform(&g)
+                                              : 0;
         p.spot_usd_per_h = 0.3 + spw_rng_uniform(&g);
         p.ondemand_usd_per_h = 3 + spw_rng_uniform(&g);
+        double max_loss = spw_ckpt_max_loss_s(p.checkpoint_interval_s, p.work_s);
         uint64_t start = spw_rng_below(&g, n);
         for (int pol = 0; pol < SPW_SPOT_POLICY_COUNT; pol++) {
             spw_spotjob_result_t r;
@@ -211,6 +380,19 @@ static void test_properties(void)
                          "finish %g", pol, p.work_s, r.spot_work_s, r.spot_paid_s,
                          r.ondemand_work_s, r.ondemand_paid_s, r.lost_s, r.finish_s);
             }
+            /* Only spot is preempted, and one preemption loses at most the
+             * most the checkpoint mode allows (nothing when continuous). */
+            if (r.lost_s < 0 || r.lost_s > r.spot_work_s + 1e-6 ||
+                r.lost_s > r.preemptions * max_loss + 1e-6) {
+                if (lost_bad++ == 0)
+                    diag("lost %g: policy %d ckpt %g spot work %g preemptions %u max loss %g",
+                         r.lost_s, pol, p.checkpoint_interval_s, r.spot_work_s,
+                         r.preemptions, max_loss);
+            }
+            /* Paid beyond progress is restart overhead: at most d per start. */
+            double over = r.spot_paid_s + r.ondemand_paid_s - r.spot_work_s - r.ondemand_work_s;
+            if (over < -1e-6 || over > r.starts * p.restart_overhead_s + 1e-6)
+                paid_bad++;
             double want = r.spot_paid_s / 3600 * p.spot_usd_per_h +
                           r.ondemand_paid_s / 3600 * p.ondemand_usd_per_h;
             if (fabs(r.cost_usd - want) > 1e-9 * (1 + want))
@@ -224,13 +406,21 @@ static void test_properties(void)
             }
             if (pol == ONDEMAND && r.deadline_met == r.infeasible)
                 od_wrong++;
+            scratch_spot += mode == 2 && r.spot_work_s > 0;
+            scratch_lost += mode == 2 && r.lost_s > 0;
+            k_lost += mode == 1 && r.lost_s > 0;
         }
     }
     is(errs, 0, "every random replay ends (%d runs)", runs);
     is(twice, 0, "no progress counted twice: kept progress = work, paid <= elapsed");
+    is(lost_bad, 0, "lost progress <= spot progress and <= preemptions x max loss");
+    is(paid_bad, 0, "paid - progress is restart overhead, at most d per start");
     is(cost, 0, "cost = paid seconds x price, summed");
     is(missed, 0, "greedy and uniform-progress meet every feasible deadline (%d runs)", feasible);
     is(od_wrong, 0, "ondemand meets the deadline exactly when it is feasible");
+    ok(scratch_spot > 100 && scratch_lost > 20 && k_lost > 20,
+       "the cases reach the interesting paths: %d from-scratch runs on spot, %d of them "
+       "losing work, %d runs losing work to an interval", scratch_spot, scratch_lost, k_lost);
 }
 
 static void test_sweep(void)
@@ -240,7 +430,7 @@ static void test_sweep(void)
     spw_rng_seed(&g, 7);
     random_trace(&g, a, 2000, 0.6, 0.95);
     spw_spot_trace_t t = mk_trace(a, 2000, 600);
-    spw_spotjob_params_t p = {48 * 3600.0, 60 * 3600.0, 720, 0, 0.92, 3.06};
+    spw_spotjob_params_t p = {48 * 3600.0, 60 * 3600.0, 720, CONT, 0.92, 3.06};
     spw_spot_policy_t pols[3] = {ONDEMAND, GREEDY, UP};
     spw_spotjob_summary_t s1[3], s2[3];
     spw_error_t err;
@@ -255,10 +445,22 @@ static void test_sweep(void)
        "spot policies are cheaper than on demand on a 60%% available trace (%.1f, %.1f < %.1f)",
        s1[1].cost_usd_mean, s1[2].cost_usd_mean, s1[0].cost_usd_mean);
     ok(spw_spotjob_sweep(&p, pols, 3, &t, 1, 0, 5, s1, &err) < 0, "zero offsets is an error");
+
+    /* A long deadline leaves room for spot even without checkpoints; then
+     * restarting from scratch loses more and costs more than continuous. */
+    p.deadline_s = 150 * 3600.0;
+    spw_spotjob_sweep(&p, pols + 1, 1, &t, 1, 200, 5, s1, &err);
+    p.checkpoint_interval_s = 0;
+    spw_spotjob_sweep(&p, pols + 1, 1, &t, 1, 200, 5, s2, &err);
+    ok(s1[0].lost_h_mean == 0 && s2[0].lost_h_mean > 1 &&
+       s2[0].cost_usd_mean > s1[0].cost_usd_mean && s2[0].missed == 0,
+       "greedy from scratch: %.1f h lost, $%.1f, against continuous %.1f h, $%.1f",
+       s2[0].lost_h_mean, s2[0].cost_usd_mean, s1[0].lost_h_mean, s1[0].cost_usd_mean);
 }
 
 int main(void)
 {
+    test_checkpoints();
     test_decisions();
     test_replays();
     test_properties();

@@ -635,6 +635,250 @@ static void test_governance_errors(void)
          "residency 'nowhere'", "allows no place");
 }
 
+/* ---- spot and failures ------------------------------------------------------ */
+
+/* Temporary availability traces and a failure list, for the spot tests. */
+static char trace_ok[64], trace_empty[64], trace_nogap[64], trace_zerogap[64],
+    trace_negative[64], trace_nodata[64], fail_ok[64], fail_bad[64];
+
+static int spot_files(void)
+{
+    return write_temp(trace_ok, "{\"metadata\": {\"gap_seconds\": 600}, \"data\": [1, 0, 2]}")
+           | write_temp(trace_empty, "")
+           | write_temp(trace_nogap, "{\"metadata\": {}, \"data\": [1]}")
+           | write_temp(trace_zerogap, "{\"metadata\": {\"gap_seconds\": 0}, \"data\": [1]}")
+           | write_temp(trace_negative, "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [1, -1]}")
+           | write_temp(trace_nodata, "{\"metadata\": {\"gap_seconds\": 60}, \"data\": []}")
+           | write_temp(fail_ok, "node,down_s,up_s\ndc1/1,3600,2h\ndc2/0,1d,\n")
+           | write_temp(fail_bad, "node,down_s,up_s\ndc1/0,10,20\ndc3/0,10,20\n");
+}
+
+static void spot_files_remove(void)
+{
+    const char *all[] = {trace_ok, trace_empty, trace_nogap, trace_zerogap, trace_negative,
+                         trace_nodata, fail_ok, fail_bad};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i][0])
+            unlink(all[i]);
+}
+
+static void test_spot(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    char yaml[2048];
+
+    /* No spot: section: the defaults. */
+    is(gov_load(&c, "", &err), 0, "spot defaults: load (%s)", err.text);
+    is(c.policy.spot_policy, SPW_SPOT_POLICY_ONDEMAND, "spot defaults: ondemand");
+    is_double(c.policy.restart_overhead_s, 0, 0, "spot defaults: no restart overhead");
+    is(c.policy.max_restarts, UINT32_MAX, "spot defaults: unlimited restarts");
+    is(c.policy.recovery, SPW_RECOVERY_SAME_REGION_FIRST, "spot defaults: same_region_first");
+    is(c.policy.failover, SPW_FAILOVER_REQUEUE, "spot defaults: requeue");
+    is_double(c.spot.checkpoint_interval_s, 0, 0, "spot defaults: no checkpoints");
+    is(c.spot.seed, 1, "spot defaults: seed 1");
+    ok(c.spot.navail == 0 && c.spot.avail == NULL, "spot defaults: no availability");
+    ok(c.failures.n == 0 && c.failures.list == NULL && c.failures.mtbf_s == NULL
+       && c.failures.mttr_s == NULL, "spot defaults: no failures");
+    spw_config_free(&c);
+
+    /* Everything, a trace named relative to base_dir. */
+    snprintf(yaml, sizeof(yaml),
+             "spot:\n"                                                         /* 6 */
+             "  policy: uniform-progress\n"
+             "  restart_overhead_s: 12m\n"
+             "  checkpoint_interval_s: 1h\n"
+             "  max_restarts: 20\n"                                            /* 10 */
+             "  recovery: next_region\n"
+             "  failover: burst\n"
+             "  seed: 7\n"
+             "  availability:\n"
+             "    - {zone: use1-az1, instance_type: p4d.24xlarge, trace: %s,\n" /* 15 */
+             "       start_offset: 3d}\n"
+             "    - {provider: aws, region: us-east-1, interruption: \"5-10%%\"}\n"
+             "    - {provider: gcp, preempt_rate_per_h: 0.02}\n"
+             "failures:\n"
+             "  file: %s\n", strrchr(trace_ok, '/') + 1, fail_ok);
+    spw_config_t *cp = &c;
+    static char full[8192];
+    snprintf(full, sizeof(full),
+             "onprem:\n"
+             "  - {name: dc1, nodes: 2, gpus_per_node: 8, gpu: A100, mtbf: 30d, mttr: 4h}\n"
+             "  - {name: dc2, nodes: 1, gpus_per_node: 4, gpu: K80}\n"
+             "cloud:\n"
+             "  offers: %s\n"
+             "%s", catpath, yaml);
+    err.text[0] = '\0';
+    is(spw_config_load_mem(cp, "c.yaml", full, strlen(full), "/tmp", &err), 0,
+       "spot: loads (%s)", err.text);
+    is(c.policy.spot_policy, SPW_SPOT_POLICY_UNIFORM_PROGRESS, "spot: policy");
+    is_double(c.policy.restart_overhead_s, 720, 0, "spot: restart overhead 12m");
+    is_double(c.spot.checkpoint_interval_s, 3600, 0, "spot: checkpoint every 1h");
+    is(c.policy.max_restarts, 20, "spot: max_restarts 20");
+    is(c.policy.recovery, SPW_RECOVERY_NEXT_REGION, "spot: next_region");
+    is(c.policy.failover, SPW_FAILOVER_BURST, "spot: burst");
+    is(c.spot.seed, 7, "spot: seed 7");
+    is(c.spot.navail, 3, "spot: three availability entries");
+    if (c.spot.navail == 3) {
+        const spw_spot_avail_conf_t *a = &c.spot.avail[0], *b = &c.spot.avail[1],
+                                    *g = &c.spot.avail[2];
+        ok(a->zone && strcmp(a->zone, "use1-az1") == 0 && a->instance_type
+           && strcmp(a->instance_type, "p4d.24xlarge") == 0 && !a->provider && !a->region,
+           "spot: entry 1 selects zone and instance type");
+        is_str(a->trace_path, trace_ok, "spot: trace resolved against the config's directory");
+        ok(a->trace.n == 3 && a->trace.gap_s == 600 && a->trace.avail[2] == 2,
+           "spot: trace loaded (3 ticks of 600 s)");
+        is_double(a->start_offset_s, 3 * 86400, 0, "spot: start offset 3d");
+        is(a->line, 15, "spot: entry 1 on line 15");
+        is_double(b->preempt_rate_per_h, -log(1 - 0.075) / 730, 1e-15,
+                  "spot: 5-10%% is 7.5%% a month");
+        ok(b->trace_path == NULL && b->trace.avail == NULL, "spot: entry 2 has no trace");
+        is_double(g->preempt_rate_per_h, 0.02, 0, "spot: entry 3 rate 0.02/h");
+        ok(g->provider && strcmp(g->provider, "gcp") == 0 && !g->zone, "spot: entry 3 gcp");
+    }
+    is(c.failures.n, 2, "failures: two from the file");
+    if (c.failures.n == 2) {
+        const spw_sim_failure_t *f = c.failures.list;
+        ok(f[0].pool == 0 && f[0].node == 1 && f[0].down_s == 3600 && f[0].up_s == 7200,
+           "failures: dc1/1 from 1h to 2h");
+        ok(f[1].pool == 1 && f[1].node == 0 && f[1].down_s == 86400 && isinf(f[1].up_s),
+           "failures: dc2/0 from 1d, never back");
+    }
+    ok(c.failures.mtbf_s && c.failures.mtbf_s[0] == 30 * 86400 && c.failures.mttr_s[0] == 4 * 3600
+       && c.failures.mtbf_s[1] == 0 && c.failures.mttr_s[1] == 0,
+       "failures: dc1 mtbf 30d mttr 4h, dc2 none (array covers every pool)");
+    spw_config_free(&c);
+    spw_config_free(&c);   /* idempotent */
+
+    /* continuous, 0, unlimited, and every Spot Advisor bucket. */
+    is(gov_load(&c, "spot:\n  checkpoint_interval_s: continuous\n  max_restarts: unlimited\n",
+                &err), 0, "spot continuous: loads (%s)", err.text);
+    is_double(c.spot.checkpoint_interval_s, SPW_CKPT_CONTINUOUS, 0, "spot: continuous");
+    is(c.policy.max_restarts, UINT32_MAX, "spot: unlimited");
+    spw_config_free(&c);
+    is(gov_load(&c, "spot:\n  checkpoint_interval_s: 0\n  max_restarts: 0\n  seed: 0\n", &err), 0,
+       "spot zero: loads (%s)", err.text);
+    is_double(c.spot.checkpoint_interval_s, 0, 0, "spot: 0 = restart from scratch");
+    is(c.policy.max_restarts, 0, "spot: max_restarts 0");
+    is(c.spot.seed, 0, "spot: seed 0");
+    spw_config_free(&c);
+    static const struct { const char *bucket; double p; } buckets[] = {
+        {"<5%", 0.025}, {"5-10%", 0.075}, {"10-15%", 0.125}, {"15-20%", 0.175}, {">20%", 0.25},
+    };
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(yaml, sizeof(yaml), "spot:\n  availability:\n    - {interruption: \"%s\"}\n",
+                 buckets[i].bucket);
+        is(gov_load(&c, yaml, &err), 0, "bucket %s: loads (%s)", buckets[i].bucket, err.text);
+        ok(c.spot.navail == 1
+           && fabs(c.spot.avail[0].preempt_rate_per_h - -log(1 - buckets[i].p) / 730) < 1e-15,
+           "bucket %s: rate -ln(1 - %.3f) / 730 per hour", buckets[i].bucket, buckets[i].p);
+        spw_config_free(&c);
+    }
+
+    /* mtbf on a nodes_from entry applies to every pool it makes; later
+     * pools without one get 0. */
+    char nodes[64];
+    if (write_temp(nodes, "sn,gpu,model\nn0,8,V100M16\nn1,2,T4\n") == 0) {
+        snprintf(yaml, sizeof(yaml), "onprem:\n  - {name: ali, nodes_from: %s, mtbf: 100h}\n"
+                                     "  - {name: dc, nodes: 1, gpus_per_node: 1}\n", nodes);
+        is(load(&c, yaml, NULL, &err), 0, "nodes_from mtbf: loads (%s)", err.text);
+        ok(c.fleet.npools == 3 && c.failures.mtbf_s && c.failures.mtbf_s[0] == 360000
+           && c.failures.mtbf_s[1] == 360000 && c.failures.mtbf_s[2] == 0
+           && c.failures.mttr_s[0] == 0, "nodes_from mtbf: both node-list pools, not dc");
+        spw_config_free(&c);
+        unlink(nodes);
+    }
+}
+
+static void test_spot_errors(void)
+{
+    char yaml[512];
+    GERR("unknown spot key", "spot:\n  policy: greedy\n  checkpoint: 1h\n", "c.yaml:8:3:",
+         "unknown key 'checkpoint' in spot");
+    GERR("bad spot policy", "spot:\n  policy: cheapest\n", "c.yaml:7:11:", "spot.policy",
+         "'cheapest'", "uniform-progress");
+    GERR("bad recovery", "spot:\n  recovery: anywhere\n", "c.yaml:7:13:", "spot.recovery",
+         "'anywhere'");
+    GERR("bad failover", "spot:\n  failover: panic\n", "c.yaml:7:13:", "spot.failover", "'panic'");
+    GERR("negative overhead", "spot:\n  restart_overhead_s: -5\n", "c.yaml:7:23:",
+         "restart_overhead_s is -5");
+    GERR("overhead text", "spot:\n  restart_overhead_s: a while\n", "c.yaml:7:23:",
+         "restart_overhead_s: expected seconds or a duration", "'a while'");
+    GERR("bad checkpoint", "spot:\n  checkpoint_interval_s: always\n", "c.yaml:7:26:",
+         "checkpoint_interval_s", "'always'");
+    GERR("negative max_restarts", "spot:\n  max_restarts: -1\n", "c.yaml:7:17:",
+         "max_restarts: expected a count of restarts from 0 or unlimited, got '-1'");
+    GERR("max_restarts text", "spot:\n  max_restarts: many\n", "c.yaml:7:17:", "'many'");
+    GERR("fractional seed", "spot:\n  seed: 1.5\n", "c.yaml:7:9:", "whole number");
+    GERR("availability not a list", "spot:\n  availability: {zone: a}\n", "c.yaml:7:17:",
+         "availability: expected a list");
+    GERR("entry without a source", "spot:\n  availability:\n    - {provider: aws}\n",
+         "c.yaml:8:7:", "needs one of trace: FILE.json, interruption:");
+    GERR("entry with two sources",
+         "spot:\n  availability:\n    - {interruption: \"<5%\", preempt_rate_per_h: 1}\n",
+         "c.yaml:8:7:", "not several");
+    GERR("start_offset without trace",
+         "spot:\n  availability:\n    - {preempt_rate_per_h: 1, start_offset: 1h}\n",
+         "c.yaml:8:45:", "start_offset", "goes with trace");
+    GERR("unknown entry key",
+         "spot:\n  availability:\n    - {zone: use1-az1, rate: 1}\n", "c.yaml:8:",
+         "unknown key 'rate'", "spot.availability entry");
+    GERR("entry matching no offer",
+         "spot:\n  availability:\n    - {provider: aws, zone: us-east-1z, interruption: \"<5%\"}\n",
+         "c.yaml:8:7:", "(provider aws, zone us-east-1z) matches no cloud offer");
+    GERR("entry matching offers without spot prices",
+         "spot:\n  availability:\n    - {provider: azure, preempt_rate_per_h: 0.1}\n",
+         "c.yaml:8:7:", "matches 1 offers, none with a spot price");
+    GERR("bad bucket", "spot:\n  availability:\n    - {provider: aws, interruption: 7%}\n",
+         "c.yaml:8:37:", "Spot Advisor bucket", "'7%'");
+    GERR("negative rate", "spot:\n  availability:\n    - {provider: aws, preempt_rate_per_h: -1}\n",
+         "c.yaml:8:", "preempt_rate_per_h");
+    GERR("missing trace", "spot:\n  availability:\n    - {provider: aws, trace: /nonexistent.json}\n",
+         "c.yaml:8:30:", "/nonexistent.json");
+    /* Bad trace files: the config's line and the trace's own message. */
+    static const struct { const char *what, *path, *says; } bad[] = {
+        {"empty trace file", trace_empty, ":1:"},
+        {"trace without gap_seconds", trace_nogap, "gap_seconds is missing"},
+        {"trace with gap_seconds 0", trace_zerogap, "gap_seconds is 0"},
+        {"trace with a negative count", trace_negative, "data[1] is -1"},
+        {"trace without ticks", trace_nodata, "\"data\" is empty"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(yaml, sizeof(yaml), "spot:\n  availability:\n    - {provider: gcp, trace: %s}\n",
+                 bad[i].path);
+        const char *want[] = {"c.yaml:8:30:", bad[i].path, bad[i].says, NULL};
+        gov_error(bad[i].what, yaml, want);
+    }
+    /* Failures. */
+    GERR("failures without file", "failures: {list: x.csv}\n", "c.yaml:6:", "unknown key 'list'");
+    GERR("failures without a file key", "failures: {}\n", "c.yaml:6:", "needs file: FILE.csv");
+    snprintf(yaml, sizeof(yaml), "failures:\n  file: %s\n", fail_bad);
+    {
+        char in_file[96];
+        snprintf(in_file, sizeof(in_file), "%s:3:", fail_bad);
+        const char *want[] = {"c.yaml:7:9:", in_file, "no on-prem pool is named 'dc3'",
+                              "pools: dc1, dc2", NULL};
+        gov_error("failure list naming an unknown pool", yaml, want);
+    }
+    GERR("missing failure list", "failures:\n  file: /nonexistent/f.csv\n", "c.yaml:7:9:",
+         "/nonexistent/f.csv");
+    ERR("mttr without mtbf",
+        "onprem:\n  - {name: dc1, nodes: 1, gpus_per_node: 1, mttr: 4h}\n", "c.yaml:2:",
+        "pool 'dc1': mttr needs mtbf");
+    ERR("mtbf 0", "onprem:\n  - {name: dc1, nodes: 1, gpus_per_node: 1, mtbf: 0}\n", "c.yaml:2:",
+        "mtbf must be more than 0");
+    ERR("mtbf text", "onprem:\n  - {name: dc1, nodes: 1, gpus_per_node: 1, mtbf: rarely}\n",
+        "c.yaml:2:", "mtbf: expected seconds or a duration", "'rarely'");
+    ERR("negative mttr",
+        "onprem:\n  - {name: dc1, nodes: 1, gpus_per_node: 1, mtbf: 1d, mttr: -1h}\n", "c.yaml:2:",
+        "mttr");
+    ERR("failures without pools", "cloud:\n  price_usd_per_gpu_h: 1\nfailures:\n  file: f.csv\n",
+        "c.yaml:4:9:", "no on-prem pool");
+    ERR("spot capacity without a cloud",
+        "onprem:\n  nodes: 1\n  gpus_per_node: 1\nspot:\n  availability:\n"
+        "    - {preempt_rate_per_h: 1}\n", "c.yaml:6:7:", "add a cloud: section");
+}
+
 int main(void)
 {
     test_valid();
@@ -644,6 +888,13 @@ int main(void)
     if (write_temp(catpath, catalog) == 0) {
         test_governance();
         test_governance_errors();
+        if (spot_files() == 0) {
+            test_spot();
+            test_spot_errors();
+        } else {
+            ok(0, "cannot write temporary spot traces");
+        }
+        spot_files_remove();
         unlink(catpath);
     } else {
         ok(0, "cannot write a temporary catalog");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "fleet.h"
 #include "core/model.h"
 #include "sim/config.h"
 #include "sim/trace.h"
@@ -300,7 +301,7 @@ static void test_governance_columns(void)
     spw_gov_t g;
     gov_spec(&g);
     spw_trace_bind_info_t bi;
-    is(spw_trace_bind(&t, &g, &bi, &err), 0, "bind: ok (%s)", err.text);
+    is(spw_trace_bind(&t, &g, 0, &bi, &err), 0, "bind: ok (%s)", err.text);
     const spw_job_t *a = &t.jobs[0], *b = &t.jobs[1], *c = &t.jobs[2], *d = &t.jobs[3];
     ok(a->team == 1 && a->jclass == 1 && a->data == 1 && a->residency == 1,
        "bind: a is ml, prod, imagenet, eu");
@@ -325,14 +326,14 @@ static void test_governance_columns(void)
     g2.residencies = spw_xcalloc(1, sizeof(*g2.residencies));
     g2.nresidencies = 1;
     g2.residencies[0].name = spw_xstrdup("eu");
-    is(spw_trace_bind(&t, &g2, &bi, &err), 0, "rebind: ok");
+    is(spw_trace_bind(&t, &g2, 0, &bi, &err), 0, "rebind: ok");
     ok(a->team == 0 && a->jclass == 0 && a->data == 2 && c->data == 1 && a->labels == 0,
        "rebind: indices follow the new spec");
     is(bi.jobs_unknown_team, 0, "rebind: a config without teams warns about none");
 
     /* Unknown dataset / residency: an error naming it, no job changed. */
     spw_gov_clear(&g2);
-    is(spw_trace_bind(&t, &g2, &bi, &err), -1, "bind: unknown dataset refused");
+    is(spw_trace_bind(&t, &g2, 0, &bi, &err), -1, "bind: unknown dataset refused");
     ok(strstr(err.text, "t.csv: dataset 'imagenet' (first at line 2) is not in the config's "
                         "data: datasets (known: none)") != NULL, "bind: message: %s", err.text);
     is(a->data, 2, "bind: failed bind changed nothing");
@@ -344,7 +345,7 @@ static void test_governance_columns(void)
     g2.residencies = spw_xcalloc(1, sizeof(*g2.residencies));
     g2.nresidencies = 1;
     g2.residencies[0].name = spw_xstrdup("us");
-    is(spw_trace_bind(&t, &g2, &bi, &err), -1, "bind: unknown residency refused");
+    is(spw_trace_bind(&t, &g2, 0, &bi, &err), -1, "bind: unknown residency refused");
     ok(strstr(err.text, "residency 'eu' (first at line 2)") && strstr(err.text, "known: us"),
        "bind: message: %s", err.text);
     spw_gov_clear(&g2);
@@ -355,7 +356,7 @@ static void test_governance_columns(void)
     is(load(&t, &m, "id,submit_s,gpus,runtime_s\na,0,1,1\n", SPW_TRACE_AUTO, &err), 0,
        "no columns: loads");
     gov_spec(&g);
-    is(spw_trace_bind(&t, &g, &bi, &err), 0, "no columns: binds");
+    is(spw_trace_bind(&t, &g, 0, &bi, &err), 0, "no columns: binds");
     ok(t.jobs[0].team == 0 && t.jobs[0].data == 0 && bi.jobs_unknown_team == 0,
        "no columns: nothing set, nothing to warn about");
     spw_gov_clear(&g);
@@ -367,6 +368,170 @@ static void test_governance_columns(void)
     is_str(t.teams.name[t.attr[0].team], "cv", "sorted attrs: b (cv) first");
     spw_trace_free(&t);
     spw_models_clear(&m);
+}
+
+/* ---- spot columns ------------------------------------------------------------------ */
+
+static void test_spot_columns(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    /* Rows out of order, so the checkpoint flags must move with their jobs. */
+    const char *csv = "id,submit_s,gpus,runtime_s,deadline_s,spot,spot_policy,checkpoint_interval_s\n"
+                      "e,9,1,100,,,,\n"
+                      "a,0,1,100,500,always,greedy,1h\n"
+                      "b,1,1,100,,never,ondemand,0\n"
+                      "c,2,1,100,, auto ,uniform-progress, continuous \n"
+                      "d,3,1,100,,,,90\n";
+    is(load(&t, &m, csv, SPW_TRACE_AUTO, &err), 0, "spot columns: load (%s)", err.text);
+    const spw_job_t *a = &t.jobs[0], *b = &t.jobs[1], *c = &t.jobs[2], *d = &t.jobs[3];
+    const spw_job_t *e = &t.jobs[4];
+    is_str(e->id, "e", "spot columns: sorted by submit");
+    is(a->spot_mode, SPW_SPOTMODE_ALWAYS, "spot columns: a always");
+    is(b->spot_mode, SPW_SPOTMODE_NEVER, "spot columns: b never");
+    is(c->spot_mode, SPW_SPOTMODE_AUTO, "spot columns: c auto (trimmed)");
+    is(e->spot_mode, SPW_SPOTMODE_AUTO, "spot columns: empty = auto");
+    is(a->spot_policy, SPW_SPOT_POLICY_GREEDY + 1, "spot columns: a greedy (value + 1)");
+    is(b->spot_policy, SPW_SPOT_POLICY_ONDEMAND + 1, "spot columns: b ondemand");
+    is(c->spot_policy, SPW_SPOT_POLICY_UNIFORM_PROGRESS + 1, "spot columns: c uniform-progress");
+    is(e->spot_policy, 0, "spot columns: empty = the policy's");
+    is_double(a->deadline_s, 500, 0, "spot columns: deadline_s is absolute, as written");
+    is_double(a->checkpoint_interval_s, 3600, 0, "spot columns: a checkpoints every 1h");
+    is_double(b->checkpoint_interval_s, 0, 0, "spot columns: b 0 = from scratch");
+    is_double(c->checkpoint_interval_s, SPW_CKPT_CONTINUOUS, 0, "spot columns: c continuous");
+    is_double(d->checkpoint_interval_s, 90, 0, "spot columns: d 90 seconds");
+    is_double(e->checkpoint_interval_s, 0, 0, "spot columns: empty = 0 until bound");
+    ok(t.own_ckpt && t.own_ckpt[0] && t.own_ckpt[1] && t.own_ckpt[2] && t.own_ckpt[3]
+       && !t.own_ckpt[4], "spot columns: own checkpoint flags follow the sort");
+
+    /* Binding gives the config's default to e only; again with another. */
+    spw_gov_t g;
+    spw_gov_init(&g);
+    is(spw_trace_bind(&t, &g, 1800, NULL, &err), 0, "spot bind: ok");
+    is_double(e->checkpoint_interval_s, 1800, 0, "spot bind: e takes the default");
+    is_double(b->checkpoint_interval_s, 0, 0, "spot bind: b keeps its own 0");
+    is_double(a->checkpoint_interval_s, 3600, 0, "spot bind: a keeps its own 1h");
+    is(spw_trace_bind(&t, &g, SPW_CKPT_CONTINUOUS, NULL, &err), 0, "spot rebind: ok");
+    is_double(e->checkpoint_interval_s, SPW_CKPT_CONTINUOUS, 0, "spot rebind: e continuous");
+    is_double(d->checkpoint_interval_s, 90, 0, "spot rebind: d keeps 90");
+    spw_trace_free(&t);
+
+    /* Without the column every job takes the default. */
+    is(load(&t, &m, "id,submit_s,gpus,runtime_s\na,0,1,1\nb,1,1,1\n", SPW_TRACE_AUTO, &err), 0,
+       "no spot columns: loads");
+    ok(t.own_ckpt == NULL, "no spot columns: no flags kept");
+    is(spw_trace_bind(&t, &g, 600, NULL, &err), 0, "no spot columns: binds");
+    ok(t.jobs[0].checkpoint_interval_s == 600 && t.jobs[1].checkpoint_interval_s == 600,
+       "no spot columns: both jobs checkpoint every 600 s");
+    ok(t.jobs[0].spot_mode == SPW_SPOTMODE_AUTO && t.jobs[0].spot_policy == 0,
+       "no spot columns: auto, the policy's spot policy");
+    spw_trace_free(&t);
+    spw_gov_clear(&g);
+    spw_models_clear(&m);
+
+    ERR("bad spot", "id,submit_s,gpus,runtime_s,spot\na,0,1,1,auto\nb,0,1,1,sometimes\n",
+        "t.csv:3:", "column 'spot'", "auto, always or never", "'sometimes'");
+    ERR("bad spot policy", "id,submit_s,gpus,runtime_s,spot_policy\na,0,1,1,cheapest\n",
+        "t.csv:2:", "column 'spot_policy'", "ondemand, greedy or uniform-progress", "'cheapest'");
+    ERR("negative checkpoint", "id,submit_s,gpus,runtime_s,checkpoint_interval_s\na,0,1,1,-60\n",
+        "t.csv:2:", "column 'checkpoint_interval_s'", "continuous", "'-60'");
+    ERR("checkpoint text", "id,submit_s,gpus,runtime_s,checkpoint_interval_s\na,0,1,1,often\n",
+        "t.csv:2:", "column 'checkpoint_interval_s'", "0 (no checkpoints: restart from scratch)",
+        "'often'");
+    ERR("checkpoint unit", "id,submit_s,gpus,runtime_s,checkpoint_interval_s\na,0,1,1,5 min\n",
+        "t.csv:2:", "'5 min'");
+}
+
+/* ---- failure lists ---------------------------------------------------------------- */
+
+static int fail_load(const spw_fleet_t *f, const char *csv, spw_sim_failure_t **out, size_t *n,
+                     spw_error_t *err)
+{
+    err->text[0] = '\0';
+    return spw_failures_load_mem("f.csv", csv, strlen(csv), f, out, n, err);
+}
+
+static void fail_error(const spw_fleet_t *f, const char *what, const char *csv,
+                       const char *const *want)
+{
+    spw_sim_failure_t *list = (spw_sim_failure_t *)&list;   /* must stay untouched */
+    size_t n = 77;
+    spw_error_t err;
+    int rc = fail_load(f, csv, &list, &n, &err);
+    int all = rc == -1;
+    for (const char *const *w = want; *w && all; w++)
+        all = strstr(err.text, *w) != NULL;
+    if (!ok(all, "failures error %s: \"%s\"", what, err.text))
+        for (const char *const *w = want; *w; w++)
+            diag("  wanted to contain: %s", *w);
+    ok(list == (spw_sim_failure_t *)&list && n == 77, "failures error %s: outputs untouched",
+       what);
+    if (rc == 0)
+        free(list);
+}
+
+#define FERR(f, what, csv, ...)                                               \
+    do {                                                                      \
+        static const char *const w_[] = {__VA_ARGS__, NULL};                  \
+        fail_error(f, what, csv, w_);                                         \
+    } while (0)
+
+static void test_failures(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "dc1", 4, 8, NULL, 0);
+    add_pool(&f, "gpu/a", 2, 8, NULL, 0);   /* a '/' in the name: the last one splits */
+    spw_sim_failure_t *list = NULL;
+    size_t n = 0;
+    spw_error_t err;
+    const char *csv = "node,down_s,up_s\n"
+                      "dc1/0,3600,7200\n"
+                      "dc1/3, 1d ,1d4h\n"
+                      "gpu/a/1,100,\n"
+                      "dc1/0,7200,8000\n";   /* right after the first: no overlap */
+    is(fail_load(&f, csv, &list, &n, &err), 0, "failures: load (%s)", err.text);
+    is(n, 4, "failures: 4 rows");
+    ok(n == 4 && list[0].pool == 0 && list[0].node == 0 && list[0].down_s == 3600
+       && list[0].up_s == 7200, "failures: dc1/0 from 3600 to 7200");
+    ok(n == 4 && list[1].node == 3 && list[1].down_s == 86400 && list[1].up_s == 100800,
+       "failures: durations 1d and 1d4h");
+    ok(n == 4 && list[2].pool == 1 && list[2].node == 1 && isinf(list[2].up_s),
+       "failures: gpu/a/1 never comes back (empty up_s)");
+    ok(n == 4 && list[3].down_s == 7200, "failures: file order kept");
+    free(list);
+
+    is(fail_load(&f, "node,down_s\ndc1/2,50\n", &list, &n, &err), 0,
+       "failures without up_s: load (%s)", err.text);
+    ok(n == 1 && isinf(list[0].up_s), "failures without up_s: never back");
+    free(list);
+    is(fail_load(&f, "node,down_s,up_s\n", &list, &n, &err), 0, "header only: loads");
+    is(n, 0, "header only: no failures");
+    free(list);
+
+    FERR(&f, "empty file", "", "f.csv: empty file", "node,down_s,up_s");
+    FERR(&f, "missing column", "node,up_s\ndc1/0,5\n", "f.csv:1:", "missing 'down_s'");
+    FERR(&f, "unknown pool", "node,down_s,up_s\ndc1/0,0,1\ndc9/0,0,10\n", "f.csv:3:",
+         "no on-prem pool is named 'dc9'", "pools: dc1, gpu/a");
+    FERR(&f, "index out of range", "node,down_s,up_s\ndc1/4,0,10\n", "f.csv:2:",
+         "pool 'dc1' has nodes dc1/0 to dc1/3", "'dc1/4'");
+    FERR(&f, "negative index", "node,down_s,up_s\ndc1/-1,0,10\n", "f.csv:2:", "'dc1/-1'");
+    FERR(&f, "no index", "node,down_s,up_s\ndc1,0,10\n", "f.csv:2:", "POOL/INDEX", "'dc1'");
+    FERR(&f, "up before down", "node,down_s,up_s\ndc1/1,100,50\n", "f.csv:2:",
+         "up_s 50 is not after down_s 100", "leave up_s empty");
+    FERR(&f, "negative down", "node,down_s,up_s\ndc1/1,-5,50\n", "f.csv:2:", "'down_s' is -5");
+    FERR(&f, "negative up", "node,down_s,up_s\ndc1/1,5,-50\n", "f.csv:2:", "'up_s' is -50");
+    FERR(&f, "bad time", "node,down_s,up_s\ndc1/1,noon,\n", "f.csv:2:", "'down_s'", "'noon'");
+    FERR(&f, "fields", "node,down_s,up_s\ndc1/1,5\n", "f.csv:2:", "expected 3 fields");
+    FERR(&f, "overlap", "node,down_s,up_s\ndc1/1,100,500\ndc1/2,0,\ndc1/1,400,600\n",
+         "f.csv:4:", "node dc1/1 is down twice at once (lines 2 and 4");
+    FERR(&f, "overlap forever", "node,down_s,up_s\ndc1/1,1000,\ndc1/1,5000,6000\n",
+         "f.csv:3:", "lines 2 and 3");
+    spw_fleet_clear(&f);
+    spw_fleet_init(&f);
+    FERR(&f, "no pools", "node,down_s,up_s\ndc1/0,0,1\n", "f.csv:2:", "(pools: none)");
+    spw_fleet_clear(&f);
 }
 
 /* ---- Alibaba --------------------------------------------------------------------- */
@@ -555,6 +720,8 @@ int main(void)
     test_spillway_sorting();
     test_spillway_errors();
     test_governance_columns();
+    test_spot_columns();
+    test_failures();
     test_alibaba_sample();
     test_real_trace();
     test_real_nodes();
