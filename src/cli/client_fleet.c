@@ -1,11 +1,12 @@
 /* client_fleet.c: the capacity and money commands of the client: pools,
- * costs, and admin preempt (docs/api.md, "Capacity and money",
+ * costs, and admin preempt and node (docs/api.md, "Capacity and money",
  * "Administration"). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/client.h"
 #include "cli/client_private.h"
+#include "util/error.h"
 
 const char spw_cli_pools_usage[] =
     "usage: spillway pools [OPTIONS]\n"
@@ -45,16 +46,24 @@ const char spw_cli_costs_usage[] =
 
 const char spw_cli_admin_usage[] =
     "usage: spillway admin preempt INSTANCE_ID [OPTIONS]\n"
+    "       spillway admin node POOL/INDEX down|up [OPTIONS]\n"
     "\n"
     "Administration; needs an admin token (or a daemon with no tokens).\n"
     "\n"
     "  preempt INSTANCE_ID  the emulated cloud takes the instance back now, as a\n"
-    "                       spot reclaim would; its job goes back to the queue\n"
+    "                       spot reclaim would; its job resumes from its\n"
+    "                       checkpoint wherever it is placed next\n"
+    "  node POOL/INDEX down take on-prem node INDEX (0-based) of POOL out of\n"
+    "                       service, as a failure would: its jobs are stopped and\n"
+    "                       placed again (resuming from their checkpoints); it\n"
+    "                       stays down, across daemon restarts too, until 'up'\n"
+    "  node POOL/INDEX up   put the node back in service\n"
     "\n" SPW_CLI_COMMON_HELP
     "\n"
     "Examples:\n"
     "  spillway pools                       # the instance ids are in the last table\n"
     "  spillway admin preempt emu-i-000001\n"
+    "  spillway admin node local/0 down\n"
     SPW_CLI_EXIT_HELP;
 
 /* Parses a command that takes the common options and nargs positionals
@@ -111,13 +120,23 @@ static void pools_table(const json_t *doc)
     int emulated = 0;
     char a[64], b[64], c[64], d[64], e[64], g[64];
 
-    spw_table_t *t = spw_table_create("POOL|KIND|BACKEND|>NODES|GPU|>GPUS|>BUSY|>FREE|>$/GPU-H");
-    json_array_foreach(json_object_get(doc, "pools"), i, o)
+    spw_table_t *t =
+        spw_table_create("POOL|KIND|BACKEND|>NODES|GPU|>GPUS|>BUSY|>FREE|>$/GPU-H|NODES DOWN");
+    json_array_foreach(json_object_get(doc, "pools"), i, o) {
+        /* the nodes an administrator took out of service: "0,3", or "-" */
+        char down[128] = "";
+        size_t k, used = 0;
+        json_t *n;
+        json_array_foreach(json_object_get(o, "nodes_down"), k, n)
+            if (used < sizeof(down))
+                used += (size_t)snprintf(down + used, sizeof(down) - used, "%s%lld",
+                                         used ? "," : "", (long long)json_integer_value(n));
         spw_table_row(t, spw_cli_jstr(o, "name"), spw_cli_jstr(o, "kind"),
                       spw_cli_jstr(o, "backend"), num(o, "nodes", a, sizeof(a)),
                       spw_cli_jstr(o, "gpu_model"), num(o, "gpus", b, sizeof(b)),
                       num(o, "gpus_busy", c, sizeof(c)), num(o, "gpus_free", d, sizeof(d)),
-                      spw_cli_money(o, "cost_usd_per_gpu_h", e, sizeof(e)));
+                      spw_cli_money(o, "cost_usd_per_gpu_h", e, sizeof(e)), used ? down : "-");
+    }
     if (spw_table_rows(t))
         spw_table_print(t, stdout, 0);
     else
@@ -407,10 +426,56 @@ static int admin_preempt(int argc, char **argv)
     return spw_cli_flush("admin preempt");
 }
 
+static int admin_node(int argc, char **argv)
+{
+    spw_cli_common_t co;
+    const char *args[2];
+    parse_plain(argc, argv, "admin node", spw_cli_admin_usage, &co, 2, args,
+                "expected POOL/INDEX and down or up: spillway admin node local/0 down");
+    const char *node = args[0], *action = args[1];
+    const char *slash = strrchr(node, '/');
+    if (!slash || slash == node || !slash[1] || strspn(slash + 1, "0123456789") != strlen(slash + 1))
+        spw_cli_die_usage("admin node", "the node is POOL/INDEX, with INDEX a number from 0: "
+                                        "local/0");
+    if (strcmp(action, "down") != 0 && strcmp(action, "up") != 0)
+        spw_cli_die_usage("admin node", "the action is down or up");
+    size_t plen = (size_t)(slash - node);
+    char *pool = spw_xmalloc(plen + 1);
+    memcpy(pool, node, plen);
+    pool[plen] = '\0';
+    size_t slen = strlen(slash) + strlen(action) + 2;
+    char *suffix = spw_xmalloc(slen);
+    snprintf(suffix, slen, "%s/%s", slash, action);
+    json_t *res;
+    int rc = spw_client_call(&co, "admin node", "POST", "/v1/admin/nodes/", pool, suffix, &res);
+    free(pool);
+    free(suffix);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json) {
+        spw_cli_json_print(stdout, res);
+    } else {
+        const char *state = spw_cli_jstr(res, "state");
+        json_t *jobs = json_object_get(res, "jobs_interrupted");
+        printf("node %s is %s", node, state ? state : "?");
+        if (json_array_size(jobs)) {
+            size_t i;
+            json_t *e;
+            printf("; jobs stopped and placed again:");
+            json_array_foreach(jobs, i, e)
+                printf(" %s", json_string_value(e) ? json_string_value(e) : "?");
+        }
+        printf("\n");
+    }
+    json_decref(res);
+    return spw_cli_flush("admin node");
+}
+
 int spw_cli_admin(int argc, char **argv)
 {
     if (argc < 2)
-        spw_cli_die_usage("admin", "missing the action: spillway admin preempt INSTANCE_ID");
+        spw_cli_die_usage("admin", "missing the action: spillway admin preempt INSTANCE_ID, "
+                                   "or spillway admin node POOL/INDEX down|up");
     const char *sub = argv[1];
     if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
         fputs(spw_cli_admin_usage, stdout);
@@ -418,7 +483,9 @@ int spw_cli_admin(int argc, char **argv)
     }
     if (!strcmp(sub, "preempt"))
         return admin_preempt(argc - 1, argv + 1);
-    fprintf(stderr, "spillway admin: unknown action '%s'; the one there is: preempt\n"
+    if (!strcmp(sub, "node"))
+        return admin_node(argc - 1, argv + 1);
+    fprintf(stderr, "spillway admin: unknown action '%s'; there are: preempt, node\n"
                     "(see 'spillway admin --help')\n", sub);
     return SPW_CLI_EUNREACH;
 }

@@ -33,6 +33,13 @@ const char spw_cli_submit_usage[] =
     "  --priority P         larger runs first (default 0)\n"
     "  --retries N          re-runs after a failure, 0 to 100 (default 0)\n"
     "  --deadline T         it should end by T: 2026-11-21T18:00:00Z or unix seconds\n"
+    "  --spot MODE          auto (its spot policy decides), always (spot capacity\n"
+    "                       only: it waits for spot) or never\n"
+    "  --spot-policy P      ondemand, greedy or uniform-progress (default: the\n"
+    "                       config's spot.policy)\n"
+    "  --checkpoint-interval D  how often it saves its progress to\n"
+    "                       $SPILLWAY_CHECKPOINT_DIR: 10m, 1h; 0 = never (an\n"
+    "                       interrupted attempt starts over); continuous\n"
     "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
     "                       default: the daemon's)\n"
     "  --env K=V            an environment variable; repeat for more\n"
@@ -210,7 +217,7 @@ int spw_cli_submit(int argc, char **argv)
 {
     enum {
         O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES,
-        O_DEADLINE, O_WORKDIR, O_ENV
+        O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT
     };
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, O_GPUS},
@@ -224,6 +231,9 @@ int spw_cli_submit(int argc, char **argv)
         {"deadline", required_argument, NULL, O_DEADLINE},
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"env", required_argument, NULL, O_ENV},
+        {"spot", required_argument, NULL, O_SPOT},
+        {"spot-policy", required_argument, NULL, O_SPOT_POLICY},
+        {"checkpoint-interval", required_argument, NULL, O_CKPT},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -275,6 +285,26 @@ int spw_cli_submit(int argc, char **argv)
                 spw_cli_die_usage("submit", "--deadline takes a time such as "
                                             "2026-11-21T18:00:00Z, or unix seconds");
             json_object_set_new(spec, "deadline", json_string(optarg));
+            break;
+        }
+        case O_SPOT:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "always") && strcmp(optarg, "never"))
+                spw_cli_die_usage("submit", "--spot takes auto, always or never");
+            json_object_set_new(spec, "spot", json_string(optarg));
+            break;
+        case O_SPOT_POLICY:
+            if (strcmp(optarg, "ondemand") && strcmp(optarg, "greedy") &&
+                strcmp(optarg, "uniform-progress"))
+                spw_cli_die_usage("submit", "--spot-policy takes ondemand, greedy or "
+                                            "uniform-progress");
+            json_object_set_new(spec, "spot_policy", json_string(optarg));
+            break;
+        case O_CKPT: {
+            double iv;
+            if (strcmp(optarg, "continuous") && (spw_parse_duration(optarg, &iv) < 0 || iv < 0))
+                spw_cli_die_usage("submit", "--checkpoint-interval takes a duration such as "
+                                            "10m, 0 (never) or continuous");
+            json_object_set_new(spec, "checkpoint_interval", json_string(optarg));
             break;
         }
         case O_WORKDIR: {

@@ -211,14 +211,14 @@ typedef struct spw_job spw_job_t;
 typedef struct spw_job_links {
     spw_job_t *left, *right;    /* queue treap children */
     double min_est_s;           /* smallest est_runtime_s in this treap subtree */
+    uint32_t *nodes;            /* nodes held by a multi-node job (owned by the engine) */
+    double burst_at_s;          /* when the wait expires; INFINITY = never */
+    double att_egress_usd;      /* egress charged to the current attempt */
     uint32_t prio;              /* treap heap priority (hash of order) */
     uint32_t cls;               /* demand class index */
     uint32_t run_idx;           /* index in the running heap (EASY only) */
-    uint32_t *nodes;            /* nodes held by a multi-node job (owned by the engine) */
     uint32_t multi_idx;         /* index in the engine's list of multi-node jobs */
-    double burst_at_s;          /* when the wait expires; INFINITY = never */
     uint32_t profile;           /* governance profile index */
-    double att_egress_usd;      /* egress charged to the current attempt */
     uint8_t held_list;          /* in the engine's list of held bursts */
     uint8_t swait;              /* in the engine's list of jobs waiting for
                                    spot or cloud capacity */
@@ -232,26 +232,26 @@ struct spw_job {
     double submit_s;            /* arrival time, seconds */
     double est_runtime_s;       /* runtime the engine plans with, seconds, >= 0 */
     uint32_t gpus;              /* GPUs wanted, > 0 */
-    uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
     int32_t priority;           /* larger runs first under the priority order */
+    uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
     double deadline_s;          /* absolute time it should end by; NAN = none */
     uint32_t order;             /* unique tie-break rank: equal keys run in this order */
     uint32_t team;              /* governance team index + 1; 0 = none */
     uint32_t jclass;            /* governance class index + 1; 0 = none */
-    uint64_t labels;            /* governance label bits the job carries */
     uint32_t data;              /* dataset index + 1; 0 = reads none */
+    uint64_t labels;            /* governance label bits the job carries */
     uint32_t residency;         /* residency index + 1; 0 = none (its class may
                                    still name one) */
+    uint8_t billed;             /* bill_usd is set */
+    uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
+                                   policy decides */
+    uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
     double max_runtime_s;       /* stopped once it has run this long; 0 or NAN =
                                    the governance default; the cloud worst case */
     double bill_usd;            /* with billed = 1: the cloud compute this attempt
                                    was really billed (the daemon's provider bill),
                                    which settles it instead of the engine's own
                                    estimate; set before finish/requeue/cancel */
-    uint8_t billed;             /* bill_usd is set */
-    uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
-                                   policy decides */
-    uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
     double checkpoint_interval_s; /* progress is saved every this many seconds
                                    of running; 0 = never: an interrupted job
                                    restarts from scratch; SPW_CKPT_CONTINUOUS

@@ -15,8 +15,14 @@
 #include <time.h>
 
 #include "backends/local/local.h"
+#include "core/spot.h"
 #include "daemon/daemon_private.h"
 #include "util/file.h"
+
+/* Backoff after a capacity error (EAGAIN) on an offer: the first, and the
+ * longest it doubles to while errors come in a row, seconds. */
+#define SPW_DAEMON_BACKOFF_S 5.0
+#define SPW_DAEMON_BACKOFF_MAX_S 300.0
 
 const double spw_daemon_hist_le[SPW_HIST_BUCKETS] = {
     0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.05, 0.25, 1.0,
@@ -158,6 +164,16 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .held = j->ej.held,
         .ledger_usd = j->led_usd,
         .ledger_egress_usd = j->led_egress_usd,
+        .done_s = j->ej.done_s,
+        .lost_s = j->ej.lost_s,
+        .lost_gpu_s = j->ej.lost_gpu_s,
+        .spot_gpu_s = j->ej.spot_gpu_s,
+        .ondemand_gpu_s = j->ej.ondemand_gpu_s,
+        .restarts = j->ej.restarts,
+        .preemptions = j->ej.preemptions,
+        .failures = j->ej.failures,
+        .last_offer = j->ej.last_offer,
+        .spot = j->last_spot,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0)
@@ -171,7 +187,8 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
 #define SAVE_ALL                                                              \
     (SPW_JU_STATE | SPW_JU_PLACED_TS | SPW_JU_START_TS | SPW_JU_END_TS |      \
      SPW_JU_PLACEMENT | SPW_JU_GPUS | SPW_JU_PID | SPW_JU_EXIT |              \
-     SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST | SPW_JU_MONEY)
+     SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST | SPW_JU_MONEY |          \
+     SPW_JU_PROGRESS)
 
 /* ---- costs ------------------------------------------------------------- */
 
@@ -187,7 +204,7 @@ double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double 
 {
     double usd = j->onprem_usd;
     if (j->holds && !isnan(j->start_ts) && now > j->start_ts)
-        usd += j->ej.alloc_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h *
+        usd += j->held_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h *
                (now - j->start_ts) / 3600.0;
     return usd;
 }
@@ -238,6 +255,12 @@ static void job_gov(spw_daemon_t *d, djob_t *j)
     j->ej.data = s->data ? (uint32_t)(spw_gov_dataset(g, s->data) + 1) : 0;
     j->ej.residency = s->residency ? (uint32_t)(spw_gov_residency(g, s->residency) + 1) : 0;
     j->ej.max_runtime_s = isnan(s->max_runtime_s) ? 0 : s->max_runtime_s;
+    /* spot and checkpoints (docs/spot.md) */
+    j->ej.spot_mode = s->spot_mode;
+    j->ej.spot_policy = s->spot_policy;
+    j->ej.checkpoint_interval_s = isnan(s->checkpoint_interval_s)
+                                      ? d->cfg->spot.checkpoint_interval_s
+                                      : s->checkpoint_interval_s;
 }
 
 /* Before the engine lets go of a placed job (finish, cancel, requeue): for
@@ -277,15 +300,24 @@ static void eng_cancel(spw_daemon_t *d, djob_t *j, double now)
     billed(j);
 }
 
-/* spw_job_reset, keeping what the daemon reports of earlier attempts. */
+/* spw_job_reset, keeping what the daemon reports of earlier attempts:
+ * egress, holds, and the progress and interruptions of its attempts. */
 static void ej_reset(djob_t *j)
 {
-    double eg = j->ej.egress_usd, gb = j->ej.egress_gb;
-    uint32_t held = j->ej.held;
+    spw_job_t keep = j->ej;
     spw_job_reset(&j->ej);
-    j->ej.egress_usd = eg;
-    j->ej.egress_gb = gb;
-    j->ej.held = held;
+    j->ej.egress_usd = keep.egress_usd;
+    j->ej.egress_gb = keep.egress_gb;
+    j->ej.held = keep.held;
+    j->ej.done_s = keep.done_s;
+    j->ej.lost_s = keep.lost_s;
+    j->ej.lost_gpu_s = keep.lost_gpu_s;
+    j->ej.spot_gpu_s = keep.spot_gpu_s;
+    j->ej.ondemand_gpu_s = keep.ondemand_gpu_s;
+    j->ej.restarts = keep.restarts;
+    j->ej.preemptions = keep.preemptions;
+    j->ej.failures = keep.failures;
+    j->ej.last_offer = keep.last_offer;
 }
 
 /* How long j's process may run before the backend stops it: its
@@ -304,11 +336,12 @@ static void settle_onprem(spw_daemon_t *d, djob_t *j, double now)
         return;
     if (!isnan(j->start_ts) && now > j->start_ts) {
         double h = (now - j->start_ts) / 3600.0;
-        j->onprem_gpu_h += h * j->ej.alloc_gpus;
-        j->onprem_usd += h * j->ej.alloc_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h;
+        j->onprem_gpu_h += h * j->held_gpus;
+        j->onprem_usd += h * j->held_gpus * d->fleet.pools[j->pool].cost_usd_per_gpu_h;
     }
     d->node_used[j->pool][j->node] &= ~j->gpu_bits;
-    d->pool_busy[j->pool] -= j->ej.alloc_gpus;
+    d->pool_busy[j->pool] -= j->held_gpus;
+    j->held_gpus = 0;
     j->gpu_bits = 0;
     j->holds = 0;
 }
@@ -387,6 +420,7 @@ static void job_end(spw_daemon_t *d, djob_t *j, spw_djob_state_t st, double now)
     j->st = st;
     j->end_ts = now;
     j->running = 0;
+    j->stopping = 0;
     j->cancel_req = 0;
     spw_jobspec_free(&j->spec);
     job_save(d, j, SAVE_ALL);
@@ -404,8 +438,8 @@ static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
     }
     settle(d, j, now);
     j->st = SPW_DJOB_QUEUED;
-    j->running = 0;
-    j->requeue_on_exit = 0;
+    if (!j->stopping)
+        j->running = 0;   /* a process being stopped is still waited for */
     j->stop_cost = 0;
     j->placed_ts = j->start_ts = NAN;
     j->pool = j->node = j->offer = -1;
@@ -413,6 +447,62 @@ static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
     j->gpus_assigned = NULL;
     free(j->ran_on);
     j->ran_on = NULL;
+    job_save(d, j, SAVE_ALL);
+}
+
+/* Job j lost the capacity it was placed on at now: its cloud instance was
+ * preempted (or released under it), or its on-prem node failed (why).  The
+ * engine settles the attempt (what it kept up to its last checkpoint, what
+ * it lost) and decides where the job goes next; a process still running is
+ * stopped, and its exit only lets the job's next placement start.  Past
+ * the policy's max_restarts the job fails.  `what` says what happened, for
+ * its reason. */
+static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const char *what,
+                          double now)
+{
+    if (j->running && !j->stopping) {
+        spw_error_t err;
+        if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0)
+            say(d, "job %s: cannot stop it: %s", j->id, err.text);
+        j->stopping = 1;
+    }
+    if (j->ej.state != SPW_JOB_ONPREM && j->ej.state != SPW_JOB_CLOUD) {
+        set_reason(j, "%s; requeued", what);
+        job_requeue(d, j, now);
+        return;
+    }
+    bill_attempt(d, j, now);
+    int rc = spw_engine_interrupt(d->engine, &j->ej, why, now);
+    billed(j);
+    settle(d, j, now);
+    j->stop_cost = 0;
+    j->placed_ts = j->start_ts = NAN;
+    j->pool = j->node = j->offer = -1;
+    free(j->gpus_assigned);
+    j->gpus_assigned = NULL;
+    if (rc == 1) {
+        uint32_t mr = d->cfg->policy.max_restarts;
+        uint32_t n = j->ej.preemptions + j->ej.failures;
+        if (j->ej.failures == 0)
+            set_reason(j, "%s; failed: preempted %u time%s; max_restarts %u", what, n,
+                       n == 1 ? "" : "s", mr);
+        else
+            set_reason(j, "%s; failed: interrupted %u time%s (%u preemptions, %u node "
+                       "failures); max_restarts %u", what, n, n == 1 ? "" : "s",
+                       j->ej.preemptions, j->ej.failures, mr);
+        say(d, "job %s %s", j->id, j->reason);
+        /* Its process, if any, is still being stopped: the backend reaps
+         * it, and its exit finds the job ended. */
+        job_end(d, j, SPW_DJOB_FAILED, now);
+        return;
+    }
+    j->st = SPW_DJOB_QUEUED;
+    set_reason(j, "%s; requeued (restart %u, %.0f s of work kept)", what, j->ej.restarts,
+               j->ej.done_s);
+    if (why == SPW_INTERRUPT_PREEMPTED)
+        say(d, "job %s requeued after its instance was preempted", j->id);
+    else
+        say(d, "job %s requeued after its node failed", j->id);
     job_save(d, j, SAVE_ALL);
 }
 
@@ -428,38 +518,76 @@ static char *gpu_list(const uint32_t *g, size_t n)
     return s;
 }
 
+/* The job's checkpoint directory, STATE_DIR/checkpoints/JOBID (absolute),
+ * into buf; created (once) when create is set.  0, or -1 with err. */
+static int ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len, int create,
+                     spw_error_t *err)
+{
+    snprintf(buf, len, "%s/%s", d->ckpt_dir, j->id);
+    if (create && mkdir(buf, 0750) < 0 && errno != EEXIST)
+        return spw_errorf(err, "cannot create its checkpoint directory %s: %s", buf,
+                          strerror(errno));
+    return 0;
+}
+
+/* The checkpoint interval job j runs with: its spec's, else the config's. */
+static double ckpt_interval(const spw_daemon_t *d, const djob_t *j)
+{
+    return isnan(j->spec.checkpoint_interval_s) ? d->cfg->spot.checkpoint_interval_s
+                                                 : j->spec.checkpoint_interval_s;
+}
+
 /* Starts job j's process with GPUs g[0..ng); extra is NULL-terminated
- * "K=V" added to the spec's env.  On failure the job fails. */
+ * "K=V" added to the spec's env (and wins over it), besides what every
+ * attempt gets: its checkpoint directory, attempt and restart numbers.  On
+ * failure the job fails. */
 static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, const char **extra,
                   double now)
 {
     const spw_jobspec_t *s = &j->spec;
-    size_t nextra = 0;
-    while (extra && extra[nextra])
-        nextra++;
-    char **env = spw_xcalloc(s->nenv + nextra + 1, sizeof(char *));
-    for (size_t i = 0; i < s->nenv; i++) {
-        size_t len = strlen(s->env[i].key) + strlen(s->env[i].value) + 2;
-        env[i] = spw_xmalloc(len);
-        snprintf(env[i], len, "%s=%s", s->env[i].key, s->env[i].value);
-    }
-    for (size_t i = 0; i < nextra; i++)
-        env[s->nenv + i] = spw_xstrdup(extra[i]);
-    spw_launch_t req = {
-        .job_id = j->id,
-        .argv = s->run_kind == SPW_RUN_ARGV ? (const char *const *)s->argv : NULL,
-        .script = s->run_kind == SPW_RUN_SCRIPT ? s->script : NULL,
-        .env = (const char *const *)env,
-        .workdir = s->workdir,
-        .gpus = g,
-        .ngpus = ng,
-        .log_dir = d->log_dir,
-        .max_runtime_s = run_limit(d, j),
-        .now_s = now,
-    };
+    char dir[4096], ckpt[4200], attempt[48], restarts[48], interval[80];
     spw_error_t err;
-    int rc = d->be_ops->launch(d->be, &req, &j->h, &err);
-    for (size_t i = 0; i < s->nenv + nextra; i++)
+    int rc = ckpt_path(d, j, dir, sizeof(dir), 1, &err);
+    char **env = NULL;
+    size_t nenv = 0;
+    if (rc == 0) {
+        snprintf(ckpt, sizeof(ckpt), "SPILLWAY_CHECKPOINT_DIR=%s", dir);
+        snprintf(attempt, sizeof(attempt), "SPILLWAY_ATTEMPT=%d", j->attempts + 1);
+        snprintf(restarts, sizeof(restarts), "SPILLWAY_RESTARTS=%u", j->ej.restarts);
+        double iv = ckpt_interval(d, j);
+        if (iv == SPW_CKPT_CONTINUOUS)
+            snprintf(interval, sizeof(interval), "SPILLWAY_CHECKPOINT_INTERVAL_S=continuous");
+        else
+            snprintf(interval, sizeof(interval), "SPILLWAY_CHECKPOINT_INTERVAL_S=%.17g", iv);
+        const char *own[] = {ckpt, attempt, restarts, interval};
+        size_t nown = sizeof(own) / sizeof(own[0]), nextra = 0;
+        while (extra && extra[nextra])
+            nextra++;
+        env = spw_xcalloc(s->nenv + nown + nextra + 1, sizeof(char *));
+        for (size_t i = 0; i < s->nenv; i++) {
+            size_t len = strlen(s->env[i].key) + strlen(s->env[i].value) + 2;
+            env[nenv] = spw_xmalloc(len);
+            snprintf(env[nenv++], len, "%s=%s", s->env[i].key, s->env[i].value);
+        }
+        for (size_t i = 0; i < nown; i++)
+            env[nenv++] = spw_xstrdup(own[i]);
+        for (size_t i = 0; i < nextra; i++)
+            env[nenv++] = spw_xstrdup(extra[i]);
+        spw_launch_t req = {
+            .job_id = j->id,
+            .argv = s->run_kind == SPW_RUN_ARGV ? (const char *const *)s->argv : NULL,
+            .script = s->run_kind == SPW_RUN_SCRIPT ? s->script : NULL,
+            .env = (const char *const *)env,
+            .workdir = s->workdir,
+            .gpus = g,
+            .ngpus = ng,
+            .log_dir = d->log_dir,
+            .max_runtime_s = run_limit(d, j),
+            .now_s = now,
+        };
+        rc = d->be_ops->launch(d->be, &req, &j->h, &err);
+    }
+    for (size_t i = 0; i < nenv; i++)
         free(env[i]);
     free(env);
     free(j->gpus_assigned);
@@ -480,7 +608,25 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
     return 0;
 }
 
-/* Picks the GPUs of an on-prem placement and starts the job. */
+/* Starts the process of an on-prem placement on the GPUs it holds. */
+static void start_onprem(spw_daemon_t *d, djob_t *j, double now)
+{
+    const spw_pool_spec_t *p = &d->fleet.pools[j->pool];
+    uint32_t g[64];
+    size_t ng = 0;
+    for (uint32_t i = 0; i < 64; i++)
+        if (j->gpu_bits >> i & 1)
+            g[ng++] = i;
+    char nodes[48], place[160];
+    snprintf(nodes, sizeof(nodes), "SPILLWAY_NODES=%u", j->ej.nnodes);
+    snprintf(place, sizeof(place), "SPILLWAY_PLACEMENT=%s/%d", p->name, j->node);
+    const char *extra[] = {nodes, place, NULL};
+    launch(d, j, g, ng, extra, now);
+}
+
+/* Picks the GPUs of an on-prem placement and starts the job, or, while the
+ * process of its interrupted attempt is still being stopped, holds them
+ * until it has exited. */
 static void place_onprem(spw_daemon_t *d, djob_t *j, double now)
 {
     const spw_pool_spec_t *p = &d->fleet.pools[j->ej.pool];
@@ -497,19 +643,23 @@ static void place_onprem(spw_daemon_t *d, djob_t *j, double now)
     j->pool = j->ej.pool;
     j->node = (int32_t)node;
     j->offer = -1;
+    j->last_spot = 0;
     j->holds = 1;
     j->gpu_bits = bits;
     d->node_used[j->pool][node] |= bits;
-    d->pool_busy[j->pool] += j->ej.alloc_gpus;
+    j->held_gpus = j->ej.alloc_gpus;
+    d->pool_busy[j->pool] += j->held_gpus;
     j->placed_ts = j->charge_ts = now;
     j->led_egress_usd = j->ej.egress_usd;   /* on-prem egress is settled at once */
     j->st = SPW_DJOB_PLACED;
     set_reason(j, "%s", spw_reason_text(j->ej.reason));
-    char nodes[48], place[160];
-    snprintf(nodes, sizeof(nodes), "SPILLWAY_NODES=%u", j->ej.nnodes);
-    snprintf(place, sizeof(place), "SPILLWAY_PLACEMENT=%s/%u", p->name, node);
-    const char *extra[] = {nodes, place, NULL};
-    launch(d, j, g, ng, extra, now);
+    free(j->gpus_assigned);
+    j->gpus_assigned = gpu_list(g, ng);
+    if (j->running) {
+        job_save(d, j, SAVE_ALL);
+        return;
+    }
+    start_onprem(d, j, now);
 }
 
 /* Starts a cloud job whose instances are all ready. */
@@ -593,6 +743,7 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
     uint32_t want = j->ej.instances;
     j->offer = j->ej.offer;
     j->pool = j->node = -1;
+    j->last_spot = j->ej.spot;
     j->placed_ts = now;
     j->charge_ts = isnan(j->ej.charge_s) ? now : j->ej.charge_s;
     j->st = SPW_DJOB_PLACED;
@@ -610,13 +761,28 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = j->ej.spot,
                              .job_id = j->id, .now_s = now};
         spw_error_t err;
+        double *backoff = &d->backoff_s[2 * (size_t)j->offer + (j->ej.spot != 0)];
         if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
+            int e = errno;
             free(got);
             say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
-            set_reason(j, "cloud capacity: %s; requeued", err.text);
+            if (e == EAGAIN) {
+                /* A capacity error: the engine leaves the offer (of this
+                 * kind) alone for a while, longer each time in a row. */
+                *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
+                                        : SPW_DAEMON_BACKOFF_S;
+                spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot,
+                                             now + *backoff);
+                set_reason(j, "cloud capacity: %s; requeued (the offer's %s capacity is not "
+                           "tried again for %.0f s)", err.text, j->ej.spot ? "spot" : "on-demand",
+                           *backoff);
+            } else {
+                set_reason(j, "cloud capacity: %s; requeued", err.text);
+            }
             job_requeue(d, j, now);
             return;
         }
+        *backoff = 0;
         for (uint32_t k = 0; k < n; k++) {
             size_t xi = inst_add(d, &got[k]);
             bind_inst(d, j, xi, now);
@@ -629,13 +795,17 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
     say(d, "job %s placed on %u x %s%s", j->id, want,
         spw_daemon_offer_name(&d->fleet.offers[j->offer], on, sizeof(on)),
         d->pv_ops->emulated ? " (emulated)" : "");
-    if (cloud_ready(d, j)) {
+    /* It starts once its instances are ready and the process of an
+     * interrupted attempt, if one is still being stopped, has exited. */
+    if (cloud_ready(d, j) && !j->running) {
         launch_cloud(d, j, now);
-    } else {
+        return;
+    }
+    if (!cloud_ready(d, j)) {
         j->next_wait = d->waiting;
         d->waiting = j;
-        job_save(d, j, SAVE_ALL);
     }
+    job_save(d, j, SAVE_ALL);
 }
 
 static void record_decision(spw_daemon_t *d, djob_t *j, double now)
@@ -693,9 +863,17 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
         set_reason(j, "cancelled by a user");
         eng_cancel(d, j, now);
         job_end(d, j, SPW_DJOB_CANCELLED, now);
-    } else if (j->requeue_on_exit) {
-        say(d, "job %s requeued after its instance was preempted", j->id);
-        job_requeue(d, j, now);
+    } else if (j->stopping) {
+        /* The process of an interrupted attempt, settled when it was
+         * interrupted: its exit lets the job's next placement start. */
+        j->stopping = 0;
+        if (j->st == SPW_DJOB_PLACED && j->holds)
+            start_onprem(d, j, now);
+        else if (j->st == SPW_DJOB_PLACED && cloud_ready(d, j))
+            launch_cloud(d, j, now);
+        else
+            job_save(d, j, SPW_JU_PID | SPW_JU_EXIT);
+        return;
     } else if (ex->kind == SPW_EXIT_EXITED && ex->status == 0) {
         set_reason(j, "exited 0");
         eng_finish(d, j, now);
@@ -756,15 +934,12 @@ static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, doubl
     say(d, "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
     if (!j)
         return;
-    set_reason(j, "instance %s %s; requeued", x->in.id, spw_inst_event_name(ev->kind));
-    if (j->running) {
-        j->requeue_on_exit = 1;
-        spw_error_t err;
-        if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0)
-            say(d, "job %s: cannot stop it: %s", j->id, err.text);
-    } else {
-        job_requeue(d, j, now);
-    }
+    /* Capacity taken back under the job, whichever way (a preemption, an
+     * instance released at its lifetime or lost while the daemon was
+     * down): the job resumes from its checkpoint elsewhere. */
+    char what[96];
+    snprintf(what, sizeof(what), "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
+    job_interrupt(d, j, SPW_INTERRUPT_PREEMPTED, what, now);
 }
 
 /* Releases instances idle for longer than the idle timeout, and every
@@ -821,7 +996,7 @@ static void stop_over_worst_case(spw_daemon_t *d, double now)
         djob_t *j = d->jobs[x->job_seq];
         /* once per job: at its first instance */
         if (!j->ninst || j->inst[0] != i || j->ej.state != SPW_JOB_CLOUD || j->stop_cost ||
-            j->cancel_req || j->requeue_on_exit || !(j->ej.reserved_usd > 0) ||
+            j->cancel_req || j->stopping || !(j->ej.reserved_usd > 0) ||
             !isfinite(spw_engine_max_runtime(d->engine, &j->ej)))
             continue;
         double usd_h = 0;
@@ -970,6 +1145,32 @@ int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r)
     return r->status;
 }
 
+/* ---- spot capacity ------------------------------------------------------- */
+
+/* Tells the engine the spot capacity of each offer that has an
+ * availability trace (spot.availability), as of now, whenever it changes.
+ * The emulated provider preempts and refuses spot instances from the same
+ * trace with the same start, so both see the same ticks. */
+static void spot_capacity(spw_daemon_t *d, double now)
+{
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        if (d->offer_avail[i] < 0)
+            continue;
+        const spw_spot_avail_conf_t *a = &d->cfg->spot.avail[d->offer_avail[i]];
+        if (!a->trace_path || !a->trace.n)
+            continue;
+        double start = d->spot_trace_start_ts - a->start_offset_s;
+        uint32_t n = spw_spot_trace_at(&a->trace, spw_spot_trace_tick(&a->trace, start, now));
+        if (n == d->spot_cap[i])
+            continue;
+        char on[200];
+        say(d, "spot capacity of %s: %u instance(s)",
+            spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on)), n);
+        d->spot_cap[i] = n;
+        spw_engine_set_spot_capacity(d->engine, i, n, now);
+    }
+}
+
 /* ---- the turn ------------------------------------------------------------- */
 
 static void note_turn(spw_daemon_t *d, double s)
@@ -1004,6 +1205,7 @@ static void turn_locked(spw_daemon_t *d)
             handle_inst_event(d, &ev[i], now);
     release_idle(d, now);
     stop_over_worst_case(d, now);
+    spot_capacity(d, now);
     spw_job_t **placed, **rejected;
     double t0 = mono();
     size_t np = spw_engine_schedule(d->engine, now, &placed);
@@ -1130,6 +1332,124 @@ int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t 
     return 200;
 }
 
+/* ---- on-prem nodes ------------------------------------------------------------ */
+
+/* Takes node `node` of pool `pool` out of service at now: every job on it
+ * is interrupted (its process stopped; it resumes from its checkpoint
+ * wherever the engine places it next), then the engine stops using the
+ * node.  `ids`, when not NULL, collects the jobs' ids. */
+static void node_down_now(spw_daemon_t *d, size_t pool, uint32_t node, char **ids, double now)
+{
+    size_t used = 0, cap = 0;
+    char what[200];
+    snprintf(what, sizeof(what), "node %s/%u went down", d->fleet.pools[pool].name, node);
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || j->ej.state != SPW_JOB_ONPREM || j->ej.pool != (int32_t)pool ||
+            !spw_engine_job_on_node(&j->ej, pool, node))
+            continue;
+        job_interrupt(d, j, SPW_INTERRUPT_NODE_FAILED, what, now);
+        if (!ids)
+            continue;
+        if (used + SPW_STORE_ID_LEN + 2 > cap) {
+            cap = 2 * cap + 4 * SPW_STORE_ID_LEN;
+            *ids = spw_xrealloc(*ids, cap);
+        }
+        used += (size_t)snprintf(*ids + used, cap - used, "%s%s", used ? "," : "", j->id);
+    }
+    if (spw_engine_node_down(d->engine, pool, node, 1, now) < 0)
+        say(d, "the engine refused to take node %s/%u down", d->fleet.pools[pool].name, node);
+    d->node_down[pool][node] = 1;
+}
+
+int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
+                       spw_error_t *err)
+{
+    const char *name = d->fleet.pools[pool].name;
+    if (!d->node_down[pool][node] == !down)
+        return spw_errorf(err, "node %s/%u is already %s", name, node, down ? "down" : "up"), 409;
+    double now = fmax(spw_daemon_clock(), d->now);
+    d->now = now;
+    /* One transaction: the node's state and what happened to its jobs. */
+    spw_error_t e2;
+    int tx = spw_store_begin(d->store, &e2) == 0;
+    if (spw_store_node_set(d->store, name, node, down, now, &e2) < 0) {
+        if (tx)
+            spw_store_rollback(d->store);
+        return spw_errorf(err, "cannot record the node's state: %s", e2.text), 503;
+    }
+    if (down) {
+        node_down_now(d, pool, node, ids, now);
+        d->node_failures++;
+        say(d, "node %s/%u is down (by an administrator)", name, node);
+    } else {
+        if (spw_engine_node_down(d->engine, pool, node, 0, now) < 0)
+            say(d, "the engine refused to bring node %s/%u back", name, node);
+        d->node_down[pool][node] = 0;
+        say(d, "node %s/%u is up again", name, node);
+    }
+    if (tx && spw_store_commit(d->store, &e2) < 0)
+        say(d, "cannot commit the state of node %s/%u: %s", name, node, e2.text);
+    pthread_cond_signal(&d->wake);
+    return 200;
+}
+
+int spw_daemon_pool_index(const spw_daemon_t *d, const char *name)
+{
+    for (size_t i = 0; i < d->fleet.npools; i++)
+        if (strcmp(d->fleet.pools[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+typedef struct nodectx {
+    spw_daemon_t *d;
+} nodectx_t;
+
+static int load_node(const spw_store_node_t *n, void *arg)
+{
+    spw_daemon_t *d = ((nodectx_t *)arg)->d;
+    int p = spw_daemon_pool_index(d, n->pool);
+    if (p < 0 || n->node < 0 || (uint64_t)n->node >= d->fleet.pools[p].nnodes) {
+        say(d, "node %s/%" PRId64 " was down, but the config no longer has it", n->pool, n->node);
+        return 0;
+    }
+    d->node_down[p][n->node] = 2;   /* down in the store; the engine not told yet */
+    return 0;
+}
+
+/* After recovery: the nodes an administrator took down stay down. */
+static int restore_nodes(spw_daemon_t *d, spw_error_t *err)
+{
+    nodectx_t c = {d};
+    if (spw_store_node_list(d->store, load_node, &c, err) < 0)
+        return -1;
+    for (size_t p = 0; p < d->fleet.npools; p++)
+        for (uint32_t n = 0; n < d->fleet.pools[p].nnodes; n++)
+            if (d->node_down[p][n] == 2) {
+                node_down_now(d, p, n, NULL, d->now);
+                say(d, "node %s/%u stays down", d->fleet.pools[p].name, n);
+            }
+    return 0;
+}
+
+/* ---- deadlines ----------------------------------------------------------------- */
+
+double spw_daemon_est_end(const spw_daemon_t *d, const djob_t *j)
+{
+    if (spw_djob_state_terminal(j->st))
+        return j->end_ts;
+    double left = j->ej.est_runtime_s - j->ej.done_s;
+    if (!(left > 0))
+        left = 0;
+    double start = j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD ? j->ej.start_s
+                                                                                 : d->now;
+    if (!isfinite(start))
+        start = d->now;
+    /* Every attempt first pays the restart overhead without progress. */
+    return start + d->cfg->policy.restart_overhead_s + left;
+}
+
 /* ---- validation ------------------------------------------------------------ */
 
 uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err)
@@ -1226,6 +1546,7 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
     f->npools = src->npools;
     f->pools = spw_xcalloc(src->npools ? src->npools : 1, sizeof(spw_pool_spec_t));
     d->node_used = spw_xcalloc(src->npools ? src->npools : 1, sizeof(uint64_t *));
+    d->node_down = spw_xcalloc(src->npools ? src->npools : 1, sizeof(uint8_t *));
     d->pool_busy = spw_xcalloc(src->npools ? src->npools : 1, sizeof(uint64_t));
     for (size_t i = 0; i < src->npools; i++) {
         const spw_pool_spec_t *s = &src->pools[i];
@@ -1237,6 +1558,7 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         p->model = s->model;
         p->cost_usd_per_gpu_h = s->cost_usd_per_gpu_h;
         d->node_used[i] = spw_xcalloc(s->nnodes, sizeof(uint64_t));
+        d->node_down[i] = spw_xcalloc(s->nnodes ? s->nnodes : 1, sizeof(uint8_t));
         for (uint32_t n = 0; n < s->nnodes; n++)
             if (s->node_gpus[n] > 64)
                 return spw_errorf(err, "pool %s: node %u has %u GPUs; the local backend runs nodes of "
@@ -1266,6 +1588,36 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
                            isfinite(g->teams[i].max_cloud_gpus) ||
                            isfinite(g->teams[i].max_egress_usd_per_month);
     return 0;
+}
+
+/* Whether entry a of spot.availability applies to offer o (a NULL name
+ * matches any). */
+static int avail_matches(const spw_spot_avail_conf_t *a, const spw_offer_t *o)
+{
+    return (!a->provider || strcmp(a->provider, o->provider) == 0) &&
+           (!a->region || strcmp(a->region, o->region) == 0) &&
+           (!a->zone || strcmp(a->zone, o->zone) == 0) &&
+           (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0);
+}
+
+/* Which spot.availability entry applies to each offer (the last that
+ * matches), where their traces start (the daemon's start, less each
+ * entry's start_offset), and the per-offer state of spot capacity and
+ * capacity-error backoffs. */
+static void spot_setup(spw_daemon_t *d)
+{
+    size_t n = d->fleet.noffers;
+    d->offer_avail = spw_xmalloc((n + 1) * sizeof(int32_t));
+    d->spot_cap = spw_xmalloc((n + 1) * sizeof(uint32_t));
+    d->backoff_s = spw_xcalloc(2 * n + 2, sizeof(double));
+    d->spot_trace_start_ts = d->started_ts;
+    for (size_t i = 0; i < n; i++) {
+        d->offer_avail[i] = -1;
+        d->spot_cap[i] = UINT32_MAX;
+        for (size_t k = 0; k < d->cfg->spot.navail; k++)
+            if (avail_matches(&d->cfg->spot.avail[k], &d->fleet.offers[i]))
+                d->offer_avail[i] = (int32_t)k;
+    }
 }
 
 /* nvidia-smi's GPU count replaces the slots of a one-node pool. */
@@ -1348,6 +1700,18 @@ static int load_job(const spw_store_job_t *r, void *arg)
     j->ej.egress_usd = r->egress_usd;
     j->ej.egress_gb = r->egress_gb;
     j->ej.held = j->held_saved = (uint32_t)r->held;
+    j->ej.done_s = r->done_s;
+    j->ej.lost_s = r->lost_s;
+    j->ej.lost_gpu_s = r->lost_gpu_s;
+    j->ej.spot_gpu_s = r->spot_gpu_s;
+    j->ej.ondemand_gpu_s = r->ondemand_gpu_s;
+    j->ej.restarts = (uint32_t)r->restarts;
+    j->ej.preemptions = (uint32_t)r->preemptions;
+    j->ej.failures = (uint32_t)r->failures;
+    j->ej.last_offer = r->last_offer >= 0 && (uint64_t)r->last_offer < d->fleet.noffers
+                           ? (int32_t)r->last_offer
+                           : -1;
+    j->last_spot = r->spot;
     j->ej.team = (uint32_t)(spw_gov_team(&d->fleet.gov, j->team) + 1);
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
     if (r->pid) {
@@ -1590,7 +1954,8 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         j->holds = 1;
         j->gpu_bits = parse_bits(j->gpus_assigned);
         d->node_used[pool][node] |= j->gpu_bits;
-        d->pool_busy[pool] += j->ej.alloc_gpus;
+        j->held_gpus = j->ej.alloc_gpus;
+        d->pool_busy[pool] += j->held_gpus;
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
         return;
@@ -1603,6 +1968,7 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
     j->ej.state = SPW_JOB_CLOUD;
     j->ej.offer = j->offer;
     j->ej.instances = (uint32_t)j->ninst;
+    j->ej.spot = (uint8_t)(d->inst[j->inst[0]].in.spot != 0);
     j->ej.placed_s = isnan(j->placed_ts) ? d->now : j->placed_ts;
     j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
     /* Its reservation, as committed with the placement, holds again in
@@ -1633,6 +1999,21 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
     }
 }
 
+/* After a restart, the process of an attempt that was interrupted (its
+ * instance preempted, its node down) and still being stopped when the
+ * daemon went down: adopted and stopped again, its exit ignored. */
+static void stop_old(spw_daemon_t *d, djob_t *j)
+{
+    if (!j->h.pid || readopt(d, j) < 0) {
+        j->h.pid = 0;
+        return;
+    }
+    spw_error_t err;
+    if (d->be_ops->cancel(d->be, &j->h, d->now, &err) < 0)
+        say(d, "job %s: cannot stop the process of its interrupted attempt: %s", j->id, err.text);
+    j->stopping = 1;
+}
+
 static int recover(spw_daemon_t *d, spw_error_t *err)
 {
     loadctx_t c = {.d = d, .err = err};
@@ -1660,6 +2041,22 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
         djob_t *j = d->jobs[s];
         if (!j || (j->st != SPW_DJOB_PLACED && j->st != SPW_DJOB_RUNNING))
             continue;
+        if (j->st == SPW_DJOB_PLACED && j->h.pid) {
+            /* Placed again after an interruption, waiting for the old
+             * process to exit: that process is stopped, the placement
+             * (never started) made again. */
+            stop_old(d, j);
+            unbind_instances(d, j, d->now);
+            j->pool = j->node = j->offer = -1;
+            free(j->gpus_assigned);
+            j->gpus_assigned = NULL;
+            j->st = SPW_DJOB_QUEUED;
+            j->placed_ts = j->start_ts = NAN;
+            set_reason(j, "requeued: placed after an interruption but not started when the "
+                       "daemon stopped");
+            job_save(d, j, SAVE_ALL);
+            continue;
+        }
         engine_fields(d, j);
         recover_placed(d, j);
         if (j->running)
@@ -1671,6 +2068,8 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
         djob_t *j = d->jobs[s];
         if (!j || j->st != SPW_DJOB_QUEUED || j->ej.state == SPW_JOB_QUEUED)
             continue;
+        if (!j->stopping)
+            stop_old(d, j);
         engine_fields(d, j);
         spw_engine_submit(d->engine, &j->ej, d->now);
         if (j->ej.state == SPW_JOB_UNSCHEDULABLE) {
@@ -1710,6 +2109,18 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     snprintf(d->log_dir, len, "%s/logs", sd);
     if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0)
         goto error;
+    /* Checkpoint directories are handed to jobs that may run in another
+     * working directory: an absolute path. */
+    char *abs = realpath(d->state_dir, NULL);
+    if (!abs) {
+        spw_errorf(err, "cannot resolve the state dir %s: %s", d->state_dir, strerror(errno));
+        goto error;
+    }
+    d->ckpt_dir = spw_xmalloc(strlen(abs) + sizeof("/checkpoints"));
+    sprintf(d->ckpt_dir, "%s/checkpoints", abs);
+    free(abs);
+    if (mkdir_p(d->ckpt_dir, err) < 0)
+        goto error;
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
@@ -1735,12 +2146,22 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     d->be_ops = &spw_local_ops;
     if (!(d->be = spw_local_create(&lo, err)))
         goto error;
+    spot_setup(d);
     spw_emulated_offer_opts_t *eo = spw_xcalloc(d->fleet.noffers + 1, sizeof(*eo));
     for (size_t i = 0; i < d->fleet.noffers; i++) {
         eo[i].offer = i;
         eo[i].capacity = cfg->daemon.emulated_capacity;
-        eo[i].preempt_rate_per_h = cfg->daemon.emulated_preempt_rate_per_h;
-        eo[i].rate_ondemand = 1;   /* preemptions hit on-demand instances too */
+        if (d->offer_avail[i] >= 0) {
+            /* spot.availability: a trace, or a rate, for spot instances only */
+            const spw_spot_avail_conf_t *a = &cfg->spot.avail[d->offer_avail[i]];
+            eo[i].trace_path = a->trace_path;
+            eo[i].trace_start_s = d->spot_trace_start_ts - a->start_offset_s;
+            eo[i].preempt_rate_per_h = a->trace_path ? 0 : a->preempt_rate_per_h;
+            eo[i].rate_ondemand = 0;
+        } else {
+            eo[i].preempt_rate_per_h = cfg->daemon.emulated_preempt_rate_per_h;
+            eo[i].rate_ondemand = 1;   /* preemptions hit on-demand instances too */
+        }
     }
     spw_emulated_opts_t emo = {
         .offers = d->fleet.offers,
@@ -1757,10 +2178,11 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         goto error;
     if (spw_store_begin(d->store, err) < 0)
         goto error;
-    if (recover(d, err) < 0) {
+    if (recover(d, err) < 0 || restore_nodes(d, err) < 0) {
         spw_store_rollback(d->store);
         goto error;
     }
+    spot_capacity(d, d->now);
     if (spw_store_commit(d->store, err) < 0)
         goto error;
     return d;
@@ -1793,6 +2215,13 @@ void spw_daemon_destroy(spw_daemon_t *d)
     for (size_t i = 0; i < d->fleet.npools && d->node_used; i++)
         free(d->node_used[i]);
     free(d->node_used);
+    for (size_t i = 0; i < d->fleet.npools && d->node_down; i++)
+        free(d->node_down[i]);
+    free(d->node_down);
+    free(d->ckpt_dir);
+    free(d->offer_avail);
+    free(d->spot_cap);
+    free(d->backoff_s);
     free(d->pool_busy);
     free(d->pool_gpus);
     spw_fleet_clear(&d->fleet);

@@ -116,6 +116,15 @@ char *spw_daemon_metrics(spw_daemon_t *d);
 int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *instance_id,
                        json_t **out, spw_error_t *err);
 
+/* POST /v1/admin/nodes/{pool}/{index}/down and .../up (admin only): takes
+ * an on-prem node out of service, as a failure would (its jobs are stopped
+ * and placed again, resuming from their checkpoints), or back in.  The
+ * state is kept across restarts.  *out = {"pool", "node", "state",
+ * "jobs_interrupted": [ids]}; 404 for an unknown pool or index, 409 when
+ * the node is already in that state. */
+int spw_daemon_node(spw_daemon_t *d, const spw_caller_t *who, const char *pool,
+                    const char *index, int down, json_t **out, spw_error_t *err);
+
 /* Records how long an HTTP request took, for /metrics. */
 void spw_daemon_note_request(spw_daemon_t *d, int status, double seconds);
 

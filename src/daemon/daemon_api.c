@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/spot.h"
 #include "daemon/daemon_private.h"
 
 #include "util/version.h"
@@ -182,6 +183,28 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && d->pv_ops->emulated));
     json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
     json_object_set_new(o, "attempts", json_integer(j->attempts));
+    /* interruptions: the engine's account of its attempts */
+    json_object_set_new(o, "restarts", json_integer(j->ej.restarts));
+    json_object_set_new(o, "preemptions", json_integer(j->ej.preemptions));
+    json_object_set_new(o, "failures", json_integer(j->ej.failures));
+    json_object_set_new(o, "done_s", json_real(j->ej.done_s));
+    json_object_set_new(o, "lost_s", json_real(j->ej.lost_s));
+    json_object_set_new(o, "spot", json_boolean(j->ej.state == SPW_JOB_CLOUD ? j->ej.spot : j->last_spot));
+    int live = !spw_djob_state_terminal(j->st);
+    double iv = j->ej.checkpoint_interval_s;
+    json_object_set_new(o, "checkpoint_interval_s",
+                        !live                     ? json_null()
+                        : iv == SPW_CKPT_CONTINUOUS ? json_string("continuous")
+                                                    : json_real(iv));
+    char ckpt[4200];
+    snprintf(ckpt, sizeof(ckpt), "%s/%s", d->ckpt_dir, j->id);
+    json_object_set_new(o, "checkpoint_dir", json_string(ckpt));
+    /* deadline: whether the work left, after a restart overhead, still
+     * ends in time at the current placement (or starting now) */
+    double dl = live ? j->ej.deadline_s : NAN;
+    json_object_set_new(o, "deadline_ts", ts_json(dl));
+    json_object_set_new(o, "deadline_at_risk",
+                        isnan(dl) ? json_null() : json_boolean(!(spw_daemon_est_end(d, j) <= dl)));
     json_object_set_new(o, "reason", j->reason ? json_string(j->reason) : json_null());
     if (j->cancel_req)
         json_object_set_new(o, "cancel_requested", json_true());
@@ -392,6 +415,23 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     return o;
 }
 
+/* GPUs of pool p on nodes out of service. */
+static uint64_t pool_down_gpus(const spw_daemon_t *d, size_t p)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < d->fleet.pools[p].nnodes; k++)
+        if (d->node_down[p][k])
+            n += d->fleet.pools[p].node_gpus[k];
+    return n;
+}
+
+/* GPUs of pool p free for a job now: neither held nor on a node that is down. */
+static uint64_t pool_free_gpus(const spw_daemon_t *d, size_t p)
+{
+    uint64_t used = d->pool_busy[p] + pool_down_gpus(d, p);
+    return d->pool_gpus[p] > used ? d->pool_gpus[p] - used : 0;
+}
+
 /* What the instances of each offer add up to, in one pass over them. */
 typedef struct offer_tally {
     size_t by_state[SPW_INSTANCE_STATE_COUNT]; /* instances in each state */
@@ -446,8 +486,14 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "gpu_model", p->model >= 0 ? json_string(d->fleet.models.name[p->model]) : json_null());
         json_object_set_new(o, "gpus", json_integer((json_int_t)total));
         json_object_set_new(o, "gpus_busy", json_integer((json_int_t)d->pool_busy[i]));
-        json_object_set_new(o, "gpus_free", json_integer((json_int_t)(total - d->pool_busy[i])));
+        json_object_set_new(o, "gpus_free", json_integer((json_int_t)pool_free_gpus(d, i)));
+        json_object_set_new(o, "gpus_down", json_integer((json_int_t)pool_down_gpus(d, i)));
         json_object_set_new(o, "cost_usd_per_gpu_h", json_real(p->cost_usd_per_gpu_h));
+        json_t *down = json_array();
+        for (uint32_t n = 0; n < p->nnodes; n++)
+            if (d->node_down[i][n])
+                json_array_append_new(down, json_integer(n));
+        json_object_set_new(o, "nodes_down", down);
         json_array_append_new(pools, o);
     }
     offer_tally_t *t = tally_offers(d, d->now);
@@ -632,7 +678,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
             continue;
         double on_usd = spw_daemon_job_onprem_usd(d, j, now), on_gh = j->onprem_gpu_h;
         if (j->holds && !isnan(j->start_ts) && now > j->start_ts)
-            on_gh += (now - j->start_ts) / 3600.0 * j->ej.alloc_gpus;
+            on_gh += (now - j->start_ts) / 3600.0 * j->held_gpus;
         if (j->pool >= 0) {
             pool_usd[j->pool] += on_usd;
             pool_gh[j->pool] += on_gh;
@@ -777,6 +823,46 @@ int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *ins
     return status;
 }
 
+int spw_daemon_node(spw_daemon_t *d, const spw_caller_t *who, const char *pool,
+                    const char *index, int down, json_t **out, spw_error_t *err)
+{
+    if (!who->admin)
+        return spw_errorf(err, "taking a node down or up needs an admin token"), 403;
+    char *end;
+    errno = 0;
+    long long n = strtoll(index, &end, 10);
+    LOCK(d);
+    int p = spw_daemon_pool_index(d, pool);
+    if (p < 0) {
+        UNLOCK(d);
+        return spw_errorf(err, "no on-prem pool '%s'", pool), 404;
+    }
+    if (!*index || *end || errno || n < 0 || (unsigned long long)n >= d->fleet.pools[p].nnodes) {
+        uint32_t nn = d->fleet.pools[p].nnodes;
+        UNLOCK(d);
+        return spw_errorf(err, "pool %s has no node '%s' (its nodes are 0 to %u)", pool, index,
+                          nn ? nn - 1 : 0), 404;
+    }
+    char *ids = NULL;
+    int status = spw_daemon_do_node(d, (size_t)p, (uint32_t)n, down, &ids, err);
+    if (status == 200) {
+        json_t *arr = json_array();
+        for (const char *q = ids; q && *q;) {
+            size_t k = strcspn(q, ",");
+            json_array_append_new(arr, json_stringn(q, k));
+            q += k + (q[k] == ',');
+        }
+        *out = json_object();
+        json_object_set_new(*out, "pool", json_string(pool));
+        json_object_set_new(*out, "node", json_integer(n));
+        json_object_set_new(*out, "state", json_string(down ? "down" : "up"));
+        json_object_set_new(*out, "jobs_interrupted", arr);
+    }
+    free(ids);
+    UNLOCK(d);
+    return status;
+}
+
 void spw_daemon_note_request(spw_daemon_t *d, int status, double seconds)
 {
     (void)seconds;
@@ -856,16 +942,47 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     put(&b, "# HELP spillway_jobs_submitted_total Jobs committed by this daemon process.\n");
     put(&b, "# TYPE spillway_jobs_submitted_total counter\n");
     put(&b, "spillway_jobs_submitted_total %" PRIu64 "\n", d->submitted);
+    /* interruptions, summed over the jobs' records (they survive restarts) */
+    uint64_t preempt = 0, restarts = 0, failed = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j)
+            continue;
+        preempt += j->ej.preemptions;
+        restarts += j->ej.restarts;
+        failed += j->ej.failures;
+    }
+    put(&b, "# HELP spillway_preemptions_total Cloud attempts whose capacity was taken back (spot preemptions).\n");
+    put(&b, "# TYPE spillway_preemptions_total counter\n");
+    put(&b, "spillway_preemptions_total %" PRIu64 "\n", preempt);
+    put(&b, "# HELP spillway_node_failures_total On-prem nodes taken down by this daemon process.\n");
+    put(&b, "# TYPE spillway_node_failures_total counter\n");
+    put(&b, "spillway_node_failures_total %" PRIu64 "\n", d->node_failures);
+    put(&b, "# HELP spillway_jobs_interrupted_by_failure_total On-prem attempts ended by a node failure.\n");
+    put(&b, "# TYPE spillway_jobs_interrupted_by_failure_total counter\n");
+    put(&b, "spillway_jobs_interrupted_by_failure_total %" PRIu64 "\n", failed);
+    put(&b, "# HELP spillway_restarts_total Attempts begun after an interruption.\n");
+    put(&b, "# TYPE spillway_restarts_total counter\n");
+    put(&b, "spillway_restarts_total %" PRIu64 "\n", restarts);
+    put(&b, "# HELP spillway_nodes_down On-prem nodes out of service, by pool.\n");
+    put(&b, "# TYPE spillway_nodes_down gauge\n");
+    for (size_t p = 0; p < np; p++) {
+        uint64_t down = 0;
+        for (uint32_t n = 0; n < d->fleet.pools[p].nnodes; n++)
+            down += d->node_down[p][n] != 0;
+        put(&b, "spillway_nodes_down{pool=\"%s\"} %" PRIu64 "\n",
+            esc(d->fleet.pools[p].name, e1, sizeof(e1)), down);
+    }
     put(&b, "# HELP spillway_queue_length Jobs waiting in the engine's queue.\n");
     put(&b, "# TYPE spillway_queue_length gauge\n");
     put(&b, "spillway_queue_length %zu\n", spw_engine_queued(d->engine));
     put(&b, "# HELP spillway_pool_gpus On-prem GPUs by pool and state.\n");
     put(&b, "# TYPE spillway_pool_gpus gauge\n");
     for (size_t p = 0; p < np; p++) {
-        uint64_t total = d->pool_gpus[p];
         esc(d->fleet.pools[p].name, e1, sizeof(e1));
         put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"busy\"} %" PRIu64 "\n", e1, d->pool_busy[p]);
-        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, total - d->pool_busy[p]);
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, pool_free_gpus(d, p));
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"down\"} %" PRIu64 "\n", e1, pool_down_gpus(d, p));
     }
     put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
     put(&b, "# TYPE spillway_cloud_instances gauge\n");

@@ -34,13 +34,21 @@ typedef struct djob {
     int exit_code;              /* exit status, or 128 + signal */
     char *reason;               /* owned; why it is where it is; NULL */
     int cancel_req;             /* cancel asked; its process is stopping */
-    int requeue_on_exit;        /* its instance was preempted: requeue at exit */
+    int stopping;               /* its process belongs to an attempt that
+                                   was interrupted (preempted instance,
+                                   failed node) and already settled: it is
+                                   being stopped, its exit only lets a new
+                                   placement start */
     int running;                /* the backend tracks its process (h) */
     spw_handle_t h;             /* the process, while running */
     int32_t pool;               /* on-prem pool it is (or last was) placed
                                    in; -1 = none */
     int32_t node;               /* its node; -1 */
     int holds;                  /* 1: it holds GPUs of pool/node now */
+    uint32_t held_gpus;         /* on-prem GPUs it holds (all its nodes), as
+                                   the engine gave them: kept here because
+                                   the engine forgets them when it requeues
+                                   or interrupts the job */
     uint64_t gpu_bits;          /* GPU indices held on that node */
     char *gpus_assigned;        /* owned "0,1" as CUDA_VISIBLE_DEVICES; NULL */
     int32_t offer;              /* cloud offer it is (or last was) placed
@@ -67,6 +75,8 @@ typedef struct djob {
     uint32_t held_saved;        /* ej.held as last written to the store */
     int stop_cost;              /* its process is being stopped because its
                                    cloud bill reached its worst case */
+    int last_spot;              /* its current or last cloud attempt is on
+                                   spot capacity */
     uint32_t gpus;              /* GPUs asked (kept after the spec is freed) */
     uint64_t gpu_mask;          /* acceptable models over the fleet's table */
     struct djob *next_wait;     /* list of cloud jobs waiting for boots */
@@ -124,6 +134,20 @@ struct spw_daemon {
     uint64_t **node_used;        /* per pool, per node: GPU bits in use */
     uint64_t *pool_busy;         /* per pool: GPUs held by jobs */
     uint64_t *pool_gpus;         /* per pool: GPUs in all (fixed at create) */
+    uint8_t **node_down;         /* per pool, per node: 1 = taken out of
+                                    service by an administrator */
+    char *ckpt_dir;              /* owned: absolute STATE_DIR/checkpoints */
+    /* Spot capacity (config spot.availability): */
+    int32_t *offer_avail;        /* per offer: the entry of cfg->spot.avail
+                                    that applies (the last that matches),
+                                    -1 = none */
+    double spot_trace_start_ts;  /* unix time at which tick 0 of the traces
+                                    begins, before each entry's offset */
+    uint32_t *spot_cap;          /* per offer: spot capacity last told to the
+                                    engine; UINT32_MAX = no limit */
+    double *backoff_s;           /* per offer and kind (2 * offer + spot):
+                                    the next capacity-error backoff, seconds;
+                                    0 = none pending */
     djob_t *waiting;             /* cloud jobs placed, waiting for boots */
     subreq_t *subq;              /* submits to commit, oldest first */
     subreq_t **subq_tail;
@@ -133,6 +157,7 @@ struct spw_daemon {
     int quiet;                   /* no progress lines */
     /* metrics */
     uint64_t submitted;          /* jobs committed by this process */
+    uint64_t node_failures;      /* nodes taken down by this process */
     uint64_t turn_hist[SPW_HIST_BUCKETS + 1]; /* decision time buckets */
     double turn_sum_s;           /* total decision time */
     uint64_t turns;              /* turns run */
@@ -145,6 +170,16 @@ extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
 int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);
+/* Takes node `node` of pool `pool` down (its jobs are interrupted) or
+ * back up; 200, 404 or 409 with err.  *ids (caller frees, may be NULL)
+ * gets the ids of the jobs interrupted, comma-separated. */
+int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
+                       spw_error_t *err);
+/* The pool index of a name, or -1. */
+int spw_daemon_pool_index(const spw_daemon_t *d, const char *name);
+/* A placed job's estimated end, unix seconds (NAN when it cannot tell):
+ * for judging whether its deadline is at risk. */
+double spw_daemon_est_end(const spw_daemon_t *d, const djob_t *j);
 uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
 int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err);
 int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);

@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "core/model.h"
+#include "core/spot.h"
 #include "daemon/jobspec.h"
 #include "util/numparse.h"
 #include "util/yaml.h"
@@ -653,11 +655,54 @@ static int f_retries(const pctx_t *c, const spw_ynode_t *n,
     return 0;
 }
 
+static int f_spot(const pctx_t *c, const spw_ynode_t *n, const char *field,
+                  spw_jobspec_t *s)
+{
+    spw_spot_mode_t m;
+
+    if (n->kind != SPW_Y_SCALAR || spw_spot_mode_parse(n->str, &m, NULL) < 0)
+        return type_error(c, n, field, "auto, always or never");
+    s->spot_mode = (uint8_t)m;
+    return 0;
+}
+
+static int f_spot_policy(const pctx_t *c, const spw_ynode_t *n,
+                         const char *field, spw_jobspec_t *s)
+{
+    spw_spot_policy_t p;
+
+    if (n->kind != SPW_Y_SCALAR || spw_spot_policy_parse(n->str, &p, NULL) < 0)
+        return type_error(c, n, field, "ondemand, greedy or uniform-progress");
+    s->spot_policy = (uint8_t)(p + 1);
+    return 0;
+}
+
+static int f_checkpoint_interval(const pctx_t *c, const spw_ynode_t *n,
+                                 const char *field, spw_jobspec_t *s)
+{
+    double v;
+
+    if (n->kind == SPW_Y_SCALAR && strcmp(n->str, "continuous") == 0) {
+        s->checkpoint_interval_s = SPW_CKPT_CONTINUOUS;
+        return 0;
+    }
+    if (n->kind != SPW_Y_SCALAR || spw_parse_duration(n->str, &v) < 0)
+        return type_error(c, n, field, "a duration like 10m or 1h, 0 (it "
+                          "never checkpoints) or continuous");
+    if (!(v >= 0))
+        return field_error(c, n, field, "must be 0 or more seconds");
+    if (v > SPW_JOBSPEC_MAX_RUNTIME_S)
+        return field_error(c, n, field, "must be at most ten years");
+    s->checkpoint_interval_s = v;
+    return 0;
+}
+
 /* Every field, in the order messages list them. */
 enum {
     F_NAME, F_TEAM, F_CLASS, F_LABELS, F_RUN, F_GPUS, F_EST_RUNTIME,
     F_MAX_RUNTIME, F_PRIORITY, F_DEADLINE, F_DATA, F_RESIDENCY, F_ENV,
-    F_WORKDIR, F_RETRIES, NFIELDS
+    F_WORKDIR, F_RETRIES, F_SPOT, F_SPOT_POLICY, F_CHECKPOINT_INTERVAL,
+    NFIELDS
 };
 static const struct field {
     const char *name;   /* key in the document */
@@ -678,6 +723,9 @@ static const struct field {
     [F_ENV] = {"env", f_env},
     [F_WORKDIR] = {"workdir", f_workdir},
     [F_RETRIES] = {"retries", f_retries},
+    [F_SPOT] = {"spot", f_spot},
+    [F_SPOT_POLICY] = {"spot_policy", f_spot_policy},
+    [F_CHECKPOINT_INTERVAL] = {"checkpoint_interval", f_checkpoint_interval},
 };
 
 static int parse_root(const pctx_t *c, const spw_ynode_t *root,
@@ -698,7 +746,7 @@ static int parse_root(const pctx_t *c, const spw_ynode_t *root,
             if (strcmp(fields[f].name, key) == 0)
                 break;
         if (f == NFIELDS) {
-            char known[256];
+            char known[320];
             size_t used = 0, k;
             for (k = 0; k < NFIELDS; k++)
                 used += (size_t)snprintf(known + used, sizeof(known) - used,
@@ -739,6 +787,7 @@ static void spec_init(spw_jobspec_t *s)
     s->est_runtime_s = NAN;
     s->max_runtime_s = NAN;
     s->deadline_s = NAN;
+    s->checkpoint_interval_s = NAN;
 }
 
 int spw_jobspec_parse(const char *name, const char *data, size_t len,
@@ -908,6 +957,17 @@ char *spw_jobspec_to_json(const spw_jobspec_t *s)
         bad |= put(o, "data", json_string(s->data));
     if (s->residency)
         bad |= put(o, "residency", json_string(s->residency));
+    if (s->spot_mode)
+        bad |= put(o, "spot", json_string(
+                       spw_spot_mode_name((spw_spot_mode_t)s->spot_mode)));
+    if (s->spot_policy)
+        bad |= put(o, "spot_policy", json_string(spw_spot_policy_name(
+                       (spw_spot_policy_t)(s->spot_policy - 1))));
+    if (s->checkpoint_interval_s == SPW_CKPT_CONTINUOUS)
+        bad |= put(o, "checkpoint_interval", json_string("continuous"));
+    else if (!isnan(s->checkpoint_interval_s))
+        bad |= put(o, "checkpoint_interval",
+                   seconds(s->checkpoint_interval_s));
     if (!bad)
         text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS |
                           JSON_REAL_PRECISION(17));
@@ -941,7 +1001,9 @@ int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b)
         !num_eq(a->deadline_s, b->deadline_s) || a->nenv != b->nenv ||
         !str_eq(a->workdir, b->workdir) || a->retries != b->retries ||
         !str_eq(a->jclass, b->jclass) || a->nlabels != b->nlabels ||
-        !str_eq(a->data, b->data) || !str_eq(a->residency, b->residency))
+        !str_eq(a->data, b->data) || !str_eq(a->residency, b->residency) ||
+        a->spot_mode != b->spot_mode || a->spot_policy != b->spot_policy ||
+        !num_eq(a->checkpoint_interval_s, b->checkpoint_interval_s))
         return 0;
     for (i = 0; i < a->argc; i++)
         if (!str_eq(a->argv[i], b->argv[i]))

@@ -80,6 +80,17 @@ typedef struct spw_jobspec {
                                   none */
     char *residency;           /* owned; residency class; NULL = none (its
                                   class may still name one) */
+    /* ---- spot and restarts (docs/spot.md) ---- */
+    uint8_t spot_mode;         /* spw_spot_mode_t: auto (0, also when not
+                                  given), always or never */
+    uint8_t spot_policy;       /* spw_spot_policy_t + 1; 0 = not given (the
+                                  config's spot.policy) */
+    double checkpoint_interval_s; /* seconds of running between two of its
+                                  checkpoints, > 0; 0 = it never checkpoints
+                                  (an interrupted attempt restarts from
+                                  scratch); SPW_CKPT_CONTINUOUS = nothing is
+                                  lost; NAN = not given (the config's
+                                  spot.checkpoint_interval_s) */
 } spw_jobspec_t;
 
 /* Parses and validates one job spec.  data is JSON when its first
@@ -92,7 +103,9 @@ typedef struct spw_jobspec {
  * deadline (unix seconds, or RFC 3339 like "2026-11-21T18:00:00Z"), env
  * (a map of strings), workdir, retries, and for governance class, labels
  * (a map of up to 64 strings, keys and values without '='), data (a dataset
- * name) and residency (a residency class).  run and gpus are required; unknown
+ * name) and residency (a residency class), and for spot capacity spot (auto,
+ * always, never), spot_policy (ondemand, greedy, uniform-progress) and
+ * checkpoint_interval (a duration, 0 = none, or "continuous").  run and gpus are required; unknown
  * or repeated fields are errors.  Scalars are read by their text in both
  * formats, so JSON "2" and 2 are the same gpus, as in YAML.
  *

@@ -29,14 +29,17 @@ typedef struct call {
     char id[SPW_ROUTE_ID_MAX + 2];   /* the {id} segment, "" when none;
                                         one byte over the limit so a longer
                                         id is seen as too long */
-    int id_ok;                       /* 1: id is a well-formed id */
+    char id2[SPW_ROUTE_ID_MAX + 2];  /* a second {id} segment (a node's
+                                        index after its pool), "" when none */
+    int id_ok;                       /* 1: id (and id2) are well formed */
 } call_t;
 
 typedef void (*handler_f)(call_t *c, spw_route_resp_t *out);
 
 /* One route: a path pattern, a method and what answers it. */
 typedef struct route {
-    const char *pattern;             /* path; "*" stands for one id segment */
+    const char *pattern;             /* path; "*" stands for one id segment
+                                        (at most two of them) */
     const char *method;              /* "GET" (HEAD too) or "POST" */
     const char *allow;               /* Allow header for this pattern */
     int open;                        /* 1: no token needed (healthz, metrics) */
@@ -166,15 +169,17 @@ static int id_valid(const char *s)
 
 /* Matches path against pattern; a "*" segment matches one non-empty
  * segment, copied (truncated) into id.  Returns 1 on a match. */
-static int path_match(const char *pattern, const char *path, char *id, size_t idsz)
+static int path_match(const char *pattern, const char *path, char *id, char *id2, size_t idsz)
 {
     const char *p = pattern, *s = path;
+    int nid = 0;
+    id[0] = id2[0] = '\0';
     while (*p) {
         if (*p == '*') {
             size_t n = strcspn(s, "/");
             if (n == 0)
                 return 0;
-            snprintf(id, idsz, "%.*s", (int)(n < idsz ? n : idsz - 1), s);
+            snprintf(nid++ ? id2 : id, idsz, "%.*s", (int)(n < idsz ? n : idsz - 1), s);
             s += n;
             p++;
         } else if (*p++ != *s++) {
@@ -397,6 +402,30 @@ static void h_preempt(call_t *c, spw_route_resp_t *out)
     by_id(c, "instance", spw_daemon_preempt, out);
 }
 
+static void node_state(call_t *c, int down, spw_route_resp_t *out)
+{
+    if (!c->who.admin) {
+        resp_error(out, 403, "taking a node down or up needs an admin token");
+        return;
+    }
+    if (need_id(c, "node", out) < 0)
+        return;
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_node(c->d, &c->who, c->id, c->id2, down, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_node_down(call_t *c, spw_route_resp_t *out)
+{
+    node_state(c, 1, out);
+}
+
+static void h_node_up(call_t *c, spw_route_resp_t *out)
+{
+    node_state(c, 0, out);
+}
+
 static void h_pools(call_t *c, spw_route_resp_t *out)
 {
     json_t *obj = NULL;
@@ -475,6 +504,8 @@ static const route_t routes[] = {
     {"/v1/pools", "GET", ALLOW_GET, 0, no_params, h_pools},
     {"/v1/costs", "GET", ALLOW_GET, 0, costs_params, h_costs},
     {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, no_params, h_preempt},
+    {"/v1/admin/nodes/*/*/down", "POST", ALLOW_POST, 0, no_params, h_node_down},
+    {"/v1/admin/nodes/*/*/up", "POST", ALLOW_POST, 0, no_params, h_node_up},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -488,10 +519,10 @@ static const route_t *find_route(call_t *c, spw_route_resp_t *out)
     if (strcmp(method, "HEAD") == 0)
         method = "GET";
     for (size_t i = 0; i < NROUTES; i++) {
-        if (!path_match(routes[i].pattern, path, c->id, sizeof(c->id)))
+        if (!path_match(routes[i].pattern, path, c->id, c->id2, sizeof(c->id)))
             continue;
         if (strcmp(routes[i].method, method) == 0) {
-            c->id_ok = !c->id[0] || id_valid(c->id);
+            c->id_ok = (!c->id[0] || id_valid(c->id)) && (!c->id2[0] || id_valid(c->id2));
             return &routes[i];
         }
         known = &routes[i];

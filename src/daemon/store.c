@@ -118,6 +118,25 @@ static const char *const migrations[] = {
     "UPDATE jobs SET charge_ts = placed_ts;"
     "UPDATE jobs SET cloud_usd = cost_usd, ledger_usd = cost_usd "
     "  WHERE placement LIKE 'cloud:%';",
+    /* 2 -> 3: interruptions (spot preemptions, node failures): what each
+     * job kept and lost, its restart counts, and the nodes an administrator
+     * took down, so a restart keeps them down. */
+    "ALTER TABLE jobs ADD COLUMN done_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN lost_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN lost_gpu_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN spot_gpu_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN ondemand_gpu_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN restarts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN last_offer INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE jobs ADD COLUMN spot INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE nodes ("
+    "  pool TEXT NOT NULL,"
+    "  node INTEGER NOT NULL,"
+    "  down_ts REAL NOT NULL,"
+    "  PRIMARY KEY (pool, node)"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -130,7 +149,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "seq, id, team, spec_json, state, submit_ts, placed_ts, start_ts, "       \
     "end_ts, placement, gpus_assigned, pid, pid_start_ticks, exit_code, "     \
     "attempts, reason, cost_usd, cloud_usd, reserved_usd, charge_ts, "        \
-    "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd"
+    "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
+    "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
+    "preemptions, failures, last_offer, spot"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id"
@@ -165,7 +186,18 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "held = CASE WHEN ?1 & 2048 THEN ?20 ELSE held END, "                   \
       "ledger_usd = CASE WHEN ?1 & 2048 THEN ?21 ELSE ledger_usd END, "       \
       "ledger_egress_usd = CASE WHEN ?1 & 2048 THEN ?22 "                     \
-      "  ELSE ledger_egress_usd END "                                         \
+      "  ELSE ledger_egress_usd END, "                                        \
+      "done_s = CASE WHEN ?1 & 4096 THEN ?23 ELSE done_s END, "               \
+      "lost_s = CASE WHEN ?1 & 4096 THEN ?24 ELSE lost_s END, "               \
+      "lost_gpu_s = CASE WHEN ?1 & 4096 THEN ?25 ELSE lost_gpu_s END, "       \
+      "spot_gpu_s = CASE WHEN ?1 & 4096 THEN ?26 ELSE spot_gpu_s END, "       \
+      "ondemand_gpu_s = CASE WHEN ?1 & 4096 THEN ?27 "                        \
+      "  ELSE ondemand_gpu_s END, "                                           \
+      "restarts = CASE WHEN ?1 & 4096 THEN ?28 ELSE restarts END, "           \
+      "preemptions = CASE WHEN ?1 & 4096 THEN ?29 ELSE preemptions END, "     \
+      "failures = CASE WHEN ?1 & 4096 THEN ?30 ELSE failures END, "           \
+      "last_offer = CASE WHEN ?1 & 4096 THEN ?31 ELSE last_offer END, "       \
+      "spot = CASE WHEN ?1 & 4096 THEN ?32 ELSE spot END "                    \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -186,6 +218,10 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "ORDER BY launched_ts, rowid")                                          \
     X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
       "WHERE state <> 'released' ORDER BY launched_ts, rowid")                \
+    X(NODE_DOWN, "INSERT OR REPLACE INTO nodes (pool, node, down_ts) "        \
+      "VALUES (?1, ?2, ?3)")                                                  \
+    X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
+    X(NODE_LIST, "SELECT pool, node, down_ts FROM nodes ORDER BY pool, node") \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
       "VALUES (?1, ?2, ?3)")                                                  \
     X(DEC_LATEST, "SELECT json, ts FROM decisions WHERE job_id = ?1 "         \
@@ -197,7 +233,8 @@ _Static_assert(SPW_JU_STATE == 1 && SPW_JU_PLACED_TS == 2 &&
                SPW_JU_PLACEMENT == 16 && SPW_JU_GPUS == 32 &&
                SPW_JU_PID == 64 && SPW_JU_EXIT == 128 &&
                SPW_JU_ATTEMPTS == 256 && SPW_JU_REASON == 512 &&
-               SPW_JU_COST == 1024 && SPW_JU_MONEY == 2048,
+               SPW_JU_COST == 1024 && SPW_JU_MONEY == 2048 &&
+               SPW_JU_PROGRESS == 4096,
                "JOB_UPDATE's bit values");
 
 #define STMT_ENUM(a, sql) S_##a,
@@ -639,6 +676,16 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_int64(s, 20, u->held);
     sqlite3_bind_double(s, 21, finite_or_0(u->ledger_usd));
     sqlite3_bind_double(s, 22, finite_or_0(u->ledger_egress_usd));
+    sqlite3_bind_double(s, 23, finite_or_0(u->done_s));
+    sqlite3_bind_double(s, 24, finite_or_0(u->lost_s));
+    sqlite3_bind_double(s, 25, finite_or_0(u->lost_gpu_s));
+    sqlite3_bind_double(s, 26, finite_or_0(u->spot_gpu_s));
+    sqlite3_bind_double(s, 27, finite_or_0(u->ondemand_gpu_s));
+    sqlite3_bind_int64(s, 28, u->restarts);
+    sqlite3_bind_int64(s, 29, u->preemptions);
+    sqlite3_bind_int64(s, 30, u->failures);
+    sqlite3_bind_int64(s, 31, u->last_offer);
+    sqlite3_bind_int(s, 32, u->spot != 0);
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -685,6 +732,16 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->held = sqlite3_column_int64(s, 22);
     j->ledger_usd = sqlite3_column_double(s, 23);
     j->ledger_egress_usd = sqlite3_column_double(s, 24);
+    j->done_s = sqlite3_column_double(s, 25);
+    j->lost_s = sqlite3_column_double(s, 26);
+    j->lost_gpu_s = sqlite3_column_double(s, 27);
+    j->spot_gpu_s = sqlite3_column_double(s, 28);
+    j->ondemand_gpu_s = sqlite3_column_double(s, 29);
+    j->restarts = sqlite3_column_int64(s, 30);
+    j->preemptions = sqlite3_column_int64(s, 31);
+    j->failures = sqlite3_column_int64(s, 32);
+    j->last_offer = sqlite3_column_int64(s, 33);
+    j->spot = sqlite3_column_int(s, 34);
     return 0;
 }
 
@@ -873,6 +930,56 @@ int spw_store_instance_list(spw_store_t *st, int active_only,
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         db_error(st, err, "cannot list instances");
+        done(s);
+        return -1;
+    }
+    done(s);
+    return 0;
+}
+
+/* ---- on-prem nodes ------------------------------------------------------ */
+
+int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
+                       int down, double down_ts, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, down ? S_NODE_DOWN : S_NODE_UP, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    if (!pool || node < 0)
+        return spw_errorf(err, "%s: invalid node record", st->path);
+    sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, node);
+    if (down)
+        sqlite3_bind_double(s, 3, finite_or_0(down_ts));
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot record a node's state");
+    return 0;
+}
+
+int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
+                        spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_NODE_LIST, err);
+    spw_store_node_t n;
+    int rc;
+
+    if (!s)
+        return -1;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        n.pool = col_text(s, 0);
+        n.node = sqlite3_column_int64(s, 1);
+        n.down_ts = sqlite3_column_double(s, 2);
+        if (!n.pool)
+            continue;
+        if (cb(&n, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(st, err, "cannot list nodes");
         done(s);
         return -1;
     }

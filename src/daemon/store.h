@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 2
+#define SPW_STORE_SCHEMA_VERSION 3
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -145,6 +145,20 @@ typedef struct spw_store_job {
                                       clamped to each attempt's reservation) */
     double ledger_egress_usd;      /* egress settled against that budget (what
                                       a live cloud placement holds is not) */
+    /* ---- interruptions (schema 3; 0 in rows written before) ---- */
+    double done_s;                 /* work kept from interrupted attempts up
+                                      to their last checkpoint, seconds */
+    double lost_s;                 /* work lost to interruptions, seconds */
+    double lost_gpu_s;             /* the same in GPU-seconds */
+    double spot_gpu_s;             /* paid spot GPU-seconds, every attempt */
+    double ondemand_gpu_s;         /* paid on-demand GPU-seconds */
+    int64_t restarts;              /* attempts begun after an interruption */
+    int64_t preemptions;           /* cloud attempts preempted */
+    int64_t failures;              /* on-prem attempts ended by a node failure */
+    int64_t last_offer;            /* offer index of the last preempted
+                                      attempt, -1 = none */
+    int spot;                      /* its current or last cloud attempt ran
+                                      on spot */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -177,6 +191,9 @@ enum {
     SPW_JU_MONEY = 1 << 11,     /* reserved_usd, charge_ts, egress_usd,
                                    egress_gb, held, ledger_usd and
                                    ledger_egress_usd together */
+    SPW_JU_PROGRESS = 1 << 12,  /* done_s, lost_s, lost_gpu_s, spot_gpu_s,
+                                   ondemand_gpu_s, restarts, preemptions,
+                                   failures, last_offer and spot together */
 };
 
 typedef struct spw_store_job_update {
@@ -202,6 +219,16 @@ typedef struct spw_store_job_update {
     int64_t held;                  /* times held */
     double ledger_usd;             /* dollars */
     double ledger_egress_usd;      /* dollars */
+    double done_s;                 /* seconds; the rest with SPW_JU_PROGRESS */
+    double lost_s;                 /* seconds */
+    double lost_gpu_s;             /* GPU-seconds */
+    double spot_gpu_s;             /* GPU-seconds */
+    double ondemand_gpu_s;         /* GPU-seconds */
+    int64_t restarts;              /* count */
+    int64_t preemptions;           /* count */
+    int64_t failures;              /* count */
+    int64_t last_offer;            /* offer index, -1 = none */
+    int spot;                      /* 0 or 1 */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */
@@ -267,6 +294,29 @@ typedef int (*spw_store_instance_f)(const spw_store_instance_t *in,
 int spw_store_instance_list(spw_store_t *st, int active_only,
                             spw_store_instance_f cb, void *arg,
                             spw_error_t *err);
+
+/* ---- on-prem nodes ------------------------------------------------------ */
+
+/* One node an administrator took out of service (schema 3).  Nodes not
+ * listed are up. */
+typedef struct spw_store_node {
+    const char *pool;              /* pool name, as in the config */
+    int64_t node;                  /* index in the pool, 0-based */
+    double down_ts;                /* when it went down, unix seconds */
+} spw_store_node_t;
+
+/* Records node `node` of `pool` as down since down_ts (down != 0), or up
+ * (its row is removed).  Setting a state it already has is not an error. */
+int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
+                       int down, double down_ts, spw_error_t *err);
+
+/* Called for each node that is down; borrowed until it returns; must not
+ * call the store.  Return nonzero to stop. */
+typedef int (*spw_store_node_f)(const spw_store_node_t *n, void *arg);
+
+/* Calls cb for each node recorded down, by pool then index. */
+int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
+                        spw_error_t *err);
 
 /* ---- decisions ---------------------------------------------------------- */
 

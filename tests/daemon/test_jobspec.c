@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/model.h"
+#include "core/spot.h"
 #include "daemon/jobspec.h"
 #include "tap.h"
 
@@ -224,10 +226,31 @@ static void test_errors(void)
          "t.json:1:25: field 'gpus': must be at least 1"},
         {"t.json", "{\"name\": \"a\\\"b\", \"gpus\": -2, \"run\": [\"x\"]}",
          "t.json:1:26: field 'gpus': must be at least 1"},
+        {"t.yaml", "run: [x]\ngpus: 1\npreemptible: true\n",
+         "t.yaml:3:1: unknown field 'preemptible' (expected one of: name, "
+         "team, class, labels, run, gpus, est_runtime, max_runtime, "
+         "priority, deadline, data, residency, env, workdir, retries, spot, "
+         "spot_policy, checkpoint_interval)"},
         {"t.yaml", "run: [x]\ngpus: 1\nspot: true\n",
-         "t.yaml:3:1: unknown field 'spot' (expected one of: name, team, "
-         "class, labels, run, gpus, est_runtime, max_runtime, priority, "
-         "deadline, data, residency, env, workdir, retries)"},
+         "t.yaml:3:7: field 'spot': expected auto, always or never, got "
+         "'true'"},
+        {"t.yaml", "run: [x]\ngpus: 1\nspot: [always]\n",
+         "t.yaml:3:7: field 'spot': expected auto, always or never, got a "
+         "list"},
+        {"t.yaml", "run: [x]\ngpus: 1\nspot_policy: lazy\n",
+         "t.yaml:3:14: field 'spot_policy': expected ondemand, greedy or "
+         "uniform-progress, got 'lazy'"},
+        {"t.yaml", "run: [x]\ngpus: 1\ncheckpoint_interval: -5\n",
+         "t.yaml:3:22: field 'checkpoint_interval': must be 0 or more "
+         "seconds"},
+        {"t.yaml", "run: [x]\ngpus: 1\ncheckpoint_interval: often\n",
+         "t.yaml:3:22: field 'checkpoint_interval': expected a duration "
+         "like 10m or 1h, 0 (it never checkpoints) or continuous, got "
+         "'often'"},
+        {"t.json", "{\"run\": [\"x\"], \"gpus\": 1,\n \"checkpoint_interval\": "
+         "\"20000d\"}",
+         "t.json:2:25: field 'checkpoint_interval': must be at most ten "
+         "years"},
         {"t.json", "{\"run\": [\"x\"], \"gpus\": 1,\n  \"gpu\": 2}",
          "t.json:2:3: unknown field 'gpu' (expected one of: *"},
         {"t.yaml", "gpus: 1\n", "t.yaml:1:1: field 'run' is required (a "
@@ -397,6 +420,70 @@ static void test_errors(void)
         } else {
             is_str(got, want, "error %zu", i);
         }
+    }
+}
+
+static void test_spot_fields(void)
+{
+    static const char yaml[] =
+        "run: [./train]\n"
+        "gpus: 1\n"
+        "spot: always\n"
+        "spot_policy: uniform-progress\n"
+        "checkpoint_interval: 10m\n";
+    static const char json[] =
+        "{\"run\": [\"./train\"], \"gpus\": 1, \"spot\": \"always\",\n"
+        " \"spot_policy\": \"uniform-progress\", \"checkpoint_interval\": 600}";
+    spw_jobspec_t y, j, s;
+    spw_error_t err;
+    char *text;
+
+    if (!ok(parse("s.yaml", yaml, &y, &err) == 0, "spot fields in YAML")) {
+        diag("%s", err.text);
+        return;
+    }
+    is(y.spot_mode, SPW_SPOTMODE_ALWAYS, "spot: always");
+    is(y.spot_policy, SPW_SPOT_POLICY_UNIFORM_PROGRESS + 1, "spot_policy, + 1");
+    is_double(y.checkpoint_interval_s, 600, 0, "checkpoint_interval 10m");
+    if (ok(parse("s.json", json, &j, &err) == 0, "the same in JSON")) {
+        ok(spw_jobspec_equal(&y, &j), "JSON and YAML give the same spec");
+        spw_jobspec_free(&j);
+    }
+    text = spw_jobspec_to_json(&y);
+    is_str(text, "{\"checkpoint_interval\":600,\"gpus\":1,\"run\":[\"./train\"],"
+           "\"spot\":\"always\",\"spot_policy\":\"uniform-progress\"}",
+           "canonical JSON with the spot fields");
+    free(text);
+    round_trip(&y, "spot fields");
+    spw_jobspec_free(&y);
+
+    if (ok(parse("c.yaml", "run: [x]\ngpus: 1\ncheckpoint_interval: continuous\n"
+                 "spot: never\nspot_policy: greedy\n", &s, &err) == 0, "continuous")) {
+        is_double(s.checkpoint_interval_s, SPW_CKPT_CONTINUOUS, 0, "continuous is -1");
+        is(s.spot_mode, SPW_SPOTMODE_NEVER, "spot: never");
+        is(s.spot_policy, SPW_SPOT_POLICY_GREEDY + 1, "greedy");
+        text = spw_jobspec_to_json(&s);
+        ok(strstr(text, "\"checkpoint_interval\":\"continuous\"") != NULL,
+           "continuous is written as a word");
+        free(text);
+        round_trip(&s, "continuous");
+        spw_jobspec_free(&s);
+    }
+    if (ok(parse("z.yaml", "run: [x]\ngpus: 1\ncheckpoint_interval: 0\nspot: auto\n", &s,
+                 &err) == 0, "interval 0, spot auto")) {
+        is_double(s.checkpoint_interval_s, 0, 0, "0 = never checkpoints");
+        is(s.spot_mode, SPW_SPOTMODE_AUTO, "auto");
+        text = spw_jobspec_to_json(&s);
+        is_str(text, "{\"checkpoint_interval\":0,\"gpus\":1,\"run\":[\"x\"]}",
+               "0 is kept, auto (the default) is left out");
+        free(text);
+        round_trip(&s, "interval 0");
+        spw_jobspec_free(&s);
+    }
+    if (ok(parse("n.yaml", "run: [x]\ngpus: 1\n", &s, &err) == 0, "no spot fields")) {
+        ok(isnan(s.checkpoint_interval_s) && s.spot_mode == 0 && s.spot_policy == 0,
+           "unset: NAN interval, auto, the config's policy");
+        spw_jobspec_free(&s);
     }
 }
 
@@ -571,6 +658,7 @@ int main(void)
     test_minimal_and_script();
     test_errors();
     test_governance();
+    test_spot_fields();
     test_label_limit();
     test_limits();
     test_durations();

@@ -365,6 +365,31 @@ static void test_capacity_and_admin(void)
        "preempt an unknown instance: 404");
     is(req("POST", "/v1/admin/instances/bad$id/preempt", ADMIN, NULL), 404,
        "preempt a malformed id: 404");
+
+    /* on-prem nodes out of service and back */
+    is(req("POST", "/v1/admin/nodes/local/0/down", ML, NULL), 403, "node down with a team token: 403");
+    is(req("POST", "/v1/admin/nodes/dc9/0/down", ADMIN, NULL), 404, "an unknown pool: 404");
+    ok(strstr(msg(), "no on-prem pool 'dc9'") != NULL, "its message names the pool");
+    is(req("POST", "/v1/admin/nodes/local/1/down", ADMIN, NULL), 404, "an index past the pool: 404");
+    ok(strstr(msg(), "its nodes are 0 to 0") != NULL, "its message gives the range");
+    is(req("POST", "/v1/admin/nodes/local/x/down", ADMIN, NULL), 404, "an index that is no number: 404");
+    is(req("POST", "/v1/admin/nodes/local/b$d/down", ADMIN, NULL), 404, "a malformed index: 404");
+    is(req("GET", "/v1/admin/nodes/local/0/down", ADMIN, NULL), 405, "GET a node action: 405");
+    is(req("POST", "/v1/admin/nodes/local/0/down", ADMIN, NULL), 200, "node local/0 down: 200");
+    ok(!strcmp(str("pool"), "local") && json_integer_value(json_object_get(J, "node")) == 0 &&
+       !strcmp(str("state"), "down") && json_is_array(json_object_get(J, "jobs_interrupted")),
+       "the answer is the node, down, with the jobs it stopped");
+    is(req("POST", "/v1/admin/nodes/local/0/down", ADMIN, NULL), 409, "down again: 409");
+    req("GET", "/v1/pools", ADMIN, NULL);
+    json_t *down = json_object_get(json_array_get(json_object_get(J, "pools"), 0), "nodes_down");
+    ok(json_array_size(down) == 1 && json_integer_value(json_array_get(down, 0)) == 0,
+       "pools lists the node as down");
+    is(req("POST", "/v1/admin/nodes/local/0/up", ADMIN, NULL), 200, "node local/0 up: 200");
+    is_str(str("state"), "up", "it is up");
+    is(req("POST", "/v1/admin/nodes/local/0/up", ADMIN, NULL), 409, "up again: 409");
+    req("GET", "/v1/pools", ADMIN, NULL);
+    down = json_object_get(json_array_get(json_object_get(J, "pools"), 0), "nodes_down");
+    ok(json_is_array(down) && json_array_size(down) == 0, "no node is down any more");
 }
 
 static void test_open_daemon(void)

@@ -143,8 +143,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "2",
-           "schema_version table holds 2");
+    is_str(raw(db, "SELECT version FROM schema_version"), "3",
+           "schema_version table holds 3");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -541,7 +541,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 2, "it is migrated to version 2");
+    is(spw_store_schema_version(st), 3, "it is migrated to version 3");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -550,9 +550,78 @@ static void test_money(void)
     if (ok(spw_store_job_get(st, "j-000002", &j, &err) == 0, "its on-prem job")) {
         ok(j.cloud_usd == 0 && j.ledger_usd == 0 && j.cost_usd == 1.5 && j.charge_ts == 12,
            "on-prem spend stays out of the cloud columns");
+        ok(j.done_s == 0 && j.restarts == 0 && j.preemptions == 0 && j.failures == 0 &&
+           j.last_offer == -1 && j.spot == 0, "schema 3 columns take their defaults");
         spw_store_job_clear(&j);
     }
     spw_store_close(st);
+}
+
+/* ---- interruptions and nodes (schema 3) ---------------------------------- */
+
+static int count_node(const spw_store_node_t *n, void *arg)
+{
+    char *buf = arg;
+    size_t used = strlen(buf);
+    snprintf(buf + used, 256 - used, "%s%s/%lld@%g", used ? " " : "", n->pool,
+             (long long)n->node, n->down_ts);
+    return 0;
+}
+
+static void test_progress_and_nodes(void)
+{
+    const char *db = path_in("progress.db");
+    spw_error_t err;
+    spw_store_t *st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "open a store for interruptions")) {
+        diag("%s", err.text);
+        return;
+    }
+    spw_jobspec_t a;
+    spw_jobspec_parse("t.yaml", "run: [x]\ngpus: 1\n", strlen("run: [x]\ngpus: 1\n"), &a, &err);
+    const spw_jobspec_t *specs[] = {&a};
+    char ids[1][SPW_STORE_ID_LEN];
+    ok(spw_store_submit_batch(st, specs, 1, 100, ids, &err) == 0, "one job");
+    spw_store_job_update_t u = {
+        .set = SPW_JU_PROGRESS, .done_s = 120.5, .lost_s = 30, .lost_gpu_s = 60,
+        .spot_gpu_s = 400, .ondemand_gpu_s = 50, .restarts = 2, .preemptions = 1,
+        .failures = 1, .last_offer = 3, .spot = 1, .attempts = 99,
+    };
+    ok(spw_store_job_update(st, ids[0], &u, &err) == 0, "write its progress");
+    spw_store_job_t j;
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "read it back")) {
+        ok(j.done_s == 120.5 && j.lost_s == 30 && j.lost_gpu_s == 60 && j.spot_gpu_s == 400 &&
+           j.ondemand_gpu_s == 50 && j.restarts == 2 && j.preemptions == 1 && j.failures == 1 &&
+           j.last_offer == 3 && j.spot == 1, "every progress field round-trips");
+        is(j.attempts, 0, "attempts untouched without SPW_JU_ATTEMPTS");
+        spw_store_job_clear(&j);
+    }
+    u.set = SPW_JU_ATTEMPTS;
+    u.done_s = 0;
+    spw_store_job_update(st, ids[0], &u, &err);
+    if (spw_store_job_get(st, ids[0], &j, &err) == 0) {
+        ok(j.done_s == 120.5 && j.attempts == 99, "progress untouched without SPW_JU_PROGRESS");
+        spw_store_job_clear(&j);
+    }
+
+    char list[256] = "";
+    ok(spw_store_node_list(st, count_node, list, &err) == 0 && !list[0], "no node is down");
+    ok(spw_store_node_set(st, "dc1", 3, 1, 50, &err) == 0, "node dc1/3 down");
+    ok(spw_store_node_set(st, "dc1", 0, 1, 60, &err) == 0, "node dc1/0 down");
+    ok(spw_store_node_set(st, "dc1", 3, 1, 70, &err) == 0, "down again is not an error");
+    ok(spw_store_node_set(st, "a", 1, 1, 80, &err) == 0, "node a/1 down");
+    spw_store_node_list(st, count_node, list, &err);
+    is_str(list, "a/1@80 dc1/0@60 dc1/3@70", "listed by pool then index");
+    ok(spw_store_node_set(st, "dc1", 0, 0, 0, &err) == 0, "dc1/0 up");
+    ok(spw_store_node_set(st, "zz", 0, 0, 0, &err) == 0, "up for a node never down is fine");
+    spw_store_close(st);
+    st = spw_store_open(db, NULL, &err);
+    list[0] = '\0';
+    spw_store_node_list(st, count_node, list, &err);
+    is_str(list, "a/1@80 dc1/3@70", "the down nodes survive a reopen");
+    ok(spw_store_node_set(st, NULL, 0, 1, 0, &err) < 0, "a node needs a pool");
+    spw_store_close(st);
+    spw_jobspec_free(&a);
 }
 
 /* ---- opening odd files -------------------------------------------------- */
@@ -579,7 +648,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 2, "to version 2");
+        is(spw_store_schema_version(st), 3, "to version 3");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -597,7 +666,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(2): run a newer spillway") != NULL, "newer schema message");
+              "(3): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
@@ -872,6 +941,7 @@ int main(void)
     test_jobs();
     test_instances_decisions();
     test_money();
+    test_progress_and_nodes();
     test_open_cases();
     test_crash();
     rm_rf(dir);
