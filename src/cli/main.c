@@ -513,17 +513,10 @@ static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spo
     size_t nspot = 0;
     for (size_t i = 0; i < f->noffers; i++) {
         const spw_offer_t *o = &f->offers[i];
-        const spw_spot_avail_conf_t *hit = NULL;
-        for (size_t k = 0; k < sc->navail; k++) {
-            const spw_spot_avail_conf_t *a = &sc->avail[k];
-            if ((!a->provider || strcmp(a->provider, o->provider) == 0)
-                && (!a->region || strcmp(a->region, o->region) == 0)
-                && (!a->zone || strcmp(a->zone, o->zone) == 0)
-                && (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0))
-                hit = a;
-        }
-        if (!hit || isnan(o->spot_usd_per_h))
+        int k = spw_spot_avail_of(cfg, o);
+        if (k < 0 || isnan(o->spot_usd_per_h))
             continue;
+        const spw_spot_avail_conf_t *hit = &sc->avail[k];
         spot[nspot++] = (spw_sim_spot_t){
             .offer = i,
             .trace = hit->trace_path ? &hit->trace : NULL,

@@ -1590,16 +1590,6 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
     return 0;
 }
 
-/* Whether entry a of spot.availability applies to offer o (a NULL name
- * matches any). */
-static int avail_matches(const spw_spot_avail_conf_t *a, const spw_offer_t *o)
-{
-    return (!a->provider || strcmp(a->provider, o->provider) == 0) &&
-           (!a->region || strcmp(a->region, o->region) == 0) &&
-           (!a->zone || strcmp(a->zone, o->zone) == 0) &&
-           (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0);
-}
-
 /* Which spot.availability entry applies to each offer (the last that
  * matches), where their traces start (the daemon's start, less each
  * entry's start_offset), and the per-offer state of spot capacity and
@@ -1612,11 +1602,8 @@ static void spot_setup(spw_daemon_t *d)
     d->backoff_s = spw_xcalloc(2 * n + 2, sizeof(double));
     d->spot_trace_start_ts = d->started_ts;
     for (size_t i = 0; i < n; i++) {
-        d->offer_avail[i] = -1;
+        d->offer_avail[i] = spw_spot_avail_of(d->cfg, &d->fleet.offers[i]);
         d->spot_cap[i] = UINT32_MAX;
-        for (size_t k = 0; k < d->cfg->spot.navail; k++)
-            if (avail_matches(&d->cfg->spot.avail[k], &d->fleet.offers[i]))
-                d->offer_avail[i] = (int32_t)k;
     }
 }
 

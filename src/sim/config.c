@@ -1260,6 +1260,15 @@ static int avail_matches(const spw_spot_avail_conf_t *a, const spw_offer_t *o)
            && (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0);
 }
 
+int spw_spot_avail_of(const spw_config_t *cfg, const spw_offer_t *o)
+{
+    int hit = -1;
+    for (size_t k = 0; k < cfg->spot.navail; k++)
+        if (avail_matches(&cfg->spot.avail[k], o))
+            hit = (int)k;
+    return hit;
+}
+
 static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"provider", "region", "zone", "instance_type", "trace",

@@ -148,6 +148,12 @@ typedef struct spw_spot_avail_conf {
     int line;                   /* in the config file, for messages */
 } spw_spot_avail_conf_t;
 
+/* The entry of cfg's spot.availability that applies to offer o: the last
+ * one whose provider, region, zone and instance_type (NULL = any) match;
+ * -1 when none does. */
+struct spw_config;
+int spw_spot_avail_of(const struct spw_config *cfg, const spw_offer_t *o);
+
 /* The spot: section (docs/spot.md); the policy part lands in
  * spw_config.policy (spot_policy, restart_overhead_s, max_restarts,
  * recovery, failover). */
