@@ -193,6 +193,7 @@ static void strtab_init(strtab_t *tb, spw_trace_names_t *names)
 static uint32_t intern(strtab_t *tb, const char *s, size_t n, long line, int *added)
 {
     *added = 0;
+    n = strnlen(s, n); /* a NUL byte in a field ends the name, as it does when printed */
     if (n == 0)
         return 0;
     spw_trace_names_t *nm = tb->names;

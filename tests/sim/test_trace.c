@@ -107,6 +107,28 @@ static void test_spillway_optional(void)
     spw_models_clear(&m);
 }
 
+/* A NUL byte inside a name field ends the name: "ml\0x" and "ml" are one
+ * team (found by fuzz_trace: the lookup used to read past the stored name). */
+static void test_nul_in_name(void)
+{
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err = {{0}};
+    static const char csv[] = "id,submit_s,gpus,runtime_s,team\n"
+                              "a,0,1,10,ml\0x\n"
+                              "b,1,1,10,ml\n"
+                              "c,2,1,10,\0core\n";
+    is(spw_trace_load_mem(&t, "t.csv", csv, sizeof(csv) - 1, SPW_TRACE_AUTO, &m, &err), 0,
+       "nul: loads (%s)", err.text);
+    is(t.njobs, 3, "nul: 3 jobs");
+    is(t.teams.n, 2, "nul: two teams ('', ml)");
+    is_str(t.teams.name[t.attr[0].team], "ml", "nul: a's team ends at the NUL");
+    is(t.attr[1].team, t.attr[0].team, "nul: b shares a's team");
+    is(t.attr[2].team, 0, "nul: a name starting with NUL is empty");
+    spw_trace_free(&t);
+    spw_models_clear(&m);
+}
+
 static void test_spillway_sorting(void)
 {
     spw_trace_t t;
@@ -717,6 +739,7 @@ int main(void)
 {
     test_spillway_basic();
     test_spillway_optional();
+    test_nul_in_name();
     test_spillway_sorting();
     test_spillway_errors();
     test_governance_columns();
