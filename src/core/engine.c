@@ -213,6 +213,10 @@ struct spw_engine {
     size_t queued;
     int dirty;                    /* something changed since the last pass */
     uint64_t passes, reservations;
+    spw_job_links_t **lchunk;     /* the links of jobs in the engine, in chunks */
+    size_t nlchunk, caplchunk;
+    spw_job_links_t **lfree;      /* free links (a stack) */
+    size_t nlfree, caplfree;
 };
 
 #define GROW(arr, n, cap)                                                     \
@@ -222,6 +226,43 @@ struct spw_engine {
             (arr) = spw_xrealloc((arr), (cap) * sizeof(*(arr)));              \
         }                                                                     \
     } while (0)
+
+/* ---- job links ------------------------------------------------------------ */
+
+/* A job's links exist from submit (or restore) to its final state, so the
+ * engine's memory follows the jobs it holds, not every job it has seen.
+ * Taken from chunks the engine owns; a job that leaves has l = NULL, so a
+ * stale reference to it cannot reach another job's links. */
+#define LINKS_PER_CHUNK 1024
+
+static void links_take(spw_engine_t *e, spw_job_t *j)
+{
+    if (!e->nlfree) {
+        GROW(e->lchunk, e->nlchunk, e->caplchunk);
+        spw_job_links_t *c = spw_xmalloc(LINKS_PER_CHUNK * sizeof(*c));
+        e->lchunk[e->nlchunk++] = c;
+        if (e->caplfree < LINKS_PER_CHUNK) {
+            e->caplfree = LINKS_PER_CHUNK;
+            e->lfree = spw_xrealloc(e->lfree, e->caplfree * sizeof(*e->lfree));
+        }
+        for (size_t i = 0; i < LINKS_PER_CHUNK; i++)
+            e->lfree[e->nlfree++] = &c[LINKS_PER_CHUNK - 1 - i];
+    }
+    spw_job_links_t *l = e->lfree[--e->nlfree];
+    memset(l, 0, sizeof(*l));
+    j->l = l;
+}
+
+/* Job j leaves the engine for good (done, cancelled, failed, rejected or
+ * unschedulable). */
+static void links_drop(spw_engine_t *e, spw_job_t *j)
+{
+    if (!j->l)
+        return;
+    GROW(e->lfree, e->nlfree, e->caplfree);
+    e->lfree[e->nlfree++] = j->l;
+    j->l = NULL;
+}
 
 /* ---- queue key and treap ----------------------------------------------- */
 
@@ -247,13 +288,13 @@ static inline int job_before(const spw_engine_t *e, const spw_job_t *a, const sp
 
 static inline double min_est(const spw_job_t *t)
 {
-    return t ? t->l.min_est_s : INFINITY;
+    return t ? t->l->min_est_s : INFINITY;
 }
 
 static inline void treap_update(spw_job_t *t)
 {
-    double m = t->est_runtime_s, a = min_est(t->l.left), b = min_est(t->l.right);
-    t->l.min_est_s = m < a ? (m < b ? m : b) : (a < b ? a : b);
+    double m = t->est_runtime_s, a = min_est(t->l->left), b = min_est(t->l->right);
+    t->l->min_est_s = m < a ? (m < b ? m : b) : (a < b ? a : b);
 }
 
 static spw_job_t *treap_insert(const spw_engine_t *e, spw_job_t *t, spw_job_t *j)
@@ -261,20 +302,20 @@ static spw_job_t *treap_insert(const spw_engine_t *e, spw_job_t *t, spw_job_t *j
     if (!t)
         return j;
     if (job_before(e, j, t)) {
-        t->l.left = treap_insert(e, t->l.left, j);
-        if (t->l.left->l.prio > t->l.prio) {
-            spw_job_t *l = t->l.left;
-            t->l.left = l->l.right;
-            l->l.right = t;
+        t->l->left = treap_insert(e, t->l->left, j);
+        if (t->l->left->l->prio > t->l->prio) {
+            spw_job_t *l = t->l->left;
+            t->l->left = l->l->right;
+            l->l->right = t;
             treap_update(t);
             t = l;
         }
     } else {
-        t->l.right = treap_insert(e, t->l.right, j);
-        if (t->l.right->l.prio > t->l.prio) {
-            spw_job_t *r = t->l.right;
-            t->l.right = r->l.left;
-            r->l.left = t;
+        t->l->right = treap_insert(e, t->l->right, j);
+        if (t->l->right->l->prio > t->l->prio) {
+            spw_job_t *r = t->l->right;
+            t->l->right = r->l->left;
+            r->l->left = t;
             treap_update(t);
             t = r;
         }
@@ -289,12 +330,12 @@ static spw_job_t *treap_merge(spw_job_t *a, spw_job_t *b)
         return b;
     if (!b)
         return a;
-    if (a->l.prio > b->l.prio) {
-        a->l.right = treap_merge(a->l.right, b);
+    if (a->l->prio > b->l->prio) {
+        a->l->right = treap_merge(a->l->right, b);
         treap_update(a);
         return a;
     }
-    b->l.left = treap_merge(a, b->l.left);
+    b->l->left = treap_merge(a, b->l->left);
     treap_update(b);
     return b;
 }
@@ -304,22 +345,22 @@ static spw_job_t *treap_remove(const spw_engine_t *e, spw_job_t *t, spw_job_t *j
     if (!t)
         return NULL;
     if (t == j) {
-        spw_job_t *m = treap_merge(t->l.left, t->l.right);
-        j->l.left = j->l.right = NULL;
+        spw_job_t *m = treap_merge(t->l->left, t->l->right);
+        j->l->left = j->l->right = NULL;
         return m;
     }
     if (job_before(e, j, t))
-        t->l.left = treap_remove(e, t->l.left, j);
+        t->l->left = treap_remove(e, t->l->left, j);
     else
-        t->l.right = treap_remove(e, t->l.right, j);
+        t->l->right = treap_remove(e, t->l->right, j);
     treap_update(t);
     return t;
 }
 
 static spw_job_t *treap_first(spw_job_t *t)
 {
-    while (t && t->l.left)
-        t = t->l.left;
+    while (t && t->l->left)
+        t = t->l->left;
     return t;
 }
 
@@ -327,12 +368,12 @@ static spw_job_t *treap_first(spw_job_t *t)
 static spw_job_t *treap_first_short(spw_job_t *t, double limit)
 {
     while (t) {
-        if (min_est(t->l.left) <= limit)
-            t = t->l.left;
+        if (min_est(t->l->left) <= limit)
+            t = t->l->left;
         else if (t->est_runtime_s <= limit)
             return t;
-        else if (min_est(t->l.right) <= limit)
-            t = t->l.right;
+        else if (min_est(t->l->right) <= limit)
+            t = t->l->right;
         else
             return NULL;
     }
@@ -351,9 +392,9 @@ static uint32_t hash32(uint64_t x)
 
 static void queue_add(spw_engine_t *e, jclass_t *c, spw_job_t *j)
 {
-    j->l.left = j->l.right = NULL;
-    j->l.prio = hash32(j->order);
-    j->l.min_est_s = j->est_runtime_s;
+    j->l->left = j->l->right = NULL;
+    j->l->prio = hash32(j->order);
+    j->l->min_est_s = j->est_runtime_s;
     c->root = treap_insert(e, c->root, j);
     if (!c->head || job_before(e, j, c->head))
         c->head = j;
@@ -551,10 +592,9 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
 }
 
 /* The class of job j, its profile computed from its attributes. */
-static uint32_t job_class(spw_engine_t *e, spw_job_t *j)
+static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
-    j->l.profile = spw_govrt_profile_of(e->gov, j);
-    return class_of(e, j->gpus, j->gpu_mask, j->l.profile, j->data);
+    return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -654,8 +694,8 @@ static void run_swap(spw_engine_t *e, size_t a, size_t b)
     runent_t t = e->run[a];
     e->run[a] = e->run[b];
     e->run[b] = t;
-    e->run[a].job->l.run_idx = (uint32_t)a;
-    e->run[b].job->l.run_idx = (uint32_t)b;
+    e->run[a].job->l->run_idx = (uint32_t)a;
+    e->run[b].job->l->run_idx = (uint32_t)b;
 }
 
 static void run_up(spw_engine_t *e, size_t i)
@@ -685,19 +725,19 @@ static void run_push(spw_engine_t *e, spw_job_t *j)
 {
     GROW(e->run, e->nrun, e->caprun);
     e->run[e->nrun] = (runent_t){.end = est_end(e, j), .order = j->order, .job = j};
-    j->l.run_idx = (uint32_t)e->nrun;
+    j->l->run_idx = (uint32_t)e->nrun;
     run_up(e, e->nrun++);
 }
 
 static void run_del(spw_engine_t *e, spw_job_t *j)
 {
-    size_t i = j->l.run_idx;
+    size_t i = j->l->run_idx;
     if (i >= e->nrun || e->run[i].job != j)
         return;
     e->nrun--;
     if (i != e->nrun) {
         e->run[i] = e->run[e->nrun];
-        e->run[i].job->l.run_idx = (uint32_t)i;
+        e->run[i].job->l->run_idx = (uint32_t)i;
         run_down(e, i);
         run_up(e, i);
     }
@@ -714,7 +754,7 @@ static void exp_push(spw_engine_t *e, spw_job_t *j)
 {
     GROW(e->exp, e->nexp, e->capexp);
     size_t i = e->nexp++;
-    expiry_t x = {.t = j->l.burst_at_s, .order = j->order, .job = j};
+    expiry_t x = {.t = j->l->burst_at_s, .order = j->order, .job = j};
     while (i && exp_before(&x, &e->exp[(i - 1) / 2])) {
         e->exp[i] = e->exp[(i - 1) / 2];
         i = (i - 1) / 2;
@@ -746,7 +786,7 @@ static void exp_clean(spw_engine_t *e)
 {
     while (e->nexp) {
         const expiry_t *x = &e->exp[0];
-        if (x->job->state == SPW_JOB_QUEUED && x->job->l.burst_at_s == x->t)
+        if (x->job->state == SPW_JOB_QUEUED && x->job->l->burst_at_s == x->t)
             return;
         exp_pop(e);
     }
@@ -783,9 +823,9 @@ static void take_onprem(spw_engine_t *e, const jclass_t *c, spw_job_t *j, place_
         }
         for (uint32_t k = 0; k < cnt; k++)
             pool_set_free(p, nodes[k], 0);
-        j->l.nodes = nodes;
+        j->l->nodes = nodes;
         GROW(e->multi, e->nmulti, e->capmulti);
-        j->l.multi_idx = (uint32_t)e->nmulti;
+        j->l->multi_idx = (uint32_t)e->nmulti;
         e->multi[e->nmulti++] = j;
         j->node = (int32_t)nodes[0];
         j->nnodes = cnt;
@@ -963,7 +1003,7 @@ static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
     j->start_s = now + o->boot_delay_s + pk->transfer_s;
     j->reserved_usd = pk->ch.usd + pk->ch.egress_usd;
     j->charge_s = now;
-    j->l.att_egress_usd = pk->ch.egress_usd;
+    j->l->att_egress_usd = pk->ch.egress_usd;
     j->egress_usd += pk->ch.egress_usd;
     j->egress_gb += pk->gb;
     spw_govrt_reserve(e->gov, (int)j->team - 1, now, &pk->ch);
@@ -1061,6 +1101,7 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         j->end_s = now;
         GROW(e->rejected, e->nrejected, e->caprejected);
         e->rejected[e->nrejected++] = j;
+        links_drop(e, j);
         return;
     }
     if (!in_queue && !c->never_onprem) {
@@ -1070,14 +1111,14 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
     if (x == SPW_EXHAUSTED_ONPREM_ONLY) {
         j->reason = a == SPW_ADMIT_NEVER ? SPW_REASON_OVER_LIMIT : SPW_REASON_ONPREM_ONLY_BUDGET;
         j->by_budget = 1;
-        j->l.burst_at_s = INFINITY;
+        j->l->burst_at_s = INFINITY;
         return;
     }
     j->reason = money ? SPW_REASON_HELD_BUDGET : SPW_REASON_HELD_CAP;
     heldq_t *q = heldq_of(e, j);
     q->org_scope |= org_level(a);
-    if (!j->l.held_list) {
-        j->l.held_list = 1;
+    if (!j->l->held_list) {
+        j->l->held_list = 1;
         heldq_push(e, q, j);
     }
     if (money) {
@@ -1242,8 +1283,8 @@ static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now
         flip = now + 1e-3;   /* at or near the threshold: look again just after */
     if (flip < e->swait_next)
         e->swait_next = flip;
-    if (!j->l.swait) {
-        j->l.swait = 1;
+    if (!j->l->swait) {
+        j->l->swait = 1;
         GROW(e->swait, e->nswait, e->capswait);
         e->swait[e->nswait++] = j;
     }
@@ -1312,7 +1353,9 @@ static void retry_spot(spw_engine_t *e, double now)
     size_t n = 0;
     for (size_t i = 0; i < e->nswait; i++) {
         spw_job_t *j = e->swait[i];
-        j->l.swait = 0;
+        if (!j->l)                   /* it left the engine */
+            continue;
+        j->l->swait = 0;
         if (j->state == SPW_JOB_QUEUED && j->reason == SPW_REASON_WAIT_SPOT)
             e->swait[n++] = j;
     }
@@ -1322,7 +1365,7 @@ static void retry_spot(spw_engine_t *e, double now)
     sort_engine = e;
     qsort(todo, n, sizeof(*todo), swait_cmp);
     for (size_t i = 0; i < n; i++) {
-        jclass_t *c = &e->cls[todo[i]->l.cls];
+        jclass_t *c = &e->cls[todo[i]->l->cls];
         try_burst(e, c, todo[i], burst_reason(c), now, !c->never_onprem);
     }
     free(todo);
@@ -1353,16 +1396,19 @@ static void retry_held(spw_engine_t *e, double now)
         heldq_t *best = NULL;
         for (size_t t = 0; t < e->nhq; t++) {
             heldq_t *q = &e->hq[t];
-            while (q->n && !is_held(q->h[0]))
-                heldq_pop(e, q)->l.held_list = 0;
+            while (q->n && !is_held(q->h[0])) {
+                spw_job_t *gone = heldq_pop(e, q);
+                if (gone->l)         /* NULL once it left the engine */
+                    gone->l->held_list = 0;
+            }
             if (q->dirty && q->n && (!best || job_before(e, q->h[0], best->h[0])))
                 best = q;
         }
         if (!best)
             return;
         spw_job_t *j = heldq_pop(e, best);
-        j->l.held_list = 0;
-        jclass_t *c = &e->cls[j->l.cls];
+        j->l->held_list = 0;
+        jclass_t *c = &e->cls[j->l->cls];
         spw_admit_t a = try_burst(e, c, j, burst_reason(c), now, !c->never_onprem);
         if (a == SPW_ADMIT_OK || !is_held(j))
             continue;                 /* placed, rejected or on-prem only */
@@ -1524,9 +1570,9 @@ static void reserve(spw_engine_t *e, resv_t *r, double now)
         pool_t *p = &e->pools[j->pool];
         if (!p->head_ok)
             continue;
-        if (j->l.nodes) {
+        if (j->l->nodes) {
             for (uint32_t k = 0; k < j->nnodes; k++)
-                shadow_set(e, p, j->l.nodes[k], p->spec->node_gpus[j->l.nodes[k]], g);
+                shadow_set(e, p, j->l->nodes[k], p->spec->node_gpus[j->l->nodes[k]], g);
         } else {
             uint32_t n = (uint32_t)j->node;
             shadow_set(e, p, n, (uint16_t)(sh_get(e, p, n) + j->alloc_gpus), g);
@@ -1762,10 +1808,14 @@ void spw_engine_destroy(spw_engine_t *e)
     }
     /* Node lists of multi-node jobs still running are the engine's. */
     for (size_t i = 0; i < e->nmulti; i++) {
-        free(e->multi[i]->l.nodes);
-        e->multi[i]->l.nodes = NULL;
+        free(e->multi[i]->l->nodes);
+        e->multi[i]->l->nodes = NULL;
     }
     free(e->multi);
+    for (size_t i = 0; i < e->nlchunk; i++)
+        free(e->lchunk[i]);
+    free(e->lchunk);
+    free(e->lfree);
     free(e->cls);
     free(e->cls_hash);
     free(e->exp);
@@ -1815,7 +1865,7 @@ static double gravity_wait(const spw_engine_t *e, const jclass_t *c, const spw_j
 static void burst_now(spw_engine_t *e, spw_job_t *j, spw_reason_t why, double now)
 {
     j->reason = why;
-    j->l.burst_at_s = now;
+    j->l->burst_at_s = now;
     GROW(e->burst, e->nburst, e->capburst);
     e->burst[e->nburst++] = j;
 }
@@ -1863,13 +1913,13 @@ static void enqueue(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, doub
         return;
     }
     double t = cloud ? wait_until : INFINITY;
-    j->l.burst_why = why == SPW_REASON_WAIT_EXPIRED ? 0 : (uint8_t)why;
+    j->l->burst_why = why == SPW_REASON_WAIT_EXPIRED ? 0 : (uint8_t)why;
     double dl = cloud ? deadline_burst_at(e, c, j) : INFINITY;
     if (dl < t) {
         t = dl;
-        j->l.burst_why = SPW_REASON_DEADLINE;
+        j->l->burst_why = SPW_REASON_DEADLINE;
     }
-    j->l.burst_at_s = t;
+    j->l->burst_at_s = t;
     queue_add(e, c, j);
     e->dirty = 1;
     if (t < INFINITY)
@@ -1880,14 +1930,14 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 {
     uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
-    j->l.cls = ci;
-    j->l.nodes = NULL;
     j->by_residency = (uint8_t)spw_govrt_profile(e->gov, c->profile)->onprem_by_residency;
     if (c->never_onprem && !cloud_ok(e, c, j)) {
         j->state = SPW_JOB_UNSCHEDULABLE;
         j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
         return;
     }
+    links_take(e, j);
+    j->l->cls = ci;
     enqueue(e, c, j, now, j->submit_s + wait_for(e, j) + gravity_wait(e, c, j, now),
             SPW_REASON_WAIT_EXPIRED);
 }
@@ -1902,7 +1952,7 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     for (size_t i = 0; i < nb; i++) {
         spw_job_t *j = e->burst[i];
         if (j->reason == SPW_REASON_CLOUD_FIRST)
-            try_burst(e, &e->cls[j->l.cls], j, SPW_REASON_CLOUD_FIRST, now, 0);
+            try_burst(e, &e->cls[j->l->cls], j, SPW_REASON_CLOUD_FIRST, now, 0);
         else
             e->burst[e->nburst++] = j;
     }
@@ -1915,13 +1965,13 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     e->nburst = 0;
     for (size_t i = 0; i < nb; i++) {
         spw_job_t *j = e->burst[i];
-        try_burst(e, &e->cls[j->l.cls], j, j->reason, now, 0);
+        try_burst(e, &e->cls[j->l->cls], j, j->reason, now, 0);
     }
     for (exp_clean(e); e->nexp && e->exp[0].t <= now; exp_clean(e)) {
         spw_job_t *j = e->exp[0].job;
         exp_pop(e);
-        spw_reason_t why = j->l.burst_why ? (spw_reason_t)j->l.burst_why : SPW_REASON_WAIT_EXPIRED;
-        try_burst(e, &e->cls[j->l.cls], j, why, now, 1);
+        spw_reason_t why = j->l->burst_why ? (spw_reason_t)j->l->burst_why : SPW_REASON_WAIT_EXPIRED;
+        try_burst(e, &e->cls[j->l->cls], j, why, now, 1);
     }
     /* A burst, retried or rejected job left the queue: those behind it
      * may fit now (try_burst and refused set dirty). */
@@ -1938,8 +1988,8 @@ static spw_charge_t held_charge(const spw_engine_t *e, const spw_job_t *j)
     const spw_offer_t *o = &e->fleet->offers[j->offer];
     double usd_h = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h);
     spw_charge_t c = {
-        .usd = j->reserved_usd - j->l.att_egress_usd,
-        .egress_usd = j->l.att_egress_usd,
+        .usd = j->reserved_usd - j->l->att_egress_usd,
+        .egress_usd = j->l->att_egress_usd,
         .usd_per_h = usd_h,
         .gpus = (double)j->instances * o->gpus,
     };
@@ -1956,14 +2006,14 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         pool_t *p = &e->pools[j->pool];
         if (e->policy.backfill == SPW_BACKFILL_EASY)
             run_del(e, j);
-        if (j->l.nodes) {
+        if (j->l->nodes) {
             for (uint32_t k = 0; k < j->nnodes; k++)
-                pool_set_free(p, j->l.nodes[k], p->spec->node_gpus[j->l.nodes[k]]);
-            free(j->l.nodes);
-            j->l.nodes = NULL;
+                pool_set_free(p, j->l->nodes[k], p->spec->node_gpus[j->l->nodes[k]]);
+            free(j->l->nodes);
+            j->l->nodes = NULL;
             spw_job_t *last = e->multi[--e->nmulti];
-            e->multi[j->l.multi_idx] = last;
-            last->l.multi_idx = j->l.multi_idx;
+            e->multi[j->l->multi_idx] = last;
+            last->l->multi_idx = j->l->multi_idx;
         } else {
             pool_set_free(p, (uint32_t)j->node, (uint16_t)(p->freeg[j->node] + j->alloc_gpus));
         }
@@ -1994,7 +2044,7 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         j->cost_usd += act.usd + act.egress_usd;
         j->reserved_usd = 0;
         j->charge_s = NAN;
-        j->l.att_egress_usd = 0;
+        j->l->att_egress_usd = 0;
         /* Money and capacity came back: the team's held bursts, and those
          * waiting for an organisation cap, may go now. */
         heldq_of(e, j)->dirty = 1;
@@ -2008,6 +2058,7 @@ void spw_engine_finish(spw_engine_t *e, spw_job_t *j, double now)
     release(e, j, now);
     j->end_s = now;
     j->state = SPW_JOB_DONE;
+    links_drop(e, j);
 }
 
 int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
@@ -2018,8 +2069,8 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
             k++;
         if (k < e->nburst)
             e->burst[k] = e->burst[--e->nburst];
-        else if (!e->cls[j->l.cls].never_onprem)
-            queue_del(e, &e->cls[j->l.cls], j);   /* its expiry entry goes stale */
+        else if (!e->cls[j->l->cls].never_onprem)
+            queue_del(e, &e->cls[j->l->cls], j);   /* its expiry entry goes stale */
         /* else it is a held burst: its held entry goes stale */
         e->queued--;
         e->dirty = 1;
@@ -2030,6 +2081,7 @@ int spw_engine_cancel(spw_engine_t *e, spw_job_t *j, double now)
     }
     j->end_s = now;
     j->state = SPW_JOB_CANCELLED;
+    links_drop(e, j);
     return 0;
 }
 
@@ -2047,7 +2099,7 @@ int spw_engine_requeue(spw_engine_t *e, spw_job_t *j, double now)
         return -1;
     release(e, j, now);
     unplace(j);
-    jclass_t *c = &e->cls[j->l.cls];
+    jclass_t *c = &e->cls[j->l->cls];
     j->reason = SPW_REASON_NONE;
     enqueue(e, c, j, now, now + wait_for(e, j) + gravity_wait(e, c, j, now),
             SPW_REASON_WAIT_EXPIRED);
@@ -2077,11 +2129,12 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
     }
     release(e, j, now);
     unplace(j);
-    jclass_t *c = &e->cls[j->l.cls];
+    jclass_t *c = &e->cls[j->l->cls];
     if ((uint64_t)j->preemptions + j->failures > e->policy.max_restarts) {
         j->state = SPW_JOB_FAILED;
         j->reason = SPW_REASON_MAX_RESTARTS;
         j->end_s = now;
+        links_drop(e, j);
         return 1;
     }
     j->restarts++;
@@ -2104,10 +2157,10 @@ int spw_engine_job_on_node(const spw_job_t *j, size_t pool, uint32_t node)
 {
     if (j->state != SPW_JOB_ONPREM || j->pool < 0 || (size_t)j->pool != pool)
         return 0;
-    if (!j->l.nodes)
+    if (!j->l->nodes)
         return j->node >= 0 && (uint32_t)j->node == node;
     for (uint32_t k = 0; k < j->nnodes; k++)
-        if (j->l.nodes[k] == node)
+        if (j->l->nodes[k] == node)
             return 1;
     return 0;
 }
@@ -2162,10 +2215,8 @@ void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, doubl
     /* Jobs that wait for it look again when it ends (wait_capacity). */
 }
 
-int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
+static int restore(spw_engine_t *e, spw_job_t *j)
 {
-    if (j->gpus == 0)
-        return -1;
     uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
     if (j->state == SPW_JOB_CLOUD) {
@@ -2179,7 +2230,7 @@ int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
             j->reserved_usd = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h) *
                               (o->boot_delay_s + worst_run_s(e, j)) / 3600.0;
         }
-        j->l.att_egress_usd = fmin(j->egress_usd, j->reserved_usd);
+        j->l->att_egress_usd = fmin(j->egress_usd, j->reserved_usd);
         spw_charge_t ch = held_charge(e, j);
         spw_govrt_reserve(e->gov, (int)j->team - 1, j->charge_s, &ch);
         e->held_inst[!!j->spot][j->offer] += j->instances;
@@ -2199,14 +2250,26 @@ int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
                 return -1;
             pl.node = (uint32_t)j->node;
         }
-        j->l.cls = ci;
+        j->l->cls = ci;
         take_onprem(e, c, j, pl);
         e->dirty = 1;
         return 0;
     } else {
         return -1;
     }
-    j->l.cls = ci;
+    j->l->cls = ci;
+    return 0;
+}
+
+int spw_engine_restore(spw_engine_t *e, spw_job_t *j)
+{
+    if (j->gpus == 0)
+        return -1;
+    links_take(e, j);
+    if (restore(e, j) < 0) {
+        links_drop(e, j);
+        return -1;
+    }
     return 0;
 }
 
@@ -2228,9 +2291,8 @@ static void mask_text(const spw_engine_t *e, uint64_t mask, char *buf, size_t le
 size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                           spw_candidate_t *out, size_t max)
 {
-    spw_job_t tmp = *job;              /* job_class writes the profile */
-    const spw_job_t *j = &tmp;
-    uint32_t ci = job_class(e, &tmp);
+    const spw_job_t *j = job;
+    uint32_t ci = job_class(e, j);
     const jclass_t *c = &e->cls[ci];
     uint32_t g = j->gpus;
     char want[96];
@@ -2331,9 +2393,9 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     else if (c->placement == SPW_PLACE_CLOUD_FIRST)
         snprintf(x.why, sizeof(x.why), "placement cloud_first: no wait, it bursts");
     else if (j->state == SPW_JOB_QUEUED) {
-        x.est_start_s = j->l.burst_at_s;
+        x.est_start_s = j->l->burst_at_s;
         snprintf(x.why, sizeof(x.why), "wait policy %s: it bursts at t=%.0f s unless on-prem frees up first",
-                 wtxt, j->l.burst_at_s);
+                 wtxt, j->l->burst_at_s);
     } else {
         double w = wait_for(e, j);
         x.est_start_s = now + w;

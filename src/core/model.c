@@ -234,5 +234,5 @@ void spw_job_reset(spw_job_t *j)
     j->spot_gpu_s = j->ondemand_gpu_s = 0;
     j->restarts = j->preemptions = j->failures = 0;
     j->last_offer = -1;
-    memset(&j->l, 0, sizeof(j->l));
+    j->l = NULL;
 }

@@ -207,7 +207,9 @@ const char *spw_reason_text(spw_reason_t r);
 
 typedef struct spw_job spw_job_t;
 
-/* Links the engine keeps inside each job; the caller never touches them. */
+/* Links the engine keeps for each job it holds; the caller never touches
+ * them.  They belong to the engine from spw_engine_submit (or restore) to
+ * the job's final state. */
 typedef struct spw_job_links {
     spw_job_t *left, *right;    /* queue treap children */
     double min_est_s;           /* smallest est_runtime_s in this treap subtree */
@@ -218,7 +220,6 @@ typedef struct spw_job_links {
     uint32_t cls;               /* demand class index */
     uint32_t run_idx;           /* index in the running heap (EASY only) */
     uint32_t multi_idx;         /* index in the engine's list of multi-node jobs */
-    uint32_t profile;           /* governance profile index */
     uint8_t held_list;          /* in the engine's list of held bursts */
     uint8_t swait;              /* in the engine's list of jobs waiting for
                                    spot or cloud capacity */
@@ -297,7 +298,8 @@ struct spw_job {
     uint32_t failures;          /* on-prem attempts ended by a node failure */
     int32_t last_offer;         /* offer of the last preempted attempt (for
                                    recovery), -1 = none */
-    spw_job_links_t l;          /* engine-private */
+    spw_job_links_t *l;         /* engine-private; NULL while the job is not
+                                   in an engine (before submit, once final) */
 };
 
 /* Resets the engine-written fields so the same job can be submitted to a

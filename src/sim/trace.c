@@ -613,7 +613,7 @@ static int finish(loader_t *L, spw_error_t *err)
             if (strcmp(o->id, t->jobs[i].id) == 0) {
                 long l1 = L->line[slot[s] - 1], l2 = L->line[i];
                 rc = spw_errorf(err, "%s:%ld: duplicate job id '%.60s' (first on line %ld)",
-                                L->csv.path, l1 > l2 ? l1 : l2, t->jobs[i].id, l1 < l2 ? l1 : l2);
+                                t->name, l1 > l2 ? l1 : l2, t->jobs[i].id, l1 < l2 ? l1 : l2);
                 break;
             }
         }
@@ -664,7 +664,10 @@ static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t
     strtab_init(&L->tab[T_RES], &t->residencies);
     strtab_init(&L->tab[T_LABELS], &t->labels);
     r = fmt == SPW_TRACE_ALIBABA ? load_alibaba(L, err) : load_spillway(L, err);
-    if (r < 0 || finish(L, err) < 0)
+    if (r < 0)
+        goto error;
+    spw_csv_close(c);     /* the text is copied out: its memory goes before sorting */
+    if (finish(L, err) < 0)
         goto error;
     loader_free(L);
     return 0;
