@@ -206,6 +206,12 @@ struct spw_engine {
     spw_job_t **swait;            /* jobs waiting for spot or capacity (lazy) */
     size_t nswait, capswait;
     int spot_dirty;               /* capacity changed: retry them */
+    struct odrun *od;             /* on-demand jobs that may move back to spot (lazy) */
+    size_t nod, capod;
+    double od_next;               /* earliest time one of them may move */
+    int od_dirty;                 /* spot capacity freed or changed: look again */
+    spw_job_t **sw;               /* jobs to move to spot, from the last schedule */
+    size_t nsw, capsw;
     double swait_next;            /* earliest time a waiting job's choice changes */
     int money_limits;             /* some budget or cap exists: cloud worst
                                      cases bind and max_runtime stops jobs */
@@ -1290,6 +1296,8 @@ static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now
     }
 }
 
+static void od_track(spw_engine_t *e, const jclass_t *c, spw_job_t *j);
+
 /* Tries to put queued job j of class c in the cloud now (in_queue: it sits
  * in the on-prem queue): on spot or on demand as its spot policy decides,
  * or it waits for capacity.  Returns SPW_ADMIT_OK when placed. */
@@ -1325,7 +1333,126 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
     else if (by_deadline)
         why = SPW_REASON_DEADLINE;
     start_cloud(e, j, &pk, why, now);
+    if (!spot)
+        od_track(e, c, j);
     return SPW_ADMIT_OK;
+}
+
+/* ---- back to spot: Uniform Progress's hysteresis -------------------------------- */
+
+/* An on-demand placement that may move back to spot once the job is ahead:
+ * stale when the job is no longer on that placement. */
+typedef struct odrun {
+    double at;          /* earliest time the move can be right */
+    double placed_s;    /* the placement it belongs to */
+    spw_job_t *job;
+} odrun_t;
+
+/* Where on-demand job j stands at now, as its policy sees it: *sj and *v
+ * (inst ONDEMAND, progress of this attempt after its restart overhead
+ * counted).  0 when it is not under Uniform Progress or has no deadline. */
+static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j, double now,
+                   spw_spot_job_t *sj, spw_spot_view_t *v)
+{
+    spw_spot_policy_t pol = SPW_SPOT_POLICY_ONDEMAND;
+    if (spot_use(e, c, j, &pol) != USE_POLICY || pol != SPW_SPOT_POLICY_UNIFORM_PROGRESS ||
+        !spot_view(e, c, j, now, sj, v))
+        return 0;
+    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    v->inst = SPW_SPOT_ONDEMAND;
+    v->done_s = j->done_s + (run > 0 ? run : 0);
+    return 1;
+}
+
+/* Starts watching on-demand job j of class c, just placed: under Uniform
+ * Progress it goes back to spot once it is ahead by the hysteresis margin,
+ * cp(t) >= ep(t + 2d), spot is free, and the Safety Net allows it.  On
+ * demand, progress grows at 1 per second and ep at work / deadline < 1, so
+ * that time is worked out once; the Safety Net's R - C stays as it is once
+ * the attempt makes progress, so a job that fails it then never moves. */
+static void od_track(spw_engine_t *e, const jclass_t *c, spw_job_t *j)
+{
+    spw_spot_job_t sj;
+    spw_spot_view_t v;
+    double r0 = j->start_s + spw_engine_overhead_s(e, j);    /* progress starts */
+    /* Without checkpoints a move would start the work over: it stays. */
+    if (j->checkpoint_interval_s == 0 || !od_view(e, c, j, r0, &sj, &v) ||
+        sj.work_s >= sj.deadline_s)
+        return;
+    if ((sj.deadline_s - v.elapsed_s) - (sj.work_s - v.done_s) < spw_spot_safety_slack_s(&sj))
+        return;
+    double k = sj.work_s / sj.deadline_s;
+    /* done0 + (t - r0) = (t - submit + 2d) k */
+    double t = (r0 - v.done_s + k * (2 * sj.restart_overhead_s - j->submit_s)) / (1 - k);
+    if (t < r0)
+        t = r0;
+    if (!(t < r0 + (sj.work_s - v.done_s)))
+        return;    /* done before it would be ahead */
+    if (e->nod == e->capod) {
+        /* Drop entries whose placement ended before growing. */
+        size_t n = 0;
+        for (size_t i = 0; i < e->nod; i++) {
+            spw_job_t *o = e->od[i].job;
+            if (o->l && o->state == SPW_JOB_CLOUD && !o->spot && o->placed_s == e->od[i].placed_s)
+                e->od[n++] = e->od[i];
+        }
+        e->nod = n;
+    }
+    GROW(e->od, e->nod, e->capod);
+    e->od[e->nod++] = (odrun_t){.at = nextafter(t, INFINITY), .placed_s = j->placed_s, .job = j};
+    if (e->od[e->nod - 1].at < e->od_next)
+        e->od_next = e->od[e->nod - 1].at;
+}
+
+/* Collects into e->sw the on-demand jobs that should move to spot now:
+ * looked at once one may have become ahead, or spot capacity changed. */
+static void find_switches(spw_engine_t *e, double now)
+{
+    e->nsw = 0;
+    if (!e->nod || (now < e->od_next && !e->od_dirty))
+        return;
+    e->od_dirty = 0;
+    e->od_next = INFINITY;
+    size_t n = 0;
+    for (size_t i = 0; i < e->nod; i++) {
+        odrun_t x = e->od[i];
+        spw_job_t *j = x.job;
+        if (!j->l || j->state != SPW_JOB_CLOUD || j->spot || j->placed_s != x.placed_s)
+            continue;                         /* stale */
+        int keep = 1;
+        if (x.at <= now) {
+            const jclass_t *c = &e->cls[j->l->cls];
+            spw_spot_job_t sj;
+            spw_spot_view_t v;
+            cloud_pick_t pk;
+            int ahead = spot_free(e, c, 0, now) && od_view(e, c, j, now, &sj, &v) &&
+                        spw_spot_decide(SPW_SPOT_POLICY_UNIFORM_PROGRESS, &sj, &v, 1) ==
+                            SPW_SPOT_SPOT;
+            /* The spot placement must be admitted while the on-demand one
+             * still holds its worst case: it surely is once that goes. */
+            if (ahead && pick_offer(e, c, j, 1, now, &pk, NULL, 0, NULL) == SPW_ADMIT_OK) {
+                size_t k = 0;
+                while (k < e->nsw && e->sw[k] != j)
+                    k++;
+                if (k == e->nsw) {
+                    GROW(e->sw, e->nsw, e->capsw);
+                    e->sw[e->nsw++] = j;
+                }
+                keep = 0;
+            } else if (!ahead && spot_free(e, c, 0, now)) {
+                /* Spot is free but at the threshold it is not quite
+                 * ahead yet (rounding): look again a second later.  A
+                 * refused pick waits for spot capacity to change. */
+                x.at = now + 1;
+            }
+        }
+        if (keep) {
+            e->od[n++] = x;
+            if (x.at > now && x.at < e->od_next)
+                e->od_next = x.at;
+        }
+    }
+    e->nod = n;
 }
 
 static int swait_cmp(const void *a, const void *b)
@@ -1770,6 +1897,7 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
         e->unavail_until[k] = spw_xcalloc(no, sizeof(double));
     }
     e->swait_next = INFINITY;
+    e->od_next = INFINITY;
     return e;
 }
 
@@ -1816,6 +1944,8 @@ void spw_engine_destroy(spw_engine_t *e)
         free(e->lchunk[i]);
     free(e->lchunk);
     free(e->lfree);
+    free(e->od);
+    free(e->sw);
     free(e->cls);
     free(e->cls_hash);
     free(e->exp);
@@ -1905,7 +2035,7 @@ static void enqueue(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, doub
     j->state = SPW_JOB_QUEUED;
     e->queued++;
     if (c->never_onprem) {
-        burst_now(e, j, SPW_REASON_NEVER_FITS_ONPREM, now);
+        burst_now(e, j, why == SPW_REASON_SWITCH_SPOT ? why : SPW_REASON_NEVER_FITS_ONPREM, now);
         return;
     }
     if (cloud && c->placement == SPW_PLACE_CLOUD_FIRST) {
@@ -1976,8 +2106,15 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     /* A burst, retried or rejected job left the queue: those behind it
      * may fit now (try_burst and refused set dirty). */
     pass(e, now);
+    find_switches(e, now);
     *placed = e->placed;
     return e->nplaced;
+}
+
+size_t spw_engine_switches(spw_engine_t *e, spw_job_t ***jobs)
+{
+    *jobs = e->sw;
+    return e->nsw;
 }
 
 /* Frees what a placed job holds and adds the cost of this attempt (from
@@ -2035,7 +2172,7 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         uint32_t *held = &e->held_inst[j->spot][j->offer];
         *held = *held >= j->instances ? *held - j->instances : 0;
         if (j->spot)
-            e->spot_dirty = 1;      /* spot capacity freed */
+            e->spot_dirty = e->od_dirty = 1;      /* spot capacity freed */
         spw_charge_t res = held_charge(e, j), act = res;
         act.usd = j->billed ? j->bill_usd : hours * res.usd_per_h;
         if (e->money_limits)
@@ -2115,7 +2252,10 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
     double run = now - j->start_s - spw_engine_overhead_s(e, j);
     if (!(run > 0))
         run = 0;
-    double kept = spw_ckpt_kept_s(j->checkpoint_interval_s, j->done_s, run);
+    /* A switch is a clean stop: the job saves all its progress first. */
+    double kept = why == SPW_INTERRUPT_SWITCH
+                      ? j->done_s + run
+                      : spw_ckpt_kept_s(j->checkpoint_interval_s, j->done_s, run);
     double lost = j->done_s + run - kept;
     j->lost_s += lost;
     j->lost_gpu_s += lost * j->gpus;
@@ -2124,7 +2264,7 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         j->preemptions++;
         if (j->state == SPW_JOB_CLOUD)
             j->last_offer = j->offer;
-    } else {
+    } else if (why == SPW_INTERRUPT_NODE_FAILED) {
         j->failures++;
     }
     release(e, j, now);
@@ -2143,6 +2283,10 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         /* Its wait is over: on-prem if the pass finds room, else the cloud. */
         j->reason = SPW_REASON_PREEMPTED;
         enqueue(e, c, j, now, now, SPW_REASON_PREEMPTED);
+    } else if (why == SPW_INTERRUPT_SWITCH) {
+        /* The same, and its spot policy now picks spot. */
+        j->reason = SPW_REASON_SWITCH_SPOT;
+        enqueue(e, c, j, now, now, SPW_REASON_SWITCH_SPOT);
     } else if (e->policy.failover == SPW_FAILOVER_BURST) {
         j->reason = SPW_REASON_NODE_FAILED;
         enqueue(e, c, j, now, j->submit_s + wait, SPW_REASON_FAILOVER);
@@ -2197,7 +2341,7 @@ void spw_engine_set_spot_capacity(spw_engine_t *e, size_t offer, uint32_t instan
     if (offer >= e->fleet->noffers || e->spot_cap[offer] == instances)
         return;
     e->spot_cap[offer] = instances;
-    e->spot_dirty = 1;
+    e->spot_dirty = e->od_dirty = 1;
 }
 
 uint32_t spw_engine_offer_held(const spw_engine_t *e, size_t offer, int spot)
@@ -2234,6 +2378,9 @@ static int restore(spw_engine_t *e, spw_job_t *j)
         spw_charge_t ch = held_charge(e, j);
         spw_govrt_reserve(e->gov, (int)j->team - 1, j->charge_s, &ch);
         e->held_inst[!!j->spot][j->offer] += j->instances;
+        j->l->cls = ci;
+        if (!j->spot)
+            od_track(e, c, j);
     } else if (j->state == SPW_JOB_ONPREM) {
         if (j->pool < 0 || (size_t)j->pool >= e->npools)
             return -1;
@@ -2257,7 +2404,6 @@ static int restore(spw_engine_t *e, spw_job_t *j)
     } else {
         return -1;
     }
-    j->l->cls = ci;
     return 0;
 }
 
@@ -2455,6 +2601,8 @@ double spw_engine_next_wakeup(spw_engine_t *e)
     double t = e->nexp ? e->exp[0].t : INFINITY;
     if (e->nswait && e->swait_next < t)
         t = e->swait_next;
+    if (e->nod && e->od_next < t)
+        t = e->od_next;
     return e->nheld && e->held_retry_at < t ? e->held_retry_at : t;
 }
 

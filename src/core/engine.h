@@ -117,6 +117,8 @@ void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, doubl
 typedef enum spw_interrupt {
     SPW_INTERRUPT_PREEMPTED,     /* the provider took the cloud capacity back */
     SPW_INTERRUPT_NODE_FAILED,   /* an on-prem node it held went down */
+    SPW_INTERRUPT_SWITCH,        /* the caller stopped it to move it to spot
+                                    (spw_engine_switches) */
 } spw_interrupt_t;
 
 /* A placed job lost its capacity at `now`.  Its GPUs or instances are freed
@@ -133,6 +135,19 @@ typedef enum spw_interrupt {
  * submission or its deadline can no longer wait.  Returns -1 (nothing
  * changed) when j is not placed. */
 int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, double now);
+
+/* On-demand cloud jobs that should move to spot now, found by the last
+ * spw_engine_schedule: each is under Uniform Progress, ahead of its
+ * expected progress by the hysteresis margin (cp(t) >= ep(t + 2d)), and
+ * spot capacity cheaper than on demand is free and admitted for it (a job
+ * without checkpoints, interval 0, is never moved: it would start over).  The
+ * caller stops each job cleanly (it saves its progress) and calls
+ * spw_engine_interrupt(SPW_INTERRUPT_SWITCH): all progress is kept, no
+ * preemption or failure is counted, restarts grows by one, and the job is
+ * re-placed at once (reason SWITCH_SPOT; on-prem if the pass finds room),
+ * paying its restart overhead again.  A caller that ignores the list
+ * changes nothing.  Valid until the next spw_engine_schedule. */
+size_t spw_engine_switches(spw_engine_t *e, spw_job_t ***jobs);
 
 /* The restart overhead of placed job j's current attempt: the policy's
  * restart_overhead_s for a cloud attempt (a new instance) and for any

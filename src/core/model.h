@@ -200,7 +200,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(PREEMPTED, "requeued after its cloud capacity was preempted")           \
     X(NODE_FAILED, "requeued after its on-prem node failed")                  \
     X(FAILOVER, "its node failed and on-prem cannot meet its wait or deadline") \
-    X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")
+    X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")       \
+    X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -293,7 +294,8 @@ struct spw_job {
     double lost_gpu_s;          /* the same in GPU-seconds (GPUs it held) */
     double spot_gpu_s;          /* paid spot GPU-seconds, every attempt */
     double ondemand_gpu_s;      /* paid on-demand GPU-seconds, every attempt */
-    uint32_t restarts;          /* attempts begun after an interruption */
+    uint32_t restarts;          /* attempts begun after an interruption or a
+                                   move to spot (spw_engine_switches) */
     uint32_t preemptions;       /* cloud attempts preempted */
     uint32_t failures;          /* on-prem attempts ended by a node failure */
     int32_t last_offer;         /* offer of the last preempted attempt (for

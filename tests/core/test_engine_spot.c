@@ -170,6 +170,80 @@ static void test_uniform_progress(void)
     spw_fleet_clear(&f);
 }
 
+/* Uniform Progress's hysteresis in the multi-job engine.  Same offer and
+ * job as above (d = 60 s + boot 0; k = work / deadline = 0.5).  The job goes
+ * on demand at w (just after 0); its progress starts at r0 = w + 60.  It is
+ * ahead by the margin when done(t) = t - r0 >= ep(t + 2d) = (t + 120) / 2,
+ * i.e. from t* = 2 r0 + 120 = 240 + 2w.  Spot returns at t=200: not ahead yet,
+ * no move.  At t* it moves: stopped cleanly, all 180 s of work kept, one
+ * restart, no preemption, back at once on spot (reason SWITCH_SPOT), paying
+ * its 60 s overhead again.  A greedy job on demand never moves. */
+static void test_up_switch(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
+    spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_UNIFORM_PROGRESS, 60, NULL);
+    spw_engine_set_spot_capacity(e, 0, 0, 0);
+    spw_job_t j;
+    job_init(&j, "j", 0, 3600, 1, 1);
+    j.deadline_s = 7200;
+    spw_engine_submit(e, &j, 0);
+    sched(e, 0);
+    double w = spw_engine_next_wakeup(e);
+    is(sched(e, w), 1, "switch: on demand just after t=0");
+    ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "switch: on demand while no spot");
+    spw_job_t **moves;
+    double tstar = 2 * (w + 60) + 120;
+    is_double(spw_engine_next_wakeup(e), tstar, 1e-6, "switch: it looks again at t* = %.3f", tstar);
+
+    spw_engine_set_spot_capacity(e, 0, 1, 200);
+    sched(e, 200);
+    is(spw_engine_switches(e, &moves), 0, "switch: spot at t=200, but not ahead yet: stays");
+    double t = spw_engine_next_wakeup(e);
+    size_t n = 0;
+    for (int k = 0; k < 3 && !n && t < 300; k++) {
+        sched(e, t);
+        n = spw_engine_switches(e, &moves);
+        if (!n)
+            t = spw_engine_next_wakeup(e);
+    }
+    ok(n == 1 && moves[0] == &j, "switch: moved once ahead (t=%.3f)", t);
+    ok(t >= tstar && t <= tstar + 1.01, "switch: at t* or within the 1 s rounding retry");
+    ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "switch: the engine waits for the caller to stop it");
+    is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_SWITCH, t), 0, "switch: interrupted by the caller");
+    is_double(j.done_s, t - w - 60, 1e-6, "switch: a clean stop keeps all %.3f s of work", t - w - 60);
+    is_double(j.lost_s, 0, 0, "switch: nothing lost");
+    ok(j.restarts == 1 && j.preemptions == 0 && j.failures == 0,
+       "switch: one restart, no preemption or failure");
+    is_double(j.ondemand_gpu_s, t - w, 1e-6, "switch: the on-demand attempt is paid to now");
+    is(sched(e, t), 1, "switch: re-placed at once");
+    ok(j.state == SPW_JOB_CLOUD && j.spot == 1 && j.reason == SPW_REASON_SWITCH_SPOT,
+       "switch: on spot, reason SWITCH_SPOT (spot %d, %s)", j.spot, spw_reason_text(j.reason));
+    is(spw_engine_switches(e, &moves), 0, "switch: a spot job is not moved again");
+    double end = t + 60 + (3600 - j.done_s);
+    ok(end <= j.deadline_s, "switch: ends at %.0f, by its deadline", end);
+    spw_engine_finish(e, &j, end);
+    spw_engine_destroy(e);
+
+    /* Greedy: on demand only through the Safety Net, and it stays there. */
+    e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 60, NULL);
+    spw_engine_set_spot_capacity(e, 0, 0, 0);
+    job_init(&j, "g", 0, 3600, 1, 1);
+    j.deadline_s = 3800;        /* slack 200 - d: on demand soon */
+    spw_engine_submit(e, &j, 0);
+    sched(e, 0);
+    for (int k = 0; k < 4 && j.state == SPW_JOB_QUEUED; k++)
+        sched(e, spw_engine_next_wakeup(e));
+    ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "switch: greedy on demand by its safety net");
+    spw_engine_set_spot_capacity(e, 0, 1, 500);
+    sched(e, 500);
+    is(spw_engine_switches(e, &moves), 0, "switch: greedy never moves back to spot");
+    ok(isinf(spw_engine_next_wakeup(e)), "switch: nothing to look at later for greedy");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 static void test_spot_only_and_never(void)
 {
     spw_fleet_t f;
@@ -435,6 +509,7 @@ int main(void)
     test_spot_no_deadline();
     test_greedy_deadline();
     test_uniform_progress();
+    test_up_switch();
     test_spot_only_and_never();
     test_scratch_and_max_restarts();
     test_recovery();
