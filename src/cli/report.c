@@ -138,6 +138,7 @@ static void json_spot(FILE *f, const spw_sim_summary_t *s)
     jint(f, "node_failures", s->node_failures);
     jint(f, "jobs_interrupted_by_failure", s->jobs_interrupted_by_failure);
     jint(f, "restarts", s->restarts);
+    jint(f, "switches_to_spot", s->switches_to_spot);
     jnum(f, "lost_gpu_hours", s->lost_gpu_hours, 0);
     jint(f, "jobs_failed", s->jobs_failed);
     jint(f, "jobs_deadline", s->jobs_deadline);
@@ -259,8 +260,8 @@ static void table_spot(FILE *f, const spw_report_row_t *r)
     fprintf(f, "  %-22s %zu spot preemption(s); %zu node failure(s), which ended %zu "
             "attempt(s)\n", "interruptions", s->preemptions, s->node_failures,
             s->jobs_interrupted_by_failure);
-    fprintf(f, "  %-22s %zu restarts, %.1f GPU-hours of work lost", "restarts", s->restarts,
-            s->lost_gpu_hours);
+    fprintf(f, "  %-22s %zu restarts (%zu moves from on demand to spot), %.1f GPU-hours of "
+            "work lost", "restarts", s->restarts, s->switches_to_spot, s->lost_gpu_hours);
     if (s->jobs_failed)
         fprintf(f, ", %zu jobs failed (max_restarts)", s->jobs_failed);
     fprintf(f, "\n");
@@ -375,6 +376,7 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
         ROW("preemptions", CELL("%zu", s->preemptions));
         ROW("node failures", CELL("%zu", s->node_failures));
         ROW("restarts", CELL("%zu", s->restarts));
+        ROW("moves to spot", CELL("%zu", s->switches_to_spot));
         ROW("lost GPU-hours", CELL("%.1f", s->lost_gpu_hours));
         ROW("failed (restarts)", CELL("%zu", s->jobs_failed));
     }

@@ -136,11 +136,14 @@ typedef struct spw_sim_summary {
     size_t preemptions;          /* spot attempts preempted */
     size_t node_failures;        /* on-prem node failures (events) */
     size_t jobs_interrupted_by_failure; /* attempts ended by a node failure */
-    size_t restarts;             /* attempts begun after an interruption */
+    size_t restarts;             /* attempts begun after an interruption or a
+                                    move to spot */
+    size_t switches_to_spot;     /* on-demand attempts stopped to move to spot
+                                    (Uniform Progress's hysteresis) */
     double lost_gpu_hours;       /* work lost to interruptions, GPU-hours */
     size_t jobs_failed;          /* jobs given up after max_restarts */
     size_t jobs_deadline;        /* jobs with a deadline */
-    size_t deadline_met;         /* ... that ended by it */
+    size_t deadline_met;         /* ... that ended by it (within 1 µs) */
     size_t deadline_missed;      /* ... feasible ones that did not */
     size_t deadline_infeasible;  /* ... whose deadline is before submit +
                                     runtime (+ restart overhead): not counted

@@ -242,8 +242,12 @@ static void test_never_spot(void)
  *           2400 back on spot: ends 2400 + 60 + 2460 = 4920; pays 1200 +
  *           2520 s of spot: $3.10.
  *   UP:     not behind, waits; behind once t/2 > 1140, just after t=2280:
- *           on demand, where it stays: ends 2280 + 60 + 2460 = 4800; pays
- *           $1 of spot and 2520 s on demand, $7: $8. */
+ *           on demand; progress from r0 = 2340.  Spot is back at 2400, but
+ *           the job is ahead by the hysteresis margin only once
+ *           1140 + (t - 2340) >= ep(t + 2d) = (t + 120) / 2, at t* = 2520:
+ *           it moves to spot then (1320 s kept, a restart, no preemption)
+ *           and ends t* + 60 + (3600 - 1320) = 4860; pays $1 of spot, 240 s
+ *           on demand ($0.6667) and 2340 s of spot ($1.95): $3.6167. */
 static void test_uniform_vs_greedy(void)
 {
     static const uint32_t av[12] = {1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -264,13 +268,17 @@ static void test_uniform_vs_greedy(void)
         is(run(&f, &p, &j, &rt, 1, &w, &s), 0, "%s: runs", name);
         is(j.state, SPW_JOB_DONE, "%s: done", name);
         is(j.preemptions, 1, "%s: preempted once", name);
-        is_double(j.done_s, 1140, EPS, "%s: 1140 s kept", name);
+        is_double(j.done_s, k ? 1320 : 1140, 1e-6, "%s: %s s kept", name, k ? "1320" : "1140");
         if (k) {
-            ok(!j.spot, "UP: ends on demand");
-            is_double(j.start_s, 2280, 0.01, "UP: on demand once behind, at t=2280");
-            is_double(j.end_s, 4800, 0.01, "UP: ends at t=4800");
-            is_double(j.cost_usd, 8.0, 1e-4, "UP: $1 spot + $7 on demand");
-            is_double(s.spot_cost_usd, 1.0, EPS, "UP: $1 of it spot");
+            ok(j.spot && j.reason == SPW_REASON_SWITCH_SPOT, "UP: ends on spot, moved there");
+            is(s.switches_to_spot, 1, "UP: one move from on demand to spot");
+            is(j.restarts, 2, "UP: two restarts (the preemption, the move)");
+            is_double(j.start_s, 2520, 0.01, "UP: the move at t*=2520");
+            is_double(j.ondemand_gpu_s, 240, 0.01, "UP: 240 s on demand, from 2280");
+            is_double(j.end_s, 4860, 0.01, "UP: ends at t=4860");
+            is_double(j.cost_usd, 1 + 240 * 10.0 / 3600 + 2340 * 3.0 / 3600, 1e-4,
+                      "UP: $1 spot + $0.6667 on demand + $1.95 spot");
+            is_double(s.spot_cost_usd, 1 + 2340 * 3.0 / 3600, 1e-4, "UP: $2.95 of it spot");
         } else {
             ok(j.spot, "greedy: ends on spot");
             is_double(j.start_s, 2400, EPS, "greedy: back on spot at t=2400");
@@ -571,7 +579,9 @@ static void inst_make(inst_t *x, uint64_t seed, int pools, double overhead_s, do
     if (pools)
         add_pool(&x->f, "dc", 3, 2, NULL, 0.5);
     add_offer(&x->f, "aws", "us-east-1", "a", NULL, 1, 10.0, 3.0, boot_s);
-    add_offer(&x->f, "aws", "us-west-2", "b", NULL, 1, 10.0, 3.0, boot_s);
+    /* One instance in four has spot only on the traced offer, so Uniform
+     * Progress goes on demand when it is gone and moves back when it returns. */
+    add_offer(&x->f, "aws", "us-west-2", "b", NULL, 1, 10.0, seed % 4 == 3 ? NAN : 3.0, boot_s);
     static const spw_spot_policy_t pol[3] = {SPW_SPOT_POLICY_ONDEMAND, SPW_SPOT_POLICY_GREEDY,
                                              SPW_SPOT_POLICY_UNIFORM_PROGRESS};
     x->p = policy(spw_rng_below(&r, 2) ? "none" : "constant:600", pol[spw_rng_below(&r, 3)],
@@ -629,6 +639,7 @@ static void test_properties(void)
     int bad_det = 0, bad_end = 0, bad_counts = 0, bad_work = 0, bad_cost = 0, bad_dl = 0;
     int bad_failed = 0, runs = 0;
     size_t preempts = 0, failures = 0, restarts = 0, deadlines = 0, checked = 0, interrupted = 0;
+    size_t moves = 0;
     for (uint64_t seed = 1; seed <= 300; seed++) {
         int pools = seed % 3 != 0;
         /* Exact work conservation needs no overhead and no boot. */
@@ -652,6 +663,7 @@ static void test_properties(void)
         preempts += s.preemptions;
         failures += s.node_failures;
         restarts += s.restarts;
+        moves += s.switches_to_spot;
         size_t np = 0, nf = 0, nfail = 0;
         double spot_usd = 0, cloud_usd = 0;
         for (size_t i = 0; i < x->n; i++) {
@@ -735,10 +747,11 @@ static void test_properties(void)
     is(bad_cost, 0, "properties: cost = paid seconds x price, per job and in the summary");
     is(bad_counts, 0, "properties: preemptions, failures and failed jobs add up");
     is(bad_dl, 0, "properties: greedy / uniform progress miss no feasible deadline");
-    ok(preempts > 100 && failures > 50 && restarts > 100 && deadlines > 100 && interrupted > 100,
+    ok(preempts > 100 && failures > 50 && restarts > 100 && deadlines > 100 && interrupted > 100
+       && moves > 10,
        "properties: the instances exercise it (%zu preemptions, %zu failures, %zu restarts, "
-       "%zu deadlines checked; paid seconds checked on %zu cloud jobs, %zu of them preempted)",
-       preempts, failures, restarts, deadlines, checked, interrupted);
+       "%zu moves to spot, %zu deadlines checked; paid seconds checked on %zu cloud jobs, %zu "
+       "of them preempted)", preempts, failures, restarts, moves, deadlines, checked, interrupted);
 }
 
 /* ---- 9. rate preemptions ------------------------------------------------------------ */
