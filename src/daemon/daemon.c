@@ -501,8 +501,10 @@ static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const
                j->ej.done_s);
     if (why == SPW_INTERRUPT_PREEMPTED)
         say(d, "job %s requeued after its instance was preempted", j->id);
-    else
+    else if (why == SPW_INTERRUPT_NODE_FAILED)
         say(d, "job %s requeued after its node failed", j->id);
+    else
+        say(d, "job %s stopped on demand to move to spot", j->id);
     job_save(d, j, SAVE_ALL);
 }
 
@@ -1228,6 +1230,19 @@ static void turn_locked(spw_daemon_t *d)
         else
             place_cloud(d, j, now);
     }
+    free(copy);
+    /* On-demand jobs ahead of uniform progress, with spot free: stopped
+     * (SIGTERM lets them checkpoint) and re-placed on spot next turn, once
+     * their process has exited. */
+    spw_job_t **moves;
+    size_t nm = spw_engine_switches(d->engine, &moves);
+    copy = nm ? spw_xmalloc(nm * sizeof(*copy)) : NULL;
+    if (nm)
+        memcpy(copy, moves, nm * sizeof(*copy));
+    for (size_t i = 0; i < nm; i++)
+        job_interrupt(d, (djob_t *)((char *)copy[i] - offsetof(djob_t, ej)),
+                      SPW_INTERRUPT_SWITCH, "ahead of uniform progress with spot free: moving "
+                      "from on demand to spot", now);
     free(copy);
     save_held(d);
     if (tx && spw_store_commit(d->store, &err) < 0) {

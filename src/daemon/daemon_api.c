@@ -961,7 +961,7 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     put(&b, "# HELP spillway_jobs_interrupted_by_failure_total On-prem attempts ended by a node failure.\n");
     put(&b, "# TYPE spillway_jobs_interrupted_by_failure_total counter\n");
     put(&b, "spillway_jobs_interrupted_by_failure_total %" PRIu64 "\n", failed);
-    put(&b, "# HELP spillway_restarts_total Attempts begun after an interruption.\n");
+    put(&b, "# HELP spillway_restarts_total Attempts begun after an interruption or a move to spot.\n");
     put(&b, "# TYPE spillway_restarts_total counter\n");
     put(&b, "spillway_restarts_total %" PRIu64 "\n", restarts);
     put(&b, "# HELP spillway_nodes_down On-prem nodes out of service, by pool.\n");

@@ -7,9 +7,13 @@
 # by `spillway admin preempt`, once by a spot availability trace
 # (spot.availability) whose count drops to 0 four seconds after the daemon
 # starts and comes back four seconds later, while the job waits for spot.
+# Then a third time without a preemption: under uniform-progress, with no
+# spot at first, a job with a deadline runs on demand; once spot comes back
+# and the job is ahead of uniform progress it is stopped and moved to spot,
+# where it resumes from its checkpoint (attempt 2, no preemption).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 29
+plan 36
 
 # One emulated offer with a spot price, booting in 1 s.
 cat >"$T/offers.csv" <<'EOF'
@@ -18,15 +22,17 @@ emu,test-1,test-1a,g1,A100,1,3.00,0.90
 EOF
 # spotconfig FILE [AVAILABILITY_LINE]
 spotconfig() {
+    policy=${3:-greedy}
     mkconfig "$1" 1 none
     # mkconfig writes a flat-price cloud: swap it for the catalog, and put
     # a spot: section before daemon: (the last section).
-    python3 - "$1" "${2:-}" <<'EOF'
+    python3 - "$1" "${2:-}" "$policy" <<'EOF'
 import sys
-path, avail = sys.argv[1], sys.argv[2]
+path, avail, policy = sys.argv[1], sys.argv[2], sys.argv[3]
 text = open(path).read()
 text = text.replace("  price_usd_per_gpu_h: 2.5\n", "  offers: offers.csv\n")
-spot = "spot:\n  policy: greedy\n  checkpoint_interval_s: continuous\n"
+spot = "spot:\n  policy: " + policy + "\n  checkpoint_interval_s: continuous\n"
+spot += "  restart_overhead_s: 1\n"
 if avail:
     spot += "  availability:\n    - " + avail + "\n"
 text = text.replace("daemon:\n", spot + "daemon:\n")
@@ -180,6 +186,53 @@ assert d["spot"] is True, d'
 ok $? "attempts 2, restarts 1, preemptions 1, on spot"
 [ $(($(now_ms) - t0)) -lt 25000 ]
 ok $? "all within 25 s of the second daemon's start"
+spw ml cancel "$hog" >/dev/null 2>&1 && wait_for "$hog" cancelled 5
+ok $? "the long job is cancelled"
+stop_daemon "$DPID"
+
+# ---- 3: moved from on demand to spot (uniform progress) --------------------
+
+# No spot for the first 10 s, then spot.  The job: 30 steps of 0.4 s (est
+# 12 s), deadline 60 s away.  d = 1 s overhead + 1 s boot; k = 12/60.  It is
+# not behind at 0, then behind: on demand.  Ahead by the hysteresis margin
+# (done >= (t + 2d) k) within a few seconds; spot returns at 10 s: moved.
+python3 -c '
+import json
+print(json.dumps({"metadata": {"gap_seconds": 2}, "data": [0] * 5 + [1] * 195}))' >"$T/trace3.json"
+spotconfig "$T/c.yaml" "{provider: emu, zone: test-1a, trace: trace3.json}" uniform-progress
+start_daemon "$T/c.yaml" "$T/state-c"
+ok $? "spillway serve starts under uniform-progress, no spot for the first 10 s"
+hog=$(submit ml --gpus 1 --name hog -- sleep 60.5)
+wait_for "$hog" running 5
+deadline=$(python3 -c 'import time; print(int(time.time()) + 60)')
+sed -e 's/^spot: always$/est_runtime: 12s/' -e "s/^gpus: 1\$/gpus: 1\ndeadline: $deadline/" \
+    -e 's/-lt 12 /-lt 30 /' "$T/job.yaml" >"$T/job3.yaml"
+job=$(submit ml "$T/job3.yaml")
+wait_until 8 stepped && [ "$(field "$job" 'd["spot"]')" = false ]
+ok $? "the job runs on demand while there is no spot ($job)" ||
+    spw ml show "$job" | while read -r l; do diag "$l"; done
+moved() { grep -q "job $job stopped on demand to move to spot" "$DLOG"; }
+wait_until 15 moved
+ok $? "once spot is back it is stopped on demand to move to spot" || diag "$(tail -5 "$DLOG")"
+wait_for "$job" succeeded 25
+ok $? "it runs again, on spot, and succeeds"
+show_json "$job" "$T/c1.json"
+json_check "$T/c1.json" '
+assert d["attempts"] == 2 and d["restarts"] == 1, d
+assert d["preemptions"] == 0 and d["failures"] == 0, d
+assert d["spot"] is True and d["where"] == "cloud", d
+assert d["done_s"] > 0 and d["lost_s"] == 0, (d["done_s"], d["lost_s"])'
+ok $? "attempts 2, restarts 1, no preemption, ends on spot, work kept"
+spw ml logs "$job" >"$T/c.log"
+python3 - "$T/c.log" <<'EOF'
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")
+starts = [re.match(r"attempt (\d+) restarts (\d+) from step (\d+)", l) for l in lines if l.startswith("attempt ")]
+assert len(starts) == 2 and all(starts), lines
+assert starts[1].group(1, 2) == ("2", "1") and int(starts[1].group(3)) > 0, starts[1].groups()
+assert [l for l in lines if l][-1] == "done", lines[-3:]
+EOF
+ok $? "its second attempt resumed from its checkpoint" || diag "$(cat "$T/c.log")"
 spw ml cancel "$hog" >/dev/null 2>&1 && wait_for "$hog" cancelled 5
 ok $? "the long job is cancelled"
 stop_daemon "$DPID"
