@@ -1033,8 +1033,9 @@ static int site_value(ctx_t *x, const spw_ynode_t *v, const char *what, spw_site
                                && strncmp(f->offers[i].provider, s, plen) == 0));
     if (!known) {
         char pools[128] = "";
-        join_names(pools, sizeof(pools), (const char *const *)&f->pools[0].name,
-                   sizeof(f->pools[0]), f->npools);
+        if (f->npools)        /* pools is NULL without any */
+            join_names(pools, sizeof(pools), (const char *const *)&f->pools[0].name,
+                       sizeof(f->pools[0]), f->npools);
         return at(x, v, err, "%s '%.40s' is neither an on-prem pool (%s) nor a region of a cloud "
                              "offer; write a pool name or a region like aws:us-east-1",
                   what, s, f->npools ? pools : "there are none");

@@ -879,8 +879,24 @@ static void test_spot_errors(void)
         "    - {preempt_rate_per_h: 1}\n", "c.yaml:6:7:", "add a cloud: section");
 }
 
+/* A dataset home that is no region, in a config without on-prem pools: the
+ * error says there are none (found by fuzz_config: the pool list was read
+ * through a NULL array). */
+static void test_home_without_pools(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    const char *yaml = "cloud: {price_usd_per_gpu_h: 2.5}\n"
+                       "data:\n  datasets:\n    - {name: x, size_gb: 1, home: dc3}\n";
+    is(load(&c, yaml, "/tmp", &err), -1, "no pools: an unknown dataset home is an error");
+    ok(strstr(err.text, "c.yaml:4:") && strstr(err.text, "home 'dc3' is neither an on-prem pool "
+                                                          "(there are none)"),
+       "no pools: the error says there are none (%s)", err.text);
+}
+
 int main(void)
 {
+    test_home_without_pools();
     test_valid();
     test_offers();
     test_nodes_from();
