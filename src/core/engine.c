@@ -1361,7 +1361,7 @@ static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
     double run = now - j->start_s - spw_engine_overhead_s(e, j);
     v->inst = SPW_SPOT_ONDEMAND;
     v->done_s = j->done_s + (run > 0 ? run : 0);
-    return 1;
+    return v->done_s < sj->work_s;   /* past its estimate: nothing to move */
 }
 
 /* Starts watching on-demand job j of class c, just placed: under Uniform
@@ -1425,7 +1425,8 @@ static void find_switches(spw_engine_t *e, double now)
             spw_spot_job_t sj;
             spw_spot_view_t v;
             cloud_pick_t pk;
-            int ahead = spot_free(e, c, 0, now) && od_view(e, c, j, now, &sj, &v) &&
+            int viewed = od_view(e, c, j, now, &sj, &v);
+            int ahead = viewed && spot_free(e, c, 0, now) &&
                         spw_spot_decide(SPW_SPOT_POLICY_UNIFORM_PROGRESS, &sj, &v, 1) ==
                             SPW_SPOT_SPOT;
             /* The spot placement must be admitted while the on-demand one
@@ -1439,6 +1440,8 @@ static void find_switches(spw_engine_t *e, double now)
                     e->sw[e->nsw++] = j;
                 }
                 keep = 0;
+            } else if (!viewed) {
+                keep = 0;                     /* past its estimate: it stays */
             } else if (!ahead && spot_free(e, c, 0, now)) {
                 /* Spot is free but at the threshold it is not quite
                  * ahead yet (rounding): look again a second later.  A
