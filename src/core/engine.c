@@ -1426,9 +1426,9 @@ static void find_switches(spw_engine_t *e, double now)
             spw_spot_view_t v;
             cloud_pick_t pk;
             int viewed = od_view(e, c, j, now, &sj, &v);
-            int ahead = viewed && spot_free(e, c, 0, now) &&
-                        spw_spot_decide(SPW_SPOT_POLICY_UNIFORM_PROGRESS, &sj, &v, 1) ==
-                            SPW_SPOT_SPOT;
+            int free_ = viewed && spot_free(e, c, 0, now);
+            int ahead = free_ && spw_spot_decide(SPW_SPOT_POLICY_UNIFORM_PROGRESS, &sj, &v, 1) ==
+                                     SPW_SPOT_SPOT;
             /* The spot placement must be admitted while the on-demand one
              * still holds its worst case: it surely is once that goes. */
             if (ahead && pick_offer(e, c, j, 1, now, &pk, NULL, 0, NULL) == SPW_ADMIT_OK) {
@@ -1442,7 +1442,7 @@ static void find_switches(spw_engine_t *e, double now)
                 keep = 0;
             } else if (!viewed) {
                 keep = 0;                     /* past its estimate: it stays */
-            } else if (!ahead && spot_free(e, c, 0, now)) {
+            } else if (free_ && !ahead) {
                 /* Spot is free but at the threshold it is not quite
                  * ahead yet (rounding): look again a second later.  A
                  * refused pick waits for spot capacity to change. */
