@@ -13,7 +13,20 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 1
+#define SPW_BACKEND_VERSION 2
+
+/* Longest launch token, bytes, including the NUL.  A launch token names one
+ * attempt of one job of one daemon: "DAEMONID.JOBID.ATTEMPT" (the daemon id
+ * is random per state dir, see docs/daemon.md).  Everything a launch starts
+ * carries it (SPILLWAY_LAUNCH_TOKEN in a process's environment, a Slurm
+ * job's comment, an instance's tag), and recovery finds and adopts by it:
+ * a process carrying another daemon's or another attempt's token is never
+ * touched. */
+#define SPW_TOKEN_MAX 96
+
+/* Longest backend-specific handle text (a Slurm job id, a host list),
+ * bytes, including the NUL. */
+#define SPW_HANDLE_EXT_MAX 128
 
 /* Longest job id a backend accepts, bytes, including the NUL.  Ids name log
  * files, so a backend also accepts only [A-Za-z0-9._-] not starting with '.'. */
@@ -39,6 +52,11 @@ typedef struct spw_launch {
     double max_runtime_s;       /* killed (TERM, then KILL) past this, seconds;
                                    0 = no limit */
     double now_s;               /* the daemon's clock at launch, seconds */
+    /* Version 2: */
+    const char *token;          /* launch token (SPW_TOKEN_MAX); never NULL
+                                   for a version-2 backend */
+    uint32_t nodes;             /* nodes of a gang, one process per node;
+                                   0 or 1 = one node */
 } spw_launch_t;
 
 /* A running job, as the daemon persists it so that a restarted daemon can
@@ -53,6 +71,10 @@ typedef struct spw_handle {
                                    unknown */
     double started_s;           /* the daemon's clock at launch, seconds */
     double max_runtime_s;       /* limit given at launch, seconds; 0 = none */
+    /* Version 2: */
+    char token[SPW_TOKEN_MAX];  /* the launch token it was started with */
+    char ext[SPW_HANDLE_EXT_MAX]; /* the backend's own handle (Slurm job id,
+                                   hosts); "" = none */
 } spw_handle_t;
 
 #define SPW_EXIT_KINDS(X)                                                     \
@@ -125,6 +147,17 @@ struct spw_backend_ops {
     /* Frees the backend.  Running jobs keep running, untracked, so that a new
      * daemon can adopt() them.  NULL-safe. */
     void (*destroy)(void *be);
+
+    /* ---- version 2 ---- */
+
+    /* Recovery of a launch whose handle was never recorded (the daemon
+     * committed the intent, then died around launch()): looks for anything
+     * carrying `token`.  Returns 1 with *out filled and the job tracked (as
+     * adopt() would), 0 when nothing carries it and nothing ever will (the
+     * backend has fenced the token, so a launch still in flight cannot start
+     * it later: the daemon may then launch a new attempt), or -1 with err
+     * when it cannot tell now (retry later; never launch again meanwhile). */
+    int (*find)(void *be, const char *token, spw_handle_t *out, spw_error_t *err);
 };
 
 #endif
