@@ -10,6 +10,19 @@ case $level in
 test) pkgs="$pkgs perl python3 prometheus curl" ;;
 fuzz) pkgs="$pkgs perl python3 prometheus curl clang libclang-rt-14-dev valgrind" ;;
 esac
+# Jobs of a daemon running as root run as this unprivileged user (daemon.run_as
+# in docs/daemon.md): created here, as root, like the packages.
+job_user=spillway-job
+if ! id "$job_user" >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "deps: creating the system user $job_user (jobs of a root daemon run as it)" >&2
+        useradd --system --user-group --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$job_user"
+    else
+        echo "note: a daemon started as root runs jobs as the user $job_user; create it with:" >&2
+        echo "  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $job_user" >&2
+    fi
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -44,7 +44,8 @@ typedef struct spw_launch {
                                    PATH; run without a shell.  NULL if script */
     const char *script;         /* run by /bin/sh -c SCRIPT; NULL if argv */
     const char *const *env;     /* NULL-terminated "NAME=VALUE" added to the
-                                   daemon's environment (job wins); may be NULL */
+                                   daemon's variables that env_pass lets
+                                   through (job wins); may be NULL */
     const char *workdir;        /* directory to run in; NULL = the daemon's */
     const uint32_t *gpus;       /* assigned GPU indices, ngpus of them */
     size_t ngpus;               /* entries in gpus; 0 hides every GPU */
@@ -57,6 +58,16 @@ typedef struct spw_launch {
                                    for a version-2 backend */
     uint32_t nodes;             /* nodes of a gang, one process per node;
                                    0 or 1 = one node */
+    int set_user;               /* 1: the job runs as uid/gid below (the
+                                   daemon must be root to switch); 0: as the
+                                   daemon's own user */
+    uid_t uid;                  /* user the job runs as, when set_user */
+    gid_t gid;                  /* its group (the only one it keeps) */
+    const char *const *env_pass; /* NULL-terminated names of the daemon's own
+                                   variables the job inherits ("LC_*": a
+                                   trailing '*' matches a prefix); every
+                                   other one is left out.  NULL = all of
+                                   them (the version 1 behaviour) */
 } spw_launch_t;
 
 /* A running job, as the daemon persists it so that a restarted daemon can

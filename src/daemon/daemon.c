@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -520,6 +521,15 @@ static char *gpu_list(const uint32_t *g, size_t n)
     return s;
 }
 
+/* "NAME=VALUE", newly allocated. */
+static char *env_kv(const char *name, const char *value)
+{
+    size_t len = strlen(name) + strlen(value) + 2;
+    char *s = spw_xmalloc(len);
+    snprintf(s, len, "%s=%s", name, value);
+    return s;
+}
+
 /* The job's checkpoint directory, STATE_DIR/checkpoints/JOBID (absolute),
  * into buf; created (once) when create is set.  0, or -1 with err. */
 static int ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len, int create,
@@ -547,11 +557,17 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
                   double now)
 {
     const spw_jobspec_t *s = &j->spec;
+    const spw_jobuser_t *u = spw_jobusers_for(&d->users, j->team);
     char dir[4096], ckpt[4200], attempt[48], restarts[48], interval[80];
     spw_error_t err;
     int rc = ckpt_path(d, j, dir, sizeof(dir), 1, &err);
     char **env = NULL;
     size_t nenv = 0;
+    /* The job's user owns its checkpoint directory, and no one else may
+     * look into it (jobs of other teams may run as other users). */
+    if (rc == 0 && u->set && (chown(dir, u->uid, u->gid) < 0 || chmod(dir, 0700) < 0))
+        rc = spw_errorf(&err, "cannot hand its checkpoint directory %s to user %s: %s", dir,
+                        u->name, strerror(errno));
     if (rc == 0) {
         snprintf(ckpt, sizeof(ckpt), "SPILLWAY_CHECKPOINT_DIR=%s", dir);
         snprintf(attempt, sizeof(attempt), "SPILLWAY_ATTEMPT=%d", j->attempts + 1);
@@ -565,12 +581,14 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
         size_t nown = sizeof(own) / sizeof(own[0]), nextra = 0;
         while (extra && extra[nextra])
             nextra++;
-        env = spw_xcalloc(s->nenv + nown + nextra + 1, sizeof(char *));
-        for (size_t i = 0; i < s->nenv; i++) {
-            size_t len = strlen(s->env[i].key) + strlen(s->env[i].value) + 2;
-            env[nenv] = spw_xmalloc(len);
-            snprintf(env[nenv++], len, "%s=%s", s->env[i].key, s->env[i].value);
+        env = spw_xcalloc(s->nenv + nown + nextra + 4, sizeof(char *));
+        if (u->set) {  /* its user's, not the daemon's; the spec may override */
+            env[nenv++] = env_kv("HOME", u->home);
+            env[nenv++] = env_kv("USER", u->name);
+            env[nenv++] = env_kv("LOGNAME", u->name);
         }
+        for (size_t i = 0; i < s->nenv; i++)
+            env[nenv++] = env_kv(s->env[i].key, s->env[i].value);
         for (size_t i = 0; i < nown; i++)
             env[nenv++] = spw_xstrdup(own[i]);
         for (size_t i = 0; i < nextra; i++)
@@ -580,7 +598,14 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
             .argv = s->run_kind == SPW_RUN_ARGV ? (const char *const *)s->argv : NULL,
             .script = s->run_kind == SPW_RUN_SCRIPT ? s->script : NULL,
             .env = (const char *const *)env,
-            .workdir = s->workdir,
+            /* A job of another user without a workdir would start in the
+             * daemon's, which it may not even enter: its checkpoint
+             * directory is the one place it surely owns. */
+            .workdir = s->workdir ? s->workdir : u->set ? dir : NULL,
+            .set_user = u->set,
+            .uid = u->uid,
+            .gid = u->gid,
+            .env_pass = d->users.env_pass,
             .gpus = g,
             .ngpus = ng,
             .log_dir = d->log_dir,
@@ -1552,6 +1577,28 @@ static int mkdir_p(const char *path, spw_error_t *err)
     return 0;
 }
 
+/* Makes `path` (created empty if missing) and its SQLite companions
+ * PATH-wal and PATH-shm, where they exist, readable by the daemon only. */
+static int private_file(const char *path, spw_error_t *err)
+{
+    char side[4200];
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) < 0) {
+        spw_errorf(err, "cannot make %s private to the daemon: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    for (int i = 0; i < 2; i++) {
+        snprintf(side, sizeof(side), "%s-%s", path, i ? "shm" : "wal");
+        if (chmod(side, 0600) < 0 && errno != ENOENT)
+            return spw_errorf(err, "cannot make %s private to the daemon: %s", side,
+                              strerror(errno));
+    }
+    return 0;
+}
+
 static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
 {
     spw_fleet_t *f = &d->fleet;
@@ -2123,6 +2170,25 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(abs);
     if (mkdir_p(d->ckpt_dir, err) < 0)
         goto error;
+    if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0)
+        goto error;
+    /* Jobs never need the logs (the API serves them) nor the database; a
+     * job of another user must only be able to pass through the state dir
+     * to its own checkpoint directory. */
+    if (chmod(d->log_dir, 0700) < 0 ||
+        chmod(d->state_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0 ||
+        chmod(d->ckpt_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0) {
+        spw_errorf(err, "cannot set the permissions of the state dir %s: %s", d->state_dir,
+                   strerror(errno));
+        goto error;
+    }
+    if (spw_jobusers_switch(&d->users))
+        say(d, "jobs run as user %s (uid %ld)%s", d->users.dflt.name, (long)d->users.dflt.uid,
+            d->users.nteams ? ", or their team's run_as user" : "");
+    else
+        say(d, "jobs run as this daemon's own user (uid %ld): they can read any file it can, "
+            "its config among them; run the daemon as root for per-job users "
+            "(docs/daemon.md)", (long)geteuid());
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
@@ -2139,6 +2205,13 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         goto error;
     char *db = spw_xmalloc(strlen(sd) + 16);
     sprintf(db, "%s/spillway.db", sd);
+    /* The database holds every job's spec (env values included): the
+     * daemon's alone.  SQLite gives its -wal and -shm files the database's
+     * mode, so making the file 0600 before the first open covers them. */
+    if (private_file(db, err) < 0) {
+        free(db);
+        goto error;
+    }
     spw_store_opts_t so = {.sync = opts->sync_full ? SPW_STORE_SYNC_FULL : SPW_STORE_SYNC_NORMAL};
     d->store = spw_store_open(db, &so, err);
     free(db);
@@ -2221,6 +2294,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
         free(d->node_down[i]);
     free(d->node_down);
     free(d->ckpt_dir);
+    spw_jobusers_clear(&d->users);
     free(d->offer_avail);
     free(d->spot_cap);
     free(d->backoff_s);

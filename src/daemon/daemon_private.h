@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "core/engine.h"
 #include "daemon/daemon.h"
+#include "daemon/jobuser.h"
 #include "daemon/store.h"
 #include "providers/emulated/emulated.h"
 #include "providers/provider.h"
@@ -137,6 +138,7 @@ struct spw_daemon {
     uint8_t **node_down;         /* per pool, per node: 1 = taken out of
                                     service by an administrator */
     char *ckpt_dir;              /* owned: absolute STATE_DIR/checkpoints */
+    spw_jobusers_t users;        /* who jobs run as, what they inherit */
     /* Spot capacity (config spot.availability): */
     int32_t *offer_avail;        /* per offer: the entry of cfg->spot.avail
                                     that applies (the last that matches),

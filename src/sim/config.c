@@ -470,11 +470,60 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
     return 0;
 }
 
+static int owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
+                      char ***out, size_t *cnt, spw_error_t *err);
+
+/* A user name (as useradd takes them: a letter or '_' first, then letters,
+ * digits, '_', '-' or '.', at most 32) at n, borrowed into *out. */
+static int user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
+                      spw_error_t *err)
+{
+    const char *s;
+    if (spw_ynode_str(x->d, n, key, &s, err) < 0)
+        return -1;
+    size_t len = strlen(s);
+    int good = len > 0 && len <= 32 && (isalpha((unsigned char)s[0]) || s[0] == '_');
+    for (size_t i = 1; good && i < len; i++)
+        good = isalnum((unsigned char)s[i]) || strchr("_-.", s[i]);
+    if (!good)
+        return at(x, n, err, "%s: '%.40s' is not a user name (a letter first, then letters, "
+                  "digits, '_', '-' or '.'; create it with useradd)", key, s);
+    *out = s;
+    return 0;
+}
+
+/* daemon.job_env: names of variables, or PREFIX*; never a token. */
+static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    spw_daemon_conf_t *dc = &x->cfg->daemon;
+    if (owned_list(x, n, "job_env", "variable", &dc->job_env, &dc->njob_env, err) < 0)
+        return -1;
+    const spw_ynode_t *v = spw_ymap_get(n, "job_env");
+    for (size_t i = 0; i < dc->njob_env; i++) {
+        const char *e = dc->job_env[i];
+        const spw_ynode_t *at_n = v && v->kind == SPW_Y_SEQ ? v->items[i] : v;
+        size_t len = strlen(e);
+        int good = len > 0 && (isalpha((unsigned char)e[0]) || e[0] == '_');
+        for (size_t k = 1; good && k < len; k++)
+            good = isalnum((unsigned char)e[k]) || e[k] == '_' || (e[k] == '*' && k == len - 1);
+        if (!good)
+            return at(x, at_n, err, "job_env: '%.40s' is not a variable name (letters, digits "
+                      "and '_', optionally ending in '*' for a prefix)", e);
+        int prefix = e[len - 1] == '*';
+        if (prefix ? strncmp("SPILLWAY_TOKEN", e, len - 1) == 0 : strncmp(e, "SPILLWAY_", 9) == 0)
+            return at(x, at_n, err, "job_env: '%.40s' would pass the daemon's SPILLWAY_* "
+                      "variables (its tokens among them) to jobs; name the variables you need "
+                      "instead", e);
+    }
+    return 0;
+}
+
 static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"listen", "state_dir", "gpus", "default_est_runtime_s",
                                        "kill_grace_s", "idle_timeout_s", "max_instance_lifetime_s", "tick_s",
-                                       "max_body_bytes", "tokens", "emulated", NULL};
+                                       "max_body_bytes", "tokens", "emulated", "run_as",
+                                       "allow_root_jobs", "job_env", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
     if (spw_ymap_check_keys(x->d, n, "daemon", keys, err) < 0)
@@ -529,6 +578,17 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                     return at(x, v->items[i], err, "%s", "the same token is given twice");
         }
     }
+    if ((v = spw_ymap_get(n, "run_as"))) {
+        if (user_value(x, v, "run_as", &s, err) < 0)
+            return -1;
+        free(dc->run_as);
+        dc->run_as = spw_xstrdup(s);
+    }
+    if ((v = spw_ymap_get(n, "allow_root_jobs")) &&
+        spw_ynode_bool(x->d, v, "allow_root_jobs", &dc->allow_root_jobs, err) < 0)
+        return -1;
+    if (job_env_key(x, n, err) < 0)
+        return -1;
     if ((v = spw_ymap_get(n, "emulated"))) {
         if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)
             return -1;
@@ -696,7 +756,7 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "monthly_usd", "weekly_usd", "on_exhausted",
                                        "max_cloud_usd_per_h", "max_cloud_gpus",
-                                       "max_egress_usd_per_month", NULL};
+                                       "max_egress_usd_per_month", "run_as", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (spw_ymap_check_keys(x->d, n, "a team", keys, err) < 0)
         return -1;
@@ -713,6 +773,17 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (g->nteams >= SPW_GOV_MAX_TEAMS)
         return at(x, n, err, "more than %d teams; merge some (a rule's team set is %d bits)",
                   SPW_GOV_MAX_TEAMS, SPW_GOV_MAX_TEAMS);
+    const spw_ynode_t *ru = spw_ymap_get(n, "run_as");
+    if (ru) {
+        const char *user;
+        spw_daemon_conf_t *dc = &x->cfg->daemon;
+        if (user_value(x, ru, "run_as", &user, err) < 0)
+            return -1;
+        dc->team_run_as = spw_xrealloc(dc->team_run_as,
+                                       (dc->nteam_run_as + 1) * sizeof(*dc->team_run_as));
+        dc->team_run_as[dc->nteam_run_as].team = spw_xstrdup(name);
+        dc->team_run_as[dc->nteam_run_as++].user = spw_xstrdup(user);
+    }
     const spw_ynode_t *mn = spw_ymap_get(n, "monthly_usd"), *wn = spw_ymap_get(n, "weekly_usd");
     if (mn && wn)
         return at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
@@ -1564,6 +1635,15 @@ void spw_config_free(spw_config_t *cfg)
         free(dc->tokens[i].team);
     }
     free(dc->tokens);
+    for (size_t i = 0; i < dc->nteam_run_as; i++) {
+        free(dc->team_run_as[i].team);
+        free(dc->team_run_as[i].user);
+    }
+    free(dc->team_run_as);
+    for (size_t i = 0; i < dc->njob_env; i++)
+        free(dc->job_env[i]);
+    free(dc->job_env);
+    free(dc->run_as);
     free(dc->listen);
     free(dc->state_dir);
     memset(dc, 0, sizeof(*dc));

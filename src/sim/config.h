@@ -113,6 +113,12 @@ typedef struct spw_token {
     int admin;              /* 1: sees and cancels every job, may preempt */
 } spw_token_t;
 
+/* A team's own job user (teams: entries' run_as). */
+typedef struct spw_team_user {
+    char *team;             /* owned team name */
+    char *user;             /* owned user name its jobs run as */
+} spw_team_user_t;
+
 /* The daemon: section, read by `spillway serve` and ignored by `sim`, so one
  * file describes the fleet for both. */
 typedef struct spw_daemon_conf {
@@ -130,6 +136,17 @@ typedef struct spw_daemon_conf {
     size_t max_body_bytes;      /* bigger requests get 413; 1 MiB */
     spw_token_t *tokens;        /* owned; none = no auth (loopback only) */
     size_t ntokens;
+    /* Who jobs run as (docs/daemon.md, "Jobs cannot reach the daemon"): */
+    char *run_as;               /* owned; user name for jobs of teams without
+                                   their own; NULL = "spillway-job" when the
+                                   daemon runs as root, else the daemon's */
+    spw_team_user_t *team_run_as; /* owned; teams: entries' run_as */
+    size_t nteam_run_as;
+    int allow_root_jobs;        /* 1: a job may run as root (uid 0) */
+    char **job_env;             /* owned; names (or PREFIX*) of the daemon's
+                                   variables jobs inherit, besides the
+                                   defaults (PATH, LANG, LC_*, TZ, ...) */
+    size_t njob_env;
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */

@@ -607,6 +607,63 @@ static void test_env_and_workdir(void *be)
     unsetenv("SPW_TEST_DAEMON");
 }
 
+/* env_pass: only the daemon's variables it names (or a PREFIX* matches)
+ * reach the job; the job's own env and the reserved variables still do. */
+static void test_env_pass(void *be)
+{
+    const char *pass[] = {"PATH", "SPW_PASS_*", NULL};
+    const char *env[] = {"SPW_JOBVAR=mine", NULL};
+    spw_launch_t r = base_req("passjob");
+    spw_handle_t h;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    char buf[4096];
+
+    setenv("SPW_PASS_A", "a", 1);
+    setenv("SPW_PASSB", "b", 1);
+    setenv("SPW_SECRET_TOKEN", "s", 1);
+    r.script = "echo \"${SPW_PASS_A-unset} ${SPW_PASSB-unset} ${SPW_SECRET_TOKEN-unset}"
+               " ${SPW_JOBVAR-unset} ${SPILLWAY_JOB_ID-unset} ${HOME-unset}\"";
+    r.env = env;
+    r.env_pass = pass;
+    if (!ok(ops->launch(be, &r, &h, &err) == 0, "env_pass job launches"))
+        diag("%s", err.text);
+    ok(wait_exit(be, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 0, "exits 0");
+    is_str(slurp(tmp, "passjob.out", buf, sizeof(buf)), "a unset unset mine passjob unset\n",
+           "only named and prefixed daemon variables pass; job env and SPILLWAY_JOB_ID do");
+    unsetenv("SPW_PASS_A");
+    unsetenv("SPW_PASSB");
+    unsetenv("SPW_SECRET_TOKEN");
+}
+
+/* set_user: the job runs as that user with that group alone; the shim
+ * (which writes the exit record into the daemon's directory) does not. */
+static void test_set_user(void *be)
+{
+    spw_launch_t r = base_req("userjob");
+    spw_handle_t h;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    char buf[4096];
+
+    if (geteuid() != 0) {
+        for (int i = 0; i < 3; i++)
+            ok(1, "# skip switching users needs root");
+        return;
+    }
+    r.script = "echo \"$(id -u) $(id -g) $(id -G)\"";
+    r.workdir = "/";
+    r.set_user = 1;
+    r.uid = 65534;
+    r.gid = 65534;
+    if (!ok(ops->launch(be, &r, &h, &err) == 0, "a job as uid 65534 launches"))
+        diag("%s", err.text);
+    ok(wait_exit(be, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 0,
+       "exits 0, its exit recorded by the shim");
+    is_str(slurp(tmp, "userjob.out", buf, sizeof(buf)), "65534 65534 65534\n",
+           "it runs as uid and gid 65534 with no other group");
+}
+
 /* Starts `sleep SECS` as a grandchild in its own session, as a job of a
  * previous daemon would be: sh forks it in the background and exits, so its
  * parent is no longer us.  (Through sh rather than a C double fork so that no
@@ -950,6 +1007,8 @@ int main(void)
     test_cancel_escalates(be);
     test_max_runtime(be);
     test_env_and_workdir(be);
+    test_env_pass(be);
+    test_set_user(be);
     ops->destroy(be);
 
     test_adopt();

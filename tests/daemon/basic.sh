@@ -75,7 +75,7 @@ assert d["name"] == "g2" and d["team"] == "ml", (d["name"], d["team"])'
 ok $? "show -o json: on-prem placement local/0, exit_code 0, name, team and spec"
 
 # ---- env: and workdir: from a YAML spec -----------------------------------
-mkdir -p "$T/wd"
+job_dir "$T/wd"
 cat >"$T/job.yaml" <<EOF
 name: envjob
 gpus: 1

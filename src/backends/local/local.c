@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -296,7 +297,7 @@ static int not_tracked(const spw_handle_t *h, spw_error_t *err)
  * malloc lock at fork time.  (close_range and prctl are plain system calls
  * too, though POSIX does not list them.) */
 
-enum { STAGE_SETUP = 1, STAGE_CHDIR, STAGE_EXEC };
+enum { STAGE_SETUP = 1, STAGE_USER, STAGE_CHDIR, STAGE_EXEC };
 
 typedef struct child_report {
     int stage;                  /* STAGE_*: what failed */
@@ -310,6 +311,9 @@ typedef struct child_plan {
     char *const *envp;          /* its environment */
     const char *path;           /* PATH to search when file has no '/' */
     const char *workdir;        /* NULL = stay */
+    int set_user;               /* 1: switch to uid/gid before exec */
+    uid_t uid;                  /* the job's user, when set_user */
+    gid_t gid;                  /* the job's only group, when set_user */
     const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record */
     const char *exit_tmp;       /* LOG_DIR/JOBID.exit.tmp, renamed to exit_path */
     int max_fd;                 /* descriptors below this are closed in the
@@ -396,6 +400,15 @@ static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
 
+    /* The shim stays the daemon's user (it writes the exit record where the
+     * job cannot); the job drops to its own user, keeping no supplementary
+     * group of the daemon's, before it touches its workdir. */
+    if (c->set_user) {
+        if (setgroups(1, &c->gid) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0)
+            child_fail(rep, STAGE_USER, errno);
+        if (getuid() != c->uid || geteuid() != c->uid || getegid() != c->gid)
+            child_fail(rep, STAGE_USER, EPERM);
+    }
     if (c->workdir && chdir(c->workdir) < 0)
         child_fail(rep, STAGE_CHDIR, errno);
     child_fail(rep, STAGE_EXEC, child_exec(c));
@@ -545,6 +558,25 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
 /* Builds the job's environment (see local.h).  The array is owned by the
  * caller; the strings are borrowed from environ and req except *owned, a
  * NULL-terminated list of what the caller frees. */
+/* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job:
+ * pass is NULL (all may), or names it, or holds a "PREFIX*" it starts with. */
+static int env_passes(const char *const *pass, const char *entry)
+{
+    size_t nl = env_name_len(entry);
+    if (!pass)
+        return 1;
+    for (; *pass; pass++) {
+        size_t pl = strlen(*pass);
+        if (pl && (*pass)[pl - 1] == '*') {
+            if (nl >= pl - 1 && strncmp(entry, *pass, pl - 1) == 0)
+                return 1;
+        } else if (pl == nl && strncmp(entry, *pass, nl) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static char **build_env(const spw_launch_t *req, char **owned)
 {
     size_t nenv = 0, njob = 0, n = 0, no = 0;
@@ -558,7 +590,7 @@ static char **build_env(const spw_launch_t *req, char **owned)
     envp = spw_xcalloc(nenv + njob + 4, sizeof(*envp));
 
     for (char **e = environ; e && *e; e++) {
-        int skip = 0;
+        int skip = !env_passes(req->env_pass, *e);
         for (size_t r = 0; r < 2 && !skip; r++)
             skip = env_name_is(*e, reserved_env[r]);
         if (req->workdir && env_name_is(*e, "PWD"))
@@ -717,6 +749,9 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     if (!plan.path)
         plan.path = std_path;
     plan.workdir = req->workdir;
+    plan.set_user = req->set_user;
+    plan.uid = req->uid;
+    plan.gid = req->gid;
     plan.in_fd = in_fd;
     plan.out_fd = out_fd;
     plan.err_fd = err_fd;
@@ -765,6 +800,9 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
             spw_errorf(err, "job %s: the process failed before it started", req->job_id);
         else if (rep.stage == STAGE_EXEC)
             spw_errorf(err, "cannot run '%s': %s", plan.file, strerror(rep.err));
+        else if (rep.stage == STAGE_USER)
+            spw_errorf(err, "job %s: cannot switch to user id %ld (group %ld): %s", req->job_id,
+                       (long)req->uid, (long)req->gid, strerror(rep.err));
         else if (rep.stage == STAGE_CHDIR)
             spw_errorf(err, "cannot change to directory '%s': %s", req->workdir,
                        strerror(rep.err));

@@ -31,9 +31,14 @@
  *   outcome from the file.  A SIGKILL to the group (cancel escalation) kills
  *   the shim too: then there is no record.  launch() removes the record of an
  *   earlier attempt of the same job id before it forks.
- * - environment: the daemon's, then the job's env (which wins), then
+ * - environment: the daemon's variables that env_pass lets through (all of
+ *   them when it is NULL), then the job's env (which wins), then
  *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated) and
  *   SPILLWAY_JOB_ID, which win over both; PWD follows workdir.
+ * - user: with set_user, the job (not the shim, which stays the daemon's
+ *   user so that it can write the exit record) switches to uid and gid,
+ *   dropping every supplementary group, before chdir and exec; a failure is
+ *   reported like a failed exec.
  * - a failed chdir or exec is sent to the parent through a close-on-exec pipe
  *   (the shim drops its copy once it has forked the job, so the parent reads
  *   EOF once the exec succeeded), so launch() fails with the reason, reaps

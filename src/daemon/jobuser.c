@@ -1,0 +1,144 @@
+/* jobuser.c: who the daemon's jobs run as, and which of the daemon's own
+ * environment variables they see (docs/daemon.md, "Jobs cannot reach the
+ * daemon").  Resolved once at start from the config and the password file. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/jobuser.h"
+#include "util/error.h"
+
+/* The daemon's variables every job inherits, besides daemon.job_env:
+ * enough for programs to find themselves, their libraries and the locale,
+ * and nothing that names the daemon, its tokens or its user. */
+static const char *const default_pass[] = {
+    "PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+};
+/* Only when jobs run as the daemon's own user: it is their user too. */
+static const char *const own_user_pass[] = {"HOME", "USER", "LOGNAME", "SHELL"};
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static void user_clear(spw_jobuser_t *u)
+{
+    free(u->name);
+    free(u->home);
+    memset(u, 0, sizeof(*u));
+}
+
+/* Fills u for user `name` (the daemon is root).  0, or -1 with a sentence
+ * naming `key` and what to do. */
+static int user_resolve(spw_jobuser_t *u, const char *name, const char *key, int allow_root,
+                        spw_error_t *err)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    int rc = getpwnam_r(name, &pw, buf, sizeof(buf), &res);
+    if (!res) {
+        if (rc)
+            return spw_errorf(err, "%s: cannot look up user '%s': %s", key, name, strerror(rc));
+        return spw_errorf(err,
+                          "%s: user '%s' does not exist; create it (as root: useradd --system "
+                          "--user-group --no-create-home --shell /usr/sbin/nologin %s; "
+                          "scripts/deps.sh does this for spillway-job) or name an existing user",
+                          key, name, name);
+    }
+    if (pw.pw_uid == 0 && !allow_root)
+        return spw_errorf(err,
+                          "%s: jobs would run as root (user '%s'), and a job running as root "
+                          "can read every token and stop the daemon; name an unprivileged user, "
+                          "or set daemon.allow_root_jobs: true if you really mean it", key, name);
+    u->set = 1;
+    u->uid = pw.pw_uid;
+    u->gid = pw.pw_gid;
+    u->name = spw_xstrdup(pw.pw_name);
+    u->home = spw_xstrdup(pw.pw_dir && pw.pw_dir[0] ? pw.pw_dir : "/");
+    return 0;
+}
+
+static void pass_list(spw_jobusers_t *us, const spw_daemon_conf_t *dc, int own_user)
+{
+    size_t n = N_OF(default_pass) + N_OF(own_user_pass) + dc->njob_env, k = 0;
+    us->env_pass = spw_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < N_OF(default_pass); i++)
+        us->env_pass[k++] = default_pass[i];
+    if (own_user)
+        for (size_t i = 0; i < N_OF(own_user_pass); i++)
+            us->env_pass[k++] = own_user_pass[i];
+    for (size_t i = 0; i < dc->njob_env; i++)
+        us->env_pass[k++] = dc->job_env[i];
+    us->env_pass[k] = NULL;
+}
+
+int spw_jobusers_init(spw_jobusers_t *us, const spw_daemon_conf_t *dc, spw_error_t *err)
+{
+    memset(us, 0, sizeof(*us));
+    if (geteuid() != 0) {
+        /* Switching users needs root: a named user other than our own would
+         * be silently ignored, so refuse it. */
+        struct passwd *me = getpwuid(geteuid());
+        const char *mine = me ? me->pw_name : "";
+        if (dc->run_as && strcmp(dc->run_as, mine) != 0)
+            return spw_errorf(err,
+                              "daemon.run_as: '%s' needs the daemon to run as root (it runs as "
+                              "uid %ld); start it as root, or remove run_as (jobs then run as "
+                              "the daemon's own user)", dc->run_as, (long)geteuid());
+        for (size_t i = 0; i < dc->nteam_run_as; i++)
+            if (strcmp(dc->team_run_as[i].user, mine) != 0)
+                return spw_errorf(err,
+                                  "team '%s': run_as '%s' needs the daemon to run as root (it "
+                                  "runs as uid %ld)", dc->team_run_as[i].team,
+                                  dc->team_run_as[i].user, (long)geteuid());
+        pass_list(us, dc, 1);
+        return 0;
+    }
+    const char *dflt = dc->run_as ? dc->run_as : SPW_JOB_USER_DEFAULT;
+    if (user_resolve(&us->dflt, dflt, dc->run_as ? "daemon.run_as" : "daemon.run_as (default)",
+                     dc->allow_root_jobs, err) < 0)
+        goto error;
+    us->teams = spw_xcalloc(dc->nteam_run_as + 1, sizeof(*us->teams));
+    us->team_names = spw_xcalloc(dc->nteam_run_as + 1, sizeof(char *));
+    for (size_t i = 0; i < dc->nteam_run_as; i++) {
+        char key[128];
+        snprintf(key, sizeof(key), "team '%s' run_as", dc->team_run_as[i].team);
+        if (user_resolve(&us->teams[i], dc->team_run_as[i].user, key, dc->allow_root_jobs,
+                         err) < 0)
+            goto error;
+        us->team_names[i] = dc->team_run_as[i].team;
+        us->nteams = i + 1;
+    }
+    pass_list(us, dc, 0);
+    return 0;
+error:
+    spw_jobusers_clear(us);
+    return -1;
+}
+
+const spw_jobuser_t *spw_jobusers_for(const spw_jobusers_t *us, const char *team)
+{
+    for (size_t i = 0; team && i < us->nteams; i++)
+        if (strcmp(us->team_names[i], team) == 0)
+            return &us->teams[i];
+    return &us->dflt;
+}
+
+int spw_jobusers_switch(const spw_jobusers_t *us)
+{
+    return us->dflt.set;
+}
+
+void spw_jobusers_clear(spw_jobusers_t *us)
+{
+    if (!us)
+        return;
+    user_clear(&us->dflt);
+    for (size_t i = 0; i < us->nteams; i++)
+        user_clear(&us->teams[i]);
+    free(us->teams);
+    free(us->team_names);
+    free(us->env_pass);
+    memset(us, 0, sizeof(*us));
+}

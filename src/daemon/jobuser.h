@@ -1,0 +1,52 @@
+/* jobuser.h: who the daemon's jobs run as, and which of the daemon's own
+ * environment variables they inherit.  A daemon running as root runs every
+ * job as an unprivileged user (its team's run_as, else daemon.run_as, else
+ * spillway-job), never as root unless daemon.allow_root_jobs; a daemon not
+ * running as root runs jobs as itself and refuses any run_as naming
+ * someone else.  Either way jobs inherit only an allow-list of the daemon's
+ * variables, so its tokens never reach them. */
+#ifndef SPW_DAEMON_JOBUSER_H
+#define SPW_DAEMON_JOBUSER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sim/config.h"
+#include "util/error.h"
+
+/* The user jobs run as when the daemon is root and the config names none. */
+#define SPW_JOB_USER_DEFAULT "spillway-job"
+
+/* One resolved user. */
+typedef struct spw_jobuser {
+    int set;                /* 1: switch to uid/gid; 0: the daemon's own */
+    uid_t uid;              /* its user id */
+    gid_t gid;              /* its primary group, the only one jobs keep */
+    char *name;             /* owned user name; NULL when !set */
+    char *home;             /* owned home directory ("/" when none) */
+} spw_jobuser_t;
+
+typedef struct spw_jobusers {
+    spw_jobuser_t dflt;     /* for teams without their own */
+    spw_jobuser_t *teams;   /* owned, nteams: teams with a run_as */
+    const char **team_names; /* owned array; names borrowed from the config */
+    size_t nteams;
+    const char **env_pass;  /* owned NULL-terminated array (strings borrowed
+                               from static tables and the config): the
+                               daemon's variables jobs inherit */
+} spw_jobusers_t;
+
+/* Resolves dc's run_as settings (dc borrowed until clear).  0, or -1 with a
+ * sentence saying what to change, and *us left empty. */
+int spw_jobusers_init(spw_jobusers_t *us, const spw_daemon_conf_t *dc, spw_error_t *err);
+
+/* The user jobs of `team` (NULL or "" = none) run as; borrowed from us. */
+const spw_jobuser_t *spw_jobusers_for(const spw_jobusers_t *us, const char *team);
+
+/* 1 when jobs run as users other than the daemon's (it is root). */
+int spw_jobusers_switch(const spw_jobusers_t *us);
+
+/* Frees what init made.  NULL-safe. */
+void spw_jobusers_clear(spw_jobusers_t *us);
+
+#endif
