@@ -990,7 +990,8 @@ int main(void)
         return 1;
     }
     umask(022);
-    is(ops->version, SPW_BACKEND_VERSION, "ops table version");
+    ok(ops->version >= 1 && ops->version <= SPW_BACKEND_VERSION, "ops table version %d",
+       ops->version);
     is_str(ops->name, "local", "ops table name");
 
     be = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3}, &err);
