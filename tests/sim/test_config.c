@@ -894,8 +894,40 @@ static void test_home_without_pools(void)
        "no pools: the error says there are none (%s)", err.text);
 }
 
+/* daemon.run_as, allow_root_jobs, job_env and a team's run_as. */
+static void test_job_users(void)
+{
+    static const char base[] = "onprem:\n  nodes: 1\n  gpus_per_node: 1\n";
+    char yaml[1024];
+    spw_config_t c;
+    spw_error_t err;
+
+    snprintf(yaml, sizeof(yaml),
+             "%steams:\n  - {name: ml, run_as: ml-jobs}\n  - {name: cv}\n"
+             "daemon:\n  run_as: batch\n  allow_root_jobs: true\n"
+             "  job_env: [HTTP_PROXY, NCCL_*]\n", base);
+    if (!ok(load(&c, yaml, NULL, &err) == 0, "run_as, allow_root_jobs and job_env load"))
+        diag("%s", err.text);
+    is_str(c.daemon.run_as, "batch", "daemon.run_as");
+    ok(c.daemon.allow_root_jobs == 1, "allow_root_jobs");
+    ok(c.daemon.nteam_run_as == 1 && strcmp(c.daemon.team_run_as[0].team, "ml") == 0 &&
+       strcmp(c.daemon.team_run_as[0].user, "ml-jobs") == 0, "a team's run_as");
+    ok(c.daemon.njob_env == 2 && strcmp(c.daemon.job_env[1], "NCCL_*") == 0, "job_env");
+    spw_config_free(&c);
+
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  run_as: 'bad user'\n", base);
+    ERR("run_as not a user name", yaml, "c.yaml:5:", "not a user name");
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  job_env: [PATH, SPILLWAY_TOKEN]\n", base);
+    ERR("job_env passing the token", yaml, "c.yaml:5:", "SPILLWAY_TOKEN", "tokens");
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  job_env: [SPILL*]\n", base);
+    ERR("job_env prefix covering the token", yaml, "SPILL*");
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  job_env: ['A-B']\n", base);
+    ERR("job_env not a name", yaml, "not a variable name");
+}
+
 int main(void)
 {
+    test_job_users();
     test_home_without_pools();
     test_valid();
     test_offers();
