@@ -811,7 +811,8 @@ int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
 {
     char why[400];
     double age;
-    int bad = spw_daemon_health_state(d, why, sizeof(why), &age);
+    /* A loop not started (yet) is not a fault: that is /readyz's. */
+    int bad = spw_daemon_health_state(d, why, sizeof(why), &age) == 1;
     *out = json_object();
     json_object_set_new(*out, "status", json_string(bad ? "unhealthy" : "ok"));
     if (bad) {
