@@ -150,6 +150,14 @@ djob_t *spw_daemon_find(spw_daemon_t *d, const char *id)
 /* Writes the fields in set (SPW_JU_*) of j to the store. */
 static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
 {
+    if (!j->touched) {
+        j->touched = 1;
+        if (d->ntouched == d->captouched) {
+            d->captouched = d->captouched ? 2 * d->captouched : 64;
+            d->touched = spw_xrealloc(d->touched, d->captouched * sizeof(*d->touched));
+        }
+        d->touched[d->ntouched++] = j->seq;
+    }
     char place[256];
     const char *pl = NULL;
     if (j->pool >= 0) {
@@ -1275,6 +1283,7 @@ static void spot_capacity(spw_daemon_t *d, double now)
 static void note_commit(spw_daemon_t *d, int ok, const char *why)
 {
     pthread_mutex_lock(&d->hmu);
+    int was = d->commit_failing;
     if (ok) {
         d->commit_failing = 0;
     } else {
@@ -1282,6 +1291,12 @@ static void note_commit(spw_daemon_t *d, int ok, const char *why)
         snprintf(d->commit_err, sizeof(d->commit_err), "%s", why);
     }
     pthread_mutex_unlock(&d->hmu);
+    /* Said once when it starts and once when it ends, not every turn. */
+    if (!ok && !was)
+        say(d, "commits fail: %s; nothing is launched until a commit works (/healthz says "
+            "503 meanwhile)", why);
+    else if (ok && was)
+        say(d, "commits work again");
 }
 
 /* Launch tokens whose attempts ended: their fences and exit records go once
@@ -1411,12 +1426,13 @@ static void turn_locked(spw_daemon_t *d)
     failing = d->commit_failing;
     pthread_mutex_unlock(&d->hmu);
     if (failing) {
-        /* The last commit failed, so it undid what it held: write the launch
-         * intents still waiting again, and a heartbeat that tells whether
+        /* The last commit failed, so it undid what it held: write every job
+         * written since the last commit that worked again, whole (launch
+         * intents waiting included), and a heartbeat that tells whether
          * commits work again. */
-        for (size_t i = 0; i < d->npend; i++) {
-            djob_t *j = d->jobs[d->pend[i]];
-            if (j && j->pending)
+        for (size_t i = 0; i < d->ntouched; i++) {
+            djob_t *j = d->jobs[d->touched[i]];
+            if (j)
                 job_save(d, j, SAVE_ALL);
         }
         if (spw_store_heartbeat(d->store, now, &err) < 0)
@@ -1435,12 +1451,15 @@ static void turn_locked(spw_daemon_t *d)
         return;
     }
     if (spw_store_commit(d->store, &err) < 0) {
-        say(d, "cannot commit a turn: %s", err.text);
         spw_store_rollback(d->store);
         note_commit(d, 0, err.text);
         return;   /* its launch intents wait for a commit that works */
     }
     note_commit(d, 1, NULL);
+    for (size_t i = 0; i < d->ntouched; i++)
+        if (d->jobs[d->touched[i]])
+            d->jobs[d->touched[i]]->touched = 0;
+    d->ntouched = 0;
     gc_run(d);
     launch_pending(d, now);
 }
@@ -2554,6 +2573,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     free(d->log_dir);
     free(d->run_dir);
     free(d->pend);
+    free(d->touched);
     for (size_t i = 0; i < d->ngc; i++)
         free(d->gc[i]);
     free(d->gc);

@@ -45,6 +45,10 @@ typedef struct djob {
     uint32_t *pend_gpus;        /* owned: the GPUs of that launch */
     size_t pend_ngpus;          /* entries in pend_gpus */
     char **pend_extra;          /* owned, NULL-terminated: its extra env */
+    int touched;                /* written since the last commit that
+                                   worked: written again (whole) while
+                                   commits fail, so a failed commit loses
+                                   nothing once one works */
     int stopping;               /* its process belongs to an attempt that
                                    was interrupted (preempted instance,
                                    failed node) and already settled: it is
@@ -144,6 +148,8 @@ struct spw_daemon {
                                     ended; their fence and exit record are
                                     removed once that end is committed */
     size_t ngc, capgc;
+    int64_t *touched;            /* seqs of the jobs flagged touched */
+    size_t ntouched, captouched;
     int write_failed;            /* a store write of this turn failed: the
                                     turn counts as not committed */
     /* Health, under hmu (never under mu, so /healthz answers even while
