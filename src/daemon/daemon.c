@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/local/local.h"
 #include "core/spot.h"
@@ -2417,6 +2419,50 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
     return 0;
 }
 
+/* After recovery: removes from STATE_DIR/run the fences and exit records
+ * of attempts that are over (their job ended, or has another launch intent
+ * now), which a crash kept from being removed after their end committed. */
+static void sweep_run_dir(spw_daemon_t *d)
+{
+    DIR *dir = opendir(d->run_dir);
+    struct dirent *de;
+    size_t removed = 0;
+    if (!dir)
+        return;
+    while ((de = readdir(dir))) {
+        char tok[SPW_TOKEN_MAX], path[4096];
+        const char *name = de->d_name, *suffix;
+        if (name[0] == '.')
+            continue;
+        size_t n = strlen(name);
+        if ((suffix = strstr(name, ".exit")) && (strcmp(suffix, ".exit") == 0 ||
+                                                  strcmp(suffix, ".exit.tmp") == 0))
+            n = (size_t)(suffix - name);
+        if (n >= sizeof(tok))
+            continue;
+        memcpy(tok, name, n);
+        tok[n] = '\0';
+        const char *dot1 = strchr(tok, '.'), *dot2 = strrchr(tok, '.');
+        if (!dot1 || dot2 == dot1 || strncmp(tok, d->daemon_id, (size_t)(dot1 - tok)) != 0)
+            continue;   /* not a token of ours: leave it */
+        char id[SPW_STORE_ID_LEN];
+        size_t il = (size_t)(dot2 - dot1 - 1);
+        if (il >= sizeof(id))
+            continue;
+        memcpy(id, dot1 + 1, il);
+        id[il] = '\0';
+        djob_t *j = spw_daemon_find(d, id);
+        if (j && !spw_djob_state_terminal(j->st) && (strcmp(j->token, tok) == 0 || j->running))
+            continue;   /* its current attempt, or a process still being stopped */
+        snprintf(path, sizeof(path), "%s/%s", d->run_dir, name);
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(dir);
+    if (removed)
+        say(d, "removed %zu fences and exit records of attempts that are over", removed);
+}
+
 spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t *opts,
                                 spw_error_t *err)
 {
@@ -2529,6 +2575,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spot_capacity(d, d->now);
     if (spw_store_commit(d->store, err) < 0)
         goto error;
+    for (size_t i = 0; i < d->ntouched; i++)
+        if (d->jobs[d->touched[i]])
+            d->jobs[d->touched[i]]->touched = 0;
+    d->ntouched = 0;
+    gc_run(d);
+    sweep_run_dir(d);
     return d;
 error:
     spw_daemon_destroy(d);

@@ -15,7 +15,7 @@
 # Jobs have `retries: 2`, so a forgotten cancel or a relaunch would show.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 11
+plan 12
 
 ROUNDS=${SPW_STORM_ROUNDS:-8}
 PER_SUBMITTER=${SPW_STORM_JOBS:-30}
@@ -188,4 +188,8 @@ ok $? "no acknowledged submit lost"
 ok $? "every job ended succeeded or cancelled"
 grep -q "^runs [1-9]" "$T/verdict"
 ok $? "the ledger recorded runs (the check is not vacuous)"
+# Fences and exit records go once each attempt's end is committed.
+left_in_run() { [ -z "$(ls "$T/state/run")" ]; }
+wait_until 5 left_in_run
+ok $? "nothing is left in STATE/run" || diag "$(ls "$T/state/run" | head -5)"
 done_testing
