@@ -14,6 +14,8 @@
 # --spillway runs another binary (an older build, to compare).
 #
 # Output: bench_launch rep=R jobs=N slots=S seconds=... launches_per_s=...
+#   daemon_cpu_ms_per_launch=... (the daemon process's own user + system CPU
+#   time over the run, per job: steadier than wall time on a busy machine)
 set -uo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.." || exit 1
@@ -90,6 +92,8 @@ for i in range(int(sys.argv[2])):
     if r.status != 201:
         sys.exit("submit %d: HTTP %d" % (i, r.status))
 EOF
+    cpu() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$DPID/stat"; }  # utime + stime, ticks
+    c0=$(cpu)
     t0=$(now)
     "$SPW" admin node local/0 up >/dev/null
     while :; do
@@ -99,8 +103,9 @@ EOF
         sleep 0.02
     done
     t1=$(now)
-    awk -v r="$rep" -v n="$JOBS" -v s="$SLOTS" -v a="$t0" -v b="$t1" \
-        'BEGIN { printf "bench_launch rep=%d jobs=%d slots=%d seconds=%.3f launches_per_s=%.1f\n", r, n, s, b - a, n / (b - a) }'
+    c1=$(cpu)
+    awk -v r="$rep" -v n="$JOBS" -v s="$SLOTS" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { printf "bench_launch rep=%d jobs=%d slots=%d seconds=%.3f launches_per_s=%.1f daemon_cpu_ms_per_launch=%.3f\n", r, n, s, b - a, n / (b - a), c * 1000 / hz / n }'
     kill -KILL "$DPID" 2>/dev/null
     wait "$DPID" 2>/dev/null
     DPID=

@@ -1319,8 +1319,6 @@ static void gc_run(spw_daemon_t *d)
 {
     char path[4096];
     for (size_t i = 0; i < d->ngc; i++) {
-        snprintf(path, sizeof(path), "%s/%s.exit", d->run_dir, d->gc[i]);
-        unlink(path);
         snprintf(path, sizeof(path), "%s/%s", d->run_dir, d->gc[i]);
         unlink(path);
         free(d->gc[i]);
@@ -2183,7 +2181,7 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
     int status;
     /* The exit record of the attempt its intent names (by token); rows
      * from before schema 4 have theirs by job id. */
-    int known = j->token[0] ? spw_local_read_exit(d->run_dir, j->token, &kind, &status) == 0
+    int known = j->token[0] ? spw_local_read_exit_token(d->run_dir, j->token, &kind, &status) == 0
                             : spw_local_read_exit(d->log_dir, j->id, &kind, &status) == 0;
     if (known) {
         if (j->attempts == 0)

@@ -887,8 +887,10 @@ static void test_tokens(void)
      * processes.) */
     spw_local_destroy(lb2);
     lb2 = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir}, NULL);
-    snprintf(name, sizeof(name), "%s.exit", tokA);
-    is_str(slurp(rundir, name, buf, sizeof(buf)), "exited 6\n", "RUN_DIR/TOKEN.exit");
+    ok(spw_local_read_exit_token(rundir, tokA, &k, &st) == 0 && k == SPW_EXIT_EXITED && st == 6,
+       "the fence holds the exit record (%s %d)", spw_exit_kind_name(k), st);
+    ok(spw_local_read_exit_token(rundir, tokB, &k, &st) < 0 &&
+           errno == ENOENT, "a fence find() made has none");
     snprintf(name, sizeof(name), "%s.out", idA);
     ok(strstr(slurp(tmp, name, buf, sizeof(buf)), tokA) != NULL,
        "SPILLWAY_LAUNCH_TOKEN is in the job's environment");
@@ -904,7 +906,7 @@ static void test_tokens(void)
         ok(rc == 1 && f.pid == h.pid, "find() adopts it (%d)", rc);
         ok(wait_exit(lb2, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 7,
            "and reads its exit 7 (%s %d)", spw_exit_kind_name(x.kind), x.status);
-        ok(spw_local_read_exit(rundir, tokC, &k, &st) == 0 && st == 7, "its record by token");
+        ok(spw_local_read_exit_token(rundir, tokC, &k, &st) == 0 && st == 7, "its record by token");
     }
     spw_local_destroy(lb2);
     spw_local_destroy(nodir);

@@ -198,23 +198,14 @@ int spw_local_find_token(const char *token, pid_t *pid, uint64_t *start_ticks)
     return found ? 0 : (errno = ESRCH, -1);
 }
 
-int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
-                        int *status)
+/* Parses an exit record: exactly what the shim writes. */
+static int parse_exit(const char *buf, spw_exit_kind_t *kind, int *status)
 {
-    char buf[32], *path, *p;
-    ssize_t n;
+    const char *p;
     long v = 0;
-    int e, digits = 0;
+    int digits = 0;
     spw_exit_kind_t k;
 
-    if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
-        return errno = EINVAL, -1;
-    path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
-    n = read_small(path, buf, sizeof(buf));
-    e = errno;
-    free(path);
-    if (n < 0)
-        return errno = e, -1;
     /* Exactly what the shim writes: "exited N\n" or "signaled N\n". */
     if (strncmp(buf, "exited ", 7) == 0) {
         k = SPW_EXIT_EXITED;
@@ -233,6 +224,52 @@ int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t
     *kind = k;
     *status = (int)v;
     return 0;
+}
+
+int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
+                        int *status)
+{
+    char buf[32], *path;
+    ssize_t n;
+    int e;
+
+    if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
+        return errno = EINVAL, -1;
+    path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
+    n = read_small(path, buf, sizeof(buf));
+    e = errno;
+    free(path);
+    if (n < 0)
+        return errno = e, -1;
+    return parse_exit(buf, kind, status);
+}
+
+int spw_local_read_exit_token(const char *run_dir, const char *token, spw_exit_kind_t *kind,
+                              int *status)
+{
+    char buf[32], *path;
+    ssize_t n;
+    int fd, e;
+
+    if (!run_dir || !run_dir[0] || !token || !spw_safe_name(token, SPW_TOKEN_MAX))
+        return errno = EINVAL, -1;
+    path = join(run_dir, strlen(run_dir), "/", token, "");
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    e = errno;
+    free(path);
+    if (fd < 0)
+        return errno = e, -1;
+    do
+        n = pread(fd, buf, sizeof(buf) - 1, SPW_LOCAL_FENCE_EXIT_OFF);
+    while (n < 0 && errno == EINTR);
+    e = errno;
+    close(fd);
+    if (n < 0)
+        return errno = e, -1;
+    buf[n] = '\0';
+    if (n == 0 || buf[0] == '\0')
+        return errno = ENOENT, -1;   /* the shim has recorded nothing */
+    return parse_exit(buf, kind, status);
 }
 
 /* Whether an adopted job's process is still the one that was started. */
@@ -317,7 +354,8 @@ typedef struct child_plan {
     char *const *envp;          /* its environment */
     const char *path;           /* PATH to search when file has no '/' */
     const char *workdir;        /* NULL = stay */
-    const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record */
+    const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record
+                                   when there is no fence; NULL with one */
     const char *exit_tmp;       /* LOG_DIR/JOBID.exit.tmp, renamed to exit_path */
     int max_fd;                 /* descriptors below this are closed in the
                                    shim where close_range is missing */
@@ -477,10 +515,12 @@ static int shim_fence(int fd)
     return pwrite(fd, buf, n, 0) == (ssize_t)n ? 0 : -1;
 }
 
-/* Records how the job ended ("exited N\n" or "signaled N\n") in
- * LOG_DIR/JOBID.exit, written whole under a temporary name and renamed, so a
- * reader sees either nothing or the complete line. */
-static void shim_record(const child_plan_t *c, int st)
+/* Records how the job ended ("exited N\n" or "signaled N\n"): in the fence
+ * at SPW_LOCAL_FENCE_EXIT_OFF, one pwrite read only once the shim (holding
+ * the lock) is gone; without a fence in LOG_DIR/JOBID.exit, written whole
+ * under a temporary name and renamed, so a reader sees either nothing or the
+ * complete line. */
+static void shim_record(const child_plan_t *c, int fence, int st)
 {
     static const char exited[] = "exited ", signaled[] = "signaled ";
     char buf[32];
@@ -497,6 +537,12 @@ static void shim_record(const child_plan_t *c, int st)
         n += put_uint(buf + n, (unsigned)WTERMSIG(st));
     }
     buf[n++] = '\n';
+    if (fence >= 0) {
+        if (pwrite(fence, buf, n, SPW_LOCAL_FENCE_EXIT_OFF) != (ssize_t)n) {
+            /* no record: a restarted daemon reports the job lost */
+        }
+        return;
+    }
     fd = open(c->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
               O_NOCTTY, 0640);
     if (fd < 0)
@@ -601,7 +647,7 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     while (waitpid(job, &st, 0) < 0)
         if (errno != EINTR)
             _exit(127);  /* cannot happen: the job is our only child */
-    shim_record(c, st);
+    shim_record(c, fence, st);
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         /* Die of the same signal, so the daemon's waitid sees what the job
@@ -787,9 +833,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     out_name = join(req->job_id, strlen(req->job_id), ".out", "", "");
     err_name = join(req->job_id, strlen(req->job_id), ".err", "", "");
     if (req->token) {
-        /* The exit record is this attempt's alone: named by its token. */
-        exit_path = join(lb->run_dir, strlen(lb->run_dir), "/", req->token, ".exit");
-        exit_tmp = join(lb->run_dir, strlen(lb->run_dir), "/", req->token, ".exit.tmp");
+        /* The exit record is this attempt's alone: in its fence. */
         fence_path = join(lb->run_dir, strlen(lb->run_dir), "/", req->token, "");
     } else {
         exit_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit");
@@ -867,7 +911,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     /* The record of an earlier attempt of this job must not be mistaken for
      * this one's (logs are appended to, but the record is replaced). */
-    if (unlink(exit_path) < 0 && errno != ENOENT) {
+    if (exit_path && unlink(exit_path) < 0 && errno != ENOENT) {
         spw_errorf(err, "job %s: cannot remove the old exit record '%s': %s", req->job_id,
                    exit_path, strerror(errno));
         goto error;
@@ -902,8 +946,10 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         }
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
-        unlink(exit_path);
-        unlink(exit_tmp);
+        if (exit_path) {
+            unlink(exit_path);
+            unlink(exit_tmp);
+        }
         if (fence_path)
             unlink(fence_path);  /* nothing runs: the token is free of it */
         if (n != (ssize_t)sizeof(rep))
@@ -1106,8 +1152,8 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
     /* Not our child, so its status went to whoever reaped it; but the shim
      * recorded the job's outcome before it ended (unless SIGKILL ended it
      * too).  The record is this launch's: launch() removed any older one. */
-    if (j->h.token[0] ? lb->run_dir && spw_local_read_exit(lb->run_dir, j->h.token, &x->kind,
-                                                            &x->status) == 0
+    if (j->h.token[0] ? lb->run_dir && spw_local_read_exit_token(lb->run_dir, j->h.token,
+                                                                  &x->kind, &x->status) == 0
                       : lb->log_dir && spw_local_read_exit(lb->log_dir, j->h.job_id, &x->kind,
                                                            &x->status) == 0)
         return 1;

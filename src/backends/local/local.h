@@ -17,8 +17,9 @@
  *   inherits that open file and keeps it (so the lock) until it ends; it
  *   first writes its own "PID START_TICKS\n" into it.  The parent closes its
  *   copy.  The job does not hold it (close-on-exec).
- * - records the exit in RUN_DIR/TOKEN.exit instead of LOG_DIR/JOBID.exit, so
- *   each attempt's outcome is its own.
+ * - records the exit in the fence itself, at SPW_LOCAL_FENCE_EXIT_OFF, instead
+ *   of LOG_DIR/JOBID.exit, so each attempt's outcome is its own (and a launch
+ *   costs one file in RUN_DIR, not two).
  * - sets SPILLWAY_LAUNCH_TOKEN=TOKEN in the job's environment.
  * find(TOKEN) then opens (creating if absent) the fence and tries the lock
  * without blocking: taken means the shim lives (adopted from the handle it
@@ -130,6 +131,19 @@ int spw_local_find_token(const char *token, pid_t *pid, uint64_t *start_ticks);
  * EINVAL for an invalid job id, or another errno from open/read. */
 int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
                         int *status);
+
+/* Where in a fence the shim records the exit, bytes from its start (the
+ * handle "PID START_TICKS\n" is before it). */
+#define SPW_LOCAL_FENCE_EXIT_OFF 64
+
+/* The same for a launch with a token: the record the shim wrote into its
+ * fence, RUN_DIR/TOKEN, at SPW_LOCAL_FENCE_EXIT_OFF.  Read it only once the
+ * shim is gone (find() returned 0, or the process is gone).  Returns 0 with
+ * *kind and *status, or -1 with errno ENOENT (no fence, or nothing recorded:
+ * the launch never started, the shim was killed with SIGKILL, or it still
+ * runs), EPROTO, EINVAL, or another errno. */
+int spw_local_read_exit_token(const char *run_dir, const char *token, spw_exit_kind_t *kind,
+                              int *status);
 
 /* Counts this machine's NVIDIA GPUs by running
  * `nvidia-smi --query-gpu=index --format=csv,noheader` from PATH (at most
