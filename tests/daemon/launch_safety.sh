@@ -100,6 +100,19 @@ if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=2m tmpfs "$SMALL" 2>/dev/null
     exit
 fi
 umount_small() { umount "$SMALL" 2>/dev/null; }
+# Whatever happens, the tmpfs goes before $T is removed: first every
+# process of this test (the daemon holds files there), then the mount.
+cleanup_small() {
+    for p in $(ours) $DPIDS; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    for p in $DPIDS; do
+        wait "$p" 2>/dev/null
+    done
+    umount_small
+    cleanup
+}
+trap cleanup_small EXIT
 LEDGER=$T/full.ledger
 : >"$LEDGER"
 start_daemon "$T/serve.yaml" "$SMALL/state"

@@ -53,8 +53,9 @@
  *   the shim too: then there is no record.  launch() removes the record of an
  *   earlier attempt of the same job id before it forks.
  * - environment: the daemon's, then the job's env (which wins), then
- *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated) and
- *   SPILLWAY_JOB_ID, which win over both; PWD follows workdir.
+ *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated),
+ *   SPILLWAY_JOB_ID and (with a token) SPILLWAY_LAUNCH_TOKEN, which win over
+ *   both; PWD follows workdir.
  * - a failed chdir or exec is sent to the parent through a close-on-exec pipe
  *   (the shim drops its copy once it has forked the job, so the parent reads
  *   EOF once the exec succeeded), so launch() fails with the reason, reaps
