@@ -1367,8 +1367,14 @@ static void turn_locked(spw_daemon_t *d)
     commit_submits(d, now);
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
-    if (!tx)
+    if (!tx) {
+        /* Nothing this turn decides could be recorded (another process
+         * holds the database, or it cannot be written): decide nothing.
+         * Exits stay unreaped and placements unmade until a turn can
+         * begin. */
         note_commit(d, 0, err.text);
+        return;
+    }
     d->write_failed = 0;
     d->be_ops->tick(d->be, now);
     spw_exit_t ex[64];
@@ -1437,10 +1443,6 @@ static void turn_locked(spw_daemon_t *d)
         }
         if (spw_store_heartbeat(d->store, now, &err) < 0)
             d->write_failed = 1;
-    }
-    if (!tx) {
-        spw_store_rollback(d->store);
-        return;   /* nothing committed: nothing launched */
     }
     if (d->write_failed) {
         /* Keep what did get written, but launch nothing: an intent may be

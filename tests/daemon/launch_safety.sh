@@ -9,13 +9,16 @@
 #     job, and a link in place of another future job's log directory: those
 #     jobs still start at once, write their own logs, and /healthz answers
 #     throughout.
-# (c) The state dir on a full disk (a 2 MiB tmpfs; needs root, else
+# (c) Another process holds the database's write lock for 8 s (no root
+#     needed): /healthz says 503 ("database is locked"), a job that could
+#     start meanwhile does not; once the lock is gone it runs, once.
+# (d) The state dir on a full disk (a 2 MiB tmpfs; needs root, else
 #     skipped): submits get 503, /healthz says 503 with the reason, a job
 #     placed meanwhile is not started; once space is back it starts exactly
 #     once (also across a kill -9) and /healthz is 200 again.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 25
+plan 31
 
 # ---- (a) two daemons, one job id ---------------------------------------------
 mkconfig "$T/serve.yaml" 2 never
@@ -88,7 +91,41 @@ ok $? "/healthz answers 200"
 ok $? "logs are regular files in real directories; nothing went through the links"
 stop_daemon "$DPID"
 
-# ---- (c) a full disk ------------------------------------------------------------
+# ---- (c) the database locked by another process ---------------------------
+start_daemon "$T/serve.yaml" "$T/l"
+ok $? "a daemon for the locked-database row"
+LL=$T/locked.ledger
+: >"$LL"
+big=$(submit ml --gpus 2 -- sleep 1)
+wait_for "$big" running 5
+ql=$(submit ml --gpus 2 -- sh -c "echo start >>$LL")
+python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").close()
+time.sleep(8)
+c.execute("ROLLBACK")' "$T/l/spillway.db" "$T/locked" &
+lockpid=$!
+XPIDS="$XPIDS $lockpid"
+locked() { [ -f "$T/locked" ]; }
+wait_until 5 locked
+lock_503() { http GET /healthz none; [ "$code" = 503 ] && contains "$T/http.body" "locked"; }
+wait_until 10 lock_503
+ok $? "/healthz says 503 while the database is locked: $(cat "$T/http.body")"
+sleep 2   # the first job has ended by now; the waiting one could start
+[ ! -s "$LL" ]
+ok $? "nothing starts while no turn can be recorded"
+wait "$lockpid"
+wait_for "$ql" succeeded 15
+ok $? "once the lock is gone the waiting job runs"
+[ "$(grep -c start "$LL")" = 1 ]
+ok $? "once ($(grep -c start "$LL") runs)"
+health_ok() { http GET /healthz none; [ "$code" = 200 ]; }
+wait_until 5 health_ok
+ok $? "/healthz is 200 again"
+stop_daemon "$DPID"
+
+# ---- (d) a full disk ------------------------------------------------------------
 SMALL=$T/small
 mkdir -p "$SMALL"
 if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=2m tmpfs "$SMALL" 2>/dev/null; then
