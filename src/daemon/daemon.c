@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backends/local/local.h"
 #include "core/spot.h"
@@ -42,6 +44,9 @@ static double mono(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+static void note_commit(spw_daemon_t *d, int ok, const char *why);
+static void gc_add(spw_daemon_t *d, const char *token);
 
 static void say(spw_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(spw_daemon_t *d, const char *fmt, ...)
@@ -112,8 +117,25 @@ static void job_free(djob_t *j)
     free(j->gpus_assigned);
     free(j->inst);
     free(j->ran_on);
+    free(j->pend_gpus);
+    for (char **e = j->pend_extra; e && *e; e++)
+        free(*e);
+    free(j->pend_extra);
     spw_jobspec_free(&j->spec);
     free(j);
+}
+
+/* Forgets job j's launch intent that was not forked yet. */
+static void pend_clear(djob_t *j)
+{
+    j->pending = 0;
+    free(j->pend_gpus);
+    j->pend_gpus = NULL;
+    j->pend_ngpus = 0;
+    for (char **e = j->pend_extra; e && *e; e++)
+        free(*e);
+    free(j->pend_extra);
+    j->pend_extra = NULL;
 }
 
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id)
@@ -131,6 +153,14 @@ djob_t *spw_daemon_find(spw_daemon_t *d, const char *id)
 /* Writes the fields in set (SPW_JU_*) of j to the store. */
 static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
 {
+    if (!j->touched) {
+        j->touched = 1;
+        if (d->ntouched == d->captouched) {
+            d->captouched = d->captouched ? 2 * d->captouched : 64;
+            d->touched = spw_xrealloc(d->touched, d->captouched * sizeof(*d->touched));
+        }
+        d->touched[d->ntouched++] = j->seq;
+    }
     char place[256];
     const char *pl = NULL;
     if (j->pool >= 0) {
@@ -175,12 +205,16 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .failures = j->ej.failures,
         .last_offer = j->ej.last_offer,
         .spot = j->last_spot,
+        .launch_token = j->token[0] ? j->token : NULL,
+        .cancel_req = j->cancel_req,
     };
     spw_error_t err;
-    if (spw_store_job_update(d->store, j->id, &u, &err) < 0)
+    if (spw_store_job_update(d->store, j->id, &u, &err) < 0) {
         say(d, "cannot record job %s: %s", j->id, err.text);
-    else if (set & SPW_JU_MONEY)
+        d->write_failed = 1;
+    } else if (set & SPW_JU_MONEY) {
         j->held_saved = j->ej.held;
+    }
 }
 
 /* Every field: a placement and its reservation are written together, in
@@ -189,7 +223,7 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
     (SPW_JU_STATE | SPW_JU_PLACED_TS | SPW_JU_START_TS | SPW_JU_END_TS |      \
      SPW_JU_PLACEMENT | SPW_JU_GPUS | SPW_JU_PID | SPW_JU_EXIT |              \
      SPW_JU_ATTEMPTS | SPW_JU_REASON | SPW_JU_COST | SPW_JU_MONEY |          \
-     SPW_JU_PROGRESS)
+     SPW_JU_PROGRESS | SPW_JU_LAUNCH | SPW_JU_CANCEL)
 
 /* ---- costs ------------------------------------------------------------- */
 
@@ -409,6 +443,7 @@ static void unwait(spw_daemon_t *d, djob_t *j)
 /* Releases what the job holds (GPUs, instances, its place in the wait list). */
 static void settle(spw_daemon_t *d, djob_t *j, double now)
 {
+    pend_clear(j);   /* a launch not yet forked never will be */
     settle_onprem(d, j, now);
     unbind_instances(d, j, now);
     unwait(d, j);
@@ -448,6 +483,7 @@ static void job_requeue(spw_daemon_t *d, djob_t *j, double now)
     j->gpus_assigned = NULL;
     free(j->ran_on);
     j->ran_on = NULL;
+    j->token[0] = '\0';   /* its next placement records a new intent */
     job_save(d, j, SAVE_ALL);
 }
 
@@ -498,6 +534,7 @@ static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const
         return;
     }
     j->st = SPW_DJOB_QUEUED;
+    j->token[0] = '\0';
     set_reason(j, "%s; requeued (restart %u, %.0f s of work kept)", what, j->ej.restarts,
                j->ej.done_s);
     if (why == SPW_INTERRUPT_PREEMPTED)
@@ -549,18 +586,81 @@ static double ckpt_interval(const spw_daemon_t *d, const djob_t *j)
                                                  : j->spec.checkpoint_interval_s;
 }
 
-/* Starts job j's process with GPUs g[0..ng); extra is NULL-terminated
- * "K=V" added to the spec's env (and wins over it), besides what every
- * attempt gets: its checkpoint directory, attempt and restart numbers.  On
- * failure the job fails. */
+/* Makes job j's log directory, STATE_DIR/logs/JOBID, into buf: created by
+ * the daemon (0750), never a link (one found there is replaced).  0, or -1
+ * with err. */
+static int job_log_dir(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len,
+                       spw_error_t *err)
+{
+    struct stat sb;
+    snprintf(buf, len, "%s/%s", d->log_dir, j->id);
+    for (int tries = 0; tries < 3; tries++) {
+        if (mkdir(buf, 0750) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+        if (lstat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return 0;
+        if (unlink(buf) < 0 && errno != ENOENT)
+            break;
+    }
+    return spw_errorf(err, "cannot create its log directory %s: %s", buf, strerror(errno));
+}
+
+/* Records job j's launch intent on GPUs g[0..ng): a new attempt and its
+ * launch token, written in this turn's transaction.  Nothing is started
+ * here: launch_pending() forks once the turn has committed, so a launch is
+ * always on disk before its process exists, and a turn whose commit fails
+ * starts nothing.  extra is NULL-terminated "K=V" added to the spec's env
+ * (and wins over it), besides what every attempt gets. */
 static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, const char **extra,
                   double now)
 {
+    (void)now;
+    if (j->pending)
+        return 0;
+    size_t nextra = 0;
+    while (extra && extra[nextra])
+        nextra++;
+    free(j->gpus_assigned);
+    j->gpus_assigned = gpu_list(g, ng);
+    j->attempts++;
+    snprintf(j->token, sizeof(j->token), "%s.%s.%d", d->daemon_id, j->id, j->attempts);
+    j->pend_gpus = spw_xmalloc((ng + 1) * sizeof(*g));
+    if (ng)
+        memcpy(j->pend_gpus, g, ng * sizeof(*g));
+    j->pend_ngpus = ng;
+    j->pend_extra = spw_xcalloc(nextra + 1, sizeof(char *));
+    for (size_t i = 0; i < nextra; i++)
+        j->pend_extra[i] = spw_xstrdup(extra[i]);
+    j->pending = 1;
+    j->st = SPW_DJOB_PLACED;
+    job_save(d, j, SAVE_ALL);
+    if (d->npend == d->cappend) {
+        d->cappend = d->cappend ? 2 * d->cappend : 16;
+        d->pend = spw_xrealloc(d->pend, d->cappend * sizeof(*d->pend));
+    }
+    d->pend[d->npend++] = j->seq;
+    return 0;
+}
+
+/* Starts the process of job j's committed launch intent (j->pending).  On
+ * failure the job fails. */
+static int do_launch(spw_daemon_t *d, djob_t *j, double now)
+{
     const spw_jobspec_t *s = &j->spec;
     const spw_jobuser_t *u = spw_jobusers_for(&d->users, j->team);
-    char dir[4096], ckpt[4200], attempt[48], restarts[48], interval[80];
+    char dir[4096], ckpt[4200], attempt[48], restarts[48], interval[80], logs[4096];
     spw_error_t err;
+    uint32_t *g = j->pend_gpus;
+    size_t ng = j->pend_ngpus;
+    char **extra = j->pend_extra;
+    j->pend_gpus = NULL;
+    j->pend_extra = NULL;
+    j->pending = 0;
     int rc = ckpt_path(d, j, dir, sizeof(dir), 1, &err);
+    if (rc == 0)
+        rc = job_log_dir(d, j, logs, sizeof(logs), &err);
     char **env = NULL;
     size_t nenv = 0;
     /* The job's user owns its checkpoint directory, and no one else may
@@ -570,7 +670,7 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
                         u->name, strerror(errno));
     if (rc == 0) {
         snprintf(ckpt, sizeof(ckpt), "SPILLWAY_CHECKPOINT_DIR=%s", dir);
-        snprintf(attempt, sizeof(attempt), "SPILLWAY_ATTEMPT=%d", j->attempts + 1);
+        snprintf(attempt, sizeof(attempt), "SPILLWAY_ATTEMPT=%d", j->attempts);
         snprintf(restarts, sizeof(restarts), "SPILLWAY_RESTARTS=%u", j->ej.restarts);
         double iv = ckpt_interval(d, j);
         if (iv == SPW_CKPT_CONTINUOUS)
@@ -608,18 +708,21 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
             .env_pass = d->users.env_pass,
             .gpus = g,
             .ngpus = ng,
-            .log_dir = d->log_dir,
+            .log_dir = logs,
             .max_runtime_s = run_limit(d, j),
             .now_s = now,
+            .token = j->token,
+            .nodes = j->ej.nnodes,
         };
         rc = d->be_ops->launch(d->be, &req, &j->h, &err);
     }
     for (size_t i = 0; i < nenv; i++)
         free(env[i]);
     free(env);
-    free(j->gpus_assigned);
-    j->gpus_assigned = gpu_list(g, ng);
-    j->attempts++;
+    free(g);
+    for (char **e = extra; e && *e; e++)
+        free(*e);
+    free(extra);
     if (rc < 0) {
         set_reason(j, "%s", err.text);
         say(d, "job %s failed to start: %s", j->id, err.text);
@@ -882,6 +985,7 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
     if (!j || !j->running)
         return;
     j->running = 0;
+    gc_add(d, ex->handle.token);
     j->has_exit = ex->kind != SPW_EXIT_LOST;
     j->exit_code = ex->kind == SPW_EXIT_EXITED ? ex->status
                    : ex->kind == SPW_EXIT_SIGNALED ? 128 + ex->status : 0;
@@ -1134,6 +1238,8 @@ static void commit_submits(spw_daemon_t *d, double now)
         specs[i++] = r->spec;
     spw_error_t err;
     int rc = spw_store_submit_batch(d->store, specs, n, now, ids, &err);
+    if (rc < 0)
+        note_commit(d, 0, err.text);
     i = 0;
     for (subreq_t *r = d->subq; r; r = r->next, i++) {
         if (rc == 0) {
@@ -1200,6 +1306,73 @@ static void spot_capacity(spw_daemon_t *d, double now)
 
 /* ---- the turn ------------------------------------------------------------- */
 
+/* Notes whether a commit worked, for /healthz. */
+static void note_commit(spw_daemon_t *d, int ok, const char *why)
+{
+    pthread_mutex_lock(&d->hmu);
+    int was = d->commit_failing;
+    if (ok) {
+        d->commit_failing = 0;
+    } else {
+        d->commit_failing = 1;
+        snprintf(d->commit_err, sizeof(d->commit_err), "%s", why);
+    }
+    pthread_mutex_unlock(&d->hmu);
+    /* Said once when it starts and once when it ends, not every turn. */
+    if (!ok && !was)
+        say(d, "commits fail: %s; nothing is launched until a commit works (/healthz says "
+            "503 meanwhile)", why);
+    else if (ok && was)
+        say(d, "commits work again");
+}
+
+/* Launch tokens whose attempts ended: their fences and exit records go once
+ * the end is committed (an uncommitted end still needs the exit record
+ * after a crash). */
+static void gc_add(spw_daemon_t *d, const char *token)
+{
+    if (!token[0])
+        return;
+    if (d->ngc == d->capgc) {
+        d->capgc = d->capgc ? 2 * d->capgc : 16;
+        d->gc = spw_xrealloc(d->gc, d->capgc * sizeof(*d->gc));
+    }
+    d->gc[d->ngc++] = spw_xstrdup(token);
+}
+
+static void gc_run(spw_daemon_t *d)
+{
+    char path[4096];
+    for (size_t i = 0; i < d->ngc; i++) {
+        snprintf(path, sizeof(path), "%s/%s", d->run_dir, d->gc[i]);
+        unlink(path);
+        free(d->gc[i]);
+    }
+    d->ngc = 0;
+}
+
+/* Forks every launch whose intent the last commit made durable, in a
+ * transaction of its own that records their handles (pid, start ticks).
+ * Should that commit fail, recovery still finds each process by its
+ * token. */
+static void launch_pending(spw_daemon_t *d, double now)
+{
+    if (!d->npend)
+        return;
+    spw_error_t err;
+    int tx = spw_store_begin(d->store, &err) == 0;
+    for (size_t i = 0; i < d->npend; i++) {
+        djob_t *j = d->jobs[d->pend[i]];
+        if (j && j->pending)
+            do_launch(d, j, now);
+    }
+    d->npend = 0;
+    if (tx && spw_store_commit(d->store, &err) < 0) {
+        say(d, "cannot record the processes just started: %s", err.text);
+        spw_store_rollback(d->store);
+    }
+}
+
 static void note_turn(spw_daemon_t *d, double s)
 {
     size_t b = 0;
@@ -1219,6 +1392,15 @@ static void turn_locked(spw_daemon_t *d)
     commit_submits(d, now);
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
+    if (!tx) {
+        /* Nothing this turn decides could be recorded (another process
+         * holds the database, or it cannot be written): decide nothing.
+         * Exits stay unreaped and placements unmade until a turn can
+         * begin. */
+        note_commit(d, 0, err.text);
+        return;
+    }
+    d->write_failed = 0;
     d->be_ops->tick(d->be, now);
     spw_exit_t ex[64];
     int n;
@@ -1270,10 +1452,43 @@ static void turn_locked(spw_daemon_t *d)
                       "from on demand to spot", now);
     free(copy);
     save_held(d);
-    if (tx && spw_store_commit(d->store, &err) < 0) {
-        say(d, "cannot commit a turn: %s", err.text);
-        spw_store_rollback(d->store);
+    int failing;
+    pthread_mutex_lock(&d->hmu);
+    failing = d->commit_failing;
+    pthread_mutex_unlock(&d->hmu);
+    if (failing) {
+        /* The last commit failed, so it undid what it held: write every job
+         * written since the last commit that worked again, whole (launch
+         * intents waiting included), and a heartbeat that tells whether
+         * commits work again. */
+        for (size_t i = 0; i < d->ntouched; i++) {
+            djob_t *j = d->jobs[d->touched[i]];
+            if (j)
+                job_save(d, j, SAVE_ALL);
+        }
+        if (spw_store_heartbeat(d->store, now, &err) < 0)
+            d->write_failed = 1;
     }
+    if (d->write_failed) {
+        /* Keep what did get written, but launch nothing: an intent may be
+         * among what failed.  The next turn writes them again. */
+        if (spw_store_commit(d->store, &err) < 0)
+            spw_store_rollback(d->store);
+        note_commit(d, 0, "a write to the database failed (see the daemon's log)");
+        return;
+    }
+    if (spw_store_commit(d->store, &err) < 0) {
+        spw_store_rollback(d->store);
+        note_commit(d, 0, err.text);
+        return;   /* its launch intents wait for a commit that works */
+    }
+    note_commit(d, 1, NULL);
+    for (size_t i = 0; i < d->ntouched; i++)
+        if (d->jobs[d->touched[i]])
+            d->jobs[d->touched[i]]->touched = 0;
+    d->ntouched = 0;
+    gc_run(d);
+    launch_pending(d, now);
 }
 
 void spw_daemon_turn(spw_daemon_t *d)
@@ -1289,6 +1504,10 @@ static void *loop_main(void *arg)
     pthread_mutex_lock(&d->mu);
     while (!d->stopping) {
         turn_locked(d);
+        pthread_mutex_lock(&d->hmu);
+        d->turn_mono = mono();
+        d->loop_running = 1;
+        pthread_mutex_unlock(&d->hmu);
         if (d->subq)
             continue;
         double sleep_s = d->cfg->daemon.tick_s;
@@ -1307,6 +1526,9 @@ static void *loop_main(void *arg)
         if (!d->subq && !d->stopping)
             pthread_cond_timedwait(&d->wake, &d->mu, &ts);
     }
+    pthread_mutex_lock(&d->hmu);
+    d->loop_running = 0;
+    pthread_mutex_unlock(&d->hmu);
     /* Wake any submitter left behind. */
     for (subreq_t *r = d->subq; r; r = r->next) {
         spw_errorf(&r->err, "the daemon is shutting down");
@@ -1333,6 +1555,33 @@ int spw_daemon_start(spw_daemon_t *d, spw_error_t *err)
     return 0;
 }
 
+/* ---- health ------------------------------------------------------------- */
+
+int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn_age_s)
+{
+    /* Under hmu only: a loop stuck while holding mu must not stall this. */
+    double stall_s = fmax(SPW_DAEMON_STALL_S, 50 * d->cfg->daemon.tick_s);
+    pthread_mutex_lock(&d->hmu);
+    double age = d->loop_running ? mono() - d->turn_mono : NAN;
+    int failing = d->commit_failing, running = d->loop_running;
+    snprintf(why, len, "commits to the database fail: %s", d->commit_err);
+    pthread_mutex_unlock(&d->hmu);
+    *turn_age_s = age;
+    if (failing)
+        return 1;
+    if (!running) {
+        snprintf(why, len, "the scheduler loop is not running");
+        return 2;
+    }
+    if (age > stall_s) {
+        snprintf(why, len, "the scheduler loop has completed no turn for %.1f s (limit %.1f s)",
+                 age, stall_s);
+        return 1;
+    }
+    why[0] = '\0';
+    return 0;
+}
+
 /* ---- cancel and preempt (API) -------------------------------------------- */
 
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
@@ -1340,13 +1589,25 @@ int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
     double now = fmax(spw_daemon_clock(), d->now);
     if (spw_djob_state_terminal(j->st))
         return spw_errorf(err, "job %s has already ended (%s)", j->id, spw_djob_state_name(j->st)), 409;
-    if (j->running) {
-        if (!j->cancel_req && d->be_ops->cancel(d->be, &j->h, now, err) < 0)
+    if (!j->cancel_req) {
+        /* On disk before anything is done or answered (outside a turn this
+         * write commits by itself): a restart finishes the cancel. */
+        spw_store_job_update_t u = {.set = SPW_JU_CANCEL, .cancel_req = 1};
+        if (spw_store_job_update(d->store, j->id, &u, err) < 0) {
+            note_commit(d, 0, err->text);
             return 503;
+        }
+    }
+    if (j->running) {
+        if (!j->cancel_req && d->be_ops->cancel(d->be, &j->h, now, err) < 0) {
+            /* Recorded: its exit ends it cancelled, and a restart stops it. */
+            say(d, "job %s: cannot signal it yet: %s", j->id, err->text);
+        }
         j->cancel_req = 1;
         set_reason(j, "cancel requested; stopping its processes");
-        job_save(d, j, SPW_JU_REASON);
+        job_save(d, j, SPW_JU_REASON | SPW_JU_CANCEL);
     } else {
+        j->cancel_req = 1;
         set_reason(j, "cancelled by a user");
         eng_cancel(d, j, now);
         job_end(d, j, SPW_DJOB_CANCELLED, now);
@@ -1767,6 +2028,9 @@ static int load_job(const spw_store_job_t *r, void *arg)
         j->h.pid = j->h.pgid = (pid_t)r->pid;
         j->h.start_ticks = (uint64_t)r->pid_start_ticks;
     }
+    if (r->launch_token)
+        snprintf(j->token, sizeof(j->token), "%s", r->launch_token);
+    j->cancel_req = r->cancel_req && !spw_djob_state_terminal(r->state);
     if (r->placement && strncmp(r->placement, "onprem:", 7) == 0) {
         const char *s = r->placement + 7, *slash = strrchr(s, '/');
         j->pool = slash ? pool_by_name(d, s, (size_t)(slash - s)) : -1;
@@ -1903,21 +2167,52 @@ static uint64_t parse_bits(const char *s)
     return b;
 }
 
-/* Re-adopts the process of a placed job; 0 if it runs, -1 if it is gone. */
-static int readopt(spw_daemon_t *d, djob_t *j)
+/* Asks the backend, by launch token, whether the launch of an intent whose
+ * handle was never recorded runs: 1 with *h (tracked), 0 when nothing of
+ * it runs or ever will, -1 when it cannot tell (after retrying for a few
+ * seconds; err says why). */
+static int find_launch(spw_daemon_t *d, const char *token, spw_handle_t *h, spw_error_t *err)
 {
-    pid_t pid = j->h.pid;
-    uint64_t ticks = j->h.start_ticks;
-    if (!pid && spw_local_find_job(j->id, &pid, &ticks) < 0)
-        return -1;
+    if (d->be_ops->version < 2 || !d->be_ops->find)
+        return spw_errorf(err, "the %s backend cannot find a launch by its token",
+                          d->be_ops->name);
+    for (int tries = 0;; tries++) {
+        int rc = d->be_ops->find(d->be, token, h, err);
+        if (rc >= 0 || tries >= 250)
+            return rc;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Re-adopts the process of a placed job: by its recorded pid and start
+ * time, or, when the daemon died before recording them, by the token of its
+ * launch intent.  0 if it runs, -1 if it is gone (or never started), -2 if
+ * the backend cannot tell (err). */
+static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr)
+{
     spw_handle_t h;
+    spw_error_t err;
     memset(&h, 0, sizeof(h));
+    if (!j->h.pid) {
+        if (!j->token[0])
+            return -1;   /* no intent: nothing was launched */
+        int rc = find_launch(d, j->token, &h, ferr);
+        if (rc < 0)
+            return -2;
+        if (rc == 0)
+            return -1;
+    } else {
+        h.pid = h.pgid = j->h.pid;
+        h.start_ticks = j->h.start_ticks;
+    }
     snprintf(h.job_id, sizeof(h.job_id), "%s", j->id);
-    h.pid = h.pgid = pid;
-    h.start_ticks = ticks;
+    /* The token of the attempt that process runs (a pid without an intent
+     * is from before schema 4: its exit record is by job id). */
+    snprintf(h.token, sizeof(h.token), "%s", j->token);
     h.started_s = isnan(j->start_ts) ? d->now : j->start_ts;
     h.max_runtime_s = run_limit(d, j);
-    spw_error_t err;
+    pid_t pid = h.pid;
     if (d->be_ops->adopt(d->be, &h, &err) < 0)
         return -1;
     j->h = h;
@@ -1933,12 +2228,21 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
 {
     spw_exit_kind_t kind;
     int status;
-    int known = spw_local_read_exit(d->log_dir, j->id, &kind, &status) == 0;
+    /* The exit record of the attempt its intent names (by token); rows
+     * from before schema 4 have theirs by job id. */
+    int known = j->token[0] ? spw_local_read_exit_token(d->run_dir, j->token, &kind, &status) == 0
+                            : spw_local_read_exit(d->log_dir, j->id, &kind, &status) == 0;
     if (known) {
         if (j->attempts == 0)
             j->attempts = 1;   /* launched in the instant before it was recorded */
         j->has_exit = 1;
         j->exit_code = kind == SPW_EXIT_EXITED ? status : 128 + status;
+    }
+    if (j->cancel_req) {
+        /* An acknowledged cancel: it ends cancelled, whatever its exit. */
+        set_reason(j, "cancelled by a user");
+        job_end(d, j, SPW_DJOB_CANCELLED, d->now);
+        return;
     }
     if (known && kind == SPW_EXIT_EXITED && status == 0) {
         set_reason(j, "exited 0 while the daemon was down");
@@ -1965,6 +2269,7 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
     free(j->gpus_assigned);
     j->gpus_assigned = NULL;
     j->h.pid = 0;
+    j->token[0] = '\0';
     unbind_instances(d, j, d->now);
     j->st = SPW_DJOB_QUEUED;
     j->placed_ts = j->start_ts = NAN;
@@ -1976,8 +2281,9 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
  * its instances and its reservation, again; or it is ended or requeued
  * when its process is gone.  Its onprem_usd and cloud_usd, as loaded, are
  * what earlier attempts settled; the current one accrues from its start. */
-static void recover_placed(spw_daemon_t *d, djob_t *j)
+static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
 {
+    int rc;
     if (j->pool >= 0) {
         j->ej.state = SPW_JOB_ONPREM;
         j->ej.pool = j->pool;
@@ -1986,17 +2292,19 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
         int32_t pool = j->pool, node = j->node;
         j->pool = j->node = -1;
-        if (readopt(d, j) < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
+        if ((rc = readopt(d, j, err)) == -2)
+            return -1;
+        if (rc < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
             ej_reset(j);
             if (j->running) {
                 spw_error_t err;
                 d->be_ops->cancel(d->be, &j->h, d->now, &err);
                 j->cancel_req = 1;
                 set_reason(j, "its GPUs are taken after a config change; stopping it");
-                return;
+                return 0;
             }
             recover_gone(d, j);
-            return;
+            return 0;
         }
         j->pool = pool;
         j->node = node;
@@ -2007,12 +2315,12 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         d->pool_busy[pool] += j->held_gpus;
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
-        return;
+        return 0;
     }
     if (j->offer < 0 || j->ninst == 0) {
         j->ej.reserved_usd = 0;   /* its instances are gone: nothing to hold */
         recover_gone(d, j);
-        return;
+        return 0;
     }
     j->ej.state = SPW_JOB_CLOUD;
     j->ej.offer = j->offer;
@@ -2031,14 +2339,17 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
     if (!restored) {
         ej_reset(j);
         recover_gone(d, j);
-        return;
+        return 0;
     }
-    if (readopt(d, j) == 0) {
+    if ((rc = readopt(d, j, err)) == -2)
+        return -1;
+    if (rc == 0) {
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
-    } else if (j->st == SPW_DJOB_RUNNING || j->h.pid) {
-        /* It ended while the daemon was down: the attempt settles to what
-         * its instances billed up to now. */
+    } else if (j->st == SPW_DJOB_RUNNING || j->h.pid || j->token[0]) {
+        /* It ended while the daemon was down (or its launch intent never
+         * started): the attempt settles to what its instances billed up to
+         * now. */
         eng_finish(d, j, d->now);
         ej_reset(j);
         recover_gone(d, j);
@@ -2046,6 +2357,7 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
         j->next_wait = d->waiting;   /* still booting: launched on READY */
         d->waiting = j;
     }
+    return 0;
 }
 
 /* After a restart, the process of an attempt that was interrupted (its
@@ -2053,11 +2365,11 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
  * daemon went down: adopted and stopped again, its exit ignored. */
 static void stop_old(spw_daemon_t *d, djob_t *j)
 {
-    if (!j->h.pid || readopt(d, j) < 0) {
+    spw_error_t err;
+    if (!j->h.pid || readopt(d, j, &err) < 0) {
         j->h.pid = 0;
         return;
     }
-    spw_error_t err;
     if (d->be_ops->cancel(d->be, &j->h, d->now, &err) < 0)
         say(d, "job %s: cannot stop the process of its interrupted attempt: %s", j->id, err.text);
     j->stopping = 1;
@@ -2107,7 +2419,8 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
             continue;
         }
         engine_fields(d, j);
-        recover_placed(d, j);
+        if (recover_placed(d, j, err) < 0)
+            return -1;
         if (j->running)
             adopted++;
         else if (j->st == SPW_DJOB_QUEUED)
@@ -2128,10 +2441,73 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
             queued++;
         }
     }
+    /* Acknowledged cancels the daemon had not finished: a process still
+     * running is stopped again (SIGTERM, the grace, SIGKILL) and ends the
+     * job cancelled; a job without one ends cancelled now. */
+    size_t cancels = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || !j->cancel_req || spw_djob_state_terminal(j->st))
+            continue;
+        cancels++;
+        if (j->running) {
+            spw_error_t e2;
+            if (d->be_ops->cancel(d->be, &j->h, d->now, &e2) < 0)
+                say(d, "job %s: cannot stop it: %s", j->id, e2.text);
+            continue;
+        }
+        set_reason(j, "cancelled by a user");
+        eng_cancel(d, j, d->now);
+        job_end(d, j, SPW_DJOB_CANCELLED, d->now);
+    }
     if (d->njobs > 1)
-        say(d, "recovered %zu jobs from %s: %zu queued, %zu re-adopted, %zu requeued", d->njobs - 1,
-            d->state_dir, queued, adopted, requeued);
+        say(d, "recovered %zu jobs from %s: %zu queued, %zu re-adopted, %zu requeued, %zu "
+            "cancels finished", d->njobs - 1, d->state_dir, queued, adopted, requeued, cancels);
     return 0;
+}
+
+/* After recovery: removes from STATE_DIR/run the fences and exit records
+ * of attempts that are over (their job ended, or has another launch intent
+ * now), which a crash kept from being removed after their end committed. */
+static void sweep_run_dir(spw_daemon_t *d)
+{
+    DIR *dir = opendir(d->run_dir);
+    struct dirent *de;
+    size_t removed = 0;
+    if (!dir)
+        return;
+    while ((de = readdir(dir))) {
+        char tok[SPW_TOKEN_MAX], path[4096];
+        const char *name = de->d_name, *suffix;
+        if (name[0] == '.')
+            continue;
+        size_t n = strlen(name);
+        if ((suffix = strstr(name, ".exit")) && (strcmp(suffix, ".exit") == 0 ||
+                                                  strcmp(suffix, ".exit.tmp") == 0))
+            n = (size_t)(suffix - name);
+        if (n >= sizeof(tok))
+            continue;
+        memcpy(tok, name, n);
+        tok[n] = '\0';
+        const char *dot1 = strchr(tok, '.'), *dot2 = strrchr(tok, '.');
+        if (!dot1 || dot2 == dot1 || strncmp(tok, d->daemon_id, (size_t)(dot1 - tok)) != 0)
+            continue;   /* not a token of ours: leave it */
+        char id[SPW_STORE_ID_LEN];
+        size_t il = (size_t)(dot2 - dot1 - 1);
+        if (il >= sizeof(id))
+            continue;
+        memcpy(id, dot1 + 1, il);
+        id[il] = '\0';
+        djob_t *j = spw_daemon_find(d, id);
+        if (j && !spw_djob_state_terminal(j->st) && (strcmp(j->token, tok) == 0 || j->running))
+            continue;   /* its current attempt, or a process still being stopped */
+        snprintf(path, sizeof(path), "%s/%s", d->run_dir, name);
+        if (unlink(path) == 0)
+            removed++;
+    }
+    closedir(dir);
+    if (removed)
+        say(d, "removed %zu fences and exit records of attempts that are over", removed);
 }
 
 spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t *opts,
@@ -2144,6 +2520,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->wake, NULL);
     pthread_cond_init(&d->committed, NULL);
+    pthread_mutex_init(&d->hmu, NULL);
     d->cfg = cfg;
     spw_fleet_init(&d->fleet);
     d->quiet = opts->quiet;
@@ -2156,8 +2533,16 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     size_t len = strlen(sd) + 16;
     d->log_dir = spw_xmalloc(len);
     snprintf(d->log_dir, len, "%s/logs", sd);
-    if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0)
+    d->run_dir = spw_xmalloc(len);
+    snprintf(d->run_dir, len, "%s/run", sd);
+    if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0 ||
+        mkdir_p(d->run_dir, err) < 0)
         goto error;
+    /* Fences and exit records: the daemon's alone. */
+    if (chmod(d->run_dir, 0700) < 0) {
+        spw_errorf(err, "cannot make %s private: %s", d->run_dir, strerror(errno));
+        goto error;
+    }
     /* Checkpoint directories are handed to jobs that may run in another
      * working directory: an absolute path. */
     char *abs = realpath(d->state_dir, NULL);
@@ -2217,7 +2602,10 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(db);
     if (!d->store)
         goto error;
-    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s, .log_dir = d->log_dir};
+    if (spw_store_daemon_id(d->store, d->daemon_id, err) < 0)
+        goto error;
+    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s, .log_dir = d->log_dir,
+                           .run_dir = d->run_dir};
     d->be_ops = &spw_local_ops;
     if (!(d->be = spw_local_create(&lo, err)))
         goto error;
@@ -2260,6 +2648,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spot_capacity(d, d->now);
     if (spw_store_commit(d->store, err) < 0)
         goto error;
+    for (size_t i = 0; i < d->ntouched; i++)
+        if (d->jobs[d->touched[i]])
+            d->jobs[d->touched[i]]->touched = 0;
+    d->ntouched = 0;
+    gc_run(d);
+    sweep_run_dir(d);
     return d;
 error:
     spw_daemon_destroy(d);
@@ -2303,6 +2697,13 @@ void spw_daemon_destroy(spw_daemon_t *d)
     spw_fleet_clear(&d->fleet);
     free(d->state_dir);
     free(d->log_dir);
+    free(d->run_dir);
+    free(d->pend);
+    free(d->touched);
+    for (size_t i = 0; i < d->ngc; i++)
+        free(d->gc[i]);
+    free(d->gc);
+    pthread_mutex_destroy(&d->hmu);
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->committed);
     pthread_mutex_destroy(&d->mu);

@@ -107,7 +107,12 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
  * own current period); 400 for a period that does not parse. */
 int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *period, json_t **out,
                      spw_error_t *err);
+/* GET /healthz: 200, or 503 with "status" and "reason" while commits to
+ * the database fail or the scheduler loop has completed no turn for
+ * SPW_DAEMON_STALL_S.  GET /readyz (for load balancers): 200 once recovery
+ * is done and the loop runs, 503 otherwise.  Neither waits on the loop. */
 int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err);
+int spw_daemon_ready(spw_daemon_t *d, json_t **out, spw_error_t *err);
 
 /* GET /metrics: Prometheus text exposition (caller frees). */
 char *spw_daemon_metrics(spw_daemon_t *d);

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/spot.h"
 #include "daemon/daemon_private.h"
@@ -379,16 +382,27 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
     }
     *state = spw_djob_state_name(j->st);
     char path[4096];
-    snprintf(path, sizeof(path), "%s/%s.%s", d->log_dir, j->id, err_stream ? "err" : "out");
+    snprintf(path, sizeof(path), "%s/%s/%s.%s", d->log_dir, j->id, j->id,
+             err_stream ? "err" : "out");
     UNLOCK(d);
     if (offset < 0)
         offset = 0;
     *buf = spw_xmalloc(max + 1);
     *len = 0;
     *next = offset;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Never blocks nor follows a link: only a regular file is read. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat sb;
+    if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 200;   /* nothing written yet */
+    }
     if (fseeko(f, (off_t)offset, SEEK_SET) == 0)
         *len = fread(*buf, 1, max, f);
     fclose(f);
@@ -795,15 +809,40 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
 
 int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
 {
-    (void)err;
-    LOCK(d);
+    char why[400];
+    double age;
+    /* A loop not started (yet) is not a fault: that is /readyz's. */
+    int bad = spw_daemon_health_state(d, why, sizeof(why), &age) == 1;
     *out = json_object();
-    json_object_set_new(*out, "status", json_string(d->stopping ? "stopping" : "ok"));
+    json_object_set_new(*out, "status", json_string(bad ? "unhealthy" : "ok"));
+    if (bad) {
+        json_object_set_new(*out, "reason", json_string(why));
+        spw_errorf(err, "%s", why);
+    }
     json_object_set_new(*out, "version", json_string(SPW_VERSION));
     json_object_set_new(*out, "uptime_s", json_real(spw_daemon_clock() - d->started_ts));
-    json_object_set_new(*out, "jobs_queued", json_integer((json_int_t)spw_engine_queued(d->engine)));
-    UNLOCK(d);
-    return 200;
+    json_object_set_new(*out, "last_turn_age_s", isnan(age) ? json_null() : json_real(age));
+    /* Only if the loop does not hold the lock: health never waits on it. */
+    if (pthread_mutex_trylock(&d->mu) == 0) {
+        json_object_set_new(*out, "jobs_queued",
+                            json_integer((json_int_t)spw_engine_queued(d->engine)));
+        UNLOCK(d);
+    }
+    return bad ? 503 : 200;
+}
+
+int spw_daemon_ready(spw_daemon_t *d, json_t **out, spw_error_t *err)
+{
+    char why[400];
+    double age;
+    int bad = spw_daemon_health_state(d, why, sizeof(why), &age);
+    *out = json_object();
+    json_object_set_new(*out, "status", json_string(bad ? "not ready" : "ready"));
+    if (bad) {
+        json_object_set_new(*out, "reason", json_string(why));
+        spw_errorf(err, "%s", why);
+    }
+    return bad ? 503 : 200;
 }
 
 int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *instance_id,

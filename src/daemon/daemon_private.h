@@ -34,7 +34,22 @@ typedef struct djob {
     int has_exit;               /* exit_code is set */
     int exit_code;              /* exit status, or 128 + signal */
     char *reason;               /* owned; why it is where it is; NULL */
-    int cancel_req;             /* cancel asked; its process is stopping */
+    int cancel_req;             /* cancel asked (and committed): its process
+                                   is stopping; stored, so a restart
+                                   finishes the cancel */
+    char token[SPW_TOKEN_MAX];  /* launch token of its current launch
+                                   intent, "DAEMONID.JOBID.ATTEMPT"; "" =
+                                   none (cleared when it is requeued) */
+    int pending;                /* its launch intent is recorded but not yet
+                                   committed: the fork waits for the turn's
+                                   commit (launch_pending) */
+    uint32_t *pend_gpus;        /* owned: the GPUs of that launch */
+    size_t pend_ngpus;          /* entries in pend_gpus */
+    char **pend_extra;          /* owned, NULL-terminated: its extra env */
+    int touched;                /* written since the last commit that
+                                   worked: written again (whole) while
+                                   commits fail, so a failed commit loses
+                                   nothing once one works */
     int stopping;               /* its process belongs to an attempt that
                                    was interrupted (preempted instance,
                                    failed node) and already settled: it is
@@ -121,7 +136,30 @@ struct spw_daemon {
     const struct spw_provider_ops *pv_ops;
     void *pv;
     char *state_dir;             /* owned */
-    char *log_dir;               /* owned: STATE_DIR/logs */
+    char *log_dir;               /* owned: STATE_DIR/logs (a directory per
+                                    job in it) */
+    char *run_dir;               /* owned: STATE_DIR/run, the local
+                                    backend's launch fences and exit
+                                    records, by launch token */
+    char daemon_id[13];          /* this state dir's random id (store) */
+    int64_t *pend;               /* seqs of jobs whose launch waits for the
+                                    turn's commit */
+    size_t npend, cappend;
+    char **gc;                   /* owned: launch tokens of attempts that
+                                    ended; their fence and exit record are
+                                    removed once that end is committed */
+    size_t ngc, capgc;
+    int64_t *touched;            /* seqs of the jobs flagged touched */
+    size_t ntouched, captouched;
+    int write_failed;            /* a store write of this turn failed: the
+                                    turn counts as not committed */
+    /* Health, under hmu (never under mu, so /healthz answers even while
+     * the loop holds mu): */
+    pthread_mutex_t hmu;
+    double turn_mono;            /* monotonic time the last turn ended */
+    int commit_failing;          /* the last commit failed */
+    char commit_err[256];        /* why */
+    int loop_running;            /* the loop thread runs its turns */
     djob_t **jobs;               /* by seq; jobs[0] unused */
     size_t njobs, capjobs;       /* highest seq + 1, capacity */
     dinst_t *inst;               /* every instance acquired */
@@ -168,7 +206,15 @@ struct spw_daemon {
 
 extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
 
+/* A turn older than this (or 50 ticks, if longer), seconds: the loop is
+ * stuck and /healthz says so. */
+#define SPW_DAEMON_STALL_S 10.0
+
 /* daemon.c, for daemon_api.c. */
+/* Health without taking mu: 0 healthy; 1 unhealthy (commits fail, or the
+ * loop is stuck) or 2 the loop is not running, with a sentence in why.
+ * *turn_age_s: seconds since the last turn ended (NAN when none). */
+int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn_age_s);
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
 int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);

@@ -286,7 +286,21 @@ static void h_health(call_t *c, spw_route_resp_t *out)
     json_t *obj = NULL;
     spw_error_t err = {{0}};
     int st = spw_daemon_health(c->d, &obj, &err);
-    resp_daemon(out, st, obj, &err);
+    if (obj)
+        resp_json(out, st, obj);  /* 503 too: the body says why */
+    else
+        resp_daemon(out, st, obj, &err);
+}
+
+static void h_ready(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_ready(c->d, &obj, &err);
+    if (obj)
+        resp_json(out, st, obj);
+    else
+        resp_daemon(out, st, obj, &err);
 }
 
 static void h_metrics(call_t *c, spw_route_resp_t *out)
@@ -494,6 +508,7 @@ static const char *const costs_params[] = {"period", NULL};
 
 static const route_t routes[] = {
     {"/healthz", "GET", ALLOW_GET, 1, NULL, h_health},
+    {"/readyz", "GET", ALLOW_GET, 1, NULL, h_ready},
     {"/metrics", "GET", ALLOW_GET, 1, NULL, h_metrics},
     {"/v1/jobs", "GET", "GET, HEAD, POST", 0, list_params, h_list},
     {"/v1/jobs", "POST", "GET, HEAD, POST", 0, no_params, h_submit},

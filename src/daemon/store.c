@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <sqlite3.h>
 
@@ -137,6 +138,16 @@ static const char *const migrations[] = {
     "  down_ts REAL NOT NULL,"
     "  PRIMARY KEY (pool, node)"
     ");",
+    /* 3 -> 4: launch safety: the launch token of each job's latest launch
+     * intent (committed before the launch, so recovery finds what it
+     * started), its pending cancel, and a key-value table for the daemon
+     * id (filled by spw_store_daemon_id) and the health heartbeat. */
+    "ALTER TABLE jobs ADD COLUMN launch_token TEXT;"
+    "ALTER TABLE jobs ADD COLUMN cancel_req INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY,"
+    "  value TEXT NOT NULL"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -151,7 +162,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "attempts, reason, cost_usd, cloud_usd, reserved_usd, charge_ts, "        \
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
-    "preemptions, failures, last_offer, spot"
+    "preemptions, failures, last_offer, spot, launch_token, cancel_req"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id"
@@ -197,7 +208,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "preemptions = CASE WHEN ?1 & 4096 THEN ?29 ELSE preemptions END, "     \
       "failures = CASE WHEN ?1 & 4096 THEN ?30 ELSE failures END, "           \
       "last_offer = CASE WHEN ?1 & 4096 THEN ?31 ELSE last_offer END, "       \
-      "spot = CASE WHEN ?1 & 4096 THEN ?32 ELSE spot END "                    \
+      "spot = CASE WHEN ?1 & 4096 THEN ?32 ELSE spot END, "                   \
+      "launch_token = CASE WHEN ?1 & 8192 THEN ?33 ELSE launch_token END, "   \
+      "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END "       \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -222,6 +235,8 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "VALUES (?1, ?2, ?3)")                                                  \
     X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
     X(NODE_LIST, "SELECT pool, node, down_ts FROM nodes ORDER BY pool, node") \
+    X(META_GET, "SELECT value FROM meta WHERE key = ?1")                      \
+    X(META_PUT, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")   \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
       "VALUES (?1, ?2, ?3)")                                                  \
     X(DEC_LATEST, "SELECT json, ts FROM decisions WHERE job_id = ?1 "         \
@@ -234,7 +249,8 @@ _Static_assert(SPW_JU_STATE == 1 && SPW_JU_PLACED_TS == 2 &&
                SPW_JU_PID == 64 && SPW_JU_EXIT == 128 &&
                SPW_JU_ATTEMPTS == 256 && SPW_JU_REASON == 512 &&
                SPW_JU_COST == 1024 && SPW_JU_MONEY == 2048 &&
-               SPW_JU_PROGRESS == 4096,
+               SPW_JU_PROGRESS == 4096 && SPW_JU_LAUNCH == 8192 &&
+               SPW_JU_CANCEL == 16384,
                "JOB_UPDATE's bit values");
 
 #define STMT_ENUM(a, sql) S_##a,
@@ -515,6 +531,94 @@ int spw_store_schema_version(const spw_store_t *st)
     return st->version;
 }
 
+/* Reads meta.key into buf (NUL-terminated); 1 found, 0 none, -1 error. */
+static int meta_get(spw_store_t *st, const char *key, char *buf, size_t len,
+                    spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_META_GET, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(s, 0);
+        snprintf(buf, len, "%s", v ? v : "");
+        done(s);
+        return 1;
+    }
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot read table meta");
+    return 0;
+}
+
+static int meta_put(spw_store_t *st, const char *key, const char *value,
+                    spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_META_PUT, err);
+    int rc;
+
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot write table meta");
+    return 0;
+}
+
+static int id_valid(const char *v)
+{
+    if (strlen(v) != 12)
+        return 0;
+    for (; *v; v++)
+        if (!((*v >= '0' && *v <= '9') || (*v >= 'a' && *v <= 'f')))
+            return 0;
+    return 1;
+}
+
+int spw_store_daemon_id(spw_store_t *st, char out[13], spw_error_t *err)
+{
+    unsigned char raw[6];
+    char hex[13];
+    int rc = meta_get(st, "daemon_id", hex, sizeof(hex), err);
+
+    if (rc < 0)
+        return -1;
+    if (rc == 1) {
+        if (!id_valid(hex))
+            return spw_errorf(err, "%s: the stored daemon id '%s' is not 12 hex "
+                              "characters", st->path, hex);
+        memcpy(out, hex, 13);
+        return 0;
+    }
+    for (size_t got = 0; got < sizeof(raw);) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0 && errno != EINTR)
+            return spw_errorf(err, "cannot draw a random daemon id: %s",
+                              strerror(errno));
+        if (n > 0)
+            got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    if (meta_put(st, "daemon_id", hex, err) < 0)
+        return -1;
+    memcpy(out, hex, 13);
+    return 0;
+}
+
+int spw_store_heartbeat(spw_store_t *st, double now, spw_error_t *err)
+{
+    char v[48];
+    snprintf(v, sizeof(v), "%.6f", now);
+    return meta_put(st, "heartbeat", v, err);
+}
+
 /* ---- transactions ------------------------------------------------------- */
 
 int spw_store_begin(spw_store_t *st, spw_error_t *err)
@@ -578,6 +682,7 @@ void spw_store_job_clear(spw_store_job_t *job)
     free(job->placement);
     free(job->gpus_assigned);
     free(job->reason);
+    free(job->launch_token);
     memset(job, 0, sizeof(*job));
 }
 
@@ -686,6 +791,8 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_int64(s, 30, u->failures);
     sqlite3_bind_int64(s, 31, u->last_offer);
     sqlite3_bind_int(s, 32, u->spot != 0);
+    bind_text(s, 33, u->launch_token);
+    sqlite3_bind_int(s, 34, u->cancel_req != 0);
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -742,6 +849,8 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->failures = sqlite3_column_int64(s, 32);
     j->last_offer = sqlite3_column_int64(s, 33);
     j->spot = sqlite3_column_int(s, 34);
+    j->launch_token = col_text(s, 35);
+    j->cancel_req = sqlite3_column_int(s, 36);
     return 0;
 }
 
@@ -784,6 +893,7 @@ int spw_store_job_get(spw_store_t *st, const char *id, spw_store_job_t *out,
     out->placement = dup_or_null(j.placement);
     out->gpus_assigned = dup_or_null(j.gpus_assigned);
     out->reason = dup_or_null(j.reason);
+    out->launch_token = dup_or_null(j.launch_token);
     done(s);
     return 0;
 }

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 3
+#define SPW_STORE_SCHEMA_VERSION 4
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -97,6 +97,19 @@ void spw_store_close(spw_store_t *st);
 /* The schema version of the open database (SPW_STORE_SCHEMA_VERSION). */
 int spw_store_schema_version(const spw_store_t *st);
 
+/* This state dir's daemon id: 12 lowercase hex characters from getrandom(),
+ * made once when the database is created (or first opened by a spillway
+ * that has them) and never changed; into out (13 bytes with the NUL).
+ * Everything the daemon starts carries it (launch tokens), so two daemons
+ * with separate state dirs never take each other's processes.  0, or -1
+ * with err. */
+int spw_store_daemon_id(spw_store_t *st, char out[13], spw_error_t *err);
+
+/* A write that touches nothing a reader sees (one row of table meta),
+ * inside the open transaction or on its own: the daemon's health check
+ * uses it to learn whether commits work again after one failed. */
+int spw_store_heartbeat(spw_store_t *st, double now, spw_error_t *err);
+
 /* Groups several writes into one transaction (one commit, one fsync under
  * FULL): the scheduler loop wraps a turn's updates in begin/commit.  The
  * other write calls work inside or outside one; each is atomic by itself
@@ -159,6 +172,12 @@ typedef struct spw_store_job {
                                       attempt, -1 = none */
     int spot;                      /* its current or last cloud attempt ran
                                       on spot */
+    /* ---- launch safety (schema 4; NULL / 0 in rows written before) ---- */
+    char *launch_token;            /* "DAEMONID.JOBID.ATTEMPT" of its latest
+                                      launch intent, committed before that
+                                      launch; NULL = never launched */
+    int cancel_req;                /* an acknowledged cancel is pending: its
+                                      process is being stopped */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -194,6 +213,8 @@ enum {
     SPW_JU_PROGRESS = 1 << 12,  /* done_s, lost_s, lost_gpu_s, spot_gpu_s,
                                    ondemand_gpu_s, restarts, preemptions,
                                    failures, last_offer and spot together */
+    SPW_JU_LAUNCH = 1 << 13,    /* launch_token */
+    SPW_JU_CANCEL = 1 << 14,    /* cancel_req */
 };
 
 typedef struct spw_store_job_update {
@@ -229,6 +250,8 @@ typedef struct spw_store_job_update {
     int64_t failures;              /* count */
     int64_t last_offer;            /* offer index, -1 = none */
     int spot;                      /* 0 or 1 */
+    const char *launch_token;      /* borrowed; NULL clears (SPW_JU_LAUNCH) */
+    int cancel_req;                /* 0 or 1 (SPW_JU_CANCEL) */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */

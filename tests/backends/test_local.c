@@ -331,7 +331,7 @@ static void test_launch_failures(void *be)
 
     r.log_dir = "/nonexistent-logs";
     ok(ops->launch(be, &r, &h, &err) < 0, "a missing log directory fails");
-    is_str(err.text, "job fail-1: cannot open log file '/nonexistent-logs/fail-1.out': No such file or directory",
+    is_str(err.text, "job fail-1: cannot open log directory '/nonexistent-logs': No such file or directory",
            "message");
     r.log_dir = tmp;
 
@@ -793,16 +793,15 @@ static void test_adopt_shim(void)
     uint64_t ticks = 0;
     char id5[64];
 
-    /* spw_local_find_job searches the whole machine: make the id ours alone,
-     * so that copies of this test running side by side do not meet. */
     snprintf(id5, sizeof(id5), "orph-5-%ld", (long)getpid());
     if (!ok(launch_orphan(id5, "sleep 0.3; exit 5", &h) == 0,
             "a job launched by another (now gone) backend"))
         return;
     ok(parent_of(h.pid) != getpid(), "its shim is not our child");
-    rc = spw_local_find_job(id5, &pid, &ticks);
-    ok(rc == 0 && pid == h.pid && ticks == h.start_ticks,
-       "spw_local_find_job finds its shim by job id (pid %ld)", (long)pid);
+    /* Without a token nothing can find it by name: a job id alone is not
+     * enough (another daemon may have the same one). */
+    rc = spw_local_find_token(id5, &pid, &ticks);
+    ok(rc < 0 && errno == ESRCH, "no process carries its job id as a launch token");
     if (!ok(ops->adopt(lb, &h, &err) == 0, "adopted by a backend that knows the log directory"))
         diag("%s", err.text);
     ok(wait_exit(lb, &x, 3), "its end is noticed");
@@ -837,6 +836,173 @@ static void test_adopt_shim(void)
     ok(no_children(), "none of them was ever our child");
     spw_local_destroy(blind);
     spw_local_destroy(lb);
+}
+
+/* ---- launch tokens, fences, find (version 2) ---------------------------- */
+
+/* Like launch_orphan, with a token and a run_dir: the launching "daemon"
+ * exits right after launch(). */
+static int launch_orphan_token(const char *rundir, const char *id, const char *token,
+                               const char *script, spw_handle_t *h)
+{
+    int fds[2], st;
+    ssize_t n;
+    pid_t pid;
+
+    if (pipe(fds) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        spw_local_t *lb = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir},
+                                           NULL);
+        spw_launch_t r = base_req(id);
+        spw_handle_t hh;
+        spw_error_t err = {""};
+
+        close(fds[0]);
+        r.script = script;
+        r.token = token;
+        memset(&hh, 0, sizeof(hh));
+        if (ops->launch(lb, &r, &hh, &err) < 0)
+            hh.pid = 0;
+        if (write(fds[1], &hh, sizeof(hh)) != (ssize_t)sizeof(hh))
+            _exit(1);
+        _exit(0);  /* no destroy: a killed daemon frees nothing */
+    }
+    close(fds[1]);
+    n = read(fds[0], h, sizeof(*h));
+    close(fds[0]);
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    return pid > 0 && n == (ssize_t)sizeof(*h) && h->pid > 0 ? 0 : -1;
+}
+
+static void test_tokens(void)
+{
+    char rundir[PATH_MAX], tokA[96], tokB[96], tokOther[96], idA[64], buf[256], name[160];
+    spw_handle_t h, f;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    spw_exit_kind_t k = SPW_EXIT_LOST;
+    int st = -1, rc;
+    pid_t pid = 0;
+    uint64_t ticks = 0;
+
+    snprintf(rundir, sizeof(rundir), "%s/run", tmp);
+    mkdir(rundir, 0700);
+    /* find and spw_local_find_token search the machine: ids ours alone. */
+    snprintf(idA, sizeof(idA), "tok-%ld", (long)getpid());
+    snprintf(tokA, sizeof(tokA), "aaaaaaaaaaaa.%s.1", idA);
+    snprintf(tokB, sizeof(tokB), "aaaaaaaaaaaa.%s.2", idA);
+    snprintf(tokOther, sizeof(tokOther), "bbbbbbbbbbbb.%s.1", idA);
+    is(ops->version, 2, "the local backend implements version 2");
+    ok(ops->find != NULL, "with find()");
+
+    spw_local_t *lb = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir},
+                                       NULL);
+    spw_local_t *nodir = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3}, NULL);
+    spw_launch_t r = base_req(idA);
+    r.script = "echo token=$SPILLWAY_LAUNCH_TOKEN; sleep 0.4; exit 6";
+    r.token = tokA;
+    ok(ops->launch(nodir, &r, &h, &err) < 0 && strstr(err.text, "run_dir"),
+       "a token without a run_dir is refused: %s", err.text);
+    /* A daemon that dies before launching: find() fences the token first. */
+    if (!ok(ops->find(lb, tokB, &f, &err) == 0, "a token never launched: find says 0"))
+        diag("%s", err.text);
+    r.token = tokB;
+    ok(ops->launch(lb, &r, &h, &err) < 0 && strstr(err.text, "used before"),
+       "and a late launch of that token fails: %s", err.text);
+    r.token = tokA;
+    if (!ok(ops->launch(lb, &r, &h, &err) == 0, "launch with a token"))
+        diag("%s", err.text);
+    is_str(h.token, tokA, "the handle carries it");
+    slurp(rundir, tokA, buf, sizeof(buf));
+    {
+        long long p = 0;
+        unsigned long long t = 0;
+        ok(sscanf(buf, "%lld %llu", &p, &t) == 2 && p == h.pid && t == h.start_ticks,
+           "the fence holds the shim's pid and start ticks (%s)", buf);
+    }
+    rc = spw_local_find_token(tokA, &pid, &ticks);
+    ok(rc == 0 && pid == h.pid, "spw_local_find_token finds it by its whole token");
+    rc = spw_local_find_token(tokOther, &pid, &ticks);
+    ok(rc < 0 && errno == ESRCH, "but not by another daemon's token for the same job id");
+    /* A second backend, as a restarted daemon: find() adopts it. */
+    spw_local_t *lb2 = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir},
+                                        NULL);
+    memset(&f, 0, sizeof(f));
+    rc = ops->find(lb2, tokA, &f, &err);
+    ok(rc == 1 && f.pid == h.pid && f.start_ticks == h.start_ticks && strcmp(f.job_id, idA) == 0,
+       "find() by token in another backend: 1, the same process (%d, pid %ld)", rc, (long)f.pid);
+    ok(spw_local_count(lb2) == 1, "and it is tracked there");
+    ok(ops->find(lb2, tokOther, &f, &err) == 0, "another daemon's token: 0, nothing touched");
+    ok(alive(h.pid), "the job still runs");
+    ok(wait_exit(lb, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 6,
+       "its own backend reaps exit 6");
+    /* (lb2 lives in this process, to which the shim is a child that lb
+     * reaped: start it afresh; the orphan below is adopted across
+     * processes.) */
+    spw_local_destroy(lb2);
+    lb2 = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir}, NULL);
+    ok(spw_local_read_exit_token(rundir, tokA, &k, &st) == 0 && k == SPW_EXIT_EXITED && st == 6,
+       "the fence holds the exit record (%s %d)", spw_exit_kind_name(k), st);
+    ok(spw_local_read_exit_token(rundir, tokB, &k, &st) < 0 &&
+           errno == ENOENT, "a fence find() made has none");
+    snprintf(name, sizeof(name), "%s.out", idA);
+    ok(strstr(slurp(tmp, name, buf, sizeof(buf)), tokA) != NULL,
+       "SPILLWAY_LAUNCH_TOKEN is in the job's environment");
+    ok(ops->find(lb2, tokA, &f, &err) == 0, "after its end, find() says 0");
+    ok(ops->find(lb2, "nodots", &f, &err) < 0 && errno == EINVAL, "a malformed token is refused");
+
+    /* An orphan whose launcher died right after the fork. */
+    char tokC[96];
+    snprintf(tokC, sizeof(tokC), "aaaaaaaaaaaa.%s.3", idA);
+    if (ok(launch_orphan_token(rundir, idA, tokC, "sleep 0.3; exit 7", &h) == 0,
+           "a job whose launcher is gone")) {
+        rc = ops->find(lb2, tokC, &f, &err);
+        ok(rc == 1 && f.pid == h.pid, "find() adopts it (%d)", rc);
+        ok(wait_exit(lb2, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 7,
+           "and reads its exit 7 (%s %d)", spw_exit_kind_name(x.kind), x.status);
+        ok(spw_local_read_exit_token(rundir, tokC, &k, &st) == 0 && st == 7, "its record by token");
+    }
+    spw_local_destroy(lb2);
+    spw_local_destroy(nodir);
+    spw_local_destroy(lb);
+}
+
+/* A FIFO or a link at a job's log name neither blocks the launch nor sends
+ * the output elsewhere. */
+static void test_hostile_logs(void)
+{
+    char path[PATH_MAX], target[PATH_MAX], buf[256];
+    void *be = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3}, NULL);
+    spw_handle_t h;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    struct stat sb;
+
+    snprintf(path, sizeof(path), "%s/fifo-job.out", tmp);
+    ok(mkfifo(path, 0600) == 0, "a FIFO at fifo-job.out");
+    snprintf(path, sizeof(path), "%s/fifo-job.err", tmp);
+    snprintf(target, sizeof(target), "%s/elsewhere", tmp);
+    ok(symlink(target, path) == 0, "a symbolic link at fifo-job.err");
+    spw_launch_t r = base_req("fifo-job");
+    r.script = "echo out; echo err >&2";
+    double t0 = wall_s();
+    alarm(20);  /* a blocked open would hang the test: fail it instead */
+    int rc = ops->launch(be, &r, &h, &err);
+    alarm(0);
+    if (!ok(rc == 0, "the launch does not block (%.2f s)", wall_s() - t0))
+        diag("%s", err.text);
+    ok(wall_s() - t0 < 5, "and returns at once");
+    ok(rc == 0 && wait_exit(be, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 0, "it runs");
+    snprintf(path, sizeof(path), "%s/fifo-job.out", tmp);
+    ok(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode), "its .out is now a regular file");
+    is_str(slurp(tmp, "fifo-job.out", buf, sizeof(buf)), "out\n", "holding its output");
+    snprintf(path, sizeof(path), "%s/fifo-job.err", tmp);
+    ok(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode), "its .err too, no longer a link");
+    ok(!exists(tmp, "elsewhere"), "the link's target was never written");
+    spw_local_destroy(be);
 }
 
 static void test_adopt_own_child(void)
@@ -1015,6 +1181,8 @@ int main(void)
     test_adopt();
     test_adopt_shim();
     test_adopt_own_child();
+    test_tokens();
+    test_hostile_logs();
     test_poll_max_and_destroy();
     test_detect_gpus();
 

@@ -117,22 +117,10 @@ ok $? "no id is listed twice and none was handed out twice"
 ok $? "total = acknowledged + at most the 1 request in flight at the kill"
 nf=$(grep -c '^FAILED' "$T/dup-check")
 [ "$nf" -eq 0 ] && st=0 || st=1
-# A daemon without the exit-status record (LOG_DIR/JOB.exit, written by the
-# shim) cannot know how an adopted job ended: then this is a TODO.  With the
-# records there, "exit status unknown" is a bug and fails.
-no_exit_records() {
-    for f in "$T"/state/logs/*.exit; do
-        [ -e "$f" ] && return 1
-    done
-    return 0
-}
-if grep -q '^FAILED.*exit status unknown' "$T/dup-check" && no_exit_records; then
-    diag "jobs that ended while the daemon was down:" "$(grep '^FAILED' "$T/dup-check")"
-    todo "$st" "every job succeeded, also those that ended while the daemon was down" \
-        "no exit-status records: adopted jobs end 'exit status unknown'"
-else
-    ok "$st" "every job succeeded" || diag "$(grep '^FAILED' "$T/dup-check")"
-fi
+# The shim records each job's exit (STATE/run/TOKEN.exit), so a job that
+# ended while the daemon was down ends with its real exit status.
+ok "$st" "every job succeeded, also those that ended while the daemon was down" ||
+    diag "$(grep '^FAILED' "$T/dup-check")"
 
 # ---- (b) running jobs survive, (c) queued jobs stay -----------------------
 r1=$(submit ml --gpus 4 --name adopt-1 -- sleep 6.1)
@@ -190,21 +178,12 @@ wait_for "$r1" succeeded 12 && wait_for "$r2" succeeded 5
 st=$?
 show_json "$r1" "$T/r1.end.json"
 show_json "$r2" "$T/r2.end.json"
-if [ $st -ne 0 ] && grep -q "exit status unknown" "$T/r1.end.json" "$T/r2.end.json" && no_exit_records; then
-    for r in $r1 $r2; do
-        diag "$r: $(state_of "$r"): $(field "$r" 'd["reason"]'); $r.exit: $(cat "$T/state/logs/$r.exit" 2>&1)"
-    done
-    todo 1 "the re-adopted jobs end as succeeded" \
-        "no exit-status records: adopted jobs end 'exit status unknown'"
-    todo 1 "... with exit_code 0" "the same"
-else
-    ok "$st" "the re-adopted jobs end as succeeded" || for r in $r1 $r2; do
-        diag "$r: $(state_of "$r"): $(field "$r" 'd["reason"]'); $r.exit: $(cat "$T/state/logs/$r.exit" 2>&1)"
-    done
-    json_check "$T/r1.end.json" 'assert d["exit_code"] == 0, d["exit_code"]' &&
-        json_check "$T/r2.end.json" 'assert d["exit_code"] == 0, d["exit_code"]'
-    ok $? "... with exit_code 0"
-fi
+ok "$st" "the re-adopted jobs end as succeeded" || for r in $r1 $r2; do
+    diag "$r: $(state_of "$r"): $(field "$r" 'd["reason"]')"
+done
+json_check "$T/r1.end.json" 'assert d["exit_code"] == 0, d["exit_code"]' &&
+    json_check "$T/r2.end.json" 'assert d["exit_code"] == 0, d["exit_code"]'
+ok $? "... with exit_code 0"
 wait_for "$q1" succeeded 8 && wait_for "$q2" succeeded 8
 ok $? "then the queued jobs run and succeed"
 [ "$(($(now_ms) - t_kill))" -lt 15000 ]

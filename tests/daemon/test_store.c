@@ -143,8 +143,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "3",
-           "schema_version table holds 3");
+    is_str(raw(db, "SELECT version FROM schema_version"), "4",
+           "schema_version table holds 4");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -541,7 +541,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 3, "it is migrated to version 3");
+    is(spw_store_schema_version(st), 4, "it is migrated to version 4");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -624,6 +624,66 @@ static void test_progress_and_nodes(void)
     spw_jobspec_free(&a);
 }
 
+/* ---- launch safety (schema 4) ------------------------------------------- */
+
+static void test_launch_safety(void)
+{
+    const char *db = path_in("launch.db"), *db2 = path_in("launch2.db");
+    spw_error_t err;
+    char id1[13], id1b[13], id2[13];
+    spw_store_t *st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "open a store for launch safety")) {
+        diag("%s", err.text);
+        return;
+    }
+    ok(spw_store_daemon_id(st, id1, &err) == 0, "a daemon id");
+    ok(strlen(id1) == 12 && strspn(id1, "0123456789abcdef") == 12,
+       "12 lowercase hex characters (%s)", id1);
+    ok(spw_store_daemon_id(st, id1b, &err) == 0 && strcmp(id1, id1b) == 0,
+       "asked again, the same id");
+    spw_jobspec_t a;
+    spw_jobspec_parse("t.yaml", "run: [x]\ngpus: 1\n", strlen("run: [x]\ngpus: 1\n"), &a, &err);
+    const spw_jobspec_t *specs[] = {&a};
+    char ids[1][SPW_STORE_ID_LEN];
+    ok(spw_store_submit_batch(st, specs, 1, 100, ids, &err) == 0, "one job");
+    spw_store_job_t j;
+    if (ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "read it")) {
+        ok(j.launch_token == NULL && j.cancel_req == 0, "no launch token, no cancel yet");
+        spw_store_job_clear(&j);
+    }
+    char tok[96];
+    snprintf(tok, sizeof(tok), "%s.%s.1", id1, ids[0]);
+    spw_store_job_update_t u = {.set = SPW_JU_LAUNCH | SPW_JU_CANCEL, .launch_token = tok,
+                                .cancel_req = 1, .attempts = 7};
+    ok(spw_store_job_update(st, ids[0], &u, &err) == 0, "write a launch intent and a cancel");
+    ok(spw_store_heartbeat(st, 123.5, &err) == 0, "a heartbeat write");
+    spw_store_close(st);
+    st = spw_store_open(db, NULL, &err);
+    ok(st && spw_store_daemon_id(st, id1b, &err) == 0 && strcmp(id1, id1b) == 0,
+       "the id survives a reopen");
+    if (st && ok(spw_store_job_get(st, ids[0], &j, &err) == 0, "read it back")) {
+        is_str(j.launch_token, tok, "the launch token round-trips");
+        is(j.cancel_req, 1, "the pending cancel round-trips");
+        is(j.attempts, 0, "attempts untouched without SPW_JU_ATTEMPTS");
+        spw_store_job_clear(&j);
+    }
+    u.set = SPW_JU_CANCEL;
+    u.cancel_req = 0;
+    u.launch_token = NULL;
+    ok(st && spw_store_job_update(st, ids[0], &u, &err) == 0, "clear the cancel");
+    if (st && spw_store_job_get(st, ids[0], &j, &err) == 0) {
+        ok(j.cancel_req == 0 && j.launch_token && strcmp(j.launch_token, tok) == 0,
+           "the token stays without SPW_JU_LAUNCH");
+        spw_store_job_clear(&j);
+    }
+    spw_store_close(st);
+    st = spw_store_open(db2, NULL, &err);
+    ok(st && spw_store_daemon_id(st, id2, &err) == 0 && strcmp(id1, id2) != 0,
+       "another state dir has another id (%s, %s)", id1, id2);
+    spw_store_close(st);
+    spw_jobspec_free(&a);
+}
+
 /* ---- opening odd files -------------------------------------------------- */
 
 static void write_file(const char *path, const char *data, size_t len)
@@ -648,7 +708,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 3, "to version 3");
+        is(spw_store_schema_version(st), 4, "to version 4");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -666,7 +726,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(3): run a newer spillway") != NULL, "newer schema message");
+              "(4): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
@@ -942,6 +1002,7 @@ int main(void)
     test_instances_decisions();
     test_money();
     test_progress_and_nodes();
+    test_launch_safety();
     test_open_cases();
     test_crash();
     rm_rf(dir);

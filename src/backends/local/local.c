@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,7 +39,10 @@ typedef struct job {
 struct spw_local {
     double grace_s;             /* SIGTERM to SIGKILL delay, seconds */
     char *log_dir;              /* where adopted jobs' exit records are read
-                                   from, owned; NULL = not read */
+                                   from when they have no token, owned;
+                                   NULL = not read */
+    char *run_dir;              /* launch fences and exit records by token,
+                                   owned; NULL = no fences (and no find) */
     job_t *jobs;                /* tracked jobs in launch/adopt order, owned */
     size_t njobs;               /* entries used in jobs */
     size_t cap;                 /* entries allocated in jobs */
@@ -45,7 +50,9 @@ struct spw_local {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static const char *const reserved_env[] = {"CUDA_VISIBLE_DEVICES", "SPILLWAY_JOB_ID"};
+static const char *const reserved_env[] = {"CUDA_VISIBLE_DEVICES", "SPILLWAY_JOB_ID",
+                                           "SPILLWAY_LAUNCH_TOKEN"};
+#define NRESERVED (sizeof(reserved_env) / sizeof(reserved_env[0]))
 
 static size_t env_name_len(const char *s)
 {
@@ -143,12 +150,12 @@ int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
     return 0;
 }
 
-int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
+int spw_local_find_token(const char *token, pid_t *pid, uint64_t *start_ticks)
 {
-    char want[SPW_JOB_ID_MAX + 32];
-    int wn = snprintf(want, sizeof(want), "SPILLWAY_JOB_ID=%s", job_id);
+    char want[SPW_TOKEN_MAX + 32];
+    int wn = snprintf(want, sizeof(want), "SPILLWAY_LAUNCH_TOKEN=%s", token ? token : "");
     DIR *dir = opendir("/proc");
-    if (!dir || wn <= 0 || (size_t)wn >= sizeof(want)) {
+    if (!dir || !token || !token[0] || wn <= 0 || (size_t)wn >= sizeof(want)) {
         if (dir)
             closedir(dir);
         return errno = ESRCH, -1;
@@ -192,23 +199,14 @@ int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks)
     return found ? 0 : (errno = ESRCH, -1);
 }
 
-int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
-                        int *status)
+/* Parses an exit record: exactly what the shim writes. */
+static int parse_exit(const char *buf, spw_exit_kind_t *kind, int *status)
 {
-    char buf[32], *path, *p;
-    ssize_t n;
+    const char *p;
     long v = 0;
-    int e, digits = 0;
+    int digits = 0;
     spw_exit_kind_t k;
 
-    if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
-        return errno = EINVAL, -1;
-    path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
-    n = read_small(path, buf, sizeof(buf));
-    e = errno;
-    free(path);
-    if (n < 0)
-        return errno = e, -1;
     /* Exactly what the shim writes: "exited N\n" or "signaled N\n". */
     if (strncmp(buf, "exited ", 7) == 0) {
         k = SPW_EXIT_EXITED;
@@ -227,6 +225,52 @@ int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t
     *kind = k;
     *status = (int)v;
     return 0;
+}
+
+int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
+                        int *status)
+{
+    char buf[32], *path;
+    ssize_t n;
+    int e;
+
+    if (!log_dir || !log_dir[0] || !job_id || !job_id_valid(job_id))
+        return errno = EINVAL, -1;
+    path = join(log_dir, strlen(log_dir), "/", job_id, ".exit");
+    n = read_small(path, buf, sizeof(buf));
+    e = errno;
+    free(path);
+    if (n < 0)
+        return errno = e, -1;
+    return parse_exit(buf, kind, status);
+}
+
+int spw_local_read_exit_token(const char *run_dir, const char *token, spw_exit_kind_t *kind,
+                              int *status)
+{
+    char buf[32], *path;
+    ssize_t n;
+    int fd, e;
+
+    if (!run_dir || !run_dir[0] || !token || !spw_safe_name(token, SPW_TOKEN_MAX))
+        return errno = EINVAL, -1;
+    path = join(run_dir, strlen(run_dir), "/", token, "");
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    e = errno;
+    free(path);
+    if (fd < 0)
+        return errno = e, -1;
+    do
+        n = pread(fd, buf, sizeof(buf) - 1, SPW_LOCAL_FENCE_EXIT_OFF);
+    while (n < 0 && errno == EINTR);
+    e = errno;
+    close(fd);
+    if (n < 0)
+        return errno = e, -1;
+    buf[n] = '\0';
+    if (n == 0 || buf[0] == '\0')
+        return errno = ENOENT, -1;   /* the shim has recorded nothing */
+    return parse_exit(buf, kind, status);
 }
 
 /* Whether an adopted job's process is still the one that was started. */
@@ -314,12 +358,16 @@ typedef struct child_plan {
     int set_user;               /* 1: switch to uid/gid before exec */
     uid_t uid;                  /* the job's user, when set_user */
     gid_t gid;                  /* the job's only group, when set_user */
-    const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record */
+    const char *exit_path;      /* LOG_DIR/JOBID.exit, the shim's record
+                                   when there is no fence; NULL with one */
     const char *exit_tmp;       /* LOG_DIR/JOBID.exit.tmp, renamed to exit_path */
     int max_fd;                 /* descriptors below this are closed in the
                                    shim where close_range is missing */
     int in_fd, out_fd, err_fd;  /* become 0, 1, 2 */
     int report_fd;              /* close-on-exec pipe to the parent */
+    int fence_fd;               /* RUN_DIR/TOKEN, exclusively flocked: the
+                                   shim keeps it open (and so the lock held)
+                                   until it ends; -1 = no fence */
 } child_plan_t;
 
 static void __attribute__((noreturn)) child_fail(int fd, int stage, int e)
@@ -427,10 +475,65 @@ static size_t put_uint(char *buf, unsigned n)
     return i;
 }
 
-/* Records how the job ended ("exited N\n" or "signaled N\n") in
- * LOG_DIR/JOBID.exit, written whole under a temporary name and renamed, so a
- * reader sees either nothing or the complete line. */
-static void shim_record(const child_plan_t *c, int st)
+/* Reads the shim's own start time (field 22 of /proc/self/stat), async-
+ * signal-safe; 0 when it cannot. */
+static uint64_t self_start_ticks(void)
+{
+    char buf[1024];
+    ssize_t n;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC | O_NOCTTY), field = 2;
+    uint64_t v = 0;
+    const char *p = NULL;
+
+    if (fd < 0)
+        return 0;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    for (ssize_t i = 0; i < n; i++)  /* the fields resume after the last ')' */
+        if (buf[i] == ')')
+            p = buf + i + 1;
+    if (!p)
+        return 0;
+    for (; p < buf + n && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    for (; p < buf + n && *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    return field == 22 ? v : 0;
+}
+
+/* Writes "PID TICKS\n" (the shim's handle) into its fence file, so that a
+ * daemon that died before recording the handle finds it there.  0 or -1. */
+static int shim_fence(int fd)
+{
+    char buf[48];
+    size_t n = put_uint(buf, (unsigned)getpid());
+    uint64_t t = self_start_ticks();
+    char tmp[24];
+    size_t tl = 0;
+
+    if (!t)
+        return -1;
+    buf[n++] = ' ';
+    do
+        tmp[tl++] = (char)('0' + t % 10);
+    while ((t /= 10) && tl < sizeof(tmp));
+    while (tl)
+        buf[n++] = tmp[--tl];
+    buf[n++] = '\n';
+    return pwrite(fd, buf, n, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* Records how the job ended ("exited N\n" or "signaled N\n"): in the fence
+ * at SPW_LOCAL_FENCE_EXIT_OFF, one pwrite read only once the shim (holding
+ * the lock) is gone; without a fence in LOG_DIR/JOBID.exit, written whole
+ * under a temporary name and renamed, so a reader sees either nothing or the
+ * complete line. */
+static void shim_record(const child_plan_t *c, int fence, int st)
 {
     static const char exited[] = "exited ", signaled[] = "signaled ";
     char buf[32];
@@ -447,8 +550,14 @@ static void shim_record(const child_plan_t *c, int st)
         n += put_uint(buf + n, (unsigned)WTERMSIG(st));
     }
     buf[n++] = '\n';
-    fd = open(c->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-              0640);
+    if (fence >= 0) {
+        if (pwrite(fence, buf, n, SPW_LOCAL_FENCE_EXIT_OFF) != (ssize_t)n) {
+            /* no record: a restarted daemon reports the job lost */
+        }
+        return;
+    }
+    fd = open(c->exit_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+              O_NOCTTY, 0640);
     if (fd < 0)
         return;  /* no record: a restarted daemon reports the job lost */
     good = write(fd, buf, n) == (ssize_t)n;
@@ -483,6 +592,7 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     struct sigaction act;
     sigset_t set;
     int rep = c->report_fd, in = c->in_fd, out = c->out_fd, errfd = c->err_fd;
+    int fence = c->fence_fd;
     int st;
     pid_t job;
 
@@ -503,8 +613,11 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     if ((rep = fd_above_stdio(rep)) < 0)
         _exit(127);
     if ((in = fd_above_stdio(in)) < 0 || (out = fd_above_stdio(out)) < 0 ||
-        (errfd = fd_above_stdio(errfd)) < 0)
+        (errfd = fd_above_stdio(errfd)) < 0 || (fence >= 0 && (fence = fd_above_stdio(fence)) < 0))
         child_fail(rep, STAGE_SETUP, errno);
+    /* The handle goes into the fence before the job exists. */
+    if (fence >= 0 && shim_fence(fence) < 0)
+        child_fail(rep, STAGE_SETUP, errno ? errno : EIO);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
         child_fail(rep, STAGE_SETUP, errno);
 #ifdef CLOSE_RANGE_CLOEXEC
@@ -520,21 +633,34 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     if (job == 0)
         job_run(c, rep);
 
-    /* The shim keeps only 0-2.  Dropping the report pipe lets the parent see
-     * EOF once the job's exec closes its copy; dropping the rest keeps a
-     * restarted daemon from finding its listen socket still held open. */
+    /* The shim keeps only 0-2 and its fence (whose lock says, for as long
+     * as the shim lives, that this launch is alive).  Dropping the report
+     * pipe lets the parent see EOF once the job's exec closes its copy;
+     * dropping the rest keeps a restarted daemon from finding its listen
+     * socket still held open. */
+    {
+        int lo = 3, ok = 1;
 #ifdef CLOSE_RANGE_CLOEXEC
-    if (close_range(3, ~0U, 0) < 0)
+        if (fence >= 0)
+            ok = (fence == 3 || close_range(3, (unsigned)fence - 1, 0) == 0) &&
+                 close_range((unsigned)fence + 1, ~0U, 0) == 0;
+        else
+            ok = close_range(3, ~0U, 0) == 0;
+#else
+        ok = 0;
 #endif
-        for (int fd = 3; fd < c->max_fd; fd++)
-            close(fd);
+        if (!ok)
+            for (int fd = lo; fd < c->max_fd; fd++)
+                if (fd != fence)
+                    close(fd);
+    }
     sigemptyset(&set);
     sigprocmask(SIG_SETMASK, &set, NULL);
 
     while (waitpid(job, &st, 0) < 0)
         if (errno != EINTR)
             _exit(127);  /* cannot happen: the job is our only child */
-    shim_record(c, st);
+    shim_record(c, fence, st);
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         /* Die of the same signal, so the daemon's waitid sees what the job
@@ -587,11 +713,11 @@ static char **build_env(const spw_launch_t *req, char **owned)
         nenv++;
     for (const char *const *e = req->env; e && *e; e++)
         njob++;
-    envp = spw_xcalloc(nenv + njob + 4, sizeof(*envp));
+    envp = spw_xcalloc(nenv + njob + 5, sizeof(*envp));
 
     for (char **e = environ; e && *e; e++) {
         int skip = !env_passes(req->env_pass, *e);
-        for (size_t r = 0; r < 2 && !skip; r++)
+        for (size_t r = 0; r < NRESERVED && !skip; r++)
             skip = env_name_is(*e, reserved_env[r]);
         if (req->workdir && env_name_is(*e, "PWD"))
             skip = 1;
@@ -606,7 +732,7 @@ static char **build_env(const spw_launch_t *req, char **owned)
         const char *e = req->env[k];
         size_t nl = env_name_len(e);
         int skip = 0;
-        for (size_t r = 0; r < 2 && !skip; r++)
+        for (size_t r = 0; r < NRESERVED && !skip; r++)
             skip = env_name_is(e, reserved_env[r]);
         for (size_t l = k + 1; l < njob && !skip; l++)  /* the last one wins */
             skip = env_name_len(req->env[l]) == nl && strncmp(req->env[l], e, nl) == 0;
@@ -624,6 +750,8 @@ static char **build_env(const spw_launch_t *req, char **owned)
     }
     envp[n++] = owned[no++] = s;
     envp[n++] = owned[no++] = join("", 0, "SPILLWAY_JOB_ID=", req->job_id, "");
+    if (req->token)
+        envp[n++] = owned[no++] = join("", 0, "SPILLWAY_LAUNCH_TOKEN=", req->token, "");
     if (req->workdir && req->workdir[0] == '/')
         envp[n++] = owned[no++] = join("", 0, "PWD=", req->workdir, "");
     owned[no] = NULL;
@@ -640,28 +768,45 @@ static const char *env_get(char *const *envp, const char *name)
     return NULL;
 }
 
-/* Opens a log file for appending; *created says whether this call made it, so
- * that a failed launch can remove it again. */
-static int open_log(const char *path, int *created)
+/* Opens log file `name` in directory dirfd for appending; *created says
+ * whether this call made it, so that a failed launch can remove it again.
+ * Never blocks and never follows a link: a FIFO, a symbolic link or a
+ * device found at the name (put there by a job, say) is removed and a new
+ * regular file made in its place, so nothing a job leaves there can hang
+ * the launch or send another job's output elsewhere.  A directory there is
+ * an error. */
+static int open_log(int dirfd, const char *name, int *created)
 {
+    const int flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
     for (int tries = 0; tries < 3; tries++) {
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0640);
+        struct stat sb;
+        int fd = openat(dirfd, name, flags | O_CREAT | O_EXCL, 0640);
         if (fd >= 0) {
             *created = 1;
             return fd;
         }
         if (errno != EEXIST)
             return -1;
-        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
-        if (fd >= 0 || errno != ENOENT) {
+        fd = openat(dirfd, name, flags);
+        if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
             *created = 0;
             return fd;
         }
+        if (fd >= 0)
+            close(fd);
+        else if (errno == ENOENT)
+            continue;  /* removed meanwhile: create it */
+        else if (errno != ELOOP && errno != ENXIO && errno != ENODEV && errno != EWOULDBLOCK &&
+                 errno != EOPNOTSUPP)
+            return -1;
+        /* Not a regular file: a link, a FIFO, a socket, a device. */
+        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+            return -1;
     }
-    return -1;
+    return errno = EEXIST, -1;
 }
 
-static int check_launch(const spw_launch_t *req, spw_error_t *err)
+static int check_launch(const spw_local_t *lb, const spw_launch_t *req, spw_error_t *err)
 {
     if (!req->job_id || !job_id_valid(req->job_id))
         return spw_errorf(err, "invalid job id '%s': use up to %d of A-Z a-z 0-9 . _ -, not starting with '.'",
@@ -687,6 +832,11 @@ static int check_launch(const spw_launch_t *req, spw_error_t *err)
                           req->job_id);
     if (!isfinite(req->now_s))
         return spw_errorf(err, "job %s: the launch time is not a finite number", req->job_id);
+    if (req->token && !spw_safe_name(req->token, SPW_TOKEN_MAX))
+        return spw_errorf(err, "job %s: invalid launch token '%.*s'", req->job_id,
+                          SPW_TOKEN_MAX, req->token);
+    if (req->token && !lb->run_dir)
+        return spw_errorf(err, "job %s: a launch token needs the backend's run_dir", req->job_id);
     return 0;
 }
 
@@ -695,11 +845,12 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 {
     static const char *const std_path = "/usr/local/bin:/bin:/usr/bin";
     spw_local_t *lb = be;
-    char *owned[4] = {NULL};
+    char *owned[5] = {NULL};
     char **envp = NULL;
-    char *out_path = NULL, *err_path = NULL, *exit_path = NULL, *exit_tmp = NULL;
+    char *out_name = NULL, *err_name = NULL, *exit_path = NULL, *exit_tmp = NULL;
+    char *fence_path = NULL;
     const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
-    int in_fd = -1, out_fd = -1, err_fd = -1, pipefd[2] = {-1, -1};
+    int in_fd = -1, out_fd = -1, err_fd = -1, pipefd[2] = {-1, -1}, dir_fd = -1, fence_fd = -1;
     int out_created = 0, err_created = 0;
     child_plan_t plan;
     child_report_t rep;
@@ -708,22 +859,53 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     long max_fd;
     pid_t pid;
 
-    if (check_launch(req, err) < 0)
+    if (check_launch(lb, req, err) < 0)
         return -1;
 
-    out_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".out");
-    err_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".err");
-    exit_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit");
-    exit_tmp = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit.tmp");
-    if ((out_fd = open_log(out_path, &out_created)) < 0) {
-        spw_errorf(err, "job %s: cannot open log file '%s': %s", req->job_id,
-                   out_path, strerror(errno));
+    out_name = join(req->job_id, strlen(req->job_id), ".out", "", "");
+    err_name = join(req->job_id, strlen(req->job_id), ".err", "", "");
+    if (req->token) {
+        /* The exit record is this attempt's alone: in its fence. */
+        fence_path = join(lb->run_dir, strlen(lb->run_dir), "/", req->token, "");
+    } else {
+        exit_path = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit");
+        exit_tmp = join(req->log_dir, strlen(req->log_dir), "/", req->job_id, ".exit.tmp");
+    }
+    if ((dir_fd = open(req->log_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        spw_errorf(err, "job %s: cannot open log directory '%s': %s", req->job_id,
+                   req->log_dir, strerror(errno));
         goto error;
     }
-    if ((err_fd = open_log(err_path, &err_created)) < 0) {
-        spw_errorf(err, "job %s: cannot open log file '%s': %s", req->job_id,
-                   err_path, strerror(errno));
+    if ((out_fd = open_log(dir_fd, out_name, &out_created)) < 0) {
+        spw_errorf(err, "job %s: cannot open log file '%s/%s': %s", req->job_id,
+                   req->log_dir, out_name, strerror(errno));
         goto error;
+    }
+    if ((err_fd = open_log(dir_fd, err_name, &err_created)) < 0) {
+        spw_errorf(err, "job %s: cannot open log file '%s/%s': %s", req->job_id,
+                   req->log_dir, err_name, strerror(errno));
+        goto error;
+    }
+    if (fence_path) {
+        /* The fence: made new (a token is launched at most once) and locked
+         * before the fork; the shim inherits the lock and holds it for its
+         * whole life, so find() can tell "alive" from "gone or never
+         * started" without a race (see local.h). */
+        fence_fd = open(fence_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK |
+                        O_CLOEXEC | O_NOCTTY, 0600);
+        if (fence_fd < 0) {
+            spw_errorf(err, "job %s: cannot create the launch fence '%s': %s%s", req->job_id,
+                       fence_path, strerror(errno),
+                       errno == EEXIST ? " (this launch token was used before)" : "");
+            free(fence_path);
+            fence_path = NULL;  /* not ours: keep it */
+            goto error;
+        }
+        if (flock(fence_fd, LOCK_EX | LOCK_NB) < 0) {
+            spw_errorf(err, "job %s: cannot lock the launch fence '%s': %s", req->job_id,
+                       fence_path, strerror(errno));
+            goto error;
+        }
     }
     if ((in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
         spw_errorf(err, "job %s: cannot open /dev/null: %s", req->job_id, strerror(errno));
@@ -756,6 +938,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     plan.out_fd = out_fd;
     plan.err_fd = err_fd;
     plan.report_fd = pipefd[1];
+    plan.fence_fd = fence_fd;
     plan.exit_path = exit_path;
     plan.exit_tmp = exit_tmp;
     max_fd = sysconf(_SC_OPEN_MAX);
@@ -763,7 +946,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     /* The record of an earlier attempt of this job must not be mistaken for
      * this one's (logs are appended to, but the record is replaced). */
-    if (unlink(exit_path) < 0 && errno != ENOENT) {
+    if (exit_path && unlink(exit_path) < 0 && errno != ENOENT) {
         spw_errorf(err, "job %s: cannot remove the old exit record '%s': %s", req->job_id,
                    exit_path, strerror(errno));
         goto error;
@@ -779,6 +962,10 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     close(pipefd[1]);
     pipefd[1] = -1;
+    if (fence_fd >= 0) {
+        close(fence_fd);  /* the shim holds the lock now */
+        fence_fd = -1;
+    }
     /* EOF means execve succeeded: the job's copy of the pipe closed on exec
      * and the shim closed its own right after forking the job.  A report
      * means the shim or the job failed and is about to _exit (the shim after
@@ -794,8 +981,12 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         }
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
-        unlink(exit_path);
-        unlink(exit_tmp);
+        if (exit_path) {
+            unlink(exit_path);
+            unlink(exit_tmp);
+        }
+        if (fence_path)
+            unlink(fence_path);  /* nothing runs: the token is free of it */
         if (n != (ssize_t)sizeof(rep))
             spw_errorf(err, "job %s: the process failed before it started", req->job_id);
         else if (rep.stage == STAGE_EXEC)
@@ -824,6 +1015,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     }
     h.started_s = req->now_s;
     h.max_runtime_s = req->max_runtime_s;
+    if (req->token)
+        snprintf(h.token, sizeof(h.token), "%s", req->token);
     track(lb, &h, 1);
     *out = h;
 
@@ -831,10 +1024,12 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     close(in_fd);
     close(out_fd);
     close(err_fd);
-    free(out_path);
-    free(err_path);
+    close(dir_fd);
+    free(out_name);
+    free(err_name);
     free(exit_path);
     free(exit_tmp);
+    free(fence_path);
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
@@ -852,13 +1047,20 @@ error:
     if (err_fd >= 0)
         close(err_fd);
     if (out_created)
-        unlink(out_path);
+        unlinkat(dir_fd, out_name, 0);
     if (err_created)
-        unlink(err_path);
-    free(out_path);
-    free(err_path);
+        unlinkat(dir_fd, err_name, 0);
+    if (dir_fd >= 0)
+        close(dir_fd);
+    if (fence_fd >= 0) {
+        unlink(fence_path);
+        close(fence_fd);
+    }
+    free(out_name);
+    free(err_name);
     free(exit_path);
     free(exit_tmp);
+    free(fence_path);
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
@@ -988,8 +1190,10 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
     /* Not our child, so its status went to whoever reaped it; but the shim
      * recorded the job's outcome before it ended (unless SIGKILL ended it
      * too).  The record is this launch's: launch() removed any older one. */
-    if (lb->log_dir &&
-        spw_local_read_exit(lb->log_dir, j->h.job_id, &x->kind, &x->status) == 0)
+    if (j->h.token[0] ? lb->run_dir && spw_local_read_exit_token(lb->run_dir, j->h.token,
+                                                                  &x->kind, &x->status) == 0
+                      : lb->log_dir && spw_local_read_exit(lb->log_dir, j->h.job_id, &x->kind,
+                                                           &x->status) == 0)
         return 1;
     x->kind = SPW_EXIT_LOST;
     x->status = -1;
@@ -1028,8 +1232,14 @@ static int local_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
     if (h->start_ticks == 0)
         return errno = EINVAL, spw_errorf(err, "cannot adopt job %s: its start time was never recorded, so pid %ld cannot be verified",
                                           h->job_id, (long)h->pid);
-    if (find_job(lb, h))
+    job_t *known = find_job(lb, h);
+    if (known) {
+        /* Already tracked (found by find()): take the daemon's view of
+         * when it started and how long it may run. */
+        known->h.started_s = h->started_s;
+        known->h.max_runtime_s = h->max_runtime_s;
         return 0;
+    }
     for (size_t i = 0; i < lb->njobs; i++)
         if (lb->jobs[i].h.pid == h->pid)
             return errno = EEXIST, spw_errorf(err, "cannot adopt job %s: pid %ld already belongs to job %s",
@@ -1053,8 +1263,96 @@ static int local_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
         return errno = ESRCH, spw_errorf(err, "process %ld of job %s has exited", (long)h->pid, h->job_id);
     copy = *h;
     copy.job_id[SPW_JOB_ID_MAX - 1] = '\0';
+    copy.token[SPW_TOKEN_MAX - 1] = '\0';
+    copy.ext[SPW_HANDLE_EXT_MAX - 1] = '\0';
     track(lb, &copy, own);
     return 0;
+}
+
+/* Parses "PID TICKS\n" from a fence file; 0 or -1. */
+static int parse_fence(const char *buf, pid_t *pid, uint64_t *ticks)
+{
+    long long p;
+    unsigned long long t;
+    char nl;
+    if (sscanf(buf, "%lld %llu%c", &p, &t, &nl) != 3 || nl != '\n' || p <= 0 || p > INT_MAX ||
+        t == 0)
+        return -1;
+    *pid = (pid_t)p;
+    *ticks = (uint64_t)t;
+    return 0;
+}
+
+static int local_find(void *be, const char *token, spw_handle_t *out, spw_error_t *err)
+{
+    spw_local_t *lb = be;
+    const char *dot1, *dot2;
+    char *path, buf[96];
+    spw_handle_t h;
+    ssize_t n;
+    int fd;
+
+    if (!token || !spw_safe_name(token, SPW_TOKEN_MAX) || !(dot1 = strchr(token, '.')) ||
+        (dot2 = strrchr(token, '.')) == dot1 || (size_t)(dot2 - dot1 - 1) >= SPW_JOB_ID_MAX) {
+        errno = EINVAL;
+        return spw_errorf(err, "invalid launch token '%.*s': expected DAEMONID.JOBID.ATTEMPT",
+                          SPW_TOKEN_MAX, token ? token : "");
+    }
+    if (!lb->run_dir) {
+        errno = ENOTSUP;
+        return spw_errorf(err, "cannot look for launch %s: the local backend has no run_dir",
+                          token);
+    }
+    memset(&h, 0, sizeof(h));
+    memcpy(h.job_id, dot1 + 1, (size_t)(dot2 - dot1 - 1));
+    snprintf(h.token, sizeof(h.token), "%s", token);
+    path = join(lb->run_dir, strlen(lb->run_dir), "/", token, "");
+    /* O_CREAT: a launch that never made its fence (the daemon died before)
+     * finds one now, so it can never start later (its O_EXCL fails). */
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) {
+        int e = errno;
+        spw_errorf(err, "cannot open the launch fence '%s': %s", path, strerror(e));
+        free(path);
+        errno = e;
+        return -1;
+    }
+    free(path);
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        /* Nothing of that launch holds it: the shim is gone (its exit, if
+         * it recorded one, is in TOKEN.exit) or was never forked. */
+        close(fd);
+        return 0;
+    }
+    if (errno != EWOULDBLOCK) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return spw_errorf(err, "cannot lock the launch fence of %s: %s", token, strerror(e));
+    }
+    do
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    if (n <= 0 || parse_fence(buf, &h.pid, &h.start_ticks) < 0) {
+        /* The shim lives but has not written its handle yet. */
+        errno = EAGAIN;
+        return spw_errorf(err, "launch %s is starting; its process is not known yet", token);
+    }
+    h.pgid = h.pid;
+    {
+        spw_error_t e2;
+        if (local_adopt(lb, &h, &e2) < 0) {
+            /* The lock is held, so the shim lives: an odd state (a reused
+             * file?); say so and let the daemon ask again later. */
+            errno = EAGAIN;
+            return spw_errorf(err, "launch %s holds its fence but cannot be adopted: %s", token,
+                              e2.text);
+        }
+    }
+    *out = h;
+    return 1;
 }
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -1071,6 +1369,7 @@ spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
     lb = spw_xcalloc(1, sizeof(*lb));
     lb->grace_s = grace_s;
     lb->log_dir = opts && opts->log_dir ? spw_xstrdup(opts->log_dir) : NULL;
+    lb->run_dir = opts && opts->run_dir ? spw_xstrdup(opts->run_dir) : NULL;
     return lb;
 }
 
@@ -1080,6 +1379,7 @@ void spw_local_destroy(spw_local_t *lb)
         return;
     free(lb->jobs);
     free(lb->log_dir);
+    free(lb->run_dir);
     free(lb);
 }
 
@@ -1094,7 +1394,7 @@ static void local_destroy(void *be)
 }
 
 const struct spw_backend_ops spw_local_ops = {
-    .version = 1, /* find() (version 2) is not implemented yet */
+    .version = 2,
     .name = "local",
     .launch = local_launch,
     .signal = local_signal,
@@ -1103,4 +1403,5 @@ const struct spw_backend_ops spw_local_ops = {
     .poll = local_poll,
     .adopt = local_adopt,
     .destroy = local_destroy,
+    .find = local_find,
 };

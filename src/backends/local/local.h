@@ -10,7 +10,28 @@
 #include "backends/backend.h"
 #include "util/error.h"
 
-/* How a job runs:
+/* Launch tokens (backend version 2).  A launch with req->token (and a
+ * backend with opts.run_dir) also:
+ * - creates RUN_DIR/TOKEN, the fence (O_EXCL, mode 0600: a token launches at
+ *   most once), and takes an exclusive flock on it BEFORE forking.  The shim
+ *   inherits that open file and keeps it (so the lock) until it ends; it
+ *   first writes its own "PID START_TICKS\n" into it.  The parent closes its
+ *   copy.  The job does not hold it (close-on-exec).
+ * - records the exit in the fence itself, at SPW_LOCAL_FENCE_EXIT_OFF, instead
+ *   of LOG_DIR/JOBID.exit, so each attempt's outcome is its own (and a launch
+ *   costs one file in RUN_DIR, not two).
+ * - sets SPILLWAY_LAUNCH_TOKEN=TOKEN in the job's environment.
+ * find(TOKEN) then opens (creating if absent) the fence and tries the lock
+ * without blocking: taken means the shim lives (adopted from the handle it
+ * wrote: 1; or -1 EAGAIN in the instant before it wrote it); free means
+ * nothing of that launch lives and nothing ever will (the daemon that would
+ * have forked it is gone with its lock, and a fence made by find() makes a
+ * late launch of the token fail): 0.  Log files are opened relative to the
+ * log directory with O_NOFOLLOW | O_NONBLOCK; a FIFO or link found at a log
+ * name is replaced by a new regular file, so a job cannot block a launch
+ * nor redirect another job's output.
+ *
+ * How a job runs:
  * - fork a shim, which calls setsid() (its own session and process group, so
  *   signals reach everything the job starts), points stdin at /dev/null and
  *   stdout and stderr at LOG_DIR/JOBID.out and .err (appended to, created
@@ -33,8 +54,9 @@
  *   earlier attempt of the same job id before it forks.
  * - environment: the daemon's variables that env_pass lets through (all of
  *   them when it is NULL), then the job's env (which wins), then
- *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated) and
- *   SPILLWAY_JOB_ID, which win over both; PWD follows workdir.
+ *   CUDA_VISIBLE_DEVICES (the assigned indices, comma-separated),
+ *   SPILLWAY_JOB_ID and (with a token) SPILLWAY_LAUNCH_TOKEN, which win over
+ *   both; PWD follows workdir.
  * - user: with set_user, the job (not the shim, which stays the daemon's
  *   user so that it can write the exit record) switches to uid and gid,
  *   dropping every supplementary group, before chdir and exec; a failure is
@@ -64,7 +86,13 @@ typedef struct spw_local_opts {
     const char *log_dir;        /* the directory jobs' log_dir names (copied):
                                    poll() reads an adopted job's exit record
                                    there (see spw_local_read_exit) instead of
-                                   reporting it LOST; NULL = never read */
+                                   reporting it LOST, for a job launched
+                                   without a token; NULL = never read */
+    const char *run_dir;        /* existing directory, private to the daemon
+                                   (copied), for launch fences and exit
+                                   records by token (see "Launch tokens");
+                                   NULL = launches with a token fail and
+                                   find() cannot answer */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */
@@ -90,13 +118,14 @@ size_t spw_local_count(const spw_local_t *lb);
 int spw_local_proc_start(pid_t pid, uint64_t *start_ticks, char *state,
                          spw_error_t *err);
 
-/* Finds the running job launched for job_id (by any daemon): a process whose
- * environment holds SPILLWAY_JOB_ID=job_id and whose parent leads its process
- * group (the job, child of its shim).  A daemon killed between launch() and
- * recording the pid uses it to adopt the job instead of starting it twice.
- * Returns 0 with the shim's *pid (the handle's pid and pgid) and
- * *start_ticks, or -1 with errno ESRCH when there is none. */
-int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks);
+/* Finds the running job launched with `token` (a diagnostic: recovery uses
+ * find(), which reads the fence): a process whose environment holds
+ * SPILLWAY_LAUNCH_TOKEN=token and whose parent leads its process group (the
+ * job, child of its shim).  It matches the whole token, never the job id
+ * alone, so another daemon's job of the same id is never found.  Returns 0
+ * with the shim's *pid (the handle's pid and pgid) and *start_ticks, or -1
+ * with errno ESRCH when there is none. */
+int spw_local_find_token(const char *token, pid_t *pid, uint64_t *start_ticks);
 
 /* Reads the exit record the shim of job_id left in log_dir (see "How a job
  * runs"): how the job ended, even if the daemon that launched it is gone.  A
@@ -108,6 +137,19 @@ int spw_local_find_job(const char *job_id, pid_t *pid, uint64_t *start_ticks);
  * EINVAL for an invalid job id, or another errno from open/read. */
 int spw_local_read_exit(const char *log_dir, const char *job_id, spw_exit_kind_t *kind,
                         int *status);
+
+/* Where in a fence the shim records the exit, bytes from its start (the
+ * handle "PID START_TICKS\n" is before it). */
+#define SPW_LOCAL_FENCE_EXIT_OFF 64
+
+/* The same for a launch with a token: the record the shim wrote into its
+ * fence, RUN_DIR/TOKEN, at SPW_LOCAL_FENCE_EXIT_OFF.  Read it only once the
+ * shim is gone (find() returned 0, or the process is gone).  Returns 0 with
+ * *kind and *status, or -1 with errno ENOENT (no fence, or nothing recorded:
+ * the launch never started, the shim was killed with SIGKILL, or it still
+ * runs), EPROTO, EINVAL, or another errno. */
+int spw_local_read_exit_token(const char *run_dir, const char *token, spw_exit_kind_t *kind,
+                              int *status);
 
 /* Counts this machine's NVIDIA GPUs by running
  * `nvidia-smi --query-gpu=index --format=csv,noheader` from PATH (at most
