@@ -105,6 +105,7 @@ daemon:
   tokens:
     - {token: $TOKEN, team: bench}
 EOF
+chmod 600 "$D/fleet.yaml"   # it holds a token: serve refuses it readable by others
 
 # http_get PATH: the body of GET http://127.0.0.1:$PORT/PATH
 http_get() {

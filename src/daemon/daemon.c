@@ -1194,6 +1194,7 @@ static void turn_locked(spw_daemon_t *d)
     commit_submits(d, now);
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
+    spw_daemon_guard_flush(d);  /* the audit rows join the turn's commit */
     d->be_ops->tick(d->be, now);
     spw_exit_t ex[64];
     int n;
@@ -2142,7 +2143,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spw_store_opts_t so = {.sync = opts->sync_full ? SPW_STORE_SYNC_FULL : SPW_STORE_SYNC_NORMAL};
     d->store = spw_store_open(db, &so, err);
     free(db);
-    if (!d->store)
+    if (!d->store || spw_daemon_guard_init(d, err) < 0)
         goto error;
     spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s, .log_dir = d->log_dir};
     d->be_ops = &spw_local_ops;
@@ -2208,6 +2209,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
         d->be_ops->destroy(d->be);
     if (d->pv_ops && d->pv)
         d->pv_ops->destroy(d->pv);
+    spw_daemon_guard_free(d);
     spw_store_close(d->store);
     spw_engine_destroy(d->engine);
     for (size_t s = 0; s < d->njobs; s++)

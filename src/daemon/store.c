@@ -515,6 +515,11 @@ int spw_store_schema_version(const spw_store_t *st)
     return st->version;
 }
 
+struct sqlite3 *spw_store_db(spw_store_t *st)
+{
+    return st->db;
+}
+
 /* ---- transactions ------------------------------------------------------- */
 
 int spw_store_begin(spw_store_t *st, spw_error_t *err)

@@ -102,6 +102,11 @@ int spw_store_schema_version(const spw_store_t *st);
  * other write calls work inside or outside one; each is atomic by itself
  * either way.  Transactions do not nest.  rollback is safe to call when no
  * transaction is open. */
+/* The SQLite connection, for tables kept beside the store's own (the audit
+ * log, audit.h); used under the same lock as the store. */
+struct sqlite3;
+struct sqlite3 *spw_store_db(spw_store_t *st);
+
 int spw_store_begin(spw_store_t *st, spw_error_t *err);
 int spw_store_commit(spw_store_t *st, spw_error_t *err);
 void spw_store_rollback(spw_store_t *st);
