@@ -323,7 +323,7 @@ done
 cli_loop() { # cli_loop N OUT
     local k
     for ((k = 0; k < $1; k++)); do
-        "$SPW" submit --url "http://127.0.0.1:$PORT" --token "$TOKEN" --gpus 1 --est-runtime 1h \
+        SPILLWAY_TOKEN=$TOKEN "$SPW" submit --url "http://127.0.0.1:$PORT" --gpus 1 --est-runtime 1h \
             -o json -- true 2>&1
     done >"$2"
 }

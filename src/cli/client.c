@@ -2,6 +2,8 @@
  * handle per process, the common options, and how the daemon's errors and
  * an unreachable daemon are reported. */
 #include <ctype.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@ void spw_cli_common_init(spw_cli_common_t *co)
     const char *url = getenv("SPILLWAY_URL");
     co->url = url && *url ? url : SPW_CLI_DEFAULT_URL;
     co->token = getenv("SPILLWAY_TOKEN");
+    const char *tf = getenv("SPILLWAY_TOKEN_FILE");
+    co->token_file = (!co->token || !*co->token) && tf && *tf ? tf : NULL;
     co->json = 0;
 }
 
@@ -32,7 +36,18 @@ int spw_cli_common_opt(spw_cli_common_t *co, const char *cmd, int c, const char 
             spw_cli_die_usage(cmd, "--url takes a URL such as http://127.0.0.1:8470");
         co->url = arg;
         return 1;
-    case SPW_CLI_O_TOKEN: co->token = arg; return 1;
+    case SPW_CLI_O_TOKEN:
+        fprintf(stderr, "spillway %s: warning: --token shows the token to every local user "
+                        "in `ps`; use SPILLWAY_TOKEN or --token-file FILE instead\n", cmd);
+        co->token = arg;
+        co->token_file = NULL;
+        return 1;
+    case SPW_CLI_O_TOKEN_FILE:
+        if (!*arg)
+            spw_cli_die_usage(cmd, "--token-file takes a file that holds the token");
+        co->token_file = arg;
+        co->token = NULL;
+        return 1;
     case 'o':
         if (strcmp(arg, "table") == 0)
             co->json = 0;
@@ -102,6 +117,43 @@ static size_t on_header(char *line, size_t size, size_t n, void *p)
     return len;
 }
 
+/* The token in file path: its first line, without surrounding blanks
+ * (malloc'd).  Exits 2 when it cannot be read or is empty; warns when the
+ * file is readable by others. */
+static char *read_token_file(const char *path, const char *cmd)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "spillway: %s: cannot read the token file %s: %s\n", cmd, path,
+                strerror(errno));
+        exit(SPW_CLI_EUNREACH);
+    }
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & (S_IRWXG | S_IRWXO)))
+        fprintf(stderr, "spillway: %s: warning: the token file %s is readable by other users; "
+                        "chmod 600 %s\n", cmd, path, path);
+    char buf[4200];
+    size_t n = fgets(buf, sizeof(buf), f) ? strlen(buf) : 0;
+    fclose(f);
+    char *p = buf;
+    while (n && isspace((unsigned char)p[n - 1]))
+        n--;
+    while (n && isspace((unsigned char)*p)) {
+        p++;
+        n--;
+    }
+    if (!n) {
+        fprintf(stderr, "spillway: %s: the token file %s is empty: put the token on its first "
+                        "line\n", cmd, path);
+        exit(SPW_CLI_EUNREACH);
+    }
+    char *tok = spw_xmalloc(n + 1);
+    memcpy(tok, p, n);
+    tok[n] = '\0';
+    explicit_bzero(buf, sizeof(buf));
+    return tok;
+}
+
 void spw_client_open(spw_client_t *c, const spw_cli_common_t *co, const char *cmd)
 {
     memset(c, 0, sizeof(*c));
@@ -114,15 +166,21 @@ void spw_client_open(spw_client_t *c, const spw_cli_common_t *co, const char *cm
     c->base = spw_xstrdup(co->url);
     for (size_t n = strlen(c->base); n > 0 && c->base[n - 1] == '/'; n--)
         c->base[n - 1] = '\0';
-    if (co->token && *co->token) {
+    char *from_file = co->token_file ? read_token_file(co->token_file, cmd) : NULL;
+    const char *token = from_file ? from_file : co->token;
+    if (token && *token) {
         /* The token goes only into this header; nothing prints it. */
-        size_t n = strlen(co->token) + 32;
+        size_t n = strlen(token) + 32;
         char *h = spw_xmalloc(n);
-        snprintf(h, n, "Authorization: Bearer %s", co->token);
+        snprintf(h, n, "Authorization: Bearer %s", token);
         c->auth = curl_slist_append(NULL, h);
         memset(h, 0, n);
         free(h);
         c->have_token = 1;
+    }
+    if (from_file) {
+        explicit_bzero(from_file, strlen(from_file));
+        free(from_file);
     }
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
@@ -194,7 +252,7 @@ static void print_http_error(spw_client_t *c, const spw_resp_t *r)
     }
     if (r->status == 401)
         fprintf(stderr, c->have_token ? " (the token given was not accepted)"
-                                      : " (give --token TOK or set SPILLWAY_TOKEN)");
+                                      : " (set SPILLWAY_TOKEN, or give --token-file FILE)");
     fputc('\n', stderr);
     json_decref(doc);
 }

@@ -131,7 +131,8 @@ const char spw_cli_logs_usage[] =
     "  --stderr             the job's stderr instead of its stdout\n"
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"
     "                       " SPW_CLI_DEFAULT_URL ")\n"
-    "  --token TOK          bearer token (default: $SPILLWAY_TOKEN); never printed\n"
+    "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"
+    "                       $SPILLWAY_TOKEN, else the file $SPILLWAY_TOKEN_FILE\n"
     "\n"
     "Examples:\n"
     "  spillway logs j-000042\n"
@@ -864,6 +865,7 @@ int spw_cli_logs(int argc, char **argv)
         {"stderr", no_argument, NULL, O_STDERR},
         {"url", required_argument, NULL, SPW_CLI_O_URL},
         {"token", required_argument, NULL, SPW_CLI_O_TOKEN},
+        {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

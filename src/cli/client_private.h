@@ -21,12 +21,13 @@ enum {
 
 /* Long-option codes shared by every client command; a command's own codes
  * start at SPW_CLI_O_FIRST. */
-enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
+enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_TOKEN_FILE, SPW_CLI_O_FIRST };
 
 /* The options every client command takes, as struct option entries. */
 #define SPW_CLI_COMMON_OPTIONS                                  \
     {"url", required_argument, NULL, SPW_CLI_O_URL},            \
     {"token", required_argument, NULL, SPW_CLI_O_TOKEN},        \
+    {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE}, \
     {"output", required_argument, NULL, 'o'},                   \
     {"help", no_argument, NULL, 'h'}
 
@@ -34,7 +35,8 @@ enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
 #define SPW_CLI_COMMON_HELP                                                             \
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"                  \
     "                       " SPW_CLI_DEFAULT_URL ")\n"                                  \
-    "  --token TOK          bearer token (default: $SPILLWAY_TOKEN); never printed\n"    \
+    "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"      \
+    "                       $SPILLWAY_TOKEN, else the file $SPILLWAY_TOKEN_FILE\n"       \
     "  -o, --output FMT     table (default) or json: the daemon's answer, pretty\n"
 
 /* The last lines of every client command's --help. */
@@ -47,10 +49,14 @@ enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
 typedef struct spw_cli_common {
     const char *url;    /* base URL of the daemon, borrowed from argv or environ */
     const char *token;  /* bearer token, borrowed; NULL or "" = send none */
+    const char *token_file; /* --token-file, else $SPILLWAY_TOKEN_FILE when
+                           there is no $SPILLWAY_TOKEN; read at open */
     int json;           /* 1: -o json */
 } spw_cli_common_t;
 
-/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN). */
+/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN,
+ * $SPILLWAY_TOKEN_FILE).  --token on the command line is still accepted
+ * but warns: every local user sees it in `ps`. */
 void spw_cli_common_init(spw_cli_common_t *co);
 
 /* Handles getopt_long's result c when it is a common option (not -h) and
