@@ -158,8 +158,15 @@ int spw_cli_serve(int argc, char **argv)
         return 1;
     }
     spw_http_t *h = NULL;
+    spw_http_opts_t hopts = {
+        .max_body_bytes = cfg.daemon.max_body_bytes,
+        .request_timeout_s = cfg.daemon.request_timeout_s,
+        .max_connections = cfg.daemon.max_connections,
+        .max_connections_per_ip = cfg.daemon.max_connections_per_ip,
+        .max_header_bytes = cfg.daemon.max_header_bytes,
+    };
     if (spw_daemon_start(d, &err) < 0 ||
-        !(h = spw_http_start(d, listen_addr, cfg.daemon.max_body_bytes, &err))) {
+        !(h = spw_http_start_opts(d, listen_addr, &hopts, &err))) {
         fprintf(stderr, "spillway serve: %s\n", err.text);
         spw_daemon_destroy(d);
         spw_config_free(&cfg);

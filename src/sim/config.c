@@ -566,7 +566,9 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "kill_grace_s", "idle_timeout_s", "max_instance_lifetime_s", "tick_s",
                                        "max_body_bytes", "tokens", "tokens_file",
                                        "max_gpus_per_job", "max_instances_per_job",
-                                       "max_queued_per_team", "emulated", NULL};
+                                       "max_queued_per_team", "max_header_bytes",
+                                       "request_timeout_s", "max_connections",
+                                       "max_connections_per_ip", "emulated", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
     if (spw_ymap_check_keys(x->d, n, "daemon", keys, err) < 0)
@@ -608,6 +610,17 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0)
         return -1;
     dc->max_body_bytes = (size_t)body;
+    double hdr = dc->max_header_bytes ? (double)dc->max_header_bytes : 16384;
+    double conns = dc->max_connections ? dc->max_connections : 1024;
+    double per_ip = dc->max_connections_per_ip ? dc->max_connections_per_ip : 64;
+    if (num_key(x, n, "max_header_bytes", 1024, 1 << 20, &hdr, err) < 0 ||
+        num_key(x, n, "request_timeout_s", 0.5, 3600, &dc->request_timeout_s, err) < 0 ||
+        num_key(x, n, "max_connections", 4, 65536, &conns, err) < 0 ||
+        num_key(x, n, "max_connections_per_ip", 1, 65536, &per_ip, err) < 0)
+        return -1;
+    dc->max_header_bytes = (size_t)hdr;
+    dc->max_connections = (uint32_t)conns;
+    dc->max_connections_per_ip = (uint32_t)per_ip;
     double lim[3] = {dc->max_gpus_per_job, dc->max_instances_per_job, dc->max_queued_per_team};
     if (num_key(x, n, "max_gpus_per_job", 0, 1e6, &lim[0], err) < 0 ||
         num_key(x, n, "max_instances_per_job", 0, 1e6, &lim[1], err) < 0 ||

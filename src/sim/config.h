@@ -132,6 +132,12 @@ typedef struct spw_daemon_conf {
                                    it is requeued as if preempted); 0 = none */
     double tick_s;              /* longest sleep of the loop; 0.1 */
     size_t max_body_bytes;      /* bigger requests get 413; 1 MiB */
+    size_t max_header_bytes;    /* request line + headers; 431; 16 KiB */
+    double request_timeout_s;   /* a request must be in within this long of
+                                   its connection opening (or the previous
+                                   answer), else it is cut; 30 */
+    uint32_t max_connections;   /* open HTTP connections in all; 1024 */
+    uint32_t max_connections_per_ip; /* from one address; 64 */
     spw_token_t *tokens;        /* owned; none = no auth (loopback only);
                                    the inline ones first, then tokens_file's */
     size_t ntokens;
