@@ -767,20 +767,27 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
             int e = errno;
             free(got);
-            say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
-            if (e == EAGAIN) {
-                /* A capacity error: the engine leaves the offer (of this
-                 * kind) alone for a while, longer each time in a row. */
-                *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
-                                        : SPW_DAEMON_BACKOFF_S;
-                spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot,
-                                             now + *backoff);
-                set_reason(j, "cloud capacity: %s; requeued (the offer's %s capacity is not "
-                           "tried again for %.0f s)", err.text, j->ej.spot ? "spot" : "on-demand",
-                           *backoff);
-            } else {
-                set_reason(j, "cloud capacity: %s; requeued", err.text);
+            if (e == E2BIG || e == EINVAL) {
+                /* A refusal that asking again cannot change (more than the
+                 * offer can ever hold, a malformed request): the job ends
+                 * instead of being placed and refused every turn. */
+                say(d, "job %s: failed: the provider refuses %u instance(s) for good: %s",
+                    j->id, n, err.text);
+                set_reason(j, "the cloud provider refuses it and would again: %s", err.text);
+                eng_cancel(d, j, now);
+                job_end(d, j, SPW_DJOB_FAILED, now);
+                return;
             }
+            say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
+            /* Capacity (EAGAIN) or any other error that may pass: the
+             * engine leaves the offer (of this kind) alone for a while,
+             * twice as long each time in a row. */
+            *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
+                                    : SPW_DAEMON_BACKOFF_S;
+            spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot, now + *backoff);
+            set_reason(j, "%s: %s; requeued (the offer's %s capacity is not tried again for "
+                       "%.0f s)", e == EAGAIN ? "cloud capacity" : "cloud provider", err.text,
+                       j->ej.spot ? "spot" : "on-demand", *backoff);
             job_requeue(d, j, now);
             return;
         }

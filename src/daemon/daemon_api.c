@@ -203,6 +203,95 @@ int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_erro
     return 0;
 }
 
+/* Default of daemon.max_instances_per_job. */
+#define DEFAULT_MAX_INSTANCES 256
+
+static int accepts(const spw_models_t *m, uint64_t mask, int model)
+{
+    if (!mask || model < 0)
+        return 1;
+    for (int k = 0; k < m->n; k++)
+        if (mask >> k & 1 && spw_model_accepts(m->name[k], m->name[model]))
+            return 1;
+    return 0;
+}
+
+/* The largest gang a job of model mask can get: the biggest on-prem pool
+ * that accepts it, or an offer's GPUs per instance times the instances one
+ * job may take (daemon.max_instances_per_job, and the emulated capacity
+ * when it is smaller); *by_cloud = 1 when the cloud gives the most. */
+static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud)
+{
+    const spw_fleet_t *f = &d->fleet;
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    uint64_t most = 0;
+    *by_cloud = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        if (accepts(&f->models, mask, f->pools[i].model) && d->pool_gpus[i] > most)
+            most = d->pool_gpus[i];
+    if (d->cfg->policy.wait.kind == SPW_WAIT_NEVER)
+        return most;
+    uint64_t inst = dc->max_instances_per_job ? dc->max_instances_per_job : DEFAULT_MAX_INSTANCES;
+    if (dc->emulated_capacity && dc->emulated_capacity < inst)
+        inst = dc->emulated_capacity;
+    for (size_t i = 0; i < f->noffers; i++)
+        if (accepts(&f->models, mask, f->offers[i].model) &&
+            (uint64_t)f->offers[i].gpus * inst > most) {
+            most = (uint64_t)f->offers[i].gpus * inst;
+            *by_cloud = 1;
+        }
+    return most;
+}
+
+/* Queued jobs of team (committed and waiting to be). */
+static uint64_t team_queued(const spw_daemon_t *d, const char *team)
+{
+    uint64_t n = 0;
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        n += j && j->st == SPW_DJOB_QUEUED && strcmp(j->team, team) == 0;
+    }
+    for (const subreq_t *r = d->subq; r; r = r->next)
+        n += r->spec && r->spec->team && strcmp(r->spec->team, team) == 0;
+    return n;
+}
+
+/* The per-request and per-team bounds (docs/daemon.md, "Limits"): 0, or
+ * 400 / 429 with a sentence naming the limit and its key. */
+static int check_limits(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask,
+                        spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    if (dc->max_gpus_per_job && spec->gpus > dc->max_gpus_per_job) {
+        spw_errorf(err, "field 'gpus': %u GPUs is more than one job may ask for here "
+                        "(daemon.max_gpus_per_job: %u)", spec->gpus, dc->max_gpus_per_job);
+        return 400;
+    }
+    int by_cloud;
+    uint64_t most = largest_gang(d, mask, &by_cloud);
+    if (!dc->max_gpus_per_job && spec->gpus > most) {
+        uint64_t inst = dc->max_instances_per_job ? dc->max_instances_per_job
+                                                  : DEFAULT_MAX_INSTANCES;
+        if (dc->emulated_capacity && dc->emulated_capacity < inst)
+            inst = dc->emulated_capacity;
+        spw_errorf(err, "field 'gpus': %u GPUs is more than the fleet can ever give one job "
+                        "(at most %" PRIu64 ": the largest pool, or %" PRIu64 " cloud instances "
+                        "per job (daemon.max_instances_per_job%s) of the largest offer)",
+                   spec->gpus, most, inst,
+                   dc->emulated_capacity && dc->emulated_capacity <= inst
+                       ? ", daemon.emulated.capacity" : "");
+        return 400;
+    }
+    if (dc->max_queued_per_team && spec->team &&
+        team_queued(d, spec->team) >= dc->max_queued_per_team) {
+        spw_errorf(err, "team '%s' has %u jobs queued, the most it may have "
+                        "(daemon.max_queued_per_team); wait for some to start or cancel some",
+                   spec->team, dc->max_queued_per_team);
+        return 429;
+    }
+    return 0;
+}
+
 int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *spec,
                       char id_out[SPW_STORE_ID_LEN], spw_error_t *err)
 {
@@ -226,6 +315,12 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
         *err = e2;
         goto out;
     }
+    if ((status = check_limits(d, spec, mask, &e2)) != 0) {
+        UNLOCK(d);
+        *err = e2;
+        goto out;
+    }
+    status = 400;
     subreq_t r = {.spec = spec, .mask = mask};
     status = spw_daemon_commit_one(d, &r);
     UNLOCK(d);

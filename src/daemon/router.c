@@ -76,6 +76,7 @@ static const char *reason(int status)
     case 405: return "method not allowed";
     case 409: return "conflict";
     case 413: return "request body too large";
+    case 429: return "too many requests";
     case 503: return "service unavailable";
     default: return "internal error";
     }

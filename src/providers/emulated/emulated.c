@@ -704,7 +704,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
                           "has %zu)", req->offer, em->noffers);
     }
     if (req->count == 0 || req->count > MAX_ACQUIRE) {
-        errno = EINVAL;
+        errno = req->count ? E2BIG : EINVAL;
         return spw_errorf(err, "acquire: asked for %" PRIu32 " instances; ask for 1 to %d",
                           req->count, MAX_ACQUIRE);
     }
@@ -723,6 +723,11 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
     }
 
     advance(em, req->now_s);
+    if (e->capacity && req->count > e->capacity) {
+        errno = E2BIG;  /* never, however long the daemon waits */
+        return spw_errorf(err, "%s holds at most %" PRIu32 " instances; %" PRIu32 " asked",
+                          label, e->capacity, req->count);
+    }
     if (e->capacity) {
         uint32_t used = count_live(em, req->offer, 0);
         if ((uint64_t)used + req->count > e->capacity) {
