@@ -1253,6 +1253,9 @@ static void turn_locked(spw_daemon_t *d)
                       "from on demand to spot", now);
     free(copy);
     save_held(d);
+    /* The emulated cloud's state file: once per turn, before the commit. */
+    if (d->pv_ops->emulated && spw_emulated_flush(d->pv, &err) < 0)
+        say(d, "cannot save the emulated cloud's state: %s", err.text);
     if (tx && spw_store_commit(d->store, &err) < 0) {
         say(d, "cannot commit a turn: %s", err.text);
         spw_store_rollback(d->store);
@@ -2186,6 +2189,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(eo);
     if (!d->pv)
         goto error;
+    spw_emulated_defer_saves(d->pv, 1);  /* flushed once per turn */
     if (spw_store_begin(d->store, err) < 0)
         goto error;
     if (recover(d, err) < 0 || restore_nodes(d, err) < 0) {

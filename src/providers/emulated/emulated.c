@@ -71,6 +71,10 @@ struct spw_emulated {
     char *tmp_path;             /* owned; the same with ".tmp" */
     char *state_dir;            /* owned; the state dir, or NULL */
     int lock_fd;                /* flock'ed STATE_DIR/emulated.lock, or -1 */
+    int deferred;               /* 1: changes only mark the state dirty;
+                                   spw_emulated_flush writes it (once per
+                                   daemon turn) */
+    int dirty;                  /* changed since the last write */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -249,9 +253,38 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+static int save_now(spw_emulated_t *em, spw_error_t *err);
+
+/* After a change: writes the state now, or in deferred mode marks it for
+ * the next spw_emulated_flush (a daemon turn that releases 8,000
+ * instances then writes the file once, not 8,000 times). */
+static int save(spw_emulated_t *em, spw_error_t *err)
+{
+    if (em->deferred) {
+        em->dirty = 1;
+        return 0;
+    }
+    return save_now(em, err);
+}
+
+int spw_emulated_flush(spw_emulated_t *em, spw_error_t *err)
+{
+    if (!em || !em->dirty)
+        return 0;
+    if (save_now(em, err) < 0)
+        return -1;
+    em->dirty = 0;
+    return 0;
+}
+
+void spw_emulated_defer_saves(spw_emulated_t *em, int on)
+{
+    em->deferred = on != 0;
+}
+
 /* Writes the whole state to emulated.json (write, fsync, rename, fsync of the
  * dir).  Returns 0, or -1 with errno and err, and the old file in place. */
-static int save(spw_emulated_t *em, spw_error_t *err)
+static int save_now(spw_emulated_t *em, spw_error_t *err)
 {
     json_t *root, *arr, *rng;
     char *text = NULL, hex[24];
@@ -952,6 +985,7 @@ void spw_emulated_destroy(spw_emulated_t *em)
 {
     if (!em)
         return;
+    (void)spw_emulated_flush(em, NULL);
     for (size_t o = 0; o < em->noffers && em->emu; o++) {
         spw_spot_trace_clear(&em->emu[o].trace);
         free(em->emu[o].trace_path);
