@@ -515,8 +515,8 @@ int spw_cli_queue(int argc, char **argv)
 
     spw_client_t cl;
     spw_client_open(&cl, &co, "queue");
-    char *qstate = state ? curl_easy_escape(cl.curl, state, 0) : NULL;
-    char *qteam = team ? curl_easy_escape(cl.curl, team, 0) : NULL;
+    char *qstate = state ? spw_client_escape(state) : NULL;
+    char *qteam = team ? spw_client_escape(team) : NULL;
     json_t *jobs = json_array();
     long long after = -1;
     size_t hidden = 0;
@@ -563,8 +563,8 @@ int spw_cli_queue(int argc, char **argv)
         }
         after = nx;
     }
-    curl_free(qstate);
-    curl_free(qteam);
+    free(qstate);
+    free(qteam);
     spw_client_close(&cl);
     if (rc != SPW_CLI_OK) {
         json_decref(jobs);

@@ -4,7 +4,6 @@
 #ifndef SPW_CLI_CLIENT_PRIVATE_H
 #define SPW_CLI_CLIENT_PRIVATE_H
 
-#include <curl/curl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
@@ -69,15 +68,22 @@ _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg);
 /* One connection to the daemon.  The easy handle is reused for every
  * request of the process, so HTTP keep-alive carries them all. */
 typedef struct spw_client {
-    CURL *curl;                    /* the one easy handle */
+    int fd;                        /* the connection, -1 = none yet */
+    char host[256];                /* from the URL: name or address */
+    char port[8];                  /* its port, "8470" */
+    char hosthdr[272];             /* the Host header's value */
+    char *prefix;                  /* the URL's path, "" or "/api"; owned */
+    char *rbuf;                    /* bytes read and not yet used; owned */
+    size_t rlen, rcap;             /* bytes at rbuf, allocated */
     char *base;                    /* URL without a trailing '/', owned */
     const char *url;               /* the URL as the user gave it, for messages */
     const char *cmd;               /* "submit", "admin preempt": for messages */
     const char *body_name;         /* the file a request body came from, or NULL:
                                       error positions "request:3:7" name it */
     int have_token;                /* a token is sent */
-    struct curl_slist *auth;       /* the Authorization header alone, owned */
-    char errbuf[CURL_ERROR_SIZE];  /* libcurl's last error text */
+    char *auth;                    /* "Authorization: Bearer T\r\n", owned
+                                      (wiped when freed) */
+    char errbuf[256];              /* why the last request got no answer */
 } spw_client_t;
 
 /* One answer from the daemon. */
@@ -91,7 +97,8 @@ typedef struct spw_resp {
     char content_type[64];  /* Content-Type, or "" */
 } spw_resp_t;
 
-/* Opens the connection (no I/O yet).  Exits 2 if libcurl cannot start. */
+/* Prepares the connection (no I/O yet).  Exits 2 for a URL that is not
+ * http://HOST[:PORT][/PATH] or a token file it cannot read. */
 void spw_client_open(spw_client_t *c, const spw_cli_common_t *co, const char *cmd);
 /* Closes it.  NULL-safe. */
 void spw_client_close(spw_client_t *c);
@@ -121,6 +128,10 @@ int spw_client_call(const spw_cli_common_t *co, const char *cmd, const char *met
 
 /* Parses r's body as JSON into *out; 0, or 1 after printing why. */
 int spw_client_parse(spw_client_t *c, const spw_resp_t *r, json_t **out);
+
+/* s percent-escaped for a URL (all but letters, digits and -._~); caller
+ * frees. */
+char *spw_client_escape(const char *s);
 
 /* "/v1/jobs/ID" + suffix, with ID percent-escaped; caller frees. */
 char *spw_client_path(spw_client_t *c, const char *prefix, const char *id, const char *suffix);
