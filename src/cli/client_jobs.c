@@ -328,7 +328,11 @@ int spw_cli_submit(int argc, char **argv)
             free(key);
             break;
         }
-        case 'h': fputs(spw_cli_submit_usage, stdout); return 0;
+        case 'h':
+            fputs(spw_cli_submit_usage, stdout);
+            json_decref(spec);
+            json_decref(env);
+            return 0;
         default:
             if (!spw_cli_common_opt(&co, "submit", c, optarg))
                 spw_cli_die_usage("submit", "unknown option");
