@@ -77,7 +77,11 @@ static void reload_tokens(spw_daemon_t *d, const char *config)
         spw_daemon_audit(d, NULL, "tokens.reload", "config does not load", 500);
         return;
     }
-    if (spw_config_check_secrets(&fresh, &err) < 0) {
+    if (!spw_daemon_auth_required(d)) {
+        fprintf(stderr, "spillway: SIGHUP: this daemon started without tokens (an open API on "
+                        "loopback); restart it to require tokens\n");
+        spw_daemon_audit(d, NULL, "tokens.reload", "started without tokens", 409);
+    } else if (spw_config_check_secrets(&fresh, &err) < 0) {
         fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
         spw_daemon_audit(d, NULL, "tokens.reload", "tokens not private", 500);
     } else {
