@@ -7,10 +7,13 @@
 # past daemon.max_queued_per_team gets 429 while other teams still submit;
 # and with max_gpus_per_job raised by hand, the emulated cloud's refusal of
 # 60000 instances (capacity 8) fails the job at once with the reason, in one
-# log line, and nothing is retried.
+# log line, and nothing is retried.  A job on 8,000 one-GPU instances
+# (max_instances_per_job raised) boots, runs and has its instances released
+# while the API keeps answering: the emulated cloud writes its state once
+# per turn, not once per instance.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 11
+plan 14
 
 mkconfig "$T/a.yaml" 1 constant:0
 start_daemon "$T/a.yaml" "$T/a"
@@ -70,5 +73,34 @@ sleep 1
 n=$(grep -c "job $j" "$DLOG")
 [ "$n" -le 2 ] && [ "$(state_of "$j")" = failed ]
 ok $? "nothing retries it: $n log line(s) about it, it stays failed" || diag "$(cat "$DLOG")"
+stop_daemon
+
+# ---- 8,000 instances: the API stays up -------------------------------------------
+mkconfig "$T/d.yaml" 1 constant:0
+printf '  max_instances_per_job: 10000\n' >>"$T/d.yaml"
+start_daemon "$T/d.yaml" "$T/d"
+big=$(submit ml --gpus 8000 -- true)
+worst=0
+end=$(($(now_ms) + 90000))
+done8k=0
+while [ "$(now_ms)" -lt "$end" ]; do
+    t0=$(now_ms)
+    curl -s -m 30 -o /dev/null "$URL/healthz"
+    dt=$(($(now_ms) - t0))
+    [ "$dt" -gt "$worst" ] && worst=$dt
+    if grep -q "emu-i-008000 released" "$DLOG"; then
+        done8k=1
+        break
+    fi
+    sleep 0.2
+done
+[ -n "$big" ] && [ "$(state_of "$big")" = succeeded ] && [ $done8k = 1 ]
+ok $? "a job on 8,000 cloud instances runs and all its instances are released ($big)" ||
+    diag "$(state_of "$big")" "$(tail -3 "$DLOG")"
+[ "$worst" -lt 5000 ]
+ok $? "the API answered /healthz within 5 s all along (worst $worst ms)"
+n=$(grep -c "released after" "$DLOG")
+[ "$n" -eq 8000 ]
+ok $? "8000 release lines, one per instance ($n)"
 stop_daemon
 done_testing

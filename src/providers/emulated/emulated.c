@@ -75,6 +75,13 @@ struct spw_emulated {
                                    spw_emulated_flush writes it (once per
                                    daemon turn) */
     int dirty;                  /* changed since the last write */
+    uint64_t gen;               /* bumped by every acquire: new instances
+                                   may bring boots and preemptions due */
+    double quiet_s;             /* advance() ran to this time ... */
+    uint64_t quiet_gen;         /* ... at this gen: calling it again at the
+                                   same time finds nothing new (a turn that
+                                   releases 8,000 instances scans them once,
+                                   not 8,000 times); NAN = never */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -610,6 +617,8 @@ static void advance(spw_emulated_t *em, double now_s)
 
     if (!isfinite(now_s))
         return;
+    if (now_s == em->quiet_s && em->gen == em->quiet_gen)
+        return;
     for (size_t k = 0; k < em->ninst; k++) {
         const inst_t *i = &em->inst[k];
         if (!live(i))
@@ -708,6 +717,8 @@ static void advance(spw_emulated_t *em, double now_s)
     changed |= prune(em, now_s);
     if (changed)
         (void)save(em, NULL);
+    em->quiet_s = now_s;
+    em->quiet_gen = em->gen;
 }
 
 /* ---- the operations ----------------------------------------------------- */
@@ -818,6 +829,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         em->rng = old_rng;
         return -1;
     }
+    em->gen++;
     for (uint32_t k = 0; k < req->count; k++)
         out[k] = em->inst[old_n + k].v;
     return 0;
@@ -1064,6 +1076,7 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
     em->emu = spw_xcalloc(opts->noffers ? opts->noffers : 1, sizeof(*em->emu));
     em->next_seq = 1;
     em->polled_s = -INFINITY;
+    em->quiet_s = NAN;
     em->retain_s = opts->retain_ended_s > 0 ? opts->retain_ended_s : SPW_EMULATED_RETAIN_S;
     spw_rng_seed(&em->rng, opts->seed);
 
