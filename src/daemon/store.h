@@ -97,16 +97,16 @@ void spw_store_close(spw_store_t *st);
 /* The schema version of the open database (SPW_STORE_SCHEMA_VERSION). */
 int spw_store_schema_version(const spw_store_t *st);
 
-/* Groups several writes into one transaction (one commit, one fsync under
- * FULL): the scheduler loop wraps a turn's updates in begin/commit.  The
- * other write calls work inside or outside one; each is atomic by itself
- * either way.  Transactions do not nest.  rollback is safe to call when no
- * transaction is open. */
 /* The SQLite connection, for tables kept beside the store's own (the audit
  * log, audit.h); used under the same lock as the store. */
 struct sqlite3;
 struct sqlite3 *spw_store_db(spw_store_t *st);
 
+/* Groups several writes into one transaction (one commit, one fsync under
+ * FULL): the scheduler loop wraps a turn's updates in begin/commit.  The
+ * other write calls work inside or outside one; each is atomic by itself
+ * either way.  Transactions do not nest.  rollback is safe to call when no
+ * transaction is open. */
 int spw_store_begin(spw_store_t *st, spw_error_t *err);
 int spw_store_commit(spw_store_t *st, spw_error_t *err);
 void spw_store_rollback(spw_store_t *st);
