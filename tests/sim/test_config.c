@@ -899,7 +899,7 @@ static void test_home_without_pools(void)
 static void test_tokens(void)
 {
     spw_config_t c;
-    spw_error_t err;
+    spw_error_t err = {{0}};
     char tokpath[64], cfgpath[64], yaml[1024];
     if (write_temp(tokpath, "tokens:\n"
                             "  - {name: ml-ci, team: ml, token: file-token-aaaaaaaa}\n"
