@@ -118,6 +118,8 @@ int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since
     return rc < 0 ? 503 : 200;
 }
 
+static void teamq_clear(spw_daemon_t *d);
+
 int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err)
 {
     const spw_daemon_conf_t *dc = &d->cfg->daemon;
@@ -137,6 +139,7 @@ void spw_daemon_guard_flush(spw_daemon_t *d)
 
 void spw_daemon_guard_free(spw_daemon_t *d)
 {
+    teamq_clear(d);
     spw_audit_close(d->audit);
     d->audit = NULL;
     for (dtokens_t *t = d->tokens, *older; t; t = older) {
@@ -243,17 +246,47 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
     return most;
 }
 
-/* Queued jobs of team (committed and waiting to be). */
-static uint64_t team_queued(const spw_daemon_t *d, const char *team)
+/* Queued jobs of one team, as of the last count. */
+typedef struct dteamq {
+    char *team;                 /* owned */
+    uint64_t n;
+} dteamq_t;
+
+/* The entry of team in d->teamq, added when missing. */
+static dteamq_t *teamq_of(spw_daemon_t *d, const char *team)
 {
-    uint64_t n = 0;
-    for (size_t s = d->job_lo; s < d->njobs; s++) {
-        const djob_t *j = d->jobs[s];
-        n += j && j->st == SPW_DJOB_QUEUED && strcmp(j->team, team) == 0;
+    for (size_t i = 0; i < d->nteamq; i++)
+        if (strcmp(d->teamq[i].team, team) == 0)
+            return &d->teamq[i];
+    d->teamq = spw_xrealloc(d->teamq, (d->nteamq + 1) * sizeof(*d->teamq));
+    d->teamq[d->nteamq] = (dteamq_t){spw_xstrdup(team), 0};
+    return &d->teamq[d->nteamq++];
+}
+
+static void teamq_clear(spw_daemon_t *d)
+{
+    for (size_t i = 0; i < d->nteamq; i++)
+        free(d->teamq[i].team);
+    free(d->teamq);
+    d->teamq = NULL;
+    d->nteamq = 0;
+}
+
+/* Queued jobs of team: the live jobs are counted once per turn (one scan,
+ * not one per submit); submits accepted since are added as they come
+ * (submit_counted), so the count only errs high until the next turn. */
+static uint64_t team_queued(spw_daemon_t *d, const char *team)
+{
+    if (d->teamq_turn != d->turns + 1) {
+        teamq_clear(d);
+        for (size_t s = d->job_lo; s < d->njobs; s++) {
+            const djob_t *j = d->jobs[s];
+            if (j && j->st == SPW_DJOB_QUEUED)
+                teamq_of(d, j->team)->n++;
+        }
+        d->teamq_turn = d->turns + 1;
     }
-    for (const subreq_t *r = d->subq; r; r = r->next)
-        n += r->spec && r->spec->team && strcmp(r->spec->team, team) == 0;
-    return n;
+    return teamq_of(d, team)->n;
 }
 
 /* The per-request and per-team bounds (docs/daemon.md, "Limits"): 0, or
@@ -320,9 +353,17 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
         *err = e2;
         goto out;
     }
-    status = 400;
+    /* Counted before the commit (the lock is let go while it waits), so
+     * concurrent submits of a team cannot all pass the bound. */
+    char *qteam = d->cfg->daemon.max_queued_per_team && spec->team ? spw_xstrdup(spec->team) : NULL;
+    uint64_t qturn = d->teamq_turn;
+    if (qteam)
+        teamq_of(d, qteam)->n++;
     subreq_t r = {.spec = spec, .mask = mask};
     status = spw_daemon_commit_one(d, &r);
+    if (qteam && status != 201 && d->teamq_turn == qturn && teamq_of(d, qteam)->n)
+        teamq_of(d, qteam)->n--;
+    free(qteam);
     UNLOCK(d);
     if (status == 201)
         memcpy(id_out, r.id, SPW_STORE_ID_LEN);

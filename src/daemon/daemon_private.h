@@ -178,6 +178,11 @@ struct spw_daemon {
                                     atomic load, without mu */
     int auth_required;           /* the config had tokens at start */
     struct spw_audit *audit;     /* the audit log (audit.h) */
+    struct dteamq *teamq;        /* queued jobs per team, for
+                                    max_queued_per_team: counted once per
+                                    turn, plus the submits since */
+    size_t nteamq;
+    uint64_t teamq_turn;         /* turns + 1 when last counted; 0 = never */
 };
 
 /* daemon_api.c, for daemon.c: sets up the token table and the audit log
