@@ -13,7 +13,7 @@
 # per turn, not once per instance.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 14
+plan 15
 
 mkconfig "$T/a.yaml" 1 constant:0
 start_daemon "$T/a.yaml" "$T/a"
@@ -50,6 +50,17 @@ ok $? "a third queued job of team ml is refused with 429 naming max_queued_per_t
 c1=$(submit cv --gpus 1 -- sleep 1)
 [ -n "$c1" ]
 ok $? "team cv still submits"
+# cv has one queued: of 8 concurrent submits exactly one more gets in
+pids=
+for k in 1 2 3 4 5 6 7 8; do
+    spw cv submit --gpus 1 -- sleep 1 >"$T/cc.$k.out" 2>"$T/cc.$k.err" &
+    pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+n201=$(cat "$T"/cc.*.out | grep -c '^j-')
+n429=$(cat "$T"/cc.*.err | grep -c '429')
+[ "$n201" -eq 1 ] && [ "$n429" -eq 7 ]
+ok $? "8 concurrent submits of cv at 1 of 2 queued: 1 accepted, 7 refused ($n201, $n429)"
 stop_daemon "$DPID"
 
 # ---- max_gpus_per_job ------------------------------------------------------------
