@@ -105,6 +105,7 @@ daemon:
   tokens:
     - {token: $TOKEN, team: bench}
 EOF
+chmod 600 "$D/fleet.yaml"   # it holds a token: serve refuses it readable by others
 
 # http_get PATH: the body of GET http://127.0.0.1:$PORT/PATH
 http_get() {
@@ -322,7 +323,7 @@ done
 cli_loop() { # cli_loop N OUT
     local k
     for ((k = 0; k < $1; k++)); do
-        "$SPW" submit --url "http://127.0.0.1:$PORT" --token "$TOKEN" --gpus 1 --est-runtime 1h \
+        SPILLWAY_TOKEN=$TOKEN "$SPW" submit --url "http://127.0.0.1:$PORT" --gpus 1 --est-runtime 1h \
             -o json -- true 2>&1
     done >"$2"
 }

@@ -2,46 +2,109 @@
 # live-demo.sh: the live path in one go.  Starts `spillway serve` with
 # examples/serve.yaml on a free port and a fresh state dir, submits a burst
 # of jobs that is more than the 4 local GPU slots can take, shows them spill
-# to the emulated cloud, prints `spillway costs`, and stops the daemon.
-set -e
-cd "$(dirname "$0")/.."
-state=$(mktemp -d /tmp/spillway-demo.XXXXXX)
+# to the emulated cloud, prints `spillway costs` and the audit log, cancels
+# what is still running and stops the daemon -- by its pid, never by name.
+# Exits 0 when all of that worked.
+#
+# DEMO_JOB_S (default 15) sets how long each job runs (tests use a short
+# one); SPILLWAY_BIN the spillway to run (default ./spillway).
+cd "$(dirname "$0")/.." || exit 1
+spw=${SPILLWAY_BIN:-./spillway}
+job_s=${DEMO_JOB_S:-15}
+wait_s=$((job_s < 10 ? job_s : 10))
+state=$(mktemp -d "${TMPDIR:-/tmp}/spillway-demo.XXXXXX") || exit 1
 log=$state/serve.log
-./spillway serve --config examples/serve.yaml --state-dir "$state" --listen 127.0.0.1:0 2>"$log" &
+pid=
+# The config holds tokens, so serve wants it private: a copy of mode 600.
+(umask 077 && sed "s/constant:10/constant:$wait_s/" examples/serve.yaml >"$state/serve.yaml")
+
+stop() {
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid"
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+    fi
+    pid=
+}
+fail() {
+    echo "live-demo: $*" >&2
+    [ -f "$log" ] && tail -20 "$log" >&2
+    stop
+    exit 1
+}
+trap 'stop' EXIT
+trap 'stop; exit 130' INT TERM
+
+"$spw" serve --config "$state/serve.yaml" --state-dir "$state" --listen 127.0.0.1:0 \
+    2>"$log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; pkill -f "SPILLWAY_DEMO_JOB" 2>/dev/null; true' EXIT
-for _ in $(seq 50); do
-    grep -q "listening on" "$log" && break
+url=
+i=0
+while [ -z "$url" ] && [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
     sleep 0.1
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$log")
+    i=$((i + 1))
 done
-url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$log")
-[ -n "$url" ] || { cat "$log" >&2; exit 1; }
-export SPILLWAY_URL=$url SPILLWAY_TOKEN=ml-team-token-0001
+[ -n "$url" ] || fail "spillway serve did not start"
+export SPILLWAY_URL="$url"
+# Tokens from files of mode 600, never on the command line (ps shows it).
+(umask 077 && echo ml-team-token-0001 >"$state/ml.token" && echo admin-token-000003 >"$state/admin.token")
+export SPILLWAY_TOKEN_FILE="$state/ml.token"
+admin() { SPILLWAY_TOKEN_FILE="$state/admin.token" "$spw" "$@"; }
+
 echo "== daemon at $url (state in $state)"
-echo "== submitting 6 jobs of 2 GPUs, 15 s each: the 4 local slots take 2 at a time"
+echo "== submitting 6 jobs of 2 GPUs, $job_s s each: the 4 local slots take 2 at a time"
 for i in 1 2 3 4 5 6; do
-    ./spillway submit --gpus 2 --name "train-$i" --est-runtime 15s --env SPILLWAY_DEMO_JOB=1 \
-        -- sh -c 'echo "training on GPUs $CUDA_VISIBLE_DEVICES at $SPILLWAY_PLACEMENT"; sleep 15'
+    "$spw" submit --gpus 2 --name "train-$i" --est-runtime "${job_s}s" \
+        -- sh -c "echo \"training on GPUs \$CUDA_VISIBLE_DEVICES at \$SPILLWAY_PLACEMENT\"; sleep $job_s" \
+        || fail "submit failed"
 done
 sleep 1
-echo "== queue now: two run on-prem, four wait (they burst after 10 s)"
-./spillway queue
-sleep 14
+echo "== queue now: two run on-prem, four wait (they burst after $wait_s s)"
+"$spw" queue || fail "queue failed"
+sleep "$wait_s"
+sleep 4
 echo "== queue after the wait: the waiting jobs spilled to the emulated cloud"
-./spillway queue
+"$spw" queue || fail "queue failed"
 id=
 for j in j-000003 j-000004 j-000005 j-000006; do
-    if ./spillway show "$j" -o json | grep -q '"where": *"cloud"'; then
+    if "$spw" show "$j" -o json | grep -q '"where": *"cloud"'; then
         id=$j
         break
     fi
 done
 if [ -n "$id" ]; then
     echo "== why $id went to the cloud"
-    ./spillway explain "$id"
+    "$spw" explain "$id" || fail "explain failed"
 fi
-sleep 10
+i=0
+until "$spw" show j-000001 -o json | grep -Eq '"state": *"(succeeded|failed|cancelled)"'; do
+    [ $i -lt $((job_s * 10 + 100)) ] || fail "j-000001 did not end"
+    sleep 0.1
+    i=$((i + 1))
+done
 echo "== logs of train-1"
-./spillway logs j-000001
+"$spw" logs j-000001 || fail "logs failed"
 echo "== costs (admin view: on-prem amortised and emulated cloud billing side by side)"
-SPILLWAY_TOKEN=admin-token-000003 ./spillway costs
+admin costs || fail "costs failed"
+echo "== audit log (admin): who did what, by token name"
+admin audit --limit 8 || fail "audit failed"
+echo "== cancelling what still runs, then stopping the daemon"
+for i in 1 2 3 4 5 6; do
+    admin cancel "j-00000$i" >/dev/null 2>&1
+done
+i=0
+while admin queue -o json | grep -Eq '"state": *"(queued|placed|running)"'; do
+    [ $i -lt 200 ] || fail "jobs did not stop after cancel"
+    sleep 0.1
+    i=$((i + 1))
+done
+stop
+rm -rf "$state"
+echo "== done"
+exit 0

@@ -20,6 +20,7 @@ int spw_cli_explain(int argc, char **argv);
 int spw_cli_logs(int argc, char **argv);
 int spw_cli_pools(int argc, char **argv);
 int spw_cli_costs(int argc, char **argv);
+int spw_cli_audit(int argc, char **argv);
 int spw_cli_admin(int argc, char **argv);
 
 /* The --help texts, for `spillway help COMMAND`. */
@@ -31,6 +32,7 @@ extern const char spw_cli_explain_usage[];
 extern const char spw_cli_logs_usage[];
 extern const char spw_cli_pools_usage[];
 extern const char spw_cli_costs_usage[];
+extern const char spw_cli_audit_usage[];
 extern const char spw_cli_admin_usage[];
 
 #endif

@@ -3,9 +3,11 @@
  * "Administration"). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/client.h"
 #include "cli/client_private.h"
+#include "util/timeparse.h"
 #include "util/error.h"
 
 const char spw_cli_pools_usage[] =
@@ -397,6 +399,131 @@ int spw_cli_costs(int argc, char **argv)
         costs_table(doc);
     json_decref(doc);
     return spw_cli_flush("costs");
+}
+
+/* ---- audit --------------------------------------------------------------- */
+
+const char spw_cli_audit_usage[] =
+    "usage: spillway audit [--since WHEN] [--team T] [--limit N] [OPTIONS]\n"
+    "\n"
+    "The daemon's audit log, newest first: every submit, cancel, preempt,\n"
+    "node down/up and token reload, and every mutating call refused for its\n"
+    "token, with the time, the token's name (never the token), its team, the\n"
+    "action, its target and the HTTP status answered.  Needs an admin token.\n"
+    "\n"
+    "  --since WHEN         only entries from WHEN on: a duration back from now\n"
+    "                       (90s, 30m, 1h, 2d) or a time (2026-11-24T18:00:00Z);\n"
+    "                       default: all\n"
+    "  --team T             only team T's entries\n"
+    "  --limit N            at most N entries (default 1000, at most 10000)\n"
+    SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway audit --since 1h\n"
+    "  spillway audit --team ml -o json | jq '.entries[] | select(.status >= 400)'\n"
+    SPW_CLI_EXIT_HELP;
+
+static void audit_table(const json_t *doc)
+{
+    const json_t *entries = json_object_get(doc, "entries");
+    size_t i;
+    const json_t *e;
+    printf("%-20s %-16s %-10s %-14s %-20s %s\n", "TIME", "TOKEN", "TEAM", "ACTION", "TARGET",
+           "STATUS");
+    json_array_foreach(entries, i, e) {
+        double ts = 0, st = 0;
+        spw_cli_jnum(e, "ts", &ts);
+        spw_cli_jnum(e, "status", &st);
+        time_t t = (time_t)ts;
+        struct tm tm;
+        char when[32] = "?";
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        const char *tok = spw_cli_jstr(e, "token"), *team = spw_cli_jstr(e, "team");
+        const char *action = spw_cli_jstr(e, "action"), *target = spw_cli_jstr(e, "target");
+        printf("%-20s %-16s %-10s %-14s %-20s %d\n", when, tok ? tok : "-", team ? team : "-",
+               action ? action : "?", target ? target : "-", (int)st);
+    }
+    if (json_array_size(entries) == 0)
+        printf("(no entries)\n");
+}
+
+int spw_cli_audit(int argc, char **argv)
+{
+    enum { O_SINCE = SPW_CLI_O_FIRST, O_TEAM, O_LIMIT };
+    static const struct option opts[] = {
+        {"since", required_argument, NULL, O_SINCE},
+        {"team", required_argument, NULL, O_TEAM},
+        {"limit", required_argument, NULL, O_LIMIT},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    spw_cli_common_t co;
+    double since = -1;
+    const char *team = NULL;
+    long limit = 0;
+    int c;
+    spw_cli_common_init(&co);
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(spw_cli_audit_usage, stdout);
+            return 0;
+        }
+        if (c == O_SINCE) {
+            double v;
+            if (spw_parse_duration(optarg, &v) == 0 && v >= 0) {
+                since = (double)time(NULL) - v;
+            } else if (spw_parse_rfc3339(optarg, &v) == 0) {
+                since = v;
+            } else {
+                spw_cli_die_usage("audit", "--since takes a duration back from now (30m, 1h, "
+                                           "2d) or a time like 2026-11-24T18:00:00Z");
+            }
+            if (since < 0)
+                since = 0;
+            continue;
+        }
+        if (c == O_TEAM) {
+            if (!*optarg || strlen(optarg) > 64 || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "abcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(optarg))
+                spw_cli_die_usage("audit", "--team takes a team name");
+            team = optarg;
+            continue;
+        }
+        if (c == O_LIMIT) {
+            char *end;
+            limit = strtol(optarg, &end, 10);
+            if (*end || end == optarg || limit < 1 || limit > 10000)
+                spw_cli_die_usage("audit", "--limit takes a whole number from 1 to 10000");
+            continue;
+        }
+        if (!spw_cli_common_opt(&co, "audit", c, optarg))
+            spw_cli_die_usage("audit", "unknown option");
+    }
+    if (optind < argc)
+        spw_cli_die_usage("audit", "unexpected argument");
+    char path[256];
+    int n = snprintf(path, sizeof(path), "/v1/audit?");
+    if (since >= 0)
+        n += snprintf(path + n, sizeof(path) - (size_t)n, "since=%.3f&", since);
+    if (team)
+        n += snprintf(path + n, sizeof(path) - (size_t)n, "team=%s&", team);
+    if (limit)
+        n += snprintf(path + n, sizeof(path) - (size_t)n, "limit=%ld&", limit);
+    path[n - 1] = '\0';  /* the last '&' or the '?' */
+    spw_client_t cl;
+    json_t *doc;
+    spw_client_open(&cl, &co, "audit");
+    int rc = spw_client_get_json(&cl, path, &doc);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, doc);
+    else
+        audit_table(doc);
+    json_decref(doc);
+    return spw_cli_flush("audit");
 }
 
 /* ---- admin --------------------------------------------------------------- */

@@ -131,7 +131,8 @@ const char spw_cli_logs_usage[] =
     "  --stderr             the job's stderr instead of its stdout\n"
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"
     "                       " SPW_CLI_DEFAULT_URL ")\n"
-    "  --token TOK          bearer token (default: $SPILLWAY_TOKEN); never printed\n"
+    "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"
+    "                       $SPILLWAY_TOKEN, else the file $SPILLWAY_TOKEN_FILE\n"
     "\n"
     "Examples:\n"
     "  spillway logs j-000042\n"
@@ -327,7 +328,11 @@ int spw_cli_submit(int argc, char **argv)
             free(key);
             break;
         }
-        case 'h': fputs(spw_cli_submit_usage, stdout); return 0;
+        case 'h':
+            fputs(spw_cli_submit_usage, stdout);
+            json_decref(spec);
+            json_decref(env);
+            return 0;
         default:
             if (!spw_cli_common_opt(&co, "submit", c, optarg))
                 spw_cli_die_usage("submit", "unknown option");
@@ -514,8 +519,8 @@ int spw_cli_queue(int argc, char **argv)
 
     spw_client_t cl;
     spw_client_open(&cl, &co, "queue");
-    char *qstate = state ? curl_easy_escape(cl.curl, state, 0) : NULL;
-    char *qteam = team ? curl_easy_escape(cl.curl, team, 0) : NULL;
+    char *qstate = state ? spw_client_escape(state) : NULL;
+    char *qteam = team ? spw_client_escape(team) : NULL;
     json_t *jobs = json_array();
     long long after = -1;
     size_t hidden = 0;
@@ -562,8 +567,8 @@ int spw_cli_queue(int argc, char **argv)
         }
         after = nx;
     }
-    curl_free(qstate);
-    curl_free(qteam);
+    free(qstate);
+    free(qteam);
     spw_client_close(&cl);
     if (rc != SPW_CLI_OK) {
         json_decref(jobs);
@@ -864,6 +869,7 @@ int spw_cli_logs(int argc, char **argv)
         {"stderr", no_argument, NULL, O_STDERR},
         {"url", required_argument, NULL, SPW_CLI_O_URL},
         {"token", required_argument, NULL, SPW_CLI_O_TOKEN},
+        {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

@@ -4,7 +4,6 @@
 #ifndef SPW_CLI_CLIENT_PRIVATE_H
 #define SPW_CLI_CLIENT_PRIVATE_H
 
-#include <curl/curl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stddef.h>
@@ -21,12 +20,13 @@ enum {
 
 /* Long-option codes shared by every client command; a command's own codes
  * start at SPW_CLI_O_FIRST. */
-enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
+enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_TOKEN_FILE, SPW_CLI_O_FIRST };
 
 /* The options every client command takes, as struct option entries. */
 #define SPW_CLI_COMMON_OPTIONS                                  \
     {"url", required_argument, NULL, SPW_CLI_O_URL},            \
     {"token", required_argument, NULL, SPW_CLI_O_TOKEN},        \
+    {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE}, \
     {"output", required_argument, NULL, 'o'},                   \
     {"help", no_argument, NULL, 'h'}
 
@@ -34,7 +34,8 @@ enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
 #define SPW_CLI_COMMON_HELP                                                             \
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"                  \
     "                       " SPW_CLI_DEFAULT_URL ")\n"                                  \
-    "  --token TOK          bearer token (default: $SPILLWAY_TOKEN); never printed\n"    \
+    "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"      \
+    "                       $SPILLWAY_TOKEN, else the file $SPILLWAY_TOKEN_FILE\n"       \
     "  -o, --output FMT     table (default) or json: the daemon's answer, pretty\n"
 
 /* The last lines of every client command's --help. */
@@ -47,10 +48,14 @@ enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_FIRST };
 typedef struct spw_cli_common {
     const char *url;    /* base URL of the daemon, borrowed from argv or environ */
     const char *token;  /* bearer token, borrowed; NULL or "" = send none */
+    const char *token_file; /* --token-file, else $SPILLWAY_TOKEN_FILE when
+                           there is no $SPILLWAY_TOKEN; read at open */
     int json;           /* 1: -o json */
 } spw_cli_common_t;
 
-/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN). */
+/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN,
+ * $SPILLWAY_TOKEN_FILE).  --token on the command line is still accepted
+ * but warns: every local user sees it in `ps`. */
 void spw_cli_common_init(spw_cli_common_t *co);
 
 /* Handles getopt_long's result c when it is a common option (not -h) and
@@ -63,15 +68,22 @@ _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg);
 /* One connection to the daemon.  The easy handle is reused for every
  * request of the process, so HTTP keep-alive carries them all. */
 typedef struct spw_client {
-    CURL *curl;                    /* the one easy handle */
+    int fd;                        /* the connection, -1 = none yet */
+    char host[256];                /* from the URL: name or address */
+    char port[8];                  /* its port, "8470" */
+    char hosthdr[272];             /* the Host header's value */
+    char *prefix;                  /* the URL's path, "" or "/api"; owned */
+    char *rbuf;                    /* bytes read and not yet used; owned */
+    size_t rlen, rcap;             /* bytes at rbuf, allocated */
     char *base;                    /* URL without a trailing '/', owned */
     const char *url;               /* the URL as the user gave it, for messages */
     const char *cmd;               /* "submit", "admin preempt": for messages */
     const char *body_name;         /* the file a request body came from, or NULL:
                                       error positions "request:3:7" name it */
     int have_token;                /* a token is sent */
-    struct curl_slist *auth;       /* the Authorization header alone, owned */
-    char errbuf[CURL_ERROR_SIZE];  /* libcurl's last error text */
+    char *auth;                    /* "Authorization: Bearer T\r\n", owned
+                                      (wiped when freed) */
+    char errbuf[256];              /* why the last request got no answer */
 } spw_client_t;
 
 /* One answer from the daemon. */
@@ -85,7 +97,8 @@ typedef struct spw_resp {
     char content_type[64];  /* Content-Type, or "" */
 } spw_resp_t;
 
-/* Opens the connection (no I/O yet).  Exits 2 if libcurl cannot start. */
+/* Prepares the connection (no I/O yet).  Exits 2 for a URL that is not
+ * http://HOST[:PORT][/PATH] or a token file it cannot read. */
 void spw_client_open(spw_client_t *c, const spw_cli_common_t *co, const char *cmd);
 /* Closes it.  NULL-safe. */
 void spw_client_close(spw_client_t *c);
@@ -115,6 +128,10 @@ int spw_client_call(const spw_cli_common_t *co, const char *cmd, const char *met
 
 /* Parses r's body as JSON into *out; 0, or 1 after printing why. */
 int spw_client_parse(spw_client_t *c, const spw_resp_t *r, json_t **out);
+
+/* s percent-escaped for a URL (all but letters, digits and -._~); caller
+ * frees. */
+char *spw_client_escape(const char *s);
 
 /* "/v1/jobs/ID" + suffix, with ID percent-escaped; caller frees. */
 char *spw_client_path(spw_client_t *c, const char *prefix, const char *id, const char *suffix);

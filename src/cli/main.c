@@ -61,6 +61,7 @@ static const char main_usage[] =
     "  logs      a job's stdout or stderr; -f follows it to the end\n"
     "  pools     on-prem pools, cloud offers and the cloud instances up\n"
     "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
+    "  audit     who did what: the daemon's audit log (admin)\n"
     "  admin     administration: 'spillway admin preempt INSTANCE_ID',\n"
     "            'spillway admin node POOL/INDEX down|up'\n"
     "\n"
@@ -74,7 +75,8 @@ static const char main_usage[] =
     "  spillway sim --trace jobs.csv --config examples/fleet.yaml -o json\n"
     "\n"
     "With a daemon (the client commands find it at $SPILLWAY_URL, else\n"
-    "http://127.0.0.1:8470, and send $SPILLWAY_TOKEN):\n"
+    "http://127.0.0.1:8470, and send $SPILLWAY_TOKEN or the token in the file\n"
+    "$SPILLWAY_TOKEN_FILE):\n"
     "  spillway submit --gpus 2 --name train -- python train.py --epochs 3\n"
     "  spillway queue\n"
     "  spillway logs -f j-000001\n"
@@ -1083,6 +1085,7 @@ static const command_t commands[] = {
     {"logs", spw_cli_logs, spw_cli_logs_usage},
     {"pools", spw_cli_pools, spw_cli_pools_usage},
     {"costs", spw_cli_costs, spw_cli_costs_usage},
+    {"audit", spw_cli_audit, spw_cli_audit_usage},
     {"admin", spw_cli_admin, spw_cli_admin_usage},
 };
 

@@ -52,12 +52,46 @@ static const char serve_usage[] =
     "The daemon prints 'listening on http://HOST:PORT' once it accepts\n"
     "requests.  Stop it with Ctrl-C or SIGTERM: running jobs keep running and\n"
     "the next `spillway serve` over the same state dir re-adopts them; kill -9\n"
-    "loses no acknowledged job either.\n"
+    "loses no acknowledged job either.  SIGHUP reloads the tokens\n"
+    "(daemon.tokens and daemon.tokens_file) without a restart.  A config or\n"
+    "tokens file holding tokens must be private (chmod 600).\n"
     "\n"
     "examples:\n"
     "  spillway serve --config examples/serve.yaml\n"
-    "  SPILLWAY_TOKEN=ml-team-token-0001 spillway submit --gpus 1 -- python3 train.py\n"
+    "  SPILLWAY_TOKEN_FILE=~/.spillway-token spillway submit --gpus 1 -- python3 train.py\n"
     "  spillway queue; spillway costs\n";
+
+/* SIGHUP: reads the config (and its tokens_file) again and swaps in its
+ * tokens; anything else in the file needs a restart.  A file that does not
+ * load or is not private keeps the old table. */
+static void reload_tokens(spw_daemon_t *d, const char *config)
+{
+    spw_config_t fresh;
+    spw_error_t err;
+    if (!config) {
+        fprintf(stderr, "spillway: SIGHUP: no --config file to reload tokens from\n");
+        return;
+    }
+    if (spw_config_load(&fresh, config, &err) < 0) {
+        fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
+        spw_daemon_audit(d, NULL, "tokens.reload", "config does not load", 500);
+        return;
+    }
+    if (!spw_daemon_auth_required(d)) {
+        fprintf(stderr, "spillway: SIGHUP: this daemon started without tokens (an open API on "
+                        "loopback); restart it to require tokens\n");
+        spw_daemon_audit(d, NULL, "tokens.reload", "started without tokens", 409);
+    } else if (spw_config_check_secrets(&fresh, &err) < 0) {
+        fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
+        spw_daemon_audit(d, NULL, "tokens.reload", "tokens not private", 500);
+    } else {
+        size_t live = spw_daemon_reload_tokens(d, &fresh.daemon);
+        fprintf(stderr, "spillway: SIGHUP: tokens reloaded from %s: %zu live, %zu revoked\n",
+                config, live, fresh.daemon.ntokens - live);
+    }
+    fflush(stderr);
+    spw_config_free(&fresh);
+}
 
 int spw_cli_serve(int argc, char **argv)
 {
@@ -104,6 +138,11 @@ int spw_cli_serve(int argc, char **argv)
         fprintf(stderr, "spillway serve: %s\n", err.text);
         return 1;
     }
+    if (spw_config_check_secrets(&cfg, &err) < 0) {
+        fprintf(stderr, "spillway serve: refusing to start: %s\n", err.text);
+        spw_config_free(&cfg);
+        return 1;
+    }
     if (!listen_addr)
         listen_addr = cfg.daemon.listen;
     /* The loop and HTTP threads inherit this mask; the main thread waits for
@@ -112,6 +151,7 @@ int spw_cli_serve(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -122,8 +162,15 @@ int spw_cli_serve(int argc, char **argv)
         return 1;
     }
     spw_http_t *h = NULL;
+    spw_http_opts_t hopts = {
+        .max_body_bytes = cfg.daemon.max_body_bytes,
+        .request_timeout_s = cfg.daemon.request_timeout_s,
+        .max_connections = cfg.daemon.max_connections,
+        .max_connections_per_ip = cfg.daemon.max_connections_per_ip,
+        .max_header_bytes = cfg.daemon.max_header_bytes,
+    };
     if (spw_daemon_start(d, &err) < 0 ||
-        !(h = spw_http_start(d, listen_addr, cfg.daemon.max_body_bytes, &err))) {
+        !(h = spw_http_start_opts(d, listen_addr, &hopts, &err))) {
         fprintf(stderr, "spillway serve: %s\n", err.text);
         spw_daemon_destroy(d);
         spw_config_free(&cfg);
@@ -136,7 +183,8 @@ int spw_cli_serve(int argc, char **argv)
             cfg.daemon.ntokens ? "bearer tokens required" : "no tokens: loopback only, open API");
     fflush(stderr);
     int sig = 0;
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        reload_tokens(d, config);
     fprintf(stderr, "spillway: %s: stopping; running jobs keep running\n", strsignal(sig));
     spw_http_stop(h);
     spw_daemon_destroy(d);

@@ -895,20 +895,27 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
             int e = errno;
             free(got);
-            say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
-            if (e == EAGAIN) {
-                /* A capacity error: the engine leaves the offer (of this
-                 * kind) alone for a while, longer each time in a row. */
-                *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
-                                        : SPW_DAEMON_BACKOFF_S;
-                spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot,
-                                             now + *backoff);
-                set_reason(j, "cloud capacity: %s; requeued (the offer's %s capacity is not "
-                           "tried again for %.0f s)", err.text, j->ej.spot ? "spot" : "on-demand",
-                           *backoff);
-            } else {
-                set_reason(j, "cloud capacity: %s; requeued", err.text);
+            if (e == E2BIG || e == EINVAL) {
+                /* A refusal that asking again cannot change (more than the
+                 * offer can ever hold, a malformed request): the job ends
+                 * instead of being placed and refused every turn. */
+                say(d, "job %s: failed: the provider refuses %u instance(s) for good: %s",
+                    j->id, n, err.text);
+                set_reason(j, "the cloud provider refuses it and would again: %s", err.text);
+                eng_cancel(d, j, now);
+                job_end(d, j, SPW_DJOB_FAILED, now);
+                return;
             }
+            say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
+            /* Capacity (EAGAIN) or any other error that may pass: the
+             * engine leaves the offer (of this kind) alone for a while,
+             * twice as long each time in a row. */
+            *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
+                                    : SPW_DAEMON_BACKOFF_S;
+            spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot, now + *backoff);
+            set_reason(j, "%s: %s; requeued (the offer's %s capacity is not tried again for "
+                       "%.0f s)", e == EAGAIN ? "cloud capacity" : "cloud provider", err.text,
+                       j->ej.spot ? "spot" : "on-demand", *backoff);
             job_requeue(d, j, now);
             return;
         }
@@ -1401,6 +1408,7 @@ static void turn_locked(spw_daemon_t *d)
         return;
     }
     d->write_failed = 0;
+    spw_daemon_guard_flush(d);  /* the audit rows join the turn's commit */
     d->be_ops->tick(d->be, now);
     spw_exit_t ex[64];
     int n;
@@ -1452,6 +1460,9 @@ static void turn_locked(spw_daemon_t *d)
                       "from on demand to spot", now);
     free(copy);
     save_held(d);
+    /* The emulated cloud's state file: once per turn, before the commit. */
+    if (d->pv_ops->emulated && spw_emulated_flush(d->pv, &err) < 0)
+        say(d, "cannot save the emulated cloud's state: %s", err.text);
     int failing;
     pthread_mutex_lock(&d->hmu);
     failing = d->commit_failing;
@@ -2600,7 +2611,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spw_store_opts_t so = {.sync = opts->sync_full ? SPW_STORE_SYNC_FULL : SPW_STORE_SYNC_NORMAL};
     d->store = spw_store_open(db, &so, err);
     free(db);
-    if (!d->store)
+    if (!d->store || spw_daemon_guard_init(d, err) < 0)
         goto error;
     if (spw_store_daemon_id(d->store, d->daemon_id, err) < 0)
         goto error;
@@ -2639,6 +2650,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(eo);
     if (!d->pv)
         goto error;
+    spw_emulated_defer_saves(d->pv, 1);  /* flushed once per turn */
     if (spw_store_begin(d->store, err) < 0)
         goto error;
     if (recover(d, err) < 0 || restore_nodes(d, err) < 0) {
@@ -2675,6 +2687,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
         d->be_ops->destroy(d->be);
     if (d->pv_ops && d->pv)
         d->pv_ops->destroy(d->pv);
+    spw_daemon_guard_free(d);
     spw_store_close(d->store);
     spw_engine_destroy(d->engine);
     for (size_t s = 0; s < d->njobs; s++)

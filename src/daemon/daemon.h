@@ -29,6 +29,10 @@ typedef struct spw_daemon spw_daemon_t;
 typedef struct spw_caller {
     const char *team;   /* the token's team; NULL = admin (sees all) */
     int admin;          /* 1: may see and cancel every job, preempt */
+    const char *token_name; /* the token's name, for the audit log; NULL
+                           when there is no token (open daemon) or it is
+                           unknown.  Set for a revoked token too (auth
+                           then fails). */
 } spw_caller_t;
 
 /* Options given on the command line (they win over the config's daemon:
@@ -63,8 +67,10 @@ void spw_daemon_turn(spw_daemon_t *d);
  * Each returns an HTTP status: 200/201 on success, else 400, 403, 404, 409,
  * 503 with a sentence in err (the body's message). */
 
-/* Looks up a bearer token (constant-time compare).  0 with *out filled, or
- * -1 when unknown.  When the config has no tokens every request is admin. */
+/* Looks up a bearer token (constant-time compare) in the current token
+ * table.  0 with *out filled, or -1 when unknown or revoked (for a revoked
+ * one out->token_name names it).  When the config has no tokens every
+ * request is admin. */
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out);
 /* Whether the config has tokens at all (no tokens = open, loopback only). */
 int spw_daemon_auth_required(const spw_daemon_t *d);
@@ -129,6 +135,20 @@ int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *ins
  * the node is already in that state. */
 int spw_daemon_node(spw_daemon_t *d, const spw_caller_t *who, const char *pool,
                     const char *index, int down, json_t **out, spw_error_t *err);
+
+/* Replaces the token table with dc's tokens (a config loaded again on
+ * SIGHUP); requests after the call see only the new table.  Audited as
+ * `tokens.reload`.  Returns the number of live (not revoked) tokens. */
+size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc);
+
+/* Records one audited action (audit.h) by caller who (NULL = the daemon
+ * itself) with the HTTP status answered. */
+void spw_daemon_audit(spw_daemon_t *d, const spw_caller_t *who, const char *action,
+                      const char *target, int status);
+
+/* GET /v1/audit?since=&team=&limit= (admin only, else 403): newest first. */
+int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since_ts,
+                          const char *team, long limit, json_t **out, spw_error_t *err);
 
 /* Records how long an HTTP request took, for /metrics. */
 void spw_daemon_note_request(spw_daemon_t *d, int status, double seconds);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/spot.h"
+#include "daemon/audit.h"
 #include "daemon/daemon_private.h"
 
 #include "util/version.h"
@@ -31,28 +32,131 @@ static int same_secret(const char *a, const char *b)
     return diff == 0;
 }
 
+/* The current token table (NULL until guard_init). */
+static dtokens_t *tokens_now(spw_daemon_t *d)
+{
+    return __atomic_load_n(&d->tokens, __ATOMIC_ACQUIRE);
+}
+
+static dtokens_t *tokens_copy(const spw_token_t *v, size_t n)
+{
+    dtokens_t *t = spw_xcalloc(1, sizeof(*t));
+    t->v = spw_xcalloc(n ? n : 1, sizeof(*t->v));
+    t->n = n;
+    for (size_t i = 0; i < n; i++) {
+        t->v[i].name = spw_xstrdup(v[i].name ? v[i].name : "token");
+        t->v[i].token = spw_xstrdup(v[i].token);
+        t->v[i].team = v[i].team ? spw_xstrdup(v[i].team) : NULL;
+        t->v[i].admin = v[i].admin;
+        t->v[i].revoked = v[i].revoked;
+    }
+    return t;
+}
+
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
 {
-    const spw_daemon_conf_t *dc = &d->cfg->daemon;
-    if (!dc->ntokens) {
+    out->token_name = NULL;
+    if (!d->auth_required) {
         out->team = NULL;
         out->admin = 1;
         return 0;
     }
+    const dtokens_t *t = tokens_now(d);
     int found = -1;
-    for (size_t i = 0; i < dc->ntokens; i++)
-        if (token && same_secret(token, dc->tokens[i].token) && found < 0)
+    for (size_t i = 0; t && i < t->n; i++)
+        if (token && same_secret(token, t->v[i].token) && found < 0)
             found = (int)i;
     if (found < 0)
         return -1;
-    out->team = dc->tokens[found].team;
-    out->admin = dc->tokens[found].admin;
-    return 0;
+    out->token_name = t->v[found].name;
+    out->team = t->v[found].team;
+    out->admin = t->v[found].admin;
+    return t->v[found].revoked ? -1 : 0;
 }
 
 int spw_daemon_auth_required(const spw_daemon_t *d)
 {
-    return d->cfg->daemon.ntokens > 0;
+    return d->auth_required;
+}
+
+size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc)
+{
+    dtokens_t *t = tokens_copy(dc->tokens, dc->ntokens);
+    LOCK(d);  /* one writer at a time; readers do not take it */
+    t->older = d->tokens;
+    __atomic_store_n(&d->tokens, t, __ATOMIC_RELEASE);
+    UNLOCK(d);
+    size_t live = 0;
+    for (size_t i = 0; i < t->n; i++)
+        live += !t->v[i].revoked;
+    char what[64];
+    snprintf(what, sizeof(what), "%zu live, %zu revoked", live, t->n - live);
+    spw_daemon_audit(d, NULL, "tokens.reload", what, 200);
+    return live;
+}
+
+void spw_daemon_audit(spw_daemon_t *d, const spw_caller_t *who, const char *action,
+                      const char *target, int status)
+{
+    spw_audit_add(d->audit, spw_daemon_clock(), who ? who->token_name : "daemon",
+                  who ? who->team : NULL, action, target, status);
+}
+
+int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since_ts,
+                          const char *team, long limit, json_t **out, spw_error_t *err)
+{
+    if (!who->admin) {
+        spw_errorf(err, "the audit log needs an admin token");
+        return 403;
+    }
+    LOCK(d);
+    spw_error_t e2;
+    if (spw_audit_flush(d->audit, &e2) < 0) {
+        UNLOCK(d);
+        *err = e2;
+        return 503;
+    }
+    int rc = spw_audit_query(d->audit, since_ts, team, limit, out, err);
+    UNLOCK(d);
+    return rc < 0 ? 503 : 200;
+}
+
+static void teamq_clear(spw_daemon_t *d);
+
+int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    d->auth_required = dc->ntokens > 0;
+    d->tokens = tokens_copy(dc->tokens, dc->ntokens);
+    if (!(d->audit = spw_audit_open(spw_store_db(d->store), err)))
+        return -1;
+    return 0;
+}
+
+void spw_daemon_guard_flush(spw_daemon_t *d)
+{
+    spw_error_t err;
+    if (d->audit && spw_audit_flush(d->audit, &err) < 0 && !d->quiet)
+        fprintf(stderr, "spillway: %s\n", err.text);
+}
+
+void spw_daemon_guard_free(spw_daemon_t *d)
+{
+    teamq_clear(d);
+    spw_audit_close(d->audit);
+    d->audit = NULL;
+    for (dtokens_t *t = d->tokens, *older; t; t = older) {
+        older = t->older;
+        for (size_t i = 0; i < t->n; i++) {
+            free(t->v[i].name);
+            explicit_bzero(t->v[i].token, strlen(t->v[i].token));
+            free(t->v[i].token);
+            free(t->v[i].team);
+        }
+        free(t->v);
+        free(t);
+    }
+    d->tokens = NULL;
 }
 
 static int visible(const spw_caller_t *who, const djob_t *j)
@@ -105,6 +209,125 @@ int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_erro
     return 0;
 }
 
+/* Default of daemon.max_instances_per_job. */
+#define DEFAULT_MAX_INSTANCES 256
+
+static int accepts(const spw_models_t *m, uint64_t mask, int model)
+{
+    if (!mask || model < 0)
+        return 1;
+    for (int k = 0; k < m->n; k++)
+        if (mask >> k & 1 && spw_model_accepts(m->name[k], m->name[model]))
+            return 1;
+    return 0;
+}
+
+/* The largest gang a job of model mask can get: the biggest on-prem pool
+ * that accepts it, or an offer's GPUs per instance times the instances one
+ * job may take (daemon.max_instances_per_job, and the emulated capacity
+ * when it is smaller); *by_cloud = 1 when the cloud gives the most. */
+static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud)
+{
+    const spw_fleet_t *f = &d->fleet;
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    uint64_t most = 0;
+    *by_cloud = 0;
+    for (size_t i = 0; i < f->npools; i++)
+        if (accepts(&f->models, mask, f->pools[i].model) && d->pool_gpus[i] > most)
+            most = d->pool_gpus[i];
+    if (d->cfg->policy.wait.kind == SPW_WAIT_NEVER)
+        return most;
+    uint64_t inst = dc->max_instances_per_job ? dc->max_instances_per_job : DEFAULT_MAX_INSTANCES;
+    if (dc->emulated_capacity && dc->emulated_capacity < inst)
+        inst = dc->emulated_capacity;
+    for (size_t i = 0; i < f->noffers; i++)
+        if (accepts(&f->models, mask, f->offers[i].model) &&
+            (uint64_t)f->offers[i].gpus * inst > most) {
+            most = (uint64_t)f->offers[i].gpus * inst;
+            *by_cloud = 1;
+        }
+    return most;
+}
+
+/* Queued jobs of one team, as of the last count. */
+typedef struct dteamq {
+    char *team;                 /* owned */
+    uint64_t n;
+} dteamq_t;
+
+/* The entry of team in d->teamq, added when missing. */
+static dteamq_t *teamq_of(spw_daemon_t *d, const char *team)
+{
+    for (size_t i = 0; i < d->nteamq; i++)
+        if (strcmp(d->teamq[i].team, team) == 0)
+            return &d->teamq[i];
+    d->teamq = spw_xrealloc(d->teamq, (d->nteamq + 1) * sizeof(*d->teamq));
+    d->teamq[d->nteamq] = (dteamq_t){spw_xstrdup(team), 0};
+    return &d->teamq[d->nteamq++];
+}
+
+static void teamq_clear(spw_daemon_t *d)
+{
+    for (size_t i = 0; i < d->nteamq; i++)
+        free(d->teamq[i].team);
+    free(d->teamq);
+    d->teamq = NULL;
+    d->nteamq = 0;
+}
+
+/* Queued jobs of team: the live jobs are counted once per turn (one scan,
+ * not one per submit); submits accepted since are added as they come
+ * (submit_counted), so the count only errs high until the next turn. */
+static uint64_t team_queued(spw_daemon_t *d, const char *team)
+{
+    if (d->teamq_turn != d->turns + 1) {
+        teamq_clear(d);
+        for (size_t s = d->job_lo; s < d->njobs; s++) {
+            const djob_t *j = d->jobs[s];
+            if (j && j->st == SPW_DJOB_QUEUED)
+                teamq_of(d, j->team)->n++;
+        }
+        d->teamq_turn = d->turns + 1;
+    }
+    return teamq_of(d, team)->n;
+}
+
+/* The per-request and per-team bounds (docs/daemon.md, "Limits"): 0, or
+ * 400 / 429 with a sentence naming the limit and its key. */
+static int check_limits(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask,
+                        spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    if (dc->max_gpus_per_job && spec->gpus > dc->max_gpus_per_job) {
+        spw_errorf(err, "field 'gpus': %u GPUs is more than one job may ask for here "
+                        "(daemon.max_gpus_per_job: %u)", spec->gpus, dc->max_gpus_per_job);
+        return 400;
+    }
+    int by_cloud;
+    uint64_t most = largest_gang(d, mask, &by_cloud);
+    if (!dc->max_gpus_per_job && spec->gpus > most) {
+        uint64_t inst = dc->max_instances_per_job ? dc->max_instances_per_job
+                                                  : DEFAULT_MAX_INSTANCES;
+        if (dc->emulated_capacity && dc->emulated_capacity < inst)
+            inst = dc->emulated_capacity;
+        spw_errorf(err, "field 'gpus': %u GPUs is more than the fleet can ever give one job "
+                        "(at most %" PRIu64 ": the largest pool, or %" PRIu64 " cloud instances "
+                        "per job (daemon.max_instances_per_job%s) of the largest offer)",
+                   spec->gpus, most, inst,
+                   dc->emulated_capacity && dc->emulated_capacity <= inst
+                       ? ", daemon.emulated.capacity" : "");
+        return 400;
+    }
+    if (dc->max_queued_per_team && spec->team &&
+        team_queued(d, spec->team) >= dc->max_queued_per_team) {
+        spw_errorf(err, "team '%s' has %u jobs queued, the most it may have "
+                        "(daemon.max_queued_per_team); wait for some to start or cancel some",
+                   spec->team, dc->max_queued_per_team);
+        return 429;
+    }
+    return 0;
+}
+
 int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *spec,
                       char id_out[SPW_STORE_ID_LEN], spw_error_t *err)
 {
@@ -128,8 +351,22 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
         *err = e2;
         goto out;
     }
+    if ((status = check_limits(d, spec, mask, &e2)) != 0) {
+        UNLOCK(d);
+        *err = e2;
+        goto out;
+    }
+    /* Counted before the commit (the lock is let go while it waits), so
+     * concurrent submits of a team cannot all pass the bound. */
+    char *qteam = d->cfg->daemon.max_queued_per_team && spec->team ? spw_xstrdup(spec->team) : NULL;
+    uint64_t qturn = d->teamq_turn;
+    if (qteam)
+        teamq_of(d, qteam)->n++;
     subreq_t r = {.spec = spec, .mask = mask};
     status = spw_daemon_commit_one(d, &r);
+    if (qteam && status != 201 && d->teamq_turn == qturn && teamq_of(d, qteam)->n)
+        teamq_of(d, qteam)->n--;
+    free(qteam);
     UNLOCK(d);
     if (status == 201)
         memcpy(id_out, r.id, SPW_STORE_ID_LEN);

@@ -119,6 +119,17 @@ typedef struct subreq {
 
 #define SPW_HIST_BUCKETS 12
 
+/* One generation of the token table (daemon_api.c).  A SIGHUP reload
+ * swaps in a new one atomically; old ones stay allocated until destroy, so
+ * a caller's team and token name (borrowed from it) never dangle. */
+typedef struct dtokens {
+    spw_token_t *v;             /* owned deep copies */
+    size_t n;
+    struct dtokens *older;      /* the generation it replaced, or NULL */
+} dtokens_t;
+
+struct spw_audit;
+
 struct spw_daemon {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t wake;         /* the loop sleeps on it */
@@ -202,7 +213,24 @@ struct spw_daemon {
     double turn_sum_s;           /* total decision time */
     uint64_t turns;              /* turns run */
     uint64_t http_codes[6];      /* requests by status class 1xx..5xx */
+    /* guard (daemon_api.c) */
+    dtokens_t *tokens;           /* the current token table; read with an
+                                    atomic load, without mu */
+    int auth_required;           /* the config had tokens at start */
+    struct spw_audit *audit;     /* the audit log (audit.h) */
+    struct dteamq *teamq;        /* queued jobs per team, for
+                                    max_queued_per_team: counted once per
+                                    turn, plus the submits since */
+    size_t nteamq;
+    uint64_t teamq_turn;         /* turns + 1 when last counted; 0 = never */
 };
+
+/* daemon_api.c, for daemon.c: sets up the token table and the audit log
+ * (after the store is open), writes the queued audit rows (in the turn's
+ * transaction), and frees both. */
+int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err);
+void spw_daemon_guard_flush(spw_daemon_t *d);
+void spw_daemon_guard_free(spw_daemon_t *d);
 
 extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +19,121 @@
 
 #include "daemon/router.h"
 
-/* Connections served at once (one thread each). */
-#define HTTP_MAX_CONNECTIONS 256
-/* An idle keep-alive connection is closed after this long, seconds. */
-#define HTTP_IDLE_TIMEOUT_S 120
+/* Defaults of spw_http_opts_t. */
+#define HTTP_MAX_CONNECTIONS 1024
+#define HTTP_MAX_PER_IP 64
+#define HTTP_REQUEST_TIMEOUT_S 30.0
+#define HTTP_MAX_HEADER_BYTES ((size_t)16 << 10)
+/* Stack of each connection's thread (the handlers need little). */
+#define HTTP_THREAD_STACK ((size_t)1 << 20)
 /* An oversized chunked upload is read and dropped up to this many times
  * max_body_bytes before the connection is cut. */
 #define HTTP_DISCARD_FACTOR 64
+
+/* One open connection, for the request deadline. */
+typedef struct http_conn {
+    int fd;                     /* its socket (MHD owns it) */
+    double deadline;            /* CLOCK_MONOTONIC seconds by which the
+                                   request being read must be in; 0 = none
+                                   (being answered, or already cut) */
+    struct http_conn *prev, *next;
+} http_conn_t;
 
 struct spw_http {
     struct MHD_Daemon *mhd;     /* the server and its threads */
     spw_daemon_t *d;            /* borrowed */
     size_t max_body_bytes;      /* larger uploads are answered 413 */
+    double request_timeout_s;   /* see spw_http_opts_t */
     int port;                   /* bound port */
+    pthread_mutex_t mu;         /* guards conns and stop */
+    pthread_cond_t wake;        /* wakes the watchdog to stop */
+    http_conn_t *conns;         /* open connections */
+    int stop;                   /* 1: the watchdog ends */
+    pthread_t watchdog;         /* cuts connections past their deadline */
+    int watchdog_started;
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the request deadline ------------------------------------------------ */
+
+/* MHD tells of each connection opened and closed (before it closes the
+ * socket, so the fd cannot be another connection's while listed). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    spw_http_t *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        http_conn_t *c = spw_xcalloc(1, sizeof(*c));
+        c->fd = ci ? (int)ci->connect_fd : -1;
+        c->deadline = mono_s() + h->request_timeout_s;
+        pthread_mutex_lock(&h->mu);
+        c->next = h->conns;
+        if (h->conns)
+            h->conns->prev = c;
+        h->conns = c;
+        pthread_mutex_unlock(&h->mu);
+        *socket_context = c;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        http_conn_t *c = *socket_context;
+        pthread_mutex_lock(&h->mu);
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            h->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        pthread_mutex_unlock(&h->mu);
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+/* Sets the deadline of conn's connection: 0 = none, else now + timeout. */
+static void set_deadline(spw_http_t *h, struct MHD_Connection *conn, int on)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    http_conn_t *c = ci ? ci->socket_context : NULL;
+    if (!c)
+        return;
+    pthread_mutex_lock(&h->mu);
+    c->deadline = on ? mono_s() + h->request_timeout_s : 0;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Twice a second: connections whose request is not in by its deadline are
+ * shut down; their thread sees the end of the stream and MHD closes them. */
+static void *watchdog_main(void *arg)
+{
+    spw_http_t *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        double now = mono_s();
+        for (http_conn_t *c = h->conns; c; c = c->next)
+            if (c->deadline > 0 && now > c->deadline && c->fd >= 0) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->deadline = 0;
+            }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->wake, &h->mu, &ts);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
 
 /* One request in flight (MHD's per-request pointer). */
 typedef struct http_req {
@@ -232,6 +334,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->status)
         return MHD_YES;  /* answered early; MHD is draining */
+    set_deadline(h, conn, 0);  /* the request is in: the rest is ours */
     return answer(h, conn, r, url, method);
 }
 
@@ -241,8 +344,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     spw_http_t *h = cls;
     http_req_t *r = *con_cls;
-    (void)conn;
     (void)toe;
+    set_deadline(h, conn, 1);  /* the next request on it, or idle */
     if (!r)
         return;
     if (r->status) {
@@ -262,6 +365,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 spw_http_t *spw_http_start(spw_daemon_t *d, const char *listen_addr, size_t max_body_bytes,
                            spw_error_t *err)
 {
+    spw_http_opts_t o = {.max_body_bytes = max_body_bytes};
+    return spw_http_start_opts(d, listen_addr, &o, err);
+}
+
+spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
+                                const spw_http_opts_t *opts, spw_error_t *err)
+{
     struct sockaddr_in sa;
     if (parse_listen(listen_addr, &sa, err) < 0)
         return NULL;
@@ -277,19 +387,38 @@ spw_http_t *spw_http_start(spw_daemon_t *d, const char *listen_addr, size_t max_
 
     spw_http_t *h = spw_xcalloc(1, sizeof(*h));
     h->d = d;
-    h->max_body_bytes = max_body_bytes;
+    h->max_body_bytes = opts->max_body_bytes ? opts->max_body_bytes : (size_t)1 << 20;
+    h->request_timeout_s = opts->request_timeout_s > 0 ? opts->request_timeout_s
+                                                       : HTTP_REQUEST_TIMEOUT_S;
+    unsigned max_conn = opts->max_connections ? opts->max_connections : HTTP_MAX_CONNECTIONS;
+    unsigned per_ip = opts->max_connections_per_ip ? opts->max_connections_per_ip
+                                                   : HTTP_MAX_PER_IP;
+    size_t header_bytes = opts->max_header_bytes ? opts->max_header_bytes : HTTP_MAX_HEADER_BYTES;
+    /* MHD's idle limit, whole seconds: it also bounds a client that stops
+     * reading its answer. */
+    unsigned idle_s = (unsigned)(h->request_timeout_s + 0.999);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->wake, NULL);
     h->mhd = MHD_start_daemon(
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
         on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes,
+        MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK,
+        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
     if (!h->mhd) {
         close(fd);
+        pthread_cond_destroy(&h->wake);
+        pthread_mutex_destroy(&h->mu);
         free(h);
         spw_errorf(err, "cannot start the HTTP server on %s", listen_addr);
         return NULL;
     }
+    if (pthread_create(&h->watchdog, NULL, watchdog_main, h) == 0)
+        h->watchdog_started = 1;
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : 0;
     if (h->port == 0) {  /* older MHD: ask the socket */
@@ -311,5 +440,18 @@ void spw_http_stop(spw_http_t *h)
     if (!h)
         return;
     MHD_stop_daemon(h->mhd);  /* closes the listen socket too */
+    if (h->watchdog_started) {
+        pthread_mutex_lock(&h->mu);
+        h->stop = 1;
+        pthread_cond_signal(&h->wake);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->watchdog, NULL);
+    }
+    for (http_conn_t *c = h->conns, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    pthread_cond_destroy(&h->wake);
+    pthread_mutex_destroy(&h->mu);
     free(h);
 }

@@ -22,6 +22,25 @@ typedef struct spw_http spw_http_t;
 spw_http_t *spw_http_start(spw_daemon_t *d, const char *listen_addr, size_t max_body_bytes,
                            spw_error_t *err);
 
+/* Bounds that keep slow or greedy clients from starving the others
+ * (docs/daemon.md, "Slow clients").  0 in any field = its default. */
+typedef struct spw_http_opts {
+    size_t max_body_bytes;      /* larger uploads: 413; default 1 MiB */
+    double request_timeout_s;   /* a request's headers and body must arrive
+                                   within this long of the connection opening
+                                   or of the previous answer, else the
+                                   connection is cut; also the idle limit of
+                                   a kept-alive connection; default 30 */
+    unsigned max_connections;   /* open connections in all; default 1024 */
+    unsigned max_connections_per_ip; /* from one address; default 64 */
+    size_t max_header_bytes;    /* request line and headers; larger: 431
+                                   (libmicrohttpd); default 16 KiB */
+} spw_http_opts_t;
+
+/* spw_http_start with every bound given. */
+spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
+                                const spw_http_opts_t *opts, spw_error_t *err);
+
 /* The port the server listens on (useful after port 0). */
 int spw_http_port(const spw_http_t *h);
 

@@ -32,6 +32,8 @@ typedef struct call {
     char id2[SPW_ROUTE_ID_MAX + 2];  /* a second {id} segment (a node's
                                         index after its pool), "" when none */
     int id_ok;                       /* 1: id (and id2) are well formed */
+    char target[2 * SPW_ROUTE_ID_MAX + 8]; /* what the audit log names: the
+                                        path's id(s), or the new job's id */
 } call_t;
 
 typedef void (*handler_f)(call_t *c, spw_route_resp_t *out);
@@ -43,6 +45,8 @@ typedef struct route {
     const char *method;              /* "GET" (HEAD too) or "POST" */
     const char *allow;               /* Allow header for this pattern */
     int open;                        /* 1: no token needed (healthz, metrics) */
+    const char *action;              /* audit log action (mutating calls);
+                                        NULL = not audited */
     const char *const *params;       /* accepted query keys, NULL-terminated;
                                         NULL = the query is ignored */
     handler_f fn;                    /* the handler */
@@ -72,6 +76,7 @@ static const char *reason(int status)
     case 405: return "method not allowed";
     case 409: return "conflict";
     case 413: return "request body too large";
+    case 429: return "too many requests";
     case 503: return "service unavailable";
     default: return "internal error";
     }
@@ -272,8 +277,10 @@ static int authenticate(call_t *c, spw_route_resp_t *out)
     free(tok);
     if (rc == 0)
         return 0;
+    const char *name = c->who.token_name;  /* kept for the audit of a revoked one */
     memset(&c->who, 0, sizeof(c->who));
-    resp_error(out, 401, "unknown token");
+    c->who.token_name = name;
+    resp_error(out, 401, name ? "this token has been revoked" : "unknown token");
 unauthorized:
     out->www_authenticate = "Bearer";
     return -1;
@@ -329,6 +336,7 @@ static void h_submit(call_t *c, spw_route_resp_t *out)
         resp_daemon(out, st, NULL, &err);
         return;
     }
+    snprintf(c->target, sizeof(c->target), "%s", id);
     resp_json(out, 201, json_pack("{s:s, s:s}", "id", id, "state", "queued"));
 }
 
@@ -496,31 +504,65 @@ static void h_logs(call_t *c, spw_route_resp_t *out)
     out->job_state = state;
 }
 
+static void h_audit(call_t *c, spw_route_resp_t *out)
+{
+    const char *team = NULL, *v;
+    double since = 0;
+    long long limit = SPW_ROUTE_LIMIT_DEFAULT;
+    if (query_get(c->req, "since", &v) && *v) {
+        char *end;
+        since = strtod(v, &end);
+        if (*end || !(since >= 0 && since < 1e11)) {
+            resp_error(out, 400, "query parameter 'since' must be unix seconds, like 1764000000");
+            return;
+        }
+    }
+    if (query_get(c->req, "team", &v) && *v) {
+        if (strlen(v) > TEAM_MAX) {
+            resp_error(out, 400, "query parameter 'team' is longer than %d bytes", TEAM_MAX);
+            return;
+        }
+        team = v;
+    }
+    if (query_get(c->req, "limit", &v) && *v
+        && (parse_count(v, SPW_ROUTE_LIMIT_MAX, &limit) < 0 || limit < 1)) {
+        resp_error(out, 400, "query parameter 'limit' must be a whole number from 1 to %d",
+                   SPW_ROUTE_LIMIT_MAX);
+        return;
+    }
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_audit_list(c->d, &c->who, since, team, (long)limit, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 static const char *const no_params[] = {NULL};
 static const char *const list_params[] = {"state", "team", "after", "limit", NULL};
 static const char *const log_params[] = {"stream", "offset", NULL};
 static const char *const costs_params[] = {"period", NULL};
+static const char *const audit_params[] = {"since", "team", "limit", NULL};
 
 #define ALLOW_GET "GET, HEAD"
 #define ALLOW_POST "POST"
 
 static const route_t routes[] = {
-    {"/healthz", "GET", ALLOW_GET, 1, NULL, h_health},
-    {"/readyz", "GET", ALLOW_GET, 1, NULL, h_ready},
-    {"/metrics", "GET", ALLOW_GET, 1, NULL, h_metrics},
-    {"/v1/jobs", "GET", "GET, HEAD, POST", 0, list_params, h_list},
-    {"/v1/jobs", "POST", "GET, HEAD, POST", 0, no_params, h_submit},
-    {"/v1/jobs/*", "GET", ALLOW_GET, 0, no_params, h_job},
-    {"/v1/jobs/*/cancel", "POST", ALLOW_POST, 0, no_params, h_cancel},
-    {"/v1/jobs/*/explain", "GET", ALLOW_GET, 0, no_params, h_explain},
-    {"/v1/jobs/*/logs", "GET", ALLOW_GET, 0, log_params, h_logs},
-    {"/v1/pools", "GET", ALLOW_GET, 0, no_params, h_pools},
-    {"/v1/costs", "GET", ALLOW_GET, 0, costs_params, h_costs},
-    {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, no_params, h_preempt},
-    {"/v1/admin/nodes/*/*/down", "POST", ALLOW_POST, 0, no_params, h_node_down},
-    {"/v1/admin/nodes/*/*/up", "POST", ALLOW_POST, 0, no_params, h_node_up},
+    {"/healthz", "GET", ALLOW_GET, 1, NULL, NULL, h_health},
+    {"/readyz", "GET", ALLOW_GET, 1, NULL, NULL, h_ready},
+    {"/metrics", "GET", ALLOW_GET, 1, NULL, NULL, h_metrics},
+    {"/v1/jobs", "GET", "GET, HEAD, POST", 0, NULL, list_params, h_list},
+    {"/v1/jobs", "POST", "GET, HEAD, POST", 0, "submit", no_params, h_submit},
+    {"/v1/jobs/*", "GET", ALLOW_GET, 0, NULL, no_params, h_job},
+    {"/v1/jobs/*/cancel", "POST", ALLOW_POST, 0, "cancel", no_params, h_cancel},
+    {"/v1/jobs/*/explain", "GET", ALLOW_GET, 0, NULL, no_params, h_explain},
+    {"/v1/jobs/*/logs", "GET", ALLOW_GET, 0, NULL, log_params, h_logs},
+    {"/v1/pools", "GET", ALLOW_GET, 0, NULL, no_params, h_pools},
+    {"/v1/costs", "GET", ALLOW_GET, 0, NULL, costs_params, h_costs},
+    {"/v1/audit", "GET", ALLOW_GET, 0, NULL, audit_params, h_audit},
+    {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, "preempt", no_params, h_preempt},
+    {"/v1/admin/nodes/*/*/down", "POST", ALLOW_POST, 0, "node.down", no_params, h_node_down},
+    {"/v1/admin/nodes/*/*/up", "POST", ALLOW_POST, 0, "node.up", no_params, h_node_up},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -561,15 +603,20 @@ void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *ou
     const route_t *r = find_route(&c, out);
     if (!r)
         return;
+    if (c.id_ok && c.id[0])
+        snprintf(c.target, sizeof(c.target), "%s%s%s", c.id, c.id2[0] ? "/" : "", c.id2);
     if (!r->open && authenticate(&c, out) < 0)
-        return;
+        goto audit;
     if (req->body_too_large) {
         resp_error(out, 413, "the request body is larger than daemon.max_body_bytes");
-        return;
+        goto audit;
     }
     if (query_check(r, req, out) < 0)
-        return;
+        goto audit;
     r->fn(&c, out);
+audit:
+    if (r->action)
+        spw_daemon_audit(d, &c.who, r->action, c.target, out->status);
 }
 
 void spw_route_resp_clear(spw_route_resp_t *r)

@@ -65,7 +65,9 @@ typedef struct spw_route_resp {
  * Order of checks: unknown path 404, wrong method 405, then (except for
  * /healthz and /metrics) the bearer token 401, then an oversized body 413,
  * then unknown or malformed query parameters 400, then the daemon.  The
- * token is never copied into the response. */
+ * token is never copied into the response.  Every answer to a mutating
+ * call (submit, cancel, preempt, node down/up), refusals included, is
+ * recorded in the audit log (spw_daemon_audit) with the token's name. */
 void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *out);
 
 /* Frees the body and zeroes r.  NULL-safe. */

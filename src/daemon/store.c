@@ -619,6 +619,11 @@ int spw_store_heartbeat(spw_store_t *st, double now, spw_error_t *err)
     return meta_put(st, "heartbeat", v, err);
 }
 
+struct sqlite3 *spw_store_db(spw_store_t *st)
+{
+    return st->db;
+}
+
 /* ---- transactions ------------------------------------------------------- */
 
 int spw_store_begin(spw_store_t *st, spw_error_t *err)

@@ -109,6 +109,10 @@ int spw_store_daemon_id(spw_store_t *st, char out[13], spw_error_t *err);
  * inside the open transaction or on its own: the daemon's health check
  * uses it to learn whether commits work again after one failed. */
 int spw_store_heartbeat(spw_store_t *st, double now, spw_error_t *err);
+/* The SQLite connection, for tables kept beside the store's own (the audit
+ * log, audit.h); used under the same lock as the store. */
+struct sqlite3;
+struct sqlite3 *spw_store_db(spw_store_t *st);
 
 /* Groups several writes into one transaction (one commit, one fsync under
  * FULL): the scheduler loop wraps a turn's updates in begin/commit.  The

@@ -144,7 +144,9 @@ struct spw_provider_ops {
      * on the instances bill until release() or a preemption.  Returns 0, or
      * -1 with a sentence in err and nothing acquired: errno EAGAIN when the
      * offer has no capacity for that many now (the daemon tries the next
-     * offer), EINVAL for a bad request (offer index, count, no spot price). */
+     * offer), E2BIG when it never could (more than the offer's whole
+     * capacity: the daemon ends the job), EINVAL for a bad request (offer
+     * index, count, no spot price). */
     int (*acquire)(void *pv, const spw_acquire_t *req, spw_instance_t *out,
                    spw_error_t *err);
 

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "sim/config.h"
 #include "sim/trace.h"
@@ -444,11 +446,11 @@ static int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, d
 
 static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error_t *err)
 {
-    static const char *const keys[] = {"token", "team", "admin", NULL};
+    static const char *const keys[] = {"name", "token", "team", "admin", "revoked", NULL};
     if (spw_ymap_check_keys(x->d, n, "a token", keys, err) < 0)
         return -1;
-    const char *tok, *team = NULL;
-    int admin = 0;
+    const char *tok, *team = NULL, *name = NULL;
+    int admin = 0, revoked = 0;
     if (spw_ynode_str(x->d, spw_ymap_get(n, "token"), "token", &tok, err) < 0)
         return -1;
     if (strlen(tok) < 16)
@@ -462,11 +464,25 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
         return -1;
     if (spw_ymap_get(n, "admin") && spw_ynode_bool(x->d, spw_ymap_get(n, "admin"), "admin", &admin, err) < 0)
         return -1;
+    if (spw_ymap_get(n, "revoked") &&
+        spw_ynode_bool(x->d, spw_ymap_get(n, "revoked"), "revoked", &revoked, err) < 0)
+        return -1;
     if (!admin == !team)
         return at(x, n, err, "%s", "a token needs either 'team: NAME' or 'admin: true' (not both)");
+    if (spw_ymap_get(n, "name")) {
+        if (spw_ynode_str(x->d, spw_ymap_get(n, "name"), "name", &name, err) < 0)
+            return -1;
+        size_t len = strlen(name);
+        if (len == 0 || len > 64 || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                 "0123456789._-") != len)
+            return at(x, spw_ymap_get(n, "name"), err,
+                      "name: 1 to 64 letters, digits, '.', '_' or '-', got '%s'", name);
+    }
+    t->name = name ? spw_xstrdup(name) : NULL;
     t->token = spw_xstrdup(tok);
     t->team = team ? spw_xstrdup(team) : NULL;
     t->admin = admin;
+    t->revoked = revoked;
     return 0;
 }
 
@@ -518,11 +534,89 @@ static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
+/* Appends the token entries of list v (a YAML sequence) to dc->tokens. */
+static int token_list(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc, spw_error_t *err)
+{
+    if (v->kind != SPW_Y_SEQ)
+        return at(x, v, err, "%s", "tokens: expected a list of {name: ..., token: ..., team: ...}");
+    dc->tokens = spw_xrealloc(dc->tokens, (dc->ntokens + v->n + 1) * sizeof(spw_token_t));
+    for (size_t i = 0; i < v->n; i++) {
+        spw_token_t *t = &dc->tokens[dc->ntokens];
+        memset(t, 0, sizeof(*t));
+        if (token_entry(x, v->items[i], t, err) < 0)
+            return -1;
+        dc->ntokens++;
+        for (size_t k = 0; k + 1 < dc->ntokens; k++) {
+            if (strcmp(dc->tokens[k].token, t->token) == 0)
+                return at(x, v->items[i], err, "%s", "the same token is given twice");
+            if (t->name && dc->tokens[k].name && strcmp(dc->tokens[k].name, t->name) == 0)
+                return at(x, v->items[i], err, "the token name '%s' is given twice", t->name);
+        }
+    }
+    return 0;
+}
+
+/* Tokens without a name get TEAM-N (admin-N): N counts that team's tokens
+ * in file order, skipping names already taken. */
+static void token_default_names(spw_daemon_conf_t *dc)
+{
+    for (size_t i = 0; i < dc->ntokens; i++) {
+        spw_token_t *t = &dc->tokens[i];
+        if (t->name)
+            continue;
+        const char *base = t->admin ? "admin" : t->team;
+        char buf[160];
+        for (unsigned k = 1;; k++) {
+            snprintf(buf, sizeof(buf), "%.140s-%u", base, k);
+            size_t j = 0;
+            while (j < dc->ntokens && !(dc->tokens[j].name && strcmp(dc->tokens[j].name, buf) == 0))
+                j++;
+            if (j == dc->ntokens)
+                break;
+        }
+        t->name = spw_xstrdup(buf);
+    }
+}
+
+/* Reads daemon.tokens_file: a YAML list of tokens, or a map whose
+ * `tokens:` is that list. */
+static int tokens_file(ctx_t *x, spw_daemon_conf_t *dc, spw_error_t *err)
+{
+    spw_ydoc_t *doc = spw_ydoc_load_file(dc->tokens_file, err);
+    if (!doc)
+        return -1;
+    ctx_t fx = *x;
+    fx.d = doc;
+    const spw_ynode_t *root = spw_ydoc_root(doc);
+    int rc = 0;
+    if (!root) {
+        rc = spw_errorf(err, "%s: empty tokens file: expected a list of {name: ..., token: ..., "
+                             "team: ...}", dc->tokens_file);
+    } else if (root->kind == SPW_Y_MAP) {
+        static const char *const keys[] = {"tokens", NULL};
+        const spw_ynode_t *v = spw_ymap_get(root, "tokens");
+        if (spw_ymap_check_keys(doc, root, "the tokens file", keys, err) < 0)
+            rc = -1;
+        else if (!v)
+            rc = at(&fx, root, err, "%s", "expected 'tokens:' with a list of tokens");
+        else
+            rc = token_list(&fx, v, dc, err);
+    } else {
+        rc = token_list(&fx, root, dc, err);
+    }
+    spw_ydoc_destroy(doc);
+    return rc;
+}
+
 static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"listen", "state_dir", "gpus", "default_est_runtime_s",
                                        "kill_grace_s", "idle_timeout_s", "max_instance_lifetime_s", "tick_s",
-                                       "max_body_bytes", "tokens", "emulated", "run_as",
+                                       "max_body_bytes", "tokens", "tokens_file",
+                                       "max_gpus_per_job", "max_instances_per_job",
+                                       "max_queued_per_team", "max_header_bytes",
+                                       "request_timeout_s", "max_connections",
+                                       "max_connections_per_ip", "emulated", "run_as",
                                        "allow_root_jobs", "job_env", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
@@ -565,19 +659,38 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0)
         return -1;
     dc->max_body_bytes = (size_t)body;
-    if ((v = spw_ymap_get(n, "tokens"))) {
-        if (v->kind != SPW_Y_SEQ)
-            return at(x, v, err, "%s", "tokens: expected a list of {token: ..., team: ...}");
-        dc->tokens = spw_xcalloc(v->n ? v->n : 1, sizeof(spw_token_t));
-        for (size_t i = 0; i < v->n; i++) {
-            if (token_entry(x, v->items[i], &dc->tokens[i], err) < 0)
-                return -1;
-            dc->ntokens = i + 1;
-            for (size_t k = 0; k < i; k++)
-                if (strcmp(dc->tokens[k].token, dc->tokens[i].token) == 0)
-                    return at(x, v->items[i], err, "%s", "the same token is given twice");
-        }
+    double hdr = dc->max_header_bytes ? (double)dc->max_header_bytes : 16384;
+    double conns = dc->max_connections ? dc->max_connections : 1024;
+    double per_ip = dc->max_connections_per_ip ? dc->max_connections_per_ip : 64;
+    if (num_key(x, n, "max_header_bytes", 1024, 1 << 20, &hdr, err) < 0 ||
+        num_key(x, n, "request_timeout_s", 0.5, 3600, &dc->request_timeout_s, err) < 0 ||
+        num_key(x, n, "max_connections", 4, 65536, &conns, err) < 0 ||
+        num_key(x, n, "max_connections_per_ip", 1, 65536, &per_ip, err) < 0)
+        return -1;
+    dc->max_header_bytes = (size_t)hdr;
+    dc->max_connections = (uint32_t)conns;
+    dc->max_connections_per_ip = (uint32_t)per_ip;
+    double lim[3] = {dc->max_gpus_per_job, dc->max_instances_per_job, dc->max_queued_per_team};
+    if (num_key(x, n, "max_gpus_per_job", 0, 1e6, &lim[0], err) < 0 ||
+        num_key(x, n, "max_instances_per_job", 0, 1e6, &lim[1], err) < 0 ||
+        num_key(x, n, "max_queued_per_team", 0, 1e9, &lim[2], err) < 0)
+        return -1;
+    dc->max_gpus_per_job = (uint32_t)lim[0];
+    dc->max_instances_per_job = (uint32_t)lim[1];
+    dc->max_queued_per_team = (uint32_t)lim[2];
+    if ((v = spw_ymap_get(n, "tokens")) && token_list(x, v, dc, err) < 0)
+        return -1;
+    dc->ntokens_inline = dc->ntokens;
+    if ((v = spw_ymap_get(n, "tokens_file"))) {
+        if (spw_ynode_str(x->d, v, "tokens_file", &s, err) < 0)
+            return -1;
+        if (!*s)
+            return at(x, v, err, "%s", "tokens_file: expected a file name");
+        dc->tokens_file = resolve(x->base_dir, s);
+        if (tokens_file(x, dc, err) < 0)
+            return -1;
     }
+    token_default_names(dc);
     if ((v = spw_ymap_get(n, "run_as"))) {
         if (user_value(x, v, "run_as", &s, err) < 0)
             return -1;
@@ -1609,6 +1722,8 @@ int spw_config_load(spw_config_t *cfg, const char *path, spw_error_t *err)
     char *copy = spw_xstrdup(path);
     int rc = load_doc(cfg, d, dirname(copy), err);
     free(copy);
+    if (rc == 0)
+        cfg->daemon.config_path = spw_xstrdup(path);
     return rc;
 }
 
@@ -1631,6 +1746,7 @@ void spw_config_free(spw_config_t *cfg)
     cfg->offers_path = NULL;
     spw_daemon_conf_t *dc = &cfg->daemon;
     for (size_t i = 0; i < dc->ntokens; i++) {
+        free(dc->tokens[i].name);
         free(dc->tokens[i].token);
         free(dc->tokens[i].team);
     }
@@ -1644,6 +1760,8 @@ void spw_config_free(spw_config_t *cfg)
         free(dc->job_env[i]);
     free(dc->job_env);
     free(dc->run_as);
+    free(dc->tokens_file);
+    free(dc->config_path);
     free(dc->listen);
     free(dc->state_dir);
     memset(dc, 0, sizeof(*dc));
@@ -1664,4 +1782,32 @@ void spw_config_free(spw_config_t *cfg)
     free(fc->mtbf_s);
     free(fc->mttr_s);
     memset(fc, 0, sizeof(*fc));
+}
+
+/* ---- secrets ------------------------------------------------------------- */
+
+/* 0 when path is a regular file no one but its owner may read or write. */
+static int private_file(const char *path, const char *what, spw_error_t *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return spw_errorf(err, "%s: cannot check the %s: %s", path, what, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return spw_errorf(err, "%s: the %s is not a regular file", path, what);
+    if (sb.st_mode & (S_IRWXG | S_IRWXO))
+        return spw_errorf(err, "%s: mode %04o lets other users read or change the %s (it holds "
+                               "API tokens); make it private to the daemon's user: chmod 600 %s",
+                          path, (unsigned)(sb.st_mode & 07777), what, path);
+    return 0;
+}
+
+int spw_config_check_secrets(const spw_config_t *cfg, spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &cfg->daemon;
+    if (dc->tokens_file && private_file(dc->tokens_file, "tokens file", err) < 0)
+        return -1;
+    if (dc->ntokens_inline && dc->config_path &&
+        private_file(dc->config_path, "config file", err) < 0)
+        return -1;
+    return 0;
 }

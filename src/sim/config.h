@@ -31,8 +31,9 @@
  *     max_instance_lifetime_s: 0 # 0 = no bound on an instance's age
  *     max_body_bytes: 1048576
  *     tokens:
- *       - {token: SECRET, team: ml}
+ *       - {name: ml-ci, token: SECRET, team: ml}
  *       - {token: SECRET2, admin: true}
+ *     tokens_file: tokens.yaml   # more tokens, in a file of mode 0600
  *     emulated: {seed: 1, capacity: 0, preempt_rate_per_h: 0}
  *   spot:                        # docs/config.md#spot; all optional
  *     policy: uniform-progress   # ondemand (default) | greedy | uniform-progress
@@ -108,9 +109,12 @@
 
 /* One API token of the daemon: bound to a team, or admin. */
 typedef struct spw_token {
+    char *name;             /* owned; what the audit log records (never the
+                               secret); default TEAM-N or admin-N */
     char *token;            /* owned; the bearer secret, >= 16 characters */
     char *team;             /* owned; NULL for admin */
     int admin;              /* 1: sees and cancels every job, may preempt */
+    int revoked;            /* 1: `revoked: true`: answered 401, audited */
 } spw_token_t;
 
 /* A team's own job user (teams: entries' run_as). */
@@ -134,7 +138,14 @@ typedef struct spw_daemon_conf {
                                    it is requeued as if preempted); 0 = none */
     double tick_s;              /* longest sleep of the loop; 0.1 */
     size_t max_body_bytes;      /* bigger requests get 413; 1 MiB */
-    spw_token_t *tokens;        /* owned; none = no auth (loopback only) */
+    size_t max_header_bytes;    /* request line + headers; 431; 16 KiB */
+    double request_timeout_s;   /* a request must be in within this long of
+                                   its connection opening (or the previous
+                                   answer), else it is cut; 30 */
+    uint32_t max_connections;   /* open HTTP connections in all; 1024 */
+    uint32_t max_connections_per_ip; /* from one address; 64 */
+    spw_token_t *tokens;        /* owned; none = no auth (loopback only);
+                                   the inline ones first, then tokens_file's */
     size_t ntokens;
     /* Who jobs run as (docs/daemon.md, "Jobs cannot reach the daemon"): */
     char *run_as;               /* owned; user name for jobs of teams without
@@ -147,6 +158,16 @@ typedef struct spw_daemon_conf {
                                    variables jobs inherit, besides the
                                    defaults (PATH, LANG, LC_*, TZ, ...) */
     size_t njob_env;
+    size_t ntokens_inline;      /* of them, written in the config itself */
+    char *tokens_file;          /* owned, resolved; NULL = none */
+    char *config_path;          /* owned; the file loaded (NULL from memory),
+                                   for the mode check and SIGHUP reloads */
+    uint32_t max_gpus_per_job;  /* larger jobs get 400; 0 = the largest gang
+                                   the fleet or catalog can serve */
+    uint32_t max_instances_per_job; /* cloud instances one job may take;
+                                   0 = no limit beyond max_gpus_per_job */
+    uint32_t max_queued_per_team; /* queued jobs one team may have; a submit
+                                   past it gets 429; 0 = no limit */
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */
@@ -207,6 +228,12 @@ int spw_config_load(spw_config_t *cfg, const char *path, spw_error_t *err);
 int spw_config_load_mem(spw_config_t *cfg, const char *name, const char *data, size_t len,
                         const char *base_dir, spw_error_t *err);
 void spw_config_free(spw_config_t *cfg);
+
+/* The daemon's secrets are readable by the daemon's user only: when the
+ * config names a tokens_file it must not be readable or writable by group
+ * or others, and a config file that holds tokens itself must not be
+ * either.  0, or -1 with "FILE: mode 0644 ...; run: chmod 600 FILE". */
+int spw_config_check_secrets(const spw_config_t *cfg, spw_error_t *err);
 
 /* Reads a cloud offer catalog CSV into fleet->offers (appending), keeping
  * rows whose provider and region pass the filters (NULL = all). */

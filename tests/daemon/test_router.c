@@ -339,6 +339,47 @@ static void test_cancel(void)
     is(njobs(), 1, "one cancelled job");
 }
 
+/* The audit log through the router: mutating calls, refusals included,
+ * by token name; GET /v1/audit is admin only and validates its query. */
+static void test_audit(void)
+{
+    const char *id = submit(ML, "run: [sleep, '100']\ngpus: 1\n");
+    char path[96], target[64];
+    snprintf(target, sizeof(target), "%s", id ? id : "");
+    snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", target);
+    is(req("POST", path, BIO, NULL), 404, "bio cancels ml's job: 404");
+    is(req("POST", path, "Bearer unknown-unknown-unknown", NULL), 401, "unknown token: 401");
+    is(req("POST", path, ML, NULL), 200, "ml cancels it");
+    is(req("GET", "/v1/audit", ML, NULL), 403, "a team token cannot read the audit log");
+    is(req("GET", "/v1/audit?since=abc", ADMIN, NULL), 400, "since must be a number");
+    is(req("GET", "/v1/audit?limit=0", ADMIN, NULL), 400, "limit 0: 400");
+    is(req("GET", "/v1/audit?limit=4", ADMIN, NULL), 200, "admin reads the newest 4");
+    json_t *e = json_object_get(J, "entries");
+    is((long)json_array_size(e), 4, "four entries");
+    static const struct {
+        const char *action, *token;
+        int status;
+    } want[] = {{"cancel", "ml-1", 200}, {"cancel", NULL, 401}, {"cancel", "bio-1", 404},
+                {"submit", "ml-1", 201}};
+    for (size_t k = 0; k < 4; k++) {
+        json_t *x = json_array_get(e, k);
+        const char *tok = json_string_value(json_object_get(x, "token"));
+        ok(x && strcmp(json_string_value(json_object_get(x, "action")), want[k].action) == 0 &&
+               (want[k].token ? tok && strcmp(tok, want[k].token) == 0 : tok == NULL) &&
+               json_integer_value(json_object_get(x, "status")) == want[k].status &&
+               strcmp(json_string_value(json_object_get(x, "target")), target) == 0,
+           "entry %zu: %s by %s on %s answered %d", k, want[k].action,
+           want[k].token ? want[k].token : "(no name)", target, want[k].status);
+    }
+    ok(!strstr(R.body, SECRET), "no secret in the log");
+    is(req("GET", "/v1/audit?team=bio", ADMIN, NULL), 200, "?team=bio");
+    e = json_object_get(J, "entries");
+    ok(json_array_size(e) >= 1 &&
+           strcmp(json_string_value(json_object_get(json_array_get(e, 0), "team")), "bio") == 0,
+       "bio's refused cancel only");
+    is(req("GET", "/v1/audit?since=999999999999", ADMIN, NULL), 400, "since past 1e11: 400");
+}
+
 static void test_capacity_and_admin(void)
 {
     is(req("GET", "/v1/pools", ML, NULL), 200, "pools: 200");
@@ -630,6 +671,7 @@ int main(void)
         test_submit_and_get();
         test_list();
         test_cancel();
+        test_audit();
         test_capacity_and_admin();
         test_open_daemon();
         test_http();

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -925,10 +926,84 @@ static void test_job_users(void)
     ERR("job_env not a name", yaml, "not a variable name");
 }
 
+/* daemon.tokens, tokens_file, names, revocation, limits and the 0600 check. */
+static void test_tokens(void)
+{
+    spw_config_t c;
+    spw_error_t err = {{0}};
+    char tokpath[64], cfgpath[64], yaml[1024];
+    if (write_temp(tokpath, "tokens:\n"
+                            "  - {name: ml-ci, team: ml, token: file-token-aaaaaaaa}\n"
+                            "  - {team: ml, token: file-token-bbbbbbbb, revoked: true}\n") < 0) {
+        ok(0, "cannot write a temporary tokens file");
+        return;
+    }
+    snprintf(yaml, sizeof(yaml),
+             "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+             "daemon:\n  max_gpus_per_job: 64\n  max_queued_per_team: 10\n"
+             "  request_timeout_s: 5\n  max_connections_per_ip: 8\n"
+             "  tokens:\n    - {team: ml, token: inline-token-cccccccc}\n"
+             "    - {admin: true, token: inline-token-dddddddd}\n"
+             "  tokens_file: %s\n", tokpath);
+    if (write_temp(cfgpath, yaml) < 0) {
+        ok(0, "cannot write a temporary config");
+        unlink(tokpath);
+        return;
+    }
+    chmod(tokpath, 0600);
+    chmod(cfgpath, 0600);
+    ok(spw_config_load(&c, cfgpath, &err) == 0, "tokens inline and from tokens_file: %s", err.text);
+    const spw_daemon_conf_t *dc = &c.daemon;
+    is((long)dc->ntokens, 4, "four tokens");
+    is((long)dc->ntokens_inline, 2, "two of them inline");
+    is_str(dc->tokens[0].name, "ml-1", "an unnamed team token: TEAM-N");
+    is_str(dc->tokens[1].name, "admin-1", "an unnamed admin token: admin-1");
+    is_str(dc->tokens[2].name, "ml-ci", "a named one keeps its name");
+    is_str(dc->tokens[3].name, "ml-2", "N counts that team's tokens in order");
+    ok(dc->tokens[3].revoked && !dc->tokens[2].revoked, "revoked: true is kept");
+    ok(dc->max_gpus_per_job == 64 && dc->max_queued_per_team == 10 &&
+           dc->request_timeout_s == 5 && dc->max_connections_per_ip == 8,
+       "limit keys are read");
+    ok(spw_config_check_secrets(&c, &err) == 0, "both files 0600: accepted");
+    chmod(cfgpath, 0644);
+    ok(spw_config_check_secrets(&c, &err) < 0 && strstr(err.text, "chmod 600") &&
+           strstr(err.text, cfgpath) && strstr(err.text, "0644"),
+       "a config with inline tokens readable by others: refused (%s)", err.text);
+    chmod(cfgpath, 0600);
+    chmod(tokpath, 0660);
+    ok(spw_config_check_secrets(&c, &err) < 0 && strstr(err.text, tokpath),
+       "a tokens file its group can read: refused (%s)", err.text);
+    chmod(tokpath, 0600);
+    spw_config_free(&c);
+
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  tokens:\n    - {name: x, team: ml, token: aaaaaaaaaaaaaaaaaa}\n"
+                "    - {name: x, team: cv, token: bbbbbbbbbbbbbbbbbb}\n", "/tmp", &err),
+       -1, "the same token name twice is an error");
+    ok(strstr(err.text, "c.yaml:5:") && strstr(err.text, "name 'x' is given twice"), "%s",
+       err.text);
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  tokens:\n    - {name: 'a b', team: ml, token: aaaaaaaaaaaaaaaaaa}\n",
+            "/tmp", &err),
+       -1, "a token name with a space is an error");
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  tokens_file: /nonexistent/tokens.yaml\n", "/tmp", &err),
+       -1, "a missing tokens file is an error");
+    ok(strstr(err.text, "/nonexistent/tokens.yaml"), "naming it: %s", err.text);
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  tokens:\n    - {team: ml, token: aaaaaaaaaaaaaaaaaa}\n", "/tmp", &err),
+       0, "inline tokens from memory load");
+    ok(spw_config_check_secrets(&c, &err) == 0, "a config from memory has no file to check");
+    spw_config_free(&c);
+    unlink(tokpath);
+    unlink(cfgpath);
+}
+
 int main(void)
 {
     test_job_users();
     test_home_without_pools();
+    test_tokens();
     test_valid();
     test_offers();
     test_nodes_from();

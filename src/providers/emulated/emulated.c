@@ -71,6 +71,17 @@ struct spw_emulated {
     char *tmp_path;             /* owned; the same with ".tmp" */
     char *state_dir;            /* owned; the state dir, or NULL */
     int lock_fd;                /* flock'ed STATE_DIR/emulated.lock, or -1 */
+    int deferred;               /* 1: changes only mark the state dirty;
+                                   spw_emulated_flush writes it (once per
+                                   daemon turn) */
+    int dirty;                  /* changed since the last write */
+    uint64_t gen;               /* bumped by every acquire: new instances
+                                   may bring boots and preemptions due */
+    double quiet_s;             /* advance() ran to this time ... */
+    uint64_t quiet_gen;         /* ... at this gen: calling it again at the
+                                   same time finds nothing new (a turn that
+                                   releases 8,000 instances scans them once,
+                                   not 8,000 times); NAN = never */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -249,9 +260,38 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+static int save_now(spw_emulated_t *em, spw_error_t *err);
+
+/* After a change: writes the state now, or in deferred mode marks it for
+ * the next spw_emulated_flush (a daemon turn that releases 8,000
+ * instances then writes the file once, not 8,000 times). */
+static int save(spw_emulated_t *em, spw_error_t *err)
+{
+    if (em->deferred) {
+        em->dirty = 1;
+        return 0;
+    }
+    return save_now(em, err);
+}
+
+int spw_emulated_flush(spw_emulated_t *em, spw_error_t *err)
+{
+    if (!em || !em->dirty)
+        return 0;
+    if (save_now(em, err) < 0)
+        return -1;
+    em->dirty = 0;
+    return 0;
+}
+
+void spw_emulated_defer_saves(spw_emulated_t *em, int on)
+{
+    em->deferred = on != 0;
+}
+
 /* Writes the whole state to emulated.json (write, fsync, rename, fsync of the
  * dir).  Returns 0, or -1 with errno and err, and the old file in place. */
-static int save(spw_emulated_t *em, spw_error_t *err)
+static int save_now(spw_emulated_t *em, spw_error_t *err)
 {
     json_t *root, *arr, *rng;
     char *text = NULL, hex[24];
@@ -577,6 +617,8 @@ static void advance(spw_emulated_t *em, double now_s)
 
     if (!isfinite(now_s))
         return;
+    if (now_s == em->quiet_s && em->gen == em->quiet_gen)
+        return;
     for (size_t k = 0; k < em->ninst; k++) {
         const inst_t *i = &em->inst[k];
         if (!live(i))
@@ -675,6 +717,8 @@ static void advance(spw_emulated_t *em, double now_s)
     changed |= prune(em, now_s);
     if (changed)
         (void)save(em, NULL);
+    em->quiet_s = now_s;
+    em->quiet_gen = em->gen;
 }
 
 /* ---- the operations ----------------------------------------------------- */
@@ -704,7 +748,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
                           "has %zu)", req->offer, em->noffers);
     }
     if (req->count == 0 || req->count > MAX_ACQUIRE) {
-        errno = EINVAL;
+        errno = req->count ? E2BIG : EINVAL;
         return spw_errorf(err, "acquire: asked for %" PRIu32 " instances; ask for 1 to %d",
                           req->count, MAX_ACQUIRE);
     }
@@ -723,6 +767,11 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
     }
 
     advance(em, req->now_s);
+    if (e->capacity && req->count > e->capacity) {
+        errno = E2BIG;  /* never, however long the daemon waits */
+        return spw_errorf(err, "%s holds at most %" PRIu32 " instances; %" PRIu32 " asked",
+                          label, e->capacity, req->count);
+    }
     if (e->capacity) {
         uint32_t used = count_live(em, req->offer, 0);
         if ((uint64_t)used + req->count > e->capacity) {
@@ -780,6 +829,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         em->rng = old_rng;
         return -1;
     }
+    em->gen++;
     for (uint32_t k = 0; k < req->count; k++)
         out[k] = em->inst[old_n + k].v;
     return 0;
@@ -947,6 +997,7 @@ void spw_emulated_destroy(spw_emulated_t *em)
 {
     if (!em)
         return;
+    (void)spw_emulated_flush(em, NULL);
     for (size_t o = 0; o < em->noffers && em->emu; o++) {
         spw_spot_trace_clear(&em->emu[o].trace);
         free(em->emu[o].trace_path);
@@ -1025,6 +1076,7 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
     em->emu = spw_xcalloc(opts->noffers ? opts->noffers : 1, sizeof(*em->emu));
     em->next_seq = 1;
     em->polled_s = -INFINITY;
+    em->quiet_s = NAN;
     em->retain_s = opts->retain_ended_s > 0 ? opts->retain_ended_s : SPW_EMULATED_RETAIN_S;
     spw_rng_seed(&em->rng, opts->seed);
 

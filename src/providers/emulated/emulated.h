@@ -112,6 +112,15 @@ void spw_emulated_destroy(spw_emulated_t *em);
 int spw_emulated_preempt(spw_emulated_t *em, const char *instance_id, double now_s,
                          spw_error_t *err);
 
+/* Deferred saves (on = 1): a change no longer writes emulated.json at once;
+ * spw_emulated_flush does, when anything changed.  The daemon turns this on
+ * and flushes once per turn, before its own commit, so the file is written
+ * once per turn instead of once per instance.  What changed after the last
+ * flush is lost to a crash (instances the daemon then no longer finds in
+ * the provider's state are treated as gone).  destroy flushes. */
+void spw_emulated_defer_saves(spw_emulated_t *em, int on);
+int spw_emulated_flush(spw_emulated_t *em, spw_error_t *err);
+
 /* Copies up to max of the instances the provider remembers (live, and ended
  * within retain_ended_s) to out, oldest first, as of the last call that
  * changed them; returns how many it remembers (may exceed max). */

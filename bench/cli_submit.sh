@@ -1,0 +1,96 @@
+#!/bin/bash
+# bench/cli_submit.sh: `spillway submit` as one process per job, the way
+# `sbatch` is used: N sequential submits from one shell loop against a
+# local `spillway serve` (one GPU slot, no cloud, so the jobs stay queued),
+# and the submits/s.  Then sbatch's figure on the same machine: the same
+# loop with `sbatch --hold --wrap true` against a running cluster (`sinfo`
+# answers), else against bench/slurm.sh's throwaway cluster when Slurm is
+# installed; otherwise the historical figure, labelled as such.
+#
+#   bench/cli_submit.sh [N]          (default N = 1000)
+#
+# Output lines: "cli_submit spillway N=... seconds=... per_s=..." and
+# "cli_submit sbatch ..." (measured) or "cli_submit sbatch_historical ...".
+set -u
+cd "$(dirname "$0")/.." || exit 1
+N=${1:-1000}
+SPW=${SPILLWAY:-./spillway}
+case $SPW in /*) ;; *) SPW=$(pwd)/$SPW ;; esac
+if [ ! -x "$SPW" ]; then
+    echo "cli_submit: SKIP: $SPW is not built (run make)"
+    exit 0
+fi
+D=$(mktemp -d "${TMPDIR:-/tmp}/spw-cli-bench.XXXXXX") || exit 1
+TOKEN=bench-cli-token-0123456789
+PID=
+cleanup() {
+    if [ -n "$PID" ]; then
+        kill -TERM "$PID" 2>/dev/null
+        wait "$PID" 2>/dev/null
+    fi
+    rm -rf "$D"
+}
+trap cleanup EXIT
+
+umask 077
+cat >"$D/c.yaml" <<EOF
+onprem:
+  - name: local
+    nodes: 1
+    gpus_per_node: 1
+    cost_usd_per_gpu_h: 1.10
+policy:
+  wait: never
+daemon:
+  gpus: slots
+  tokens:
+    - {name: bench, token: $TOKEN, team: bench}
+EOF
+"$SPW" serve --config "$D/c.yaml" --state-dir "$D/state" --listen 127.0.0.1:0 -q \
+    2>"$D/serve.log" &
+PID=$!
+URL=
+for _ in $(seq 100); do
+    URL=$(sed -n 's|.*listening on \(http://[^ ]*\).*|\1|p' "$D/serve.log")
+    [ -n "$URL" ] && break
+    sleep 0.05
+done
+if [ -z "$URL" ]; then
+    echo "cli_submit: FAIL: spillway serve did not start: $(cat "$D/serve.log")"
+    exit 1
+fi
+echo "$TOKEN" >"$D/token"
+export SPILLWAY_URL=$URL SPILLWAY_TOKEN_FILE=$D/token
+# one job first, so the queue is not empty and the first submit is not special
+"$SPW" submit --gpus 1 --est-runtime 1h -- sleep 3600 >/dev/null || exit 1
+
+t0=$(date +%s.%N)
+for ((k = 0; k < N; k++)); do
+    "$SPW" submit --gpus 1 --est-runtime 1h -- true >/dev/null || { echo "cli_submit: FAIL at $k"; exit 1; }
+done
+t1=$(date +%s.%N)
+awk -v n="$N" -v a="$t0" -v b="$t1" \
+    'BEGIN { printf "cli_submit spillway N=%d seconds=%.2f per_s=%.0f\n", n, b - a, n / (b - a) }'
+
+if command -v sbatch >/dev/null 2>&1 && timeout 5 sinfo >/dev/null 2>&1; then
+    t0=$(date +%s.%N)
+    ids=
+    for ((k = 0; k < N; k++)); do
+        id=$(sbatch --parsable --hold --wrap true 2>/dev/null) || { echo "cli_submit: sbatch failed"; break; }
+        ids="$ids $id"
+    done
+    t1=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    [ -n "$ids" ] && scancel $ids 2>/dev/null
+    awk -v n="$N" -v a="$t0" -v b="$t1" \
+        'BEGIN { printf "cli_submit sbatch N=%d seconds=%.2f per_s=%.0f (measured, running cluster, held jobs)\n", n, b - a, n / (b - a) }'
+elif command -v slurmctld >/dev/null 2>&1 && [ -x bench/slurm.sh ] &&
+    out=$(bench/slurm.sh --jobs "$N" --clients 1 --reps 1 2>&1) &&
+    line=$(printf '%s\n' "$out" | grep -m1 '^slurm clients=1 '); then
+    # a throwaway cluster (bench/slurm.sh): sbatch --hold from one shell loop
+    rate=$(printf '%s\n' "$line" | sed -n 's/.* jobs_per_s=\([0-9.]*\).*/\1/p')
+    echo "cli_submit sbatch N=$N per_s=${rate%.*} (measured: bench/slurm.sh's throwaway cluster, held jobs)"
+else
+    echo "cli_submit sbatch_historical per_s=322 (not measured here: no Slurm cluster;" \
+        "issue 11's figure for sbatch from one shell loop on this class of machine)"
+fi

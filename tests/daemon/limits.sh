@@ -1,0 +1,116 @@
+#!/bin/sh
+# limits.sh: per-request and per-team bounds answer clear 4xx errors, and a
+# provider refusal that can never succeed ends the job instead of retrying
+# every turn.  `gpus: 60000` on a flat-priced emulated cloud is a 400 naming
+# the limit and its key (the largest gang the fleet can give: 256 instances
+# per job by default); daemon.max_gpus_per_job gives its own 400; a team
+# past daemon.max_queued_per_team gets 429 while other teams still submit;
+# and with max_gpus_per_job raised by hand, the emulated cloud's refusal of
+# 60000 instances (capacity 8) fails the job at once with the reason, in one
+# log line, and nothing is retried.  A job on 8,000 one-GPU instances
+# (max_instances_per_job raised) boots, runs and has its instances released
+# while the API keeps answering: the emulated cloud writes its state once
+# per turn, not once per instance.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/daemon-lib"
+plan 15
+
+mkconfig "$T/a.yaml" 1 constant:0
+start_daemon "$T/a.yaml" "$T/a"
+ok $? "serve starts with a flat-priced emulated cloud"
+
+spw ml submit --gpus 60000 -- true >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && contains "$T/err" "400" && contains "$T/err" "60000 GPUs" &&
+    contains "$T/err" "max_instances_per_job"
+ok $? "gpus 60000 on a flat-priced cloud: 400 naming the limit and its key" ||
+    diag "rc $rc: $(cat "$T/err")"
+http GET "/v1/jobs" ml
+[ "$code" = 200 ] && ! grep -q 60000 "$T/http.body"
+ok $? "... and no job was queued"
+spw ml submit --gpus 256 --est-runtime 1m -- true >"$T/out" 2>"$T/err"
+ok $? "256 GPUs (256 one-GPU instances) is still accepted" || diag "$(cat "$T/err")"
+spw admin cancel "$(cat "$T/out")" >/dev/null 2>&1
+stop_daemon "$DPID"
+
+# ---- max_queued_per_team (no cloud: the wait policy never bursts) ---------------
+mkconfig "$T/c.yaml" 1 never
+printf '  max_queued_per_team: 2\n' >>"$T/c.yaml"
+start_daemon "$T/c.yaml" "$T/c"
+a1=$(submit ml --gpus 1 -- sleep 60)
+wait_for "$a1" running 10
+a2=$(submit ml --gpus 1 -- sleep 1)
+a3=$(submit ml --gpus 1 -- sleep 1)
+spw ml submit --gpus 1 -- sleep 1 >"$T/out" 2>"$T/err"
+rc=$?
+[ -n "$a2" ] && [ -n "$a3" ] && [ $rc -eq 1 ] && contains "$T/err" "429" &&
+    contains "$T/err" "max_queued_per_team"
+ok $? "a third queued job of team ml is refused with 429 naming max_queued_per_team" ||
+    diag "rc $rc: $(cat "$T/err") ($a2 $a3: $(state_of "$a2") $(state_of "$a3"))"
+c1=$(submit cv --gpus 1 -- sleep 1)
+[ -n "$c1" ]
+ok $? "team cv still submits"
+# cv has one queued: of 8 concurrent submits exactly one more gets in
+pids=
+for k in 1 2 3 4 5 6 7 8; do
+    spw cv submit --gpus 1 -- sleep 1 >"$T/cc.$k.out" 2>"$T/cc.$k.err" &
+    pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+n201=$(cat "$T"/cc.*.out | grep -c '^j-')
+n429=$(cat "$T"/cc.*.err | grep -c '429')
+[ "$n201" -eq 1 ] && [ "$n429" -eq 7 ]
+ok $? "8 concurrent submits of cv at 1 of 2 queued: 1 accepted, 7 refused ($n201, $n429)"
+stop_daemon "$DPID"
+
+# ---- max_gpus_per_job ------------------------------------------------------------
+mkconfig "$T/b.yaml" 4 constant:0
+printf '  max_gpus_per_job: 100000\n  emulated:\n    capacity: 8\n' >>"$T/b.yaml"
+start_daemon "$T/b.yaml" "$T/b"
+ok $? "serve starts with max_gpus_per_job 100000 and an emulated capacity of 8"
+spw ml submit --gpus 100001 -- true >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && contains "$T/err" "daemon.max_gpus_per_job: 100000"
+ok $? "more than max_gpus_per_job is a 400 naming the key" || diag "$(cat "$T/err")"
+
+j=$(submit ml --gpus 60000 -- true)
+wait_for "$j" failed 10
+ok $? "gpus 60000 past the cloud's whole capacity: the job fails ($j)" ||
+    diag "$(state_of "$j")" "$(tail -5 "$DLOG")"
+reason=$(field "$j" 'd["reason"]')
+case $reason in *"refuses"*"at most 8"*) true ;; *) false ;; esac
+ok $? "its reason says the provider refuses it for good ($reason)"
+sleep 1
+n=$(grep -c "job $j" "$DLOG")
+[ "$n" -le 2 ] && [ "$(state_of "$j")" = failed ]
+ok $? "nothing retries it: $n log line(s) about it, it stays failed" || diag "$(cat "$DLOG")"
+stop_daemon "$DPID"
+
+# ---- 8,000 instances: the API stays up -------------------------------------------
+mkconfig "$T/d.yaml" 1 constant:0
+printf '  max_instances_per_job: 10000\n' >>"$T/d.yaml"
+start_daemon "$T/d.yaml" "$T/d"
+big=$(submit ml --gpus 8000 -- true)
+worst=0
+end=$(($(now_ms) + 90000))
+done8k=0
+while [ "$(now_ms)" -lt "$end" ]; do
+    t0=$(now_ms)
+    curl -s -m 30 -o /dev/null "$URL/healthz"
+    dt=$(($(now_ms) - t0))
+    [ "$dt" -gt "$worst" ] && worst=$dt
+    if grep -q "emu-i-008000 released" "$DLOG"; then
+        done8k=1
+        break
+    fi
+    sleep 0.2
+done
+[ -n "$big" ] && [ "$(state_of "$big")" = succeeded ] && [ $done8k = 1 ]
+ok $? "a job on 8,000 cloud instances runs and all its instances are released ($big)" ||
+    diag "$(state_of "$big")" "$(tail -3 "$DLOG")"
+[ "$worst" -lt 5000 ]
+ok $? "the API answered /healthz within 5 s all along (worst $worst ms)"
+n=$(grep -c "released after" "$DLOG")
+[ "$n" -eq 8000 ]
+ok $? "8000 release lines, one per instance ($n)"
+stop_daemon "$DPID"
+done_testing

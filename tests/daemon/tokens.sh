@@ -1,0 +1,156 @@
+#!/bin/sh
+# tokens.sh: tokens and the audit log.  `spillway serve` refuses a config
+# holding tokens, or a tokens_file, that other users can read (with the
+# chmod line); tokens have names, several per team, from the config and a
+# private tokens_file; a token marked `revoked: true` and reloaded with
+# SIGHUP gets 401 right after, without a restart, while the other tokens
+# keep working; every mutating call (refusals too) lands in the audit log
+# with the token's name and never the secret; `spillway audit` (admin only)
+# shows it; the CLI reads --token-file and SPILLWAY_TOKEN_FILE and warns
+# that --token is visible in ps.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/daemon-lib"
+plan 24
+
+ML2_TOKEN=ml-second-token-a61c0e
+CI_TOKEN=ml-ci-token-3b27d9f4
+
+mkconfig "$T/serve.yaml" 2 never
+echo "  tokens_file: tokens.yaml" >>"$T/serve.yaml"
+write_tokens() { # write_tokens REVOKED(true|false)
+    cat >"$T/tokens.yaml" <<EOT
+tokens:
+  - {name: ml-ci, team: ml, token: $CI_TOKEN, revoked: $1}
+  - {team: ml, token: $ML2_TOKEN}
+EOT
+}
+write_tokens false
+
+# ---- file modes ---------------------------------------------------------------
+chmod 644 "$T/serve.yaml"
+chmod 600 "$T/tokens.yaml"
+"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
+    >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/serve.yaml" && contains "$T/err" "0644"
+ok $? "serve refuses a config with inline tokens that others can read, naming chmod 600" ||
+    diag "rc $rc: $(cat "$T/err")"
+chmod 600 "$T/serve.yaml"
+chmod 640 "$T/tokens.yaml"
+"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
+    >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/tokens.yaml"
+ok $? "serve refuses a tokens_file readable by its group" || diag "rc $rc: $(cat "$T/err")"
+chmod 600 "$T/tokens.yaml"
+
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "serve starts once both files are private"
+
+# ---- several named tokens per team ---------------------------------------------
+a=$(submit "$CI_TOKEN" --gpus 1 --name from-ci -- sleep 30)
+b=$(submit "$ML2_TOKEN" --gpus 1 --name from-ml2 -- sleep 30)
+[ -n "$a" ] && [ -n "$b" ] && [ "$(field "$a" 'd["team"]')" = ml ] &&
+    [ "$(field "$b" 'd["team"]')" = ml ]
+ok $? "two tokens of team ml from the tokens file both submit as ml ($a, $b)"
+c=$(submit ml --gpus 1 -- true)
+[ -n "$c" ]
+ok $? "the inline ml token works beside them"
+
+# ---- the CLI: --token-file, SPILLWAY_TOKEN_FILE, --token warns -----------------
+printf '%s\n' "$CV_TOKEN" >"$T/cv.tok"
+chmod 600 "$T/cv.tok"
+"$SPW" queue --all --token-file "$T/cv.tok" -o json >"$T/out" 2>"$T/err"
+rc=$?
+json_check "$T/out" "assert all(j['team'] == 'cv' for j in d['jobs'])" && [ $rc -eq 0 ] &&
+    [ ! -s "$T/err" ]
+ok $? "--token-file FILE sends the token in FILE (cv sees cv's queue)" || diag "$(cat "$T/err")"
+SPILLWAY_TOKEN_FILE=$T/cv.tok "$SPW" show "$a" >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && contains "$T/err" "no job"
+ok $? "SPILLWAY_TOKEN_FILE is read too (cv cannot see ml's job)"
+"$SPW" show "$a" --token "$ML_TOKEN" >"$T/out" 2>"$T/err" &&
+    contains "$T/err" "ps" && ! grep -q "$ML_TOKEN" "$T/err" "$T/out"
+ok $? "--token still works but warns that it is visible in ps (without printing it)"
+for cmd in submit queue show cancel logs costs audit; do
+    "$SPW" "$cmd" --help
+done >"$T/help" 2>&1
+! grep -q -- "--token TOK" "$T/help" && contains "$T/help" "--token-file"
+ok $? "no client --help suggests --token; they teach --token-file"
+
+# ---- revocation with SIGHUP ---------------------------------------------------
+write_tokens true
+kill -HUP "$DPID"
+wait_until 5 grep -q "tokens reloaded" "$DLOG"
+ok $? "SIGHUP reloads the tokens (the log says so)" || diag "$(cat "$DLOG")"
+http GET /v1/jobs "$CI_TOKEN"
+http_is 401 "revoked" "the revoked ml-ci token gets 401 right after the HUP"
+http GET /v1/jobs "$ML2_TOKEN"
+[ "$code" = 200 ]
+ok $? "the other token of team ml still works"
+kill -0 "$DPID" && [ "$(state_of "$a" ml)" = running ]
+ok $? "no restart: the daemon and the job of the revoked token go on"
+spw "$CI_TOKEN" cancel "$a" >/dev/null 2>&1
+[ $? -eq 1 ]
+ok $? "the revoked token cannot cancel its job"
+
+# a broken reload keeps the current table
+chmod 644 "$T/tokens.yaml"
+kill -HUP "$DPID"
+wait_until 5 grep -q "keeping the current tokens" "$DLOG"
+ok $? "a HUP with a tokens file others can read is refused; the old table stays"
+chmod 600 "$T/tokens.yaml"
+http GET /v1/jobs "$ML2_TOKEN"
+[ "$code" = 200 ]
+ok $? "... and the valid tokens still work"
+
+# ---- the audit log ------------------------------------------------------------
+spw ml cancel "$b" >/dev/null 2>&1
+spw cv cancel "$b" >/dev/null 2>&1
+http POST /v1/jobs/j-000001/cancel "wrong-token-aaaaaaaaaaaa"
+spw admin admin node local/0 down >/dev/null 2>&1
+spw admin admin node local/0 up >/dev/null 2>&1
+spw admin audit -o json >"$T/audit.json" 2>"$T/err"
+ok $? "spillway audit as admin exits 0" || diag "$(cat "$T/err")"
+json_check "$T/audit.json" "
+E = d['entries']
+def has(**kw):
+    return any(all(e.get(k) == v for k, v in kw.items()) for e in E)
+assert has(action='submit', token='ml-ci', team='ml', target='$a', status=201), E
+assert has(action='submit', token='ml-2', team='ml', target='$b', status=201), E
+assert has(action='submit', token='ml-1', team='ml', target='$c', status=201), E
+assert has(action='cancel', token='ml-1', team='ml', target='$b', status=200), E
+assert has(action='cancel', token='cv-1', team='cv', target='$b', status=404), E
+assert has(action='cancel', token='ml-ci', target='$a', status=401), E
+assert has(action='cancel', token=None, target='j-000001', status=401), E
+assert has(action='node.down', token='admin-1', target='local/0', status=200), E
+assert has(action='node.up', token='admin-1', target='local/0', status=200), E
+assert has(action='tokens.reload', token='daemon', status=200), E
+assert has(action='tokens.reload', token='daemon', status=500), E
+"
+ok $? "the log holds submits, cancels (refused ones too), node down/up and reloads, by token name"
+! grep -q -e "$ML_TOKEN" -e "$CV_TOKEN" -e "$CI_TOKEN" -e "$ML2_TOKEN" -e "$ADMIN_TOKEN" \
+    -e wrong-token "$T/audit.json"
+ok $? "no token secret is in the audit log"
+python3 - "$T/state/spillway.db" "$ML_TOKEN" "$CI_TOKEN" "$ADMIN_TOKEN" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("select * from audit").fetchall()
+text = repr(rows)
+assert len(rows) >= 10, rows
+assert not any(t in text for t in sys.argv[2:]), "a secret is in the table"
+PY
+ok $? "the rows are in the audit table of the state dir's SQLite file, without secrets"
+
+spw admin audit --team cv -o json >"$T/cv.json"
+json_check "$T/cv.json" "assert d['entries'] and all(e['team'] == 'cv' for e in d['entries'])"
+ok $? "spillway audit --team cv shows cv's entries only"
+spw admin audit --since 1h >"$T/table" 2>&1 && contains "$T/table" "node.down" &&
+    contains "$T/table" "ml-ci"
+ok $? "spillway audit --since 1h prints a table"
+spw ml audit >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && contains "$T/err" "403"
+ok $? "a team token cannot read the audit log (403)"
+
+stop_daemon "$DPID"
+ok $? "the daemon stops on SIGTERM"
+done_testing
