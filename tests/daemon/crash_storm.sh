@@ -27,6 +27,7 @@ echo "$URL" >"$T/url"
 
 LEDGER=$T/ledger
 : >"$LEDGER"
+chmod 666 "$LEDGER"   # jobs run as spillway-job when the test runs as root
 # The job: start line, 0.2-0.6 s of "work", end line; SIGTERM ends it
 # after 0.3 s, with an end line.
 python3 - "$LEDGER" "$T" <<'EOF'

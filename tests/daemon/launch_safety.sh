@@ -71,8 +71,16 @@ stop_daemon "$B_PID"
 kill -TERM "$pb" 2>/dev/null
 
 # ---- (b) FIFO and links at future log paths -------------------------------
-start_daemon "$T/serve.yaml" "$T/f"
-ok $? "a daemon for the FIFO row"
+# Jobs of a daemon run as root are another user, who cannot even enter the
+# logs directory; the row matters where jobs run as the daemon's own user,
+# so this daemon runs them so.
+cp "$T/serve.yaml" "$T/fifo.yaml"
+if [ "$(id -u)" = 0 ]; then
+    printf '  run_as: root\n  allow_root_jobs: true\n' >>"$T/fifo.yaml"
+fi
+chmod 600 "$T/fifo.yaml"
+start_daemon "$T/fifo.yaml" "$T/f"
+ok $? "a daemon for the FIFO row (jobs as the daemon's user)"
 L=$T/f/logs
 j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003")
 wait_for "$j1" succeeded 5 && [ -p "$L/j-000002/j-000002.out" ] && [ -L "$L/j-000003" ]
@@ -96,6 +104,7 @@ start_daemon "$T/serve.yaml" "$T/l"
 ok $? "a daemon for the locked-database row"
 LL=$T/locked.ledger
 : >"$LL"
+chmod 666 "$LL"   # jobs run as spillway-job when the test runs as root
 big=$(submit ml --gpus 2 -- sleep 1)
 wait_for "$big" running 5
 ql=$(submit ml --gpus 2 -- sh -c "echo start >>$LL")
@@ -152,6 +161,7 @@ cleanup_small() {
 trap cleanup_small EXIT
 LEDGER=$T/full.ledger
 : >"$LEDGER"
+chmod 666 "$LEDGER"   # jobs run as spillway-job when the test runs as root
 start_daemon "$T/serve.yaml" "$SMALL/state"
 ok $? "a daemon with its state dir on a 2 MiB tmpfs"
 big=$(submit ml --gpus 2 -- sleep 2)
