@@ -23,7 +23,17 @@ fi
 D=$(mktemp -d "${TMPDIR:-/tmp}/spw-cli-bench.XXXXXX") || exit 1
 TOKEN=bench-cli-token-0123456789
 PID=
+BLOCKER=
 cleanup() {
+    # The blocker job first (jobs outlive a stopped daemon by design), then
+    # the daemon, each by what it is.
+    if [ -n "$BLOCKER" ]; then
+        "$SPW" cancel "$BLOCKER" >/dev/null 2>&1
+        for _ in $(seq 100); do
+            "$SPW" show "$BLOCKER" -o json 2>/dev/null | grep -q '"state": *"cancelled"' && break
+            sleep 0.1
+        done
+    fi
     if [ -n "$PID" ]; then
         kill -TERM "$PID" 2>/dev/null
         wait "$PID" 2>/dev/null
@@ -62,7 +72,7 @@ fi
 echo "$TOKEN" >"$D/token"
 export SPILLWAY_URL=$URL SPILLWAY_TOKEN_FILE=$D/token
 # one job first, so the queue is not empty and the first submit is not special
-"$SPW" submit --gpus 1 --est-runtime 1h -- sleep 3600 >/dev/null || exit 1
+BLOCKER=$("$SPW" submit --gpus 1 --est-runtime 1h -- sleep 3600) || exit 1
 
 t0=$(date +%s.%N)
 for ((k = 0; k < N; k++)); do
