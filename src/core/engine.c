@@ -225,6 +225,12 @@ struct spw_engine {
     size_t nlfree, caplfree;
 };
 
+/* A job waiting for spot or cloud capacity is looked at again no sooner
+ * than this after the last look (seconds), so that a threshold reached in
+ * rounding dust cannot spin the engine.  The spot policies count it as the
+ * step between two decisions in their Safety Net slack. */
+#define RELOOK_S 1e-3
+
 #define GROW(arr, n, cap)                                                     \
     do {                                                                      \
         if ((n) == (cap)) {                                                   \
@@ -1188,7 +1194,7 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
     sj->deadline_s = j->deadline_s - j->submit_s;
     sj->restart_overhead_s = e->policy.restart_overhead_s + c->max_boot_s;
     sj->checkpoint_interval_s = j->checkpoint_interval_s;
-    sj->step_s = 0;
+    sj->step_s = RELOOK_S;
     if (!(sj->deadline_s > 0))
         return 0;
     v->inst = SPW_SPOT_IDLE;
@@ -1246,16 +1252,28 @@ static spw_spot_inst_t spot_choice(const spw_engine_t *e, const jclass_t *c, con
     if (d == SPW_SPOT_ONDEMAND)
         *by_deadline = 1;
     if (d == SPW_SPOT_IDLE) {
-        /* Greedy waits until the safety net; Uniform Progress also until
-         * it falls behind: done < elapsed x work / deadline. */
+        /* Greedy waits until the Safety Net; Uniform Progress also until
+         * it falls behind: done < elapsed x work / deadline.  A job waiting
+         * is looked at again no sooner than RELOOK_S from now
+         * (wait_capacity): when the Safety Net's time t comes before that,
+         * it fires now rather than at a re-look too late.  Otherwise the
+         * wake-up at t itself puts it on demand, by this same comparison,
+         * whatever rounding does to R(t) - C(t) there.  With the slack
+         * counting RELOOK_S as the step between decisions, an on-demand
+         * start comes at least that early: the explicit margin that keeps
+         * a deadline met when restart overhead and boot are 0. */
         double left = sj.work_s - v.done_s;
         double t = j->submit_s + sj.deadline_s - left - spw_spot_safety_slack_s(&sj);
-        if (pol == SPW_SPOT_POLICY_UNIFORM_PROGRESS) {
-            double tu = j->submit_s + v.done_s * sj.deadline_s / sj.work_s;
-            if (tu < t)
-                t = tu;
+        if (!(t >= now + RELOOK_S)) {
+            *by_deadline = 1;
+            return SPW_SPOT_ONDEMAND;
         }
-        *flip = nextafter(t, INFINITY);   /* at t itself it still waits */
+        if (pol == SPW_SPOT_POLICY_UNIFORM_PROGRESS) {
+            double tu = nextafter(j->submit_s + v.done_s * sj.deadline_s / sj.work_s, INFINITY);
+            if (tu < t)
+                t = tu;   /* at tu itself it is not behind yet */
+        }
+        *flip = t;
     }
     return d;
 }
@@ -1285,8 +1303,8 @@ static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now
         e->dirty = 1;
     }
     j->reason = SPW_REASON_WAIT_SPOT;
-    if (!(flip >= now + 1e-3))
-        flip = now + 1e-3;   /* at or near the threshold: look again just after */
+    if (!(flip >= now + RELOOK_S))
+        flip = now + RELOOK_S;   /* at or near the threshold: look again just after */
     if (flip < e->swait_next)
         e->swait_next = flip;
     if (!j->l->swait) {
@@ -2020,7 +2038,7 @@ static double deadline_burst_at(const spw_engine_t *e, const jclass_t *c, const 
             .deadline_s = j->deadline_s - j->submit_s,
             .restart_overhead_s = d,
             .checkpoint_interval_s = j->checkpoint_interval_s,
-            .step_s = 0,
+            .step_s = RELOOK_S,
         };
         margin = spw_spot_safety_slack_s(&sj);
     }
