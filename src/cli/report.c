@@ -119,6 +119,8 @@ static void json_governance(FILE *f, const spw_report_row_t *r)
         jnum(f, "cloud_usd", tm->cloud_usd, 0);
         jnum(f, "onprem_usd", tm->onprem_usd, 0);
         jnum(f, "egress_usd", tm->egress_usd, 0);
+        jnum(f, "cloud_egress_usd", tm->egress_usd - tm->onprem_egress_usd, 0);
+        jnum(f, "onprem_egress_usd", tm->onprem_egress_usd, 0);
         jnum(f, "egress_gb", tm->egress_gb, 0);
         jnum(f, "worst_period_usd", tm->worst_period_usd, 0);
         jnum(f, "budget_use", tm->budget_use, 1);
@@ -217,8 +219,8 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
             money(s->peak_cloud_usd_per_h, a, sizeof(a)), s->peak_cloud_gpus);
     if (!s->nteams && !s->team[0].jobs)
         return;
-    fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %10s\n", "team", "budget", "spend", "use",
-            "held", "rejected", "egress");
+    fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %21s %14s\n", "team", "budget", "spend", "use",
+            "held", "rejected", "cloud egress / cap", "on-prem egress");
     for (size_t k = 0; k <= s->nteams; k++) {
         if (!team_shown(s, k))
             continue;
@@ -230,12 +232,19 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
                      spw_period_name(ts->period));
             snprintf(use, sizeof(use), "%.1f%%", 100 * tm->budget_use);
         }
-        fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %10s\n", team_name(r, k), budget,
+        char eg[64], cap[32] = "-", d[32];
+        if (ts && isfinite(ts->max_egress_usd_per_month))
+            money(ts->max_egress_usd_per_month, cap, sizeof(cap));
+        snprintf(eg, sizeof(eg), "%s / %s",
+                 money(tm->egress_usd - tm->onprem_egress_usd, c, sizeof(c)), cap);
+        fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %21s %14s\n", team_name(r, k), budget,
                 money(tm->cloud_usd + tm->egress_usd, b, sizeof(b)), use, tm->jobs_held,
-                tm->jobs_rejected, money(tm->egress_usd, c, sizeof(c)));
+                tm->jobs_rejected, eg, money(tm->onprem_egress_usd, d, sizeof(d)));
     }
     fprintf(f, "  (spend: cloud compute + egress over the whole run; use: the fullest budget "
-               "period)\n");
+               "period;\n   cloud egress: egress and cache storage of cloud placements, under the "
+               "team's\n   max_cloud_egress_usd_per_month; on-prem egress: copies into pools, "
+               "paid, never capped)\n");
 }
 
 /* Whether a run used spot, lost capacity or had deadlines: the "spot and

@@ -862,6 +862,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->start_s = now + tr;
     j->transfer_s = tr;
     j->egress_usd += egress;
+    j->onprem_egress_usd += egress;
     j->egress_gb += gb;
     j->cost_usd += egress;
     if (gb > 0)

@@ -274,6 +274,8 @@ struct spw_job {
                                    on-prem or cloud compute, plus egress */
     double egress_usd;          /* egress and cache storage, all attempts */
     double egress_gb;           /* data moved, all attempts */
+    double onprem_egress_usd;   /* the part of egress_usd paid to copy data into
+                                   on-prem pools: outside every budget and cap */
     double transfer_s;          /* data transfer before the current attempt runs
                                    (included in start_s) */
     double reserved_usd;        /* worst case the current cloud placement holds

@@ -696,6 +696,7 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "monthly_usd", "weekly_usd", "on_exhausted",
                                        "max_cloud_usd_per_h", "max_cloud_gpus",
+                                       "max_cloud_egress_usd_per_month",
                                        "max_egress_usd_per_month", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (spw_ymap_check_keys(x->d, n, "a team", keys, err) < 0)
@@ -716,6 +717,14 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *mn = spw_ymap_get(n, "monthly_usd"), *wn = spw_ymap_get(n, "weekly_usd");
     if (mn && wn)
         return at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
+    /* The egress cap covers cloud placements only (copies into on-prem
+     * pools are paid and reported, not capped: docs/governance.md), hence
+     * its name; max_egress_usd_per_month is its old name, still read. */
+    const spw_ynode_t *en = spw_ymap_get(n, "max_cloud_egress_usd_per_month"),
+                      *on = spw_ymap_get(n, "max_egress_usd_per_month");
+    if (en && on)
+        return at(x, on, err, "team '%s': max_egress_usd_per_month is the old name of "
+                  "max_cloud_egress_usd_per_month; give only max_cloud_egress_usd_per_month", name);
     spw_team_spec_t t = {
         .line = n->line,
         .budget_usd = INFINITY,
@@ -727,7 +736,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     };
     if (usd_key(x, n, wn ? "weekly_usd" : "monthly_usd", 0, 0, &t.budget_usd, err) < 0 ||
         usd_key(x, n, "max_cloud_usd_per_h", 0, 1, &t.max_cloud_usd_per_h, err) < 0 ||
-        usd_key(x, n, "max_egress_usd_per_month", 0, 0, &t.max_egress_usd_per_month, err) < 0 ||
+        usd_key(x, n, on ? "max_egress_usd_per_month" : "max_cloud_egress_usd_per_month", 0, 0,
+                &t.max_egress_usd_per_month, err) < 0 ||
         count_key(x, n, "max_cloud_gpus", &t.max_cloud_gpus, err) < 0)
         return -1;
     const spw_ynode_t *ev = spw_ymap_get(n, "on_exhausted");

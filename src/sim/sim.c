@@ -871,6 +871,7 @@ static void summarize(sim_t *s)
         /* Money, GPU-hours and egress of every attempt, whatever became of
          * the job (compute was added up as attempts settled). */
         tm->egress_usd += j->egress_usd;
+        tm->onprem_egress_usd += j->onprem_egress_usd;
         tm->egress_gb += j->egress_gb;
         out->egress_usd += j->egress_usd;
         out->egress_gb += j->egress_gb;

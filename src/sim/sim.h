@@ -78,6 +78,9 @@ typedef struct spw_sim_team {
     double cloud_usd;            /* cloud compute, settled */
     double onprem_usd;           /* amortised on-prem compute */
     double egress_usd;           /* data egress and cache storage */
+    double onprem_egress_usd;    /* the part of egress_usd that copied data into
+                                    on-prem pools: not under the team's cloud
+                                    egress cap (egress_usd - this is) */
     double egress_gb;            /* data moved */
     double budget_use;           /* max over budget periods of the cloud + egress
                                     spend charged to the period / the budget;

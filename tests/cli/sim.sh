@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 49
+plan 54
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -297,6 +297,48 @@ run_spw "$T/sj0.json" "$T/sj0.err" sim --spot-job 4h --deadline 6h --spot-trace 
 json_check "$T/sj0.json" 'assert d["checkpoint"] == "none" and d["checkpoint_interval_s"] == 0, d'
 ok $? "--spot-job --checkpoint-interval 0 means restart from scratch"
 
+# The egress cap covers cloud placements only.  Dataset cds lives only in
+# aws:us-west-2 ($0.09/GB out), 50 GB: a job on-prem copies it into the pool
+# ($4.50, never capped); a burst to us-east-1 copies it there ($4.50, under
+# team ml's $5 max_cloud_egress_usd_per_month, so only one such copy a month).
+cat >"$T/egress.yaml" <<'YAML'
+onprem:
+  - {name: dc, nodes: 1, gpus_per_node: 2, gpu: A100, cost_usd_per_gpu_h: 1.0}
+cloud: {offers: offers.csv, boot_delay_s: 0}
+policy: {wait: none}
+teams:
+  - {name: ml, max_cloud_egress_usd_per_month: 5, on_exhausted: onprem_only}
+data:
+  cache_ttl_s: 0
+  datasets:
+    - {name: cds, size_gb: 50, home: "aws:us-west-2"}
+sim: {start: 2026-11-01T00:00:00Z}
+YAML
+"$SPW" gen --jobs 40 --rate 60 --runtime exp:3600 --gpus 1:1 --seed 5 |
+    awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "team", "data"; next } { print $0, "ml", "cds" }' \
+    >"$T/egress-jobs.csv"
+run_spw "$T/eg.json" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress.yaml" --gravity off -o json -q
+json_check "$T/eg.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert abs(t["cloud_egress_usd"] + t["onprem_egress_usd"] - t["egress_usd"]) < 1e-9, t
+assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t
+assert t["onprem_egress_usd"] > 5, t'
+ok $? "max_cloud_egress_usd_per_month holds cloud egress to \$5; copies into the pool are reported apart, uncapped"
+run_spw "$T/eg.txt" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress.yaml" --gravity off -q
+grep -E '^  ml .* \$4\.50 / \$5\.00 +\$[0-9.]+$' "$T/eg.txt" >/dev/null &&
+    contains "$T/eg.txt" "on-prem egress: copies into pools, paid, never capped"
+ok $? "the team table shows cloud egress against its cap and on-prem egress apart"
+sed 's/max_cloud_egress_usd_per_month/max_egress_usd_per_month/' "$T/egress.yaml" >"$T/egress-old.yaml"
+run_spw "$T/ego.json" "$T/ego.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress-old.yaml" --gravity off -o json -q
+json_check "$T/ego.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t'
+ok $? "the old name max_egress_usd_per_month is still read as the same cap"
+sed 's/max_cloud_egress_usd_per_month: 5/max_cloud_egress_usd_per_month: 5, max_egress_usd_per_month: 5/' \
+    "$T/egress.yaml" >"$T/egress-both.yaml"
+fails_with "both names of the egress cap are refused" "give only max_cloud_egress_usd_per_month" \
+    sim --trace "$T/egress-jobs.csv" --config "$T/egress-both.yaml"
+
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then
     "$SPW" gen --jobs 300 --rate 30 --runtime lognormal:1800:1.2 --seed 4 |
@@ -313,7 +355,18 @@ teams = [t["team"] for t in d["governance"]["teams"]]
 assert [t for t in teams if t] == ["ml", "cv", "research"], teams
 assert d["governance"]["active"]'
     ok $? "sim with examples/governance.yaml: teams ml, cv, research in the JSON"
+    # The row of issue 12: team ml's egress ($287.50) over its $200 cap.
+    # All of it copies laion-subset into the pools; its cloud egress is
+    # under the cap.
+    run_spw "$T/tj.json" "$T/tj.err" sim --trace examples/team-jobs.csv \
+        --config examples/governance.yaml -o json -q
+    json_check "$T/tj.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert t["cloud_egress_usd"] <= 200 + 1e-9, t
+assert abs(t["onprem_egress_usd"] - 287.5) < 1e-6, t'
+    ok $? "examples/governance.yaml + team-jobs.csv: ml cloud egress within its \$200 cap, \$287.50 on-prem egress apart"
 else
+    skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
     skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
 fi
 
