@@ -223,7 +223,7 @@ void spw_job_reset(spw_job_t *j)
     j->instances = 0;
     j->placed_s = j->start_s = j->end_s = NAN;
     j->cost_usd = 0;
-    j->egress_usd = j->egress_gb = j->transfer_s = 0;
+    j->egress_usd = j->egress_gb = j->transfer_s = j->onprem_egress_usd = 0;
     j->reserved_usd = 0;
     j->charge_s = NAN;
     j->held = 0;
