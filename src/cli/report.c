@@ -63,9 +63,11 @@ static void jstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Everything the run cost: cloud compute, every owned GPU for the whole
+ * run (used or idle), and egress. */
 static double total_usd(const spw_sim_summary_t *s)
 {
-    return s->cloud_cost_usd + s->onprem_cost_usd + s->egress_usd;
+    return s->cloud_cost_usd + s->owned_cost_usd + s->egress_usd;
 }
 
 /* Team k of the summary (0 = no team) has something to show. */
@@ -166,8 +168,13 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jint(f, "jobs_backfilled", s->jobs_backfilled);
     jnum(f, "cloud_cost_usd", s->cloud_cost_usd, 0);
     jnum(f, "onprem_cost_usd", s->onprem_cost_usd, 0);
+    jnum(f, "owned_cost_usd", s->owned_cost_usd, 0);
+    jnum(f, "owned_used_usd", s->owned_used_usd, 0);
+    jnum(f, "owned_idle_usd", s->owned_idle_usd, 0);
     jnum(f, "egress_usd", s->egress_usd, 0);
     jnum(f, "total_cost_usd", total_usd(s), 0);
+    jnum(f, "useful_gpu_hours", s->useful_gpu_hours, 0);
+    jnum(f, "cost_per_useful_gpu_h", s->cost_per_useful_gpu_h, 0);
     jnum(f, "cloud_gpu_hours", s->cloud_gpu_hours, 0);
     jnum(f, "onprem_gpu_hours", s->onprem_gpu_hours, 0);
     jnum(f, "wait_mean_s", s->wait_mean_s, 0);
@@ -305,13 +312,19 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
         fprintf(f, " (%zu backfilled)", s->jobs_backfilled);
     fprintf(f, "\n");
     if (s->egress_usd > 0)
-        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) + %s egress = %s\n", "cost",
-                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+        fprintf(f, "  %-22s %s cloud + %s on-prem owned + %s egress = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->owned_cost_usd, b, sizeof(b)),
                 money(s->egress_usd, d, sizeof(d)), money(total_usd(s), c, sizeof(c)));
     else
-        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) = %s\n", "cost",
-                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+        fprintf(f, "  %-22s %s cloud + %s on-prem owned = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->owned_cost_usd, b, sizeof(b)),
                 money(total_usd(s), c, sizeof(c)));
+    if (s->onprem_gpus)
+        fprintf(f, "  %-22s %s used by jobs, %s idle (every owned GPU, for the makespan)\n",
+                "on-prem owned", money(s->owned_used_usd, a, sizeof(a)),
+                money(s->owned_idle_usd, b, sizeof(b)));
+    fprintf(f, "  %-22s %s (%.0f GPU-hours of work done)\n", "per useful GPU-hour",
+            money(s->cost_per_useful_gpu_h, a, sizeof(a)), s->useful_gpu_hours);
     fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
             s->onprem_gpu_hours);
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
@@ -356,7 +369,8 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
     ROW("jobs on-prem", CELL("%zu", s->jobs_onprem));
     ROW("jobs to cloud", CELL("%zu", s->jobs_cloud));
     ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
-    ROW("on-prem cost", money(s->onprem_cost_usd, a, sizeof(a)));
+    ROW("on-prem owned", money(s->owned_cost_usd, a, sizeof(a)));
+    ROW("  of it idle", money(s->owned_idle_usd, a, sizeof(a)));
     int gov = 0, egress = 0, spot = 0, deadline = 0;
     for (size_t i = 0; i < n; i++) {
         gov |= rows[i].sum.gov;
@@ -369,6 +383,7 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
         ROW("egress cost", money(s->egress_usd, a, sizeof(a)));
     }
     ROW("total cost", money(total_usd(s), a, sizeof(a)));
+    ROW("$ / useful GPU-h", money(s->cost_per_useful_gpu_h, a, sizeof(a)));
     ROW("cloud GPU-hours", CELL("%.0f", s->cloud_gpu_hours));
     ROW("wait mean", human_s(s->wait_mean_s, a, sizeof(a)));
     ROW("wait p50", human_s(s->wait_p50_s, a, sizeof(a)));

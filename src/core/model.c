@@ -183,6 +183,48 @@ void spw_pool_spec_clear(spw_pool_spec_t *p)
     p->node_gpus = NULL;
 }
 
+/* Hours in a year (365.25 days) and in a month (a twelfth of that). */
+#define YEAR_H 8766.0
+#define MONTH_H (YEAR_H / 12)
+
+double spw_owned_busy_usd_per_gpu_h(const spw_owned_cost_t *m, double gpus_per_node)
+{
+    double capital = m->years > 0 ? m->price_usd_per_gpu / (m->years * YEAR_H) : 0;
+    double power = m->gpu_busy_w / 1000.0 * m->pue * m->usd_per_kwh;
+    double node = gpus_per_node > 0 ? m->node_usd_per_month / MONTH_H / gpus_per_node : 0;
+    return capital + power + node;
+}
+
+void spw_pool_owned_cost(const spw_pool_spec_t *p, double hours_h, double busy_gpu_h,
+                         spw_owned_split_t *out)
+{
+    double gpus = 0;
+    for (uint32_t k = 0; k < p->nnodes; k++)
+        gpus += p->node_gpus[k];
+    if (!(hours_h > 0) || !(gpus > 0)) {
+        *out = (spw_owned_split_t){0};
+        return;
+    }
+    double all_gpu_h = gpus * hours_h;
+    if (!(busy_gpu_h > 0))
+        busy_gpu_h = 0;
+    if (busy_gpu_h > all_gpu_h)
+        busy_gpu_h = all_gpu_h;
+    double idle_gpu_h = all_gpu_h - busy_gpu_h;
+    if (!p->has_owned) {
+        out->used_usd = busy_gpu_h * p->cost_usd_per_gpu_h;
+        out->idle_usd = idle_gpu_h * p->cost_usd_per_gpu_h;
+    } else {
+        const spw_owned_cost_t *m = &p->owned;
+        double capital = m->years > 0 ? m->price_usd_per_gpu / (m->years * YEAR_H) : 0;
+        double node_per_gpu_h = m->node_usd_per_month * p->nnodes / MONTH_H / gpus;
+        double kwh_usd = m->pue * m->usd_per_kwh / 1000.0;
+        out->used_usd = busy_gpu_h * (capital + node_per_gpu_h + m->gpu_busy_w * kwh_usd);
+        out->idle_usd = idle_gpu_h * (capital + node_per_gpu_h + m->gpu_idle_w * kwh_usd);
+    }
+    out->total_usd = out->used_usd + out->idle_usd;
+}
+
 void spw_fleet_init(spw_fleet_t *f)
 {
     memset(f, 0, sizeof(*f));

@@ -131,14 +131,60 @@ void spw_policy_default(spw_policy_t *p);
 
 /* ---- Fleet -------------------------------------------------------------- */
 
+/* What owning a pool costs, used or not (the `owned:` map of a pool,
+ * docs/config.md "On-prem cost").  All zero = not given: the pool's
+ * cost_usd_per_gpu_h alone is the amortised price of owning one GPU for an
+ * hour (the simple form). */
+typedef struct spw_owned_cost {
+    double price_usd_per_gpu;    /* purchase price of one GPU with its share of
+                                    the server, network and installation */
+    double years;                /* the purchase is spread evenly over this many
+                                    years (8,766 hours each), > 0 when priced */
+    double gpu_busy_w;           /* draw of one busy GPU with its share of the
+                                    server, watts */
+    double gpu_idle_w;           /* draw of one idle GPU likewise, watts */
+    double pue;                  /* power usage effectiveness of the site, >= 1
+                                    (facility power / IT power) */
+    double usd_per_kwh;          /* price of electricity */
+    double node_usd_per_month;   /* space, cooling contract, network and
+                                    operations of one node per month (730.5 h) */
+} spw_owned_cost_t;
+
 /* One on-prem pool: fixed nodes with a GPU count each. */
 typedef struct spw_pool_spec {
     char *name;                 /* owned; unique in the fleet */
     uint32_t nnodes;            /* nodes in the pool, > 0 */
     uint16_t *node_gpus;        /* owned; GPUs of each node, > 0 */
     int model;                  /* index in the fleet's models, -1 = unspecified (accepts any job) */
-    double cost_usd_per_gpu_h;  /* amortised cost of owning one GPU for an hour */
+    double cost_usd_per_gpu_h;  /* amortised cost of owning one GPU for an hour;
+                                   with an owned model, what one busy GPU-hour
+                                   costs under it (spw_owned_busy_usd_per_gpu_h),
+                                   which prices a job's on-prem attempts */
+    int has_owned;              /* owned below was given */
+    spw_owned_cost_t owned;     /* the owned-capacity model, when has_owned */
 } spw_pool_spec_t;
+
+/* What a pool cost over a stretch of time: every GPU owned for all of it,
+ * split into the part its jobs used and the part that stood idle. */
+typedef struct spw_owned_split {
+    double total_usd;           /* used_usd + idle_usd */
+    double used_usd;            /* the busy GPU-hours' share: their capital,
+                                   busy power and node costs */
+    double idle_usd;            /* the rest: idle GPUs' capital, idle power and
+                                   node costs */
+} spw_owned_split_t;
+
+/* The cost of one busy GPU-hour of an owned model: capital per hour, busy
+ * power x PUE, and the node costs shared over the node's GPUs. */
+double spw_owned_busy_usd_per_gpu_h(const spw_owned_cost_t *m, double gpus_per_node);
+
+/* What pool p cost over hours_h hours in which its jobs held busy_gpu_h
+ * GPU-hours (clamped to 0 .. GPUs x hours_h).  The simple form prices every
+ * GPU-hour, busy or idle, at cost_usd_per_gpu_h; an owned model adds power
+ * at busy or idle draw and the node costs.  The same function serves the
+ * simulator's summary and the daemon's costs. */
+void spw_pool_owned_cost(const spw_pool_spec_t *p, double hours_h, double busy_gpu_h,
+                         spw_owned_split_t *out);
 
 /* One purchasable cloud shape. */
 typedef struct spw_offer {

@@ -238,13 +238,14 @@ static int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt,
 }
 
 static int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
+static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
 
 /* One pool (or the pools of one node list), then its mtbf / mttr. */
 static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
-                                       "cost_usd_per_gpu_h", "nodes_from", "mtbf", "mttr",
-                                       NULL};
+                                       "cost_usd_per_gpu_h", "owned", "nodes_from", "mtbf",
+                                       "mttr", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
         return -1;
@@ -314,7 +315,7 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
 static int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     size_t start = x->cfg->fleet.npools;
-    if (pool_fleet(x, n, idx, err) < 0)
+    if (pool_fleet(x, n, idx, err) < 0 || pool_owned(x, n, start, err) < 0)
         return -1;
     return pool_rates(x, n, start, err);
 }
@@ -611,6 +612,67 @@ static int usd_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, i
         return at(x, v, err, "%s must be %s %g dollars", key, strict ? "more than" : "at least",
                   lo);
     *out = d;
+    return 0;
+}
+
+/* A number at key of map n, >= lo (> lo when strict), left as it is when
+ * absent; what names the unit for the message. */
+static int owned_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, int strict,
+                   const char *what, double *out, spw_error_t *err)
+{
+    const spw_ynode_t *v = spw_ymap_get(n, key);
+    if (!v)
+        return 0;
+    double d;
+    if (spw_ynode_double(x->d, v, key, &d, err) < 0)
+        return -1;
+    if (!isfinite(d) || (strict ? !(d > lo) : !(d >= lo)))
+        return at(x, v, err, "%s must be %s %g (%s)", key, strict ? "more than" : "at least", lo,
+                  what);
+    *out = d;
+    return 0;
+}
+
+/* The owned: map of the pool(s) just added from start on: what owning them
+ * costs, used or not (docs/config.md "On-prem cost"). */
+static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
+{
+    static const char *const keys[] = {"price_usd_per_gpu", "years", "gpu_busy_w", "gpu_idle_w",
+                                       "pue", "usd_per_kwh", "node_usd_per_month", NULL};
+    const spw_ynode_t *o = spw_ymap_get(n, "owned");
+    if (!o)
+        return 0;
+    spw_fleet_t *f = &x->cfg->fleet;
+    const char *name = start < f->npools ? f->pools[start].name : "?";
+    if (spw_ymap_get(n, "cost_usd_per_gpu_h"))
+        return at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
+                  "pool '%s': give cost_usd_per_gpu_h (the simple form: an amortised price per "
+                  "GPU-hour) or owned: (purchase, power, space), not both", name);
+    if (spw_ymap_check_keys(x->d, o, "an owned: map", keys, err) < 0)
+        return -1;
+    spw_owned_cost_t m = {.years = 4, .pue = 1.0};
+    if (owned_key(x, o, "price_usd_per_gpu", 0, 0, "dollars", &m.price_usd_per_gpu, err) < 0 ||
+        owned_key(x, o, "years", 0, 1, "years the purchase is spread over", &m.years, err) < 0 ||
+        owned_key(x, o, "gpu_busy_w", 0, 0, "watts", &m.gpu_busy_w, err) < 0 ||
+        owned_key(x, o, "gpu_idle_w", 0, 0, "watts", &m.gpu_idle_w, err) < 0 ||
+        owned_key(x, o, "pue", 1, 0, "facility power / IT power", &m.pue, err) < 0 ||
+        owned_key(x, o, "usd_per_kwh", 0, 0, "dollars per kWh", &m.usd_per_kwh, err) < 0 ||
+        owned_key(x, o, "node_usd_per_month", 0, 0, "dollars per node and month",
+                &m.node_usd_per_month, err) < 0)
+        return -1;
+    if (m.gpu_idle_w > m.gpu_busy_w && spw_ymap_get(o, "gpu_busy_w"))
+        return at(x, spw_ymap_get(o, "gpu_idle_w"), err,
+                  "pool '%s': gpu_idle_w (%g W) is more than gpu_busy_w (%g W)", name,
+                  m.gpu_idle_w, m.gpu_busy_w);
+    for (size_t i = start; i < f->npools; i++) {
+        spw_pool_spec_t *p = &f->pools[i];
+        double gpus = 0;
+        for (uint32_t k = 0; k < p->nnodes; k++)
+            gpus += p->node_gpus[k];
+        p->has_owned = 1;
+        p->owned = m;
+        p->cost_usd_per_gpu_h = spw_owned_busy_usd_per_gpu_h(&m, gpus / p->nnodes);
+    }
     return 0;
 }
 

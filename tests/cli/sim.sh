@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 54
+plan 59
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -131,7 +131,7 @@ for t in g["teams"]:
         assert k in t, (t["team"], k)
 assert sum(t["jobs"] for t in g["teams"]) == d["jobs"] == 60
 assert d["jobs_onprem"] + d["jobs_cloud"] + g["jobs_rejected"] == 60
-assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["onprem_cost_usd"] - d["egress_usd"]) < 1e-6'
+assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["owned_cost_usd"] - d["egress_usd"]) < 1e-6'
 ok $? "-o json: governance section with every key, one entry per team (null = no team)"
 json_check "$T/g.json" '
 t = [t for t in d["governance"]["teams"] if t["team"] == "tight"][0]
@@ -338,6 +338,56 @@ sed 's/max_cloud_egress_usd_per_month: 5/max_cloud_egress_usd_per_month: 5, max_
     "$T/egress.yaml" >"$T/egress-both.yaml"
 fails_with "both names of the egress cap are refused" "give only max_cloud_egress_usd_per_month" \
     sim --trace "$T/egress-jobs.csv" --config "$T/egress-both.yaml"
+
+# On-prem cost: the owned model and the simple form.  The pool of
+# docs/config.md's example (8 x 8 GPUs): a busy GPU-hour is $1.0554, an idle
+# one $0.9579; the same trace on 8 and on 80 nodes (simple form, $1.10).
+cat >"$T/owned.yaml" <<'YAML'
+onprem:
+  - name: dc1
+    nodes: 8
+    gpus_per_node: 8
+    owned: {price_usd_per_gpu: 25000, years: 4, gpu_busy_w: 800, gpu_idle_w: 150, pue: 1.5,
+            usd_per_kwh: 0.10, node_usd_per_month: 1300}
+policy: {wait: never}
+YAML
+run_spw "$T/ow.json" "$T/ow.err" sim --trace "$T/jobs.csv" --config "$T/owned.yaml" -o json -q
+json_check "$T/ow.json" '
+busy = 25000 / (4 * 8766) + 1300 / 730.5 / 8 + 0.8 * 1.5 * 0.10
+idle = busy - (0.8 - 0.15) * 1.5 * 0.10
+h = d["makespan_s"] / 3600
+used = d["onprem_cost_usd"] / busy
+assert abs(d["owned_used_usd"] - d["onprem_cost_usd"]) < 1e-6 * d["owned_used_usd"], d
+assert abs(d["owned_idle_usd"] - (64 * h - used) * idle) < 1e-6 * d["owned_idle_usd"], d
+assert abs(d["owned_cost_usd"] - d["owned_used_usd"] - d["owned_idle_usd"]) < 1e-6
+assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["owned_cost_usd"] - d["egress_usd"]) < 1e-6
+assert abs(d["cost_per_useful_gpu_h"] * d["useful_gpu_hours"] - d["total_cost_usd"]) < 1e-6'
+ok $? "owned: model: used GPU-hours at the busy rate, the rest at the idle rate, every GPU for the makespan"
+sed 's/^    nodes: 8$/    nodes: NODES/; s/^    owned: .*/    cost_usd_per_gpu_h: 1.10/; /^            usd_per_kwh/d' \
+    "$T/owned.yaml" >"$T/simple.tmpl"
+sed 's/NODES/8/' "$T/simple.tmpl" >"$T/s8.yaml"
+sed 's/NODES/80/' "$T/simple.tmpl" >"$T/s80.yaml"
+run_spw "$T/s8.json" "$T/s8.err" sim --trace "$T/jobs.csv" --config "$T/s8.yaml" -o json -q
+run_spw "$T/s80.json" "$T/s80.err" sim --trace "$T/jobs.csv" --config "$T/s80.yaml" -o json -q
+python3 - "$T/s8.json" "$T/s80.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert abs(a["onprem_cost_usd"] - b["onprem_cost_usd"]) < 1e-6, (a["onprem_cost_usd"], b["onprem_cost_usd"])
+assert abs(a["owned_cost_usd"] - 64 * 1.10 * a["makespan_s"] / 3600) < 1e-4, a["owned_cost_usd"]
+assert abs(b["owned_cost_usd"] - 640 * 1.10 * b["makespan_s"] / 3600) < 1e-4, b["owned_cost_usd"]
+assert b["owned_cost_usd"] > 5 * a["owned_cost_usd"], (a["owned_cost_usd"], b["owned_cost_usd"])
+PY
+ok $? "64 vs 640 owned GPUs, wait never: the same GPU-hours used, ten times the GPUs cost more"
+"$SPW" sim --trace "$T/jobs.csv" --config "$T/s8.yaml" -q >"$T/s8.txt" 2>&1 &&
+    contains "$T/s8.txt" "on-prem owned" && contains "$T/s8.txt" "idle (every owned GPU" &&
+    contains "$T/s8.txt" "per useful GPU-hour"
+ok $? "the table shows owned cost, used vs idle, and the cost per useful GPU-hour"
+sed 's/^    owned: {/    cost_usd_per_gpu_h: 1\n    owned: {/' "$T/owned.yaml" >"$T/both.yaml"
+fails_with "cost_usd_per_gpu_h and owned: do not mix" "not both" \
+    sim --trace "$T/jobs.csv" --config "$T/both.yaml"
+sed 's/pue: 1.5/pue: 0.9/' "$T/owned.yaml" >"$T/pue.yaml"
+fails_with "a PUE below 1 is refused with its line" "pue.yaml:5:" \
+    sim --trace "$T/jobs.csv" --config "$T/pue.yaml"
 
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then

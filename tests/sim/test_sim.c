@@ -167,6 +167,13 @@ static void test_hand_scenario(void)
     is(s.jobs_backfilled, 0, "hand: jobs_backfilled");
     is_double(s.cloud_cost_usd, 9.0, 1e-9, "hand: cloud_cost_usd");
     is_double(s.onprem_cost_usd, 5.0, 1e-9, "hand: onprem_cost_usd");
+    /* Owned: 4 GPUs x $1 x 7960 s, used or not; 5 GPU-h of it used. */
+    is_double(s.owned_cost_usd, 4 * 7960 / 3600.0, 1e-9, "hand: owned_cost_usd 4 GPUs x 7960 s");
+    is_double(s.owned_used_usd, 5.0, 1e-9, "hand: owned_used_usd = the used GPU-hours");
+    is_double(s.owned_idle_usd, 4 * 7960 / 3600.0 - 5, 1e-9, "hand: owned_idle_usd the rest");
+    is_double(s.useful_gpu_hours, 8.0, 1e-9, "hand: useful GPU-hours 4 + 1 + 2 + 1");
+    is_double(s.cost_per_useful_gpu_h, (9.0 + 4 * 7960 / 3600.0) / 8, 1e-9,
+              "hand: cost per useful GPU-hour (cloud + owned) / 8");
     is_double(s.cloud_gpu_hours, 3.0, 1e-9, "hand: cloud_gpu_hours (2 x 0.5 + 1 x 2)");
     is_double(s.onprem_gpu_hours, 5.0, 1e-9, "hand: onprem_gpu_hours (4 x 1 + 2 x 0.5)");
     is_double(s.wait_mean_s, 480, 1e-9, "hand: wait_mean_s (0+660+660+600)/4");
@@ -859,6 +866,71 @@ static void test_random_properties(void)
        ncloud, nunsched);
 }
 
+
+/* ---- owned capacity costs money, used or not ----------------------------------------- */
+
+/* One node of 2 GPUs under an owned model priced to round numbers: capital
+ * $1 per GPU-hour (35,064 over 4 years of 8,766 h), node costs $730.50 a
+ * month = $1 per node-hour = $0.50 per GPU-hour, power at PUE 2 and
+ * $0.10/kWh: 500 W busy = $0.10 per GPU-hour, 100 W idle = $0.02.  One job
+ * of 1 GPU for an hour: 1 busy GPU-hour ($1.60) and 1 idle ($1.52). */
+static void test_owned_model(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "dc", 1, 2, NULL, 0);
+    f.pools[0].has_owned = 1;
+    f.pools[0].owned = (spw_owned_cost_t){.price_usd_per_gpu = 35064, .years = 4,
+                                          .gpu_busy_w = 500, .gpu_idle_w = 100, .pue = 2,
+                                          .usd_per_kwh = 0.10, .node_usd_per_month = 730.5};
+    f.pools[0].cost_usd_per_gpu_h = spw_owned_busy_usd_per_gpu_h(&f.pools[0].owned, 2);
+    is_double(f.pools[0].cost_usd_per_gpu_h, 1.6, 1e-12, "owned: a busy GPU-hour is $1.60");
+    spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
+    spw_job_t j[1];
+    double rt[1] = {3600};
+    job_init(&j[0], "a", 0, 3600, 1, 0);
+    spw_sim_summary_t s;
+    spw_error_t err;
+    ok(spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err) == 0, "owned: runs");
+    is_double(j[0].cost_usd, 1.6, 1e-9, "owned: the job's attempt costs its busy GPU-hour");
+    is_double(s.owned_used_usd, 1.6, 1e-9, "owned: used $1.60 = capital 1 + node 0.5 + 500 W");
+    is_double(s.owned_idle_usd, 1.52, 1e-9, "owned: idle $1.52 = capital 1 + node 0.5 + 100 W");
+    is_double(s.owned_cost_usd, 3.12, 1e-9, "owned: the pool costs $3.12 for the hour");
+    is_double(s.cost_per_useful_gpu_h, 3.12, 1e-9, "owned: $3.12 per useful GPU-hour");
+    spw_fleet_clear(&f);
+
+    /* The same trace on 4 and on 40 owned GPUs at the same price per GPU:
+     * the same work is done and used, but owning ten times the GPUs costs
+     * about ten times as much (issue 12: 32 vs 320 GPUs cost the same). */
+    double owned[2], used[2];
+    for (int k = 0; k < 2; k++) {
+        spw_fleet_init(&f);
+        add_pool(&f, "dc", k ? 10 : 1, 4, NULL, 1.0);
+        add_offer(&f, NULL, 1, 3.0, 60);
+        spw_job_t jj[20];
+        double rr[20];
+        char id[20][8];
+        for (int i = 0; i < 20; i++) {
+            snprintf(id[i], sizeof(id[i]), "j%d", i);
+            rr[i] = 1800 + 300 * (i % 5);
+            job_init(&jj[i], id[i], 60.0 * i, rr[i], 1, (uint32_t)i);
+        }
+        spw_policy_t q = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "never");
+        spw_sim_run(&f, &q, jj, rr, 20, NULL, &s, &err);
+        owned[k] = s.owned_cost_usd;
+        used[k] = s.owned_used_usd;
+        is_double(s.owned_used_usd, s.onprem_cost_usd, 1e-9,
+                  "owned %d GPUs: the used share is the used GPU-hours' cost", k ? 40 : 4);
+        is_double(s.owned_cost_usd, (k ? 40 : 4) * s.makespan_s / 3600.0, 1e-9,
+                  "owned %d GPUs: every GPU for the makespan", k ? 40 : 4);
+        spw_fleet_clear(&f);
+    }
+    is_double(used[0], used[1], 1e-9, "4 vs 40 GPUs: the same GPU-hours used ($%.2f)", used[0]);
+    ok(owned[1] > 2 * owned[0], "4 vs 40 GPUs: owning more costs more ($%.2f vs $%.2f)", owned[0],
+       owned[1]);
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -866,5 +938,6 @@ int main(void)
     test_edges();
     test_quantile();
     test_random_properties();
+    test_owned_model();
     return done_testing();
 }
