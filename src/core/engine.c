@@ -128,6 +128,7 @@ static void pool_set_free(pool_t *p, uint32_t node, uint16_t f)
 typedef struct jclass {
     uint32_t gpus;           /* demand */
     uint64_t mask;           /* acceptable models, 0 = any */
+    uint32_t per_node;       /* spw_job_t.gpus_per_node: 0 = one node only */
     uint32_t profile;        /* governance profile: where its rules let it run */
     uint32_t data;           /* dataset + 1 it reads; 0 = none */
     uint32_t *pools;         /* eligible on-prem pools: fleet order, the pools
@@ -174,6 +175,8 @@ struct spw_engine {
     spw_policy_t policy;
     pool_t *pools;
     size_t npools;
+    double *offer_speed;          /* per fleet offer: spw_fleet_speed of its GPU */
+    double *pool_speed;           /* per fleet pool: likewise */
     jclass_t *cls;                /* demand classes */
     size_t ncls, capcls;
     uint32_t *cls_hash;           /* open addressing: class index + 1, 0 = empty */
@@ -462,20 +465,56 @@ static double data_cost(const spw_engine_t *e, uint32_t data, int pool, int offe
     return spw_govrt_data_cost(e->gov, (int)data - 1, pool, offer, now, gb, transfer_s);
 }
 
-static const spw_engine_t *sort_engine;   /* qsort has no context argument */
-static const jclass_t *sort_class;
-static int sort_spot;                     /* order by spot price */
-
-static int offer_cmp(const void *a, const void *b)
+/* What one unit of work costs on offer o for class c, per hour of the
+ * reference GPU: its price per hour over its speed.  Offers are ranked by
+ * it, so the cheapest offer is the cheapest for the work, not per hour. */
+static double offer_work_usd_h(const spw_engine_t *e, const jclass_t *c, uint32_t oi, int spot)
 {
-    const spw_offer_t *oa = &sort_engine->fleet->offers[*(const uint32_t *)a];
-    const spw_offer_t *ob = &sort_engine->fleet->offers[*(const uint32_t *)b];
-    double pa = offer_usd_h(oa, sort_class->gpus, sort_spot);
-    double pb = offer_usd_h(ob, sort_class->gpus, sort_spot);
-    if (pa != pb)
-        return pa < pb ? -1 : 1;
-    uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-    return ia < ib ? -1 : ia > ib;
+    return offer_usd_h(&e->fleet->offers[oi], c->gpus, spot) / e->offer_speed[oi];
+}
+
+/* Sorts v[0..n) by offer_work_usd_h, then index (a stable merge sort with
+ * its context passed in: engines may run in parallel threads). */
+static void sort_offers(const spw_engine_t *e, const jclass_t *c, uint32_t *v, uint32_t n,
+                        int spot)
+{
+    if (n < 2)
+        return;
+    double *key = spw_xmalloc(n * sizeof(double));
+    uint32_t *tmp = spw_xmalloc(n * sizeof(uint32_t));
+    double *ktmp = spw_xmalloc(n * sizeof(double));
+    for (uint32_t i = 0; i < n; i++)
+        key[i] = offer_work_usd_h(e, c, v[i], spot);
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t a = lo, b = mid, k = lo;
+            while (a < mid || b < hi) {
+                int take_a = b >= hi || (a < mid && (key[a] < key[b] ||
+                                                     (key[a] == key[b] && v[a] <= v[b])));
+                uint32_t from = take_a ? a++ : b++;
+                tmp[k] = v[from];
+                ktmp[k++] = key[from];
+            }
+        }
+        memcpy(v, tmp, n * sizeof(uint32_t));
+        memcpy(key, ktmp, n * sizeof(double));
+    }
+    free(key);
+    free(tmp);
+    free(ktmp);
+}
+
+/* Whether offer o can hold class c's gang: one instance with all its GPUs;
+ * several only when the job may span nodes of at least per_node GPUs
+ * (instances of one offer are in one zone).  A flat-price offer (no GPU
+ * model: the simulator's price model, not real instances) is priced per
+ * GPU and takes any job. */
+static int offer_fits_gang(const spw_offer_t *o, const jclass_t *c)
+{
+    if (o->model < 0 || c->gpus <= o->gpus)
+        return 1;
+    return c->per_node > 0 && o->gpus >= c->per_node;
 }
 
 static int bit(const uint64_t *set, size_t i)
@@ -522,7 +561,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     size_t noffers = e->policy.wait.kind == SPW_WAIT_NEVER ? 0 : e->fleet->noffers;
     for (size_t i = 0; i < noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
-        if (!offer_accepts(e, o, c->mask))
+        if (!offer_accepts(e, o, c->mask) || !offer_fits_gang(o, c))
             continue;
         c->any_offer = 1;
         if (bit(pr->offers, i) && !isnan(offer_usd_h(o, c->gpus, c->spot)))
@@ -530,10 +569,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
         else
             c->denied = 1;
     }
-    sort_engine = e;
-    sort_class = c;
-    sort_spot = c->spot;
-    qsort(c->offers, c->noffers, sizeof(uint32_t), offer_cmp);
+    sort_offers(e, c, c->offers, c->noffers, c->spot);
     /* The offers it may buy spot on, cheapest spot first. */
     c->soffers = spw_xmalloc((c->noffers ? c->noffers : 1) * sizeof(uint32_t));
     c->nsoffers = 0;
@@ -545,8 +581,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
         if (o->boot_delay_s > c->max_boot_s)
             c->max_boot_s = o->boot_delay_s;
     }
-    sort_spot = 1;
-    qsort(c->soffers, c->nsoffers, sizeof(uint32_t), offer_cmp);
+    sort_offers(e, c, c->soffers, c->nsoffers, 1);
     c->same_boot = 1;
     for (uint32_t k = 1; k < c->noffers; k++)
         c->same_boot &= e->fleet->offers[c->offers[k]].boot_delay_s ==
@@ -565,15 +600,16 @@ static inline uint64_t class_key(uint32_t gpus, uint64_t mask, uint32_t profile,
 }
 
 static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t profile,
-                         uint32_t data)
+                         uint32_t data, uint32_t per_node)
 {
-    size_t i = hash32(class_key(gpus, mask, profile, data)) & (e->hash_cap - 1);
+    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node) & (e->hash_cap - 1);
     for (;; i = (i + 1) & (e->hash_cap - 1)) {
         uint32_t v = e->cls_hash[i];
         if (!v)
             break;
         jclass_t *c = &e->cls[v - 1];
-        if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data)
+        if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data &&
+            c->per_node == per_node)
             return v - 1;
     }
     GROW(e->cls, e->ncls, e->capcls);
@@ -581,6 +617,7 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
     memset(c, 0, sizeof(*c));
     c->gpus = gpus;
     c->mask = mask;
+    c->per_node = per_node;
     c->profile = profile;
     c->data = data;
     class_setup(e, c);
@@ -591,7 +628,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
         uint32_t *h = spw_xcalloc(cap, sizeof(uint32_t));
         for (size_t k = 0; k < e->ncls; k++) {
             const jclass_t *ck = &e->cls[k];
-            size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data)) & (cap - 1);
+            size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data) ^
+                              ck->per_node) & (cap - 1);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = (uint32_t)(k + 1);
@@ -606,7 +644,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
 /* The class of job j, its profile computed from its attributes. */
 static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
-    return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data);
+    return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data,
+                    j->gpus_per_node);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -683,6 +722,12 @@ static inline int class_fits(const spw_engine_t *e, const jclass_t *c)
 
 /* ---- running heap (EASY) --------------------------------------------------- */
 
+/* Work seconds per wall-clock second of j's current placement. */
+static inline double job_speed(const spw_job_t *j)
+{
+    return j->speed > 0 ? j->speed : 1;
+}
+
 /* Work an attempt of j still plans to do: its estimate less what earlier
  * attempts kept, never below 0. */
 static inline double est_left(const spw_job_t *j)
@@ -693,7 +738,7 @@ static inline double est_left(const spw_job_t *j)
 
 static inline double est_end(const spw_engine_t *e, const spw_job_t *j)
 {
-    return j->start_s + spw_engine_overhead_s(e, j) + est_left(j);
+    return j->start_s + spw_engine_overhead_s(e, j) + est_left(j) / job_speed(j);
 }
 
 static inline int run_before(const runent_t *a, const runent_t *b)
@@ -853,6 +898,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     queue_del(e, c, j);
     e->queued--;
     j->state = SPW_JOB_ONPREM;
+    j->speed = e->pool_speed[pl.pool];
     /* Data from elsewhere is copied first: the GPUs are held meanwhile.
      * Egress into on-prem is paid and reported, but it is outside the
      * budgets, which gate cloud placements only (docs/governance.md). */
@@ -906,7 +952,8 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
     pk->ch.egress_usd = egress;
     pk->ch.usd_per_h = usd_h;
     pk->ch.gpus = (double)pk->inst * o->gpus;
-    double rank = usd_h * j->est_runtime_s / 3600.0;
+    /* Expected compute: the estimate runs at this offer's GPU speed. */
+    double rank = usd_h * j->est_runtime_s / e->offer_speed[oi] / 3600.0;
     return e->policy.gravity ? rank + egress : rank;
 }
 
@@ -1010,6 +1057,7 @@ static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
     j->offer = (int32_t)pk->offer;
     j->instances = pk->inst;
     j->spot = (uint8_t)pk->spot;
+    j->speed = e->offer_speed[pk->offer];
     e->held_inst[pk->spot][pk->offer] += pk->inst;
     j->placed_s = now;
     j->transfer_s = pk->transfer_s;
@@ -1212,7 +1260,7 @@ static double cheapest_free(const spw_engine_t *e, const jclass_t *c, const uint
     for (uint32_t k = 0; k < n; k++) {
         const spw_offer_t *o = &e->fleet->offers[list[k]];
         if (has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now))
-            return offer_usd_h(o, c->gpus, spot);
+            return offer_work_usd_h(e, c, list[k], spot);
     }
     return INFINITY;
 }
@@ -1377,7 +1425,7 @@ static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
     if (spot_use(e, c, j, &pol) != USE_POLICY || pol != SPW_SPOT_POLICY_UNIFORM_PROGRESS ||
         !spot_view(e, c, j, now, sj, v))
         return 0;
-    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     v->inst = SPW_SPOT_ONDEMAND;
     v->done_s = j->done_s + (run > 0 ? run : 0);
     return v->done_s < sj->work_s;   /* past its estimate: nothing to move */
@@ -1477,10 +1525,23 @@ static void find_switches(spw_engine_t *e, double now)
     e->nod = n;
 }
 
-static int swait_cmp(const void *a, const void *b)
+/* Sorts v[0..n) into queue order (a merge sort with the engine passed in:
+ * engines may run in parallel threads, so no file-scope sort context). */
+static void sort_jobs(const spw_engine_t *e, spw_job_t **v, size_t n)
 {
-    const spw_job_t *x = *(spw_job_t *const *)a, *y = *(spw_job_t *const *)b;
-    return x == y ? 0 : job_before(sort_engine, x, y) ? -1 : 1;
+    if (n < 2)
+        return;
+    spw_job_t **tmp = spw_xmalloc(n * sizeof(*tmp));
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid || b < hi)
+                tmp[k++] = b >= hi || (a < mid && !job_before(e, v[b], v[a])) ? v[a++] : v[b++];
+        }
+        memcpy(v, tmp, n * sizeof(*tmp));
+    }
+    free(tmp);
 }
 
 /* The reason a job bursting from a wait list goes to the cloud. */
@@ -1511,8 +1572,7 @@ static void retry_spot(spw_engine_t *e, double now)
     spw_job_t **todo = spw_xmalloc((n ? n : 1) * sizeof(*todo));
     memcpy(todo, e->swait, n * sizeof(*todo));
     e->nswait = 0;
-    sort_engine = e;
-    qsort(todo, n, sizeof(*todo), swait_cmp);
+    sort_jobs(e, todo, n);
     for (size_t i = 0; i < n; i++) {
         jclass_t *c = &e->cls[todo[i]->l->cls];
         try_burst(e, c, todo[i], burst_reason(c), now, !c->never_onprem);
@@ -1869,6 +1929,12 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     e->policy = *policy;
     e->npools = fleet->npools;
     e->pools = spw_xcalloc(e->npools ? e->npools : 1, sizeof(pool_t));
+    e->pool_speed = spw_xmalloc((e->npools ? e->npools : 1) * sizeof(double));
+    for (size_t i = 0; i < e->npools; i++)
+        e->pool_speed[i] = spw_fleet_speed(fleet, fleet->pools[i].model);
+    e->offer_speed = spw_xmalloc((fleet->noffers ? fleet->noffers : 1) * sizeof(double));
+    for (size_t i = 0; i < fleet->noffers; i++)
+        e->offer_speed[i] = spw_fleet_speed(fleet, fleet->offers[i].model);
     for (size_t i = 0; i < e->npools; i++) {
         pool_t *p = &e->pools[i];
         p->spec = &fleet->pools[i];
@@ -1940,6 +2006,8 @@ void spw_engine_destroy(spw_engine_t *e)
         free(p->stamp);
     }
     free(e->pools);
+    free(e->pool_speed);
+    free(e->offer_speed);
     for (size_t i = 0; i < e->ncls; i++) {
         free(e->cls[i].pools);
         free(e->cls[i].offers);
@@ -2271,7 +2339,7 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         return -1;
     /* Progress of this attempt: after its restart overhead, up to now; it
      * is kept to the last checkpoint. */
-    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     if (!(run > 0))
         run = 0;
     /* A switch is a clean stop: the job saves all its progress first. */
@@ -2588,6 +2656,14 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "%s has %s GPUs; the job accepts %s", o->instance_type,
                      o->model >= 0 ? e->fleet->models.name[o->model] : "?", want);
+        } else if (!offer_fits_gang(o, c)) {
+            if (c->per_node)
+                snprintf(x.why, sizeof(x.why), "%s has %u GPU%s per instance; the job's nodes need "
+                         "%u", o->instance_type, o->gpus, o->gpus == 1 ? "" : "s", c->per_node);
+            else
+                snprintf(x.why, sizeof(x.why), "%s has %u GPU%s per instance; the job's %u GPUs "
+                         "must be on one node (gpus_per_node lets it span several)",
+                         o->instance_type, o->gpus, o->gpus == 1 ? "" : "s", g);
         } else if (!bit(pr->offers, i) || isnan(usd_h)) {
             if (spw_govrt_why_not(e->gov, c->profile, -1, (int)i, x.why, sizeof(x.why)) < 0)
                 snprintf(x.why, sizeof(x.why), "%s has no spot price", o->instance_type);

@@ -225,6 +225,47 @@ void spw_pool_owned_cost(const spw_pool_spec_t *p, double hours_h, double busy_g
     out->total_usd = out->used_usd + out->idle_usd;
 }
 
+/* Relative training throughput, A100 = 1, rounded from published
+ * benchmark ratios (docs/config.md "GPU performance" gives the sources and
+ * how to override them).  Longer names first where one is a prefix of
+ * another is not needed: matching needs the whole name or name + "-". */
+static const struct {
+    const char *name;
+    double throughput;
+} gpu_table[] = {
+    {"K80", 0.07}, {"M60", 0.08}, {"P4", 0.08}, {"P100", 0.25}, {"T4", 0.16},
+    {"V100", 0.45}, {"A10G", 0.33}, {"A10", 0.37}, {"L4", 0.30}, {"A40", 0.60},
+    {"L40", 0.80}, {"L40S", 0.90}, {"A100", 1.00}, {"H100", 2.20}, {"H200", 2.60},
+};
+
+double spw_gpu_throughput(const char *model)
+{
+    for (size_t i = 0; i < sizeof(gpu_table) / sizeof(gpu_table[0]); i++)
+        if (spw_model_accepts(gpu_table[i].name, model))
+            return gpu_table[i].throughput;
+    return NAN;
+}
+
+/* Throughput of `model` under perf: the config's, else the table's. */
+static double perf_throughput(const spw_perf_t *perf, const char *model)
+{
+    for (size_t i = 0; i < perf->n; i++)
+        if (spw_model_accepts(perf->names[i], model))
+            return perf->throughput[i];
+    return spw_gpu_throughput(model);
+}
+
+double spw_fleet_speed(const spw_fleet_t *f, int model)
+{
+    if (!f->perf.reference || model < 0 || model >= f->models.n)
+        return 1;
+    double ref = perf_throughput(&f->perf, f->perf.reference);
+    double m = perf_throughput(&f->perf, f->models.name[model]);
+    if (!(ref > 0) || !(m > 0))
+        return 1;
+    return m / ref;
+}
+
 void spw_fleet_init(spw_fleet_t *f)
 {
     memset(f, 0, sizeof(*f));
@@ -241,6 +282,11 @@ void spw_fleet_clear(spw_fleet_t *f)
     free(f->offers);
     spw_models_clear(&f->models);
     spw_gov_clear(&f->gov);
+    free(f->perf.reference);
+    for (size_t i = 0; i < f->perf.n; i++)
+        free(f->perf.names[i]);
+    free(f->perf.names);
+    free(f->perf.throughput);
     spw_fleet_init(f);
 }
 
@@ -272,6 +318,7 @@ void spw_job_reset(spw_job_t *j)
     j->by_residency = 0;
     j->by_budget = 0;
     j->spot = 0;
+    j->speed = 1;
     j->done_s = j->lost_s = j->lost_gpu_s = 0;
     j->spot_gpu_s = j->ondemand_gpu_s = 0;
     j->restarts = j->preemptions = j->failures = 0;

@@ -193,11 +193,31 @@ typedef struct spw_offer {
     char *zone;                 /* owned, may be "" */
     char *instance_type;        /* owned */
     int model;                  /* index in the fleet's models, -1 = any model (flat price) */
-    uint32_t gpus;              /* GPUs per instance, > 0 */
+    uint32_t gpus;              /* GPUs per instance, > 0; a multi-GPU job bursts
+                                   to one instance with enough GPUs, or to
+                                   several in one zone when it allows more than
+                                   one node (spw_job_t.gpus_per_node) */
     double ondemand_usd_per_h;  /* price of one instance for an hour, on demand */
     double spot_usd_per_h;      /* spot price of one instance for an hour; NAN if none */
     double boot_delay_s;        /* seconds from request to the job running */
 } spw_offer_t;
+
+/* The GPU performance model (docs/config.md "GPU performance"): a job's
+ * runtime is measured on the reference model and scales with relative
+ * training throughput elsewhere. */
+typedef struct spw_perf {
+    char *reference;            /* owned: the model runtimes are measured on;
+                                   NULL = no performance model (every GPU runs
+                                   a job in its runtime) */
+    char **names;               /* owned: models whose throughput the config sets */
+    double *throughput;         /* owned: theirs, relative to any common unit, > 0 */
+    size_t n;
+} spw_perf_t;
+
+/* Relative training throughput of a GPU model in the built-in table (A100 =
+ * 1; docs/config.md cites the sources), matched as spw_model_accepts does
+ * ("A100" covers "A100-80GB"); NAN for a model the table lacks. */
+double spw_gpu_throughput(const char *model);
 
 typedef struct spw_fleet {
     spw_models_t models;        /* every GPU model name seen (pools, offers, jobs) */
@@ -207,7 +227,14 @@ typedef struct spw_fleet {
     size_t noffers;
     spw_gov_t gov;              /* budgets, caps, rules, residency, datasets
                                    (owned; spw_gov_init's state = none) */
+    spw_perf_t perf;            /* GPU performance model; reference NULL = none */
 } spw_fleet_t;
+
+/* How fast a GPU of fleet model `model` (-1 = unspecified) runs a job
+ * relative to the reference model: work seconds per second of wall clock.
+ * 1 without a performance model, for -1, and for a model neither the
+ * config nor the built-in table knows (or when the reference is unknown). */
+double spw_fleet_speed(const spw_fleet_t *f, int model);
 
 void spw_fleet_init(spw_fleet_t *f);   /* an empty fleet with no governance */
 void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */
@@ -282,6 +309,11 @@ struct spw_job {
     uint32_t gpus;              /* GPUs wanted, > 0 */
     int32_t priority;           /* larger runs first under the priority order */
     uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
+    uint32_t gpus_per_node;     /* 0: one node, so in the cloud one instance with
+                                   all its GPUs; N > 0: it may span nodes, in the
+                                   cloud several instances of >= N GPUs each in
+                                   one zone (on-prem a job bigger than a node
+                                   always takes whole nodes) */
     double deadline_s;          /* absolute time it should end by; NAN = none */
     uint32_t order;             /* unique tie-break rank: equal keys run in this order */
     uint32_t team;              /* governance team index + 1; 0 = none */
@@ -330,6 +362,9 @@ struct spw_job {
                                    (its budget period); NAN = none */
     uint32_t held;              /* times a budget or cap held its burst */
     uint8_t spot;               /* the current cloud placement is on spot capacity */
+    double speed;               /* work seconds per wall-clock second of the
+                                   current placement: spw_fleet_speed of its
+                                   GPU model (1 before any placement) */
     uint8_t by_residency;       /* residency alone kept it off the cloud */
     uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
                                    (on_exhausted: onprem_only, or over a limit) */

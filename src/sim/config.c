@@ -1521,11 +1521,63 @@ static void daemon_defaults(spw_daemon_conf_t *dc)
     dc->emulated_seed = 1;
 }
 
+/* The performance: section (n may be NULL): the reference GPU runtimes are
+ * measured on (default: the first on-prem pool's model; none = no
+ * performance model) and throughputs that override the built-in table. */
+static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"reference", "throughput", NULL};
+    spw_fleet_t *f = &x->cfg->fleet;
+    const char *ref = NULL;
+    if (n && spw_ymap_check_keys(x->d, n, "performance", keys, err) < 0)
+        return -1;
+    const spw_ynode_t *rn = n ? spw_ymap_get(n, "reference") : NULL;
+    if (rn) {
+        if (spw_ynode_str(x->d, rn, "reference", &ref, err) < 0)
+            return -1;
+        if (strcmp(ref, "none") == 0)
+            return 0;
+    } else {
+        for (size_t i = 0; i < f->npools && !ref; i++)
+            if (f->pools[i].model >= 0)
+                ref = f->models.name[f->pools[i].model];
+    }
+    const spw_ynode_t *tn = n ? spw_ymap_get(n, "throughput") : NULL;
+    if (tn) {
+        if (tn->kind != SPW_Y_MAP)
+            return at(x, tn, err, "%s", "performance: throughput: expected a map of GPU model to "
+                                        "relative throughput, e.g. {T4: 0.16, H100: 2.2}");
+        f->perf.names = spw_xmalloc((tn->n ? tn->n : 1) * sizeof(char *));
+        f->perf.throughput = spw_xmalloc((tn->n ? tn->n : 1) * sizeof(double));
+        for (size_t i = 0; i < tn->n; i++) {
+            double v;
+            if (spw_ynode_double(x->d, tn->items[i], tn->keys[i], &v, err) < 0)
+                return -1;
+            if (!(v > 0) || !isfinite(v))
+                return at(x, tn->items[i], err, "performance: throughput of %s must be more than 0",
+                          tn->keys[i]);
+            f->perf.names[f->perf.n] = spw_xstrdup(tn->keys[i]);
+            f->perf.throughput[f->perf.n++] = v;
+        }
+    }
+    if (!ref)
+        return 0;   /* no reference: every GPU runs a job in its runtime */
+    int known = !isnan(spw_gpu_throughput(ref));
+    for (size_t i = 0; i < f->perf.n && !known; i++)
+        known = spw_model_accepts(f->perf.names[i], ref);
+    if (!known && rn)
+        return at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
+                  "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
+    if (known)   /* a first pool of a model nobody rates: no performance model */
+        f->perf.reference = spw_xstrdup(ref);
+    return 0;
+}
+
 static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_error_t *err)
 {
     static const char *const keys[] = {"onprem", "cloud", "policy", "daemon", "spot", "failures",
                                        "teams", "caps", "rules", "residency", "data", "sim",
-                                       NULL};
+                                       "performance", NULL};
     memset(cfg, 0, sizeof(*cfg));
     spw_fleet_init(&cfg->fleet);
     spw_policy_default(&cfg->policy);
@@ -1569,6 +1621,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
                    spw_ydoc_name(d));
         goto error;
     }
+    if (performance_section(&x, spw_ymap_get(root, "performance"), err) < 0)
+        goto error;
     /* Spot capacity names offers and failures name pools: after the fleet. */
     const spw_ynode_t *sn = spw_ymap_get(root, "spot");
     if (sn && spot_section(&x, sn, err) < 0)

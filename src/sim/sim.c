@@ -544,7 +544,8 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
      * true runtime.  A job that reaches its max runtime is stopped there
      * (in the cloud its worst case was reserved for that long). */
     double left = s->runtime_s[j - s->jobs] - j->done_s;
-    double dur = spw_engine_overhead_s(s->e, j) + (left > 0 ? left : 0);
+    double speed = j->speed > 0 ? j->speed : 1;   /* of the GPU it runs on */
+    double dur = spw_engine_overhead_s(s->e, j) + (left > 0 ? left / speed : 0);
     double max_rt = spw_engine_max_runtime(s->e, j);
     r->capped = dur > max_rt;
     if (r->capped)

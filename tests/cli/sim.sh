@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 59
+plan 60
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -415,9 +415,40 @@ t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
 assert t["cloud_egress_usd"] <= 200 + 1e-9, t
 assert abs(t["onprem_egress_usd"] - 287.5) < 1e-6, t'
     ok $? "examples/governance.yaml + team-jobs.csv: ml cloud egress within its \$200 cap, \$287.50 on-prem egress apart"
+    # Issue 12's rows on examples/fleet.yaml (A100 pool, the real catalog):
+    # bursts go to the offer cheapest for the work at its GPU's speed, not
+    # to the cheapest per hour (T4 g4dn.xlarge); a job of 8 GPUs takes one
+    # instance with 8 GPUs, never 8 x 1-GPU VMs.
+    "$SPW" gen --jobs 300 --rate 60 --runtime exp:3600 --gpus 1:0.8,8:0.2 --seed 12 >"$T/fl.csv"
+    run_spw "$T/fl.txt" "$T/fl.err" sim --trace "$T/fl.csv" --config examples/fleet.yaml -q \
+        --jobs-out "$T/fl-jobs.csv"
+    python3 - "$T/fl.csv" "$T/fl-jobs.csv" ../shared/data/catalog/gpu_offers.csv <<'PY'
+import csv, sys
+gpus = {r["id"]: int(r["gpus"]) for r in csv.DictReader(open(sys.argv[1]))}
+shape = {}
+for r in csv.DictReader(open(sys.argv[3])):
+    shape[(r["provider"], r["instance_type"])] = (r["gpu"], int(r["gpus"]))
+cloud = t4 = bad = 0
+for r in csv.DictReader(open(sys.argv[2])):
+    if not r["placement"].startswith("cloud:"):
+        continue
+    cloud += 1
+    _, prov, region, inst = r["placement"].split(":", 3)
+    itype, count = inst.split("*")
+    model, per = shape[(prov, itype)]
+    t4 += model == "T4"
+    if int(count) != 1 or per < gpus[r["id"]]:
+        bad += 1
+        print("# %s: %d GPUs on %s" % (r["id"], gpus[r["id"]], inst))
+assert cloud > 50, cloud
+assert t4 == 0, "%d of %d bursts on T4" % (t4, cloud)
+assert bad == 0, bad
+PY
+    ok $? "examples/fleet.yaml: no burst on T4 at the A100's runtime; every gang on one instance"
 else
     skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
     skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
+    skip "examples/fleet.yaml reads ../shared/data/catalog, which is absent"
 fi
 
 done_testing

@@ -931,6 +931,90 @@ static void test_owned_model(void)
        owned[1]);
 }
 
+
+/* ---- the GPU performance model and gang shapes ------------------------------------------ */
+
+/* One job of 1 GPU and 3600 s on the reference A100, two offers: t4 (T4,
+ * 0.16 of an A100) and a1 (A100, $3/h).  Cheapest means cheapest for the
+ * work: at $0.40/h the T4 does the job for 0.40 x 3600 / 0.16 s = $2.50 in
+ * 22,500 s; at $0.60/h it would cost $3.75, so the A100 wins at $3.  A job
+ * pinned to H100|A100 never takes the T4; without a performance model the
+ * T4 at $0.60/h is cheapest per hour and runs in 3600 s. */
+static int perf_run(double t4_usd_h, int perf, uint64_t mask_bits, int *offer, double *end_s,
+                    double *cost_usd)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_offer(&f, "T4", 1, t4_usd_h, 0);
+    add_offer(&f, "A100", 1, 3.0, 0);
+    spw_models_intern(&f.models, "H100", 4, NULL);
+    if (perf)
+        f.perf.reference = spw_xstrdup("A100");
+    spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
+    spw_job_t j[1];
+    double rt[1] = {3600};
+    job_init(&j[0], "a", 0, 3600, 1, 0);
+    if (mask_bits)
+        j[0].gpu_mask = (1ULL << spw_models_find(&f.models, "A100")) |
+                        (1ULL << spw_models_find(&f.models, "H100"));
+    spw_sim_summary_t s;
+    spw_error_t err;
+    int rc = spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err);
+    *offer = j[0].offer;
+    *end_s = j[0].end_s;
+    *cost_usd = j[0].cost_usd;
+    spw_fleet_clear(&f);
+    return rc;
+}
+
+static void test_performance(void)
+{
+    int o;
+    double end, usd;
+    is_double(spw_gpu_throughput("A100-80GB"), 1.0, 0, "perf: A100-80GB is an A100 in the table");
+    ok(spw_gpu_throughput("T4") < spw_gpu_throughput("V100") &&
+       spw_gpu_throughput("V100") < spw_gpu_throughput("A100") &&
+       spw_gpu_throughput("A100") < spw_gpu_throughput("H100"),
+       "perf: T4 < V100 < A100 < H100 in the table");
+    ok(isnan(spw_gpu_throughput("A1000")), "perf: A1000 is not an A100");
+    perf_run(0.40, 1, 0, &o, &end, &usd);
+    is(o, 0, "perf: at $0.40/h the T4 is cheapest for the work");
+    is_double(end, 3600 / 0.16, 1e-6, "perf: ... and runs 3600 s of A100 work in 22,500 s");
+    is_double(usd, 2.5, 1e-9, "perf: ... for $2.50");
+    perf_run(0.60, 1, 0, &o, &end, &usd);
+    is(o, 1, "perf: at $0.60/h the T4 would cost $3.75: the A100 at $3 wins");
+    is_double(end, 3600, 1e-9, "perf: ... in 3600 s");
+    perf_run(0.40, 1, 1, &o, &end, &usd);
+    is(o, 1, "perf: a job pinned to H100|A100 never takes the T4");
+    perf_run(0.60, 0, 0, &o, &end, &usd);
+    is(o, 0, "no perf model: the T4 is cheapest per hour");
+    is_double(end, 3600, 1e-9, "no perf model: ... and runs in the job's runtime");
+
+    /* Gang shapes: a 4-GPU job, offers of 1 x A100 at $3/h and 4 x A100
+     * at $14/h: on one node it takes one 4-GPU instance ($14/h, not 4 x $3);
+     * allowed nodes of 1 GPU it takes four 1-GPU instances ($12/h). */
+    for (int per_node = 0; per_node <= 1; per_node++) {
+        spw_fleet_t f;
+        spw_fleet_init(&f);
+        add_offer(&f, "A100", 1, 3.0, 0);
+        add_offer(&f, "A100", 4, 14.0, 0);
+        spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "none");
+        spw_job_t j[1];
+        double rt[1] = {3600};
+        job_init(&j[0], "g", 0, 3600, 4, 0);
+        j[0].gpus_per_node = (uint32_t)per_node;
+        spw_sim_summary_t s;
+        spw_error_t err;
+        spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err);
+        is(j[0].offer, per_node ? 0 : 1, "gang: 4 GPUs, gpus_per_node %d: offer %s", per_node,
+           per_node ? "4 x 1-GPU" : "1 x 4-GPU");
+        is(j[0].instances, per_node ? 4 : 1, "gang: gpus_per_node %d: %d instance(s)", per_node,
+           per_node ? 4 : 1);
+        spw_fleet_clear(&f);
+    }
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -939,5 +1023,6 @@ int main(void)
     test_quantile();
     test_random_properties();
     test_owned_model();
+    test_performance();
     return done_testing();
 }
