@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/plan.h"
 #include "cli/policy.h"
 #include "cli/report.h"
 #include "cli/serve.h"
@@ -48,6 +49,7 @@ static const char main_usage[] =
     "\n"
     "commands:\n"
     "  sim       replay a job trace on a fleet and policy; report cost, waits, use\n"
+    "  plan      how much to own and how long to wait before bursting: a sweep\n"
     "  gen       write a synthetic job trace (spillway CSV) to stdout\n"
     "  demo      generate a workload and compare burst policies on the example fleet\n"
     "  serve     run the orchestrator daemon: the queue, its HTTP API (docs/api.md)\n"
@@ -1071,6 +1073,7 @@ typedef struct command {
 
 static const command_t commands[] = {
     {"sim", cmd_sim, sim_usage},
+    {"plan", spw_cli_plan, spw_cli_plan_usage},
     {"gen", cmd_gen, gen_usage},
     {"demo", cmd_demo, demo_usage},
     {"serve", spw_cli_serve, NULL},  /* its usage: spw_cli_serve --help */

@@ -1914,8 +1914,7 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
 {
     for (size_t i = 0; i < fleet->npools; i++) {
         const spw_pool_spec_t *ps = &fleet->pools[i];
-        if (ps->nnodes == 0)
-            return spw_errorf(err, "pool '%s' has no nodes", ps->name), NULL;
+        /* A pool of no nodes (a planner's "own none") takes no job. */
         for (uint32_t k = 0; k < ps->nnodes; k++)
             if (ps->node_gpus[k] == 0 || ps->node_gpus[k] > SPW_MAX_NODE_GPUS)
                 return spw_errorf(err, "pool '%s': node %u has %u GPUs (expected 1 to %d)",
