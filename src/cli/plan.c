@@ -220,9 +220,10 @@ static void write_table(FILE *f, const spw_plan_result_t *r, size_t n, long best
                 r[i].cost_per_useful_gpu_h, 100 * r[i].swing, r[i].meets ? "meets" : "too slow",
                 r[i].frontier ? ", frontier" : "", (long)i == best ? "  <- cheapest" : "");
     }
-    fprintf(f, "\n(cloud, owned: over the trace's makespan; TCO: the same scaled to the horizon; "
-               "swing: the largest cost change\n for a 0.1%% change of the wait parameter; "
-               "frontier: no configuration is both cheaper and faster)\n\n");
+    fprintf(f, "\n(cloud, owned: over the replay; TCO: owned capacity per hour of the replay and "
+               "cloud + egress per hour\n of the trace's arrivals, over the horizon; swing: the "
+               "largest cost change for a 0.1%% change of\n the wait parameter; frontier: no "
+               "configuration is both cheaper and faster)\n\n");
     if (best < 0) {
         fprintf(f, "no configuration meets a %s wait of %s: try more nodes, more wait policies "
                    "or a looser --target-wait\n", stat, hms(target_s, a, sizeof(a)));
@@ -232,12 +233,11 @@ static void write_table(FILE *f, const spw_plan_result_t *r, size_t n, long best
         spw_wait_format(&x->wait, w, sizeof(w));
         fprintf(f, "cheapest meeting the target: %u nodes of %s (%llu on-prem GPUs), wait %s\n",
                 x->nodes, pool, (unsigned long long)x->onprem_gpus, w);
-        fprintf(f, "  %s wait %s; TCO over the horizon %s (cloud %s + owned %s + egress %s "
-                   "over the trace, x %.1f)\n",
+        fprintf(f, "  %s wait %s; TCO over the horizon %s (in the replay: cloud %s, owned %s, "
+                   "egress %s)\n",
                 stat, hms(x->wait_s, a, sizeof(a)), usd(x->tco_usd, b, sizeof(b)),
                 usd(x->cloud_usd, c, sizeof(c)), usd(x->owned_usd, d, sizeof(d)),
-                usd(x->egress_usd, e, sizeof(e)),
-                x->makespan_s > 0 ? horizon_s / x->makespan_s : 0);
+                usd(x->egress_usd, e, sizeof(e)));
         if (x->param_hi > x->param_lo)
             fprintf(f, "  the wait parameter can be anywhere in %.4g .. %.4g for about the same "
                        "cost (within 2%%)\n", x->param_lo, x->param_hi);

@@ -33,7 +33,10 @@ typedef struct spw_plan_result {
     double cloud_usd, owned_usd, owned_idle_usd, egress_usd;
     double total_usd;            /* cloud + owned + egress over the makespan */
     double makespan_s;
-    double tco_usd;              /* total_usd scaled to the horizon */
+    double tco_usd;              /* over the horizon: owned_usd per second of the
+                                    makespan, plus cloud and egress per second
+                                    of the trace's arrivals (first to last
+                                    submit), times horizon_s */
     double cost_per_useful_gpu_h;
     int frontier;                /* no other result is both cheaper and no
                                     slower (on the targeted statistic) */
