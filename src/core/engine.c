@@ -145,6 +145,8 @@ typedef struct jclass {
                                 spot first (= offers when spot is required) */
     uint32_t nsoffers;
     double max_boot_s;       /* slowest boot among its offers */
+    double min_speed;        /* slowest GPU among its offers (spw_fleet_speed),
+                                1 without offers: deadlines plan with it */
     spw_placement_t placement; /* from its rules */
     int any_offer;           /* some offer could serve it if its rules allowed */
     int denied;              /* its rules or residency took away some pool or
@@ -574,8 +576,11 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     c->soffers = spw_xmalloc((c->noffers ? c->noffers : 1) * sizeof(uint32_t));
     c->nsoffers = 0;
     c->max_boot_s = 0;
+    c->min_speed = c->noffers ? INFINITY : 1;
     for (uint32_t k = 0; k < c->noffers; k++) {
         const spw_offer_t *o = &e->fleet->offers[c->offers[k]];
+        if (e->offer_speed[c->offers[k]] < c->min_speed)
+            c->min_speed = e->offer_speed[c->offers[k]];
         if (c->spot_ok && !isnan(offer_usd_h(o, c->gpus, 1)))
             c->soffers[c->nsoffers++] = c->offers[k];
         if (o->boot_delay_s > c->max_boot_s)
@@ -1239,7 +1244,9 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
 {
     if (!isfinite(j->deadline_s) || !(j->est_runtime_s > 0) || !(est_left(j) > 0))
         return 0;
-    sj->work_s = j->est_runtime_s;
+    /* Work and progress as wall-clock seconds on its slowest offer, so a
+     * deadline holds whichever GPU it gets. */
+    sj->work_s = j->est_runtime_s / c->min_speed;
     sj->deadline_s = j->deadline_s - j->submit_s;
     sj->restart_overhead_s = e->policy.restart_overhead_s + c->max_boot_s;
     sj->checkpoint_interval_s = j->checkpoint_interval_s;
@@ -1248,7 +1255,7 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
         return 0;
     v->inst = SPW_SPOT_IDLE;
     v->elapsed_s = now - j->submit_s;
-    v->done_s = j->done_s;
+    v->done_s = j->done_s / c->min_speed;
     return 1;
 }
 
@@ -1427,7 +1434,7 @@ static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
         return 0;
     double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     v->inst = SPW_SPOT_ONDEMAND;
-    v->done_s = j->done_s + (run > 0 ? run : 0);
+    v->done_s = (j->done_s + (run > 0 ? run : 0)) / c->min_speed;
     return v->done_s < sj->work_s;   /* past its estimate: nothing to move */
 }
 
@@ -2102,7 +2109,7 @@ static double deadline_burst_at(const spw_engine_t *e, const jclass_t *c, const 
     spw_spot_policy_t pol;
     if (spot_use(e, c, j, &pol) == USE_POLICY) {
         spw_spot_job_t sj = {
-            .work_s = j->est_runtime_s,
+            .work_s = j->est_runtime_s / c->min_speed,
             .deadline_s = j->deadline_s - j->submit_s,
             .restart_overhead_s = d,
             .checkpoint_interval_s = j->checkpoint_interval_s,
@@ -2110,7 +2117,7 @@ static double deadline_burst_at(const spw_engine_t *e, const jclass_t *c, const 
         };
         margin = spw_spot_safety_slack_s(&sj);
     }
-    return j->deadline_s - est_left(j) - margin;
+    return j->deadline_s - est_left(j) / c->min_speed - margin;
 }
 
 /* Queues job j of class c at now.  A job that can never run on-prem, or is
