@@ -129,6 +129,11 @@ typedef struct jclass {
     uint32_t gpus;           /* demand */
     uint64_t mask;           /* acceptable models, 0 = any */
     uint32_t per_node;       /* spw_job_t.gpus_per_node: 0 = one node only */
+    uint32_t perf_cls;       /* governance class + 1 that rates GPUs its own
+                                way (performance: classes:), else 0 */
+    double *offer_speed;     /* per fleet offer, for perf_cls; NULL = the
+                                engine's (owned) */
+    double *pool_speed;      /* per fleet pool likewise */
     uint32_t profile;        /* governance profile: where its rules let it run */
     uint32_t data;           /* dataset + 1 it reads; 0 = none */
     uint32_t *pools;         /* eligible on-prem pools: fleet order, the pools
@@ -467,12 +472,23 @@ static double data_cost(const spw_engine_t *e, uint32_t data, int pool, int offe
     return spw_govrt_data_cost(e->gov, (int)data - 1, pool, offer, now, gb, transfer_s);
 }
 
+/* Speed of offer oi / pool pi for class c. */
+static inline double c_offer_speed(const spw_engine_t *e, const jclass_t *c, uint32_t oi)
+{
+    return c->offer_speed ? c->offer_speed[oi] : e->offer_speed[oi];
+}
+
+static inline double c_pool_speed(const spw_engine_t *e, const jclass_t *c, uint32_t pi)
+{
+    return c->pool_speed ? c->pool_speed[pi] : e->pool_speed[pi];
+}
+
 /* What one unit of work costs on offer o for class c, per hour of the
  * reference GPU: its price per hour over its speed.  Offers are ranked by
  * it, so the cheapest offer is the cheapest for the work, not per hour. */
 static double offer_work_usd_h(const spw_engine_t *e, const jclass_t *c, uint32_t oi, int spot)
 {
-    return offer_usd_h(&e->fleet->offers[oi], c->gpus, spot) / e->offer_speed[oi];
+    return offer_usd_h(&e->fleet->offers[oi], c->gpus, spot) / c_offer_speed(e, c, oi);
 }
 
 /* Sorts v[0..n) by offer_work_usd_h, then index (a stable merge sort with
@@ -579,8 +595,8 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     c->min_speed = c->noffers ? INFINITY : 1;
     for (uint32_t k = 0; k < c->noffers; k++) {
         const spw_offer_t *o = &e->fleet->offers[c->offers[k]];
-        if (e->offer_speed[c->offers[k]] < c->min_speed)
-            c->min_speed = e->offer_speed[c->offers[k]];
+        if (c_offer_speed(e, c, c->offers[k]) < c->min_speed)
+            c->min_speed = c_offer_speed(e, c, c->offers[k]);
         if (c->spot_ok && !isnan(offer_usd_h(o, c->gpus, 1)))
             c->soffers[c->nsoffers++] = c->offers[k];
         if (o->boot_delay_s > c->max_boot_s)
@@ -605,16 +621,17 @@ static inline uint64_t class_key(uint32_t gpus, uint64_t mask, uint32_t profile,
 }
 
 static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t profile,
-                         uint32_t data, uint32_t per_node)
+                         uint32_t data, uint32_t per_node, uint32_t perf_cls)
 {
-    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node) & (e->hash_cap - 1);
+    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node ^ (uint64_t)perf_cls << 32) &
+               (e->hash_cap - 1);
     for (;; i = (i + 1) & (e->hash_cap - 1)) {
         uint32_t v = e->cls_hash[i];
         if (!v)
             break;
         jclass_t *c = &e->cls[v - 1];
         if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data &&
-            c->per_node == per_node)
+            c->per_node == per_node && c->perf_cls == perf_cls)
             return v - 1;
     }
     GROW(e->cls, e->ncls, e->capcls);
@@ -623,6 +640,16 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
     c->gpus = gpus;
     c->mask = mask;
     c->per_node = per_node;
+    c->perf_cls = perf_cls;
+    if (perf_cls) {
+        const spw_fleet_t *f = e->fleet;
+        c->offer_speed = spw_xmalloc((f->noffers ? f->noffers : 1) * sizeof(double));
+        for (size_t k = 0; k < f->noffers; k++)
+            c->offer_speed[k] = spw_fleet_class_speed(f, perf_cls, f->offers[k].model);
+        c->pool_speed = spw_xmalloc((f->npools ? f->npools : 1) * sizeof(double));
+        for (size_t k = 0; k < f->npools; k++)
+            c->pool_speed[k] = spw_fleet_class_speed(f, perf_cls, f->pools[k].model);
+    }
     c->profile = profile;
     c->data = data;
     class_setup(e, c);
@@ -634,7 +661,7 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
         for (size_t k = 0; k < e->ncls; k++) {
             const jclass_t *ck = &e->cls[k];
             size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data) ^
-                              ck->per_node) & (cap - 1);
+                              ck->per_node ^ (uint64_t)ck->perf_cls << 32) & (cap - 1);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = (uint32_t)(k + 1);
@@ -650,7 +677,7 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
 static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
     return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data,
-                    j->gpus_per_node);
+                    j->gpus_per_node, spw_fleet_perf_class(e->fleet, j->jclass) ? j->jclass : 0);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -903,7 +930,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     queue_del(e, c, j);
     e->queued--;
     j->state = SPW_JOB_ONPREM;
-    j->speed = e->pool_speed[pl.pool];
+    j->speed = c_pool_speed(e, c, (uint32_t)pl.pool);
     /* Data from elsewhere is copied first: the GPUs are held meanwhile.
      * Egress into on-prem is paid and reported, but it is outside the
      * budgets, which gate cloud placements only (docs/governance.md). */
@@ -958,7 +985,7 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
     pk->ch.usd_per_h = usd_h;
     pk->ch.gpus = (double)pk->inst * o->gpus;
     /* Expected compute: the estimate runs at this offer's GPU speed. */
-    double rank = usd_h * j->est_runtime_s / e->offer_speed[oi] / 3600.0;
+    double rank = usd_h * j->est_runtime_s / c_offer_speed(e, c, oi) / 3600.0;
     return e->policy.gravity ? rank + egress : rank;
 }
 
@@ -1062,7 +1089,7 @@ static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
     j->offer = (int32_t)pk->offer;
     j->instances = pk->inst;
     j->spot = (uint8_t)pk->spot;
-    j->speed = e->offer_speed[pk->offer];
+    j->speed = c_offer_speed(e, &e->cls[j->l->cls], pk->offer);
     e->held_inst[pk->spot][pk->offer] += pk->inst;
     j->placed_s = now;
     j->transfer_s = pk->transfer_s;
@@ -2018,6 +2045,8 @@ void spw_engine_destroy(spw_engine_t *e)
         free(e->cls[i].pools);
         free(e->cls[i].offers);
         free(e->cls[i].soffers);
+        free(e->cls[i].offer_speed);
+        free(e->cls[i].pool_speed);
     }
     spw_govrt_destroy(e->gov);
     for (size_t t = 0; t < e->nhq; t++)

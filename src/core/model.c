@@ -246,24 +246,48 @@ double spw_gpu_throughput(const char *model)
     return NAN;
 }
 
-/* Throughput of `model` under perf: the config's, else the table's. */
-static double perf_throughput(const spw_perf_t *perf, const char *model)
+static const struct spw_perf_class *perf_class(const spw_perf_t *perf, uint32_t jclass)
 {
+    for (size_t i = 0; jclass && i < perf->nclasses; i++)
+        if (perf->classes[i].jclass == jclass)
+            return &perf->classes[i];
+    return NULL;
+}
+
+/* Throughput of `model` under perf for class pc (may be NULL): the class's,
+ * the config's, else the table's. */
+static double perf_throughput(const spw_perf_t *perf, const struct spw_perf_class *pc,
+                              const char *model)
+{
+    for (size_t i = 0; pc && i < pc->n; i++)
+        if (spw_model_accepts(pc->names[i], model))
+            return pc->throughput[i];
     for (size_t i = 0; i < perf->n; i++)
         if (spw_model_accepts(perf->names[i], model))
             return perf->throughput[i];
     return spw_gpu_throughput(model);
 }
 
-double spw_fleet_speed(const spw_fleet_t *f, int model)
+int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass)
+{
+    return f->perf.reference && perf_class(&f->perf, jclass) != NULL;
+}
+
+double spw_fleet_class_speed(const spw_fleet_t *f, uint32_t jclass, int model)
 {
     if (!f->perf.reference || model < 0 || model >= f->models.n)
         return 1;
-    double ref = perf_throughput(&f->perf, f->perf.reference);
-    double m = perf_throughput(&f->perf, f->models.name[model]);
+    const struct spw_perf_class *pc = perf_class(&f->perf, jclass);
+    double ref = perf_throughput(&f->perf, pc, f->perf.reference);
+    double m = perf_throughput(&f->perf, pc, f->models.name[model]);
     if (!(ref > 0) || !(m > 0))
         return 1;
     return m / ref;
+}
+
+double spw_fleet_speed(const spw_fleet_t *f, int model)
+{
+    return spw_fleet_class_speed(f, 0, model);
 }
 
 void spw_fleet_init(spw_fleet_t *f)
@@ -287,6 +311,13 @@ void spw_fleet_clear(spw_fleet_t *f)
         free(f->perf.names[i]);
     free(f->perf.names);
     free(f->perf.throughput);
+    for (size_t i = 0; i < f->perf.nclasses; i++) {
+        for (size_t k = 0; k < f->perf.classes[i].n; k++)
+            free(f->perf.classes[i].names[k]);
+        free(f->perf.classes[i].names);
+        free(f->perf.classes[i].throughput);
+    }
+    free(f->perf.classes);
     spw_fleet_init(f);
 }
 

@@ -212,6 +212,13 @@ typedef struct spw_perf {
     char **names;               /* owned: models whose throughput the config sets */
     double *throughput;         /* owned: theirs, relative to any common unit, > 0 */
     size_t n;
+    struct spw_perf_class {
+        uint32_t jclass;        /* governance class index + 1 */
+        char **names;           /* owned: models this class rates its own way */
+        double *throughput;     /* owned */
+        size_t n;
+    } *classes;                 /* owned: per job class overrides */
+    size_t nclasses;
 } spw_perf_t;
 
 /* Relative training throughput of a GPU model in the built-in table (A100 =
@@ -235,6 +242,14 @@ typedef struct spw_fleet {
  * 1 without a performance model, for -1, and for a model neither the
  * config nor the built-in table knows (or when the reference is unknown). */
 double spw_fleet_speed(const spw_fleet_t *f, int model);
+
+/* The same for a job of governance class jclass (index + 1; 0 = none): the
+ * class's own throughputs first (performance: classes:), then the fleet's,
+ * then the table's. */
+double spw_fleet_class_speed(const spw_fleet_t *f, uint32_t jclass, int model);
+
+/* Whether performance: classes: rates class jclass (index + 1) its own way. */
+int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass);
 
 void spw_fleet_init(spw_fleet_t *f);   /* an empty fleet with no governance */
 void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */

@@ -239,6 +239,8 @@ static int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt,
 
 static int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
 static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
+static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char ***names,
+                          double **tp, size_t *cnt, spw_error_t *err);
 
 /* One pool (or the pools of one node list), then its mtbf / mttr. */
 static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
@@ -1526,7 +1528,7 @@ static void daemon_defaults(spw_daemon_conf_t *dc)
  * performance model) and throughputs that override the built-in table. */
 static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
-    static const char *const keys[] = {"reference", "throughput", NULL};
+    static const char *const keys[] = {"reference", "throughput", "classes", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     const char *ref = NULL;
     if (n && spw_ymap_check_keys(x->d, n, "performance", keys, err) < 0)
@@ -1543,23 +1545,9 @@ static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                 ref = f->models.name[f->pools[i].model];
     }
     const spw_ynode_t *tn = n ? spw_ymap_get(n, "throughput") : NULL;
-    if (tn) {
-        if (tn->kind != SPW_Y_MAP)
-            return at(x, tn, err, "%s", "performance: throughput: expected a map of GPU model to "
-                                        "relative throughput, e.g. {T4: 0.16, H100: 2.2}");
-        f->perf.names = spw_xmalloc((tn->n ? tn->n : 1) * sizeof(char *));
-        f->perf.throughput = spw_xmalloc((tn->n ? tn->n : 1) * sizeof(double));
-        for (size_t i = 0; i < tn->n; i++) {
-            double v;
-            if (spw_ynode_double(x->d, tn->items[i], tn->keys[i], &v, err) < 0)
-                return -1;
-            if (!(v > 0) || !isfinite(v))
-                return at(x, tn->items[i], err, "performance: throughput of %s must be more than 0",
-                          tn->keys[i]);
-            f->perf.names[f->perf.n] = spw_xstrdup(tn->keys[i]);
-            f->perf.throughput[f->perf.n++] = v;
-        }
-    }
+    if (tn && throughput_map(x, tn, "performance: throughput", &f->perf.names,
+                             &f->perf.throughput, &f->perf.n, err) < 0)
+        return -1;
     if (!ref)
         return 0;   /* no reference: every GPU runs a job in its runtime */
     int known = !isnan(spw_gpu_throughput(ref));
@@ -1570,6 +1558,57 @@ static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                   "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
     if (known)   /* a first pool of a model nobody rates: no performance model */
         f->perf.reference = spw_xstrdup(ref);
+    return 0;
+}
+
+/* Reads a map of GPU model to throughput (n) into names / tp. */
+static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char ***names,
+                          double **tp, size_t *cnt, spw_error_t *err)
+{
+    if (n->kind != SPW_Y_MAP)
+        return at(x, n, err, "%s: expected a map of GPU model to relative throughput, e.g. "
+                             "{T4: 0.16, H100: 2.2}", what);
+    *names = spw_xmalloc((n->n ? n->n : 1) * sizeof(char *));
+    *tp = spw_xmalloc((n->n ? n->n : 1) * sizeof(double));
+    *cnt = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        double v;
+        if (spw_ynode_double(x->d, n->items[i], n->keys[i], &v, err) < 0)
+            return -1;
+        if (!(v > 0) || !isfinite(v))
+            return at(x, n->items[i], err, "%s: throughput of %s must be more than 0", what,
+                      n->keys[i]);
+        (*names)[*cnt] = spw_xstrdup(n->keys[i]);
+        (*tp)[(*cnt)++] = v;
+    }
+    return 0;
+}
+
+/* performance: classes: a throughput map per job class (after governance,
+ * so a class named only here joins the classes rules and residency know). */
+static int perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    const spw_ynode_t *cn = n ? spw_ymap_get(n, "classes") : NULL;
+    spw_fleet_t *f = &x->cfg->fleet;
+    spw_gov_t *g = &f->gov;
+    if (!cn)
+        return 0;
+    if (cn->kind != SPW_Y_MAP)
+        return at(x, cn, err, "%s", "performance: classes: expected a map of job class to a "
+                                    "throughput map, e.g. {inference: {T4: 0.5}}");
+    f->perf.classes = spw_xcalloc(cn->n ? cn->n : 1, sizeof(*f->perf.classes));
+    for (size_t i = 0; i < cn->n; i++) {
+        int k = intern_name(x, cn->items[i], &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES,
+                            "class", cn->keys[i], err);
+        if (k < 0)
+            return -1;
+        struct spw_perf_class *pc = &f->perf.classes[f->perf.nclasses++];
+        pc->jclass = (uint32_t)k + 1;
+        char what[96];
+        snprintf(what, sizeof(what), "performance: classes: %s", cn->keys[i]);
+        if (throughput_map(x, cn->items[i], what, &pc->names, &pc->throughput, &pc->n, err) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -1645,6 +1684,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
         if (gn && gov_sections[i].parse(&x, gn, err) < 0)
             goto error;
     }
+    if (perf_classes(&x, spw_ymap_get(root, "performance"), err) < 0)
+        goto error;
     if (spw_gov_validate(&cfg->fleet.gov, &cfg->fleet, spw_ydoc_name(d), err) < 0)
         goto error;
     spw_ydoc_destroy(d);

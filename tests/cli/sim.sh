@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 60
+plan 63
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -388,6 +388,35 @@ fails_with "cost_usd_per_gpu_h and owned: do not mix" "not both" \
 sed 's/pue: 1.5/pue: 0.9/' "$T/owned.yaml" >"$T/pue.yaml"
 fails_with "a PUE below 1 is refused with its line" "pue.yaml:5:" \
     sim --trace "$T/jobs.csv" --config "$T/pue.yaml"
+
+# performance: in the config: a reference, the fleet's throughputs and a job
+# class's own.  Offers: T4 at $0.60/h, A100 at $3/h (offers.csv above has
+# A100s only, so a file of its own).
+cat >"$T/perf-offers.csv" <<'CSV'
+provider,region,zone,instance_type,gpu,gpus,vcpus,mem_gib,ondemand_usd_per_h,spot_usd_per_h,source
+aws,us-east-1,a,t4.x,T4,1,8,64,0.60,,test
+aws,us-east-1,a,a100.x,A100,1,8,64,3.00,,test
+CSV
+cat >"$T/perf.yaml" <<'YAML'
+cloud: {offers: perf-offers.csv, boot_delay_s: 0}
+policy: {wait: none}
+performance:
+  reference: A100
+  throughput: {T4: 0.16}
+  classes: {inference: {T4: 0.5}}
+YAML
+printf 'id,submit_s,gpus,runtime_s,class\ninf,0,1,3600,inference\ntrain,0,1,3600,training\n' >"$T/perf-jobs.csv"
+run_spw "$T/perf.txt" "$T/perf.err" sim --trace "$T/perf-jobs.csv" --config "$T/perf.yaml" -q \
+    --jobs-out "$T/perf-out.csv"
+grep -q '^inf,0\.000,0\.000,7200\.000,cloud:aws:us-east-1:t4\.x\*1,' "$T/perf-out.csv" &&
+    grep -q '^train,0\.000,0\.000,3600\.000,cloud:aws:us-east-1:a100\.x\*1,' "$T/perf-out.csv"
+ok $? "performance: classes: an inference job takes the T4 at 0.5 (7200 s), a training job the A100"
+sed 's/T4: 0.16/T4: 0/' "$T/perf.yaml" >"$T/perf-bad.yaml"
+fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
+    sim --trace "$T/perf-jobs.csv" --config "$T/perf-bad.yaml"
+sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
+fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
+    sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
 
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then

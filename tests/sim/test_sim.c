@@ -990,6 +990,45 @@ static void test_performance(void)
     is(o, 0, "no perf model: the T4 is cheapest per hour");
     is_double(end, 3600, 1e-9, "no perf model: ... and runs in the job's runtime");
 
+    /* Per job class: class 1 ("inference") rates the T4 at 0.5 of an A100.
+     * At $0.60/h the T4 costs it $1.20 per A100-hour (under the A100's $3)
+     * and runs its 3600 s of work in 7200 s; a job of no class takes the
+     * A100. */
+    {
+        spw_fleet_t f;
+        spw_fleet_init(&f);
+        add_offer(&f, "T4", 1, 0.60, 0);
+        add_offer(&f, "A100", 1, 3.0, 0);
+        f.perf.reference = spw_xstrdup("A100");
+        f.gov.classes = spw_xmalloc(sizeof(char *));
+        f.gov.classes[0] = spw_xstrdup("inference");
+        f.gov.nclasses = 1;
+        f.perf.classes = spw_xcalloc(1, sizeof(*f.perf.classes));
+        f.perf.nclasses = 1;
+        f.perf.classes[0].jclass = 1;
+        f.perf.classes[0].names = spw_xmalloc(sizeof(char *));
+        f.perf.classes[0].names[0] = spw_xstrdup("T4");
+        f.perf.classes[0].throughput = spw_xmalloc(sizeof(double));
+        f.perf.classes[0].throughput[0] = 0.5;
+        f.perf.classes[0].n = 1;
+        is_double(spw_fleet_class_speed(&f, 1, 0), 0.5, 1e-12, "perf class: T4 at 0.5 for it");
+        is_double(spw_fleet_class_speed(&f, 0, 0), 0.16, 1e-12, "perf class: 0.16 for others");
+        spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "none");
+        spw_job_t j[2];
+        double rt[2] = {3600, 3600};
+        job_init(&j[0], "inf", 0, 3600, 1, 0);
+        j[0].jclass = 1;
+        job_init(&j[1], "other", 0, 3600, 1, 1);
+        spw_sim_summary_t s;
+        spw_error_t err;
+        ok(spw_sim_run(&f, &p, j, rt, 2, NULL, &s, &err) == 0, "perf class: runs");
+        is(j[0].offer, 0, "perf class: the inference job takes the T4");
+        is_double(j[0].end_s, 7200, 1e-6, "perf class: ... and runs 7200 s");
+        is(j[1].offer, 1, "perf class: the job of no class takes the A100");
+        spw_fleet_clear(&f);
+    }
+
     /* Gang shapes: a 4-GPU job, offers of 1 x A100 at $3/h and 4 x A100
      * at $14/h: on one node it takes one 4-GPU instance ($14/h, not 4 x $3);
      * allowed nodes of 1 GPU it takes four 1-GPU instances ($12/h). */
