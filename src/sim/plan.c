@@ -131,28 +131,40 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         return -1;
     r->sims++;
     double best = hi;
+    /* Runs already made that the grid can reuse: at 0 and at best. */
+    point_t *at0 = spw_xmalloc(sizeof(point_t)), *atb = spw_xmalloc(sizeof(point_t));
+    int have0 = 0, haveb = 1;
+    *atb = p;
     if (p.stat_s > o->target_s) {
+        haveb = 0;
         /* Bisect for the largest parameter that meets the target (the wait
          * grows with the parameter). */
         x.param = 0;
-        if (sim_at(w, x, &p) < 0)
-            return -1;
+        if (sim_at(w, x, at0) < 0)
+            goto fail;
         r->sims++;
-        if (p.stat_s > o->target_s) {
-            fill(r, o, &p, wait.kind, w->run->span_s);   /* not even bursting at once meets it */
+        have0 = 1;
+        if (at0->stat_s > o->target_s) {
+            fill(r, o, at0, wait.kind, w->run->span_s);   /* not even bursting at once meets it */
             r->param_lo = r->param_hi = 0;
             r->swing = 0;
+            free(at0);
+            free(atb);
             return 0;
         }
+        *atb = *at0;
+        haveb = 1;
         for (int i = 0; i < BISECT_STEPS; i++) {
             x.param = (lo + hi) / 2;
             if (sim_at(w, x, &p) < 0)
-                return -1;
+                goto fail;
             r->sims++;
-            if (p.stat_s <= o->target_s)
+            if (p.stat_s <= o->target_s) {
                 lo = x.param;
-            else
+                *atb = p;
+            } else {
                 hi = x.param;
+            }
         }
         best = lo;
     }
@@ -160,12 +172,22 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     point_t *g = spw_xmalloc((GRID + 1) * sizeof(point_t));
     for (int k = 0; k <= GRID; k++) {
         x.param = best * k / GRID;
+        if (k == 0 && have0) {
+            g[k] = *at0;
+            continue;
+        }
+        if (k == GRID && haveb && atb->param == x.param) {
+            g[k] = *atb;
+            continue;
+        }
         if (sim_at(w, x, &g[k]) < 0) {
             free(g);
-            return -1;
+            goto fail;
         }
         r->sims++;
     }
+    free(at0);
+    free(atb);
     int pick = -1;
     double pick_worst = INFINITY;
     for (int k = 0; k <= GRID; k++) {
@@ -210,6 +232,10 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         }
     }
     return 0;
+fail:
+    free(at0);
+    free(atb);
+    return -1;
 }
 
 /* Gives worker w the fleet of configuration nodes n. */
