@@ -909,7 +909,7 @@ static void test_owned_model(void)
         add_offer(&f, NULL, 1, 3.0, 60);
         spw_job_t jj[20];
         double rr[20];
-        char id[20][8];
+        char id[20][16];
         for (int i = 0; i < 20; i++) {
             snprintf(id[i], sizeof(id[i]), "j%d", i);
             rr[i] = 1800 + 300 * (i % 5);

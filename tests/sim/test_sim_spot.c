@@ -822,7 +822,7 @@ static void test_safety_net_exact(void)
         size_t n = 5 + spw_rng_below(&r, 20);
         spw_job_t j[25];
         double rt[25];
-        char id[25][8];
+        char id[25][16];
         double t = base, tol[25];
         for (size_t i = 0; i < n; i++) {
             snprintf(id[i], sizeof(id[i]), "j%u", (unsigned)i);
