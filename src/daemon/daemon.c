@@ -1572,6 +1572,8 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         memcpy(p->node_gpus, s->node_gpus, s->nnodes * sizeof(uint16_t));
         p->model = s->model;
         p->cost_usd_per_gpu_h = s->cost_usd_per_gpu_h;
+        p->has_owned = s->has_owned;
+        p->owned = s->owned;
         d->node_used[i] = spw_xcalloc(s->nnodes, sizeof(uint64_t));
         d->node_down[i] = spw_xcalloc(s->nnodes ? s->nnodes : 1, sizeof(uint8_t));
         for (uint32_t n = 0; n < s->nnodes; n++)
