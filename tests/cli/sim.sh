@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 63
+plan 64
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -417,6 +417,17 @@ fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
 sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
 fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
     sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
+
+# Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
+# 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it
+# takes 4 instances of the cheapest.
+printf 'cloud: {offers: offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\n' >"$T/gang.yaml"
+printf 'id,submit_s,gpus,runtime_s,gpus_per_node\none,0,4,3600,\nmulti,0,4,3600,1\n' >"$T/gang.csv"
+run_spw "$T/gang.txt" "$T/gang.err" sim --trace "$T/gang.csv" --config "$T/gang.yaml" -q \
+    --jobs-out "$T/gang-out.csv"
+grep -q '^one,.*,unschedulable,' "$T/gang-out.csv" &&
+    grep -q '^multi,0\.000,0\.000,3600\.000,cloud:aws:us-east-1:g1\.x\*4,' "$T/gang-out.csv"
+ok $? "trace gpus_per_node: a one-node 4-GPU job finds no 1-GPU offer; with gpus_per_node 1 it takes 4"
 
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then
