@@ -2585,7 +2585,9 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         x.est_start_s = NAN;
         double gb, tr;
         double egress = data_cost(e, j->data, (int)i, -1, now, &gb, &tr);
-        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h * (tr + j->est_runtime_s) / 3600.0 + egress;
+        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h *
+                             (tr + j->est_runtime_s / c_pool_speed(e, c, (uint32_t)i)) / 3600.0 +
+                         egress;
         uint32_t maxfree = 0;
         for (uint32_t f = p->maxcap; f > 0 && !maxfree; f--)
             if (p->level_n[f])
@@ -2683,7 +2685,8 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         double rank = pick_eval(e, c, j, (uint32_t)i, espot, now, &pk);
         double usd_h = pk.ch.usd_per_h;
         x.est_start_s = now + o->boot_delay_s + pk.transfer_s;
-        x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0 + pk.ch.egress_usd;
+        x.est_cost_usd = usd_h * j->est_runtime_s / c_offer_speed(e, c, (uint32_t)i) / 3600.0 +
+                         pk.ch.egress_usd;
         if (e->policy.wait.kind == SPW_WAIT_NEVER) {
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "wait policy never keeps every job on-prem");
