@@ -891,11 +891,12 @@ static void summarize(sim_t *s)
             out->jobs_deadline++;
             if (j->deadline_s < j->submit_s + s->runtime_s[i] + s->policy->restart_overhead_s)
                 out->deadline_infeasible++;
-            /* Within a microsecond: with no restart overhead and no boot
-             * the Safety Net leaves no margin, and a job that goes on
-             * demand at the last instant ends on its deadline but for the
-             * rounding of the sums. */
-            else if (j->state == SPW_JOB_DONE && j->end_s <= j->deadline_s + 1e-6)
+            /* Within a microsecond, or a few ulp of the deadline at times
+             * where a microsecond is below the resolution of a double: a
+             * job whose deadline leaves no slack at all ends on it but for
+             * the rounding of the sums. */
+            else if (j->state == SPW_JOB_DONE &&
+                     j->end_s <= j->deadline_s + fmax(1e-6, ldexp(fabs(j->deadline_s), -50)))
                 out->deadline_met++;
             else
                 out->deadline_missed++;
