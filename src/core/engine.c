@@ -648,7 +648,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
             c->offer_speed[k] = spw_fleet_class_speed(f, perf_cls, f->offers[k].model);
         c->pool_speed = spw_xmalloc((f->npools ? f->npools : 1) * sizeof(double));
         for (size_t k = 0; k < f->npools; k++)
-            c->pool_speed[k] = spw_fleet_class_speed(f, perf_cls, f->pools[k].model);
+            c->pool_speed[k] =
+                f->perf.scale_pools ? spw_fleet_class_speed(f, perf_cls, f->pools[k].model) : 1;
     }
     c->profile = profile;
     c->data = data;
@@ -1964,7 +1965,8 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     e->pools = spw_xcalloc(e->npools ? e->npools : 1, sizeof(pool_t));
     e->pool_speed = spw_xmalloc((e->npools ? e->npools : 1) * sizeof(double));
     for (size_t i = 0; i < e->npools; i++)
-        e->pool_speed[i] = spw_fleet_speed(fleet, fleet->pools[i].model);
+        e->pool_speed[i] =
+            fleet->perf.scale_pools ? spw_fleet_speed(fleet, fleet->pools[i].model) : 1;
     e->offer_speed = spw_xmalloc((fleet->noffers ? fleet->noffers : 1) * sizeof(double));
     for (size_t i = 0; i < fleet->noffers; i++)
         e->offer_speed[i] = spw_fleet_speed(fleet, fleet->offers[i].model);

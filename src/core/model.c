@@ -268,6 +268,33 @@ static double perf_throughput(const spw_perf_t *perf, const struct spw_perf_clas
     return spw_gpu_throughput(model);
 }
 
+static void copy_rates(char ***dn, double **dt, char *const *sn, const double *st, size_t n)
+{
+    *dn = spw_xmalloc((n ? n : 1) * sizeof(char *));
+    *dt = spw_xmalloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        (*dn)[i] = spw_xstrdup(sn[i]);
+        (*dt)[i] = st[i];
+    }
+}
+
+void spw_perf_copy(spw_perf_t *dst, const spw_perf_t *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->reference = src->reference ? spw_xstrdup(src->reference) : NULL;
+    dst->scale_pools = src->scale_pools;
+    copy_rates(&dst->names, &dst->throughput, src->names, src->throughput, src->n);
+    dst->n = src->n;
+    dst->classes = spw_xcalloc(src->nclasses ? src->nclasses : 1, sizeof(*dst->classes));
+    for (size_t i = 0; i < src->nclasses; i++) {
+        dst->classes[i].jclass = src->classes[i].jclass;
+        copy_rates(&dst->classes[i].names, &dst->classes[i].throughput, src->classes[i].names,
+                   src->classes[i].throughput, src->classes[i].n);
+        dst->classes[i].n = src->classes[i].n;
+    }
+    dst->nclasses = src->nclasses;
+}
+
 int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass)
 {
     return f->perf.reference && perf_class(&f->perf, jclass) != NULL;

@@ -209,6 +209,11 @@ typedef struct spw_perf {
     char *reference;            /* owned: the model runtimes are measured on;
                                    NULL = no performance model (every GPU runs
                                    a job in its runtime) */
+    int scale_pools;            /* on-prem pools run at their GPU's speed too;
+                                   0 (a reference taken by default from the
+                                   first pool): pools run jobs in the runtimes
+                                   the trace recorded on them, and only cloud
+                                   offers are scaled */
     char **names;               /* owned: models whose throughput the config sets */
     double *throughput;         /* owned: theirs, relative to any common unit, > 0 */
     size_t n;
@@ -247,6 +252,9 @@ double spw_fleet_speed(const spw_fleet_t *f, int model);
  * class's own throughputs first (performance: classes:), then the fleet's,
  * then the table's. */
 double spw_fleet_class_speed(const spw_fleet_t *f, uint32_t jclass, int model);
+
+/* Deep copy of src into dst (whose old contents are not freed). */
+void spw_perf_copy(spw_perf_t *dst, const spw_perf_t *src);
 
 /* Whether performance: classes: rates class jclass (index + 1) its own way. */
 int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass);

@@ -1555,6 +1555,7 @@ static int mkdir_p(const char *path, spw_error_t *err)
 static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
 {
     spw_fleet_t *f = &d->fleet;
+    spw_perf_copy(&f->perf, &src->perf);   /* the GPU performance model */
     for (int k = 0; k < src->models.n; k++)
         if (spw_models_intern(&f->models, src->models.name[k], strlen(src->models.name[k]), err) < 0)
             return -1;

@@ -1556,8 +1556,10 @@ static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (!known && rn)
         return at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
                   "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
-    if (known)   /* a first pool of a model nobody rates: no performance model */
+    if (known) {   /* a first pool of a model nobody rates: no performance model */
         f->perf.reference = spw_xstrdup(ref);
+        f->perf.scale_pools = rn != NULL;
+    }
     return 0;
 }
 
