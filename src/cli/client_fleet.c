@@ -252,7 +252,12 @@ static void costs_table(const json_t *doc)
     printf("spend in %s%s\n", period ? period : "this period",
            spw_cli_jbool(doc, "current") ? " (so far)" : "");
     printf("  %-9s %s\n", "total", spw_cli_money(doc, "total_usd", a, sizeof(a)));
-    printf("  %-9s %s (amortised GPU cost)\n", "on-prem", spw_cli_money(doc, "onprem_usd", a, sizeof(a)));
+    printf("  %-9s %s (the GPU-hours jobs used)\n", "on-prem", spw_cli_money(doc, "onprem_usd", a, sizeof(a)));
+    double owned, owned_idle;
+    if (spw_cli_jnum(doc, "owned_usd", &owned) == 0 && owned > 0 &&
+        spw_cli_jnum(doc, "owned_idle_usd", &owned_idle) == 0)
+        printf("  %-9s %s, of which %s idle (every owned GPU since the first submit)\n", "owned",
+               spw_cli_usd(owned, a, sizeof(a)), spw_cli_usd(owned_idle, b, sizeof(b)));
     printf("  %-9s %s", "cloud", spw_cli_money(doc, "cloud_usd", a, sizeof(a)));
     if (spw_cli_jnum(doc, "cloud_idle_usd", &idle) == 0 && idle > 0)
         printf(", of which %s idle (instances bound to no job)", spw_cli_usd(idle, b, sizeof(b)));

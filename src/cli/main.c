@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/plan.h"
 #include "cli/policy.h"
 #include "cli/report.h"
 #include "cli/serve.h"
@@ -48,6 +49,7 @@ static const char main_usage[] =
     "\n"
     "commands:\n"
     "  sim       replay a job trace on a fleet and policy; report cost, waits, use\n"
+    "  plan      how much to own and how long to wait before bursting: a sweep\n"
     "  gen       write a synthetic job trace (spillway CSV) to stdout\n"
     "  demo      generate a workload and compare burst policies on the example fleet\n"
     "  serve     run the orchestrator daemon: the queue, its HTTP API (docs/api.md)\n"
@@ -91,7 +93,8 @@ static const char sim_usage[] =
     "\n"
     "  --trace FILE          job trace: spillway CSV (id,submit_s,gpus,runtime_s[,gpu,\n"
     "                        team,priority,deadline_s,est_runtime_s,class,data,residency,\n"
-    "                        labels,max_runtime_s,spot,spot_policy,checkpoint_interval_s])\n"
+    "                        labels,max_runtime_s,spot,spot_policy,checkpoint_interval_s,\n"
+    "                        gpus_per_node])\n"
     "                        or an Alibaba 2023 pod list (openb_pod_list_*.csv); team,\n"
     "                        class, data, residency and labels (k=v;k2=v2) name the\n"
     "                        config's governance; deadline_s is a time on the clock of\n"
@@ -1073,6 +1076,7 @@ typedef struct command {
 
 static const command_t commands[] = {
     {"sim", cmd_sim, sim_usage},
+    {"plan", spw_cli_plan, spw_cli_plan_usage},
     {"gen", cmd_gen, gen_usage},
     {"demo", cmd_demo, demo_usage},
     {"serve", spw_cli_serve, NULL},  /* its usage: spw_cli_serve --help */

@@ -465,7 +465,7 @@ static void check_table(const char *path, const spw_config_t *cfg, const size_t 
     printf("\nteams (%zu):\n", g->nteams);
     if (g->nteams) {
         spw_table_t *t = spw_table_create("team|>budget|period|on_exhausted|>max cloud $/h|"
-                                          ">max cloud GPUs|>max egress $/month|>line");
+                                          ">max cloud GPUs|>max cloud egress $/month|>line");
         for (size_t i = 0; i < g->nteams; i++) {
             const spw_team_spec_t *s = &g->teams[i];
             snprintf(line, sizeof(line), "%d", s->line);
@@ -482,6 +482,10 @@ static void check_table(const char *path, const spw_config_t *cfg, const size_t 
         printf("  none: no team has a budget; jobs are only under the organisation caps\n");
     }
     printf("  (a job whose team is not listed is only under the organisation caps)\n");
+    printf("  (budgets and caps hold cloud placements: their compute, and the egress and cache\n"
+           "   storage of copying their data into the cloud, per calendar month for the egress\n"
+           "   cap; a copy into an on-prem pool, for a job that runs there, is paid and reported\n"
+           "   as on-prem egress but counts against no budget or cap)\n");
 
     printf("\norganisation caps:\n  max cloud $/h: %s   max cloud GPUs: %s   "
            "worst case of a job without max_runtime: %s\n",
@@ -566,7 +570,7 @@ static void check_json(const char *path, const spw_config_t *cfg, const size_t *
                               spw_period_name(t->period), "on_exhausted",
                               spw_exhausted_name(t->on_exhausted), "max_cloud_usd_per_h",
                               jnum(t->max_cloud_usd_per_h), "max_cloud_gpus",
-                              jnum(t->max_cloud_gpus), "max_egress_usd_per_month",
+                              jnum(t->max_cloud_gpus), "max_cloud_egress_usd_per_month",
                               jnum(t->max_egress_usd_per_month));
         json_array_append_new(teams, o);
     }

@@ -63,9 +63,11 @@ static void jstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* Everything the run cost: cloud compute, every owned GPU for the whole
+ * run (used or idle), and egress. */
 static double total_usd(const spw_sim_summary_t *s)
 {
-    return s->cloud_cost_usd + s->onprem_cost_usd + s->egress_usd;
+    return s->cloud_cost_usd + s->owned_cost_usd + s->egress_usd;
 }
 
 /* Team k of the summary (0 = no team) has something to show. */
@@ -119,6 +121,8 @@ static void json_governance(FILE *f, const spw_report_row_t *r)
         jnum(f, "cloud_usd", tm->cloud_usd, 0);
         jnum(f, "onprem_usd", tm->onprem_usd, 0);
         jnum(f, "egress_usd", tm->egress_usd, 0);
+        jnum(f, "cloud_egress_usd", tm->egress_usd - tm->onprem_egress_usd, 0);
+        jnum(f, "onprem_egress_usd", tm->onprem_egress_usd, 0);
         jnum(f, "egress_gb", tm->egress_gb, 0);
         jnum(f, "worst_period_usd", tm->worst_period_usd, 0);
         jnum(f, "budget_use", tm->budget_use, 1);
@@ -164,8 +168,13 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jint(f, "jobs_backfilled", s->jobs_backfilled);
     jnum(f, "cloud_cost_usd", s->cloud_cost_usd, 0);
     jnum(f, "onprem_cost_usd", s->onprem_cost_usd, 0);
+    jnum(f, "owned_cost_usd", s->owned_cost_usd, 0);
+    jnum(f, "owned_used_usd", s->owned_used_usd, 0);
+    jnum(f, "owned_idle_usd", s->owned_idle_usd, 0);
     jnum(f, "egress_usd", s->egress_usd, 0);
     jnum(f, "total_cost_usd", total_usd(s), 0);
+    jnum(f, "useful_gpu_hours", s->useful_gpu_hours, 0);
+    jnum(f, "cost_per_useful_gpu_h", s->cost_per_useful_gpu_h, 0);
     jnum(f, "cloud_gpu_hours", s->cloud_gpu_hours, 0);
     jnum(f, "onprem_gpu_hours", s->onprem_gpu_hours, 0);
     jnum(f, "wait_mean_s", s->wait_mean_s, 0);
@@ -217,8 +226,8 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
             money(s->peak_cloud_usd_per_h, a, sizeof(a)), s->peak_cloud_gpus);
     if (!s->nteams && !s->team[0].jobs)
         return;
-    fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %10s\n", "team", "budget", "spend", "use",
-            "held", "rejected", "egress");
+    fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %21s %14s\n", "team", "budget", "spend", "use",
+            "held", "rejected", "cloud egress / cap", "on-prem egress");
     for (size_t k = 0; k <= s->nteams; k++) {
         if (!team_shown(s, k))
             continue;
@@ -230,12 +239,19 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
                      spw_period_name(ts->period));
             snprintf(use, sizeof(use), "%.1f%%", 100 * tm->budget_use);
         }
-        fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %10s\n", team_name(r, k), budget,
+        char eg[64], cap[32] = "-", d[32];
+        if (ts && isfinite(ts->max_egress_usd_per_month))
+            money(ts->max_egress_usd_per_month, cap, sizeof(cap));
+        snprintf(eg, sizeof(eg), "%s / %s",
+                 money(tm->egress_usd - tm->onprem_egress_usd, c, sizeof(c)), cap);
+        fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %21s %14s\n", team_name(r, k), budget,
                 money(tm->cloud_usd + tm->egress_usd, b, sizeof(b)), use, tm->jobs_held,
-                tm->jobs_rejected, money(tm->egress_usd, c, sizeof(c)));
+                tm->jobs_rejected, eg, money(tm->onprem_egress_usd, d, sizeof(d)));
     }
     fprintf(f, "  (spend: cloud compute + egress over the whole run; use: the fullest budget "
-               "period)\n");
+               "period;\n   cloud egress: egress and cache storage of cloud placements, under the "
+               "team's\n   max_cloud_egress_usd_per_month; on-prem egress: copies into pools, "
+               "paid, never capped)\n");
 }
 
 /* Whether a run used spot, lost capacity or had deadlines: the "spot and
@@ -296,13 +312,19 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
         fprintf(f, " (%zu backfilled)", s->jobs_backfilled);
     fprintf(f, "\n");
     if (s->egress_usd > 0)
-        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) + %s egress = %s\n", "cost",
-                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+        fprintf(f, "  %-22s %s cloud + %s on-prem owned + %s egress = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->owned_cost_usd, b, sizeof(b)),
                 money(s->egress_usd, d, sizeof(d)), money(total_usd(s), c, sizeof(c)));
     else
-        fprintf(f, "  %-22s %s cloud + %s on-prem (amortised) = %s\n", "cost",
-                money(s->cloud_cost_usd, a, sizeof(a)), money(s->onprem_cost_usd, b, sizeof(b)),
+        fprintf(f, "  %-22s %s cloud + %s on-prem owned = %s\n", "cost",
+                money(s->cloud_cost_usd, a, sizeof(a)), money(s->owned_cost_usd, b, sizeof(b)),
                 money(total_usd(s), c, sizeof(c)));
+    if (s->onprem_gpus)
+        fprintf(f, "  %-22s %s used by jobs, %s idle (every owned GPU, for the makespan)\n",
+                "on-prem owned", money(s->owned_used_usd, a, sizeof(a)),
+                money(s->owned_idle_usd, b, sizeof(b)));
+    fprintf(f, "  %-22s %s (%.0f GPU-hours of work done)\n", "per useful GPU-hour",
+            money(s->cost_per_useful_gpu_h, a, sizeof(a)), s->useful_gpu_hours);
     fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
             s->onprem_gpu_hours);
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
@@ -347,7 +369,8 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
     ROW("jobs on-prem", CELL("%zu", s->jobs_onprem));
     ROW("jobs to cloud", CELL("%zu", s->jobs_cloud));
     ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
-    ROW("on-prem cost", money(s->onprem_cost_usd, a, sizeof(a)));
+    ROW("on-prem owned", money(s->owned_cost_usd, a, sizeof(a)));
+    ROW("  of it idle", money(s->owned_idle_usd, a, sizeof(a)));
     int gov = 0, egress = 0, spot = 0, deadline = 0;
     for (size_t i = 0; i < n; i++) {
         gov |= rows[i].sum.gov;
@@ -360,6 +383,7 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
         ROW("egress cost", money(s->egress_usd, a, sizeof(a)));
     }
     ROW("total cost", money(total_usd(s), a, sizeof(a)));
+    ROW("$ / useful GPU-h", money(s->cost_per_useful_gpu_h, a, sizeof(a)));
     ROW("cloud GPU-hours", CELL("%.0f", s->cloud_gpu_hours));
     ROW("wait mean", human_s(s->wait_mean_s, a, sizeof(a)));
     ROW("wait p50", human_s(s->wait_p50_s, a, sizeof(a)));

@@ -128,6 +128,12 @@ static void pool_set_free(pool_t *p, uint32_t node, uint16_t f)
 typedef struct jclass {
     uint32_t gpus;           /* demand */
     uint64_t mask;           /* acceptable models, 0 = any */
+    uint32_t per_node;       /* spw_job_t.gpus_per_node: 0 = one node only */
+    uint32_t perf_cls;       /* governance class + 1 that rates GPUs its own
+                                way (performance: classes:), else 0 */
+    double *offer_speed;     /* per fleet offer, for perf_cls; NULL = the
+                                engine's (owned) */
+    double *pool_speed;      /* per fleet pool likewise */
     uint32_t profile;        /* governance profile: where its rules let it run */
     uint32_t data;           /* dataset + 1 it reads; 0 = none */
     uint32_t *pools;         /* eligible on-prem pools: fleet order, the pools
@@ -144,6 +150,8 @@ typedef struct jclass {
                                 spot first (= offers when spot is required) */
     uint32_t nsoffers;
     double max_boot_s;       /* slowest boot among its offers */
+    double min_speed;        /* slowest GPU among its offers (spw_fleet_speed),
+                                1 without offers: deadlines plan with it */
     spw_placement_t placement; /* from its rules */
     int any_offer;           /* some offer could serve it if its rules allowed */
     int denied;              /* its rules or residency took away some pool or
@@ -174,6 +182,8 @@ struct spw_engine {
     spw_policy_t policy;
     pool_t *pools;
     size_t npools;
+    double *offer_speed;          /* per fleet offer: spw_fleet_speed of its GPU */
+    double *pool_speed;           /* per fleet pool: likewise */
     jclass_t *cls;                /* demand classes */
     size_t ncls, capcls;
     uint32_t *cls_hash;           /* open addressing: class index + 1, 0 = empty */
@@ -224,6 +234,12 @@ struct spw_engine {
     spw_job_links_t **lfree;      /* free links (a stack) */
     size_t nlfree, caplfree;
 };
+
+/* A job waiting for spot or cloud capacity is looked at again no sooner
+ * than this after the last look (seconds), so that a threshold reached in
+ * rounding dust cannot spin the engine.  The spot policies count it as the
+ * step between two decisions in their Safety Net slack. */
+#define RELOOK_S 1e-3
 
 #define GROW(arr, n, cap)                                                     \
     do {                                                                      \
@@ -456,20 +472,67 @@ static double data_cost(const spw_engine_t *e, uint32_t data, int pool, int offe
     return spw_govrt_data_cost(e->gov, (int)data - 1, pool, offer, now, gb, transfer_s);
 }
 
-static const spw_engine_t *sort_engine;   /* qsort has no context argument */
-static const jclass_t *sort_class;
-static int sort_spot;                     /* order by spot price */
-
-static int offer_cmp(const void *a, const void *b)
+/* Speed of offer oi / pool pi for class c. */
+static inline double c_offer_speed(const spw_engine_t *e, const jclass_t *c, uint32_t oi)
 {
-    const spw_offer_t *oa = &sort_engine->fleet->offers[*(const uint32_t *)a];
-    const spw_offer_t *ob = &sort_engine->fleet->offers[*(const uint32_t *)b];
-    double pa = offer_usd_h(oa, sort_class->gpus, sort_spot);
-    double pb = offer_usd_h(ob, sort_class->gpus, sort_spot);
-    if (pa != pb)
-        return pa < pb ? -1 : 1;
-    uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-    return ia < ib ? -1 : ia > ib;
+    return c->offer_speed ? c->offer_speed[oi] : e->offer_speed[oi];
+}
+
+static inline double c_pool_speed(const spw_engine_t *e, const jclass_t *c, uint32_t pi)
+{
+    return c->pool_speed ? c->pool_speed[pi] : e->pool_speed[pi];
+}
+
+/* What one unit of work costs on offer o for class c, per hour of the
+ * reference GPU: its price per hour over its speed.  Offers are ranked by
+ * it, so the cheapest offer is the cheapest for the work, not per hour. */
+static double offer_work_usd_h(const spw_engine_t *e, const jclass_t *c, uint32_t oi, int spot)
+{
+    return offer_usd_h(&e->fleet->offers[oi], c->gpus, spot) / c_offer_speed(e, c, oi);
+}
+
+/* Sorts v[0..n) by offer_work_usd_h, then index (a stable merge sort with
+ * its context passed in: engines may run in parallel threads). */
+static void sort_offers(const spw_engine_t *e, const jclass_t *c, uint32_t *v, uint32_t n,
+                        int spot)
+{
+    if (n < 2)
+        return;
+    double *key = spw_xmalloc(n * sizeof(double));
+    uint32_t *tmp = spw_xmalloc(n * sizeof(uint32_t));
+    double *ktmp = spw_xmalloc(n * sizeof(double));
+    for (uint32_t i = 0; i < n; i++)
+        key[i] = offer_work_usd_h(e, c, v[i], spot);
+    for (uint32_t w = 1; w < n; w *= 2) {
+        for (uint32_t lo = 0; lo < n; lo += 2 * w) {
+            uint32_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            uint32_t a = lo, b = mid, k = lo;
+            while (a < mid || b < hi) {
+                int take_a = b >= hi || (a < mid && (key[a] < key[b] ||
+                                                     (key[a] == key[b] && v[a] <= v[b])));
+                uint32_t from = take_a ? a++ : b++;
+                tmp[k] = v[from];
+                ktmp[k++] = key[from];
+            }
+        }
+        memcpy(v, tmp, n * sizeof(uint32_t));
+        memcpy(key, ktmp, n * sizeof(double));
+    }
+    free(key);
+    free(tmp);
+    free(ktmp);
+}
+
+/* Whether offer o can hold class c's gang: one instance with all its GPUs;
+ * several only when the job may span nodes of at least per_node GPUs
+ * (instances of one offer are in one zone).  A flat-price offer (no GPU
+ * model: the simulator's price model, not real instances) is priced per
+ * GPU and takes any job. */
+static int offer_fits_gang(const spw_offer_t *o, const jclass_t *c)
+{
+    if (o->model < 0 || c->gpus <= o->gpus)
+        return 1;
+    return c->per_node > 0 && o->gpus >= c->per_node;
 }
 
 static int bit(const uint64_t *set, size_t i)
@@ -516,7 +579,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
     size_t noffers = e->policy.wait.kind == SPW_WAIT_NEVER ? 0 : e->fleet->noffers;
     for (size_t i = 0; i < noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
-        if (!offer_accepts(e, o, c->mask))
+        if (!offer_accepts(e, o, c->mask) || !offer_fits_gang(o, c))
             continue;
         c->any_offer = 1;
         if (bit(pr->offers, i) && !isnan(offer_usd_h(o, c->gpus, c->spot)))
@@ -524,23 +587,22 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
         else
             c->denied = 1;
     }
-    sort_engine = e;
-    sort_class = c;
-    sort_spot = c->spot;
-    qsort(c->offers, c->noffers, sizeof(uint32_t), offer_cmp);
+    sort_offers(e, c, c->offers, c->noffers, c->spot);
     /* The offers it may buy spot on, cheapest spot first. */
     c->soffers = spw_xmalloc((c->noffers ? c->noffers : 1) * sizeof(uint32_t));
     c->nsoffers = 0;
     c->max_boot_s = 0;
+    c->min_speed = c->noffers ? INFINITY : 1;
     for (uint32_t k = 0; k < c->noffers; k++) {
         const spw_offer_t *o = &e->fleet->offers[c->offers[k]];
+        if (c_offer_speed(e, c, c->offers[k]) < c->min_speed)
+            c->min_speed = c_offer_speed(e, c, c->offers[k]);
         if (c->spot_ok && !isnan(offer_usd_h(o, c->gpus, 1)))
             c->soffers[c->nsoffers++] = c->offers[k];
         if (o->boot_delay_s > c->max_boot_s)
             c->max_boot_s = o->boot_delay_s;
     }
-    sort_spot = 1;
-    qsort(c->soffers, c->nsoffers, sizeof(uint32_t), offer_cmp);
+    sort_offers(e, c, c->soffers, c->nsoffers, 1);
     c->same_boot = 1;
     for (uint32_t k = 1; k < c->noffers; k++)
         c->same_boot &= e->fleet->offers[c->offers[k]].boot_delay_s ==
@@ -559,15 +621,17 @@ static inline uint64_t class_key(uint32_t gpus, uint64_t mask, uint32_t profile,
 }
 
 static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t profile,
-                         uint32_t data)
+                         uint32_t data, uint32_t per_node, uint32_t perf_cls)
 {
-    size_t i = hash32(class_key(gpus, mask, profile, data)) & (e->hash_cap - 1);
+    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node ^ (uint64_t)perf_cls << 32) &
+               (e->hash_cap - 1);
     for (;; i = (i + 1) & (e->hash_cap - 1)) {
         uint32_t v = e->cls_hash[i];
         if (!v)
             break;
         jclass_t *c = &e->cls[v - 1];
-        if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data)
+        if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data &&
+            c->per_node == per_node && c->perf_cls == perf_cls)
             return v - 1;
     }
     GROW(e->cls, e->ncls, e->capcls);
@@ -575,6 +639,18 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
     memset(c, 0, sizeof(*c));
     c->gpus = gpus;
     c->mask = mask;
+    c->per_node = per_node;
+    c->perf_cls = perf_cls;
+    if (perf_cls) {
+        const spw_fleet_t *f = e->fleet;
+        c->offer_speed = spw_xmalloc((f->noffers ? f->noffers : 1) * sizeof(double));
+        for (size_t k = 0; k < f->noffers; k++)
+            c->offer_speed[k] = spw_fleet_class_speed(f, perf_cls, f->offers[k].model);
+        c->pool_speed = spw_xmalloc((f->npools ? f->npools : 1) * sizeof(double));
+        for (size_t k = 0; k < f->npools; k++)
+            c->pool_speed[k] =
+                f->perf.scale_pools ? spw_fleet_class_speed(f, perf_cls, f->pools[k].model) : 1;
+    }
     c->profile = profile;
     c->data = data;
     class_setup(e, c);
@@ -585,7 +661,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
         uint32_t *h = spw_xcalloc(cap, sizeof(uint32_t));
         for (size_t k = 0; k < e->ncls; k++) {
             const jclass_t *ck = &e->cls[k];
-            size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data)) & (cap - 1);
+            size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data) ^
+                              ck->per_node ^ (uint64_t)ck->perf_cls << 32) & (cap - 1);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = (uint32_t)(k + 1);
@@ -600,7 +677,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
 /* The class of job j, its profile computed from its attributes. */
 static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
-    return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data);
+    return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data,
+                    j->gpus_per_node, spw_fleet_perf_class(e->fleet, j->jclass) ? j->jclass : 0);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -677,6 +755,12 @@ static inline int class_fits(const spw_engine_t *e, const jclass_t *c)
 
 /* ---- running heap (EASY) --------------------------------------------------- */
 
+/* Work seconds per wall-clock second of j's current placement. */
+static inline double job_speed(const spw_job_t *j)
+{
+    return j->speed > 0 ? j->speed : 1;
+}
+
 /* Work an attempt of j still plans to do: its estimate less what earlier
  * attempts kept, never below 0. */
 static inline double est_left(const spw_job_t *j)
@@ -687,7 +771,7 @@ static inline double est_left(const spw_job_t *j)
 
 static inline double est_end(const spw_engine_t *e, const spw_job_t *j)
 {
-    return j->start_s + spw_engine_overhead_s(e, j) + est_left(j);
+    return j->start_s + spw_engine_overhead_s(e, j) + est_left(j) / job_speed(j);
 }
 
 static inline int run_before(const runent_t *a, const runent_t *b)
@@ -847,6 +931,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     queue_del(e, c, j);
     e->queued--;
     j->state = SPW_JOB_ONPREM;
+    j->speed = c_pool_speed(e, c, (uint32_t)pl.pool);
     /* Data from elsewhere is copied first: the GPUs are held meanwhile.
      * Egress into on-prem is paid and reported, but it is outside the
      * budgets, which gate cloud placements only (docs/governance.md). */
@@ -856,6 +941,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->start_s = now + tr;
     j->transfer_s = tr;
     j->egress_usd += egress;
+    j->onprem_egress_usd += egress;
     j->egress_gb += gb;
     j->cost_usd += egress;
     if (gb > 0)
@@ -899,7 +985,8 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
     pk->ch.egress_usd = egress;
     pk->ch.usd_per_h = usd_h;
     pk->ch.gpus = (double)pk->inst * o->gpus;
-    double rank = usd_h * j->est_runtime_s / 3600.0;
+    /* Expected compute: the estimate runs at this offer's GPU speed. */
+    double rank = usd_h * j->est_runtime_s / c_offer_speed(e, c, oi) / 3600.0;
     return e->policy.gravity ? rank + egress : rank;
 }
 
@@ -1003,6 +1090,7 @@ static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
     j->offer = (int32_t)pk->offer;
     j->instances = pk->inst;
     j->spot = (uint8_t)pk->spot;
+    j->speed = c_offer_speed(e, &e->cls[j->l->cls], pk->offer);
     e->held_inst[pk->spot][pk->offer] += pk->inst;
     j->placed_s = now;
     j->transfer_s = pk->transfer_s;
@@ -1184,16 +1272,18 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
 {
     if (!isfinite(j->deadline_s) || !(j->est_runtime_s > 0) || !(est_left(j) > 0))
         return 0;
-    sj->work_s = j->est_runtime_s;
+    /* Work and progress as wall-clock seconds on its slowest offer, so a
+     * deadline holds whichever GPU it gets. */
+    sj->work_s = j->est_runtime_s / c->min_speed;
     sj->deadline_s = j->deadline_s - j->submit_s;
     sj->restart_overhead_s = e->policy.restart_overhead_s + c->max_boot_s;
     sj->checkpoint_interval_s = j->checkpoint_interval_s;
-    sj->step_s = 0;
+    sj->step_s = RELOOK_S;
     if (!(sj->deadline_s > 0))
         return 0;
     v->inst = SPW_SPOT_IDLE;
     v->elapsed_s = now - j->submit_s;
-    v->done_s = j->done_s;
+    v->done_s = j->done_s / c->min_speed;
     return 1;
 }
 
@@ -1205,7 +1295,7 @@ static double cheapest_free(const spw_engine_t *e, const jclass_t *c, const uint
     for (uint32_t k = 0; k < n; k++) {
         const spw_offer_t *o = &e->fleet->offers[list[k]];
         if (has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now))
-            return offer_usd_h(o, c->gpus, spot);
+            return offer_work_usd_h(e, c, list[k], spot);
     }
     return INFINITY;
 }
@@ -1246,16 +1336,28 @@ static spw_spot_inst_t spot_choice(const spw_engine_t *e, const jclass_t *c, con
     if (d == SPW_SPOT_ONDEMAND)
         *by_deadline = 1;
     if (d == SPW_SPOT_IDLE) {
-        /* Greedy waits until the safety net; Uniform Progress also until
-         * it falls behind: done < elapsed x work / deadline. */
+        /* Greedy waits until the Safety Net; Uniform Progress also until
+         * it falls behind: done < elapsed x work / deadline.  A job waiting
+         * is looked at again no sooner than RELOOK_S from now
+         * (wait_capacity): when the Safety Net's time t comes before that,
+         * it fires now rather than at a re-look too late.  Otherwise the
+         * wake-up at t itself puts it on demand, by this same comparison,
+         * whatever rounding does to R(t) - C(t) there.  With the slack
+         * counting RELOOK_S as the step between decisions, an on-demand
+         * start comes at least that early: the explicit margin that keeps
+         * a deadline met when restart overhead and boot are 0. */
         double left = sj.work_s - v.done_s;
         double t = j->submit_s + sj.deadline_s - left - spw_spot_safety_slack_s(&sj);
-        if (pol == SPW_SPOT_POLICY_UNIFORM_PROGRESS) {
-            double tu = j->submit_s + v.done_s * sj.deadline_s / sj.work_s;
-            if (tu < t)
-                t = tu;
+        if (!(t >= now + RELOOK_S)) {
+            *by_deadline = 1;
+            return SPW_SPOT_ONDEMAND;
         }
-        *flip = nextafter(t, INFINITY);   /* at t itself it still waits */
+        if (pol == SPW_SPOT_POLICY_UNIFORM_PROGRESS) {
+            double tu = nextafter(j->submit_s + v.done_s * sj.deadline_s / sj.work_s, INFINITY);
+            if (tu < t)
+                t = tu;   /* at tu itself it is not behind yet */
+        }
+        *flip = t;
     }
     return d;
 }
@@ -1285,8 +1387,8 @@ static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now
         e->dirty = 1;
     }
     j->reason = SPW_REASON_WAIT_SPOT;
-    if (!(flip >= now + 1e-3))
-        flip = now + 1e-3;   /* at or near the threshold: look again just after */
+    if (!(flip >= now + RELOOK_S))
+        flip = now + RELOOK_S;   /* at or near the threshold: look again just after */
     if (flip < e->swait_next)
         e->swait_next = flip;
     if (!j->l->swait) {
@@ -1358,9 +1460,9 @@ static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
     if (spot_use(e, c, j, &pol) != USE_POLICY || pol != SPW_SPOT_POLICY_UNIFORM_PROGRESS ||
         !spot_view(e, c, j, now, sj, v))
         return 0;
-    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     v->inst = SPW_SPOT_ONDEMAND;
-    v->done_s = j->done_s + (run > 0 ? run : 0);
+    v->done_s = (j->done_s + (run > 0 ? run : 0)) / c->min_speed;
     return v->done_s < sj->work_s;   /* past its estimate: nothing to move */
 }
 
@@ -1458,10 +1560,23 @@ static void find_switches(spw_engine_t *e, double now)
     e->nod = n;
 }
 
-static int swait_cmp(const void *a, const void *b)
+/* Sorts v[0..n) into queue order (a merge sort with the engine passed in:
+ * engines may run in parallel threads, so no file-scope sort context). */
+static void sort_jobs(const spw_engine_t *e, spw_job_t **v, size_t n)
 {
-    const spw_job_t *x = *(spw_job_t *const *)a, *y = *(spw_job_t *const *)b;
-    return x == y ? 0 : job_before(sort_engine, x, y) ? -1 : 1;
+    if (n < 2)
+        return;
+    spw_job_t **tmp = spw_xmalloc(n * sizeof(*tmp));
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid || b < hi)
+                tmp[k++] = b >= hi || (a < mid && !job_before(e, v[b], v[a])) ? v[a++] : v[b++];
+        }
+        memcpy(v, tmp, n * sizeof(*tmp));
+    }
+    free(tmp);
 }
 
 /* The reason a job bursting from a wait list goes to the cloud. */
@@ -1492,8 +1607,7 @@ static void retry_spot(spw_engine_t *e, double now)
     spw_job_t **todo = spw_xmalloc((n ? n : 1) * sizeof(*todo));
     memcpy(todo, e->swait, n * sizeof(*todo));
     e->nswait = 0;
-    sort_engine = e;
-    qsort(todo, n, sizeof(*todo), swait_cmp);
+    sort_jobs(e, todo, n);
     for (size_t i = 0; i < n; i++) {
         jclass_t *c = &e->cls[todo[i]->l->cls];
         try_burst(e, c, todo[i], burst_reason(c), now, !c->never_onprem);
@@ -1835,8 +1949,7 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
 {
     for (size_t i = 0; i < fleet->npools; i++) {
         const spw_pool_spec_t *ps = &fleet->pools[i];
-        if (ps->nnodes == 0)
-            return spw_errorf(err, "pool '%s' has no nodes", ps->name), NULL;
+        /* A pool of no nodes (a planner's "own none") takes no job. */
         for (uint32_t k = 0; k < ps->nnodes; k++)
             if (ps->node_gpus[k] == 0 || ps->node_gpus[k] > SPW_MAX_NODE_GPUS)
                 return spw_errorf(err, "pool '%s': node %u has %u GPUs (expected 1 to %d)",
@@ -1850,6 +1963,13 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     e->policy = *policy;
     e->npools = fleet->npools;
     e->pools = spw_xcalloc(e->npools ? e->npools : 1, sizeof(pool_t));
+    e->pool_speed = spw_xmalloc((e->npools ? e->npools : 1) * sizeof(double));
+    for (size_t i = 0; i < e->npools; i++)
+        e->pool_speed[i] =
+            fleet->perf.scale_pools ? spw_fleet_speed(fleet, fleet->pools[i].model) : 1;
+    e->offer_speed = spw_xmalloc((fleet->noffers ? fleet->noffers : 1) * sizeof(double));
+    for (size_t i = 0; i < fleet->noffers; i++)
+        e->offer_speed[i] = spw_fleet_speed(fleet, fleet->offers[i].model);
     for (size_t i = 0; i < e->npools; i++) {
         pool_t *p = &e->pools[i];
         p->spec = &fleet->pools[i];
@@ -1921,10 +2041,14 @@ void spw_engine_destroy(spw_engine_t *e)
         free(p->stamp);
     }
     free(e->pools);
+    free(e->pool_speed);
+    free(e->offer_speed);
     for (size_t i = 0; i < e->ncls; i++) {
         free(e->cls[i].pools);
         free(e->cls[i].offers);
         free(e->cls[i].soffers);
+        free(e->cls[i].offer_speed);
+        free(e->cls[i].pool_speed);
     }
     spw_govrt_destroy(e->gov);
     for (size_t t = 0; t < e->nhq; t++)
@@ -2016,15 +2140,15 @@ static double deadline_burst_at(const spw_engine_t *e, const jclass_t *c, const 
     spw_spot_policy_t pol;
     if (spot_use(e, c, j, &pol) == USE_POLICY) {
         spw_spot_job_t sj = {
-            .work_s = j->est_runtime_s,
+            .work_s = j->est_runtime_s / c->min_speed,
             .deadline_s = j->deadline_s - j->submit_s,
             .restart_overhead_s = d,
             .checkpoint_interval_s = j->checkpoint_interval_s,
-            .step_s = 0,
+            .step_s = RELOOK_S,
         };
         margin = spw_spot_safety_slack_s(&sj);
     }
-    return j->deadline_s - est_left(j) - margin;
+    return j->deadline_s - est_left(j) / c->min_speed - margin;
 }
 
 /* Queues job j of class c at now.  A job that can never run on-prem, or is
@@ -2252,7 +2376,7 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         return -1;
     /* Progress of this attempt: after its restart overhead, up to now; it
      * is kept to the last checkpoint. */
-    double run = now - j->start_s - spw_engine_overhead_s(e, j);
+    double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     if (!(run > 0))
         run = 0;
     /* A switch is a clean stop: the job saves all its progress first. */
@@ -2463,7 +2587,9 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         x.est_start_s = NAN;
         double gb, tr;
         double egress = data_cost(e, j->data, (int)i, -1, now, &gb, &tr);
-        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h * (tr + j->est_runtime_s) / 3600.0 + egress;
+        x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h *
+                             (tr + j->est_runtime_s / c_pool_speed(e, c, (uint32_t)i)) / 3600.0 +
+                         egress;
         uint32_t maxfree = 0;
         for (uint32_t f = p->maxcap; f > 0 && !maxfree; f--)
             if (p->level_n[f])
@@ -2561,7 +2687,8 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         double rank = pick_eval(e, c, j, (uint32_t)i, espot, now, &pk);
         double usd_h = pk.ch.usd_per_h;
         x.est_start_s = now + o->boot_delay_s + pk.transfer_s;
-        x.est_cost_usd = usd_h * j->est_runtime_s / 3600.0 + pk.ch.egress_usd;
+        x.est_cost_usd = usd_h * j->est_runtime_s / c_offer_speed(e, c, (uint32_t)i) / 3600.0 +
+                         pk.ch.egress_usd;
         if (e->policy.wait.kind == SPW_WAIT_NEVER) {
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "wait policy never keeps every job on-prem");
@@ -2569,6 +2696,14 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             x.est_start_s = x.est_cost_usd = NAN;
             snprintf(x.why, sizeof(x.why), "%s has %s GPUs; the job accepts %s", o->instance_type,
                      o->model >= 0 ? e->fleet->models.name[o->model] : "?", want);
+        } else if (!offer_fits_gang(o, c)) {
+            if (c->per_node)
+                snprintf(x.why, sizeof(x.why), "%s has %u GPU%s per instance; the job's nodes need "
+                         "%u", o->instance_type, o->gpus, o->gpus == 1 ? "" : "s", c->per_node);
+            else
+                snprintf(x.why, sizeof(x.why), "%s has %u GPU%s per instance; the job's %u GPUs "
+                         "must be on one node (gpus_per_node lets it span several)",
+                         o->instance_type, o->gpus, o->gpus == 1 ? "" : "s", g);
         } else if (!bit(pr->offers, i) || isnan(usd_h)) {
             if (spw_govrt_why_not(e->gov, c->profile, -1, (int)i, x.why, sizeof(x.why)) < 0)
                 snprintf(x.why, sizeof(x.why), "%s has no spot price", o->instance_type);

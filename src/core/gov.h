@@ -84,7 +84,10 @@ typedef struct spw_team_spec {
     spw_exhausted_t on_exhausted;
     double max_cloud_usd_per_h;  /* concurrent cloud spend rate; INFINITY = none */
     double max_cloud_gpus;       /* concurrent cloud GPUs; INFINITY = none */
-    double max_egress_usd_per_month; /* INFINITY = none */
+    double max_egress_usd_per_month; /* max_cloud_egress_usd_per_month: egress and
+                                        cache storage of cloud placements per calendar
+                                        month (copies into pools are not capped);
+                                        INFINITY = none */
 } spw_team_spec_t;
 
 /* A place data can live: an on-prem pool or a cloud region. */

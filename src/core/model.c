@@ -183,6 +183,140 @@ void spw_pool_spec_clear(spw_pool_spec_t *p)
     p->node_gpus = NULL;
 }
 
+/* Hours in a year (365.25 days) and in a month (a twelfth of that). */
+#define YEAR_H 8766.0
+#define MONTH_H (YEAR_H / 12)
+
+double spw_owned_busy_usd_per_gpu_h(const spw_owned_cost_t *m, double gpus_per_node)
+{
+    double capital = m->years > 0 ? m->price_usd_per_gpu / (m->years * YEAR_H) : 0;
+    double power = m->gpu_busy_w / 1000.0 * m->pue * m->usd_per_kwh;
+    double node = gpus_per_node > 0 ? m->node_usd_per_month / MONTH_H / gpus_per_node : 0;
+    return capital + power + node;
+}
+
+void spw_pool_owned_cost(const spw_pool_spec_t *p, double hours_h, double busy_gpu_h,
+                         spw_owned_split_t *out)
+{
+    double gpus = 0;
+    for (uint32_t k = 0; k < p->nnodes; k++)
+        gpus += p->node_gpus[k];
+    if (!(hours_h > 0) || !(gpus > 0)) {
+        *out = (spw_owned_split_t){0};
+        return;
+    }
+    double all_gpu_h = gpus * hours_h;
+    if (!(busy_gpu_h > 0))
+        busy_gpu_h = 0;
+    if (busy_gpu_h > all_gpu_h)
+        busy_gpu_h = all_gpu_h;
+    double idle_gpu_h = all_gpu_h - busy_gpu_h;
+    if (!p->has_owned) {
+        out->used_usd = busy_gpu_h * p->cost_usd_per_gpu_h;
+        out->idle_usd = idle_gpu_h * p->cost_usd_per_gpu_h;
+    } else {
+        const spw_owned_cost_t *m = &p->owned;
+        double capital = m->years > 0 ? m->price_usd_per_gpu / (m->years * YEAR_H) : 0;
+        double node_per_gpu_h = m->node_usd_per_month * p->nnodes / MONTH_H / gpus;
+        double kwh_usd = m->pue * m->usd_per_kwh / 1000.0;
+        out->used_usd = busy_gpu_h * (capital + node_per_gpu_h + m->gpu_busy_w * kwh_usd);
+        out->idle_usd = idle_gpu_h * (capital + node_per_gpu_h + m->gpu_idle_w * kwh_usd);
+    }
+    out->total_usd = out->used_usd + out->idle_usd;
+}
+
+/* Relative training throughput, A100 = 1, rounded from published
+ * benchmark ratios (docs/config.md "GPU performance" gives the sources and
+ * how to override them).  Longer names first where one is a prefix of
+ * another is not needed: matching needs the whole name or name + "-". */
+static const struct {
+    const char *name;
+    double throughput;
+} gpu_table[] = {
+    {"K80", 0.07}, {"M60", 0.08}, {"P4", 0.08}, {"P100", 0.25}, {"T4", 0.16},
+    {"V100", 0.45}, {"A10G", 0.33}, {"A10", 0.37}, {"L4", 0.30}, {"A40", 0.60},
+    {"L40", 0.80}, {"L40S", 0.90}, {"A100", 1.00}, {"H100", 2.20}, {"H200", 2.60},
+};
+
+double spw_gpu_throughput(const char *model)
+{
+    for (size_t i = 0; i < sizeof(gpu_table) / sizeof(gpu_table[0]); i++)
+        if (spw_model_accepts(gpu_table[i].name, model))
+            return gpu_table[i].throughput;
+    return NAN;
+}
+
+static const struct spw_perf_class *perf_class(const spw_perf_t *perf, uint32_t jclass)
+{
+    for (size_t i = 0; jclass && i < perf->nclasses; i++)
+        if (perf->classes[i].jclass == jclass)
+            return &perf->classes[i];
+    return NULL;
+}
+
+/* Throughput of `model` under perf for class pc (may be NULL): the class's,
+ * the config's, else the table's. */
+static double perf_throughput(const spw_perf_t *perf, const struct spw_perf_class *pc,
+                              const char *model)
+{
+    for (size_t i = 0; pc && i < pc->n; i++)
+        if (spw_model_accepts(pc->names[i], model))
+            return pc->throughput[i];
+    for (size_t i = 0; i < perf->n; i++)
+        if (spw_model_accepts(perf->names[i], model))
+            return perf->throughput[i];
+    return spw_gpu_throughput(model);
+}
+
+static void copy_rates(char ***dn, double **dt, char *const *sn, const double *st, size_t n)
+{
+    *dn = spw_xmalloc((n ? n : 1) * sizeof(char *));
+    *dt = spw_xmalloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        (*dn)[i] = spw_xstrdup(sn[i]);
+        (*dt)[i] = st[i];
+    }
+}
+
+void spw_perf_copy(spw_perf_t *dst, const spw_perf_t *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->reference = src->reference ? spw_xstrdup(src->reference) : NULL;
+    dst->scale_pools = src->scale_pools;
+    copy_rates(&dst->names, &dst->throughput, src->names, src->throughput, src->n);
+    dst->n = src->n;
+    dst->classes = spw_xcalloc(src->nclasses ? src->nclasses : 1, sizeof(*dst->classes));
+    for (size_t i = 0; i < src->nclasses; i++) {
+        dst->classes[i].jclass = src->classes[i].jclass;
+        copy_rates(&dst->classes[i].names, &dst->classes[i].throughput, src->classes[i].names,
+                   src->classes[i].throughput, src->classes[i].n);
+        dst->classes[i].n = src->classes[i].n;
+    }
+    dst->nclasses = src->nclasses;
+}
+
+int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass)
+{
+    return f->perf.reference && perf_class(&f->perf, jclass) != NULL;
+}
+
+double spw_fleet_class_speed(const spw_fleet_t *f, uint32_t jclass, int model)
+{
+    if (!f->perf.reference || model < 0 || model >= f->models.n)
+        return 1;
+    const struct spw_perf_class *pc = perf_class(&f->perf, jclass);
+    double ref = perf_throughput(&f->perf, pc, f->perf.reference);
+    double m = perf_throughput(&f->perf, pc, f->models.name[model]);
+    if (!(ref > 0) || !(m > 0))
+        return 1;
+    return m / ref;
+}
+
+double spw_fleet_speed(const spw_fleet_t *f, int model)
+{
+    return spw_fleet_class_speed(f, 0, model);
+}
+
 void spw_fleet_init(spw_fleet_t *f)
 {
     memset(f, 0, sizeof(*f));
@@ -199,6 +333,18 @@ void spw_fleet_clear(spw_fleet_t *f)
     free(f->offers);
     spw_models_clear(&f->models);
     spw_gov_clear(&f->gov);
+    free(f->perf.reference);
+    for (size_t i = 0; i < f->perf.n; i++)
+        free(f->perf.names[i]);
+    free(f->perf.names);
+    free(f->perf.throughput);
+    for (size_t i = 0; i < f->perf.nclasses; i++) {
+        for (size_t k = 0; k < f->perf.classes[i].n; k++)
+            free(f->perf.classes[i].names[k]);
+        free(f->perf.classes[i].names);
+        free(f->perf.classes[i].throughput);
+    }
+    free(f->perf.classes);
     spw_fleet_init(f);
 }
 
@@ -223,13 +369,14 @@ void spw_job_reset(spw_job_t *j)
     j->instances = 0;
     j->placed_s = j->start_s = j->end_s = NAN;
     j->cost_usd = 0;
-    j->egress_usd = j->egress_gb = j->transfer_s = 0;
+    j->egress_usd = j->egress_gb = j->transfer_s = j->onprem_egress_usd = 0;
     j->reserved_usd = 0;
     j->charge_s = NAN;
     j->held = 0;
     j->by_residency = 0;
     j->by_budget = 0;
     j->spot = 0;
+    j->speed = 1;
     j->done_s = j->lost_s = j->lost_gpu_s = 0;
     j->spot_gpu_s = j->ondemand_gpu_s = 0;
     j->restarts = j->preemptions = j->failures = 0;

@@ -131,14 +131,60 @@ void spw_policy_default(spw_policy_t *p);
 
 /* ---- Fleet -------------------------------------------------------------- */
 
+/* What owning a pool costs, used or not (the `owned:` map of a pool,
+ * docs/config.md "On-prem cost").  All zero = not given: the pool's
+ * cost_usd_per_gpu_h alone is the amortised price of owning one GPU for an
+ * hour (the simple form). */
+typedef struct spw_owned_cost {
+    double price_usd_per_gpu;    /* purchase price of one GPU with its share of
+                                    the server, network and installation */
+    double years;                /* the purchase is spread evenly over this many
+                                    years (8,766 hours each), > 0 when priced */
+    double gpu_busy_w;           /* draw of one busy GPU with its share of the
+                                    server, watts */
+    double gpu_idle_w;           /* draw of one idle GPU likewise, watts */
+    double pue;                  /* power usage effectiveness of the site, >= 1
+                                    (facility power / IT power) */
+    double usd_per_kwh;          /* price of electricity */
+    double node_usd_per_month;   /* space, cooling contract, network and
+                                    operations of one node per month (730.5 h) */
+} spw_owned_cost_t;
+
 /* One on-prem pool: fixed nodes with a GPU count each. */
 typedef struct spw_pool_spec {
     char *name;                 /* owned; unique in the fleet */
     uint32_t nnodes;            /* nodes in the pool, > 0 */
     uint16_t *node_gpus;        /* owned; GPUs of each node, > 0 */
     int model;                  /* index in the fleet's models, -1 = unspecified (accepts any job) */
-    double cost_usd_per_gpu_h;  /* amortised cost of owning one GPU for an hour */
+    double cost_usd_per_gpu_h;  /* amortised cost of owning one GPU for an hour;
+                                   with an owned model, what one busy GPU-hour
+                                   costs under it (spw_owned_busy_usd_per_gpu_h),
+                                   which prices a job's on-prem attempts */
+    int has_owned;              /* owned below was given */
+    spw_owned_cost_t owned;     /* the owned-capacity model, when has_owned */
 } spw_pool_spec_t;
+
+/* What a pool cost over a stretch of time: every GPU owned for all of it,
+ * split into the part its jobs used and the part that stood idle. */
+typedef struct spw_owned_split {
+    double total_usd;           /* used_usd + idle_usd */
+    double used_usd;            /* the busy GPU-hours' share: their capital,
+                                   busy power and node costs */
+    double idle_usd;            /* the rest: idle GPUs' capital, idle power and
+                                   node costs */
+} spw_owned_split_t;
+
+/* The cost of one busy GPU-hour of an owned model: capital per hour, busy
+ * power x PUE, and the node costs shared over the node's GPUs. */
+double spw_owned_busy_usd_per_gpu_h(const spw_owned_cost_t *m, double gpus_per_node);
+
+/* What pool p cost over hours_h hours in which its jobs held busy_gpu_h
+ * GPU-hours (clamped to 0 .. GPUs x hours_h).  The simple form prices every
+ * GPU-hour, busy or idle, at cost_usd_per_gpu_h; an owned model adds power
+ * at busy or idle draw and the node costs.  The same function serves the
+ * simulator's summary and the daemon's costs. */
+void spw_pool_owned_cost(const spw_pool_spec_t *p, double hours_h, double busy_gpu_h,
+                         spw_owned_split_t *out);
 
 /* One purchasable cloud shape. */
 typedef struct spw_offer {
@@ -147,11 +193,43 @@ typedef struct spw_offer {
     char *zone;                 /* owned, may be "" */
     char *instance_type;        /* owned */
     int model;                  /* index in the fleet's models, -1 = any model (flat price) */
-    uint32_t gpus;              /* GPUs per instance, > 0 */
+    uint32_t gpus;              /* GPUs per instance, > 0; a multi-GPU job bursts
+                                   to one instance with enough GPUs, or to
+                                   several in one zone when it allows more than
+                                   one node (spw_job_t.gpus_per_node) */
     double ondemand_usd_per_h;  /* price of one instance for an hour, on demand */
     double spot_usd_per_h;      /* spot price of one instance for an hour; NAN if none */
     double boot_delay_s;        /* seconds from request to the job running */
 } spw_offer_t;
+
+/* The GPU performance model (docs/config.md "GPU performance"): a job's
+ * runtime is measured on the reference model and scales with relative
+ * training throughput elsewhere. */
+typedef struct spw_perf {
+    char *reference;            /* owned: the model runtimes are measured on;
+                                   NULL = no performance model (every GPU runs
+                                   a job in its runtime) */
+    int scale_pools;            /* on-prem pools run at their GPU's speed too;
+                                   0 (a reference taken by default from the
+                                   first pool): pools run jobs in the runtimes
+                                   the trace recorded on them, and only cloud
+                                   offers are scaled */
+    char **names;               /* owned: models whose throughput the config sets */
+    double *throughput;         /* owned: theirs, relative to any common unit, > 0 */
+    size_t n;
+    struct spw_perf_class {
+        uint32_t jclass;        /* governance class index + 1 */
+        char **names;           /* owned: models this class rates its own way */
+        double *throughput;     /* owned */
+        size_t n;
+    } *classes;                 /* owned: per job class overrides */
+    size_t nclasses;
+} spw_perf_t;
+
+/* Relative training throughput of a GPU model in the built-in table (A100 =
+ * 1; docs/config.md cites the sources), matched as spw_model_accepts does
+ * ("A100" covers "A100-80GB"); NAN for a model the table lacks. */
+double spw_gpu_throughput(const char *model);
 
 typedef struct spw_fleet {
     spw_models_t models;        /* every GPU model name seen (pools, offers, jobs) */
@@ -161,7 +239,25 @@ typedef struct spw_fleet {
     size_t noffers;
     spw_gov_t gov;              /* budgets, caps, rules, residency, datasets
                                    (owned; spw_gov_init's state = none) */
+    spw_perf_t perf;            /* GPU performance model; reference NULL = none */
 } spw_fleet_t;
+
+/* How fast a GPU of fleet model `model` (-1 = unspecified) runs a job
+ * relative to the reference model: work seconds per second of wall clock.
+ * 1 without a performance model, for -1, and for a model neither the
+ * config nor the built-in table knows (or when the reference is unknown). */
+double spw_fleet_speed(const spw_fleet_t *f, int model);
+
+/* The same for a job of governance class jclass (index + 1; 0 = none): the
+ * class's own throughputs first (performance: classes:), then the fleet's,
+ * then the table's. */
+double spw_fleet_class_speed(const spw_fleet_t *f, uint32_t jclass, int model);
+
+/* Deep copy of src into dst (whose old contents are not freed). */
+void spw_perf_copy(spw_perf_t *dst, const spw_perf_t *src);
+
+/* Whether performance: classes: rates class jclass (index + 1) its own way. */
+int spw_fleet_perf_class(const spw_fleet_t *f, uint32_t jclass);
 
 void spw_fleet_init(spw_fleet_t *f);   /* an empty fleet with no governance */
 void spw_fleet_clear(spw_fleet_t *f);  /* frees everything, leaves an empty fleet */
@@ -236,6 +332,11 @@ struct spw_job {
     uint32_t gpus;              /* GPUs wanted, > 0 */
     int32_t priority;           /* larger runs first under the priority order */
     uint64_t gpu_mask;          /* acceptable models (bits of fleet models); 0 = any */
+    uint32_t gpus_per_node;     /* 0: one node, so in the cloud one instance with
+                                   all its GPUs; N > 0: it may span nodes, in the
+                                   cloud several instances of >= N GPUs each in
+                                   one zone (on-prem a job bigger than a node
+                                   always takes whole nodes) */
     double deadline_s;          /* absolute time it should end by; NAN = none */
     uint32_t order;             /* unique tie-break rank: equal keys run in this order */
     uint32_t team;              /* governance team index + 1; 0 = none */
@@ -274,6 +375,8 @@ struct spw_job {
                                    on-prem or cloud compute, plus egress */
     double egress_usd;          /* egress and cache storage, all attempts */
     double egress_gb;           /* data moved, all attempts */
+    double onprem_egress_usd;   /* the part of egress_usd paid to copy data into
+                                   on-prem pools: outside every budget and cap */
     double transfer_s;          /* data transfer before the current attempt runs
                                    (included in start_s) */
     double reserved_usd;        /* worst case the current cloud placement holds
@@ -282,6 +385,9 @@ struct spw_job {
                                    (its budget period); NAN = none */
     uint32_t held;              /* times a budget or cap held its burst */
     uint8_t spot;               /* the current cloud placement is on spot capacity */
+    double speed;               /* work seconds per wall-clock second of the
+                                   current placement: spw_fleet_speed of its
+                                   GPU model (1 before any placement) */
     uint8_t by_residency;       /* residency alone kept it off the cloud */
     uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
                                    (on_exhausted: onprem_only, or over a limit) */

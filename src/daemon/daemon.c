@@ -1874,6 +1874,7 @@ static int private_file(const char *path, spw_error_t *err)
 static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
 {
     spw_fleet_t *f = &d->fleet;
+    spw_perf_copy(&f->perf, &src->perf);   /* the GPU performance model */
     for (int k = 0; k < src->models.n; k++)
         if (spw_models_intern(&f->models, src->models.name[k], strlen(src->models.name[k]), err) < 0)
             return -1;
@@ -1891,6 +1892,8 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         memcpy(p->node_gpus, s->node_gpus, s->nnodes * sizeof(uint16_t));
         p->model = s->model;
         p->cost_usd_per_gpu_h = s->cost_usd_per_gpu_h;
+        p->has_owned = s->has_owned;
+        p->owned = s->owned;
         d->node_used[i] = spw_xcalloc(s->nnodes, sizeof(uint64_t));
         d->node_down[i] = spw_xcalloc(s->nnodes ? s->nnodes : 1, sizeof(uint8_t));
         for (uint32_t n = 0; n < s->nnodes; n++)

@@ -1011,11 +1011,25 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         json_object_set_new(org, "idle_usd_per_h", json_real(idle_usd_h));
         json_object_set_new(org, "default_max_runtime_s", json_real(g->default_max_runtime_s));
     }
+    /* Owned capacity costs money used or not (the simulator's model,
+     * spw_pool_owned_cost): every GPU from the first submit (or the period
+     * start) to now.  Admins see it: a team's view holds only its jobs. */
+    double owned = 0, owned_idle = 0;
+    double from = isnan(d->since_ts) ? upto : fmax(start, d->since_ts);
     for (size_t i = 0; i < d->fleet.npools; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "pool", json_string(d->fleet.pools[i].name));
         json_object_set_new(o, "usd", json_real(pool_usd[i]));
         json_object_set_new(o, "gpu_h", json_real(pool_gh[i]));
+        if (who->admin) {
+            spw_owned_split_t os;
+            spw_pool_owned_cost(&d->fleet.pools[i], upto > from ? (upto - from) / 3600.0 : 0,
+                                pool_gh[i], &os);
+            json_object_set_new(o, "owned_usd", json_real(os.total_usd));
+            json_object_set_new(o, "owned_idle_usd", json_real(os.idle_usd));
+            owned += os.total_usd;
+            owned_idle += os.idle_usd;
+        }
         json_array_append_new(pools, o);
     }
     free(ts);
@@ -1035,6 +1049,8 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     json_object_set_new(o, "onprem_usd", json_real(onprem));
     json_object_set_new(o, "cloud_usd", json_real(cloud));
     json_object_set_new(o, "cloud_idle_usd", json_real(cloud - cloud_bound > 0 ? cloud - cloud_bound : 0));
+    json_object_set_new(o, "owned_usd", who->admin ? json_real(owned) : json_null());
+    json_object_set_new(o, "owned_idle_usd", who->admin ? json_real(owned_idle) : json_null());
     json_object_set_new(o, "teams", teams);
     json_object_set_new(o, "providers", provs);
     json_object_set_new(o, "pools", pools);

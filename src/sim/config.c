@@ -240,13 +240,16 @@ static int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt,
 }
 
 static int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
+static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
+static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char ***names,
+                          double **tp, size_t *cnt, spw_error_t *err);
 
 /* One pool (or the pools of one node list), then its mtbf / mttr. */
 static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
-                                       "cost_usd_per_gpu_h", "nodes_from", "mtbf", "mttr",
-                                       NULL};
+                                       "cost_usd_per_gpu_h", "owned", "nodes_from", "mtbf",
+                                       "mttr", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
         return -1;
@@ -316,7 +319,7 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
 static int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     size_t start = x->cfg->fleet.npools;
-    if (pool_fleet(x, n, idx, err) < 0)
+    if (pool_fleet(x, n, idx, err) < 0 || pool_owned(x, n, start, err) < 0)
         return -1;
     return pool_rates(x, n, start, err);
 }
@@ -787,6 +790,67 @@ static int usd_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, i
     return 0;
 }
 
+/* A number at key of map n, >= lo (> lo when strict), left as it is when
+ * absent; what names the unit for the message. */
+static int owned_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, int strict,
+                   const char *what, double *out, spw_error_t *err)
+{
+    const spw_ynode_t *v = spw_ymap_get(n, key);
+    if (!v)
+        return 0;
+    double d;
+    if (spw_ynode_double(x->d, v, key, &d, err) < 0)
+        return -1;
+    if (!isfinite(d) || (strict ? !(d > lo) : !(d >= lo)))
+        return at(x, v, err, "%s must be %s %g (%s)", key, strict ? "more than" : "at least", lo,
+                  what);
+    *out = d;
+    return 0;
+}
+
+/* The owned: map of the pool(s) just added from start on: what owning them
+ * costs, used or not (docs/config.md "On-prem cost"). */
+static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
+{
+    static const char *const keys[] = {"price_usd_per_gpu", "years", "gpu_busy_w", "gpu_idle_w",
+                                       "pue", "usd_per_kwh", "node_usd_per_month", NULL};
+    const spw_ynode_t *o = spw_ymap_get(n, "owned");
+    if (!o)
+        return 0;
+    spw_fleet_t *f = &x->cfg->fleet;
+    const char *name = start < f->npools ? f->pools[start].name : "?";
+    if (spw_ymap_get(n, "cost_usd_per_gpu_h"))
+        return at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
+                  "pool '%s': give cost_usd_per_gpu_h (the simple form: an amortised price per "
+                  "GPU-hour) or owned: (purchase, power, space), not both", name);
+    if (spw_ymap_check_keys(x->d, o, "an owned: map", keys, err) < 0)
+        return -1;
+    spw_owned_cost_t m = {.years = 4, .pue = 1.0};
+    if (owned_key(x, o, "price_usd_per_gpu", 0, 0, "dollars", &m.price_usd_per_gpu, err) < 0 ||
+        owned_key(x, o, "years", 0, 1, "years the purchase is spread over", &m.years, err) < 0 ||
+        owned_key(x, o, "gpu_busy_w", 0, 0, "watts", &m.gpu_busy_w, err) < 0 ||
+        owned_key(x, o, "gpu_idle_w", 0, 0, "watts", &m.gpu_idle_w, err) < 0 ||
+        owned_key(x, o, "pue", 1, 0, "facility power / IT power", &m.pue, err) < 0 ||
+        owned_key(x, o, "usd_per_kwh", 0, 0, "dollars per kWh", &m.usd_per_kwh, err) < 0 ||
+        owned_key(x, o, "node_usd_per_month", 0, 0, "dollars per node and month",
+                &m.node_usd_per_month, err) < 0)
+        return -1;
+    if (m.gpu_idle_w > m.gpu_busy_w && spw_ymap_get(o, "gpu_busy_w"))
+        return at(x, spw_ymap_get(o, "gpu_idle_w"), err,
+                  "pool '%s': gpu_idle_w (%g W) is more than gpu_busy_w (%g W)", name,
+                  m.gpu_idle_w, m.gpu_busy_w);
+    for (size_t i = start; i < f->npools; i++) {
+        spw_pool_spec_t *p = &f->pools[i];
+        double gpus = 0;
+        for (uint32_t k = 0; k < p->nnodes; k++)
+            gpus += p->node_gpus[k];
+        p->has_owned = 1;
+        p->owned = m;
+        p->cost_usd_per_gpu_h = spw_owned_busy_usd_per_gpu_h(&m, gpus / p->nnodes);
+    }
+    return 0;
+}
+
 /* A whole number > 0 at key of map n (GPU caps), left as it is when absent. */
 static int count_key(ctx_t *x, const spw_ynode_t *n, const char *key, double *out,
                      spw_error_t *err)
@@ -869,6 +933,7 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "monthly_usd", "weekly_usd", "on_exhausted",
                                        "max_cloud_usd_per_h", "max_cloud_gpus",
+                                       "max_cloud_egress_usd_per_month",
                                        "max_egress_usd_per_month", "run_as", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (spw_ymap_check_keys(x->d, n, "a team", keys, err) < 0)
@@ -900,6 +965,14 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *mn = spw_ymap_get(n, "monthly_usd"), *wn = spw_ymap_get(n, "weekly_usd");
     if (mn && wn)
         return at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
+    /* The egress cap covers cloud placements only (copies into on-prem
+     * pools are paid and reported, not capped: docs/governance.md), hence
+     * its name; max_egress_usd_per_month is its old name, still read. */
+    const spw_ynode_t *en = spw_ymap_get(n, "max_cloud_egress_usd_per_month"),
+                      *on = spw_ymap_get(n, "max_egress_usd_per_month");
+    if (en && on)
+        return at(x, on, err, "team '%s': max_egress_usd_per_month is the old name of "
+                  "max_cloud_egress_usd_per_month; give only max_cloud_egress_usd_per_month", name);
     spw_team_spec_t t = {
         .line = n->line,
         .budget_usd = INFINITY,
@@ -911,7 +984,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     };
     if (usd_key(x, n, wn ? "weekly_usd" : "monthly_usd", 0, 0, &t.budget_usd, err) < 0 ||
         usd_key(x, n, "max_cloud_usd_per_h", 0, 1, &t.max_cloud_usd_per_h, err) < 0 ||
-        usd_key(x, n, "max_egress_usd_per_month", 0, 0, &t.max_egress_usd_per_month, err) < 0 ||
+        usd_key(x, n, on ? "max_egress_usd_per_month" : "max_cloud_egress_usd_per_month", 0, 0,
+                &t.max_egress_usd_per_month, err) < 0 ||
         count_key(x, n, "max_cloud_gpus", &t.max_cloud_gpus, err) < 0)
         return -1;
     const spw_ynode_t *ev = spw_ymap_get(n, "on_exhausted");
@@ -1633,11 +1707,102 @@ static void daemon_defaults(spw_daemon_conf_t *dc)
     dc->emulated_seed = 1;
 }
 
+/* The performance: section (n may be NULL): the reference GPU runtimes are
+ * measured on (default: the first on-prem pool's model; none = no
+ * performance model) and throughputs that override the built-in table. */
+static int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"reference", "throughput", "classes", NULL};
+    spw_fleet_t *f = &x->cfg->fleet;
+    const char *ref = NULL;
+    if (n && spw_ymap_check_keys(x->d, n, "performance", keys, err) < 0)
+        return -1;
+    const spw_ynode_t *rn = n ? spw_ymap_get(n, "reference") : NULL;
+    if (rn) {
+        if (spw_ynode_str(x->d, rn, "reference", &ref, err) < 0)
+            return -1;
+        if (strcmp(ref, "none") == 0)
+            return 0;
+    } else {
+        for (size_t i = 0; i < f->npools && !ref; i++)
+            if (f->pools[i].model >= 0)
+                ref = f->models.name[f->pools[i].model];
+    }
+    const spw_ynode_t *tn = n ? spw_ymap_get(n, "throughput") : NULL;
+    if (tn && throughput_map(x, tn, "performance: throughput", &f->perf.names,
+                             &f->perf.throughput, &f->perf.n, err) < 0)
+        return -1;
+    if (!ref)
+        return 0;   /* no reference: every GPU runs a job in its runtime */
+    int known = !isnan(spw_gpu_throughput(ref));
+    for (size_t i = 0; i < f->perf.n && !known; i++)
+        known = spw_model_accepts(f->perf.names[i], ref);
+    if (!known && rn)
+        return at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
+                  "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
+    if (known) {   /* a first pool of a model nobody rates: no performance model */
+        f->perf.reference = spw_xstrdup(ref);
+        f->perf.scale_pools = rn != NULL;
+    }
+    return 0;
+}
+
+/* Reads a map of GPU model to throughput (n) into names / tp. */
+static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char ***names,
+                          double **tp, size_t *cnt, spw_error_t *err)
+{
+    if (n->kind != SPW_Y_MAP)
+        return at(x, n, err, "%s: expected a map of GPU model to relative throughput, e.g. "
+                             "{T4: 0.16, H100: 2.2}", what);
+    *names = spw_xmalloc((n->n ? n->n : 1) * sizeof(char *));
+    *tp = spw_xmalloc((n->n ? n->n : 1) * sizeof(double));
+    *cnt = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        double v;
+        if (spw_ynode_double(x->d, n->items[i], n->keys[i], &v, err) < 0)
+            return -1;
+        if (!(v > 0) || !isfinite(v))
+            return at(x, n->items[i], err, "%s: throughput of %s must be more than 0", what,
+                      n->keys[i]);
+        (*names)[*cnt] = spw_xstrdup(n->keys[i]);
+        (*tp)[(*cnt)++] = v;
+    }
+    return 0;
+}
+
+/* performance: classes: a throughput map per job class (after governance,
+ * so a class named only here joins the classes rules and residency know). */
+static int perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    const spw_ynode_t *cn = n ? spw_ymap_get(n, "classes") : NULL;
+    spw_fleet_t *f = &x->cfg->fleet;
+    spw_gov_t *g = &f->gov;
+    if (!cn)
+        return 0;
+    if (cn->kind != SPW_Y_MAP)
+        return at(x, cn, err, "%s", "performance: classes: expected a map of job class to a "
+                                    "throughput map, e.g. {inference: {T4: 0.5}}");
+    f->perf.classes = spw_xcalloc(cn->n ? cn->n : 1, sizeof(*f->perf.classes));
+    for (size_t i = 0; i < cn->n; i++) {
+        int k = intern_name(x, cn->items[i], &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES,
+                            "class", cn->keys[i], err);
+        if (k < 0)
+            return -1;
+        struct spw_perf_class *pc = &f->perf.classes[f->perf.nclasses++];
+        pc->jclass = (uint32_t)k + 1;
+        char what[96];
+        snprintf(what, sizeof(what), "performance: classes: %s", cn->keys[i]);
+        if (throughput_map(x, cn->items[i], what, &pc->names, &pc->throughput, &pc->n, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_error_t *err)
 {
     static const char *const keys[] = {"onprem", "cloud", "policy", "daemon", "spot", "failures",
                                        "teams", "caps", "rules", "residency", "data", "sim",
-                                       NULL};
+                                       "performance", NULL};
     memset(cfg, 0, sizeof(*cfg));
     spw_fleet_init(&cfg->fleet);
     spw_policy_default(&cfg->policy);
@@ -1681,6 +1846,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
                    spw_ydoc_name(d));
         goto error;
     }
+    if (performance_section(&x, spw_ymap_get(root, "performance"), err) < 0)
+        goto error;
     /* Spot capacity names offers and failures name pools: after the fleet. */
     const spw_ynode_t *sn = spw_ymap_get(root, "spot");
     if (sn && spot_section(&x, sn, err) < 0)
@@ -1703,6 +1870,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
         if (gn && gov_sections[i].parse(&x, gn, err) < 0)
             goto error;
     }
+    if (perf_classes(&x, spw_ymap_get(root, "performance"), err) < 0)
+        goto error;
     if (spw_gov_validate(&cfg->fleet.gov, &cfg->fleet, spw_ydoc_name(d), err) < 0)
         goto error;
     spw_ydoc_destroy(d);

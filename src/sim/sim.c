@@ -377,6 +377,8 @@ typedef struct sim {
     double last_end;         /* last job end (or failure) */
     spw_job_t **scratch;     /* jobs on a failing node */
     size_t scratch_cap;
+    double *pool_held_gpu_s; /* per fleet pool: GPU-seconds jobs held there,
+                                from placement (data transfer included) */
 } sim_t;
 
 static jrec_t *rec_of(sim_t *s, const spw_job_t *j)
@@ -473,10 +475,14 @@ static void detach(sim_t *s, spw_job_t *j, double t)
             s->offers[j->offer].live--;
         return;
     }
-    /* On-prem GPU-hours count from the start (after any data transfer). */
+    /* On-prem GPU-hours count from the start (after any data transfer);
+     * the owned cost's busy share from the placement, as the engine prices
+     * the attempt. */
     double run = t - j->start_s;
     if (run > 0)
         s->out->onprem_gpu_hours += run / 3600.0 * j->alloc_gpus;
+    if (t > j->placed_s)
+        s->pool_held_gpu_s[j->pool] += (t - j->placed_s) * j->alloc_gpus;
     if (s->pools) {
         pool_w_t *p = &s->pools[j->pool];
         uint32_t at = s->slot[j - s->jobs];
@@ -538,7 +544,8 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
      * true runtime.  A job that reaches its max runtime is stopped there
      * (in the cloud its worst case was reserved for that long). */
     double left = s->runtime_s[j - s->jobs] - j->done_s;
-    double dur = spw_engine_overhead_s(s->e, j) + (left > 0 ? left : 0);
+    double speed = j->speed > 0 ? j->speed : 1;   /* of the GPU it runs on */
+    double dur = spw_engine_overhead_s(s->e, j) + (left > 0 ? left / speed : 0);
     double max_rt = spw_engine_max_runtime(s->e, j);
     r->capped = dur > max_rt;
     if (r->capped)
@@ -827,6 +834,7 @@ static void sim_free(sim_t *s)
     free(s->offers);
     free(s->traces);
     free(s->pools);
+    free(s->pool_held_gpu_s);
     free(s->node_base);
     free(s->down);
     free(s->scratch);
@@ -871,6 +879,7 @@ static void summarize(sim_t *s)
         /* Money, GPU-hours and egress of every attempt, whatever became of
          * the job (compute was added up as attempts settled). */
         tm->egress_usd += j->egress_usd;
+        tm->onprem_egress_usd += j->onprem_egress_usd;
         tm->egress_gb += j->egress_gb;
         out->egress_usd += j->egress_usd;
         out->egress_gb += j->egress_gb;
@@ -882,17 +891,19 @@ static void summarize(sim_t *s)
             out->jobs_deadline++;
             if (j->deadline_s < j->submit_s + s->runtime_s[i] + s->policy->restart_overhead_s)
                 out->deadline_infeasible++;
-            /* Within a microsecond: with no restart overhead and no boot
-             * the Safety Net leaves no margin, and a job that goes on
-             * demand at the last instant ends on its deadline but for the
-             * rounding of the sums. */
-            else if (j->state == SPW_JOB_DONE && j->end_s <= j->deadline_s + 1e-6)
+            /* Within a microsecond, or a few ulp of the deadline at times
+             * where a microsecond is below the resolution of a double: a
+             * job whose deadline leaves no slack at all ends on it but for
+             * the rounding of the sums. */
+            else if (j->state == SPW_JOB_DONE &&
+                     j->end_s <= j->deadline_s + fmax(1e-6, ldexp(fabs(j->deadline_s), -50)))
                 out->deadline_met++;
             else
                 out->deadline_missed++;
         }
         if (j->state != SPW_JOB_DONE)
             continue;
+        out->useful_gpu_hours += (double)j->gpus * s->runtime_s[i] / 3600.0;
         if (j->offer >= 0) {
             out->jobs_cloud++;
         } else {
@@ -969,6 +980,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         .gov = spw_gov_active(&fleet->gov),
         .progress_s = first_submit,
         .last_end = first_submit,
+        .pool_held_gpu_s = spw_xcalloc(fleet->npools ? fleet->npools : 1, sizeof(double)),
     };
     out->gov = s.gov;
     if (s.gov)
@@ -1080,8 +1092,20 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
     summarize(&s);
     if (s.gov)
         periods_finish(&s.per, &fleet->gov, out);
-    sim_free(&s);
     out->makespan_s = s.last_end - first_submit;
+    /* Owned capacity costs money for the whole run, used or not. */
+    for (size_t p = 0; p < fleet->npools; p++) {
+        spw_owned_split_t o;
+        spw_pool_owned_cost(&fleet->pools[p], out->makespan_s / 3600.0,
+                            s.pool_held_gpu_s[p] / 3600.0, &o);
+        out->owned_cost_usd += o.total_usd;
+        out->owned_used_usd += o.used_usd;
+        out->owned_idle_usd += o.idle_usd;
+    }
+    double all_usd = out->cloud_cost_usd + out->owned_cost_usd + out->egress_usd;
+    if (out->useful_gpu_hours > 0)
+        out->cost_per_useful_gpu_h = all_usd / out->useful_gpu_hours;
+    sim_free(&s);
     if (out->onprem_gpus && out->makespan_s > 0)
         out->onprem_utilization =
             out->onprem_gpu_hours / ((double)out->onprem_gpus * out->makespan_s / 3600.0);

@@ -78,6 +78,9 @@ typedef struct spw_sim_team {
     double cloud_usd;            /* cloud compute, settled */
     double onprem_usd;           /* amortised on-prem compute */
     double egress_usd;           /* data egress and cache storage */
+    double onprem_egress_usd;    /* the part of egress_usd that copied data into
+                                    on-prem pools: not under the team's cloud
+                                    egress cap (egress_usd - this is) */
     double egress_gb;            /* data moved */
     double budget_use;           /* max over budget periods of the cloud + egress
                                     spend charged to the period / the budget;
@@ -96,6 +99,16 @@ typedef struct spw_sim_summary {
                                     attempt (a failed job's too) */
     double onprem_cost_usd;      /* amortised cost of the on-prem GPU-hours used
                                     (every attempt) */
+    double owned_cost_usd;       /* what owning the on-prem pools cost over the
+                                    makespan, every GPU, used or not
+                                    (spw_pool_owned_cost): owned_used_usd +
+                                    owned_idle_usd */
+    double owned_used_usd;       /* its share held by jobs (about onprem_cost_usd) */
+    double owned_idle_usd;       /* its share that stood idle */
+    double useful_gpu_hours;     /* work of the jobs done: GPUs x runtime, without
+                                    lost work, overhead, boot or transfers */
+    double cost_per_useful_gpu_h;/* (cloud + owned + egress) / useful_gpu_hours;
+                                    0 when no job was done */
     double cloud_gpu_hours;      /* paid cloud GPU-hours (whole instances, data
                                     transfer included): spot + on demand */
     double onprem_gpu_hours;     /* on-prem GPU-hours held by jobs, from each

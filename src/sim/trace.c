@@ -267,11 +267,12 @@ static int labels_valid(const char *s, size_t n)
 /* ---- spillway CSV -------------------------------------------------------- */
 
 enum { C_ID, C_SUBMIT, C_GPUS, C_RUNTIME, C_GPU, C_TEAM, C_PRIORITY, C_DEADLINE, C_EST,
-       C_CLASS, C_DATA, C_RES, C_LABELS, C_MAXRT, C_SPOT, C_SPOT_POLICY, C_CKPT, C_NCOLS };
+       C_CLASS, C_DATA, C_RES, C_LABELS, C_MAXRT, C_SPOT, C_SPOT_POLICY, C_CKPT, C_PER_NODE,
+       C_NCOLS };
 static const char *const spw_cols[C_NCOLS] = {
     "id", "submit_s", "gpus", "runtime_s", "gpu", "team", "priority", "deadline_s", "est_runtime_s",
     "class", "data", "residency", "labels", "max_runtime_s", "spot", "spot_policy",
-    "checkpoint_interval_s",
+    "checkpoint_interval_s", "gpus_per_node",
 };
 
 /* The trimmed field idx of the current row as a C string in buf (cut at
@@ -403,6 +404,11 @@ static int load_spillway(loader_t *L, spw_error_t *err)
                     return field_error(L, "labels", "key=value pairs separated by ';'",
                                        (size_t)ci, err);
             }
+        }
+        if (col[C_PER_NODE] >= 0 && c->field_len[col[C_PER_NODE]]) {
+            if (get_int(L, col[C_PER_NODE], "gpus_per_node", 1, 65536, &iv, err) < 0)
+                return -1;
+            j->gpus_per_node = (uint32_t)iv;
         }
         if (col[C_MAXRT] >= 0 && c->field_len[col[C_MAXRT]]) {
             if (get_double(L, col[C_MAXRT], "max_runtime_s", 0, &v, err) < 0)

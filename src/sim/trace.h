@@ -20,7 +20,7 @@ typedef enum spw_trace_format {
     SPW_TRACE_AUTO,      /* detect from the header */
     SPW_TRACE_SPILLWAY,  /* id,submit_s,gpus,runtime_s[,gpu,team,priority,deadline_s,
                             est_runtime_s,class,data,residency,labels,max_runtime_s,
-                            spot,spot_policy,checkpoint_interval_s] */
+                            spot,spot_policy,checkpoint_interval_s,gpus_per_node] */
     SPW_TRACE_ALIBABA,   /* openb_pod_list_*.csv */
 } spw_trace_format_t;
 

@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 49
+plan 64
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -131,7 +131,7 @@ for t in g["teams"]:
         assert k in t, (t["team"], k)
 assert sum(t["jobs"] for t in g["teams"]) == d["jobs"] == 60
 assert d["jobs_onprem"] + d["jobs_cloud"] + g["jobs_rejected"] == 60
-assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["onprem_cost_usd"] - d["egress_usd"]) < 1e-6'
+assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["owned_cost_usd"] - d["egress_usd"]) < 1e-6'
 ok $? "-o json: governance section with every key, one entry per team (null = no team)"
 json_check "$T/g.json" '
 t = [t for t in d["governance"]["teams"] if t["team"] == "tight"][0]
@@ -297,6 +297,138 @@ run_spw "$T/sj0.json" "$T/sj0.err" sim --spot-job 4h --deadline 6h --spot-trace 
 json_check "$T/sj0.json" 'assert d["checkpoint"] == "none" and d["checkpoint_interval_s"] == 0, d'
 ok $? "--spot-job --checkpoint-interval 0 means restart from scratch"
 
+# The egress cap covers cloud placements only.  Dataset cds lives only in
+# aws:us-west-2 ($0.09/GB out), 50 GB: a job on-prem copies it into the pool
+# ($4.50, never capped); a burst to us-east-1 copies it there ($4.50, under
+# team ml's $5 max_cloud_egress_usd_per_month, so only one such copy a month).
+cat >"$T/egress.yaml" <<'YAML'
+onprem:
+  - {name: dc, nodes: 1, gpus_per_node: 2, gpu: A100, cost_usd_per_gpu_h: 1.0}
+cloud: {offers: offers.csv, boot_delay_s: 0}
+policy: {wait: none}
+teams:
+  - {name: ml, max_cloud_egress_usd_per_month: 5, on_exhausted: onprem_only}
+data:
+  cache_ttl_s: 0
+  datasets:
+    - {name: cds, size_gb: 50, home: "aws:us-west-2"}
+sim: {start: 2026-11-01T00:00:00Z}
+YAML
+"$SPW" gen --jobs 40 --rate 60 --runtime exp:3600 --gpus 1:1 --seed 5 |
+    awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0, "team", "data"; next } { print $0, "ml", "cds" }' \
+    >"$T/egress-jobs.csv"
+run_spw "$T/eg.json" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress.yaml" --gravity off -o json -q
+json_check "$T/eg.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert abs(t["cloud_egress_usd"] + t["onprem_egress_usd"] - t["egress_usd"]) < 1e-9, t
+assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t
+assert t["onprem_egress_usd"] > 5, t'
+ok $? "max_cloud_egress_usd_per_month holds cloud egress to \$5; copies into the pool are reported apart, uncapped"
+run_spw "$T/eg.txt" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress.yaml" --gravity off -q
+grep -E '^  ml .* \$4\.50 / \$5\.00 +\$[0-9.]+$' "$T/eg.txt" >/dev/null &&
+    contains "$T/eg.txt" "on-prem egress: copies into pools, paid, never capped"
+ok $? "the team table shows cloud egress against its cap and on-prem egress apart"
+sed 's/max_cloud_egress_usd_per_month/max_egress_usd_per_month/' "$T/egress.yaml" >"$T/egress-old.yaml"
+run_spw "$T/ego.json" "$T/ego.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress-old.yaml" --gravity off -o json -q
+json_check "$T/ego.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t'
+ok $? "the old name max_egress_usd_per_month is still read as the same cap"
+sed 's/max_cloud_egress_usd_per_month: 5/max_cloud_egress_usd_per_month: 5, max_egress_usd_per_month: 5/' \
+    "$T/egress.yaml" >"$T/egress-both.yaml"
+fails_with "both names of the egress cap are refused" "give only max_cloud_egress_usd_per_month" \
+    sim --trace "$T/egress-jobs.csv" --config "$T/egress-both.yaml"
+
+# On-prem cost: the owned model and the simple form.  The pool of
+# docs/config.md's example (8 x 8 GPUs): a busy GPU-hour is $1.0554, an idle
+# one $0.9579; the same trace on 8 and on 80 nodes (simple form, $1.10).
+cat >"$T/owned.yaml" <<'YAML'
+onprem:
+  - name: dc1
+    nodes: 8
+    gpus_per_node: 8
+    owned: {price_usd_per_gpu: 25000, years: 4, gpu_busy_w: 800, gpu_idle_w: 150, pue: 1.5,
+            usd_per_kwh: 0.10, node_usd_per_month: 1300}
+policy: {wait: never}
+YAML
+run_spw "$T/ow.json" "$T/ow.err" sim --trace "$T/jobs.csv" --config "$T/owned.yaml" -o json -q
+json_check "$T/ow.json" '
+busy = 25000 / (4 * 8766) + 1300 / 730.5 / 8 + 0.8 * 1.5 * 0.10
+idle = busy - (0.8 - 0.15) * 1.5 * 0.10
+h = d["makespan_s"] / 3600
+used = d["onprem_cost_usd"] / busy
+assert abs(d["owned_used_usd"] - d["onprem_cost_usd"]) < 1e-6 * d["owned_used_usd"], d
+assert abs(d["owned_idle_usd"] - (64 * h - used) * idle) < 1e-6 * d["owned_idle_usd"], d
+assert abs(d["owned_cost_usd"] - d["owned_used_usd"] - d["owned_idle_usd"]) < 1e-6
+assert abs(d["total_cost_usd"] - d["cloud_cost_usd"] - d["owned_cost_usd"] - d["egress_usd"]) < 1e-6
+assert abs(d["cost_per_useful_gpu_h"] * d["useful_gpu_hours"] - d["total_cost_usd"]) < 1e-6'
+ok $? "owned: model: used GPU-hours at the busy rate, the rest at the idle rate, every GPU for the makespan"
+sed 's/^    nodes: 8$/    nodes: NODES/; s/^    owned: .*/    cost_usd_per_gpu_h: 1.10/; /^            usd_per_kwh/d' \
+    "$T/owned.yaml" >"$T/simple.tmpl"
+sed 's/NODES/8/' "$T/simple.tmpl" >"$T/s8.yaml"
+sed 's/NODES/80/' "$T/simple.tmpl" >"$T/s80.yaml"
+run_spw "$T/s8.json" "$T/s8.err" sim --trace "$T/jobs.csv" --config "$T/s8.yaml" -o json -q
+run_spw "$T/s80.json" "$T/s80.err" sim --trace "$T/jobs.csv" --config "$T/s80.yaml" -o json -q
+python3 - "$T/s8.json" "$T/s80.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert abs(a["onprem_cost_usd"] - b["onprem_cost_usd"]) < 1e-6, (a["onprem_cost_usd"], b["onprem_cost_usd"])
+assert abs(a["owned_cost_usd"] - 64 * 1.10 * a["makespan_s"] / 3600) < 1e-4, a["owned_cost_usd"]
+assert abs(b["owned_cost_usd"] - 640 * 1.10 * b["makespan_s"] / 3600) < 1e-4, b["owned_cost_usd"]
+assert b["owned_cost_usd"] > 5 * a["owned_cost_usd"], (a["owned_cost_usd"], b["owned_cost_usd"])
+PY
+ok $? "64 vs 640 owned GPUs, wait never: the same GPU-hours used, ten times the GPUs cost more"
+"$SPW" sim --trace "$T/jobs.csv" --config "$T/s8.yaml" -q >"$T/s8.txt" 2>&1 &&
+    contains "$T/s8.txt" "on-prem owned" && contains "$T/s8.txt" "idle (every owned GPU" &&
+    contains "$T/s8.txt" "per useful GPU-hour"
+ok $? "the table shows owned cost, used vs idle, and the cost per useful GPU-hour"
+sed 's/^    owned: {/    cost_usd_per_gpu_h: 1\n    owned: {/' "$T/owned.yaml" >"$T/both.yaml"
+fails_with "cost_usd_per_gpu_h and owned: do not mix" "not both" \
+    sim --trace "$T/jobs.csv" --config "$T/both.yaml"
+sed 's/pue: 1.5/pue: 0.9/' "$T/owned.yaml" >"$T/pue.yaml"
+fails_with "a PUE below 1 is refused with its line" "pue.yaml:5:" \
+    sim --trace "$T/jobs.csv" --config "$T/pue.yaml"
+
+# performance: in the config: a reference, the fleet's throughputs and a job
+# class's own.  Offers: T4 at $0.60/h, A100 at $3/h (offers.csv above has
+# A100s only, so a file of its own).
+cat >"$T/perf-offers.csv" <<'CSV'
+provider,region,zone,instance_type,gpu,gpus,vcpus,mem_gib,ondemand_usd_per_h,spot_usd_per_h,source
+aws,us-east-1,a,t4.x,T4,1,8,64,0.60,,test
+aws,us-east-1,a,a100.x,A100,1,8,64,3.00,,test
+CSV
+cat >"$T/perf.yaml" <<'YAML'
+cloud: {offers: perf-offers.csv, boot_delay_s: 0}
+policy: {wait: none}
+performance:
+  reference: A100
+  throughput: {T4: 0.16}
+  classes: {inference: {T4: 0.5}}
+YAML
+printf 'id,submit_s,gpus,runtime_s,class\ninf,0,1,3600,inference\ntrain,0,1,3600,training\n' >"$T/perf-jobs.csv"
+run_spw "$T/perf.txt" "$T/perf.err" sim --trace "$T/perf-jobs.csv" --config "$T/perf.yaml" -q \
+    --jobs-out "$T/perf-out.csv"
+grep -q '^inf,0\.000,0\.000,7200\.000,cloud:aws:us-east-1:t4\.x\*1,' "$T/perf-out.csv" &&
+    grep -q '^train,0\.000,0\.000,3600\.000,cloud:aws:us-east-1:a100\.x\*1,' "$T/perf-out.csv"
+ok $? "performance: classes: an inference job takes the T4 at 0.5 (7200 s), a training job the A100"
+sed 's/T4: 0.16/T4: 0/' "$T/perf.yaml" >"$T/perf-bad.yaml"
+fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
+    sim --trace "$T/perf-jobs.csv" --config "$T/perf-bad.yaml"
+sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
+fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
+    sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
+
+# Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
+# 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it
+# takes 4 instances of the cheapest.
+printf 'cloud: {offers: offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\n' >"$T/gang.yaml"
+printf 'id,submit_s,gpus,runtime_s,gpus_per_node\none,0,4,3600,\nmulti,0,4,3600,1\n' >"$T/gang.csv"
+run_spw "$T/gang.txt" "$T/gang.err" sim --trace "$T/gang.csv" --config "$T/gang.yaml" -q \
+    --jobs-out "$T/gang-out.csv"
+grep -q '^one,.*,unschedulable,' "$T/gang-out.csv" &&
+    grep -q '^multi,0\.000,0\.000,3600\.000,cloud:aws:us-east-1:g1\.x\*4,' "$T/gang-out.csv"
+ok $? "trace gpus_per_node: a one-node 4-GPU job finds no 1-GPU offer; with gpus_per_node 1 it takes 4"
+
 # The example config (reads the catalog in ../shared/data).
 if [ -r ../shared/data/catalog/gpu_offers.csv ]; then
     "$SPW" gen --jobs 300 --rate 30 --runtime lognormal:1800:1.2 --seed 4 |
@@ -313,8 +445,50 @@ teams = [t["team"] for t in d["governance"]["teams"]]
 assert [t for t in teams if t] == ["ml", "cv", "research"], teams
 assert d["governance"]["active"]'
     ok $? "sim with examples/governance.yaml: teams ml, cv, research in the JSON"
+    # The row of issue 12: team ml's egress ($287.50) over its $200 cap.
+    # All of it copies laion-subset into the pools; its cloud egress is
+    # under the cap.
+    run_spw "$T/tj.json" "$T/tj.err" sim --trace examples/team-jobs.csv \
+        --config examples/governance.yaml -o json -q
+    json_check "$T/tj.json" '
+t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
+assert t["cloud_egress_usd"] <= 200 + 1e-9, t
+assert abs(t["onprem_egress_usd"] - 287.5) < 1e-6, t'
+    ok $? "examples/governance.yaml + team-jobs.csv: ml cloud egress within its \$200 cap, \$287.50 on-prem egress apart"
+    # Issue 12's rows on examples/fleet.yaml (A100 pool, the real catalog):
+    # bursts go to the offer cheapest for the work at its GPU's speed, not
+    # to the cheapest per hour (T4 g4dn.xlarge); a job of 8 GPUs takes one
+    # instance with 8 GPUs, never 8 x 1-GPU VMs.
+    "$SPW" gen --jobs 300 --rate 60 --runtime exp:3600 --gpus 1:0.8,8:0.2 --seed 12 >"$T/fl.csv"
+    run_spw "$T/fl.txt" "$T/fl.err" sim --trace "$T/fl.csv" --config examples/fleet.yaml -q \
+        --jobs-out "$T/fl-jobs.csv"
+    python3 - "$T/fl.csv" "$T/fl-jobs.csv" ../shared/data/catalog/gpu_offers.csv <<'PY'
+import csv, sys
+gpus = {r["id"]: int(r["gpus"]) for r in csv.DictReader(open(sys.argv[1]))}
+shape = {}
+for r in csv.DictReader(open(sys.argv[3])):
+    shape[(r["provider"], r["instance_type"])] = (r["gpu"], int(r["gpus"]))
+cloud = t4 = bad = 0
+for r in csv.DictReader(open(sys.argv[2])):
+    if not r["placement"].startswith("cloud:"):
+        continue
+    cloud += 1
+    _, prov, region, inst = r["placement"].split(":", 3)
+    itype, count = inst.split("*")
+    model, per = shape[(prov, itype)]
+    t4 += model == "T4"
+    if int(count) != 1 or per < gpus[r["id"]]:
+        bad += 1
+        print("# %s: %d GPUs on %s" % (r["id"], gpus[r["id"]], inst))
+assert cloud > 50, cloud
+assert t4 == 0, "%d of %d bursts on T4" % (t4, cloud)
+assert bad == 0, bad
+PY
+    ok $? "examples/fleet.yaml: no burst on T4 at the A100's runtime; every gang on one instance"
 else
     skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
+    skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
+    skip "examples/fleet.yaml reads ../shared/data/catalog, which is absent"
 fi
 
 done_testing

@@ -890,25 +890,33 @@ static void cheapest_fleet(spw_fleet_t *f, uint64_t masks[4])
     masks[3] = mask_of(f, "A100");
 }
 
+/* A job that allows several nodes (per_node > 0: gpus_per_node) may take
+ * several instances of one offer with at least that many GPUs each; one
+ * that does not (0) takes one instance with all its GPUs. */
 static const struct {
     uint32_t gpus;
     int mask;     /* index into masks[]: 0 any, 1 T4, 2 H100, 3 A100 */
+    uint32_t per_node;
     int offer;
     uint32_t inst;
     const char *why;
 } cheap_cases[] = {
     /* T4: x8 = ceil(g/8) x $20, y1 = g x $2.6, z4 = ceil(g/4) x $10. */
-    {1, 1, 1, 1, "1 x T4: y1 $2.6 (z4 $10, x8 $20)"},
-    {3, 1, 1, 3, "3 x T4: y1 3 x 2.6 = $7.8 (z4 $10)"},
-    {4, 1, 2, 1, "4 x T4: z4 $10 (y1 $10.4)"},
-    {5, 1, 1, 5, "5 x T4: y1 $13 (z4 2 x 10 = $20, x8 $20)"},
-    {8, 1, 0, 1, "8 x T4: x8 $20 (z4 2 x 10 = $20: tie -> first offer; y1 $20.8)"},
-    {9, 1, 1, 9, "9 x T4: y1 $23.4 (z4 3 x 10 = $30, x8 2 x 20 = $40)"},
-    {16, 1, 0, 2, "16 x T4: x8 2 x 20 = $40 (z4 $40 tie -> first; y1 $41.6)"},
-    {4, 2, 3, 1, "4 x H100: only h8 serves H100, one instance"},
-    {8, 3, 4, 1, "8 x A100: a8 (A100-80GB) 1 x $25 beats a1 8 x $5 = $40"},
-    {3, 3, 5, 3, "3 x A100: a1 3 x $5 = $15 beats a8 $25"},
-    {16, 0, 0, 2, "16 x any model: x8 $40 (z4 $40, y1 $41.6, a8 $50, h8 $60, a1 $80)"},
+    {1, 1, 0, 1, 1, "1 x T4: y1 $2.6 (z4 $10, x8 $20)"},
+    {3, 1, 1, 1, 3, "3 x T4 on nodes of 1: y1 3 x 2.6 = $7.8 (z4 $10)"},
+    {3, 1, 0, 2, 1, "3 x T4 on one node: z4 $10 (3 x y1 cannot form the gang)"},
+    {4, 1, 0, 2, 1, "4 x T4: z4 $10 (y1 $10.4)"},
+    {5, 1, 1, 1, 5, "5 x T4 on nodes of 1: y1 $13 (z4 2 x 10 = $20, x8 $20)"},
+    {5, 1, 4, 0, 1, "5 x T4 on nodes of 4: x8 $20 (z4 2 x 10 = $20: tie -> first offer; y1 < 4 GPUs)"},
+    {5, 1, 0, 0, 1, "5 x T4 on one node: x8 $20 (only x8 has 5 GPUs)"},
+    {8, 1, 0, 0, 1, "8 x T4: x8 $20 (one instance)"},
+    {9, 1, 1, 1, 9, "9 x T4 on nodes of 1: y1 $23.4 (z4 3 x 10 = $30, x8 2 x 20 = $40)"},
+    {16, 1, 8, 0, 2, "16 x T4 on nodes of 8: x8 2 x 20 = $40"},
+    {4, 2, 0, 3, 1, "4 x H100: only h8 serves H100, one instance"},
+    {8, 3, 0, 4, 1, "8 x A100: a8 (A100-80GB) 1 x $25 (8 x a1 cannot form the gang)"},
+    {3, 3, 1, 5, 3, "3 x A100 on nodes of 1: a1 3 x $5 = $15 beats a8 $25"},
+    {3, 3, 0, 4, 1, "3 x A100 on one node: a8 $25 (a1 has 1 GPU)"},
+    {16, 0, 1, 0, 2, "16 x any model on nodes of 1: x8 $40 (z4 $40, y1 $41.6, a8 $50, h8 $60, a1 $80)"},
 };
 #define NCHEAP (sizeof(cheap_cases) / sizeof(cheap_cases[0]))
 
@@ -923,6 +931,7 @@ static void test_cheapest_offer(void)
     for (size_t i = 0; i < NCHEAP; i++) {
         job_init(&j[i], cheap_cases[i].why, (double)i, 7200, cheap_cases[i].gpus, (uint32_t)i);
         j[i].gpu_mask = masks[cheap_cases[i].mask];
+        j[i].gpus_per_node = cheap_cases[i].per_node;
         spw_engine_submit(e, &j[i], (double)i);
         sched(e, (double)i);
         is(j[i].state, SPW_JOB_CLOUD, "cheapest: %s: in the cloud", cheap_cases[i].why);
@@ -949,6 +958,8 @@ static void test_cheapest_offer(void)
         int wrong = 0;
         for (size_t i = 0; i < NCHEAP; i++) {
             uint32_t inst = 0;
+            if (cheap_cases[i].per_node)
+                continue;   /* cloud_choice asks for one node */
             int o = spw_engine_cloud_choice(e, cheap_cases[i].gpus, masks[cheap_cases[i].mask], &inst);
             wrong += o != cheap_cases[i].offer || inst != cheap_cases[i].inst;
         }
@@ -1065,6 +1076,9 @@ static int r_cheapest(const spw_fleet_t *f, uint32_t g, uint64_t mask, uint32_t 
     double usd = INFINITY;
     for (size_t o = 0; o < f->noffers; o++) {
         if (!r_offer_ok(f, o, mask))
+            continue;
+        /* One instance holds the gang (flat offers price per GPU). */
+        if (f->offers[o].model >= 0 && g > f->offers[o].gpus)
             continue;
         uint32_t n = (g + f->offers[o].gpus - 1) / f->offers[o].gpus;
         if (n * f->offers[o].ondemand_usd_per_h < usd) {

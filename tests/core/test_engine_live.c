@@ -195,7 +195,13 @@ static void test_explain(void)
     sched(e, 0);
     /* j6: 2 x A100 for 1 h while the node is full. */
     job(&j6, "j6", 6000, 2, 3600, 1, a100);
+    /* A job on one node cannot take two 1-GPU instances of a1. */
     size_t n = spw_engine_explain(e, &j6, 6000, c, 8);
+    const spw_candidate_t *one = find(c, n, SPW_CAND_CLOUD, 1);
+    ok(one && !one->ok && strstr(one->why, "a1 has 1 GPU per instance; the job's 2 GPUs must be "
+                                 "on one node"), "explain: gang: %s", one ? one->why : "-");
+    j6.gpus_per_node = 1;   /* it may span 1-GPU nodes */
+    n = spw_engine_explain(e, &j6, 6000, c, 8);
     is((long)n, 5, "explain: 1 pool + the wait + 3 offers");
     const spw_candidate_t *pool = find(c, n, SPW_CAND_ONPREM, 0);
     ok(pool && !pool->ok, "explain: the pool does not fit now");

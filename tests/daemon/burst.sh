@@ -86,8 +86,12 @@ assert d["cloud_usd"] > 0, d["cloud_usd"]
 assert d["onprem_usd"] > 0, d["onprem_usd"]
 assert abs(d["total_usd"] - d["onprem_usd"] - d["cloud_usd"]) < 1e-6, d
 p = [x for x in d["providers"] if x["emulated"]]
-assert p and p[0]["instances"] == 6, d["providers"]'
-ok $? "costs -o json (admin): cloud_usd > 0 and onprem_usd > 0, 6 emulated instances"
+assert p and p[0]["instances"] == 6, d["providers"]
+# Owned capacity (the simulator'"'"'s model): every GPU since the first submit,
+# at least what jobs used; the idle part is the rest.
+assert d["owned_usd"] >= d["onprem_usd"] - 1e-6 and d["owned_idle_usd"] > 0, d
+assert abs(d["owned_usd"] - sum(x["owned_usd"] for x in d["pools"])) < 1e-6, d'
+ok $? "costs -o json (admin): cloud_usd > 0 and onprem_usd > 0, 6 emulated instances, owned cost used + idle"
 spw admin costs >"$T/costs.txt" 2>&1
 ok $? "costs (table) works for the admin"
 

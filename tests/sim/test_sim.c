@@ -167,6 +167,13 @@ static void test_hand_scenario(void)
     is(s.jobs_backfilled, 0, "hand: jobs_backfilled");
     is_double(s.cloud_cost_usd, 9.0, 1e-9, "hand: cloud_cost_usd");
     is_double(s.onprem_cost_usd, 5.0, 1e-9, "hand: onprem_cost_usd");
+    /* Owned: 4 GPUs x $1 x 7960 s, used or not; 5 GPU-h of it used. */
+    is_double(s.owned_cost_usd, 4 * 7960 / 3600.0, 1e-9, "hand: owned_cost_usd 4 GPUs x 7960 s");
+    is_double(s.owned_used_usd, 5.0, 1e-9, "hand: owned_used_usd = the used GPU-hours");
+    is_double(s.owned_idle_usd, 4 * 7960 / 3600.0 - 5, 1e-9, "hand: owned_idle_usd the rest");
+    is_double(s.useful_gpu_hours, 8.0, 1e-9, "hand: useful GPU-hours 4 + 1 + 2 + 1");
+    is_double(s.cost_per_useful_gpu_h, (9.0 + 4 * 7960 / 3600.0) / 8, 1e-9,
+              "hand: cost per useful GPU-hour (cloud + owned) / 8");
     is_double(s.cloud_gpu_hours, 3.0, 1e-9, "hand: cloud_gpu_hours (2 x 0.5 + 1 x 2)");
     is_double(s.onprem_gpu_hours, 5.0, 1e-9, "hand: onprem_gpu_hours (4 x 1 + 2 x 0.5)");
     is_double(s.wait_mean_s, 480, 1e-9, "hand: wait_mean_s (0+660+660+600)/4");
@@ -859,6 +866,194 @@ static void test_random_properties(void)
        ncloud, nunsched);
 }
 
+
+/* ---- owned capacity costs money, used or not ----------------------------------------- */
+
+/* One node of 2 GPUs under an owned model priced to round numbers: capital
+ * $1 per GPU-hour (35,064 over 4 years of 8,766 h), node costs $730.50 a
+ * month = $1 per node-hour = $0.50 per GPU-hour, power at PUE 2 and
+ * $0.10/kWh: 500 W busy = $0.10 per GPU-hour, 100 W idle = $0.02.  One job
+ * of 1 GPU for an hour: 1 busy GPU-hour ($1.60) and 1 idle ($1.52). */
+static void test_owned_model(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "dc", 1, 2, NULL, 0);
+    f.pools[0].has_owned = 1;
+    f.pools[0].owned = (spw_owned_cost_t){.price_usd_per_gpu = 35064, .years = 4,
+                                          .gpu_busy_w = 500, .gpu_idle_w = 100, .pue = 2,
+                                          .usd_per_kwh = 0.10, .node_usd_per_month = 730.5};
+    f.pools[0].cost_usd_per_gpu_h = spw_owned_busy_usd_per_gpu_h(&f.pools[0].owned, 2);
+    is_double(f.pools[0].cost_usd_per_gpu_h, 1.6, 1e-12, "owned: a busy GPU-hour is $1.60");
+    spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
+    spw_job_t j[1];
+    double rt[1] = {3600};
+    job_init(&j[0], "a", 0, 3600, 1, 0);
+    spw_sim_summary_t s;
+    spw_error_t err;
+    ok(spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err) == 0, "owned: runs");
+    is_double(j[0].cost_usd, 1.6, 1e-9, "owned: the job's attempt costs its busy GPU-hour");
+    is_double(s.owned_used_usd, 1.6, 1e-9, "owned: used $1.60 = capital 1 + node 0.5 + 500 W");
+    is_double(s.owned_idle_usd, 1.52, 1e-9, "owned: idle $1.52 = capital 1 + node 0.5 + 100 W");
+    is_double(s.owned_cost_usd, 3.12, 1e-9, "owned: the pool costs $3.12 for the hour");
+    is_double(s.cost_per_useful_gpu_h, 3.12, 1e-9, "owned: $3.12 per useful GPU-hour");
+    spw_fleet_clear(&f);
+
+    /* The same trace on 4 and on 40 owned GPUs at the same price per GPU:
+     * the same work is done and used, but owning ten times the GPUs costs
+     * about ten times as much (issue 12: 32 vs 320 GPUs cost the same). */
+    double owned[2], used[2];
+    for (int k = 0; k < 2; k++) {
+        spw_fleet_init(&f);
+        add_pool(&f, "dc", k ? 10 : 1, 4, NULL, 1.0);
+        add_offer(&f, NULL, 1, 3.0, 60);
+        spw_job_t jj[20];
+        double rr[20];
+        char id[20][16];
+        for (int i = 0; i < 20; i++) {
+            snprintf(id[i], sizeof(id[i]), "j%d", i);
+            rr[i] = 1800 + 300 * (i % 5);
+            job_init(&jj[i], id[i], 60.0 * i, rr[i], 1, (uint32_t)i);
+        }
+        spw_policy_t q = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "never");
+        spw_sim_run(&f, &q, jj, rr, 20, NULL, &s, &err);
+        owned[k] = s.owned_cost_usd;
+        used[k] = s.owned_used_usd;
+        is_double(s.owned_used_usd, s.onprem_cost_usd, 1e-9,
+                  "owned %d GPUs: the used share is the used GPU-hours' cost", k ? 40 : 4);
+        is_double(s.owned_cost_usd, (k ? 40 : 4) * s.makespan_s / 3600.0, 1e-9,
+                  "owned %d GPUs: every GPU for the makespan", k ? 40 : 4);
+        spw_fleet_clear(&f);
+    }
+    is_double(used[0], used[1], 1e-9, "4 vs 40 GPUs: the same GPU-hours used ($%.2f)", used[0]);
+    ok(owned[1] > 2 * owned[0], "4 vs 40 GPUs: owning more costs more ($%.2f vs $%.2f)", owned[0],
+       owned[1]);
+}
+
+
+/* ---- the GPU performance model and gang shapes ------------------------------------------ */
+
+/* One job of 1 GPU and 3600 s on the reference A100, two offers: t4 (T4,
+ * 0.16 of an A100) and a1 (A100, $3/h).  Cheapest means cheapest for the
+ * work: at $0.40/h the T4 does the job for 0.40 x 3600 / 0.16 s = $2.50 in
+ * 22,500 s; at $0.60/h it would cost $3.75, so the A100 wins at $3.  A job
+ * pinned to H100|A100 never takes the T4; without a performance model the
+ * T4 at $0.60/h is cheapest per hour and runs in 3600 s. */
+static int perf_run(double t4_usd_h, int perf, uint64_t mask_bits, int *offer, double *end_s,
+                    double *cost_usd)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_offer(&f, "T4", 1, t4_usd_h, 0);
+    add_offer(&f, "A100", 1, 3.0, 0);
+    spw_models_intern(&f.models, "H100", 4, NULL);
+    if (perf)
+        f.perf.reference = spw_xstrdup("A100");
+    spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
+    spw_job_t j[1];
+    double rt[1] = {3600};
+    job_init(&j[0], "a", 0, 3600, 1, 0);
+    if (mask_bits)
+        j[0].gpu_mask = (1ULL << spw_models_find(&f.models, "A100")) |
+                        (1ULL << spw_models_find(&f.models, "H100"));
+    spw_sim_summary_t s;
+    spw_error_t err;
+    int rc = spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err);
+    *offer = j[0].offer;
+    *end_s = j[0].end_s;
+    *cost_usd = j[0].cost_usd;
+    spw_fleet_clear(&f);
+    return rc;
+}
+
+static void test_performance(void)
+{
+    int o;
+    double end, usd;
+    is_double(spw_gpu_throughput("A100-80GB"), 1.0, 0, "perf: A100-80GB is an A100 in the table");
+    ok(spw_gpu_throughput("T4") < spw_gpu_throughput("V100") &&
+       spw_gpu_throughput("V100") < spw_gpu_throughput("A100") &&
+       spw_gpu_throughput("A100") < spw_gpu_throughput("H100"),
+       "perf: T4 < V100 < A100 < H100 in the table");
+    ok(isnan(spw_gpu_throughput("A1000")), "perf: A1000 is not an A100");
+    perf_run(0.40, 1, 0, &o, &end, &usd);
+    is(o, 0, "perf: at $0.40/h the T4 is cheapest for the work");
+    is_double(end, 3600 / 0.16, 1e-6, "perf: ... and runs 3600 s of A100 work in 22,500 s");
+    is_double(usd, 2.5, 1e-9, "perf: ... for $2.50");
+    perf_run(0.60, 1, 0, &o, &end, &usd);
+    is(o, 1, "perf: at $0.60/h the T4 would cost $3.75: the A100 at $3 wins");
+    is_double(end, 3600, 1e-9, "perf: ... in 3600 s");
+    perf_run(0.40, 1, 1, &o, &end, &usd);
+    is(o, 1, "perf: a job pinned to H100|A100 never takes the T4");
+    perf_run(0.60, 0, 0, &o, &end, &usd);
+    is(o, 0, "no perf model: the T4 is cheapest per hour");
+    is_double(end, 3600, 1e-9, "no perf model: ... and runs in the job's runtime");
+
+    /* Per job class: class 1 ("inference") rates the T4 at 0.5 of an A100.
+     * At $0.60/h the T4 costs it $1.20 per A100-hour (under the A100's $3)
+     * and runs its 3600 s of work in 7200 s; a job of no class takes the
+     * A100. */
+    {
+        spw_fleet_t f;
+        spw_fleet_init(&f);
+        add_offer(&f, "T4", 1, 0.60, 0);
+        add_offer(&f, "A100", 1, 3.0, 0);
+        f.perf.reference = spw_xstrdup("A100");
+        f.gov.classes = spw_xmalloc(sizeof(char *));
+        f.gov.classes[0] = spw_xstrdup("inference");
+        f.gov.nclasses = 1;
+        f.perf.classes = spw_xcalloc(1, sizeof(*f.perf.classes));
+        f.perf.nclasses = 1;
+        f.perf.classes[0].jclass = 1;
+        f.perf.classes[0].names = spw_xmalloc(sizeof(char *));
+        f.perf.classes[0].names[0] = spw_xstrdup("T4");
+        f.perf.classes[0].throughput = spw_xmalloc(sizeof(double));
+        f.perf.classes[0].throughput[0] = 0.5;
+        f.perf.classes[0].n = 1;
+        is_double(spw_fleet_class_speed(&f, 1, 0), 0.5, 1e-12, "perf class: T4 at 0.5 for it");
+        is_double(spw_fleet_class_speed(&f, 0, 0), 0.16, 1e-12, "perf class: 0.16 for others");
+        spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "none");
+        spw_job_t j[2];
+        double rt[2] = {3600, 3600};
+        job_init(&j[0], "inf", 0, 3600, 1, 0);
+        j[0].jclass = 1;
+        job_init(&j[1], "other", 0, 3600, 1, 1);
+        spw_sim_summary_t s;
+        spw_error_t err;
+        ok(spw_sim_run(&f, &p, j, rt, 2, NULL, &s, &err) == 0, "perf class: runs");
+        is(j[0].offer, 0, "perf class: the inference job takes the T4");
+        is_double(j[0].end_s, 7200, 1e-6, "perf class: ... and runs 7200 s");
+        is(j[1].offer, 1, "perf class: the job of no class takes the A100");
+        spw_fleet_clear(&f);
+    }
+
+    /* Gang shapes: a 4-GPU job, offers of 1 x A100 at $3/h and 4 x A100
+     * at $14/h: on one node it takes one 4-GPU instance ($14/h, not 4 x $3);
+     * allowed nodes of 1 GPU it takes four 1-GPU instances ($12/h). */
+    for (int per_node = 0; per_node <= 1; per_node++) {
+        spw_fleet_t f;
+        spw_fleet_init(&f);
+        add_offer(&f, "A100", 1, 3.0, 0);
+        add_offer(&f, "A100", 4, 14.0, 0);
+        spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                                "none");
+        spw_job_t j[1];
+        double rt[1] = {3600};
+        job_init(&j[0], "g", 0, 3600, 4, 0);
+        j[0].gpus_per_node = (uint32_t)per_node;
+        spw_sim_summary_t s;
+        spw_error_t err;
+        spw_sim_run(&f, &p, j, rt, 1, NULL, &s, &err);
+        is(j[0].offer, per_node ? 0 : 1, "gang: 4 GPUs, gpus_per_node %d: offer %s", per_node,
+           per_node ? "4 x 1-GPU" : "1 x 4-GPU");
+        is(j[0].instances, per_node ? 4 : 1, "gang: gpus_per_node %d: %d instance(s)", per_node,
+           per_node ? 4 : 1);
+        spw_fleet_clear(&f);
+    }
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -866,5 +1061,7 @@ int main(void)
     test_edges();
     test_quantile();
     test_random_properties();
+    test_owned_model();
+    test_performance();
     return done_testing();
 }

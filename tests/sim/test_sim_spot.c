@@ -784,6 +784,86 @@ static void test_rate(void)
     spw_fleet_clear(&f);
 }
 
+
+/* ---- 10. the Safety Net is exact at every time scale ---------------------------------- */
+
+/* Random single-offer clouds whose spot comes and goes, jobs submitted at
+ * times from minutes to about 3,000 years in, lengths from a second to days,
+ * deadlines from exactly feasible (no slack at all) to three times the work,
+ * restart overhead and boot each 0 or not: greedy and Uniform Progress miss
+ * no deadline that on demand from submission meets, and every job ends by
+ * its deadline without the microsecond of tolerance the summary allows
+ * (a few ulp of rounding only where the deadline leaves no slack at all).
+ * Before the engine's Safety Net counted its 1 ms re-look as a decision step
+ * (an explicit margin), greedy with overhead 0 and boot 0 missed such
+ * deadlines by that 1 ms: the wake-up at nextafter(t) found R(t) - C(t),
+ * rounded, still just enough to wait. */
+static void test_safety_net_exact(void)
+{
+    size_t jobs = 0, missed = 0, late = 0, tight = 0, runs = 0, ondemand = 0;
+    static const double scale[5] = {1e2, 2.2e4, 1e6, 1e9, 1e11};
+    for (uint64_t seed = 1; seed <= 400; seed++) {
+        spw_rng_t r;
+        spw_rng_seed(&r, seed * 7919);
+        double overhead = spw_rng_below(&r, 2) ? 0 : spw_rng_uniform(&r) * 120;
+        double boot = spw_rng_below(&r, 2) ? 0 : spw_rng_uniform(&r) * 300;
+        spw_fleet_t f;
+        spw_fleet_init(&f);
+        add_offer(&f, "aws", "us-east-1", "a", NULL, 1, 10.0, 3.0, boot);
+        spw_policy_t p = policy("none", spw_rng_below(&r, 2) ? SPW_SPOT_POLICY_GREEDY
+                                        : SPW_SPOT_POLICY_UNIFORM_PROGRESS, overhead);
+        uint32_t av[64];
+        for (size_t k = 0; k < 64; k++)
+            av[k] = spw_rng_below(&r, 3) ? 0 : 1 + (uint32_t)spw_rng_below(&r, 3);
+        double base = scale[seed % 5] * (0.5 + spw_rng_uniform(&r));
+        spw_spot_trace_t tr = trace_of(1 + spw_rng_uniform(&r) * 900, 64, av);
+        spw_sim_spot_t sp = {.offer = 0, .trace = &tr, .trace_start_s = base};
+        spw_sim_world_t w = {.spot = &sp, .nspot = 1, .seed = seed};
+        size_t n = 5 + spw_rng_below(&r, 20);
+        spw_job_t j[25];
+        double rt[25];
+        char id[25][16];
+        double t = base, tol[25];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(id[i], sizeof(id[i]), "j%u", (unsigned)i);
+            t += spw_rng_uniform(&r) * 1000 + spw_rng_uniform(&r) / 7;
+            rt[i] = 1 + spw_rng_uniform(&r) * (spw_rng_below(&r, 2) ? 600 : 200000);
+            job_init(&j[i], id[i], t, rt[i], 1, (uint32_t)i);
+            double slack = spw_rng_below(&r, 3) ? rt[i] * 2 * spw_rng_uniform(&r) : 0;
+            tight += slack == 0;
+            /* No slack at all: on demand from submission ends on the
+             * deadline itself, but for the rounding of the sum (a few ulp). */
+            tol[i] = slack >= 1e-3 ? 0 : ldexp(t + rt[i], -50);
+            j[i].deadline_s = t + boot + overhead + rt[i] + slack;
+        }
+        spw_sim_summary_t s;
+        if (run(&f, &p, j, rt, n, &w, &s) == 0) {
+            runs++;
+            jobs += s.jobs_deadline;
+            missed += s.deadline_missed;
+            for (size_t i = 0; i < n; i++) {
+                ondemand += j[i].ondemand_gpu_s > 0;
+                if (j[i].state == SPW_JOB_DONE && j[i].end_s <= j[i].deadline_s + tol[i])
+                    continue;
+                if (late++ < 3)
+                    diag("seed %llu (%s, overhead %.3f, boot %.3f): job %zu ends %.9f s after "
+                         "its deadline", (unsigned long long)seed,
+                         spw_spot_policy_name(p.spot_policy), overhead, boot, i,
+                         j[i].end_s - j[i].deadline_s);
+            }
+        }
+        spw_spot_trace_clear(&tr);
+        spw_fleet_clear(&f);
+    }
+    is(runs, (size_t)400, "safety net: 400 random clouds run");
+    ok(jobs > 4000 && tight > 1000 && ondemand > 1000,
+       "safety net: %zu deadlines checked, %zu with no slack at all, %zu jobs went on demand",
+       jobs, tight, ondemand);
+    is(missed, (size_t)0, "safety net: no feasible deadline missed at any time scale");
+    is(late, (size_t)0, "safety net: every job ends by its deadline (no tolerance "
+       "but a few ulp for a deadline with no slack at all)");
+}
+
 int main(void)
 {
     test_preempt_resume();
@@ -797,5 +877,6 @@ int main(void)
     test_mtbf();
     test_rate();
     test_properties();
+    test_safety_net_exact();
     return done_testing();
 }

@@ -1,0 +1,434 @@
+/* plan.c: `spillway plan`: how much capacity to own and how long jobs should
+ * wait before bursting, from a replay of history (docs/roi.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/plan.h"
+#include "sim/config.h"
+#include "sim/plan.h"
+#include "sim/trace.h"
+
+const char spw_cli_plan_usage[] =
+    "usage: spillway plan --trace FILE --config FILE [OPTIONS]\n"
+    "\n"
+    "Answers \"how much capacity should we own, and how long should jobs wait\n"
+    "before bursting?\" from your history.  For every owned capacity (node count\n"
+    "of one pool) and every wait policy, it replays the trace, searches the\n"
+    "policy's parameter for your target wait, picks a setting in the middle of a\n"
+    "flat stretch of cost (not a knife edge), and prints the cost/wait frontier\n"
+    "and the cheapest fleet that meets the target, with its total cost of\n"
+    "ownership (cloud + owned capacity, used or idle, + egress) over a horizon.\n"
+    "Owned capacity is priced by the pool's owned: model or cost_usd_per_gpu_h\n"
+    "(docs/config.md, On-prem cost).\n"
+    "\n"
+    "  --trace FILE           jobs: spillway CSV or an Alibaba pod list (as for sim)\n"
+    "  --format F             trace format: auto (default), spillway, alibaba\n"
+    "  --config FILE          fleet, owned-cost model and policy\n"
+    "  --pool NAME            the pool whose node count varies (default: the first)\n"
+    "  --nodes LIST           node counts: 0,4,8,16 or FROM:TO:STEP (0:64:8);\n"
+    "                         default: the pool's own count x 0, 0.5, 1, 1.5, 2\n"
+    "  --waits LIST           wait policies to try (default none,compute,runtime);\n"
+    "                         a parameter is the top of its search: compute:4\n"
+    "  --target-wait S:DUR    the wait to meet: mean:30m (default) or p90:2h\n"
+    "  --horizon DUR          TCO horizon (default 3y); durations take s, m, h, d, y\n"
+    "  --threads N            worker threads (default: every core)\n"
+    "  -o, --output FMT       table (default) or json\n"
+    "  --csv FILE             also write every configuration as CSV\n"
+    "  -q, --quiet            no progress on stderr\n"
+    "\n"
+    "Example, should we buy 64 more GPUs (8 nodes of 8) or burst?\n"
+    "  spillway plan --trace jobs.csv --config fleet.yaml --nodes 4,8,12 \\\n"
+    "      --target-wait mean:30m --horizon 3y\n";
+
+static int die(const char *fmt, const char *a)
+{
+    fprintf(stderr, "spillway plan: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+/* Seconds from "90", "30m", "2h", "7d", "3y" (365.25 days); -1 if bad. */
+static double dur(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end), unit = 1;
+    if (end == s)
+        return -1;
+    switch (*end) {
+    case 'y': unit = 365.25 * 86400; end++; break;
+    case 'd': unit = 86400; end++; break;
+    case 'h': unit = 3600; end++; break;
+    case 'm': unit = 60; end++; break;
+    case 's': end++; break;
+    default: break;
+    }
+    if (*end || !isfinite(v) || v < 0)
+        return -1;
+    return v * unit;
+}
+
+/* Node counts from "0,4,8" or "FROM:TO:STEP" into a new array. */
+static uint32_t *parse_nodes(const char *s, size_t *n)
+{
+    unsigned long a, b, st;
+    char tail;
+    *n = 0;
+    if (sscanf(s, "%lu:%lu:%lu%c", &a, &b, &st, &tail) == 3) {
+        if (!st || b < a || (b - a) / st > 10000 || b > 10000000)
+            return NULL;
+        uint32_t *v = spw_xmalloc(((b - a) / st + 1) * sizeof(uint32_t));
+        for (unsigned long x = a; x <= b; x += st)
+            v[(*n)++] = (uint32_t)x;
+        return v;
+    }
+    size_t cap = 8;
+    uint32_t *v = spw_xmalloc(cap * sizeof(uint32_t));
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        unsigned long x = strtoul(p, &end, 10);
+        if (end == p || errno || x > 10000000 || (*end && *end != ',')) {
+            free(v);
+            return NULL;
+        }
+        if (*n == cap)
+            v = spw_xrealloc(v, (cap *= 2) * sizeof(uint32_t));
+        v[(*n)++] = (uint32_t)x;
+        p = *end ? end + 1 : end;
+    }
+    if (!*n) {
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
+static void on_progress(void *ctx, size_t done, size_t total)
+{
+    const double *t0 = ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double el = (double)ts.tv_sec + ts.tv_nsec / 1e9 - *t0;
+    /* On a terminal a line that updates; elsewhere (a log) the last one. */
+    if (isatty(2))
+        fprintf(stderr, "\rspillway plan: %zu of %zu configurations (%.1f s)%s", done, total, el,
+                done == total ? "\n" : "");
+    else if (done == total)
+        fprintf(stderr, "spillway plan: %zu configurations in %.1f s\n", total, el);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *usd(double v, char *buf, size_t len)
+{
+    if (fabs(v) >= 1e6)
+        snprintf(buf, len, "$%.2fM", v / 1e6);
+    else
+        snprintf(buf, len, "$%.0f", v);
+    return buf;
+}
+
+static const char *hms(double s, char *buf, size_t len)
+{
+    if (s < 120)
+        snprintf(buf, len, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, len, "%.1f min", s / 60);
+    else
+        snprintf(buf, len, "%.2f h", s / 3600);
+    return buf;
+}
+
+static void write_csv(FILE *f, const spw_plan_result_t *r, size_t n, const char *pool)
+{
+    fprintf(f, "pool,nodes,onprem_gpus,wait_policy,meets,wait_stat_s,wait_mean_s,wait_p90_s,"
+               "cloud_usd,owned_usd,owned_idle_usd,egress_usd,total_usd,makespan_s,tco_usd,"
+               "cost_per_useful_gpu_h,param_lo,param_hi,swing,frontier,sims\n");
+    for (size_t i = 0; i < n; i++) {
+        char w[64];
+        spw_wait_format(&r[i].wait, w, sizeof(w));
+        fprintf(f, "%s,%u,%llu,%s,%d,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.6f,%.6f,"
+                   "%.9g,%.9g,%.6f,%d,%u\n",
+                pool, r[i].nodes, (unsigned long long)r[i].onprem_gpus, w, r[i].meets,
+                r[i].wait_s, r[i].wait_mean_s, r[i].wait_p90_s, r[i].cloud_usd, r[i].owned_usd,
+                r[i].owned_idle_usd, r[i].egress_usd, r[i].total_usd, r[i].makespan_s,
+                r[i].tco_usd, r[i].cost_per_useful_gpu_h, r[i].param_lo, r[i].param_hi,
+                r[i].swing, r[i].frontier, r[i].sims);
+    }
+}
+
+static void write_json(FILE *f, const spw_plan_result_t *r, size_t n, long best, const char *pool,
+                       const char *stat, double target_s, double horizon_s, size_t njobs,
+                       double seconds, int threads, uint64_t sims)
+{
+    fprintf(f, "{\"pool\": \"%s\", \"target\": {\"stat\": \"%s\", \"wait_s\": %.3f}, "
+               "\"horizon_s\": %.0f, \"jobs\": %zu, \"seconds\": %.3f, \"threads\": %d, "
+               "\"sims\": %llu, \"best\": %ld, \"configurations\": [",
+            pool, stat, target_s, horizon_s, njobs, seconds, threads, (unsigned long long)sims,
+            best);
+    for (size_t i = 0; i < n; i++) {
+        char w[64];
+        spw_wait_format(&r[i].wait, w, sizeof(w));
+        fprintf(f, "%s\n  {\"nodes\": %u, \"onprem_gpus\": %llu, \"wait_policy\": \"%s\", "
+                   "\"meets\": %s, \"wait_stat_s\": %.3f, \"wait_mean_s\": %.3f, "
+                   "\"wait_p90_s\": %.3f, \"cloud_usd\": %.6f, \"owned_usd\": %.6f, "
+                   "\"owned_idle_usd\": %.6f, \"egress_usd\": %.6f, \"total_usd\": %.6f, "
+                   "\"makespan_s\": %.3f, \"tco_usd\": %.6f, \"cost_per_useful_gpu_h\": %.6f, "
+                   "\"param_lo\": %.9g, \"param_hi\": %.9g, \"swing\": %.6f, \"frontier\": %s, "
+                   "\"sims\": %u}",
+                i ? "," : "", r[i].nodes, (unsigned long long)r[i].onprem_gpus, w,
+                r[i].meets ? "true" : "false", r[i].wait_s, r[i].wait_mean_s, r[i].wait_p90_s,
+                r[i].cloud_usd, r[i].owned_usd, r[i].owned_idle_usd, r[i].egress_usd,
+                r[i].total_usd, r[i].makespan_s, r[i].tco_usd, r[i].cost_per_useful_gpu_h,
+                r[i].param_lo, r[i].param_hi, r[i].swing, r[i].frontier ? "true" : "false",
+                r[i].sims);
+    }
+    fprintf(f, "\n]}\n");
+}
+
+static void write_table(FILE *f, const spw_plan_result_t *r, size_t n, long best,
+                        const char *pool, const char *stat, double target_s, double horizon_s,
+                        size_t njobs, double seconds, int threads, uint64_t sims)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    fprintf(f, "plan: %zu jobs; pool %s sized by node count; target %s wait <= %s; TCO over "
+               "%.1f years\n\n",
+            njobs, pool, stat, hms(target_s, a, sizeof(a)), horizon_s / (365.25 * 86400));
+    fprintf(f, "%6s %6s  %-20s %10s %10s %12s %12s %12s %10s %6s  %s\n", "nodes", "GPUs",
+            "wait policy", stat, "cloud", "owned", "of it idle", "TCO", "$/useful", "swing",
+            "");
+    for (size_t i = 0; i < n; i++) {
+        char w[64];
+        spw_wait_format(&r[i].wait, w, sizeof(w));
+        fprintf(f, "%6u %6llu  %-20s %10s %10s %12s %12s %12s %10.2f %5.1f%%  %s%s%s\n",
+                r[i].nodes, (unsigned long long)r[i].onprem_gpus, w, hms(r[i].wait_s, a, sizeof(a)),
+                usd(r[i].cloud_usd, b, sizeof(b)), usd(r[i].owned_usd, c, sizeof(c)),
+                usd(r[i].owned_idle_usd, d, sizeof(d)), usd(r[i].tco_usd, e, sizeof(e)),
+                r[i].cost_per_useful_gpu_h, 100 * r[i].swing, r[i].meets ? "meets" : "too slow",
+                r[i].frontier ? ", frontier" : "", (long)i == best ? "  <- cheapest" : "");
+    }
+    fprintf(f, "\n(cloud, owned: over the replay; TCO: owned capacity per hour of the replay and "
+               "cloud + egress per hour\n of the trace's arrivals, over the horizon; swing: the "
+               "largest cost change for a 0.1%% change of\n the wait parameter; frontier: no "
+               "configuration is both cheaper and faster)\n\n");
+    if (best < 0) {
+        fprintf(f, "no configuration meets a %s wait of %s: try more nodes, more wait policies "
+                   "or a looser --target-wait\n", stat, hms(target_s, a, sizeof(a)));
+    } else {
+        const spw_plan_result_t *x = &r[best];
+        char w[64];
+        spw_wait_format(&x->wait, w, sizeof(w));
+        fprintf(f, "cheapest meeting the target: %u nodes of %s (%llu on-prem GPUs), wait %s\n",
+                x->nodes, pool, (unsigned long long)x->onprem_gpus, w);
+        fprintf(f, "  %s wait %s; TCO over the horizon %s (in the replay: cloud %s, owned %s, "
+                   "egress %s)\n",
+                stat, hms(x->wait_s, a, sizeof(a)), usd(x->tco_usd, b, sizeof(b)),
+                usd(x->cloud_usd, c, sizeof(c)), usd(x->owned_usd, d, sizeof(d)),
+                usd(x->egress_usd, e, sizeof(e)));
+        if (x->param_hi > x->param_lo)
+            fprintf(f, "  the wait parameter can be anywhere in %.4g .. %.4g for about the same "
+                       "cost (within 2%%)\n", x->param_lo, x->param_hi);
+    }
+    fprintf(f, "(planned %zu configurations, %llu simulations, in %.2f s on %d threads: "
+               "%.1f configurations/s, %.3g job-simulations/s)\n",
+            n, (unsigned long long)sims, seconds, threads, seconds > 0 ? n / seconds : 0,
+            seconds > 0 ? (double)sims * (double)njobs / seconds : 0);
+}
+
+int spw_cli_plan(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"trace", required_argument, NULL, 't'},   {"config", required_argument, NULL, 'c'},
+        {"format", required_argument, NULL, 'F'},  {"pool", required_argument, NULL, 'p'},
+        {"nodes", required_argument, NULL, 'n'},   {"waits", required_argument, NULL, 'w'},
+        {"target-wait", required_argument, NULL, 'T'},
+        {"horizon", required_argument, NULL, 'H'}, {"threads", required_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},  {"csv", required_argument, NULL, 'C'},
+        {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *trace = NULL, *config = NULL, *pool_name = NULL, *nodes_s = NULL;
+    const char *waits_s = "none,compute,runtime", *target_s = "mean:30m", *csv = NULL;
+    spw_trace_format_t fmt = SPW_TRACE_AUTO;
+    double horizon = 3 * 365.25 * 86400;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    int json = 0, quiet = 0, ch;
+    spw_error_t err;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 't': trace = optarg; break;
+        case 'c': config = optarg; break;
+        case 'F':
+            if (spw_trace_format_parse(optarg, &fmt, &err) < 0)
+                return die("%s", err.text);
+            break;
+        case 'p': pool_name = optarg; break;
+        case 'n': nodes_s = optarg; break;
+        case 'w': waits_s = optarg; break;
+        case 'T': target_s = optarg; break;
+        case 'H':
+            if ((horizon = dur(optarg)) <= 0)
+                return die("--horizon takes a duration such as 3y, 18m... got '%s'", optarg);
+            break;
+        case 'j': {
+            char *end;
+            threads = strtol(optarg, &end, 10);
+            if (*end || threads < 1 || threads > 1024)
+                return die("--threads takes a number from 1 to 1024, got '%s'", optarg);
+            break;
+        }
+        case 'o':
+            if (strcmp(optarg, "json") == 0)
+                json = 1;
+            else if (strcmp(optarg, "table") != 0)
+                return die("-o takes table or json, got '%s'", optarg);
+            break;
+        case 'C': csv = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(spw_cli_plan_usage, stdout); return 0;
+        default: fputs(spw_cli_plan_usage, stderr); return 2;
+        }
+    }
+    if (optind < argc)
+        return die("unexpected argument '%s' (see spillway plan --help)", argv[optind]);
+    if (!trace || !config)
+        return die("%s", "needs --trace FILE and --config FILE (see spillway plan --help)");
+    if (threads < 1)
+        threads = 1;
+    spw_plan_stat_t stat;
+    const char *colon = strchr(target_s, ':');
+    double target = colon ? dur(colon + 1) : -1;
+    if (colon && (size_t)(colon - target_s) == 4 && strncmp(target_s, "mean", 4) == 0)
+        stat = SPW_PLAN_MEAN;
+    else if (colon && (size_t)(colon - target_s) == 3 && strncmp(target_s, "p90", 3) == 0)
+        stat = SPW_PLAN_P90;
+    else
+        target = -1, stat = SPW_PLAN_MEAN;
+    if (!(target > 0))
+        return die("--target-wait takes mean:DURATION or p90:DURATION (mean:30m), got '%s'",
+                   target_s);
+    /* Wait policies. */
+    spw_wait_t waits[16];
+    size_t nwaits = 0;
+    char *wl = spw_xstrdup(waits_s);
+    for (char *save = NULL, *tok = strtok_r(wl, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char buf[64];
+        /* A bare kind that takes a parameter gets 0: the default search. */
+        snprintf(buf, sizeof(buf), "%s%s", tok,
+                 strchr(tok, ':') || strcmp(tok, "never") == 0 || strcmp(tok, "none") == 0 ? ""
+                                                                                          : ":0");
+        if (nwaits == 16 || spw_wait_parse(buf, &waits[nwaits], &err) < 0) {
+            free(wl);
+            return die("--waits: %s", nwaits == 16 ? "at most 16 policies" : err.text);
+        }
+        nwaits++;
+    }
+    free(wl);
+    spw_config_t cfg;
+    if (spw_config_load(&cfg, config, &err) < 0) {
+        fprintf(stderr, "spillway plan: %s\n", err.text);
+        return 1;
+    }
+    int rc = 1;
+    uint32_t *nodes = NULL;
+    size_t nnodes = 0, pool = 0;
+    spw_plan_result_t *res = NULL;
+    spw_trace_t tr;
+    int have_trace = 0;
+    if (!cfg.fleet.npools) {
+        fprintf(stderr, "spillway plan: %s has no on-prem pool to size\n", config);
+        goto out;
+    }
+    if (pool_name) {
+        for (pool = 0; pool < cfg.fleet.npools; pool++)
+            if (strcmp(cfg.fleet.pools[pool].name, pool_name) == 0)
+                break;
+        if (pool == cfg.fleet.npools) {
+            fprintf(stderr, "spillway plan: --pool %s: %s has no such pool (it has %s", pool_name,
+                    config, cfg.fleet.pools[0].name);
+            for (size_t i = 1; i < cfg.fleet.npools; i++)
+                fprintf(stderr, ", %s", cfg.fleet.pools[i].name);
+            fprintf(stderr, ")\n");
+            goto out;
+        }
+    }
+    if (nodes_s) {
+        if (!(nodes = parse_nodes(nodes_s, &nnodes))) {
+            fprintf(stderr, "spillway plan: --nodes takes counts such as 0,4,8 or FROM:TO:STEP "
+                            "such as 0:64:8, got '%s'\n", nodes_s);
+            goto out;
+        }
+    } else {
+        uint32_t own = cfg.fleet.pools[pool].nnodes;
+        static const double f[5] = {0, 0.5, 1, 1.5, 2};
+        nodes = spw_xmalloc(5 * sizeof(uint32_t));
+        for (int k = 0; k < 5; k++)
+            if (nnodes == 0 || nodes[nnodes - 1] != (uint32_t)(own * f[k]))
+                nodes[nnodes++] = (uint32_t)(own * f[k]);
+    }
+    if (spw_trace_load(&tr, trace, fmt, &cfg.fleet.models, &err) < 0 ||
+        (have_trace = 1, spw_trace_bind(&tr, &cfg.fleet.gov, cfg.spot.checkpoint_interval_s,
+                                        NULL, &err) < 0)) {
+        fprintf(stderr, "spillway plan: %s\n", err.text);
+        goto out;
+    }
+    size_t n = nnodes * nwaits;
+    res = spw_xcalloc(n, sizeof(*res));
+    double t0 = mono_s();
+    spw_plan_opts_t po = {
+        .pool = pool, .nodes = nodes, .nnodes = nnodes, .waits = waits, .nwaits = nwaits,
+        .stat = stat, .target_s = target, .horizon_s = horizon, .threads = (int)threads,
+        .on_progress = quiet ? NULL : on_progress, .ctx = &t0,
+    };
+    if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po, res,
+                     &err) < 0) {
+        fprintf(stderr, "spillway plan: %s\n", err.text);
+        goto out;
+    }
+    double seconds = mono_s() - t0;
+    uint64_t sims = 0;
+    for (size_t i = 0; i < n; i++)
+        sims += res[i].sims;
+    long best = spw_plan_best(res, n);
+    const char *statname = stat == SPW_PLAN_P90 ? "p90" : "mean";
+    if (csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) {
+            fprintf(stderr, "spillway plan: %s: cannot write: %s\n", csv, strerror(errno));
+            goto out;
+        }
+        write_csv(f, res, n, cfg.fleet.pools[pool].name);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "spillway plan: %s: write failed\n", csv);
+            goto out;
+        }
+    }
+    if (json)
+        write_json(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
+                   tr.njobs, seconds, po.threads, sims);
+    else
+        write_table(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
+                    tr.njobs, seconds, po.threads, sims);
+    rc = 0;
+out:
+    free(res);
+    free(nodes);
+    if (have_trace)
+        spw_trace_free(&tr);
+    spw_config_free(&cfg);
+    return rc;
+}

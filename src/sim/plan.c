@@ -1,0 +1,354 @@
+/* plan.c: the capacity planner (see plan.h and docs/roi.md for the method). */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/plan.h"
+
+/* Bisection steps on a wait parameter, and points of the robustness grid
+ * below the largest parameter that meets the target. */
+#define BISECT_STEPS 8
+#define GRID 6
+/* Costs within this fraction of the chosen one count as the same plateau. */
+#define FLAT 0.02
+/* The parameter change the swing is measured over. */
+#define NUDGE 0.001
+
+/* What one simulator run gave. */
+typedef struct point {
+    double param;
+    double stat_s;               /* the targeted wait statistic */
+    double total_usd;
+    spw_sim_summary_t sum;
+} point_t;
+
+/* One worker: its own jobs and fleet copy; the shared run, read only. */
+typedef struct worker {
+    struct run *run;
+    spw_job_t *jobs;             /* owned copy */
+    spw_fleet_t fleet;           /* shallow copy of run->fleet with its own pools */
+    spw_pool_spec_t *pools;      /* owned: the pools array of fleet */
+    uint16_t *node_gpus;         /* owned: the swept pool's nodes */
+    spw_error_t err;
+    int failed;
+} worker_t;
+
+typedef struct run {
+    const spw_fleet_t *fleet;
+    const spw_policy_t *policy;
+    const spw_job_t *jobs;
+    const double *runtime_s;
+    size_t njobs;
+    const spw_plan_opts_t *opts;
+    spw_plan_result_t *out;
+    double span_s;               /* last submit - first submit */
+    size_t total, next, done;
+    int failed;
+    spw_error_t err;
+    pthread_mutex_t mu;
+} run_t;
+
+static double stat_of(const spw_plan_opts_t *o, const spw_sim_summary_t *s)
+{
+    return o->stat == SPW_PLAN_P90 ? s->wait_p90_s : s->wait_mean_s;
+}
+
+/* One simulator run of the worker's fleet under wait w. */
+static int sim_at(worker_t *w, spw_wait_t wait, point_t *p)
+{
+    spw_policy_t pol = *w->run->policy;
+    pol.wait = wait;
+    memcpy(w->jobs, w->run->jobs, w->run->njobs * sizeof(spw_job_t));
+    if (spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, NULL, &p->sum,
+                    &w->err) < 0)
+        return -1;
+    p->param = wait.param;
+    p->stat_s = stat_of(w->run->opts, &p->sum);
+    p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
+    return 0;
+}
+
+/* The default upper end of the search for a kind whose parameter is 0. */
+static double default_hi(spw_wait_kind_t k)
+{
+    return k == SPW_WAIT_CONSTANT ? 86400.0 : 10.0;
+}
+
+static int has_param(spw_wait_kind_t k)
+{
+    return k == SPW_WAIT_CONSTANT || k == SPW_WAIT_RUNTIME || k == SPW_WAIT_COMPUTE;
+}
+
+static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *p,
+                 spw_wait_kind_t kind, double w_span_s)
+{
+    r->wait.kind = kind;
+    r->wait.param = p->param;
+    r->meets = p->stat_s <= o->target_s;
+    r->wait_s = p->stat_s;
+    r->wait_mean_s = p->sum.wait_mean_s;
+    r->wait_p90_s = p->sum.wait_p90_s;
+    r->cloud_usd = p->sum.cloud_cost_usd;
+    r->owned_usd = p->sum.owned_cost_usd;
+    r->owned_idle_usd = p->sum.owned_idle_usd;
+    r->egress_usd = p->sum.egress_usd;
+    r->total_usd = p->total_usd;
+    r->makespan_s = p->sum.makespan_s;
+    /* Over the horizon: owned capacity at its cost per hour of the run, and
+     * the cloud and egress the trace's demand pays per second of arrivals
+     * (a long tail of slow jobs stretches the makespan, not the demand). */
+    double span = w_span_s > 0 ? w_span_s : p->sum.makespan_s;
+    r->tco_usd = (p->sum.makespan_s > 0 ? p->sum.owned_cost_usd / p->sum.makespan_s : 0) *
+                     o->horizon_s +
+                 (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) *
+                     o->horizon_s;
+    r->cost_per_useful_gpu_h = p->sum.cost_per_useful_gpu_h;
+    r->onprem_gpus = p->sum.onprem_gpus;
+}
+
+/* Searches wait kind `kind` up to hi for the target, then picks a robust
+ * parameter: the grid point (meeting the target) whose worst cost over
+ * itself and its grid neighbours is least, so a knife-edge optimum next to
+ * a dear neighbour loses to the middle of a flat stretch. */
+static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
+{
+    const spw_plan_opts_t *o = w->run->opts;
+    point_t p;
+    r->sims = 0;
+    if (!has_param(wait.kind)) {
+        if (sim_at(w, wait, &p) < 0)
+            return -1;
+        r->sims = 1;
+        fill(r, o, &p, wait.kind, w->run->span_s);
+        r->param_lo = r->param_hi = 0;
+        r->swing = 0;
+        return 0;
+    }
+    double hi = wait.param > 0 ? wait.param : default_hi(wait.kind), lo = 0;
+    spw_wait_t x = {wait.kind, hi};
+    if (sim_at(w, x, &p) < 0)
+        return -1;
+    r->sims++;
+    double best = hi;
+    /* Runs already made that the grid can reuse: at 0 and at best. */
+    point_t *at0 = spw_xmalloc(sizeof(point_t)), *atb = spw_xmalloc(sizeof(point_t));
+    int have0 = 0, haveb = 1;
+    *atb = p;
+    if (p.stat_s > o->target_s) {
+        haveb = 0;
+        /* Bisect for the largest parameter that meets the target (the wait
+         * grows with the parameter). */
+        x.param = 0;
+        if (sim_at(w, x, at0) < 0)
+            goto fail;
+        r->sims++;
+        have0 = 1;
+        if (at0->stat_s > o->target_s) {
+            fill(r, o, at0, wait.kind, w->run->span_s);   /* not even bursting at once meets it */
+            r->param_lo = r->param_hi = 0;
+            r->swing = 0;
+            free(at0);
+            free(atb);
+            return 0;
+        }
+        *atb = *at0;
+        haveb = 1;
+        for (int i = 0; i < BISECT_STEPS; i++) {
+            x.param = (lo + hi) / 2;
+            if (sim_at(w, x, &p) < 0)
+                goto fail;
+            r->sims++;
+            if (p.stat_s <= o->target_s) {
+                lo = x.param;
+                *atb = p;
+            } else {
+                hi = x.param;
+            }
+        }
+        best = lo;
+    }
+    /* The robustness grid: GRID + 1 points from 0 to best. */
+    point_t *g = spw_xmalloc((GRID + 1) * sizeof(point_t));
+    for (int k = 0; k <= GRID; k++) {
+        x.param = best * k / GRID;
+        if (k == 0 && have0) {
+            g[k] = *at0;
+            continue;
+        }
+        if (k == GRID && haveb && atb->param == x.param) {
+            g[k] = *atb;
+            continue;
+        }
+        if (sim_at(w, x, &g[k]) < 0) {
+            free(g);
+            goto fail;
+        }
+        r->sims++;
+    }
+    free(at0);
+    free(atb);
+    int pick = -1;
+    double pick_worst = INFINITY;
+    for (int k = 0; k <= GRID; k++) {
+        if (g[k].stat_s > o->target_s)
+            continue;
+        double worst = g[k].total_usd;
+        if (k > 0 && g[k - 1].total_usd > worst)
+            worst = g[k - 1].total_usd;
+        if (k < GRID && g[k + 1].stat_s <= o->target_s && g[k + 1].total_usd > worst)
+            worst = g[k + 1].total_usd;
+        if (worst < pick_worst) {
+            pick_worst = worst;
+            pick = k;
+        }
+    }
+    if (pick < 0)
+        pick = 0;
+    fill(r, o, &g[pick], wait.kind, w->run->span_s);
+    /* The flat region: neighbours that meet the target within FLAT. */
+    int a = pick, b = pick;
+    while (a > 0 && g[a - 1].stat_s <= o->target_s &&
+           fabs(g[a - 1].total_usd - g[pick].total_usd) <= FLAT * g[pick].total_usd)
+        a--;
+    while (b < GRID && g[b + 1].stat_s <= o->target_s &&
+           fabs(g[b + 1].total_usd - g[pick].total_usd) <= FLAT * g[pick].total_usd)
+        b++;
+    r->param_lo = g[a].param;
+    r->param_hi = g[b].param;
+    /* The swing: cost at 0.1% either side of the choice. */
+    r->swing = 0;
+    double c0 = g[pick].total_usd;
+    free(g);
+    if (r->wait.param > 0) {
+        for (int s = -1; s <= 1; s += 2) {
+            x.param = r->wait.param * (1 + s * NUDGE);
+            if (sim_at(w, x, &p) < 0)
+                return -1;
+            r->sims++;
+            double d = c0 > 0 ? fabs(p.total_usd - c0) / c0 : 0;
+            if (d > r->swing)
+                r->swing = d;
+        }
+    }
+    return 0;
+fail:
+    free(at0);
+    free(atb);
+    return -1;
+}
+
+/* Gives worker w the fleet of configuration nodes n. */
+static void set_nodes(worker_t *w, uint32_t n)
+{
+    const spw_pool_spec_t *src = &w->run->fleet->pools[w->run->opts->pool];
+    spw_pool_spec_t *p = &w->pools[w->run->opts->pool];
+    uint16_t per = src->nnodes ? src->node_gpus[0] : 1;
+    free(w->node_gpus);
+    w->node_gpus = spw_xmalloc((n ? n : 1) * sizeof(uint16_t));
+    for (uint32_t k = 0; k < n; k++)
+        w->node_gpus[k] = k < src->nnodes ? src->node_gpus[k] : per;
+    p->nnodes = n;
+    p->node_gpus = w->node_gpus;
+}
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    run_t *r = w->run;
+    const spw_plan_opts_t *o = r->opts;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        size_t i = r->failed ? r->total : r->next++;
+        pthread_mutex_unlock(&r->mu);
+        if (i >= r->total)
+            break;
+        size_t ni = i / o->nwaits, wi = i % o->nwaits;
+        set_nodes(w, o->nodes[ni]);
+        spw_plan_result_t *res = &r->out[i];
+        memset(res, 0, sizeof(*res));
+        res->nodes = o->nodes[ni];
+        int rc = plan_one(w, o->waits[wi], res);
+        pthread_mutex_lock(&r->mu);
+        if (rc < 0 && !r->failed) {
+            r->failed = 1;
+            r->err = w->err;
+        }
+        r->done++;
+        if (o->on_progress && !r->failed)
+            o->on_progress(o->ctx, r->done, r->total);
+        pthread_mutex_unlock(&r->mu);
+    }
+    return NULL;
+}
+
+int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw_job_t *jobs,
+                 const double *runtime_s, size_t njobs, const spw_plan_opts_t *opts,
+                 spw_plan_result_t *out, spw_error_t *err)
+{
+    if (opts->pool >= fleet->npools)
+        return spw_errorf(err, "the planner needs an on-prem pool to size (the config has %zu)",
+                          fleet->npools);
+    if (!opts->nnodes || !opts->nwaits)
+        return spw_errorf(err, "nothing to plan: give node counts and wait policies");
+    run_t r = {
+        .fleet = fleet, .policy = policy, .jobs = jobs, .runtime_s = runtime_s,
+        .njobs = njobs, .opts = opts, .out = out, .total = opts->nnodes * opts->nwaits,
+        .span_s = njobs ? jobs[njobs - 1].submit_s - jobs[0].submit_s : 0,
+    };
+    pthread_mutex_init(&r.mu, NULL);
+    int nt = opts->threads > 0 ? opts->threads : 1;
+    if ((size_t)nt > r.total)
+        nt = (int)r.total;
+    worker_t *ws = spw_xcalloc((size_t)nt, sizeof(worker_t));
+    pthread_t *th = spw_xcalloc((size_t)nt, sizeof(pthread_t));
+    for (int t = 0; t < nt; t++) {
+        worker_t *w = &ws[t];
+        w->run = &r;
+        w->jobs = spw_xmalloc((njobs ? njobs : 1) * sizeof(spw_job_t));
+        w->fleet = *fleet;
+        w->pools = spw_xmalloc(fleet->npools * sizeof(spw_pool_spec_t));
+        memcpy(w->pools, fleet->pools, fleet->npools * sizeof(spw_pool_spec_t));
+        w->fleet.pools = w->pools;
+    }
+    int started = 0;
+    for (int t = 1; t < nt; t++)
+        if (pthread_create(&th[t], NULL, work, &ws[t]) == 0)
+            started = t;
+        else
+            break;
+    work(&ws[0]);
+    for (int t = 1; t <= started; t++)
+        pthread_join(th[t], NULL);
+    for (int t = 0; t < nt; t++) {
+        free(ws[t].jobs);
+        free(ws[t].pools);
+        free(ws[t].node_gpus);
+    }
+    free(ws);
+    free(th);
+    pthread_mutex_destroy(&r.mu);
+    if (r.failed) {
+        if (err)
+            *err = r.err;
+        return -1;
+    }
+    /* The frontier: no other result cheaper and no slower. */
+    for (size_t i = 0; i < r.total; i++) {
+        out[i].frontier = 1;
+        for (size_t k = 0; k < r.total && out[i].frontier; k++)
+            if (k != i && out[k].tco_usd <= out[i].tco_usd && out[k].wait_s <= out[i].wait_s &&
+                (out[k].tco_usd < out[i].tco_usd || out[k].wait_s < out[i].wait_s))
+                out[i].frontier = 0;
+    }
+    return 0;
+}
+
+long spw_plan_best(const spw_plan_result_t *res, size_t n)
+{
+    long best = -1;
+    for (size_t i = 0; i < n; i++)
+        if (res[i].meets && (best < 0 || res[i].tco_usd < res[best].tco_usd))
+            best = (long)i;
+    return best;
+}

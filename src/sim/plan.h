@@ -1,0 +1,75 @@
+/* plan.h: the capacity planner behind `spillway plan`: replays one trace over
+ * a sweep of owned capacity (nodes of one pool) x wait policies, searches each
+ * wait policy's parameter for a target mean or p90 wait, and picks a robust
+ * setting (docs/roi.md).  Configurations run in parallel threads, each with its
+ * own copy of the jobs and of the fleet it changes: no shared mutable state.
+ * Never prints; progress comes through a callback. */
+#ifndef SPW_SIM_PLAN_H
+#define SPW_SIM_PLAN_H
+
+#include <stddef.h>
+
+#include "core/model.h"
+#include "sim/sim.h"
+#include "util/error.h"
+
+/* Which wait statistic the target bounds. */
+typedef enum spw_plan_stat { SPW_PLAN_MEAN, SPW_PLAN_P90 } spw_plan_stat_t;
+
+/* One configuration's answer. */
+typedef struct spw_plan_result {
+    uint32_t nodes;              /* nodes of the swept pool */
+    uint64_t onprem_gpus;        /* all pools' GPUs with that many nodes */
+    spw_wait_t wait;             /* the policy chosen (its parameter searched) */
+    int meets;                   /* its wait statistic is within the target */
+    double param_lo, param_hi;   /* the flat region around the chosen parameter:
+                                    every parameter there meets the target and
+                                    costs within 2% of the chosen one (equal
+                                    when the policy has no parameter) */
+    double swing;                /* largest relative cost change for a 0.1%
+                                    parameter change around the choice, >= 0 */
+    double wait_s;               /* the targeted statistic, seconds */
+    double wait_mean_s, wait_p90_s;
+    double cloud_usd, owned_usd, owned_idle_usd, egress_usd;
+    double total_usd;            /* cloud + owned + egress over the makespan */
+    double makespan_s;
+    double tco_usd;              /* over the horizon: owned_usd per second of the
+                                    makespan, plus cloud and egress per second
+                                    of the trace's arrivals (first to last
+                                    submit), times horizon_s */
+    double cost_per_useful_gpu_h;
+    int frontier;                /* no other result is both cheaper and no
+                                    slower (on the targeted statistic) */
+    uint32_t sims;               /* simulator runs spent on it */
+} spw_plan_result_t;
+
+typedef struct spw_plan_opts {
+    size_t pool;                 /* index of the pool whose nodes vary */
+    const uint32_t *nodes;       /* node counts to try (0 = not owned) */
+    size_t nnodes;
+    const spw_wait_t *waits;     /* wait policies; a parameter of a kind that
+                                    takes one is searched (its value is the
+                                    upper end of the search) */
+    size_t nwaits;
+    spw_plan_stat_t stat;        /* the statistic the target bounds */
+    double target_s;             /* target wait, seconds, > 0 */
+    double horizon_s;            /* TCO horizon, seconds, > 0 */
+    int threads;                 /* worker threads, >= 1 */
+    void (*on_progress)(void *ctx, size_t done, size_t total);  /* from any
+                                    thread, one call at a time; may be NULL */
+    void *ctx;
+} spw_plan_opts_t;
+
+/* Runs the sweep: nnodes x nwaits configurations into out (caller's array
+ * of that many, in row order nodes-major), the frontier marked.  The fleet,
+ * policy and jobs are read only (each worker copies what it changes).
+ * 0, or -1 with err (a simulator error, or no pool at index pool). */
+int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw_job_t *jobs,
+                 const double *runtime_s, size_t njobs, const spw_plan_opts_t *opts,
+                 spw_plan_result_t *out, spw_error_t *err);
+
+/* Index in res[0..n) of the cheapest (by tco_usd) result that meets the
+ * target; -1 when none does. */
+long spw_plan_best(const spw_plan_result_t *res, size_t n);
+
+#endif

@@ -1,0 +1,103 @@
+#!/bin/sh
+# plan.sh: `spillway plan`: the sweep of owned capacity x wait policies, the
+# parameter search for a target wait, the robust choice, the frontier, the
+# cheapest fleet, JSON and CSV output, determinism across thread counts, and
+# the errors for bad options.
+# shellcheck source=tests/cli/tap-lib
+. "$(dirname "$0")/tap-lib"
+plan 14
+
+"$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
+cat >"$T/fleet.yaml" <<'YAML'
+onprem:
+  - name: dc
+    nodes: 4
+    gpus_per_node: 8
+    owned: {price_usd_per_gpu: 25000, years: 4, gpu_busy_w: 800, gpu_idle_w: 150, pue: 1.5,
+            usd_per_kwh: 0.10, node_usd_per_month: 1300}
+cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 60}
+policy: {wait: none}
+YAML
+
+"$SPW" plan --help >"$T/help.txt"
+ok $? "plan --help exits 0"
+contains "$T/help.txt" "--target-wait" && contains "$T/help.txt" "Example, should we buy" &&
+    contains "$T/help.txt" "--csv FILE"
+ok $? "--help explains the options and gives an example"
+
+run_spw "$T/p.json" "$T/p.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --nodes 0,2,4,6 --waits none,compute,runtime,constant --target-wait mean:15m \
+    --horizon 3y -o json --csv "$T/p.csv" -q
+ok "$rc" "plan -o json --csv exits 0"
+awk -F, 'NR == 2 { a = $2 } END { print $2 - a }' "$T/jobs.csv" >"$T/span"
+json_check "$T/p.json" '
+span = float(open("'"$T/span"'").read())
+c = d["configurations"]
+assert len(c) == 16, len(c)
+assert [x["nodes"] for x in c] == [n for n in (0, 2, 4, 6) for _ in range(4)]
+assert all(x["onprem_gpus"] == 8 * x["nodes"] for x in c)
+for x in c:
+    assert x["meets"] == (x["wait_stat_s"] <= 900 + 1e-9), x
+    assert abs(x["total_usd"] - x["cloud_usd"] - x["owned_usd"] - x["egress_usd"]) < 1e-4, x
+    tco = (x["owned_usd"] / x["makespan_s"] + (x["cloud_usd"] + x["egress_usd"]) / span) * d["horizon_s"]
+    assert abs(x["tco_usd"] - tco) < 1e-3 * x["tco_usd"], (x, tco)
+    assert x["param_lo"] <= x["param_hi"], x'
+ok $? "16 configurations (4 node counts x 4 waits); meets, totals and TCO (owned per hour, cloud per hour of arrivals) add up"
+json_check "$T/p.json" '
+c = d["configurations"]
+meets = [i for i, x in enumerate(c) if x["meets"]]
+assert meets and d["best"] == min(meets, key=lambda i: c[i]["tco_usd"]), d["best"]'
+ok $? "best is the cheapest TCO among the configurations meeting the target"
+json_check "$T/p.json" '
+c = d["configurations"]
+for i, x in enumerate(c):
+    dom = any(y["tco_usd"] <= x["tco_usd"] and y["wait_stat_s"] <= x["wait_stat_s"] and
+              (y["tco_usd"] < x["tco_usd"] or y["wait_stat_s"] < x["wait_stat_s"]) for y in c)
+    assert x["frontier"] == (not dom), (i, x)
+assert any(x["frontier"] for x in c)'
+ok $? "the frontier holds exactly the configurations no other beats on both cost and wait"
+json_check "$T/p.json" '
+c = d["configurations"]
+owned = {x["nodes"]: x["owned_usd"] / x["makespan_s"] for x in c if x["wait_policy"] == "none"}
+assert owned[0] == 0 and owned[2] < owned[4] < owned[6], owned'
+ok $? "owning more nodes costs more per hour, used or not (none owned costs nothing)"
+json_check "$T/p.json" '
+c = [x for x in d["configurations"] if x["wait_policy"].split(":")[0] in ("compute", "runtime", "constant")]
+assert any(float(x["wait_policy"].split(":")[1]) > 0 for x in c)
+bad = [x for x in c if x["swing"] >= 0.10]
+assert not bad, bad'
+ok $? "robust: no chosen wait parameter moves cost 10% for a 0.1% change"
+[ "$(head -n 1 "$T/p.csv" | cut -d, -f1-5)" = "pool,nodes,onprem_gpus,wait_policy,meets" ] &&
+    [ "$(wc -l <"$T/p.csv")" -eq 17 ]
+ok $? "--csv has a header and one row per configuration"
+
+# The same answer on one thread and on four.
+run_spw "$T/p1.json" "$T/p1.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --nodes 0,2,4,6 --waits none,compute,runtime,constant --target-wait mean:15m \
+    --horizon 3y -o json --threads 1 -q
+run_spw "$T/p4.json" "$T/p4.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --nodes 0,2,4,6 --waits none,compute,runtime,constant --target-wait mean:15m \
+    --horizon 3y -o json --threads 4 -q
+python3 - "$T/p1.json" "$T/p4.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("seconds", "threads"):
+    a.pop(k); b.pop(k)
+assert a == b
+PY
+ok $? "1 thread and 4 threads give identical configurations"
+
+run_spw "$T/t.txt" "$T/t.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --nodes 2:6:2 --target-wait p90:1h
+contains "$T/t.txt" "cheapest meeting the target:" && contains "$T/t.txt" "configurations/s" &&
+    contains "$T/t.err" "configurations in"
+ok $? "the table names the cheapest fleet and the speed; progress goes to stderr"
+
+fails_with "a bad --target-wait is explained" "mean:DURATION or p90:DURATION" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --target-wait median:1h
+fails_with "an unknown --pool lists the pools" "it has dc" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --pool nope
+fails_with "--trace and --config are required" "needs --trace FILE and --config FILE" \
+    plan --trace "$T/jobs.csv"
+
+done_testing
