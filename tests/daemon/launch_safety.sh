@@ -5,6 +5,9 @@
 #     if it died before recording it); restarted, A finds ITS process by its
 #     launch token (never B's, which has the same job id), and cancelling
 #     A's job leaves B's running.
+# (a2) A running job that takes a while to exit on SIGTERM (and then exits
+#     0) is cancelled; the daemon is killed -9 right after the 200.  After
+#     the restart the job ends cancelled, never succeeded, never re-run.
 # (b) A job plants a FIFO and a symbolic link at the log paths of a future
 #     job, and a link in place of another future job's log directory: those
 #     jobs still start at once, write their own logs, and /healthz answers
@@ -18,7 +21,7 @@
 #     once (also across a kill -9) and /healthz is 200 again.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 31
+plan 35
 
 # ---- (a) two daemons, one job id ---------------------------------------------
 mkconfig "$T/serve.yaml" 2 never
@@ -69,6 +72,28 @@ ok $? "B's job is still running in B"
 stop_daemon "$A_PID"
 stop_daemon "$B_PID"
 kill -TERM "$pb" 2>/dev/null
+
+# ---- (a2) an acknowledged cancel survives kill -9 ---------------------------
+# The job takes 0.5 s to exit on SIGTERM, then exits 0 (a checkpoint); it
+# has retries.  The daemon is killed -9 right after the cancel's 200.
+start_daemon "$T/serve.yaml" "$T/c"
+ok $? "a daemon for the cancel row"
+LC=$T/cancel.ledger
+: >"$LC"
+jc=$(submit ml --gpus 1 --retries 2 -- sh -c "echo start >>$LC; trap 'sleep 0.5; echo term >>$LC; exit 0' TERM; sleep 60 & wait \$!")
+started() { grep -q start "$LC"; }
+wait_for "$jc" running 5 && wait_until 5 started
+spw ml cancel "$jc" >/dev/null 2>&1
+st=$?
+kill9_daemon "$DPID"
+ok "$st" "the cancel is acknowledged, and the daemon killed -9 at once"
+start_daemon "$T/serve.yaml" "$T/c"
+wait_for "$jc" cancelled 10
+ok $? "after the restart the job ends cancelled ($(grep -c start "$LC") start, $(grep -c term "$LC") SIGTERM handled)"
+sleep 1
+[ "$(grep -c start "$LC")" = 1 ] && [ "$(state_of "$jc")" = cancelled ]
+ok $? "and is never run again under its retries"
+stop_daemon "$DPID"
 
 # ---- (b) FIFO and links at future log paths -------------------------------
 start_daemon "$T/serve.yaml" "$T/f"
