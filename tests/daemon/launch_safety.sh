@@ -99,12 +99,13 @@ stop_daemon "$DPID"
 start_daemon "$T/serve.yaml" "$T/f"
 ok $? "a daemon for the FIFO row"
 L=$T/f/logs
-j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003")
+mkdir -p "$T/elsewhere-ckpt"
+j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003 && ln -s $T/elsewhere-ckpt $T/f/checkpoints/j-000003")
 wait_for "$j1" succeeded 5 && [ -p "$L/j-000002/j-000002.out" ] && [ -L "$L/j-000003" ]
 ok $? "a job plants a FIFO, a link and a linked directory"
 t0=$(now_ms)
 j2=$(submit ml --gpus 1 -- sh -c 'echo mine; echo err >&2')
-j3=$(submit ml --gpus 1 -- echo three)
+j3=$(submit ml --gpus 1 -- sh -c 'echo three >"$SPILLWAY_CHECKPOINT_DIR/state"')
 wait_for "$j2" succeeded 5 && wait_for "$j3" succeeded 5
 ok $? "the next jobs run at once ($(($(now_ms) - t0)) ms)"
 http GET /healthz none
@@ -112,8 +113,10 @@ http GET /healthz none
 ok $? "/healthz answers 200"
 [ -f "$L/j-000002/j-000002.out" ] && [ ! -p "$L/j-000002/j-000002.out" ] &&
     [ "$(spw ml logs "$j2" 2>/dev/null)" = mine ] && [ ! -e "$T/stolen" ] &&
-    [ -d "$L/j-000003" ] && [ ! -L "$L/j-000003" ] && [ ! -e "$T/elsewhere" ]
-ok $? "logs are regular files in real directories; nothing went through the links"
+    [ -d "$L/j-000003" ] && [ ! -L "$L/j-000003" ] && [ ! -e "$T/elsewhere" ] &&
+    [ ! -L "$T/f/checkpoints/j-000003" ] && [ -f "$T/f/checkpoints/j-000003/state" ] &&
+    [ -z "$(ls "$T/elsewhere-ckpt")" ]
+ok $? "logs are regular files in real directories, the checkpoint directory is real; nothing went through the links"
 stop_daemon "$DPID"
 
 # ---- (c) the database locked by another process ---------------------------
