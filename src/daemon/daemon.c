@@ -573,10 +573,23 @@ static int ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t l
                      spw_error_t *err)
 {
     snprintf(buf, len, "%s/%s", d->ckpt_dir, j->id);
-    if (create && mkdir(buf, 0750) < 0 && errno != EEXIST)
-        return spw_errorf(err, "cannot create its checkpoint directory %s: %s", buf,
-                          strerror(errno));
-    return 0;
+    if (!create)
+        return 0;
+    /* Made by the daemon, never a link (a job may have left one at a future
+     * job's name): one found there is replaced by a real directory. */
+    for (int tries = 0; tries < 3; tries++) {
+        struct stat sb;
+        if (mkdir(buf, 0750) == 0)
+            return 0;
+        if (errno != EEXIST)
+            break;
+        if (lstat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return 0;
+        if (unlink(buf) < 0 && errno != ENOENT)
+            break;
+    }
+    return spw_errorf(err, "cannot create its checkpoint directory %s: %s", buf,
+                      strerror(errno));
 }
 
 /* The checkpoint interval job j runs with: its spec's, else the config's. */

@@ -867,7 +867,8 @@ static int launch_orphan_token(const char *rundir, const char *id, const char *t
             hh.pid = 0;
         if (write(fds[1], &hh, sizeof(hh)) != (ssize_t)sizeof(hh))
             _exit(1);
-        _exit(0);  /* no destroy: a killed daemon frees nothing */
+        spw_local_destroy(lb);  /* forgets the job; it keeps running */
+        _exit(0);
     }
     close(fds[1]);
     n = read(fds[0], h, sizeof(*h));
@@ -937,7 +938,8 @@ static void test_tokens(void)
     ok(spw_local_count(lb2) == 1, "and it is tracked there");
     ok(ops->find(lb2, tokOther, &f, &err) == 0, "another daemon's token: 0, nothing touched");
     ok(alive(h.pid), "the job still runs");
-    ok(wait_exit(lb, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 6,
+    memset(&x, 0, sizeof(x));
+    ok(wait_exit(lb, &x, 10) && x.kind == SPW_EXIT_EXITED && x.status == 6,
        "its own backend reaps exit 6");
     /* (lb2 lives in this process, to which the shim is a child that lb
      * reaped: start it afresh; the orphan below is adopted across
@@ -954,20 +956,37 @@ static void test_tokens(void)
     ok(ops->find(lb2, tokA, &f, &err) == 0, "after its end, find() says 0");
     ok(ops->find(lb2, "nodots", &f, &err) < 0 && errno == EINVAL, "a malformed token is refused");
 
-    /* An orphan whose launcher died right after the fork. */
-    char tokC[96];
-    snprintf(tokC, sizeof(tokC), "aaaaaaaaaaaa.%s.3", idA);
-    if (ok(launch_orphan_token(rundir, idA, tokC, "sleep 0.3; exit 7", &h) == 0,
-           "a job whose launcher is gone")) {
-        rc = ops->find(lb2, tokC, &f, &err);
-        ok(rc == 1 && f.pid == h.pid, "find() adopts it (%d)", rc);
-        ok(wait_exit(lb2, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 7,
-           "and reads its exit 7 (%s %d)", spw_exit_kind_name(x.kind), x.status);
-        ok(spw_local_read_exit_token(rundir, tokC, &k, &st) == 0 && st == 7, "its record by token");
-    }
     spw_local_destroy(lb2);
     spw_local_destroy(nodir);
     spw_local_destroy(lb);
+}
+
+/* A job whose launcher died right after the fork (forked before any
+ * backend of ours exists, so the launcher has nothing of ours to leak). */
+static void test_token_orphan(void)
+{
+    char rundir[PATH_MAX], idA[64], tokC[96];
+    spw_handle_t h, f;
+    spw_exit_t x;
+    spw_error_t err = {""};
+    spw_exit_kind_t k = SPW_EXIT_LOST;
+    int st = -1, rc;
+
+    snprintf(rundir, sizeof(rundir), "%s/run", tmp);
+    snprintf(idA, sizeof(idA), "tok-%ld", (long)getpid());
+    snprintf(tokC, sizeof(tokC), "aaaaaaaaaaaa.%s.3", idA);
+    if (!ok(launch_orphan_token(rundir, idA, tokC, "sleep 0.3; exit 7", &h) == 0,
+            "a job whose launcher is gone"))
+        return;
+    spw_local_t *lb2 = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir},
+                                        NULL);
+    memset(&x, 0, sizeof(x));
+    rc = ops->find(lb2, tokC, &f, &err);
+    ok(rc == 1 && f.pid == h.pid, "find() adopts it (%d)", rc);
+    ok(wait_exit(lb2, &x, 10) && x.kind == SPW_EXIT_EXITED && x.status == 7,
+       "and reads its exit 7 (%s %d)", spw_exit_kind_name(x.kind), x.status);
+    ok(spw_local_read_exit_token(rundir, tokC, &k, &st) == 0 && st == 7, "its record by token");
+    spw_local_destroy(lb2);
 }
 
 /* A FIFO or a link at a job's log name neither blocks the launch nor sends
@@ -995,7 +1014,8 @@ static void test_hostile_logs(void)
     if (!ok(rc == 0, "the launch does not block (%.2f s)", wall_s() - t0))
         diag("%s", err.text);
     ok(wall_s() - t0 < 5, "and returns at once");
-    ok(rc == 0 && wait_exit(be, &x, 3) && x.kind == SPW_EXIT_EXITED && x.status == 0, "it runs");
+    memset(&x, 0, sizeof(x));
+    ok(rc == 0 && wait_exit(be, &x, 10) && x.kind == SPW_EXIT_EXITED && x.status == 0, "it runs");
     snprintf(path, sizeof(path), "%s/fifo-job.out", tmp);
     ok(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode), "its .out is now a regular file");
     is_str(slurp(tmp, "fifo-job.out", buf, sizeof(buf)), "out\n", "holding its output");
@@ -1182,6 +1202,7 @@ int main(void)
     test_adopt_shim();
     test_adopt_own_child();
     test_tokens();
+    test_token_orphan();
     test_hostile_logs();
     test_poll_max_and_destroy();
     test_detect_gpus();

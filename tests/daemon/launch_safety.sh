@@ -5,6 +5,9 @@
 #     if it died before recording it); restarted, A finds ITS process by its
 #     launch token (never B's, which has the same job id), and cancelling
 #     A's job leaves B's running.
+# (a2) A running job that takes a while to exit on SIGTERM (and then exits
+#     0) is cancelled; the daemon is killed -9 right after the 200.  After
+#     the restart the job ends cancelled, never succeeded, never re-run.
 # (b) A job plants a FIFO and a symbolic link at the log paths of a future
 #     job, and a link in place of another future job's log directory: those
 #     jobs still start at once, write their own logs, and /healthz answers
@@ -18,7 +21,7 @@
 #     once (also across a kill -9) and /healthz is 200 again.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 31
+plan 35
 
 # ---- (a) two daemons, one job id ---------------------------------------------
 mkconfig "$T/serve.yaml" 2 never
@@ -70,6 +73,28 @@ stop_daemon "$A_PID"
 stop_daemon "$B_PID"
 kill -TERM "$pb" 2>/dev/null
 
+# ---- (a2) an acknowledged cancel survives kill -9 ---------------------------
+# The job takes 0.5 s to exit on SIGTERM, then exits 0 (a checkpoint); it
+# has retries.  The daemon is killed -9 right after the cancel's 200.
+start_daemon "$T/serve.yaml" "$T/c"
+ok $? "a daemon for the cancel row"
+LC=$T/cancel.ledger
+: >"$LC"
+jc=$(submit ml --gpus 1 --retries 2 -- sh -c "echo start >>$LC; trap 'sleep 0.5; echo term >>$LC; exit 0' TERM; sleep 60 & wait \$!")
+started() { grep -q start "$LC"; }
+wait_for "$jc" running 5 && wait_until 5 started
+spw ml cancel "$jc" >/dev/null 2>&1
+st=$?
+kill9_daemon "$DPID"
+ok "$st" "the cancel is acknowledged, and the daemon killed -9 at once"
+start_daemon "$T/serve.yaml" "$T/c"
+wait_for "$jc" cancelled 10
+ok $? "after the restart the job ends cancelled ($(grep -c start "$LC") start, $(grep -c term "$LC") SIGTERM handled)"
+sleep 1
+[ "$(grep -c start "$LC")" = 1 ] && [ "$(state_of "$jc")" = cancelled ]
+ok $? "and is never run again under its retries"
+stop_daemon "$DPID"
+
 # ---- (b) FIFO and links at future log paths -------------------------------
 # Jobs of a daemon run as root are another user, who cannot even enter the
 # logs directory; the row matters where jobs run as the daemon's own user,
@@ -82,12 +107,13 @@ chmod 600 "$T/fifo.yaml"
 start_daemon "$T/fifo.yaml" "$T/f"
 ok $? "a daemon for the FIFO row (jobs as the daemon's user)"
 L=$T/f/logs
-j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003")
+mkdir -p "$T/elsewhere-ckpt"
+j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003 && ln -s $T/elsewhere-ckpt $T/f/checkpoints/j-000003")
 wait_for "$j1" succeeded 5 && [ -p "$L/j-000002/j-000002.out" ] && [ -L "$L/j-000003" ]
 ok $? "a job plants a FIFO, a link and a linked directory"
 t0=$(now_ms)
 j2=$(submit ml --gpus 1 -- sh -c 'echo mine; echo err >&2')
-j3=$(submit ml --gpus 1 -- echo three)
+j3=$(submit ml --gpus 1 -- sh -c 'echo three >"$SPILLWAY_CHECKPOINT_DIR/state"')
 wait_for "$j2" succeeded 5 && wait_for "$j3" succeeded 5
 ok $? "the next jobs run at once ($(($(now_ms) - t0)) ms)"
 http GET /healthz none
@@ -95,8 +121,10 @@ http GET /healthz none
 ok $? "/healthz answers 200"
 [ -f "$L/j-000002/j-000002.out" ] && [ ! -p "$L/j-000002/j-000002.out" ] &&
     [ "$(spw ml logs "$j2" 2>/dev/null)" = mine ] && [ ! -e "$T/stolen" ] &&
-    [ -d "$L/j-000003" ] && [ ! -L "$L/j-000003" ] && [ ! -e "$T/elsewhere" ]
-ok $? "logs are regular files in real directories; nothing went through the links"
+    [ -d "$L/j-000003" ] && [ ! -L "$L/j-000003" ] && [ ! -e "$T/elsewhere" ] &&
+    [ ! -L "$T/f/checkpoints/j-000003" ] && [ -f "$T/f/checkpoints/j-000003/state" ] &&
+    [ -z "$(ls "$T/elsewhere-ckpt")" ]
+ok $? "logs are regular files in real directories, the checkpoint directory is real; nothing went through the links"
 stop_daemon "$DPID"
 
 # ---- (c) the database locked by another process ---------------------------
