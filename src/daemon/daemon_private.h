@@ -162,6 +162,8 @@ struct spw_daemon {
     double turn_sum_s;           /* total decision time */
     uint64_t turns;              /* turns run */
     uint64_t http_codes[6];      /* requests by status class 1xx..5xx */
+    struct spw_ui *ui;           /* the dashboard's sampler thread (ui.h),
+                                    started with the loop; NULL before */
 };
 
 extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
