@@ -102,7 +102,7 @@ tests: $(TEST_BIN) spillway
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh)
+	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
 
 # The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
 # spillway: the daemon, HTTP layer and client under ASan and UBSan.
