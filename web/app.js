@@ -58,7 +58,7 @@ const COLORS = ['#2b6cb0', '#dd6b20', '#38a169', '#805ad5', '#d53f8c', '#319795'
 // lines: [{name, points: [[t, v], ...], dash}], x is unix time.
 function lineChart(el, lines, opts) {
   opts = opts || {};
-  const W = 720, H = 220, L = 56, R = 12, T = 12, B = 28;
+  const W = 1100, H = 240, L = 56, R = 12, T = 12, B = 28;
   const pts = lines.flatMap(l => l.points);
   if (!pts.length) {
     el.innerHTML = '<p class="muted">no samples yet (the daemon samples every few seconds)</p>';
@@ -90,6 +90,10 @@ function lineChart(el, lines, opts) {
   const legend = '<div class="legend">' + lines.map((l, i) =>
     '<span><i style="background:' + COLORS[i % COLORS.length] + '"></i>' + esc(l.name) + '</span>').join('') + '</div>';
   el.innerHTML = svg + legend;
+}
+// Axis labels in dollars: cents are not enough for a few seconds of spend.
+function usdAxis(v) {
+  return v > 0 && v < 1 ? '$' + v.toFixed(v < 0.1 ? 4 : 3) : usd(v);
 }
 function niceMax(v) {
   const p = Math.pow(10, Math.floor(Math.log10(v)));
@@ -261,7 +265,7 @@ function renderBudgets() {
     if (t.budget_usd !== null)
       lines.push({ name: t.team + ' budget', dash: true, points: s.map(x => [x.t, t.budget_usd]) });
   });
-  lineChart($('chart-burn'), lines, { label: 'budget burn-down', fmt: usd, minMax: 0.01 });
+  lineChart($('chart-burn'), lines, { label: 'budget burn-down', fmt: usdAxis, minMax: 0.01 });
 }
 
 function renderSpend() {
@@ -281,10 +285,10 @@ function renderSpend() {
     const r = x.teams.find(q => q.team === t.team) || {};
     return [x.t, (r.onprem_usd || 0) + (r.cloud_usd || 0)];
   }) }));
-  lineChart($('chart-spend'), lines, { label: 'spend over time', fmt: usd, minMax: 0.01 });
+  lineChart($('chart-spend'), lines, { label: 'spend over time', fmt: usdAxis, minMax: 0.01 });
   const provs = [...new Set(s.flatMap(x => x.providers.map(p => p.provider)))];
   lineChart($('chart-providers'), provs.map(name => ({ name, points: s.map(x =>
-    [x.t, ((x.providers.find(p => p.provider === name)) || {}).usd || 0]) })), { label: 'cloud spend per provider', fmt: usd, minMax: 0.01 });
+    [x.t, ((x.providers.find(p => p.provider === name)) || {}).usd || 0]) })), { label: 'cloud spend per provider', fmt: usdAxis, minMax: 0.01 });
 }
 
 function renderGpus() {
@@ -350,6 +354,9 @@ function signOut(msg) {
 }
 
 async function signIn(token) {
+  clearTimeout(state.timer);
+  document.body.dataset.ready = '0';
+  state.data = {};
   state.token = token;
   sessionStorage.setItem(KEY, token);
   $('login').hidden = true;
@@ -364,21 +371,27 @@ async function signIn(token) {
   poll();
 }
 
+// The view named by the address.  #token=T&view=V (for scripts and tests)
+// signs in with T, which goes to sessionStorage at once and is dropped from
+// the address; returns 1 then.
 function route() {
-  // #token=T (for scripts and tests) is moved into sessionStorage at once
-  // and dropped from the address.
   const h = location.hash.replace(/^#/, '');
   const params = new URLSearchParams(h.includes('=') ? h : '');
   if (params.get('token')) {
     sessionStorage.setItem(KEY, params.get('token'));
     const v = params.get('view') || 'jobs';
     history.replaceState(null, '', location.pathname + '#' + v);
-    return v;
+    state.view = v;
+    return 1;
   }
-  return ['jobs', 'pools', 'cloud', 'budgets', 'spend', 'gpus'].includes(h) ? h : 'jobs';
+  state.view = ['jobs', 'pools', 'cloud', 'budgets', 'spend', 'gpus'].includes(h) ? h : 'jobs';
+  return 0;
 }
 
-window.addEventListener('hashchange', () => { state.view = route(); if (state.token) render(); });
+window.addEventListener('hashchange', () => {
+  if (route()) signIn(sessionStorage.getItem(KEY));
+  else if (state.token && state.data.costs) render();
+});
 document.addEventListener('click', ev => {
   const a = ev.target.closest('[data-explain]');
   if (a) { ev.preventDefault(); showExplain(a.dataset.explain); }
@@ -390,6 +403,6 @@ $('login').addEventListener('submit', ev => {
 });
 $('logout').addEventListener('click', () => signOut(''));
 
-state.view = route();
+route();
 const saved = sessionStorage.getItem(KEY);
 if (saved) signIn(saved); else signOut('');
