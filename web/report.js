@@ -80,7 +80,9 @@
           (sy(acc) - sy(acc + v)).toFixed(1) + '" fill="' + COLORS[j % COLORS.length] + '"><title>' + esc(g.name + ' ' + k + ' ' + usd(v)) + '</title></rect>';
         acc += v;
       });
-      s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 16) + '" text-anchor="middle">' + esc(g.name) + '</text>';
+      s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 18) + '" text-anchor="middle">' + esc(g.name) + '</text>';
+      if (g.sub)
+        s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 5) + '" text-anchor="middle" style="font-size:9px">' + esc(g.sub) + '</text>';
     });
     s += '</svg><div class="legend">' + keys.map((k, j) => '<span><i style="background:' + COLORS[j % COLORS.length] + '"></i>' + esc(k) + '</span>').join('') + '</div>';
     el.innerHTML = s;
@@ -131,7 +133,7 @@
   // per-team spend
   const teams = [...new Set(runs.flatMap(r => r.teams.map(t => t.team)))];
   const groups = [];
-  runs.forEach(r => r.teams.forEach(t => groups.push({ name: (teams.length > 1 ? t.team + ' ' : '') + r.label,
+  runs.forEach(r => r.teams.forEach(t => groups.push({ name: t.team, sub: r.label,
     vals: { 'on-prem (amortised)': t.onprem_usd, cloud: t.cloud_usd, egress: t.egress_usd } })));
   if (!groups.length)  // no teams: the whole run is one bar
     runs.forEach(r => groups.push({ name: r.label, vals: { 'on-prem (amortised)': r.summary.onprem_cost_usd, cloud: r.summary.cloud_cost_usd, egress: 0 } }));
