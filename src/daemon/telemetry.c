@@ -87,8 +87,10 @@ size_t spw_telemetry_parse(const char *text, spw_gpu_sample_t *out, size_t max)
             memcpy(buf, line, ll);
             buf[ll] = '\0';
             char *f[5];
-            int nf = 0;
+            int nf = 0, commas = 0;
             char *p = buf;
+            for (const char *q = buf; *q; q++)
+                commas += *q == ',';
             while (nf < 5) {
                 f[nf++] = p;
                 char *c = strchr(p, ',');
@@ -98,7 +100,7 @@ size_t spw_telemetry_parse(const char *text, spw_gpu_sample_t *out, size_t max)
                 p = c + 1;
             }
             double idx, util, used, total;
-            if (nf == 5 && !strchr(f[4], ',') && field_num(f[0], &idx) == 0 &&
+            if (nf == 5 && commas == 4 && field_num(f[0], &idx) == 0 &&
                 idx < 4096 && idx == floor(idx) && field_num(f[2], &util) == 0 &&
                 field_num(f[3], &used) == 0 && field_num(f[4], &total) == 0) {
                 spw_gpu_sample_t *g = &out[n++];
