@@ -92,7 +92,8 @@ deps-test:
 
 demo: deps
 	@$(MAKE) --no-print-directory spillway
-	./spillway demo
+	@mkdir -p build
+	./spillway demo --report build/demo-report.html
 	@echo
 	@echo "== the same engine, live: spillway serve with examples/serve.yaml"
 	sh scripts/live-demo.sh

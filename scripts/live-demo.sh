@@ -45,3 +45,11 @@ echo "== logs of train-1"
 ./spillway logs j-000001
 echo "== costs (admin view: on-prem amortised and emulated cloud billing side by side)"
 SPILLWAY_TOKEN=admin-token-000003 ./spillway costs
+
+# The dashboard and the what-if report (docs/dashboard.md).
+echo "== dashboard: $url/ui (paste a token; admin-token-000003 sees everything)"
+echo "   this demo's daemon stops now; keep one with: ./spillway serve --config examples/serve.yaml"
+echo "   and open http://127.0.0.1:8470/ui"
+if [ -f build/demo-report.html ]; then
+    echo "== what-if report of the policy comparison: build/demo-report.html (opens offline)"
+fi
