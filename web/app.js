@@ -322,11 +322,37 @@ function render() {
   document.body.dataset.ready = '1';
 }
 
+// The jobs to show, without reading the whole history every poll (the API
+// lists oldest first): the live states in full each time; jobs newer than
+// the last seen seq (a cursor; the first poll pages through the history
+// once); and, for a job that has left the live states, its record once.
+// Keeps the live jobs and the last KEEP_ENDED ended ones.
+const KEEP_ENDED = 50;
+const LIVE = ['queued', 'placed', 'running'];
+async function loadJobs() {
+  const j = state.jobs || (state.jobs = { cursor: 0, byId: new Map() });
+  const lists = await Promise.all(LIVE.map(st => api('/v1/jobs?state=' + st + '&limit=10000')));
+  const live = new Map();
+  lists.forEach(l => l.jobs.forEach(x => live.set(x.id, x)));
+  for (;;) {
+    const page = await api('/v1/jobs?after=' + j.cursor + '&limit=10000');
+    page.jobs.forEach(x => { j.byId.set(x.id, x); j.cursor = Math.max(j.cursor, x.seq); });
+    if (page.next_after === null || !page.jobs.length) break;
+  }
+  const gone = [...j.byId.values()].filter(x => LIVE.includes(x.state) && !live.has(x.id));
+  const fresh = await Promise.all(gone.map(x => api('/v1/jobs/' + encodeURIComponent(x.id)).catch(() => null)));
+  fresh.forEach((x, i) => { if (x) j.byId.set(x.id, x); else j.byId.delete(gone[i].id); });
+  live.forEach((x, id) => j.byId.set(id, x));
+  const ended = [...j.byId.values()].filter(x => !LIVE.includes(x.state)).sort((a, b) => a.seq - b.seq);
+  ended.slice(0, Math.max(0, ended.length - KEEP_ENDED)).forEach(x => j.byId.delete(x.id));
+  return { jobs: [...j.byId.values()].sort((a, b) => a.seq - b.seq) };
+}
+
 async function poll() {
   clearTimeout(state.timer);
   try {
     const [jobs, pools, costs, series, tel] = await Promise.all([
-      api('/v1/jobs?limit=10000'), api('/v1/pools'), api('/v1/costs'),
+      loadJobs(), api('/v1/pools'), api('/v1/costs'),
       api('/v1/ui/series'), api('/v1/ui/telemetry')]);
     Object.assign(state.data, { jobs, pools, costs, series, tel });
     $('status').textContent = '';
@@ -357,6 +383,7 @@ async function signIn(token) {
   clearTimeout(state.timer);
   document.body.dataset.ready = '0';
   state.data = {};
+  state.jobs = null;
   state.token = token;
   sessionStorage.setItem(KEY, token);
   $('login').hidden = true;
