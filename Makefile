@@ -109,7 +109,7 @@ check: deps-test
 # spillway: the daemon, HTTP layer and client under ASan and UBSan.
 san-daemon:
 	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway
-	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh)
+	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)
