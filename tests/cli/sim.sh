@@ -67,7 +67,7 @@ ok $? "--compare output is deterministic too"
 run_spw "$T/r3.json" "$T/err" sim --trace "$T/jobs.csv" -o json -q \
     --jobs-out "$T/perjob.csv" --timeseries-out "$T/ts.csv" --step 600
 ok "$rc" "sim with --jobs-out and --timeseries-out exits 0"
-[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason" ] \
+[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s" ] \
     && [ "$(wc -l <"$T/perjob.csv")" -eq 401 ]
 ok $? "--jobs-out has the documented header and one row per job"
 awk -F, 'NR > 1 && $8 == "" { bad = 1 } END { exit bad }' "$T/perjob.csv"
