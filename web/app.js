@@ -169,6 +169,12 @@ function renderJobs() {
     esc(j.team) + '</td><td>' + esc(j.state) + '</td><td class="num">' + esc(j.preemptions) +
     '</td><td class="num">' + esc(j.failures) + '</td><td class="num">' + esc(j.restarts) +
     '</td><td class="num">' + esc(dur(j.lost_s)) + '</td></tr>'), 'no preemption or restart yet');
+  const s = (state.data.series && state.data.series.samples) || [];
+  lineChart($('chart-interrupts'), [
+    { name: 'spot preemptions', points: s.map(x => [x.t, x.preemptions || 0]) },
+    { name: 'restarts', points: s.map(x => [x.t, x.restarts || 0]) },
+    { name: 'node-failure interruptions', points: s.map(x => [x.t, x.failures || 0]) },
+  ], { label: 'preemptions and restarts so far (all jobs)' });
   const ended = jobs.filter(j => !['queued', 'placed', 'running'].includes(j.state)).slice(-20).reverse();
   rows('jobs-ended', ended.map(j => '<tr data-id="' + esc(j.id) + '"><td><a href="#jobs" data-explain="' +
     esc(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.name) + '</td><td>' + esc(j.team) + '</td><td class="st-' +

@@ -74,7 +74,17 @@ static long count_jobs(spw_daemon_t *d, const char *state, double now_ts, double
     return n;
 }
 
-/* One sample: {"t", "queued", "running", "pools": [{name, busy, free,
+/* The value of an unlabelled counter NAME in Prometheus text, or 0. */
+static double metric_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return 0;
+}
+
+/* One sample: {"t", "queued", "running", "preemptions", "restarts", "pools": [{name, busy, free,
  * down}], "cloud_gpus", "instances", "onprem_usd", "cloud_usd",
  * "teams": [{team, onprem_usd, cloud_usd, settled_usd, reserved_usd,
  * budget_usd}], "providers": [{provider, usd}]}. */
@@ -87,6 +97,11 @@ static json_t *take(spw_ui_t *u, double now_ts, double *oldest_wait_s, long *idl
     json_object_set_new(s, "queued", json_integer(count_jobs(u->d, "queued", now_ts, &oldest)));
     *oldest_wait_s = now_ts - oldest;
     json_object_set_new(s, "running", json_integer(count_jobs(u->d, "running", now_ts, NULL)));
+    char *m = spw_daemon_metrics(u->d);  /* the interruption counters */
+    json_object_set_new(s, "preemptions", json_real(m ? metric_value(m, "spillway_preemptions_total") : 0));
+    json_object_set_new(s, "restarts", json_real(m ? metric_value(m, "spillway_restarts_total") : 0));
+    json_object_set_new(s, "failures", json_real(m ? metric_value(m, "spillway_jobs_interrupted_by_failure_total") : 0));
+    free(m);
 
     json_t *pools = NULL;
     spw_error_t err = {{0}};

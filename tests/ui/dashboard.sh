@@ -15,7 +15,7 @@ if [ -z "$CHROMIUM" ]; then
     exit 0
 fi
 export CHROMIUM
-plan 14
+plan 16
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 
@@ -36,6 +36,16 @@ wait_for "$j1" running 10 && wait_for "$j2" running 10 cv && wait_until 15 cloud
     wait_for "$j4" succeeded 15
 ok $? "two jobs run on-prem, one bursts to the emulated cloud, one has ended"
 
+# A spot-style preemption of one of the burst job's instances: it is placed
+# again (and bursts again) and counts a preemption and a restart.
+inst=$(field "$j3" 'd["instances"][0]')
+spw admin admin preempt "$inst" >/dev/null
+preempted_again() {
+    [ "$(field "$j3" 'd["preemptions"]')" = 1 ] && cloud_running
+}
+wait_until 15 preempted_again
+ok $? "a preempted instance: the burst job is placed again in the cloud, with one preemption"
+
 # Wait until the sampler has seen the burst and the idle job.
 sampled() {
     http GET /v1/ui/telemetry admin && python3 -c '
@@ -45,7 +55,7 @@ assert [j["id"] for j in t["jobs"] if j["idle"]] == [sys.argv[2]]' "$T/http.body
         http GET /v1/ui/series admin && python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["samples"]
-assert len(s) >= 3 and s[-1]["cloud_gpus"] == 2' "$T/http.body" 2>/dev/null
+assert len(s) >= 3 and s[-1]["cloud_gpus"] == 2 and s[-1]["preemptions"] == 1' "$T/http.body" 2>/dev/null
 }
 wait_until 15 sampled
 ok $? "the sampler has a series with the cloud GPUs and flags $j2 (GPUs at 0%) idle"
@@ -64,7 +74,7 @@ cat >"$T/steps.json" <<JSON
  {"name": "login", "url": "$URL/ui", "wait": "!document.getElementById('login').hidden",
   "extract": "document.getElementById('main').hidden", "shot": "$ART/login.png"},
  {"name": "jobs", "url": "$A&view=jobs", "wait": "$ready && document.querySelectorAll('#jobs-active tr.job').length === 3",
-  "extract": "({rows: $(rows_js jobs-active), ended: $(rows_js jobs-ended), alerts: [...document.querySelectorAll('#alerts .alert')].map(a => [a.dataset.kind, a.textContent]), tiles: {queued: document.getElementById('n-queued').textContent, running: document.getElementById('n-running').textContent, busy: document.getElementById('n-onprem-busy').textContent, cloud: document.getElementById('n-cloud-gpus').textContent}, token_in_url: location.href.includes('token')})",
+  "extract": "({rows: $(rows_js jobs-active), ended: $(rows_js jobs-ended), interrupted: $(rows_js jobs-interrupted), ipaths: document.querySelectorAll('#chart-interrupts svg path').length, alerts: [...document.querySelectorAll('#alerts .alert')].map(a => [a.dataset.kind, a.textContent]), tiles: {queued: document.getElementById('n-queued').textContent, running: document.getElementById('n-running').textContent, busy: document.getElementById('n-onprem-busy').textContent, cloud: document.getElementById('n-cloud-gpus').textContent}, token_in_url: location.href.includes('token')})",
   "shot": "$ART/jobs.png"},
  {"name": "explain", "click": "[data-explain=\"$j3\"]", "wait": "!!document.querySelector('#explain table tbody tr')",
   "extract": "({decision: document.querySelector('#explain .decision').textContent, kinds: [...document.querySelectorAll('#explain tbody tr')].map(r => r.cells[0].textContent)})",
@@ -98,13 +108,15 @@ for what in jobs pools costs; do
 done
 http GET /v1/ui/telemetry admin
 cp "$T/http.body" "$T/api-tel.json"
+http GET "/v1/jobs/$j3/explain" admin
+cp "$T/http.body" "$T/api-explain.json"
 python3 - "$T" <<'PYEOF'
 import json, sys
 t = sys.argv[1]
 r = json.load(open(t + "/res.json"))
 out = {s["name"]: s["value"] for s in r["steps"]}
 out["console"] = r["console"]
-for k in ("jobs", "pools", "costs", "tel"):
+for k in ("jobs", "pools", "costs", "tel", "explain"):
     out["api_" + k] = json.load(open("%s/api-%s.json" % (t, k)))
 json.dump(out, open(t + "/all.json", "w"))
 PYEOF
@@ -137,14 +149,25 @@ assert not d['jobs']['token_in_url']
 ok $? "jobs view: the live jobs, their state, team, GPUs, where, placement and why equal the API's"
 
 json_check "$T/all.json" "
+api = {j['id']: j for j in d['api_jobs']['jobs'] if j['preemptions'] or j['restarts'] or j['failures']}
+rows = {r['id']: r['cells'] for r in d['jobs']['interrupted']}
+assert sorted(rows) == sorted(api) == ['$j3'], (rows, sorted(api))
+c, j = rows['$j3'], api['$j3']
+assert c[3:6] == [str(j['preemptions']), str(j['failures']), str(j['restarts'])], (c, j)
+assert d['jobs']['ipaths'] == 3, d['jobs']['ipaths']
+"
+ok $? "preemptions and restarts: the preempted job with its counts equal to the API's, and their chart"
+
+json_check "$T/all.json" "
 kinds = [a[0] for a in d['jobs']['alerts']]
 assert 'gpu-idle' in kinds, d['jobs']['alerts']
 assert any('$j2' in a[1] for a in d['jobs']['alerts'] if a[0] == 'gpu-idle'), d['jobs']['alerts']
-e = d['explain']
-assert 'cloud' in e['decision'] and 'wait policy' in e['decision'], e
-assert 'onprem' in e['kinds'] and 'cloud' in e['kinds'], e
+e, api = d['explain'], d['api_explain']
+assert e['decision'].startswith('decision: cloud'), e
+assert api['decision']['reason'] in e['decision'], (e, api['decision'])
+assert e['kinds'] == [c['kind'] for c in api['candidates']], (e['kinds'], api['candidates'])
 "
-ok $? "the idle-GPU job is called out, and a click on a job shows its explain (cloud, wait policy expired)"
+ok $? "the idle-GPU job is called out, and a click on a job shows its explain as the API gives it"
 
 json_check "$T/all.json" "
 api = {p['name']: p for p in d['api_pools']['pools']}
