@@ -61,8 +61,11 @@ wait_until 15 sampled
 ok $? "the sampler has a series with the cloud GPUs and flags $j2 (GPUs at 0%) idle"
 
 http GET /ui none
-[ "$code" = 200 ] && grep -q 'text/html' "$T/http.head" && contains "$T/http.body" '/ui/app.js'
-ok $? "GET /ui serves the page without a token"
+[ "$code" = 200 ] && grep -q 'text/html' "$T/http.head" && contains "$T/http.body" '/ui/app.js' &&
+    cp "$T/http.body" "$T/index.html" && http GET /ui/app.js none && cp "$T/http.body" "$T/app.js" &&
+    http GET /ui/style.css none && ! grep -Eq '(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/' \
+        "$T/index.html" "$T/app.js" "$T/http.body"
+ok $? "GET /ui serves the page without a token; it, its script and its styles load nothing from elsewhere"
 
 A="$URL/ui#token=$ADMIN_TOKEN"
 ready="document.body.dataset.ready === '1'"
