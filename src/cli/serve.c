@@ -134,6 +134,7 @@ int spw_cli_serve(int argc, char **argv)
     snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - listen_addr : 0), listen_addr);
     fprintf(stderr, "spillway: listening on http://%s:%d (%s)\n", host, spw_http_port(h),
             cfg.daemon.ntokens ? "bearer tokens required" : "no tokens: loopback only, open API");
+    fprintf(stderr, "spillway: dashboard at http://%s:%d/ui\n", host, spw_http_port(h));
     fflush(stderr);
     int sig = 0;
     sigwait(&set, &sig);
