@@ -315,7 +315,8 @@ static void h_metrics(call_t *c, spw_route_resp_t *out)
 static void h_ui_file(call_t *c, spw_route_resp_t *out)
 {
     const spw_ui_asset_t *a = spw_ui_asset(c->id[0] ? c->id : "index.html");
-    if (!a || !c->id_ok) {
+    /* report.* are the what-if report's template (sim --report), not pages. */
+    if (!a || !c->id_ok || strncmp(c->id, "report.", 7) == 0) {
         resp_error(out, 404, "no such file of the dashboard: %.60s", c->id);
         return;
     }

@@ -44,7 +44,8 @@ spw_ui_t *spw_daemon_ui(struct spw_daemon *d);
 
 /* Makes the sampler for d (borrowed; must outlive it) with the daemon
  * config's sampling settings.  thread = 1 starts its thread; 0 leaves the
- * sampling to spw_ui_sample (tests).  Never fails (allocation aborts). */
+ * sampling to spw_ui_sample (tests).  Never fails (allocation aborts); if
+ * the thread cannot start, the series stays empty. */
 spw_ui_t *spw_ui_create(struct spw_daemon *d, const struct spw_daemon_conf *dc, int thread);
 
 /* Stops the thread (waiting for a sample in progress) and frees.  NULL-safe. */

@@ -70,6 +70,8 @@ int main(void)
     is(get("/ui/style.css", NULL), 200, "GET /ui/style.css");
     is(get("/ui/nope.js", NULL), 404, "an unknown file is 404");
     is(get("/ui/.hidden", NULL), 404, "a name starting with '.' is 404");
+    is(get("/ui/report.html", NULL), 404, "the report template is not served");
+    ok(spw_ui_asset("report.html") && spw_ui_asset("report.js"), "... though it is embedded");
     is(get("/ui/a/b", NULL), 404, "a deeper path is 404");
     spw_route_req_t post = {.method = "POST", .path = "/ui"};
     spw_route_resp_clear(&R);
