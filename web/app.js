@@ -238,7 +238,7 @@ function renderCloud() {
   rows('instances', live.concat(rest).map(i => '<tr data-instance="' + esc(i.id) + '" class="' +
     (i.state === 'ready' && !i.job_id ? 'idle' : '') + '"><td>' + esc(i.id) + (i.emulated ? '*' : '') + '</td><td>' +
     esc(i.offer) + '</td><td>' + esc(i.state) + '</td><td>' + esc(i.job_id || (i.state === 'ready' ? 'none (idle)' : '')) +
-    '</td><td class="num">' + esc(dur((i.released_ts || now) - i.launched_ts)) + '</td><td class="num cost">' +
+    '</td><td class="num">' + esc(dur((i.ended_ts || now) - i.launched_ts)) + '</td><td class="num cost">' +
     esc(usd(i.cost_usd)) + '</td></tr>'), 'no cloud instance');
   rows('offers', p.offers.filter(o => o.instances_live > 0).map(o => '<tr><td>' + esc(o.name) + (o.emulated ? '*' : '') +
     '</td><td class="num">' + esc(o.gpus) + '</td><td class="num">' + esc(usd(o.ondemand_usd_per_h)) + '</td><td class="num">' +
@@ -376,6 +376,7 @@ async function poll() {
 
 function signOut(msg) {
   clearTimeout(state.timer);
+  clearViews();
   sessionStorage.removeItem(KEY);
   state.token = null;
   $('main').hidden = true;
@@ -385,8 +386,16 @@ function signOut(msg) {
   $('who').textContent = '';
 }
 
+// Forgets what the previous token showed (an open explain, the views).
+function clearViews() {
+  state.explainId = null;
+  $('explain').hidden = true;
+  $('explain').innerHTML = '';
+}
+
 async function signIn(token) {
   clearTimeout(state.timer);
+  clearViews();
   document.body.dataset.ready = '0';
   state.data = {};
   state.jobs = null;

@@ -94,7 +94,7 @@ cat >"$T/steps.json" <<JSON
  {"name": "gpus", "url": "$URL/ui#gpus", "wait": "$ready && !document.getElementById('view-gpus').hidden && document.querySelectorAll('#gpus tbody tr[data-gpu]').length === 4",
   "extract": "({gpus: $(rows_js gpus), jobs: $(rows_js gpu-jobs)})", "shot": "$ART/gpus.png"},
  {"name": "team", "url": "$URL/ui#token=$CV_TOKEN&view=jobs", "wait": "$ready && document.getElementById('who').textContent === 'team view'",
-  "extract": "({rows: $(rows_js jobs-active), budgets: $(rows_js budgets)})", "shot": "$ART/team-cv.png"}
+  "extract": "({rows: $(rows_js jobs-active), budgets: $(rows_js budgets), explain_hidden: document.getElementById('explain').hidden && !document.getElementById('explain').textContent})", "shot": "$ART/team-cv.png"}
 ]
 JSON
 python3 "$(dirname "$0")/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err"
@@ -224,8 +224,9 @@ json_check "$T/all.json" "
 ids = sorted(r['id'] for r in d['team']['rows'])
 assert ids == ['$j2'], ids
 assert [r['team'] for r in d['team']['budgets']] == ['cv'], d['team']['budgets']
+assert d['team']['explain_hidden'], 'the admin explain of $j3 is still shown'
 "
-ok $? "the cv team token sees its own job and budget only"
+ok $? "the cv team token sees its own job and budget only (nothing left from the admin view)"
 
 n=0
 for f in login jobs explain pools cloud budgets spend gpus team-cv; do
