@@ -49,39 +49,44 @@ static double num(const json_t *o, const char *key)
     return json_is_number(v) ? json_number_value(v) : 0.0;
 }
 
-/* Counts the jobs in state (up to the API's page limit). */
-static long count_jobs(spw_daemon_t *d, const char *state, double now_ts, double *oldest_ts)
+/* The submit time of the oldest queued job (the API lists oldest first, so
+ * one job is enough), or now_ts when none is queued. */
+static double oldest_queued_ts(spw_daemon_t *d, double now_ts)
 {
     json_t *obj = NULL;
     spw_error_t err = {{0}};
-    if (spw_daemon_jobs(d, &admin, state, NULL, 0, 10000, &obj, &err) != 200) {
-        json_decref(obj);
-        return 0;
-    }
-    json_t *jobs = json_object_get(obj, "jobs");
-    long n = (long)json_array_size(jobs);
-    if (oldest_ts) {
-        *oldest_ts = now_ts;
-        size_t i;
-        json_t *j;
-        json_array_foreach(jobs, i, j) {
-            double t = num(j, "submit_ts");
-            if (t > 0 && t < *oldest_ts)
-                *oldest_ts = t;
-        }
+    double t = now_ts;
+    if (spw_daemon_jobs(d, &admin, "queued", NULL, 0, 1, &obj, &err) == 200) {
+        double v = num(json_array_get(json_object_get(obj, "jobs"), 0), "submit_ts");
+        if (v > 0 && v < now_ts)
+            t = v;
     }
     json_decref(obj);
-    return n;
+    return t;
 }
 
-/* The value of an unlabelled counter NAME in Prometheus text, or 0. */
-static double metric_value(const char *text, const char *name)
+/* The sum of the samples in Prometheus text whose line starts with
+ * prefix: a metric's name followed by ' ' (an unlabelled one) or by '{' and
+ * the first labels.  0 when there is none. */
+static double metric_sum(const char *text, const char *prefix)
 {
-    size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, name, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return 0;
+    size_t n = strlen(prefix);
+    double sum = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, prefix, n) != 0)
+            continue;
+        const char *v = p + n;
+        if (prefix[n - 1] == '{' || prefix[n - 1] == ',') {
+            v = strchr(v, '}');  /* past the other labels */
+            if (!v)
+                continue;
+            v++;
+        } else if (*v != ' ') {
+            continue;  /* a longer name */
+        }
+        sum += strtod(v, NULL);
+    }
+    return sum;
 }
 
 /* One sample: {"t", "queued", "running", "preemptions", "restarts", "pools": [{name, busy, free,
@@ -93,15 +98,19 @@ static json_t *take(spw_ui_t *u, double now_ts, double *oldest_wait_s, long *idl
 {
     json_t *s = json_object();
     json_object_set_new(s, "t", json_real(now_ts));
-    double oldest = now_ts;
-    json_object_set_new(s, "queued", json_integer(count_jobs(u->d, "queued", now_ts, &oldest)));
-    *oldest_wait_s = now_ts - oldest;
-    json_object_set_new(s, "running", json_integer(count_jobs(u->d, "running", now_ts, NULL)));
-    char *m = spw_daemon_metrics(u->d);  /* the interruption counters */
-    json_object_set_new(s, "preemptions", json_real(m ? metric_value(m, "spillway_preemptions_total") : 0));
-    json_object_set_new(s, "restarts", json_real(m ? metric_value(m, "spillway_restarts_total") : 0));
-    json_object_set_new(s, "failures", json_real(m ? metric_value(m, "spillway_jobs_interrupted_by_failure_total") : 0));
+    /* Counts from the metrics text: listing a deep queue would hold the
+     * daemon's lock for as long as it takes to write every job. */
+    char *m = spw_daemon_metrics(u->d);
+    const char *mt = m ? m : "";
+    json_object_set_new(s, "queued", json_integer((json_int_t)metric_sum(mt, "spillway_queue_length")));
+    json_object_set_new(s, "running",
+                        json_integer((json_int_t)metric_sum(mt, "spillway_jobs{state=\"running\",")));
+    json_object_set_new(s, "preemptions", json_real(metric_sum(mt, "spillway_preemptions_total")));
+    json_object_set_new(s, "restarts", json_real(metric_sum(mt, "spillway_restarts_total")));
+    json_object_set_new(s, "failures",
+                        json_real(metric_sum(mt, "spillway_jobs_interrupted_by_failure_total")));
     free(m);
+    *oldest_wait_s = now_ts - oldest_queued_ts(u->d, now_ts);
 
     json_t *pools = NULL;
     spw_error_t err = {{0}};

@@ -55,10 +55,11 @@ assert [j["id"] for j in t["jobs"] if j["idle"]] == [sys.argv[2]]' "$T/http.body
         http GET /v1/ui/series admin && python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))["samples"]
-assert len(s) >= 3 and s[-1]["cloud_gpus"] == 2 and s[-1]["preemptions"] == 1' "$T/http.body" 2>/dev/null
+assert len(s) >= 3 and s[-1]["cloud_gpus"] == 2 and s[-1]["preemptions"] == 1
+assert s[-1]["running"] == 3 and max(x["queued"] for x in s) >= 1' "$T/http.body" 2>/dev/null
 }
 wait_until 15 sampled
-ok $? "the sampler has a series with the cloud GPUs and flags $j2 (GPUs at 0%) idle"
+ok $? "the sampler's series has the queued burst job, 3 running, 2 cloud GPUs, 1 preemption; $j2 (GPUs at 0%) is flagged idle"
 
 http GET /ui none
 [ "$code" = 200 ] && grep -q 'text/html' "$T/http.head" && contains "$T/http.body" '/ui/app.js' &&
