@@ -109,7 +109,7 @@ function fmtNum(v) {
 function renderTiles() {
   const d = state.data;
   const jobs = (d.jobs && d.jobs.jobs) || [];
-  $('n-queued').textContent = jobs.filter(j => j.state === 'queued').length;
+  $('n-queued').textContent = jobs.filter(j => j.state === 'queued').length + (d.jobs && d.jobs.queuedMore ? '+' : '');
   $('n-running').textContent = jobs.filter(j => j.state === 'running').length;
   const pools = (d.pools && d.pools.pools) || [];
   $('n-onprem-busy').textContent = pools.reduce((a, p) => a + p.gpus_busy, 0) + ' / ' +
@@ -335,9 +335,14 @@ function render() {
 // Keeps the live jobs and the last KEEP_ENDED ended ones.
 const KEEP_ENDED = 50;
 const LIVE = ['queued', 'placed', 'running'];
+const QUEUED_MAX = 1000;
 async function loadJobs() {
   const j = state.jobs || (state.jobs = { cursor: 0, byId: new Map() });
-  const lists = await Promise.all(LIVE.map(st => api('/v1/jobs?state=' + st + '&limit=10000')));
+  // At most QUEUED_MAX of a deep queue (the oldest): listing them all every
+  // few seconds would cost the daemon more than the page is worth.
+  const lists = await Promise.all(LIVE.map(st => api('/v1/jobs?state=' + st + '&limit=' +
+    (st === 'queued' ? QUEUED_MAX : 10000))));
+  j.queuedMore = lists[0].next_after !== null;
   const live = new Map();
   lists.forEach(l => l.jobs.forEach(x => live.set(x.id, x)));
   for (;;) {
@@ -351,7 +356,7 @@ async function loadJobs() {
   live.forEach((x, id) => j.byId.set(id, x));
   const ended = [...j.byId.values()].filter(x => !LIVE.includes(x.state)).sort((a, b) => a.seq - b.seq);
   ended.slice(0, Math.max(0, ended.length - KEEP_ENDED)).forEach(x => j.byId.delete(x.id));
-  return { jobs: [...j.byId.values()].sort((a, b) => a.seq - b.seq) };
+  return { jobs: [...j.byId.values()].sort((a, b) => a.seq - b.seq), queuedMore: j.queuedMore };
 }
 
 async function poll() {
