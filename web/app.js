@@ -350,6 +350,9 @@ async function loadJobs() {
     page.jobs.forEach(x => { j.byId.set(x.id, x); j.cursor = Math.max(j.cursor, x.seq); });
     if (page.next_after === null || !page.jobs.length) break;
   }
+  // Queued jobs past the first QUEUED_MAX are not shown (nor looked up).
+  if (j.queuedMore)
+    [...j.byId.values()].filter(x => x.state === 'queued' && !live.has(x.id)).forEach(x => j.byId.delete(x.id));
   const gone = [...j.byId.values()].filter(x => LIVE.includes(x.state) && !live.has(x.id));
   const fresh = await Promise.all(gone.map(x => api('/v1/jobs/' + encodeURIComponent(x.id)).catch(() => null)));
   fresh.forEach((x, i) => { if (x) j.byId.set(x.id, x); else j.byId.delete(gone[i].id); });
