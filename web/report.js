@@ -39,6 +39,9 @@
       s += '<text x="' + sx(x) + '" y="' + (H - 16) + '" text-anchor="middle">' + esc(opts.fx ? opts.fx(x) : num(x)) + '</text>';
     }
     if (opts.xlabel) s += '<text x="' + ((L + W - R) / 2) + '" y="' + (H - 2) + '" text-anchor="middle">' + esc(opts.xlabel) + '</text>';
+    if (opts.frontier && opts.frontier.length > 1)
+      s += '<path class="frontier" d="' + opts.frontier.map((p, k) => (k ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' +
+        sy(p[1]).toFixed(1)).join(' ') + '" fill="none" stroke="#a0aec0" stroke-width="1.5" stroke-dasharray="5 4"/>';
     series.forEach((se, i) => {
       const c = COLORS[i % COLORS.length];
       if (opts.points) {
@@ -115,9 +118,16 @@
   $('compare').querySelector('tbody').innerHTML = rowsDef.map(([name, f]) => '<tr data-row="' + esc(name) + '"><td>' + esc(name) + '</td>' +
     runs.map(r => '<td>' + esc(f(r)) + '</td>').join('') + '</tr>').join('');
 
-  // frontier: each policy a point (mean wait, total cost)
-  chart($('frontier'), runs.map(r => ({ name: r.label, pts: [[r.summary.wait_mean_s / 3600, total(r)]] })),
-    { points: true, fx: v => num(v) + ' h', fy: usd, xlabel: 'mean wait (hours)' });
+  // frontier: each policy a point (mean wait, total cost); the policies no
+  // other beats on both are joined by a dashed line (the Pareto frontier)
+  const pts = runs.map(r => ({ name: r.label, w: r.summary.wait_mean_s / 3600, c: total(r) }));
+  const front = pts.filter(p => !pts.some(q => q !== p && q.w <= p.w && q.c <= p.c && (q.w < p.w || q.c < p.c)))
+    .sort((a, b) => a.w - b.w);
+  chart($('frontier'), pts.map(p => ({ name: p.name, pts: [[p.w, p.c]] })),
+    { points: true, fx: v => num(v) + ' h', fy: usd, xlabel: 'mean wait (hours)', frontier: front.map(p => [p.w, p.c]) });
+  $('frontier').dataset.frontier = front.map(p => p.name).join(',');
+  $('frontier').insertAdjacentHTML('beforeend', '<p class="muted" style="margin:2px 8px;font-size:12px">On the dashed line: ' +
+    esc(front.map(p => p.name).join(', ')) + ' (no other policy is both cheaper and faster).</p>');
 
   const hours = t => t / 3600;
   chart($('queue'), runs.map(r => ({ name: r.label, pts: r.timeseries.map(p => [hours(p[0]), p[1]]) })),
@@ -131,7 +141,6 @@
     { fx: v => num(v) + ' h', fy: v => Math.round(v * 100) + '%', xlabel: 'job completion time (hours)', x0: 0 });
 
   // per-team spend
-  const teams = [...new Set(runs.flatMap(r => r.teams.map(t => t.team)))];
   const groups = [];
   runs.forEach(r => r.teams.forEach(t => groups.push({ name: t.team, sub: r.label,
     vals: { 'on-prem (amortised)': t.onprem_usd, cloud: t.cloud_usd, egress: t.egress_usd } })));

@@ -13,7 +13,7 @@ if [ -z "$CHROMIUM" ] || ! command -v python3 >/dev/null 2>&1; then
     exit 0
 fi
 export CHROMIUM
-plan 8
+plan 9
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
@@ -36,7 +36,7 @@ ok $? "the file is self-contained: one page, no external script, style or image"
 
 cat >"$T/steps.json" <<JSON
 [{"name": "report", "url": "file://$T/r.html", "wait": "document.body.dataset.ready === '1'",
-  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
+  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), frontier: document.getElementById('frontier').dataset.frontier, charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
   "shot": "$ART/report.png"},
  {"name": "report-lower", "extract": "window.scrollTo(0, 720)", "shot": "$ART/report-charts.png"}]
 JSON
@@ -66,6 +66,16 @@ assert c["frontier"] == 3, c          # one point per policy
 assert c["queue"] == 3 and c["cloud"] == 3 and c["wait"] == 3 and c["jct"] == 3, c
 assert c["teams"] >= 3, c'
 ok $? "frontier (a point per policy), queue, cloud GPUs, wait and JCT charts (a line per policy) and team bars are drawn"
+
+python3 - "$T/res.json" "$T/r.json" <<'PYEOF'
+import json, sys
+v = json.load(open(sys.argv[1]))["steps"][0]["value"]
+runs = json.load(open(sys.argv[2]))
+pts = [(r["wait_policy"], r["wait_mean_s"], r["total_cost_usd"]) for r in runs]
+front = sorted((p for p in pts if not any(q != p and q[1] <= p[1] and q[2] <= p[2] and (q[1] < p[1] or q[2] < p[2]) for q in pts)), key=lambda p: p[1])
+assert v["frontier"] == ",".join(p[0] for p in front), (v["frontier"], front)
+PYEOF
+ok $? "the frontier line joins the policies no other beats on both cost and mean wait (from sim -o json)"
 
 json_check "$T/res.json" '
 v = d["steps"][0]["value"]
