@@ -191,9 +191,13 @@ async function showExplain(id) {
   try {
     const e = await api('/v1/jobs/' + encodeURIComponent(id) + '/explain');
     const dec = e.decision;
+    // No decision: the job's own reason says why (rejected, held).
+    const job = state.jobs && state.jobs.byId.get(e.id);
+    const reason = (job && job.reason) || 'no decision yet: the scheduler has not placed it';
+    const why = (e.state === 'rejected' && !reason.startsWith('rejected') ? 'rejected: ' : '') + reason;
     let h = '<h3>explain ' + esc(e.id) + ' <button type="button" id="explain-close">close</button></h3>';
     h += '<p class="decision">' + (dec ? 'decision: <b>' + esc(dec.where) + '</b> ' + esc(dec.name || dec.placement || '') +
-      ' &mdash; ' + esc(dec.reason || '') : esc(e.reason || 'no decision yet: the scheduler has not placed it')) + '</p>';
+      ' &mdash; ' + esc(dec.reason || '') : 'decision: ' + esc(why)) + '</p>';
     const c = e.candidates || [];
     h += '<table><thead><tr><th>kind</th><th>name</th><th>ok</th><th>est. start</th><th>est. cost</th><th>why</th></tr></thead><tbody>';
     h += c.slice(0, 40).map(x => '<tr class="' + (x.ok ? 'ok' : 'no') + '"><td>' + esc(x.kind) + '</td><td>' + esc(x.name) +

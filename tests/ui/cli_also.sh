@@ -1,12 +1,13 @@
 #!/bin/sh
 # cli_also.sh: what a new user ran into (issue 14, "Also"), against a live
-# daemon: explain of a rejected job says why; explain groups a long list of
+# daemon: explain of a rejected job says why (in the CLI and, with chromium,
+# in the dashboard); explain groups a long list of
 # cloud candidates unless --all; submit has --class --label --data
 # --residency flags; costs --period of a week keeps a team whose budget is
 # monthly.  The cloud catalog is a CSV of 60 offers this test writes.
 # shellcheck source=tests/ui/ui-lib
 . "$(dirname "$0")/ui-lib"
-plan 9
+plan 10
 
 {
     echo "provider,region,zone,instance_type,gpu,gpus,vcpus,mem_gib,ondemand_usd_per_h,spot_usd_per_h,source"
@@ -64,6 +65,28 @@ lines=$(wc -l <"$T/explain.txt")
 grep -q "60 more offers, by provider and reason (--all lists them)" "$T/explain.txt" &&
     grep -Eq '^ +20  aws: ' "$T/explain.txt" && [ "$lines" -lt 20 ]
 ok $? "explain groups the 60 offers by provider and reason ($lines lines)" || diag "$(cat "$T/explain.txt")"
+
+# The dashboard's explain of the rejected job says the same.
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
+if [ -n "$CHROMIUM" ]; then
+    export CHROMIUM
+    cat >"$T/steps.json" <<JSON
+[{"name": "ended", "url": "$URL/ui#token=$ML_TOKEN&view=jobs",
+  "wait": "document.body.dataset.ready === '1' && !!document.querySelector('#jobs-ended [data-explain=\"$j2\"]')"},
+ {"name": "explain", "click": "#jobs-ended [data-explain=\"$j2\"]", "wait": "!!document.querySelector('#explain .decision')",
+  "extract": "document.querySelector('#explain .decision').textContent"}]
+JSON
+    python3 "$(dirname "$0")/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err" &&
+        json_check "$T/res.json" "
+v = d['steps'][1]['value']
+assert v.startswith('decision: rejected: ') and 'budget' in v, v
+assert d['console'] == [], d['console']"
+    ok $? "the dashboard's explain of the rejected job says why it was rejected" ||
+        diag "$(cat "$T/browse.err" "$T/res.json" 2>/dev/null)"
+else
+    echo "ok $((tap_n + 1)) # skip chromium is not installed"
+    tap_n=$((tap_n + 1))
+fi
 
 spw ml explain --all "$j2" >"$T/explain-all.txt"
 [ "$(grep -c '^  cloud ' "$T/explain-all.txt")" -eq 60 ]
