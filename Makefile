@@ -37,7 +37,10 @@ BACKEND_SRC = $(wildcard src/backends/*/*.c src/backends/*.c)
 DAEMON_SRC = $(wildcard src/daemon/*.c)
 PROVIDER_SRC = $(wildcard src/providers/*/*.c src/providers/*.c)
 LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC) $(PROVIDER_SRC)
-LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o)
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/ui_assets.o
+# The dashboard's files, embedded into the binary by web/embed.c (a host
+# tool, built without sanitizers) as build/gen/ui_assets.c.
+WEB_SRC  = $(sort $(wildcard web/*.html web/*.js web/*.css))
 CLI_OBJ  = $(CLI_SRC:%.c=$(B)/%.o)
 TEST_SRC = $(wildcard tests/*/test_*.c)
 TEST_BIN = $(TEST_SRC:%.c=$(B)/%)
@@ -61,6 +64,18 @@ $(B)/libspillway.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+build/tools/embed: web/embed.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -Wall -Wextra $(WERROR) -o $@ $<
+
+build/gen/ui_assets.c: build/tools/embed $(WEB_SRC)
+	@mkdir -p $(dir $@)
+	build/tools/embed $@ $(WEB_SRC)
+
+$(B)/gen/ui_assets.o: build/gen/ui_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
+
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) $(CFLAGS) -c -o $@ $<
@@ -77,7 +92,8 @@ deps-test:
 
 demo: deps
 	@$(MAKE) --no-print-directory spillway
-	./spillway demo
+	@mkdir -p build
+	./spillway demo --report build/demo-report.html
 	@echo
 	@echo "== the same engine, live: spillway serve with examples/serve.yaml"
 	sh scripts/live-demo.sh
@@ -87,13 +103,13 @@ tests: $(TEST_BIN) spillway
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh)
+	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
 
 # The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
 # spillway: the daemon, HTTP layer and client under ASan and UBSan.
 san-daemon:
 	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway
-	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh)
+	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)
@@ -107,10 +123,10 @@ valgrind: $(TEST_BIN)
 	        $$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
 	done; echo "valgrind: $(words $(TEST_BIN)) test programs clean"
 
-build/fuzz/%: fuzz/%.c $(LIB_SRC)
+build/fuzz/%: fuzz/%.c $(LIB_SRC) build/gen/ui_assets.c
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ $< $(LIB_SRC) $(LDLIBS)
+	    -fno-sanitize-recover=undefined -o $@ $< $(LIB_SRC) build/gen/ui_assets.c $(LDLIBS)
 
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do \

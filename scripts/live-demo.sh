@@ -94,6 +94,12 @@ echo "== costs (admin view: on-prem amortised and emulated cloud billing side by
 admin costs || fail "costs failed"
 echo "== audit log (admin): who did what, by token name"
 admin audit --limit 8 || fail "audit failed"
+echo "== dashboard: $url/ui (sign in with a token; admin-token-000003 sees everything)"
+echo "   this demo's daemon stops now; keep one with: ./spillway serve --config examples/serve.yaml"
+echo "   (chmod 600 it first) and open http://127.0.0.1:8470/ui"
+if [ -f build/demo-report.html ]; then
+    echo "== what-if report of the policy comparison: build/demo-report.html (opens offline)"
+fi
 echo "== cancelling what still runs, then stopping the daemon"
 for i in 1 2 3 4 5 6; do
     admin cancel "j-00000$i" >/dev/null 2>&1

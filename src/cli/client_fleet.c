@@ -231,7 +231,10 @@ static char *limit(const json_t *o, const char *key, char *buf, size_t len)
 static int governed(const json_t *o)
 {
     double v;
+    /* budget_period_kind: the team has a budget over another kind of
+     * period than the one asked (a monthly budget, --period 2026-W48). */
     return json_is_number(json_object_get(o, "budget_usd")) ||
+           json_is_string(json_object_get(o, "budget_period_kind")) ||
            json_is_number(json_object_get(o, "max_cloud_usd_per_h")) ||
            json_is_number(json_object_get(o, "max_cloud_gpus")) ||
            (spw_cli_jnum(o, "reserved_usd", &v) == 0 && v > 0) ||
@@ -273,11 +276,16 @@ static void costs_table(const json_t *doc)
             spw_cli_real(v, g, sizeof(g));
         else
             snprintf(g, sizeof(g), "-");
-        spw_table_row(t, spw_cli_jstr(o, "team"), spw_cli_jstr(o, "period"),
-                      limit(o, "budget_usd", a, sizeof(a)),
+        const char *bkind = spw_cli_jstr(o, "budget_period_kind");
+        if (bkind && !json_is_number(json_object_get(o, "budget_usd")))
+            snprintf(a, sizeof(a), "(per %s)", bkind);
+        else
+            limit(o, "budget_usd", a, sizeof(a));
+        spw_table_row(t, spw_cli_jstr(o, "team"), spw_cli_jstr(o, "period"), a,
                       spw_cli_money(o, "settled_usd", b, sizeof(b)),
                       spw_cli_money(o, "reserved_usd", c, sizeof(c)),
-                      limit(o, "remaining_usd", d, sizeof(d)),
+                      bkind && !json_is_number(json_object_get(o, "budget_usd"))
+                          ? strcpy(d, "-") : limit(o, "remaining_usd", d, sizeof(d)),
                       spw_cli_money(o, "egress_usd", e, sizeof(e)),
                       spw_cli_money(o, "cloud_usd_per_h", f, sizeof(f)), g,
                       num(o, "held_jobs", h, sizeof(h)),

@@ -2,6 +2,7 @@
  * cancel, explain and logs (docs/api.md, "Jobs"). */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,12 @@ const char spw_cli_submit_usage[] =
     "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
     "                       default: the daemon's)\n"
     "  --env K=V            an environment variable; repeat for more\n"
+    "  --class C            its governance class (rules match it; a class named like\n"
+    "                       a residency gives it that residency)\n"
+    "  --label K=V          a label rules match as key=value; repeat for more\n"
+    "  --data DATASET       the dataset it reads (the config's data.datasets): egress\n"
+    "                       and transfer time count where the data is not\n"
+    "  --residency R        a residency of the config: where it may run\n"
     "\n"
     "Options of every client command:\n"
     SPW_CLI_COMMON_HELP
@@ -108,13 +115,17 @@ const char spw_cli_cancel_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_explain_usage[] =
-    "usage: spillway explain ID [OPTIONS]\n"
+    "usage: spillway explain ID [--all] [OPTIONS]\n"
     "\n"
     "Says why a job is where it is: the placement the scheduler last decided\n"
-    "and, as of now, every candidate (each on-prem pool, the wait policy, each\n"
-    "cloud offer) with whether it could take the job, and if not why, when it\n"
-    "could start, and what it would cost.\n"
-    "\n" SPW_CLI_COMMON_HELP
+    "(or why it was rejected or is held) and, as of now, every candidate (each\n"
+    "on-prem pool, the wait policy, each cloud offer) with whether it could take\n"
+    "the job, and if not why, when it could start, and what it would cost.\n"
+    "With a large catalog the table shows the best few offers of each provider\n"
+    "and counts the rest by reason; --all lists every candidate.\n"
+    "\n"
+    "  --all                every candidate, one line each\n"
+    SPW_CLI_COMMON_HELP
     "\n"
     "Examples:\n"
     "  spillway explain j-000042\n"
@@ -218,7 +229,8 @@ int spw_cli_submit(int argc, char **argv)
 {
     enum {
         O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES,
-        O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT
+        O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT, O_CLASS, O_LABEL, O_DATA,
+        O_RESIDENCY
     };
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, O_GPUS},
@@ -235,6 +247,10 @@ int spw_cli_submit(int argc, char **argv)
         {"spot", required_argument, NULL, O_SPOT},
         {"spot-policy", required_argument, NULL, O_SPOT_POLICY},
         {"checkpoint-interval", required_argument, NULL, O_CKPT},
+        {"class", required_argument, NULL, O_CLASS},
+        {"label", required_argument, NULL, O_LABEL},
+        {"data", required_argument, NULL, O_DATA},
+        {"residency", required_argument, NULL, O_RESIDENCY},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -248,7 +264,7 @@ int spw_cli_submit(int argc, char **argv)
         }
     spw_cli_common_t co;
     spw_cli_common_init(&co);
-    json_t *spec = json_object(), *env = json_object();
+    json_t *spec = json_object(), *env = json_object(), *labels = json_object();
     long gpus = 0, v;
     const char *model = NULL;
     int spec_opts = 0, c;
@@ -316,6 +332,19 @@ int spw_cli_submit(int argc, char **argv)
             free(dir);
             break;
         }
+        case O_CLASS: json_object_set_new(spec, "class", json_string(optarg)); break;
+        case O_DATA: json_object_set_new(spec, "data", json_string(optarg)); break;
+        case O_RESIDENCY: json_object_set_new(spec, "residency", json_string(optarg)); break;
+        case O_LABEL: {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg)
+                spw_cli_die_usage("submit", "--label takes KEY=VALUE, e.g. --label env=prod");
+            char *key = spw_xstrdup(optarg);
+            key[eq - optarg] = '\0';
+            json_object_set_new(labels, key, json_string(eq + 1));
+            free(key);
+            break;
+        }
         case O_ENV: {
             const char *eq = strchr(optarg, '=');
             if (!eq || eq == optarg)
@@ -367,7 +396,8 @@ int spw_cli_submit(int argc, char **argv)
         body = spw_read_file(strcmp(file, "-") == 0 ? "/dev/stdin" : file, &len, &err);
         if (!body) {
             fprintf(stderr, "spillway submit: %s\n", err.text);
-            json_decref(spec);
+            json_decref(labels);
+    json_decref(spec);
             json_decref(env);
             return SPW_CLI_EREMOTE;
         }
@@ -388,15 +418,19 @@ int spw_cli_submit(int argc, char **argv)
         }
         if (json_object_size(env))
             json_object_set(spec, "env", env);
+        if (json_object_size(labels))
+            json_object_set(spec, "labels", labels);
         body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
         if (!body) {
             fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
-            json_decref(spec);
+            json_decref(labels);
+    json_decref(spec);
             json_decref(env);
             return SPW_CLI_EUNREACH;
         }
         len = strlen(body);
     }
+    json_decref(labels);
     json_decref(spec);
     json_decref(env);
 
@@ -768,13 +802,90 @@ int spw_cli_cancel(int argc, char **argv)
 
 /* ---- explain ----------------------------------------------------------------- */
 
-/* The candidates table; est start times are shown relative to ref_ts. */
-static void candidates_table(const json_t *cands, double ref_ts, int indent)
+/* Candidates beyond which the table groups cloud offers (without --all). */
+#define EXPLAIN_GROUP_OVER 20
+/* Offers that could take the job, shown per provider when grouping. */
+#define EXPLAIN_BEST_PER_PROVIDER 3
+
+/* The start of a candidate's why, up to its first ':' or ';' (the reason
+ * without the particulars), into buf. */
+static const char *why_head(const json_t *cand, char *buf, size_t len)
+{
+    const char *w = spw_cli_jstr(cand, "why");
+    if (!w)
+        w = "no reason given";
+    snprintf(buf, len, "%.*s", (int)strcspn(w, ":;("), w);
+    size_t n = strlen(buf);
+    while (n && buf[n - 1] == ' ')
+        buf[--n] = '\0';
+    return buf;
+}
+
+static double cand_cost(const json_t *c)
+{
+    double v;
+    return spw_cli_jnum(c, "est_cost_usd", &v) == 0 ? v : INFINITY;
+}
+
+static int by_cost(const void *a, const void *b)
+{
+    double x = cand_cost(*(json_t *const *)a), y = cand_cost(*(json_t *const *)b);
+    return (x > y) - (x < y);
+}
+
+/* Which candidates to list when grouping: every non-cloud one, and the
+ * cheapest few that could take the job of each provider.  The others are
+ * counted by provider and reason into *rest (caller decrefs: an object
+ * "provider: reason" -> count).  Returns a new array. */
+static json_t *group_candidates(const json_t *cands, json_t **rest)
+{
+    json_t *keep = json_array();
+    *rest = json_object();
+    size_t n = json_array_size(cands), i;
+    json_t **cloud = spw_xmalloc((n + 1) * sizeof(*cloud));
+    size_t nc = 0;
+    json_t *c;
+    json_array_foreach(cands, i, c) {
+        const char *kind = spw_cli_jstr(c, "kind");
+        if (kind && strcmp(kind, "cloud") == 0)
+            cloud[nc++] = c;
+        else
+            json_array_append(keep, c);
+    }
+    qsort(cloud, nc, sizeof(*cloud), by_cost);
+    json_t *shown = json_object();  /* provider -> count shown */
+    for (size_t k = 0; k < nc; k++) {
+        const char *name = spw_cli_jstr(cloud[k], "name");
+        char prov[64], key[256], head[160];
+        snprintf(prov, sizeof(prov), "%.*s", name ? (int)strcspn(name, "/") : 1, name ? name : "-");
+        json_int_t had = json_integer_value(json_object_get(shown, prov));
+        if (spw_cli_jbool(cloud[k], "ok") && had < EXPLAIN_BEST_PER_PROVIDER) {
+            json_array_append(keep, cloud[k]);
+            json_object_set_new(shown, prov, json_integer(had + 1));
+            continue;
+        }
+        snprintf(key, sizeof(key), "%s: %s", prov,
+                 spw_cli_jbool(cloud[k], "ok") ? "could take it, dearer than those shown"
+                                               : why_head(cloud[k], head, sizeof(head)));
+        json_object_set_new(*rest, key,
+                            json_integer(json_integer_value(json_object_get(*rest, key)) + 1));
+    }
+    json_decref(shown);
+    free(cloud);
+    return keep;
+}
+
+/* The candidates table; est start times are shown relative to ref_ts.
+ * Unless all, a long list is grouped (group_candidates). */
+static void candidates_table(const json_t *all_cands, double ref_ts, int indent, int all)
 {
     spw_table_t *t = spw_table_create("KIND|NAME|OK|EST START|>EST COST|WHY");
     size_t i;
-    json_t *cand;
+    json_t *cand, *rest = NULL;
     int emulated = 0;
+    json_t *cands = !all && json_array_size(all_cands) > EXPLAIN_GROUP_OVER
+                        ? group_candidates(all_cands, &rest)
+                        : json_incref((json_t *)all_cands);
     json_array_foreach(cands, i, cand) {
         char name[192], start[48], cost[32];
         double ts, inst;
@@ -799,12 +910,23 @@ static void candidates_table(const json_t *cands, double ref_ts, int indent)
         spw_table_print(t, stdout, indent);
     else
         printf("%*s(none)\n", indent, "");
+    if (rest && json_object_size(rest)) {
+        size_t hidden = json_array_size(all_cands) - json_array_size(cands);
+        printf("%*s%zu more offers, by provider and reason (--all lists them):\n", indent, "",
+               hidden);
+        const char *key;
+        json_t *v;
+        json_object_foreach(rest, key, v)
+            printf("%*s  %6lld  %s\n", indent, "", (long long)json_integer_value(v), key);
+    }
     if (emulated)
         printf("%*s* emulated cloud\n", indent, "");
+    json_decref(rest);
+    json_decref(cands);
     spw_table_destroy(t);
 }
 
-static void explain_table(const char *id, const json_t *doc)
+static void explain_table(const char *id, const json_t *doc, const json_t *job, int all)
 {
     double now = spw_cli_now(), ts;
     char a[64], b[64];
@@ -813,8 +935,14 @@ static void explain_table(const char *id, const json_t *doc)
     printf("%s: %s (as of %s)\n", jid ? jid : id, state ? state : "?",
            spw_cli_time(now, a, sizeof(a)));
     json_t *dec = json_object_get(doc, "decision");
+    const char *jreason = job ? spw_cli_jstr(job, "reason") : NULL;
     if (!json_is_object(dec)) {
-        printf("decision: none yet (the scheduler has not placed it)\n");
+        if (state && strcmp(state, "rejected") == 0)
+            printf("decision: rejected: %s\n", jreason ? jreason : "(the daemon gave no reason)");
+        else if (jreason && *jreason)
+            printf("decision: none yet (the scheduler has not placed it): %s\n", jreason);
+        else
+            printf("decision: none yet (the scheduler has not placed it)\n");
     } else {
         const char *where = spw_cli_jstr(dec, "where"), *reason = spw_cli_jstr(dec, "reason");
         int have_ts = spw_cli_jnum(dec, "ts", &ts) == 0;
@@ -836,25 +964,51 @@ static void explain_table(const char *id, const json_t *doc)
         json_t *then = json_object_get(dec, "candidates");
         if (json_is_array(then)) {
             printf("  candidates then (est start from the decision):\n");
-            candidates_table(then, have_ts ? ts : now, 4);
+            candidates_table(then, have_ts ? ts : now, 4, all);
         }
     }
     printf("candidates now:\n");
-    candidates_table(json_object_get(doc, "candidates"), now, 2);
+    candidates_table(json_object_get(doc, "candidates"), now, 2, all);
 }
 
 int spw_cli_explain(int argc, char **argv)
 {
+    enum { O_ALL = SPW_CLI_O_FIRST };
+    static const struct option opts[] = {SPW_CLI_COMMON_OPTIONS, {"all", no_argument, NULL, O_ALL},
+                                         {NULL, 0, NULL, 0}};
     spw_cli_common_t co;
-    const char *id = parse_id_cmd(argc, argv, "explain", spw_cli_explain_usage, &co);
-    json_t *doc;
+    int c, all = 0;
+    spw_cli_common_init(&co);
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(spw_cli_explain_usage, stdout);
+            return 0;
+        }
+        if (c == O_ALL)
+            all = 1;
+        else if (!spw_cli_common_opt(&co, "explain", c, optarg))
+            spw_cli_die_usage("explain", "unknown option");
+    }
+    if (optind >= argc)
+        spw_cli_die_usage("explain", "missing the job id (as `spillway queue` shows it: j-000042)");
+    if (optind + 1 < argc)
+        spw_cli_die_usage("explain", "one job id at a time");
+    const char *id = argv[optind];
+    if (!*id)
+        spw_cli_die_usage("explain", "the job id is empty");
+    json_t *doc, *job = NULL;
     int rc = spw_client_call(&co, "explain", "GET", "/v1/jobs/", id, "/explain", &doc);
     if (rc != SPW_CLI_OK)
         return rc;
+    /* With no decision, the job's own reason says why (rejected, held). */
+    if (!co.json && !json_is_object(json_object_get(doc, "decision")) &&
+        spw_client_call(&co, "explain", "GET", "/v1/jobs/", id, "", &job) != SPW_CLI_OK)
+        job = NULL;
     if (co.json)
         spw_cli_json_print(stdout, doc);
     else
-        explain_table(id, doc);
+        explain_table(id, doc, job, all);
+    json_decref(job);
     json_decref(doc);
     return spw_cli_flush("explain");
 }

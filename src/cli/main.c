@@ -13,6 +13,7 @@
 #include "cli/plan.h"
 #include "cli/policy.h"
 #include "cli/report.h"
+#include "cli/report_html.h"
 #include "cli/serve.h"
 #include "cli/spotjob_report.h"
 #include "sim/config.h"
@@ -113,10 +114,16 @@ static const char sim_usage[] =
     "  --gravity on|off      whether data egress and transfer time weigh in placement\n"
     "                        (default on); with off, egress is still paid\n"
     "  -o, --output FMT      table (default) or json\n"
-    "  --jobs-out FILE       per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd\n"
+    "  --jobs-out FILE       per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd,\n"
+    "                        reason,held,spot,restarts,lost_s (reason: why the engine\n"
+    "                        placed it there, as explain says)\n"
     "  --timeseries-out FILE CSV sampled every --step seconds: t_s,queued,onprem_busy_gpus,\n"
     "                        cloud_gpus,cloud_usd_per_h\n"
     "  --step SECONDS        time-series step (default 3600)\n"
+    "  --report FILE.html    also write one self-contained HTML report: the comparison,\n"
+    "                        cost vs mean wait per policy, queue and cloud GPUs over\n"
+    "                        time, wait and JCT distributions, spend per team, and the\n"
+    "                        inputs to run it again; it opens offline\n"
     "  -q, --quiet           no progress bar and no warnings\n"
     "\n"
     "Spot, restarts and failures (these override the config's spot: and failures:):\n"
@@ -187,12 +194,13 @@ static const char gen_usage[] =
     "  -o, --output FILE    write there instead of stdout\n";
 
 static const char demo_usage[] =
-    "usage: spillway demo [--jobs N] [--seed S] [-o json]\n"
+    "usage: spillway demo [--jobs N] [--seed S] [-o json] [--report FILE.html]\n"
     "\n"
     "Generates a synthetic workload (lognormal runtimes, mostly 1-GPU jobs, about\n"
     "10%% more work than the on-prem pool can take) and compares the burst\n"
     "policies never, none, constant:3600 and compute:0.25 on the embedded example\n"
-    "fleet.  Nothing is read from disk.\n";
+    "fleet.  Nothing is read from disk.  --report writes the comparison as one\n"
+    "self-contained HTML file with charts (as `spillway sim --report`).\n";
 
 static void die_usage(const char *cmd, const char *msg)
 {
@@ -211,6 +219,7 @@ static double now_s(void)
 
 typedef struct run_ctx {
     FILE *ts;              /* time-series output, or NULL */
+    spw_html_run_t *html;  /* the HTML report's copy of the samples, or NULL */
     const char *prefix;    /* first column of each sample (--compare), or NULL */
     int progress;          /* draw a progress bar on stderr */
     const char *label;     /* what is running */
@@ -232,6 +241,10 @@ static void on_progress(void *p, size_t done, size_t total)
 static void on_sample(void *p, const spw_sim_sample_t *s)
 {
     run_ctx_t *c = p;
+    if (c->html)
+        spw_html_run_add_sample(c->html, s);
+    if (!c->ts)
+        return;
     if (c->prefix)
         fprintf(c->ts, "%s,", c->prefix);
     fprintf(c->ts, "%.0f,%zu,%llu,%llu,%.4f\n", s->t_s, s->queued,
@@ -240,6 +253,24 @@ static void on_sample(void *p, const spw_sim_sample_t *s)
 }
 
 /* ---- sim ------------------------------------------------------------------ */
+
+/* The command line as one string, for the report's inputs (caller frees). */
+static char *join_args(int argc, char **argv)
+{
+    size_t n = strlen("spillway") + 1;
+    for (int i = 0; i < argc; i++)
+        n += strlen(argv[i]) + 3;
+    char *s = spw_xmalloc(n + 1);
+    strcpy(s, "spillway");
+    for (int i = 0; i < argc; i++) {
+        int quote = strcspn(argv[i], " \t'\"$") != strlen(argv[i]);
+        strcat(s, quote ? " '" : " ");
+        strcat(s, argv[i]);
+        if (quote)
+            strcat(s, "'");
+    }
+    return s;
+}
 
 static int parse_output(const char *cmd, const char *s)
 {
@@ -290,11 +321,23 @@ static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_po
 static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *waits, size_t nw,
                          const spw_spot_policy_t *spots, const spw_sim_world_t *world,
                          int json, compare_t compare, const char *jobs_out, const char *ts_out,
-                         double step, int quiet)
+                         double step, int quiet, const char *report, spw_html_inputs_t *hin)
 {
     spw_report_row_t rows[16];
     spw_policy_t pol[16];
+    spw_html_run_t html[16];
+    memset(html, 0, sizeof(html));
     FILE *ts = NULL;
+    /* The report samples the run too: at --step with --timeseries-out, else
+     * about 500 times over the trace. */
+    double rstep = step;
+    if (report && !ts_out) {
+        double span = tr->njobs ? tr->jobs[tr->njobs - 1].submit_s - tr->jobs[0].submit_s : 0;
+        for (size_t i = 0; i < tr->njobs; i++)
+            if (tr->jobs[i].submit_s - tr->jobs[0].submit_s + tr->runtime_s[i] > span)
+                span = tr->jobs[i].submit_s - tr->jobs[0].submit_s + tr->runtime_s[i];
+        rstep = span / 500 > 1 ? span / 500 : 1;
+    }
     if (ts_out && !(ts = fopen(ts_out, "w"))) {
         fprintf(stderr, "spillway sim: %s: cannot write: %s\n", ts_out, strerror(errno));
         return 1;
@@ -327,11 +370,12 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
         if (compare != CMP_GRAVITY && compare != CMP_SPOT)
             memcpy(rows[i].label, rows[i].wait, sizeof(rows[i].label));
         /* With --compare the time series gets a column for what varies. */
-        run_ctx_t rc = {.ts = ts, .prefix = compare ? rows[i].label : NULL,
+        run_ctx_t rc = {.ts = ts, .html = report ? &html[i] : NULL,
+                        .prefix = compare ? rows[i].label : NULL,
                         .progress = !quiet && isatty(2), .label = rows[i].label};
         spw_sim_opts_t o = {
-            .step_s = ts ? step : 0,
-            .on_sample = ts ? on_sample : NULL,
+            .step_s = ts || report ? rstep : 0,
+            .on_sample = ts || report ? on_sample : NULL,
             .on_progress = on_progress,
             .ctx = &rc,
             .world = world,
@@ -343,9 +387,13 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             fprintf(stderr, "spillway sim: %s\n", err.text);
             if (ts)
                 fclose(ts);
+            for (size_t k = 0; k <= i; k++)
+                spw_html_run_clear(&html[k]);
             return 1;
         }
         rows[i].seconds = now_s() - t0;
+        if (report)
+            spw_html_run_finish(&html[i], tr);
         if (jobs_out && i == nw - 1) {
             if (spw_report_jobs_csv(jobs_out, tr, &cfg->fleet, &err) < 0) {
                 fprintf(stderr, "spillway sim: %s\n", err.text);
@@ -356,6 +404,24 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
     if (ts && fclose(ts) != 0) {
         fprintf(stderr, "spillway sim: %s: write failed\n", ts_out);
         return 1;
+    }
+    if (report) {
+        spw_error_t err;
+        hin->step_s = rstep;
+        hin->compare_what = !compare                ? NULL
+                            : compare == CMP_GRAVITY ? "data gravity"
+                            : compare == CMP_SPOT    ? "spot policy"
+                                                     : "wait policy";
+        int hrc = spw_report_html(report, tr, hin, rows, html, nw, &err);
+        for (size_t k = 0; k < nw; k++)
+            spw_html_run_clear(&html[k]);
+        if (hrc < 0) {
+            fprintf(stderr, "spillway sim: %s\n", err.text);
+            return 1;
+        }
+        if (!quiet)
+            fprintf(stderr, "spillway: wrote the report %s (open it in a browser; it works offline)\n",
+                    report);
     }
     if (compare) {
         if (json)
@@ -585,7 +651,7 @@ static void warn_spot(const spw_config_t *cfg, const spw_trace_t *tr, const char
 
 static int cmd_sim(int argc, char **argv)
 {
-    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_GRAVITY, O_JOBS, O_TS, O_STEP,
+    enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_GRAVITY, O_JOBS, O_TS, O_STEP, O_REPORT,
            O_SPOT_JOB, O_DEADLINE, O_OVERHEAD, O_CKPT, O_SPOT_TRACE, O_SPOT_POLICY,
            O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE, O_MAX_RESTARTS, O_RECOVERY,
            O_FAILOVER, O_FAILURES };
@@ -600,6 +666,7 @@ static int cmd_sim(int argc, char **argv)
         {"jobs-out", required_argument, NULL, O_JOBS},
         {"timeseries-out", required_argument, NULL, O_TS},
         {"step", required_argument, NULL, O_STEP},
+        {"report", required_argument, NULL, O_REPORT},
         {"spot-job", required_argument, NULL, O_SPOT_JOB},
         {"deadline", required_argument, NULL, O_DEADLINE},
         {"restart-overhead", required_argument, NULL, O_OVERHEAD},
@@ -619,7 +686,7 @@ static int cmd_sim(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *trace = NULL, *config = NULL, *wait = NULL, *compare = NULL;
-    const char *jobs_out = NULL, *ts_out = NULL, *failures = NULL;
+    const char *jobs_out = NULL, *ts_out = NULL, *failures = NULL, *report = NULL;
     const char *spot_only = NULL;   /* a --spot-job option given without it */
     const char *trace_only = NULL;  /* a trace-replay option given with --spot-job */
     spw_trace_format_t fmt = SPW_TRACE_AUTO;
@@ -741,6 +808,7 @@ static int cmd_sim(int argc, char **argv)
         case 'o': json = parse_output("sim", optarg); break;
         case O_JOBS: jobs_out = optarg; break;
         case O_TS: ts_out = optarg; break;
+        case O_REPORT: report = optarg; break;
         case O_STEP: {
             char *end;
             step = strtod(optarg, &end);
@@ -757,7 +825,7 @@ static int cmd_sim(int argc, char **argv)
         die_usage("sim", "unexpected argument; the trace is given with --trace FILE");
     char msg[200];
     if (spot_job) {
-        if (trace || config || wait || compare || jobs_out || ts_out || gravity >= 0)
+        if (trace || config || wait || compare || jobs_out || ts_out || report || gravity >= 0)
             die_usage("sim", "--spot-job replays one job on --spot-trace files; it does not "
                              "take --trace, --config, --wait, --compare or the CSV outputs");
         if (trace_only) {
@@ -880,8 +948,12 @@ static int cmd_sim(int argc, char **argv)
     spw_sim_world_t world;
     spw_sim_spot_t *spot;
     build_world(&cfg, &world, &spot);
+    char *cmdline = join_args(argc, argv);
+    spw_html_inputs_t hin = {.trace_path = trace, .config_path = config, .command = cmdline,
+                             .cfg = &cfg};
     int rc = run_scenarios(&cfg, &tr, waits, nw, spots, &world, json, cmp, jobs_out, ts_out,
-                           step, quiet);
+                           step, quiet, report, &hin);
+    free(cmdline);
     free(spot);
     spw_trace_free(&tr);
     spw_config_free(&cfg);
@@ -998,11 +1070,13 @@ static int cmd_demo(int argc, char **argv)
         {"jobs", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'},
         {"output", required_argument, NULL, 'o'},
+        {"report", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     size_t njobs = 3000, seed = 1;
     int json = 0, c;
+    const char *report = NULL;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
@@ -1014,6 +1088,7 @@ static int cmd_demo(int argc, char **argv)
                 die_usage("demo", "--seed takes a whole number");
             break;
         case 'o': json = parse_output("demo", optarg); break;
+        case 'r': report = optarg; break;
         case 'h': fputs(demo_usage, stdout); return 0;
         default: die_usage("demo", "unknown option");
         }
@@ -1055,7 +1130,13 @@ static int cmd_demo(int argc, char **argv)
     const char *names[] = {"never", "none", "constant:3600", "compute:0.25"};
     for (int i = 0; i < 4; i++)
         spw_wait_parse(names[i], &waits[i], &err);
-    rc = run_scenarios(&cfg, &tr, waits, 4, NULL, NULL, json, CMP_WAIT, NULL, NULL, 0, 1);
+    char *cmdline = join_args(argc, argv);
+    spw_html_inputs_t hin = {.trace_path = "<demo workload>", .command = cmdline, .cfg = &cfg};
+    rc = run_scenarios(&cfg, &tr, waits, 4, NULL, NULL, json, CMP_WAIT, NULL, NULL, 0, 1, report,
+                       &hin);
+    free(cmdline);
+    if (report && rc == 0 && !json)
+        printf("\nThe report with charts: %s (open it in a browser; it works offline)\n", report);
     if (!json && rc == 0)
         printf("\nnever = on-prem only; none = burst at once when nothing is free;\n"
                "constant:3600 = wait an hour; compute:0.25 = wait 0.25 x GPUs x runtime "

@@ -440,12 +440,14 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
     FILE *f = fopen(path, "w");
     if (!f)
         return spw_errorf(err, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, "id,submit_s,start_s,end_s,placement,wait_s,cost_usd\n");
+    fprintf(f, "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s\n");
     for (size_t i = 0; i < t->njobs; i++) {
         const spw_job_t *j = &t->jobs[i];
         if (j->state != SPW_JOB_DONE) {
             csv_field(f, j->id);
-            fprintf(f, ",%.3f,,,%s,,\n", j->submit_s, spw_job_state_name(j->state));
+            fprintf(f, ",%.3f,,,%s,,,", j->submit_s, spw_job_state_name(j->state));
+            csv_field(f, spw_reason_text(j->reason));
+            fprintf(f, ",%u,%d,%u,%.3f\n", j->held, j->spot ? 1 : 0, j->restarts, j->lost_s);
             continue;
         }
         char place[160];
@@ -459,7 +461,9 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
         csv_field(f, j->id);
         fprintf(f, ",%.3f,%.3f,%.3f,", j->submit_s, j->start_s, j->end_s);
         csv_field(f, place);
-        fprintf(f, ",%.3f,%.6f\n", j->start_s - j->submit_s, j->cost_usd);
+        fprintf(f, ",%.3f,%.6f,", j->start_s - j->submit_s, j->cost_usd);
+        csv_field(f, spw_reason_text(j->reason));
+        fprintf(f, ",%u,%d,%u,%.3f\n", j->held, j->spot ? 1 : 0, j->restarts, j->lost_s);
     }
     if (fclose(f) != 0)
         return spw_errorf(err, "%s: write failed: %s", path, strerror(errno));

@@ -28,7 +28,10 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
                               const spw_report_row_t *rows, size_t n);
 void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
                              size_t n);
-/* Per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd. */
+/* Per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,
+ * held,spot,restarts,lost_s (reason: why the engine placed it there, as the
+ * live explain says it; held: times a budget or cap held its burst; spot: its
+ * last placement was on spot; restarts after interruptions; work lost, s). */
 int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_t *fleet,
                         spw_error_t *err);
 

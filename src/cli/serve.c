@@ -56,6 +56,10 @@ static const char serve_usage[] =
     "(daemon.tokens and daemon.tokens_file) without a restart.  A config or\n"
     "tokens file holding tokens must be private (chmod 600).\n"
     "\n"
+    "A web dashboard is at http://HOST:PORT/ui (paste a token; docs/dashboard.md):\n"
+    "the queue and why, pools, cloud instances, budgets, spend, GPU telemetry\n"
+    "(nvidia-smi every daemon.sample_s) and idle GPUs (daemon.idle_gpu).\n"
+    "\n"
     "examples:\n"
     "  spillway serve --config examples/serve.yaml\n"
     "  SPILLWAY_TOKEN_FILE=~/.spillway-token spillway submit --gpus 1 -- python3 train.py\n"
@@ -181,6 +185,7 @@ int spw_cli_serve(int argc, char **argv)
     snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - listen_addr : 0), listen_addr);
     fprintf(stderr, "spillway: listening on http://%s:%d (%s)\n", host, spw_http_port(h),
             cfg.daemon.ntokens ? "bearer tokens required" : "no tokens: loopback only, open API");
+    fprintf(stderr, "spillway: dashboard at http://%s:%d/ui\n", host, spw_http_port(h));
     fflush(stderr);
     int sig = 0;
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP)

@@ -20,6 +20,7 @@
 #include "backends/local/local.h"
 #include "core/spot.h"
 #include "daemon/daemon_private.h"
+#include "daemon/ui.h"
 #include "util/file.h"
 
 /* Backoff after a capacity error (EAGAIN) on an offer: the first, and the
@@ -1576,6 +1577,7 @@ int spw_daemon_start(spw_daemon_t *d, spw_error_t *err)
         return spw_errorf(err, "cannot start the scheduler loop: %s", strerror(rc));
     }
     pthread_mutex_unlock(&d->mu);
+    d->ui = spw_ui_create(d, &d->cfg->daemon, 1);
     return 0;
 }
 
@@ -1604,6 +1606,11 @@ int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn
     }
     why[0] = '\0';
     return 0;
+}
+
+spw_ui_t *spw_daemon_ui(spw_daemon_t *d)
+{
+    return d->ui;
 }
 
 /* ---- cancel and preempt (API) -------------------------------------------- */
@@ -2692,6 +2699,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
 {
     if (!d)
         return;
+    spw_ui_destroy(d->ui);  /* first: its thread calls the API below */
     if (d->started) {
         pthread_mutex_lock(&d->mu);
         d->stopping = 1;

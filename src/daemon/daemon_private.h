@@ -223,6 +223,8 @@ struct spw_daemon {
                                     turn, plus the submits since */
     size_t nteamq;
     uint64_t teamq_turn;         /* turns + 1 when last counted; 0 = never */
+    struct spw_ui *ui;           /* the dashboard's sampler thread (ui.h),
+                                    started with the loop; NULL before */
 };
 
 /* daemon_api.c, for daemon.c: sets up the token table and the audit log

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "daemon/ui.h"
 #include "util/error.h"
 
 #define CT_JSON "application/json"
@@ -317,7 +318,52 @@ static void h_metrics(call_t *c, spw_route_resp_t *out)
         resp_error(out, 503, "the metrics are unavailable");
         return;
     }
+    spw_ui_t *ui = spw_daemon_ui(c->d);
+    if (ui) {  /* the dashboard sampler's gauges: queue age, GPU telemetry */
+        char *more = spw_ui_metrics(ui);
+        size_t n1 = strlen(text), n2 = strlen(more);
+        text = spw_xrealloc(text, n1 + n2 + 1);
+        memcpy(text + n1, more, n2 + 1);
+        free(more);
+    }
     resp_set(out, 200, CT_METRICS, text, strlen(text));
+}
+
+/* ---- the dashboard (docs/dashboard.md) ----------------------------------- */
+
+/* GET /ui and /ui/{file}: the embedded page; no token (the page asks for
+ * one and sends it with its API calls). */
+static void h_ui_file(call_t *c, spw_route_resp_t *out)
+{
+    const spw_ui_asset_t *a = spw_ui_asset(c->id[0] ? c->id : "index.html");
+    /* report.* are the what-if report's template (sim --report), not pages. */
+    if (!a || !c->id_ok || strncmp(c->id, "report.", 7) == 0) {
+        resp_error(out, 404, "no such file of the dashboard: %.60s", c->id);
+        return;
+    }
+    char *body = spw_xmalloc((size_t)a->len + 1);
+    memcpy(body, a->data, (size_t)a->len + 1);
+    resp_set(out, 200, a->content_type, body, (size_t)a->len);
+}
+
+static void h_ui_series(call_t *c, spw_route_resp_t *out)
+{
+    spw_ui_t *ui = spw_daemon_ui(c->d);
+    if (!ui) {
+        resp_error(out, 503, "the dashboard sampler is not running");
+        return;
+    }
+    resp_json(out, 200, spw_ui_series(ui, &c->who));
+}
+
+static void h_ui_telemetry(call_t *c, spw_route_resp_t *out)
+{
+    spw_ui_t *ui = spw_daemon_ui(c->d);
+    if (!ui) {
+        resp_error(out, 503, "the dashboard sampler is not running");
+        return;
+    }
+    resp_json(out, 200, spw_ui_telemetry(ui, &c->who));
 }
 
 static void h_submit(call_t *c, spw_route_resp_t *out)
@@ -563,6 +609,11 @@ static const route_t routes[] = {
     {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, "preempt", no_params, h_preempt},
     {"/v1/admin/nodes/*/*/down", "POST", ALLOW_POST, 0, "node.down", no_params, h_node_down},
     {"/v1/admin/nodes/*/*/up", "POST", ALLOW_POST, 0, "node.up", no_params, h_node_up},
+    {"/ui", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
+    {"/ui/", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
+    {"/ui/*", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
+    {"/v1/ui/series", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_series},
+    {"/v1/ui/telemetry", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_telemetry},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 

@@ -620,8 +620,10 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "max_queued_per_team", "max_header_bytes",
                                        "request_timeout_s", "max_connections",
                                        "max_connections_per_ip", "emulated", "run_as",
-                                       "allow_root_jobs", "job_env", NULL};
+                                       "allow_root_jobs", "job_env", "sample_s",
+                                       "idle_gpu", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
+    static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
     if (spw_ymap_check_keys(x->d, n, "daemon", keys, err) < 0)
         return -1;
@@ -659,9 +661,28 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         num_key(x, n, "idle_timeout_s", 0, 3.1536e8, &dc->idle_timeout_s, err) < 0 ||
         num_key(x, n, "max_instance_lifetime_s", 0, 3.1536e8, &dc->max_instance_lifetime_s, err) < 0 ||
         num_key(x, n, "tick_s", 0.001, 10, &dc->tick_s, err) < 0 ||
-        num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0)
+        num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0 ||
+        num_key(x, n, "sample_s", 0.1, 3600, &dc->sample_s, err) < 0)
         return -1;
     dc->max_body_bytes = (size_t)body;
+    if ((v = spw_ymap_get(n, "idle_gpu"))) {
+        const spw_ynode_t *a;
+        if (spw_ymap_check_keys(x->d, v, "daemon.idle_gpu", ikeys, err) < 0 ||
+            num_key(x, v, "threshold_pct", 0, 100, &dc->idle_threshold_pct, err) < 0 ||
+            num_key(x, v, "window_s", 1, 3.1536e8, &dc->idle_window_s, err) < 0)
+            return -1;
+        if ((a = spw_ymap_get(v, "action"))) {
+            if (spw_ynode_str(x->d, a, "action", &s, err) < 0)
+                return -1;
+            if (strcmp(s, "flag") == 0)
+                dc->idle_stop = 0;
+            else if (strcmp(s, "stop") == 0)
+                dc->idle_stop = 1;
+            else
+                return at(x, a, err, "idle_gpu.action: expected 'flag' (show it) or 'stop' "
+                                     "(cancel the job), got '%s'", s);
+        }
+    }
     double hdr = dc->max_header_bytes ? (double)dc->max_header_bytes : 16384;
     double conns = dc->max_connections ? dc->max_connections : 1024;
     double per_ip = dc->max_connections_per_ip ? dc->max_connections_per_ip : 64;
@@ -1704,6 +1725,9 @@ static void daemon_defaults(spw_daemon_conf_t *dc)
     dc->idle_timeout_s = 300;
     dc->tick_s = 0.1;
     dc->max_body_bytes = 1 << 20;
+    dc->sample_s = 5;
+    dc->idle_threshold_pct = 5;
+    dc->idle_window_s = 1800;
     dc->emulated_seed = 1;
 }
 

@@ -35,6 +35,8 @@
  *       - {token: SECRET2, admin: true}
  *     tokens_file: tokens.yaml   # more tokens, in a file of mode 0600
  *     emulated: {seed: 1, capacity: 0, preempt_rate_per_h: 0}
+ *     sample_s: 5                # dashboard series and GPU telemetry
+ *     idle_gpu: {threshold_pct: 5, window_s: 1800, action: flag}  # | stop
  *   spot:                        # docs/config.md#spot; all optional
  *     policy: uniform-progress   # ondemand (default) | greedy | uniform-progress
  *     restart_overhead_s: 12m    # paid time without progress per attempt; 0
@@ -171,6 +173,14 @@ typedef struct spw_daemon_conf {
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */
+    double sample_s;            /* dashboard series and GPU telemetry are
+                                   sampled this often, seconds; 5 */
+    double idle_threshold_pct;  /* idle_gpu: a job whose GPUs average below
+                                   this utilisation, percent, is idle; 5 */
+    double idle_window_s;       /* idle_gpu: ... for this long is flagged,
+                                   seconds; 1800 */
+    int idle_stop;              /* idle_gpu.action: 1 = stop (cancel) a
+                                   flagged job, 0 = only flag it */
 } spw_daemon_conf_t;
 
 /* One entry of spot.availability: the spot capacity of every offer it

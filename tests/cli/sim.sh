@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 64
+plan 65
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -67,9 +67,11 @@ ok $? "--compare output is deterministic too"
 run_spw "$T/r3.json" "$T/err" sim --trace "$T/jobs.csv" -o json -q \
     --jobs-out "$T/perjob.csv" --timeseries-out "$T/ts.csv" --step 600
 ok "$rc" "sim with --jobs-out and --timeseries-out exits 0"
-[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd" ] \
+[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s" ] \
     && [ "$(wc -l <"$T/perjob.csv")" -eq 401 ]
 ok $? "--jobs-out has the documented header and one row per job"
+awk -F, 'NR > 1 && $8 == "" { bad = 1 } END { exit bad }' "$T/perjob.csv"
+ok $? "every job row gives the reason for its placement"
 awk -F, 'NR > 1 && !($5 ~ /^(onprem|cloud)/) { bad = 1 } END { exit bad }' "$T/perjob.csv"
 ok $? "every job row says onprem or cloud"
 

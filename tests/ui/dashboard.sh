@@ -1,0 +1,249 @@
+#!/bin/sh
+# dashboard.sh: the web dashboard (/ui) in a real headless Chromium, driven
+# over the DevTools protocol by browse.py, against a live daemon with jobs
+# running on-prem and bursting to the emulated cloud and GPU telemetry from
+# a fake nvidia-smi.  Each view is loaded; what it shows is compared with
+# what the /v1 API answers; there must be no console error, exception or
+# failed load; a team token sees its own jobs only; screenshots are saved
+# under build/artifacts/ui/ (CI keeps them).
+# shellcheck source=tests/ui/ui-lib
+. "$(dirname "$0")/ui-lib"
+
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
+if [ -z "$CHROMIUM" ]; then
+    echo "1..0 # skip chromium is not installed (Debian package chromium; make deps-test)"
+    exit 0
+fi
+export CHROMIUM
+plan 16
+ART=$(pwd)/build/artifacts/ui
+mkdir -p "$ART"
+
+# GPUs 0 and 1 busy, 2 and 3 at 0%: the job on 2-3 gets flagged idle.
+fake_gpus 80 80 0 0
+mkconfig_ui "$T/d.yaml" constant:1
+start_daemon "$T/d.yaml" "$T/state"
+ok $? "spillway serve starts (4 GPU slots, wait constant:1, teams ml and cv with budgets)"
+
+j1=$(submit ml --gpus 2 --name train-a --est-runtime 10m -- sleep 300)
+j2=$(submit cv --gpus 2 --name train-b --est-runtime 10m -- sleep 300)
+j3=$(submit ml --gpus 2 --name burst-c --est-runtime 10m --max-runtime 20m -- sleep 300)
+j4=$(submit ml --gpus 1 --name done-d --est-runtime 10s -- true)
+cloud_running() {
+    [ "$(state_of "$j3")" = running ] && [ "$(field "$j3" 'd["where"]')" = cloud ]
+}
+wait_for "$j1" running 10 && wait_for "$j2" running 10 cv && wait_until 15 cloud_running &&
+    wait_for "$j4" succeeded 15
+ok $? "two jobs run on-prem, one bursts to the emulated cloud, one has ended"
+
+# A spot-style preemption of one of the burst job's instances: it is placed
+# again (and bursts again) and counts a preemption and a restart.
+inst=$(field "$j3" 'd["instances"][0]')
+spw admin admin preempt "$inst" >/dev/null
+preempted_again() {
+    [ "$(field "$j3" 'd["preemptions"]')" = 1 ] && cloud_running
+}
+wait_until 15 preempted_again
+ok $? "a preempted instance: the burst job is placed again in the cloud, with one preemption"
+
+# Wait until the sampler has seen the burst and the idle job.
+sampled() {
+    http GET /v1/ui/telemetry admin && python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert [j["id"] for j in t["jobs"] if j["idle"]] == [sys.argv[2]]' "$T/http.body" "$j2" 2>/dev/null &&
+        http GET /v1/ui/series admin && python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["samples"]
+assert len(s) >= 3 and s[-1]["cloud_gpus"] == 2 and s[-1]["preemptions"] == 1
+assert s[-1]["running"] == 3 and max(x["queued"] for x in s) >= 1' "$T/http.body" 2>/dev/null
+}
+wait_until 15 sampled
+ok $? "the sampler's series has the queued burst job, 3 running, 2 cloud GPUs, 1 preemption; $j2 (GPUs at 0%) is flagged idle"
+
+http GET /ui none
+[ "$code" = 200 ] && grep -q 'text/html' "$T/http.head" && contains "$T/http.body" '/ui/app.js' &&
+    cp "$T/http.body" "$T/index.html" && http GET /ui/app.js none && cp "$T/http.body" "$T/app.js" &&
+    http GET /ui/style.css none && ! grep -Eq '(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/' \
+        "$T/index.html" "$T/app.js" "$T/http.body"
+ok $? "GET /ui serves the page without a token; it, its script and its styles load nothing from elsewhere"
+
+A="$URL/ui#token=$ADMIN_TOKEN"
+ready="document.body.dataset.ready === '1'"
+rows_js() {  # rows_js TABLE: [{attrs..., cells: [...]}] of a table's body rows
+    echo "[...document.querySelectorAll('#$1 tbody tr:not(.empty)')].map(r => Object.assign({cells: [...r.cells].map(c => c.textContent.trim())}, r.dataset))"
+}
+cat >"$T/steps.json" <<JSON
+[
+ {"name": "login", "url": "$URL/ui", "wait": "!document.getElementById('login').hidden",
+  "extract": "document.getElementById('main').hidden", "shot": "$ART/login.png"},
+ {"name": "bad-token", "extract": "(document.getElementById('token').value = 'not-a-token-0000000000', 1)"},
+ {"name": "bad-token-submit", "click": "#login button[type=submit]", "wait": "document.getElementById('login-error').textContent.length > 0",
+  "extract": "[document.getElementById('login-error').textContent, document.getElementById('main').hidden]"},
+ {"name": "sign-in", "extract": "(document.getElementById('token').value = '$ADMIN_TOKEN', 1)"},
+ {"name": "sign-in-submit", "click": "#login button[type=submit]", "wait": "$ready && !document.getElementById('main').hidden",
+  "extract": "[document.getElementById('who').textContent, sessionStorage.getItem('spillway-token') === '$ADMIN_TOKEN']"},
+ {"name": "jobs", "url": "$A&view=jobs", "wait": "$ready && document.querySelectorAll('#jobs-active tr.job').length === 3",
+  "extract": "({rows: $(rows_js jobs-active), ended: $(rows_js jobs-ended), interrupted: $(rows_js jobs-interrupted), ipaths: document.querySelectorAll('#chart-interrupts svg path').length, alerts: [...document.querySelectorAll('#alerts .alert')].map(a => [a.dataset.kind, a.textContent]), tiles: {queued: document.getElementById('n-queued').textContent, running: document.getElementById('n-running').textContent, busy: document.getElementById('n-onprem-busy').textContent, cloud: document.getElementById('n-cloud-gpus').textContent}, token_in_url: location.href.includes('token')})",
+  "shot": "$ART/jobs.png"},
+ {"name": "explain", "click": "[data-explain=\"$j3\"]", "wait": "!!document.querySelector('#explain table tbody tr')",
+  "extract": "({decision: document.querySelector('#explain .decision').textContent, kinds: [...document.querySelectorAll('#explain tbody tr')].map(r => r.cells[0].textContent)})",
+  "shot": "$ART/explain.png"},
+ {"name": "pools", "url": "$URL/ui#pools", "wait": "$ready && !document.getElementById('view-pools').hidden && !!document.querySelector('#chart-pools svg path')",
+  "extract": "({rows: $(rows_js pools), paths: document.querySelectorAll('#chart-pools svg path').length, qpaths: document.querySelectorAll('#chart-queue svg path').length})",
+  "shot": "$ART/pools.png"},
+ {"name": "cloud", "url": "$URL/ui#cloud", "wait": "$ready && !document.getElementById('view-cloud').hidden",
+  "extract": "({rows: $(rows_js instances)})", "shot": "$ART/cloud.png"},
+ {"name": "budgets", "url": "$URL/ui#budgets", "wait": "$ready && !document.getElementById('view-budgets').hidden && !!document.querySelector('#chart-burn svg path')",
+  "extract": "({rows: $(rows_js budgets)})", "shot": "$ART/budgets.png"},
+ {"name": "spend", "url": "$URL/ui#spend", "wait": "$ready && !document.getElementById('view-spend').hidden && !!document.querySelector('#chart-spend svg path')",
+  "extract": "({teams: $(rows_js spend-teams), providers: $(rows_js spend-providers)})", "shot": "$ART/spend.png"},
+ {"name": "gpus", "url": "$URL/ui#gpus", "wait": "$ready && !document.getElementById('view-gpus').hidden && document.querySelectorAll('#gpus tbody tr[data-gpu]').length === 4",
+  "extract": "({gpus: $(rows_js gpus), jobs: $(rows_js gpu-jobs)})", "shot": "$ART/gpus.png"},
+ {"name": "team", "url": "$URL/ui#token=$CV_TOKEN&view=jobs", "wait": "$ready && document.getElementById('who').textContent === 'team view'",
+  "extract": "({rows: $(rows_js jobs-active), budgets: $(rows_js budgets), explain_hidden: document.getElementById('explain').hidden && !document.getElementById('explain').textContent})", "shot": "$ART/team-cv.png"}
+]
+JSON
+python3 "$(dirname "$0")/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err"
+st=$?
+ok $st "chromium loads the login page and every view (jobs, explain, pools, cloud, budgets, spend, GPUs, team)" ||
+    diag "$(cat "$T/browse.err")" "$(python3 -c 'import json,sys; [print(s["name"], s["error"]) for s in json.load(open(sys.argv[1]))["steps"] if not s["ok"]]' "$T/res.json" 2>/dev/null)"
+
+# The API's view, right after the browser's (the jobs sleep 300 s, so
+# states and placements hold still; money moves by cents).
+for what in jobs pools costs; do
+    case $what in jobs) p='/v1/jobs?limit=10000' ;; *) p=/v1/$what ;; esac
+    http GET "$p" admin
+    cp "$T/http.body" "$T/api-$what.json"
+done
+http GET /v1/ui/telemetry admin
+cp "$T/http.body" "$T/api-tel.json"
+http GET "/v1/jobs/$j3/explain" admin
+cp "$T/http.body" "$T/api-explain.json"
+python3 - "$T" <<'PYEOF'
+import json, sys
+t = sys.argv[1]
+r = json.load(open(t + "/res.json"))
+out = {s["name"]: s["value"] for s in r["steps"]}
+out["console"] = r["console"]
+for k in ("jobs", "pools", "costs", "tel", "explain"):
+    out["api_" + k] = json.load(open("%s/api-%s.json" % (t, k)))
+json.dump(out, open(t + "/all.json", "w"))
+PYEOF
+
+json_check "$T/all.json" '
+# The unknown token is answered 401, which Chromium logs (the entry may come
+# in just after its step); nothing else may be.
+other = [c for c in d["console"]
+         if not (c["step"] in ("bad-token-submit", "sign-in") and "status of 401" in c["text"])]
+assert other == [], other'
+ok $? "no console error or warning, no exception, no failed load in any view"
+
+json_check "$T/all.json" '
+assert d["login"] is True, "the main view showed without a token"
+assert "does not know this token" in d["bad-token-submit"][0] and d["bad-token-submit"][1], d["bad-token-submit"]
+assert d["sign-in-submit"] == ["admin view", True], d["sign-in-submit"]'
+ok $? "without a token the page asks for one; an unknown one is refused; the admin token signs in"
+
+json_check "$T/all.json" "
+live = {j['id']: j for j in d['api_jobs']['jobs'] if j['state'] in ('queued', 'placed', 'running')}
+rows = {r['id']: r for r in d['jobs']['rows']}
+assert sorted(rows) == sorted(live), (sorted(rows), sorted(live))
+for i, j in live.items():
+    c = rows[i]['cells']
+    assert rows[i]['state'] == j['state'], (i, rows[i]['state'], j['state'])
+    assert c[2] == j['team'] and c[4] == str(j['gpus']) and c[6] == j['placement'], (c, j)
+    assert c[5].startswith(j['where']), (c[5], j['where'])
+    assert c[9] == (j.get('reason') or ''), (c[9], j.get('reason'))
+ended = [r['id'] for r in d['jobs']['ended']]
+assert '$j4' in ended, ended
+tl = d['jobs']['tiles']
+assert tl['running'] == str(len([j for j in live.values() if j['state'] == 'running'])), tl
+assert tl['busy'] == '4 / 4' and tl['cloud'] == '2', tl
+assert not d['jobs']['token_in_url']
+"
+ok $? "jobs view: the live jobs, their state, team, GPUs, where, placement and why equal the API's"
+
+json_check "$T/all.json" "
+api = {j['id']: j for j in d['api_jobs']['jobs'] if j['preemptions'] or j['restarts'] or j['failures']}
+rows = {r['id']: r['cells'] for r in d['jobs']['interrupted']}
+assert sorted(rows) == sorted(api) == ['$j3'], (rows, sorted(api))
+c, j = rows['$j3'], api['$j3']
+assert c[3:6] == [str(j['preemptions']), str(j['failures']), str(j['restarts'])], (c, j)
+assert d['jobs']['ipaths'] == 3, d['jobs']['ipaths']
+"
+ok $? "preemptions and restarts: the preempted job with its counts equal to the API's, and their chart"
+
+json_check "$T/all.json" "
+kinds = [a[0] for a in d['jobs']['alerts']]
+assert 'gpu-idle' in kinds, d['jobs']['alerts']
+assert any('$j2' in a[1] for a in d['jobs']['alerts'] if a[0] == 'gpu-idle'), d['jobs']['alerts']
+e, api = d['explain'], d['api_explain']
+assert e['decision'].startswith('decision: cloud'), e
+assert api['decision']['reason'] in e['decision'], (e, api['decision'])
+assert e['kinds'] == [c['kind'] for c in api['candidates']], (e['kinds'], api['candidates'])
+"
+ok $? "the idle-GPU job is called out, and a click on a job shows its explain as the API gives it"
+
+json_check "$T/all.json" "
+api = {p['name']: p for p in d['api_pools']['pools']}
+rows = {r['pool']: r['cells'] for r in d['pools']['rows']}
+assert sorted(rows) == sorted(api), rows
+for n, p in api.items():
+    assert rows[n][3:7] == [str(p['gpus']), str(p['gpus_busy']), str(p['gpus_free']), str(p['gpus_down'])], (rows[n], p)
+assert d['pools']['paths'] >= 2 and d['pools']['qpaths'] >= 2, d['pools']
+live = sorted(i['id'] for i in d['api_pools']['instances'] if i['state'] in ('ready', 'booting'))
+shown = sorted(r['instance'] for r in d['cloud']['rows'] if r['cells'][2] in ('ready', 'booting'))
+assert shown == live and len(live) == 2, (shown, live)
+for r in d['cloud']['rows']:
+    i = [x for x in d['api_pools']['instances'] if x['id'] == r['instance']][0]
+    assert r['cells'][3] == (i['job_id'] or r['cells'][3]), (r, i)
+    assert abs(float(r['cells'][5].lstrip('\$')) - i['cost_usd']) < 0.05, (r, i)
+"
+ok $? "pools and cloud views: GPUs busy/free/down, charts, and the live instances with their job and cost equal the API's"
+
+json_check "$T/all.json" "
+api = {t['team']: t for t in d['api_costs']['teams']}
+rows = {r['team']: r['cells'] for r in d['budgets']['rows']}
+assert sorted(rows) == sorted(api), (rows, sorted(api))
+money = lambda s: float(s.replace('\$', ''))
+for n, t in api.items():
+    c = rows[n]
+    assert c[2] == ('none' if t['budget_usd'] is None else '\$%.2f' % t['budget_usd']), (c, t)
+    assert abs(money(c[3]) - t['settled_usd']) < 0.05 and abs(money(c[4]) - t['reserved_usd']) < 0.05, (c, t)
+    assert c[8] == str(t['held_jobs']), (c, t)
+assert api['ml']['reserved_usd'] > 0, api['ml']
+sp = {r['team']: r['cells'] for r in d['spend']['teams']}
+for n, t in api.items():
+    assert abs(money(sp[n][1]) - t['onprem_usd']) < 0.05 and abs(money(sp[n][2]) - t['cloud_usd']) < 0.05, (sp[n], t)
+provs = sorted(r['provider'] for r in d['spend']['providers'])
+assert provs == sorted(p['provider'] for p in d['api_costs']['providers']), provs
+"
+ok $? "budgets and spend views: budget, settled, reserved, held, on-prem and cloud spend per team and provider equal the API's"
+
+json_check "$T/all.json" "
+g = {r['gpu']: r['cells'] for r in d['gpus']['gpus']}
+api = {str(x['index']): x for x in d['api_tel']['gpus']}
+assert sorted(g) == sorted(api) == ['0', '1', '2', '3'], g
+for k, x in api.items():
+    assert g[k][2] == '%d%%' % round(x['util_pct']), (g[k], x)
+    assert g[k][4] == (x['job'] or 'free'), (g[k], x)
+idle = [r['id'] for r in d['gpus']['jobs'] if r['cells'][6].startswith('idle')]
+assert idle == ['$j2'], idle
+"
+ok $? "GPUs view: utilisation and job per GPU equal the telemetry API's; $j2 is flagged idle"
+
+json_check "$T/all.json" "
+ids = sorted(r['id'] for r in d['team']['rows'])
+assert ids == ['$j2'], ids
+assert [r['team'] for r in d['team']['budgets']] == ['cv'], d['team']['budgets']
+assert d['team']['explain_hidden'], 'the admin explain of $j3 is still shown'
+"
+ok $? "the cv team token sees its own job and budget only (nothing left from the admin view)"
+
+n=0
+for f in login jobs explain pools cloud budgets spend gpus team-cv; do
+    [ -s "$ART/$f.png" ] && [ "$(head -c 4 "$ART/$f.png" | tail -c 3)" = PNG ] && n=$((n + 1))
+done
+[ "$n" -eq 9 ]
+ok $? "9 screenshots saved under build/artifacts/ui/"

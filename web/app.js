@@ -1,0 +1,462 @@
+// spillway dashboard: plain JavaScript, no dependencies. It reads the
+// daemon's /v1 API with the bearer token kept in sessionStorage, polls every
+// few seconds, and draws its charts as hand-made SVG.
+'use strict';
+
+const POLL_MS = 3000;
+const KEY = 'spillway-token';
+const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null };
+
+// ---- helpers ---------------------------------------------------------------
+
+function esc(s) {
+  return String(s === null || s === undefined ? '' : s)
+    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+}
+function usd(v) {
+  if (v === null || v === undefined) return 'none';
+  if (v === Infinity) return 'none';
+  return (v < 0 ? '-$' : '$') + Math.abs(v).toFixed(2);
+}
+function dur(s) {
+  if (s === null || s === undefined || !isFinite(s)) return '';
+  s = Math.max(0, s);
+  if (s < 60) return Math.round(s) + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm' + String(Math.round(s % 60)).padStart(2, '0') + 's';
+  if (s < 86400) return Math.floor(s / 3600) + 'h' + String(Math.floor(s % 3600 / 60)).padStart(2, '0') + 'm';
+  return (s / 86400).toFixed(1) + 'd';
+}
+function clock(t) {
+  const d = new Date(t * 1000);
+  return d.toTimeString().slice(0, 8);
+}
+function $(id) { return document.getElementById(id); }
+function rows(tableId, html, empty) {
+  const tb = $(tableId).querySelector('tbody');
+  const cols = $(tableId).querySelectorAll('thead th').length;
+  tb.innerHTML = html.length ? html.join('') :
+    '<tr class="empty"><td colspan="' + cols + '">' + esc(empty || 'none') + '</td></tr>';
+}
+
+async function api(path) {
+  const r = await fetch(path, { headers: { Authorization: 'Bearer ' + state.token } });
+  if (r.status === 401) {
+    const e = new Error('the daemon does not know this token');
+    e.auth = true;
+    throw e;
+  }
+  const body = await r.json();
+  if (!r.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + r.status));
+  return body;
+}
+
+// ---- charts: hand-made SVG -------------------------------------------------
+
+const COLORS = ['#2b6cb0', '#dd6b20', '#38a169', '#805ad5', '#d53f8c', '#319795', '#b7791f', '#4a5568'];
+
+// lines: [{name, points: [[t, v], ...], dash}], x is unix time.
+function lineChart(el, lines, opts) {
+  opts = opts || {};
+  const W = 1100, H = 240, L = 56, R = 12, T = 12, B = 28;
+  const pts = lines.flatMap(l => l.points);
+  if (!pts.length) {
+    el.innerHTML = '<p class="muted">no samples yet (the daemon samples every few seconds)</p>';
+    return;
+  }
+  let x0 = Math.min(...pts.map(p => p[0])), x1 = Math.max(...pts.map(p => p[0]));
+  if (x1 <= x0) x1 = x0 + 1;
+  let y1 = Math.max(opts.minMax || 1, ...pts.map(p => p[1]));
+  y1 = niceMax(y1);
+  const sx = t => L + (t - x0) / (x1 - x0) * (W - L - R);
+  const sy = v => T + (1 - v / y1) * (H - T - B);
+  let svg = '<svg viewBox="0 0 ' + W + ' ' + H + '" role="img" aria-label="' + esc(opts.label || 'chart') + '">';
+  for (let i = 0; i <= 4; i++) {
+    const v = y1 * i / 4, y = sy(v);
+    svg += '<line x1="' + L + '" x2="' + (W - R) + '" y1="' + y + '" y2="' + y + '" class="grid"/>';
+    svg += '<text x="' + (L - 6) + '" y="' + (y + 4) + '" text-anchor="end">' + esc(opts.fmt ? opts.fmt(v) : fmtNum(v)) + '</text>';
+  }
+  for (let i = 0; i <= 4; i++) {
+    const t = x0 + (x1 - x0) * i / 4;
+    svg += '<text x="' + sx(t) + '" y="' + (H - 8) + '" text-anchor="middle">' + esc(clock(t)) + '</text>';
+  }
+  lines.forEach((l, i) => {
+    if (!l.points.length) return;
+    const d = l.points.map((p, k) => (k ? 'L' : 'M') + sx(p[0]).toFixed(1) + ' ' + sy(p[1]).toFixed(1)).join(' ');
+    svg += '<path d="' + d + '" fill="none" stroke="' + COLORS[i % COLORS.length] + '" stroke-width="2"' +
+      (l.dash ? ' stroke-dasharray="6 4"' : '') + '/>';
+  });
+  svg += '</svg>';
+  const legend = '<div class="legend">' + lines.map((l, i) =>
+    '<span><i style="background:' + COLORS[i % COLORS.length] + '"></i>' + esc(l.name) + '</span>').join('') + '</div>';
+  el.innerHTML = svg + legend;
+}
+// Axis labels in dollars: cents are not enough for a few seconds of spend.
+function usdAxis(v) {
+  return v > 0 && v < 1 ? '$' + v.toFixed(v < 0.1 ? 4 : 3) : usd(v);
+}
+function niceMax(v) {
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+function fmtNum(v) {
+  return Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2).replace(/\.?0+$/, '') || '0';
+}
+
+// ---- views -----------------------------------------------------------------
+
+function renderTiles() {
+  const d = state.data;
+  const jobs = (d.jobs && d.jobs.jobs) || [];
+  $('n-queued').textContent = jobs.filter(j => j.state === 'queued').length + (d.jobs && d.jobs.queuedMore ? '+' : '');
+  $('n-running').textContent = jobs.filter(j => j.state === 'running').length;
+  const pools = (d.pools && d.pools.pools) || [];
+  $('n-onprem-busy').textContent = pools.reduce((a, p) => a + p.gpus_busy, 0) + ' / ' +
+    pools.reduce((a, p) => a + p.gpus, 0);
+  $('n-cloud-gpus').textContent = cloudGpus();
+  $('n-spend').textContent = d.costs ? usd(d.costs.total_usd) : '-';
+}
+
+function cloudGpus() {
+  const p = state.data.pools;
+  if (!p) return 0;
+  const g = {};
+  p.offers.forEach(o => { g[o.name] = o.gpus; });
+  return p.instances.filter(i => i.state === 'ready' || i.state === 'booting')
+    .reduce((a, i) => a + (g[i.offer] || 0), 0);
+}
+
+function renderAlerts() {
+  const d = state.data, out = [];
+  const pools = (d.pools && d.pools.pools) || [];
+  const jobs = (d.jobs && d.jobs.jobs) || [];
+  const queued = jobs.filter(j => j.state === 'queued').length;
+  pools.forEach(p => {
+    if (p.gpus_free > 0 && queued === 0)
+      out.push('<div class="alert idle" data-kind="onprem-idle">' + esc(p.gpus_free) + ' on-prem GPU(s) of pool ' +
+        esc(p.name) + ' are idle (nothing is queued)</div>');
+  });
+  const idleInst = ((d.pools && d.pools.instances) || []).filter(i => i.state === 'ready' && !i.job_id);
+  idleInst.forEach(i => out.push('<div class="alert idle" data-kind="cloud-idle">cloud instance ' + esc(i.id) +
+    ' (' + esc(i.offer) + ') is ready with no job: it bills while idle</div>'));
+  ((d.tel && d.tel.jobs) || []).filter(j => j.idle).forEach(j => out.push(
+    '<div class="alert bad" data-kind="gpu-idle">job ' + esc(j.id) + ' holds GPU(s) ' + esc(j.gpus.join(',')) +
+    ' at ' + esc((j.util_pct || 0).toFixed(0)) + '% utilisation since ' + esc(clock(j.idle_since_ts)) +
+    (j.stopped ? ' (stopped)' : '') + '</div>'));
+  $('alerts').innerHTML = out.join('');
+}
+
+function jobRuntime(j, now) {
+  if (j.start_ts) return (j.end_ts || now) - j.start_ts;
+  return now - j.submit_ts;
+}
+
+function renderJobs() {
+  const jobs = (state.data.jobs && state.data.jobs.jobs) || [];
+  const now = Date.now() / 1000;
+  const live = jobs.filter(j => ['queued', 'placed', 'running'].includes(j.state));
+  rows('jobs-active', live.map(j =>
+    '<tr class="job" data-id="' + esc(j.id) + '" data-state="' + esc(j.state) + '">' +
+    '<td><a href="#jobs" data-explain="' + esc(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.name) +
+    '</td><td>' + esc(j.team) + '</td><td class="st-' + esc(j.state) + '">' + esc(j.state) + '</td><td class="num">' +
+    esc(j.gpus) + '</td><td>' + esc(j.where || '') + (j.emulated ? '*' : '') + (j.spot ? ' (spot)' : '') +
+    '</td><td>' + esc(j.placement || '') + '</td><td class="num">' + esc(dur(jobRuntime(j, now))) +
+    '</td><td class="num cost">' + esc(usd(j.cost_usd)) + '</td><td class="why">' + esc(j.reason || '') + '</td></tr>'),
+    'no job is queued or running');
+  const intr = jobs.filter(j => j.preemptions || j.restarts || j.failures);
+  rows('jobs-interrupted', intr.map(j => '<tr data-id="' + esc(j.id) + '"><td>' + esc(j.id) + '</td><td>' +
+    esc(j.team) + '</td><td>' + esc(j.state) + '</td><td class="num">' + esc(j.preemptions) +
+    '</td><td class="num">' + esc(j.failures) + '</td><td class="num">' + esc(j.restarts) +
+    '</td><td class="num">' + esc(dur(j.lost_s)) + '</td></tr>'), 'no preemption or restart yet');
+  const s = (state.data.series && state.data.series.samples) || [];
+  lineChart($('chart-interrupts'), [
+    { name: 'spot preemptions', points: s.map(x => [x.t, x.preemptions || 0]) },
+    { name: 'restarts', points: s.map(x => [x.t, x.restarts || 0]) },
+    { name: 'node-failure interruptions', points: s.map(x => [x.t, x.failures || 0]) },
+  ], { label: 'preemptions and restarts so far (all jobs)' });
+  const ended = jobs.filter(j => !['queued', 'placed', 'running'].includes(j.state)).slice(-20).reverse();
+  rows('jobs-ended', ended.map(j => '<tr data-id="' + esc(j.id) + '"><td><a href="#jobs" data-explain="' +
+    esc(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.name) + '</td><td>' + esc(j.team) + '</td><td class="st-' +
+    esc(j.state) + '">' + esc(j.state) + '</td><td>' + esc(j.where || '') + '</td><td class="num">' +
+    esc(dur(jobRuntime(j, now))) + '</td><td class="num">' + esc(usd(j.cost_usd)) + '</td><td class="why">' +
+    esc(j.reason || '') + '</td></tr>'), 'no job has ended yet');
+}
+
+async function showExplain(id) {
+  state.explainId = id;
+  const box = $('explain');
+  box.hidden = false;
+  box.innerHTML = '<p class="muted">asking the daemon about ' + esc(id) + '...</p>';
+  try {
+    const e = await api('/v1/jobs/' + encodeURIComponent(id) + '/explain');
+    const dec = e.decision;
+    // No decision: the job's own reason says why (rejected, held).
+    const job = state.jobs && state.jobs.byId.get(e.id);
+    const reason = (job && job.reason) || 'no decision yet: the scheduler has not placed it';
+    const why = (e.state === 'rejected' && !reason.startsWith('rejected') ? 'rejected: ' : '') + reason;
+    let h = '<h3>explain ' + esc(e.id) + ' <button type="button" id="explain-close">close</button></h3>';
+    h += '<p class="decision">' + (dec ? 'decision: <b>' + esc(dec.where) + '</b> ' + esc(dec.name || dec.placement || '') +
+      ' &mdash; ' + esc(dec.reason || '') : 'decision: ' + esc(why)) + '</p>';
+    const c = e.candidates || [];
+    h += '<table><thead><tr><th>kind</th><th>name</th><th>ok</th><th>est. start</th><th>est. cost</th><th>why</th></tr></thead><tbody>';
+    h += c.slice(0, 40).map(x => '<tr class="' + (x.ok ? 'ok' : 'no') + '"><td>' + esc(x.kind) + '</td><td>' + esc(x.name) +
+      '</td><td>' + (x.ok ? 'yes' : 'no') + '</td><td>' + esc(x.est_start_ts ? clock(x.est_start_ts) : '') + '</td><td class="num">' +
+      esc(x.est_cost_usd === null || x.est_cost_usd === undefined ? '' : usd(x.est_cost_usd)) + '</td><td>' + esc(x.why) + '</td></tr>').join('');
+    h += '</tbody></table>';
+    if (c.length > 40) h += '<p class="muted">' + esc(c.length - 40) + ' more candidates: <code>spillway explain --all ' + esc(id) + '</code></p>';
+    box.innerHTML = h;
+    $('explain-close').onclick = () => { box.hidden = true; state.explainId = null; };
+  } catch (err) {
+    box.innerHTML = '<p class="bad">' + esc(err.message) + '</p>';
+  }
+}
+
+function renderPools() {
+  const p = state.data.pools;
+  if (!p) return;
+  rows('pools', p.pools.map(x => '<tr data-pool="' + esc(x.name) + '"><td>' + esc(x.name) + '</td><td>' +
+    esc(x.gpu_model || '') + '</td><td class="num">' + esc(x.nodes) + '</td><td class="num">' + esc(x.gpus) +
+    '</td><td class="num busy">' + esc(x.gpus_busy) + '</td><td class="num free">' + esc(x.gpus_free) +
+    '</td><td class="num down">' + esc(x.gpus_down) + '</td><td class="num">' + esc(usd(x.cost_usd_per_gpu_h)) + '</td></tr>'),
+    'no on-prem pool');
+  const s = (state.data.series && state.data.series.samples) || [];
+  const lines = [];
+  p.pools.forEach(pool => {
+    lines.push({ name: pool.name + ' busy', points: s.map(x => [x.t, ((x.pools.find(q => q.name === pool.name)) || {}).busy || 0]) });
+    lines.push({ name: pool.name + ' free', dash: true, points: s.map(x => [x.t, ((x.pools.find(q => q.name === pool.name)) || {}).free || 0]) });
+  });
+  lineChart($('chart-pools'), lines, { label: 'on-prem GPUs busy and free' });
+  lineChart($('chart-queue'), [
+    { name: 'queued jobs', points: s.map(x => [x.t, x.queued]) },
+    { name: 'cloud GPUs', points: s.map(x => [x.t, x.cloud_gpus]) },
+  ], { label: 'queue length and cloud GPUs' });
+}
+
+function renderCloud() {
+  const p = state.data.pools;
+  if (!p) return;
+  const now = Date.now() / 1000;
+  const live = p.instances.filter(i => i.state === 'ready' || i.state === 'booting');
+  const rest = p.instances.filter(i => !(i.state === 'ready' || i.state === 'booting')).slice(-20);
+  rows('instances', live.concat(rest).map(i => '<tr data-instance="' + esc(i.id) + '" class="' +
+    (i.state === 'ready' && !i.job_id ? 'idle' : '') + '"><td>' + esc(i.id) + (i.emulated ? '*' : '') + '</td><td>' +
+    esc(i.offer) + '</td><td>' + esc(i.state) + '</td><td>' + esc(i.job_id || (i.state === 'ready' ? 'none (idle)' : '')) +
+    '</td><td class="num">' + esc(dur((i.ended_ts || now) - i.launched_ts)) + '</td><td class="num cost">' +
+    esc(usd(i.cost_usd)) + '</td></tr>'), 'no cloud instance');
+  rows('offers', p.offers.filter(o => o.instances_live > 0).map(o => '<tr><td>' + esc(o.name) + (o.emulated ? '*' : '') +
+    '</td><td class="num">' + esc(o.gpus) + '</td><td class="num">' + esc(usd(o.ondemand_usd_per_h)) + '</td><td class="num">' +
+    esc(o.spot_usd_per_h === null ? '' : usd(o.spot_usd_per_h)) + '</td><td class="num">' + esc(o.instances_live) +
+    '</td></tr>'), 'no offer has a live instance');
+}
+
+function renderBudgets() {
+  const c = state.data.costs;
+  if (!c) return;
+  rows('budgets', c.teams.map(t => {
+    const used = t.budget_usd ? (t.settled_usd + t.reserved_usd) / t.budget_usd : null;
+    const bar = used === null ? '' : '<div class="bar"><i class="settled" style="width:' +
+      Math.min(100, 100 * t.settled_usd / t.budget_usd).toFixed(1) + '%"></i><i class="reserved" style="width:' +
+      Math.min(100, 100 * t.reserved_usd / t.budget_usd).toFixed(1) + '%"></i></div>';
+    return '<tr data-team="' + esc(t.team) + '"><td>' + esc(t.team) + '</td><td>' + esc(t.period || '') + '</td><td class="num budget">' +
+      esc(t.budget_usd === null ? 'none' : usd(t.budget_usd)) + '</td><td class="num settled">' + esc(usd(t.settled_usd)) +
+      '</td><td class="num reserved">' + esc(usd(t.reserved_usd)) + '</td><td class="num">' +
+      esc(t.remaining_usd === null || t.remaining_usd === undefined ? '' : usd(t.remaining_usd)) + '</td><td>' + bar +
+      (used === null ? '' : esc((100 * used).toFixed(0) + '%')) + '</td><td class="num">' + esc(usd(t.cloud_usd_per_h)) +
+      '</td><td class="num held">' + esc(t.held_jobs) + '</td></tr>';
+  }), 'no team');
+  const s = (state.data.series && state.data.series.samples) || [];
+  const lines = [];
+  c.teams.forEach(t => {
+    lines.push({ name: t.team + ' settled + reserved', points: s.map(x => {
+      const r = x.teams.find(q => q.team === t.team) || {};
+      return [x.t, (r.settled_usd || 0) + (r.reserved_usd || 0)];
+    }) });
+    if (t.budget_usd !== null)
+      lines.push({ name: t.team + ' budget', dash: true, points: s.map(x => [x.t, t.budget_usd]) });
+  });
+  lineChart($('chart-burn'), lines, { label: 'budget burn-down', fmt: usdAxis, minMax: 0.01 });
+}
+
+function renderSpend() {
+  const c = state.data.costs;
+  if (!c) return;
+  rows('spend-teams', c.teams.map(t => '<tr data-team="' + esc(t.team) + '"><td>' + esc(t.team) + '</td><td class="num onprem">' +
+    esc(usd(t.onprem_usd)) + '</td><td class="num cloud">' + esc(usd(t.cloud_usd)) + '</td><td class="num">' +
+    esc(usd(t.onprem_usd + t.cloud_usd)) + '</td><td class="num">' + esc((t.onprem_gpu_h || 0).toFixed(2)) + '</td><td class="num">' +
+    esc((t.cloud_gpu_h || 0).toFixed(2)) + '</td><td class="num">' + esc(t.jobs) + '</td></tr>'), 'no spend');
+  rows('spend-providers', (c.providers || []).map(p => '<tr data-provider="' + esc(p.provider) + '"><td>' + esc(p.provider) +
+    '</td><td class="num">' + esc(usd(p.usd)) + '</td><td class="num">' + esc(p.instances) + '</td><td>' +
+    (p.emulated ? 'yes (nothing real is bought)' : 'no') + '</td></tr>'), 'providers are shown to admins');
+  const s = (state.data.series && state.data.series.samples) || [];
+  const lines = [{ name: 'on-prem (amortised)', points: s.map(x => [x.t, x.onprem_usd]) },
+                 { name: 'cloud', points: s.map(x => [x.t, x.cloud_usd]) }];
+  c.teams.forEach(t => lines.push({ name: t.team, dash: true, points: s.map(x => {
+    const r = x.teams.find(q => q.team === t.team) || {};
+    return [x.t, (r.onprem_usd || 0) + (r.cloud_usd || 0)];
+  }) }));
+  lineChart($('chart-spend'), lines, { label: 'spend over time', fmt: usdAxis, minMax: 0.01 });
+  const provs = [...new Set(s.flatMap(x => x.providers.map(p => p.provider)))];
+  lineChart($('chart-providers'), provs.map(name => ({ name, points: s.map(x =>
+    [x.t, ((x.providers.find(p => p.provider === name)) || {}).usd || 0]) })), { label: 'cloud spend per provider', fmt: usdAxis, minMax: 0.01 });
+}
+
+function renderGpus() {
+  const t = state.data.tel;
+  if (!t) return;
+  $('tel-source').textContent = t.source === 'nvidia-smi' ? 'from nvidia-smi at ' + clock(t.ts) +
+    '; a job under ' + t.idle_gpu.threshold_pct + '% for ' + dur(t.idle_gpu.window_s) + ' is flagged (' + t.idle_gpu.action + ')'
+    : (t.error || 'no telemetry yet');
+  rows('gpus', t.gpus.map(g => '<tr data-gpu="' + esc(g.index) + '"><td>' + esc(g.index) + '</td><td>' + esc(g.uuid) +
+    '</td><td class="num util"><div class="bar"><i class="settled" style="width:' + g.util_pct.toFixed(0) + '%"></i></div>' +
+    esc(g.util_pct.toFixed(0)) + '%</td><td class="num">' + esc((g.mem_used_mib / 1024).toFixed(1) + ' / ' +
+    (g.mem_total_mib / 1024).toFixed(1) + ' GiB') + '</td><td>' + esc(g.job || 'free') + '</td></tr>'), 'no GPU seen');
+  rows('gpu-jobs', t.jobs.map(j => '<tr data-id="' + esc(j.id) + '" class="' + (j.idle ? 'idle' : '') + '"><td>' + esc(j.id) +
+    '</td><td>' + esc(j.team) + '</td><td>' + esc(j.gpus.join(',')) + '</td><td class="num util">' +
+    esc(j.util_pct === null ? '' : j.util_pct.toFixed(0) + '%') + '</td><td class="num">' +
+    esc((j.mem_used_mib / 1024).toFixed(1) + ' GiB') + '</td><td>' + esc(j.idle_since_ts ? clock(j.idle_since_ts) : '') +
+    '</td><td>' + (j.idle ? (j.stopped ? 'idle: stopped' : 'idle') : '') + '</td></tr>'), 'no running on-prem job');
+}
+
+function render() {
+  document.querySelectorAll('.view').forEach(v => { v.hidden = v.id !== 'view-' + state.view; });
+  document.querySelectorAll('#nav a').forEach(a => a.classList.toggle('on', a.dataset.view === state.view));
+  renderTiles();
+  renderAlerts();
+  renderJobs();
+  renderPools();
+  renderCloud();
+  renderBudgets();
+  renderSpend();
+  renderGpus();
+  document.body.dataset.ready = '1';
+}
+
+// The jobs to show, without reading the whole history every poll (the API
+// lists oldest first): the live states in full each time; jobs newer than
+// the last seen seq (a cursor; the first poll pages through the history
+// once); and, for a job that has left the live states, its record once.
+// Keeps the live jobs and the last KEEP_ENDED ended ones.
+const KEEP_ENDED = 50;
+const LIVE = ['queued', 'placed', 'running'];
+const QUEUED_MAX = 1000;
+async function loadJobs() {
+  const j = state.jobs || (state.jobs = { cursor: 0, byId: new Map() });
+  // At most QUEUED_MAX of a deep queue (the oldest): listing them all every
+  // few seconds would cost the daemon more than the page is worth.
+  const lists = await Promise.all(LIVE.map(st => api('/v1/jobs?state=' + st + '&limit=' +
+    (st === 'queued' ? QUEUED_MAX : 10000))));
+  j.queuedMore = lists[0].next_after !== null;
+  const live = new Map();
+  lists.forEach(l => l.jobs.forEach(x => live.set(x.id, x)));
+  for (;;) {
+    const page = await api('/v1/jobs?after=' + j.cursor + '&limit=10000');
+    page.jobs.forEach(x => { j.byId.set(x.id, x); j.cursor = Math.max(j.cursor, x.seq); });
+    if (page.next_after === null || !page.jobs.length) break;
+  }
+  // Queued jobs past the first QUEUED_MAX are not shown (nor looked up).
+  if (j.queuedMore)
+    [...j.byId.values()].filter(x => x.state === 'queued' && !live.has(x.id)).forEach(x => j.byId.delete(x.id));
+  const gone = [...j.byId.values()].filter(x => LIVE.includes(x.state) && !live.has(x.id));
+  const fresh = await Promise.all(gone.map(x => api('/v1/jobs/' + encodeURIComponent(x.id)).catch(() => null)));
+  fresh.forEach((x, i) => { if (x) j.byId.set(x.id, x); else j.byId.delete(gone[i].id); });
+  live.forEach((x, id) => j.byId.set(id, x));
+  const ended = [...j.byId.values()].filter(x => !LIVE.includes(x.state)).sort((a, b) => a.seq - b.seq);
+  ended.slice(0, Math.max(0, ended.length - KEEP_ENDED)).forEach(x => j.byId.delete(x.id));
+  return { jobs: [...j.byId.values()].sort((a, b) => a.seq - b.seq), queuedMore: j.queuedMore };
+}
+
+async function poll() {
+  clearTimeout(state.timer);
+  try {
+    const [jobs, pools, costs, series, tel] = await Promise.all([
+      loadJobs(), api('/v1/pools'), api('/v1/costs'),
+      api('/v1/ui/series'), api('/v1/ui/telemetry')]);
+    Object.assign(state.data, { jobs, pools, costs, series, tel });
+    $('status').textContent = '';
+    $('updated').textContent = 'Last update ' + new Date().toTimeString().slice(0, 8) + '.';
+    render();
+  } catch (err) {
+    if (err.auth) { signOut(err.message); return; }
+    $('status').textContent = 'cannot reach the daemon: ' + err.message;
+    $('status').className = 'bad';
+  }
+  state.timer = setTimeout(poll, POLL_MS);
+}
+
+// ---- sign in, navigation ---------------------------------------------------
+
+function signOut(msg) {
+  clearTimeout(state.timer);
+  clearViews();
+  sessionStorage.removeItem(KEY);
+  state.token = null;
+  $('main').hidden = true;
+  $('logout').hidden = true;
+  $('login').hidden = false;
+  $('login-error').textContent = msg || '';
+  $('who').textContent = '';
+}
+
+// Forgets what the previous token showed (an open explain, the views).
+function clearViews() {
+  state.explainId = null;
+  $('explain').hidden = true;
+  $('explain').innerHTML = '';
+}
+
+async function signIn(token) {
+  clearTimeout(state.timer);
+  clearViews();
+  document.body.dataset.ready = '0';
+  state.data = {};
+  state.jobs = null;
+  state.token = token;
+  sessionStorage.setItem(KEY, token);
+  $('login').hidden = true;
+  $('main').hidden = false;
+  $('logout').hidden = false;
+  try {
+    const c = await api('/v1/costs');
+    $('who').textContent = c.org ? 'admin view' : 'team view';
+  } catch (err) {
+    if (err.auth) { signOut(err.message); return; }
+  }
+  poll();
+}
+
+// The view named by the address.  #token=T&view=V (for scripts and tests)
+// signs in with T, which goes to sessionStorage at once and is dropped from
+// the address; returns 1 then.
+function route() {
+  const h = location.hash.replace(/^#/, '');
+  const params = new URLSearchParams(h.includes('=') ? h : '');
+  if (params.get('token')) {
+    sessionStorage.setItem(KEY, params.get('token'));
+    const v = params.get('view') || 'jobs';
+    history.replaceState(null, '', location.pathname + '#' + v);
+    state.view = v;
+    return 1;
+  }
+  state.view = ['jobs', 'pools', 'cloud', 'budgets', 'spend', 'gpus'].includes(h) ? h : 'jobs';
+  return 0;
+}
+
+window.addEventListener('hashchange', () => {
+  if (route()) signIn(sessionStorage.getItem(KEY));
+  else if (state.token && state.data.costs) render();
+});
+document.addEventListener('click', ev => {
+  const a = ev.target.closest('[data-explain]');
+  if (a) { ev.preventDefault(); showExplain(a.dataset.explain); }
+});
+$('login').addEventListener('submit', ev => {
+  ev.preventDefault();
+  const t = $('token').value.trim();
+  if (t) signIn(t);
+});
+$('logout').addEventListener('click', () => signOut(''));
+
+route();
+const saved = sessionStorage.getItem(KEY);
+if (saved) signIn(saved); else signOut('');
