@@ -86,7 +86,7 @@ int main(void)
     spw_ui_t *u = spw_ui_create(D, &cfg.daemon, 0);
     spw_ui_sample(u, 1000.0);
     spw_ui_sample(u, 1002.0);
-    spw_caller_t admin = {NULL, 1}, ml = {"ml", 0};
+    spw_caller_t admin = {.admin = 1}, ml = {.team = "ml"};
     json_t *s = spw_ui_series(u, &admin);
     json_t *samples = json_object_get(s, "samples");
     is(json_array_size(samples), 2, "two samples kept");
