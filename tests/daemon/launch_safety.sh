@@ -80,6 +80,7 @@ start_daemon "$T/serve.yaml" "$T/c"
 ok $? "a daemon for the cancel row"
 LC=$T/cancel.ledger
 : >"$LC"
+chmod 666 "$LC"   # jobs run as spillway-job when the test runs as root
 jc=$(submit ml --gpus 1 --retries 2 -- sh -c "echo start >>$LC; trap 'sleep 0.5; echo term >>$LC; exit 0' TERM; sleep 60 & wait \$!")
 started() { grep -q start "$LC"; }
 wait_for "$jc" running 5 && wait_until 5 started
