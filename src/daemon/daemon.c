@@ -568,27 +568,33 @@ static char *env_kv(const char *name, const char *value)
     return s;
 }
 
+/* Makes directory `path` (0750) as the daemon's own: never a link, since a
+ * job may have left one, or a FIFO, at a future job's name; whatever else is
+ * found there is replaced by a real directory.  0, or -1 with errno. */
+static int real_dir(const char *path)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        struct stat sb;
+        if (mkdir(path, 0750) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -1;
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return 0;
+        if (unlink(path) < 0 && errno != ENOENT)
+            return -1;
+    }
+    return -1;
+}
+
 /* The job's checkpoint directory, STATE_DIR/checkpoints/JOBID (absolute),
  * into buf; created (once) when create is set.  0, or -1 with err. */
 static int ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len, int create,
                      spw_error_t *err)
 {
     snprintf(buf, len, "%s/%s", d->ckpt_dir, j->id);
-    if (!create)
+    if (!create || real_dir(buf) == 0)
         return 0;
-    /* Made by the daemon, never a link (a job may have left one at a future
-     * job's name): one found there is replaced by a real directory. */
-    for (int tries = 0; tries < 3; tries++) {
-        struct stat sb;
-        if (mkdir(buf, 0750) == 0)
-            return 0;
-        if (errno != EEXIST)
-            break;
-        if (lstat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
-            return 0;
-        if (unlink(buf) < 0 && errno != ENOENT)
-            break;
-    }
     return spw_errorf(err, "cannot create its checkpoint directory %s: %s", buf,
                       strerror(errno));
 }
@@ -606,18 +612,9 @@ static double ckpt_interval(const spw_daemon_t *d, const djob_t *j)
 static int job_log_dir(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len,
                        spw_error_t *err)
 {
-    struct stat sb;
     snprintf(buf, len, "%s/%s", d->log_dir, j->id);
-    for (int tries = 0; tries < 3; tries++) {
-        if (mkdir(buf, 0750) == 0)
-            return 0;
-        if (errno != EEXIST)
-            break;
-        if (lstat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
-            return 0;
-        if (unlink(buf) < 0 && errno != ENOENT)
-            break;
-    }
+    if (real_dir(buf) == 0)
+        return 0;
     return spw_errorf(err, "cannot create its log directory %s: %s", buf, strerror(errno));
 }
 
@@ -1815,7 +1812,7 @@ uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *e
     return mask;
 }
 
-static int model_ok(const spw_models_t *m, uint64_t mask, int model)
+int spw_daemon_model_ok(const spw_models_t *m, uint64_t mask, int model)
 {
     if (!mask || model < 0)
         return 1;
@@ -1830,7 +1827,7 @@ int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error
     const spw_fleet_t *f = &d->fleet;
     uint64_t most = 0;
     for (size_t i = 0; i < f->npools; i++) {
-        if (!model_ok(&f->models, mask, f->pools[i].model))
+        if (!spw_daemon_model_ok(&f->models, mask, f->pools[i].model))
             continue;
         uint64_t total = d->pool_gpus[i];
         if (total >= gpus)
@@ -1840,7 +1837,7 @@ int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error
     }
     if (d->cfg->policy.wait.kind != SPW_WAIT_NEVER)
         for (size_t i = 0; i < f->noffers; i++)
-            if (model_ok(&f->models, mask, f->offers[i].model))
+            if (spw_daemon_model_ok(&f->models, mask, f->offers[i].model))
                 return 0;
     return spw_errorf(err, "field 'gpus': %u GPUs is more than any pool can ever give (the largest that "
                       "accepts the job has %" PRIu64 ")%s", gpus, most,

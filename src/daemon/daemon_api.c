@@ -212,16 +212,6 @@ int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_erro
 /* Default of daemon.max_instances_per_job. */
 #define DEFAULT_MAX_INSTANCES 256
 
-static int accepts(const spw_models_t *m, uint64_t mask, int model)
-{
-    if (!mask || model < 0)
-        return 1;
-    for (int k = 0; k < m->n; k++)
-        if (mask >> k & 1 && spw_model_accepts(m->name[k], m->name[model]))
-            return 1;
-    return 0;
-}
-
 /* The largest gang a job of model mask can get: the biggest on-prem pool
  * that accepts it, or an offer's GPUs per instance times the instances one
  * job may take (daemon.max_instances_per_job, and the emulated capacity
@@ -233,7 +223,7 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
     uint64_t most = 0;
     *by_cloud = 0;
     for (size_t i = 0; i < f->npools; i++)
-        if (accepts(&f->models, mask, f->pools[i].model) && d->pool_gpus[i] > most)
+        if (spw_daemon_model_ok(&f->models, mask, f->pools[i].model) && d->pool_gpus[i] > most)
             most = d->pool_gpus[i];
     if (d->cfg->policy.wait.kind == SPW_WAIT_NEVER)
         return most;
@@ -241,7 +231,7 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
     if (dc->emulated_capacity && dc->emulated_capacity < inst)
         inst = dc->emulated_capacity;
     for (size_t i = 0; i < f->noffers; i++)
-        if (accepts(&f->models, mask, f->offers[i].model) &&
+        if (spw_daemon_model_ok(&f->models, mask, f->offers[i].model) &&
             (uint64_t)f->offers[i].gpus * inst > most) {
             most = (uint64_t)f->offers[i].gpus * inst;
             *by_cloud = 1;

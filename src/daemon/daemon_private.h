@@ -259,6 +259,9 @@ int spw_daemon_pool_index(const spw_daemon_t *d, const char *name);
  * for judging whether its deadline is at risk. */
 double spw_daemon_est_end(const spw_daemon_t *d, const djob_t *j);
 uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
+/* Whether a GPU of model index `model` (-1 = unnamed) suits a job whose
+ * acceptable models are mask over m (0 = any). */
+int spw_daemon_model_ok(const spw_models_t *m, uint64_t mask, int model);
 int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err);
 int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);
 /* Checks the governance names of a spec against the config: 0, or -1 with
