@@ -189,24 +189,31 @@ static void pools_table(const json_t *doc)
         printf("* emulated cloud\n");
 }
 
-static int get_and_show(int argc, char **argv, const char *cmd, const char *usage,
-                        const char *path, void (*table)(const json_t *))
+/* GETs path and prints it: the JSON with -o json, else table(). */
+static int show(const spw_cli_common_t *co, const char *cmd, const char *path,
+                void (*table)(const json_t *))
 {
-    spw_cli_common_t co;
-    parse_plain(argc, argv, cmd, usage, &co, 0, NULL, NULL);
     spw_client_t cl;
     json_t *doc;
-    spw_client_open(&cl, &co, cmd);
+    spw_client_open(&cl, co, cmd);
     int rc = spw_client_get_json(&cl, path, &doc);
     spw_client_close(&cl);
     if (rc != SPW_CLI_OK)
         return rc;
-    if (co.json)
+    if (co->json)
         spw_cli_json_print(stdout, doc);
     else
         table(doc);
     json_decref(doc);
     return spw_cli_flush(cmd);
+}
+
+static int get_and_show(int argc, char **argv, const char *cmd, const char *usage,
+                        const char *path, void (*table)(const json_t *))
+{
+    spw_cli_common_t co;
+    parse_plain(argc, argv, cmd, usage, &co, 0, NULL, NULL);
+    return show(&co, cmd, path, table);
 }
 
 int spw_cli_pools(int argc, char **argv)
@@ -399,19 +406,7 @@ int spw_cli_costs(int argc, char **argv)
         spw_cli_die_usage("costs", "unexpected argument");
     char path[64];
     snprintf(path, sizeof(path), "/v1/costs%s%s", period ? "?period=" : "", period ? period : "");
-    spw_client_t cl;
-    json_t *doc;
-    spw_client_open(&cl, &co, "costs");
-    int rc = spw_client_get_json(&cl, path, &doc);
-    spw_client_close(&cl);
-    if (rc != SPW_CLI_OK)
-        return rc;
-    if (co.json)
-        spw_cli_json_print(stdout, doc);
-    else
-        costs_table(doc);
-    json_decref(doc);
-    return spw_cli_flush("costs");
+    return show(&co, "costs", path, costs_table);
 }
 
 /* ---- audit --------------------------------------------------------------- */
@@ -524,19 +519,7 @@ int spw_cli_audit(int argc, char **argv)
     if (limit)
         n += snprintf(path + n, sizeof(path) - (size_t)n, "limit=%ld&", limit);
     path[n - 1] = '\0';  /* the last '&' or the '?' */
-    spw_client_t cl;
-    json_t *doc;
-    spw_client_open(&cl, &co, "audit");
-    int rc = spw_client_get_json(&cl, path, &doc);
-    spw_client_close(&cl);
-    if (rc != SPW_CLI_OK)
-        return rc;
-    if (co.json)
-        spw_cli_json_print(stdout, doc);
-    else
-        audit_table(doc);
-    json_decref(doc);
-    return spw_cli_flush("audit");
+    return show(&co, "audit", path, audit_table);
 }
 
 /* ---- admin --------------------------------------------------------------- */
