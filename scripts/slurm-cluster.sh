@@ -110,6 +110,22 @@ stop_nodes() {
     done
 }
 
+# Job steps left behind (slurmstepd outlives a stopped slurmd): each
+# slurmstepd whose environment names this cluster's SLURM_CONF, and its
+# children (the job), by pid.
+stop_steps() {
+    local p pid pids=""
+    for p in /proc/[0-9]*; do
+        pid=${p#/proc/}
+        [ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+        tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$D/slurm.conf" || continue
+        pids="$pids $pid $(pgrep -P "$pid" | tr '\n' ' ')"
+    done
+    [ -n "${pids// /}" ] || return 0
+    kill -KILL $pids 2>/dev/null
+    return 0
+}
+
 stop_ctld() {
     local pid
     pid=$(pid_of "$D/slurmctld.pid") && stop_pid "$pid"
@@ -231,8 +247,10 @@ cmd_start() {
 case $CMD in
 start) cmd_start "$@" ;;
 stop)
+    [ -d "$D" ] && D=$(cd "$D" && pwd)
     stop_nodes
     stop_ctld
+    stop_steps
     ;;
 stop-ctld) stop_ctld ;;
 start-ctld) need_slurm; start_ctld ;;

@@ -42,9 +42,20 @@ struct spw_slurm {
     size_t nended, capended;
     char **fenced;              /* owned tokens that must never run */
     size_t nfenced, capfenced;
+    char **nodes;               /* owned node names (spw_slurm_set_nodes) */
+    size_t nnodes;
+    json_t *before;             /* jobs in Slurm when the first launch
+                                   came (squeue --json "jobs"): a launch
+                                   whose token a job of an earlier daemon
+                                   process already carries adopts it */
+    int before_read;            /* before was read */
     json_t *snap;               /* the last squeue --json "jobs" array, valid
                                    until the next tick(); NULL = none */
 };
+
+static int snapshot(spw_slurm_t *sb, spw_error_t *err);
+static long jint(json_t *o, const char *k);
+static const char *jstr(json_t *o, const char *k);
 
 /* ---- running commands ------------------------------------------------- */
 
@@ -376,7 +387,49 @@ void spw_slurm_destroy(spw_slurm_t *sb)
         free(sb->fenced[i]);
     free(sb->fenced);
     json_decref(sb->snap);
+    json_decref(sb->before);
+    for (size_t i = 0; i < sb->nnodes; i++)
+        free(sb->nodes[i]);
+    free(sb->nodes);
     free(sb);
+}
+
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n)
+{
+    for (size_t i = 0; i < sb->nnodes; i++)
+        free(sb->nodes[i]);
+    free(sb->nodes);
+    sb->nodes = spw_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        sb->nodes[i] = spw_xstrdup(nodes[i].name);
+    sb->nnodes = n;
+}
+
+int spw_slurm_node_index(const spw_slurm_t *sb, const char *name)
+{
+    for (size_t i = 0; i < sb->nnodes; i++)
+        if (strcmp(sb->nodes[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The node a one-node launch is pinned to (SPILLWAY_PLACEMENT=POOL/INDEX
+ * in its env), or NULL. */
+static const char *pinned_node(const spw_slurm_t *sb, const spw_launch_t *req)
+{
+    if (req->nodes > 1)
+        return NULL;
+    for (size_t i = 0; req->env && req->env[i]; i++) {
+        if (strncmp(req->env[i], "SPILLWAY_PLACEMENT=", 19) != 0)
+            continue;
+        const char *slash = strrchr(req->env[i], '/');
+        char *end;
+        if (!slash)
+            return NULL;
+        unsigned long k = strtoul(slash + 1, &end, 10);
+        return *end == '\0' && end != slash + 1 && k < sb->nnodes ? sb->nodes[k] : NULL;
+    }
+    return NULL;
 }
 
 size_t spw_slurm_count(const spw_slurm_t *sb)
@@ -479,6 +532,35 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         return spw_errorf(err, "launch token %s was fenced after a lost launch; use a new attempt",
                           req->token);
 
+    /* Never submit twice: a job of an earlier daemon process (killed after
+     * its sbatch, before it recorded the id) may carry this token already;
+     * then launching is adopting it. */
+    if (!sb->before_read) {
+        spw_error_t e3;
+        if (snapshot(sb, &e3) < 0)
+            return spw_errorf(err, "cannot list Slurm's jobs before the first launch: %s", e3.text);
+        sb->before = json_incref(sb->snap);
+        sb->before_read = 1;
+    }
+    {
+        size_t i;
+        json_t *o;
+        json_array_foreach(sb->before, i, o)
+        {
+            if (strcmp(jstr(o, "comment"), req->token) != 0)
+                continue;
+            memset(out, 0, sizeof(*out));
+            snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
+            snprintf(out->token, sizeof(out->token), "%s", req->token);
+            long id = jint(o, "job_id");
+            snprintf(out->ext, sizeof(out->ext), "%ld", id);
+            out->started_s = req->now_s;
+            out->max_runtime_s = req->max_runtime_s;
+            track(sb, out, id);
+            json_array_remove(sb->before, i);
+            return 0;
+        }
+    }
     char name[SPW_JOB_ID_MAX + 20], comment[SPW_TOKEN_MAX + 16], gres[48], nodes[32],
         outp[4200], errp[4200], timev[48], part[300], wd[4200];
     snprintf(name, sizeof(name), "--job-name=spw-%s", req->job_id);
@@ -511,6 +593,12 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         unsigned long secs = (unsigned long)s;
         snprintf(timev, sizeof(timev), "--time=%lu:%02lu", secs / 60, secs % 60);
         argv[na++] = timev;
+    }
+    char pin[100];
+    const char *node = pinned_node(sb, req);
+    if (node) {
+        snprintf(pin, sizeof(pin), "--nodelist=%s", node);
+        argv[na++] = pin;
     }
     if (req->workdir) {
         snprintf(wd, sizeof(wd), "--chdir=%s", req->workdir);
@@ -905,8 +993,11 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
             if (strcmp(s, "DRAIN") == 0 || strcmp(s, "DRAINING") == 0 ||
                 strcmp(s, "DRAINED") == 0 || strcmp(s, "FAIL") == 0 ||
                 strcmp(s, "NOT_RESPONDING") == 0 || strcmp(s, "POWERED_DOWN") == 0 ||
-                strcmp(s, "POWERING_DOWN") == 0)
+                strcmp(s, "POWERING_DOWN") == 0) {
                 x->down = 1;
+                size_t l = strlen(x->state);
+                snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);
+            }
         }
     }
     json_decref(root);

@@ -90,6 +90,15 @@ size_t spw_slurm_count(const spw_slurm_t *sb);
  * frees) and *n, or -1 with a sentence in err (Slurm unreachable). */
 int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err);
 
+/* Names the partition's nodes in the order the daemon numbers them
+ * (copied).  Then a one-node launch whose env holds
+ * SPILLWAY_PLACEMENT=POOL/INDEX is pinned to node INDEX (--nodelist), so
+ * that Slurm runs it where the engine placed it. */
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n);
+
+/* The index of a node name among those set, or -1. */
+int spw_slurm_node_index(const spw_slurm_t *sb, const char *name);
+
 /* Runs a Slurm command (argv[0] looked up in bin_dir or PATH) with the
  * backend's SLURM_CONF and timeout, stdin from `in` (NULL = /dev/null).
  * Returns its exit status (0..255), with *out (caller frees, NUL-terminated,
