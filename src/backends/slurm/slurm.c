@@ -1031,6 +1031,7 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
             if (g)
                 g++;
         }
+        /* Powered down (a cloud node Slurm powers up on demand) is not down. */
         x->down = strcmp(x->state, "down") == 0 || strcmp(x->state, "error") == 0 ||
                   strcmp(x->state, "future") == 0 || strcmp(x->state, "unknown") == 0;
         json_t *flags = json_object_get(nd, "state_flags"), *f;
@@ -1038,10 +1039,13 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
         json_array_foreach(flags, fi, f)
         {
             const char *s = json_is_string(f) ? json_string_value(f) : "";
+            if (strncmp(s, "POWER", 5) == 0) { /* shown, not down */
+                size_t l = strlen(x->state);
+                snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);
+            }
             if (strcmp(s, "DRAIN") == 0 || strcmp(s, "DRAINING") == 0 ||
                 strcmp(s, "DRAINED") == 0 || strcmp(s, "FAIL") == 0 ||
-                strcmp(s, "NOT_RESPONDING") == 0 || strcmp(s, "POWERED_DOWN") == 0 ||
-                strcmp(s, "POWERING_DOWN") == 0) {
+                strcmp(s, "NOT_RESPONDING") == 0) {
                 x->down = 1;
                 size_t l = strlen(x->state);
                 snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);

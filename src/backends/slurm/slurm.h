@@ -65,9 +65,12 @@ typedef struct spw_slurm_node {
     uint32_t gpus;              /* GPUs of its gres (gpu:TYPE:N or gpu:N) */
     char gpu_type[32];          /* TYPE of that gres; "" if untyped */
     char features[128];         /* its features, comma-separated */
-    char state[32];             /* base state ("idle", "mixed", "down", ...) */
+    char state[48];             /* base state ("idle", "mixed", "down", ...),
+                                   then "+FLAG" for DRAIN, POWERED_DOWN... */
     int down;                   /* 1: down, drained, draining, failing or not
-                                   responding: takes no new work */
+                                   responding: takes no new work (a cloud
+                                   node powered down is not: Slurm powers
+                                   it up when a job needs it) */
     char reason[128];           /* why, when Slurm says */
 } spw_slurm_node_t;
 
