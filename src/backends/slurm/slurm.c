@@ -873,6 +873,8 @@ static int sl_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_slurm_t *sb = be;
     size_t n = sb->nended < max ? sb->nended : max;
+    if (n == 0)
+        return 0;
     memcpy(exits, sb->ended, n * sizeof(*exits));
     memmove(sb->ended, sb->ended + n, (sb->nended - n) * sizeof(*exits));
     sb->nended -= n;
