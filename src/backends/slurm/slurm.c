@@ -364,6 +364,10 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
         spw_errorf(err, "slurm timeouts must be >= 0 seconds");
         return NULL;
     }
+    if (o->slurm_conf && access(o->slurm_conf, R_OK) < 0) {
+        spw_errorf(err, "cannot read slurm_conf %s: %s", o->slurm_conf, strerror(errno));
+        return NULL;
+    }
     spw_slurm_t *sb = spw_xcalloc(1, sizeof(*sb));
     sb->partition = spw_xstrdup(o->partition);
     sb->bin_dir = o->bin_dir && o->bin_dir[0] ? spw_xstrdup(o->bin_dir) : NULL;
