@@ -98,18 +98,29 @@ demo: deps
 	@echo "== the same engine, live: spillway serve with examples/serve.yaml"
 	sh scripts/live-demo.sh
 
-tests: $(TEST_BIN) spillway
+# Programs driven by tests/slurm/*.sh against a real Slurm cluster.
+SLURM_TEST_BIN = $(B)/tests/slurm/slurm_backend
+
+$(B)/tests/slurm/%: tests/slurm/%.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
+tests: $(TEST_BIN) $(SLURM_TEST_BIN) spillway
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
+	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
+	    $(wildcard tests/slurm/*.sh)
 
-# The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
-# spillway: the daemon, HTTP layer and client under ASan and UBSan.
+# The live daemon tests (tests/daemon/*.sh, and tests/slurm/*.sh against a
+# real Slurm) against a sanitizer build of spillway: the daemon, HTTP layer,
+# client and Slurm backend under ASan and UBSan.
 san-daemon:
-	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway
-	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh)
+	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway build/san/tests/slurm/slurm_backend
+	SPILLWAY=build/san/spillway SPW_SLURM_TEST_BIN=$(CURDIR)/build/san/tests/slurm/slurm_backend \
+	    prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
+	    $(wildcard tests/slurm/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)

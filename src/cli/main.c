@@ -15,6 +15,7 @@
 #include "cli/report.h"
 #include "cli/report_html.h"
 #include "cli/serve.h"
+#include "cli/slurm.h"
 #include "cli/spotjob_report.h"
 #include "sim/config.h"
 #include "sim/gen.h"
@@ -67,6 +68,8 @@ static const char main_usage[] =
     "  audit     who did what: the daemon's audit log (admin)\n"
     "  admin     administration: 'spillway admin preempt INSTANCE_ID',\n"
     "            'spillway admin node POOL/INDEX down|up'\n"
+    "  slurm     Slurm helpers: 'spillway slurm nodes PARTITION', and resume /\n"
+    "            suspend HOSTLIST as Slurm's power-saving programs (docs/slurm.md)\n"
     "\n"
     "  version   print the version\n"
     "  help      this text; 'spillway help COMMAND' for one command\n"
@@ -1172,6 +1175,7 @@ static const command_t commands[] = {
     {"costs", spw_cli_costs, spw_cli_costs_usage},
     {"audit", spw_cli_audit, spw_cli_audit_usage},
     {"admin", spw_cli_admin, spw_cli_admin_usage},
+    {"slurm", spw_cli_slurm, NULL},  /* its usage: spw_cli_slurm --help */
 };
 
 int main(int argc, char **argv)

@@ -48,6 +48,15 @@ static double mono(void)
 
 static void note_commit(spw_daemon_t *d, int ok, const char *why);
 static void gc_add(spw_daemon_t *d, const char *token);
+/* The backend running job j's process (pools.c). */
+static void *job_be(spw_daemon_t *d, const djob_t *j)
+{
+    void *be;
+    spw_daemon_job_ops(d, j, &be);
+    return be;
+}
+#define JOB_OPS(d, j) spw_daemon_job_ops((d), (j), &(void *){NULL})
+#define JOB_BE(d, j) job_be((d), (j))
 
 static void say(spw_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(spw_daemon_t *d, const char *fmt, ...)
@@ -102,6 +111,7 @@ static djob_t *job_new(spw_daemon_t *d, int64_t seq)
     spw_job_reset(&j->ej);
     j->placed_ts = j->start_ts = j->end_ts = j->charge_ts = NAN;
     j->pool = j->node = j->offer = -1;
+    j->be_pool = -1;
     d->jobs[seq] = j;
     if ((size_t)seq >= d->njobs)
         d->njobs = (size_t)seq + 1;
@@ -500,7 +510,7 @@ static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const
 {
     if (j->running && !j->stopping) {
         spw_error_t err;
-        if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0)
+        if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, &err) < 0)
             say(d, "job %s: cannot stop it: %s", j->id, err.text);
         j->stopping = 1;
     }
@@ -725,7 +735,13 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .token = j->token,
             .nodes = j->ej.nnodes,
         };
-        rc = d->be_ops->launch(d->be, &req, &j->h, &err);
+        /* An on-prem placement runs on its pool's backend (pools.c). */
+        void *be;
+        const struct spw_backend_ops *ops =
+            spw_daemon_pool_ops(d, j->ej.state == SPW_JOB_ONPREM ? j->pool : -1, &be);
+        rc = ops->launch(be, &req, &j->h, &err);
+        if (rc == 0)
+            j->be_pool = ops == d->be_ops ? -1 : j->pool;
     }
     for (size_t i = 0; i < nenv; i++)
         free(env[i]);
@@ -1161,7 +1177,7 @@ static void stop_over_worst_case(spw_daemon_t *d, double now)
         say(d, "job %s %s", j->id, j->reason);
         if (j->running) {
             spw_error_t err;
-            if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0) {
+            if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, &err) < 0) {
                 say(d, "job %s: cannot stop it: %s", j->id, err.text);
                 continue;
             }
@@ -1408,6 +1424,7 @@ static void turn_locked(spw_daemon_t *d)
         now = d->now;   /* the engine needs a clock that never goes back */
     d->now = now;
     commit_submits(d, now);
+    spw_daemon_pools_sync(d, now);
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
     if (!tx) {
@@ -1420,12 +1437,19 @@ static void turn_locked(spw_daemon_t *d)
     }
     d->write_failed = 0;
     spw_daemon_guard_flush(d);  /* the audit rows join the turn's commit */
-    d->be_ops->tick(d->be, now);
-    spw_exit_t ex[64];
-    int n;
-    while ((n = d->be_ops->poll(d->be, ex, 64)) > 0)
-        for (int i = 0; i < n; i++)
-            handle_exit(d, &ex[i], now);
+    /* The local backend, then each pool's own (pools.c). */
+    for (int32_t p = -1; p < (int32_t)d->fleet.npools; p++) {
+        void *be;
+        const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, p, &be);
+        if (p >= 0 && ops == d->be_ops)
+            continue;
+        ops->tick(be, now);
+        spw_exit_t ex[64];
+        int n;
+        while ((n = ops->poll(be, ex, 64)) > 0)
+            for (int i = 0; i < n; i++)
+                handle_exit(d, &ex[i], now);
+    }
     spw_inst_event_t ev[64];
     size_t m;
     while ((m = d->pv_ops->poll(d->pv, now, ev, 64)) > 0)
@@ -1627,7 +1651,7 @@ int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         }
     }
     if (j->running) {
-        if (!j->cancel_req && d->be_ops->cancel(d->be, &j->h, now, err) < 0) {
+        if (!j->cancel_req && JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, err) < 0) {
             /* Recorded: its exit ends it cancelled, and a restart stops it. */
             say(d, "job %s: cannot signal it yet: %s", j->id, err->text);
         }
@@ -2222,6 +2246,28 @@ static int find_launch(spw_daemon_t *d, const char *token, spw_handle_t *h, spw_
  * the backend cannot tell (err). */
 static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr)
 {
+    void *pbe;
+    int32_t pool = j->ej.state == SPW_JOB_ONPREM ? j->ej.pool : j->pool;
+    const struct spw_backend_ops *pops = spw_daemon_pool_ops(d, pool, &pbe);
+    if (pops != d->be_ops) {
+        /* A pool with its own backend (Slurm): whatever carries the token
+         * of the attempt's committed intent, recorded handle or not. */
+        if (!j->token[0])
+            return -1;   /* no intent: nothing was launched */
+        spw_handle_t ph;
+        int rc = pops->find(pbe, j->token, &ph, ferr);
+        if (rc < 0)
+            return -2;
+        if (rc == 0)
+            return -1;
+        j->h = ph;
+        j->be_pool = pool;
+        j->running = 1;
+        if (isnan(j->start_ts))
+            j->start_ts = d->now;
+        say(d, "job %s: re-adopted %s job %s", j->id, pops->name, ph.ext);
+        return 0;
+    }
     spw_handle_t h;
     spw_error_t err;
     memset(&h, 0, sizeof(h));
@@ -2329,7 +2375,7 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
             ej_reset(j);
             if (j->running) {
                 spw_error_t err;
-                d->be_ops->cancel(d->be, &j->h, d->now, &err);
+                JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, d->now, &err);
                 j->cancel_req = 1;
                 set_reason(j, "its GPUs are taken after a config change; stopping it");
                 return 0;
@@ -2401,7 +2447,7 @@ static void stop_old(spw_daemon_t *d, djob_t *j)
         j->h.pid = 0;
         return;
     }
-    if (d->be_ops->cancel(d->be, &j->h, d->now, &err) < 0)
+    if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, d->now, &err) < 0)
         say(d, "job %s: cannot stop the process of its interrupted attempt: %s", j->id, err.text);
     j->stopping = 1;
 }
@@ -2608,6 +2654,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
+    if (spw_daemon_pools_setup(d, err) < 0)
+        goto error;
     d->pool_gpus = spw_xcalloc(d->fleet.npools + 1, sizeof(uint64_t));
     for (size_t i = 0; i < d->fleet.npools; i++)
         for (uint32_t n = 0; n < d->fleet.pools[i].nnodes; n++)
@@ -2706,6 +2754,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     }
     if (d->be_ops && d->be)
         d->be_ops->destroy(d->be);
+    spw_daemon_pools_destroy(d);
     if (d->pv_ops && d->pv)
         d->pv_ops->destroy(d->pv);
     spw_daemon_guard_free(d);
