@@ -38,7 +38,8 @@ daemon:
 EOF2
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts with the on-prem and the cloud partition as pools" || exit 1
-sq() { squeue -h -t all -o '%i %T %k %N' | grep " spw"; }
+# Launch tokens: DAEMONID (12 hex characters).JOBID.ATTEMPT.
+sq() { squeue -h -t all -o '%i %T %k %N' | grep -E ' [0-9a-f]{12}\.j-[0-9]+\.[0-9]+ '; }
 
 a=$(submit ml --gpus 4 --name fill -- sleep 120)
 wait_for "$a" running 20

@@ -48,7 +48,8 @@ p = [x for x in d["pools"] if x["name"] == "gpu"][0]
 assert p["backend"] == "slurm" and p["nodes"] == 3 and p["gpus"] == 12, p'
 ok $? "the pool's nodes and GPUs come from Slurm: backend slurm, 3 nodes, 12 GPUs" || diag "$(cat "$T/pools.json")"
 # Jobs of this daemon in Slurm: "ID STATE COMMENT NODES" lines.
-sq() { squeue -h -t all -o '%i %T %k %N' | grep " spw"; }
+# Launch tokens: DAEMONID (12 hex characters).JOBID.ATTEMPT.
+sq() { squeue -h -t all -o '%i %T %k %N' | grep -E ' [0-9a-f]{12}\.j-[0-9]+\.[0-9]+ '; }
 sq_count() { sq | grep -c "\.$1\.";  }
 
 # ---- submit -> run -> exit code -> logs ---------------------------------
