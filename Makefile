@@ -82,6 +82,13 @@ demo: deps
 	@echo "== the same engine, live: spillway serve with examples/serve.yaml"
 	sh scripts/live-demo.sh
 
+# Programs driven by tests/slurm/*.sh against a real Slurm cluster.
+SLURM_TEST_BIN = $(B)/tests/slurm/slurm_backend
+
+$(B)/tests/slurm/%: tests/slurm/%.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
 # Programs driven by tests/ssh/*.sh against a cluster of namespaces with sshd.
 SSH_TEST_BIN = $(B)/tests/ssh/ssh_backend
 
@@ -89,12 +96,12 @@ $(B)/tests/ssh/%: tests/ssh/%.c $(B)/libspillway.a tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
 
-tests: $(TEST_BIN) $(SSH_TEST_BIN) spillway
+tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) spillway
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ssh/*.sh)
+	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
 
 # The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
 # spillway: the daemon, HTTP layer and client under ASan and UBSan.

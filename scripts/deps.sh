@@ -7,8 +7,8 @@ set -e
 level=${1:-build}
 pkgs="gcc libc6-dev make pkg-config libyaml-dev libsqlite3-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
 case $level in
-test) pkgs="$pkgs perl python3 prometheus curl openssh-server openssh-client iproute2 bubblewrap" ;;
-fuzz) pkgs="$pkgs perl python3 prometheus curl openssh-server openssh-client iproute2 bubblewrap clang libclang-rt-14-dev valgrind" ;;
+test) pkgs="$pkgs perl python3 prometheus curl slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap" ;;
+fuzz) pkgs="$pkgs perl python3 prometheus curl slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap clang libclang-rt-14-dev valgrind" ;;
 esac
 missing=""
 for p in $pkgs; do

@@ -42,6 +42,16 @@ static double mono(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The backend running job j's process (pools.c). */
+static void *job_be(spw_daemon_t *d, const djob_t *j)
+{
+    void *be;
+    spw_daemon_job_ops(d, j, &be);
+    return be;
+}
+#define JOB_OPS(d, j) spw_daemon_job_ops((d), (j), &(void *){NULL})
+#define JOB_BE(d, j) job_be((d), (j))
+
 static void say(spw_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(spw_daemon_t *d, const char *fmt, ...)
 {
@@ -95,6 +105,7 @@ static djob_t *job_new(spw_daemon_t *d, int64_t seq)
     spw_job_reset(&j->ej);
     j->placed_ts = j->start_ts = j->end_ts = j->charge_ts = NAN;
     j->pool = j->node = j->offer = -1;
+    j->be_pool = -1;
     d->jobs[seq] = j;
     if ((size_t)seq >= d->njobs)
         d->njobs = (size_t)seq + 1;
@@ -462,7 +473,7 @@ static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const
 {
     if (j->running && !j->stopping) {
         spw_error_t err;
-        if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0)
+        if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, &err) < 0)
             say(d, "job %s: cannot stop it: %s", j->id, err.text);
         j->stopping = 1;
     }
@@ -587,7 +598,17 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
             .max_runtime_s = run_limit(d, j),
             .now_s = now,
         };
-        rc = d->be_ops->launch(d->be, &req, &j->h, &err);
+        /* An on-prem placement runs on its pool's backend (pools.c). */
+        char token[SPW_TOKEN_MAX];
+        spw_daemon_token(d, j, j->attempts + 1, token, sizeof(token));
+        req.token = token;
+        req.nodes = j->ej.nnodes;
+        void *be;
+        const struct spw_backend_ops *ops =
+            spw_daemon_pool_ops(d, j->ej.state == SPW_JOB_ONPREM ? j->pool : -1, &be);
+        rc = ops->launch(be, &req, &j->h, &err);
+        if (rc == 0)
+            j->be_pool = ops == d->be_ops ? -1 : j->pool;
     }
     for (size_t i = 0; i < nenv; i++)
         free(env[i]);
@@ -1014,7 +1035,7 @@ static void stop_over_worst_case(spw_daemon_t *d, double now)
         say(d, "job %s %s", j->id, j->reason);
         if (j->running) {
             spw_error_t err;
-            if (d->be_ops->cancel(d->be, &j->h, now, &err) < 0) {
+            if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, &err) < 0) {
                 say(d, "job %s: cannot stop it: %s", j->id, err.text);
                 continue;
             }
@@ -1192,14 +1213,22 @@ static void turn_locked(spw_daemon_t *d)
         now = d->now;   /* the engine needs a clock that never goes back */
     d->now = now;
     commit_submits(d, now);
+    spw_daemon_pools_sync(d, now);
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
-    d->be_ops->tick(d->be, now);
-    spw_exit_t ex[64];
-    int n;
-    while ((n = d->be_ops->poll(d->be, ex, 64)) > 0)
-        for (int i = 0; i < n; i++)
-            handle_exit(d, &ex[i], now);
+    /* The local backend, then each pool's own (pools.c). */
+    for (int32_t p = -1; p < (int32_t)d->fleet.npools; p++) {
+        void *be;
+        const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, p, &be);
+        if (p >= 0 && ops == d->be_ops)
+            continue;
+        ops->tick(be, now);
+        spw_exit_t ex[64];
+        int n;
+        while ((n = ops->poll(be, ex, 64)) > 0)
+            for (int i = 0; i < n; i++)
+                handle_exit(d, &ex[i], now);
+    }
     spw_inst_event_t ev[64];
     size_t m;
     while ((m = d->pv_ops->poll(d->pv, now, ev, 64)) > 0)
@@ -1316,7 +1345,7 @@ int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
     if (spw_djob_state_terminal(j->st))
         return spw_errorf(err, "job %s has already ended (%s)", j->id, spw_djob_state_name(j->st)), 409;
     if (j->running) {
-        if (!j->cancel_req && d->be_ops->cancel(d->be, &j->h, now, err) < 0)
+        if (!j->cancel_req && JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, err) < 0)
             return 503;
         j->cancel_req = 1;
         set_reason(j, "cancel requested; stopping its processes");
@@ -1859,6 +1888,31 @@ static uint64_t parse_bits(const char *s)
 /* Re-adopts the process of a placed job; 0 if it runs, -1 if it is gone. */
 static int readopt(spw_daemon_t *d, djob_t *j)
 {
+    void *pbe;
+    int32_t pool = j->ej.state == SPW_JOB_ONPREM ? j->ej.pool : j->pool;
+    const struct spw_backend_ops *pops = spw_daemon_pool_ops(d, pool, &pbe);
+    if (pops != d->be_ops) {
+        /* A pool with its own backend (Slurm): find the launch by its
+         * token, the attempt recorded or the one launched in the instant
+         * before it was recorded; never launch it again. */
+        for (int a = j->attempts + 1; a >= j->attempts && a >= 1; a--) {
+            char token[SPW_TOKEN_MAX];
+            spw_daemon_token(d, j, a, token, sizeof(token));
+            spw_handle_t h;
+            spw_error_t err;
+            if (pops->find(pbe, token, &h, &err) != 1)
+                continue;
+            j->h = h;
+            j->be_pool = pool;
+            j->running = 1;
+            j->attempts = a;
+            if (isnan(j->start_ts))
+                j->start_ts = d->now;
+            say(d, "job %s: re-adopted %s job %s", j->id, pops->name, h.ext);
+            return 0;
+        }
+        return -1;
+    }
     pid_t pid = j->h.pid;
     uint64_t ticks = j->h.start_ticks;
     if (!pid && spw_local_find_job(j->id, &pid, &ticks) < 0)
@@ -1943,7 +1997,7 @@ static void recover_placed(spw_daemon_t *d, djob_t *j)
             ej_reset(j);
             if (j->running) {
                 spw_error_t err;
-                d->be_ops->cancel(d->be, &j->h, d->now, &err);
+                JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, d->now, &err);
                 j->cancel_req = 1;
                 set_reason(j, "its GPUs are taken after a config change; stopping it");
                 return;
@@ -2011,7 +2065,7 @@ static void stop_old(spw_daemon_t *d, djob_t *j)
         return;
     }
     spw_error_t err;
-    if (d->be_ops->cancel(d->be, &j->h, d->now, &err) < 0)
+    if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, d->now, &err) < 0)
         say(d, "job %s: cannot stop the process of its interrupted attempt: %s", j->id, err.text);
     j->stopping = 1;
 }
@@ -2126,6 +2180,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
+    if (spw_daemon_pools_setup(d, err) < 0)
+        goto error;
     d->pool_gpus = spw_xcalloc(d->fleet.npools + 1, sizeof(uint64_t));
     for (size_t i = 0; i < d->fleet.npools; i++)
         for (uint32_t n = 0; n < d->fleet.pools[i].nnodes; n++)
@@ -2206,6 +2262,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     }
     if (d->be_ops && d->be)
         d->be_ops->destroy(d->be);
+    spw_daemon_pools_destroy(d);
     if (d->pv_ops && d->pv)
         d->pv_ops->destroy(d->pv);
     spw_store_close(d->store);

@@ -41,6 +41,8 @@ typedef struct djob {
                                    placement start */
     int running;                /* the backend tracks its process (h) */
     spw_handle_t h;             /* the process, while running */
+    int32_t be_pool;            /* pool whose backend runs h (pools.c);
+                                   -1 = the daemon's own (local) backend */
     int32_t pool;               /* on-prem pool it is (or last was) placed
                                    in; -1 = none */
     int32_t node;               /* its node; -1 */
@@ -115,8 +117,17 @@ struct spw_daemon {
                                     counts possibly from nvidia-smi) */
     spw_engine_t *engine;
     spw_store_t *store;
-    const struct spw_backend_ops *be_ops;
+    const struct spw_backend_ops *be_ops; /* the local backend: cloud jobs
+                                    and pools without a backend of their own */
     void *be;
+    /* Per-pool backends (pools.c; config pool key `backend:`): */
+    const struct spw_backend_ops **pool_ops; /* per pool; NULL = be_ops */
+    void **pool_be;              /* per pool; NULL = be */
+    uint8_t **pool_slurm_down;   /* per Slurm pool, per node: down as Slurm
+                                    last said (changes are applied with
+                                    spw_daemon_do_node); NULL otherwise */
+    double nodes_sync_ts;        /* last read of Slurm's node states */
+    char daemon_id[24];          /* names this daemon's launch tokens */
     const struct spw_provider_ops *pv_ops;
     void *pv;
     char *state_dir;             /* owned */
@@ -165,6 +176,23 @@ struct spw_daemon {
 };
 
 extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
+
+/* pools.c: per-pool backends. */
+/* Creates the backend of every pool that names one; a Slurm pool's nodes
+ * and GPUs are read from Slurm and replace the config's.  Call after the
+ * fleet is copied, before the engine is made.  0, or -1 with err. */
+int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err);
+/* Applies Slurm's node states (at most every 2 s): a node that went down,
+ * drained or not responding is taken down (its jobs fail over), one that
+ * came back is brought up. */
+void spw_daemon_pools_sync(spw_daemon_t *d, double now);
+void spw_daemon_pools_destroy(spw_daemon_t *d);
+/* The backend that runs job j's process (j->be_pool), into *be. */
+const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *j, void **be);
+/* The backend of pool `pool` (-1 = the local one), into *be. */
+const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be);
+/* The launch token of job j's attempt `attempt`: "DAEMONID.JOBID.ATTEMPT". */
+void spw_daemon_token(const spw_daemon_t *d, const djob_t *j, int attempt, char *buf, size_t len);
 
 /* daemon.c, for daemon_api.c. */
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);

@@ -244,6 +244,7 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
 {
     static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
                                        "cost_usd_per_gpu_h", "nodes_from", "mtbf", "mttr",
+                                       "backend", "partition", "cluster", "slurm_conf",
                                        NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
@@ -282,6 +283,25 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         return 0;
     }
     const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
+    const spw_ynode_t *bk = spw_ymap_get(n, "backend");
+    if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn && strcmp(bk->str, "slurm") == 0) {
+        /* A Slurm pool's nodes are read from Slurm when the daemon starts;
+         * until then (and in `sim`) it is one node of one GPU. */
+        spw_pool_spec_t *p = add_pool(f, name);
+        p->nnodes = 1;
+        p->node_gpus = spw_xmalloc(sizeof(uint16_t));
+        p->node_gpus[0] = 1;
+        p->model = -1;
+        p->cost_usd_per_gpu_h = cost;
+        if (spw_ymap_get(n, "gpu")) {
+            if (spw_ynode_str(x->d, spw_ymap_get(n, "gpu"), "gpu", &gpu, err) < 0)
+                return -1;
+            spw_error_t e2;
+            if ((p->model = spw_models_intern(&f->models, gpu, strlen(gpu), &e2)) < 0)
+                return at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
+        }
+        return 0;
+    }
     if (!nn)
         return at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
     if (!gn)
@@ -311,10 +331,58 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     return 0;
 }
 
+/* A pool's backend keys (backend, partition, cluster, slurm_conf), for
+ * the pools from index start on. */
+static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
+{
+    static const char *const names[] = {"local", "slurm", NULL};
+    const spw_ynode_t *bn = spw_ymap_get(n, "backend"), *pn = spw_ymap_get(n, "partition"),
+                      *cn = spw_ymap_get(n, "cluster"), *sn = spw_ymap_get(n, "slurm_conf");
+    spw_config_t *c = x->cfg;
+    if (!bn && !pn && !cn && !sn)
+        return 0;
+    const char *be = "local", *part = NULL, *cluster = NULL, *conf = NULL;
+    if (bn && spw_ynode_str(x->d, bn, "backend", &be, err) < 0)
+        return -1;
+    size_t k = 0;
+    while (names[k] && strcmp(names[k], be) != 0)
+        k++;
+    if (!names[k])
+        return at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm)",
+                  c->fleet.pools[start].name, be);
+    if ((pn && spw_ynode_str(x->d, pn, "partition", &part, err) < 0) ||
+        (cn && spw_ynode_str(x->d, cn, "cluster", &cluster, err) < 0) ||
+        (sn && spw_ynode_str(x->d, sn, "slurm_conf", &conf, err) < 0))
+        return -1;
+    if (strcmp(be, "slurm") != 0 && (pn || cn || sn))
+        return at(x, pn ? pn : cn ? cn : sn, err,
+                  "pool '%s': partition, cluster and slurm_conf need 'backend: slurm'",
+                  c->fleet.pools[start].name);
+    if (strcmp(be, "slurm") == 0 && (!part || !part[0]))
+        return at(x, bn, err, "pool '%s': a slurm pool needs 'partition: NAME' (the Slurm "
+                              "partition its jobs are submitted to)", c->fleet.pools[start].name);
+    c->pool_backends = spw_xrealloc(c->pool_backends,
+                                    c->fleet.npools * sizeof(*c->pool_backends));
+    for (size_t i = c->npool_backends; i < c->fleet.npools; i++)
+        memset(&c->pool_backends[i], 0, sizeof(c->pool_backends[i]));
+    c->npool_backends = c->fleet.npools;
+    for (size_t i = start; i < c->fleet.npools; i++) {
+        spw_pool_backend_conf_t *b = &c->pool_backends[i];
+        b->backend = spw_xstrdup(be);
+        b->partition = part ? spw_xstrdup(part) : NULL;
+        b->cluster = cluster ? spw_xstrdup(cluster) : NULL;
+        b->slurm_conf = conf ? resolve(x->base_dir, conf) : NULL;
+        b->line = bn ? bn->line : n->line;
+    }
+    return 0;
+}
+
 static int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     size_t start = x->cfg->fleet.npools;
     if (pool_fleet(x, n, idx, err) < 0)
+        return -1;
+    if (pool_backend(x, n, start, err) < 0)
         return -1;
     return pool_rates(x, n, start, err);
 }
@@ -1556,6 +1624,15 @@ void spw_config_free(spw_config_t *cfg)
     if (!cfg)
         return;
     spw_fleet_clear(&cfg->fleet);
+    for (size_t i = 0; i < cfg->npool_backends; i++) {
+        free(cfg->pool_backends[i].backend);
+        free(cfg->pool_backends[i].partition);
+        free(cfg->pool_backends[i].cluster);
+        free(cfg->pool_backends[i].slurm_conf);
+    }
+    free(cfg->pool_backends);
+    cfg->pool_backends = NULL;
+    cfg->npool_backends = 0;
     free(cfg->offers_path);
     cfg->offers_path = NULL;
     spw_daemon_conf_t *dc = &cfg->daemon;

@@ -174,6 +174,20 @@ typedef struct spw_failure_conf {
                                    or NULL when no pool sets them */
 } spw_failure_conf_t;
 
+/* How the daemon runs the jobs of one on-prem pool: the pool keys backend
+ * (local, the default, or slurm), partition, cluster and slurm_conf (see
+ * docs/slurm.md).  `sim` ignores them. */
+typedef struct spw_pool_backend_conf {
+    char *backend;          /* owned; "local" or "slurm"; NULL = local */
+    char *partition;        /* owned; slurm: the partition jobs go to */
+    char *cluster;          /* owned; slurm: the cluster's name, for
+                               messages; NULL */
+    char *slurm_conf;       /* owned, resolved against the config's
+                               directory; slurm: SLURM_CONF for its
+                               commands; NULL = the daemon's environment */
+    int line;               /* in the config file, for messages */
+} spw_pool_backend_conf_t;
+
 typedef struct spw_config {
     spw_fleet_t fleet;      /* pools, offers and GPU model names (owned) */
     spw_policy_t policy;    /* scheduling policy */
@@ -181,6 +195,10 @@ typedef struct spw_config {
     spw_daemon_conf_t daemon; /* the daemon: section (defaults when absent) */
     spw_spot_conf_t spot;   /* the spot: section */
     spw_failure_conf_t failures; /* failures: and pools' mtbf/mttr */
+    spw_pool_backend_conf_t *pool_backends; /* owned; npool_backends entries
+                               (pools past them, or entries with backend
+                               NULL, are local); NULL = every pool local */
+    size_t npool_backends;
 } spw_config_t;
 
 /* Loads a config file.  On error nothing is left allocated and err names

@@ -1,0 +1,51 @@
+#!/bin/sh
+# slurm-demo.sh: spillway in front of a real Slurm 22.05.  Starts a throwaway
+# cluster on loopback (scripts/slurm-cluster.sh: 2 nodes x 4 fake GPUs), then
+# `spillway serve` with examples/slurm.yaml on a free port: the pool's nodes
+# come from Slurm, jobs run as Slurm batch jobs (squeue shows them, with
+# their launch token as comment), the overflow bursts to the emulated cloud
+# after 10 s.  Stops everything it started, by pid.  About 40 s.
+set -u
+cd "$(dirname "$0")/.."
+[ -x ./spillway ] || make -j2 spillway >/dev/null || exit 1
+D=$(mktemp -d /tmp/spillway-slurm-demo.XXXXXX)
+pid=
+stop() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    scripts/slurm-cluster.sh stop "$D/cluster" >/dev/null 2>&1
+    rm -rf "$D"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+scripts/slurm-cluster.sh start "$D/cluster" --nodes 2 --gpus 4 --cloud 0 || exit 1
+export SLURM_CONF=$D/cluster/slurm.conf
+./spillway serve --config examples/slurm.yaml --state-dir "$D/state" --listen 127.0.0.1:0 \
+    2>"$D/serve.log" &
+pid=$!
+for _ in $(seq 100); do
+    grep -q "listening on" "$D/serve.log" && break
+    sleep 0.1
+done
+url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$D/serve.log")
+[ -n "$url" ] || { cat "$D/serve.log" >&2; exit 1; }
+export SPILLWAY_URL=$url SPILLWAY_TOKEN=ml-team-token-0001
+echo "== daemon at $url; Slurm has 2 nodes x 4 GPUs:"
+sinfo -p onprem -o '%N %G %T'
+echo "== submitting a 2-node gang (8 GPUs), then five 2-GPU jobs of 15 s"
+./spillway submit --gpus 8 --name gang --est-runtime 4s -- \
+    sh -c 'echo "rank $RANK of $WORLD_SIZE on $SLURMD_NODENAME, master $MASTER_ADDR:$MASTER_PORT"; sleep 4'
+for i in 1 2 3 4 5; do
+    ./spillway submit --gpus 2 --name "train-$i" --est-runtime 15s -- \
+        sh -c 'echo "training on $SLURMD_NODENAME GPUs $CUDA_VISIBLE_DEVICES"; sleep 15'
+done
+sleep 3
+echo "== spillway queue: the gang holds both nodes; the others wait"
+./spillway queue
+echo "== squeue: spillway's jobs in Slurm, the comment is the launch token"
+squeue -t all -o '%.4i %.10T %.24k %N'
+sleep 10
+echo "== 10 s later: four run in Slurm after the gang, the fifth waited 10 s and burst to the emulated cloud"
+./spillway queue
+squeue -t all -o '%.4i %.10T %.24k %N'
+echo "== spillway logs j-000001 (written by Slurm, read by spillway):"
+./spillway logs j-000001

@@ -1,0 +1,46 @@
+/* registry.c: backends by name (see registry.h). */
+#include "backends/registry.h"
+
+#include <string.h>
+
+#include "backends/local/local.h"
+#include "backends/slurm/slurm.h"
+
+const char *const spw_backend_names[] = {"local", "slurm", NULL};
+
+static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
+{
+    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir};
+    return spw_local_create(&lo, err);
+}
+
+static void *make_slurm(const spw_backend_conf_t *c, spw_error_t *err)
+{
+    spw_slurm_opts_t so = {.partition = c->partition, .slurm_conf = c->slurm_conf};
+    return spw_slurm_create(&so, err);
+}
+
+static const struct {
+    const char *name;
+    const struct spw_backend_ops *ops;
+    void *(*make)(const spw_backend_conf_t *c, spw_error_t *err);
+} registry[] = {
+    {"local", &spw_local_ops, make_local},
+    {"slurm", &spw_slurm_ops, make_slurm},
+};
+
+int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops **ops, void **be,
+                       spw_error_t *err)
+{
+    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
+        if (strcmp(registry[i].name, c->name) != 0)
+            continue;
+        void *b = registry[i].make(c, err);
+        if (!b)
+            return -1;
+        *ops = registry[i].ops;
+        *be = b;
+        return 0;
+    }
+    return spw_errorf(err, "unknown backend '%s' (known: local, slurm)", c->name);
+}

@@ -1,0 +1,1007 @@
+/* slurm.c: the Slurm backend (see slurm.h): jobs as Slurm batch jobs,
+ * submitted with sbatch, followed with one squeue --json per sync, cancelled
+ * with scancel. */
+#include "backends/slurm/slurm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* One job the backend tracks. */
+typedef struct sjob {
+    spw_handle_t h;             /* as launch() filled it or adopt() got it */
+    long id;                    /* Slurm job id */
+    int cancel_req;             /* cancel() was called */
+    int cancel_sent;            /* scancel succeeded since */
+    int missing;                /* syncs in a row that did not list it */
+} sjob_t;
+
+struct spw_slurm {
+    char *partition;            /* owned */
+    char *bin_dir;              /* owned; NULL = PATH */
+    char **envp;                /* owned, NULL-terminated: environ with
+                                   SLURM_CONF replaced when given */
+    double cmd_timeout_s;       /* limit of one command */
+    double sync_interval_s;     /* least time between syncs */
+    double last_sync_s;         /* daemon clock of the last sync; -inf */
+    sjob_t *jobs;               /* tracked jobs */
+    size_t njobs, capjobs;
+    spw_exit_t *ended;          /* ended, not yet polled (FIFO) */
+    size_t nended, capended;
+    char **fenced;              /* owned tokens that must never run */
+    size_t nfenced, capfenced;
+    char **nodes;               /* owned node names (spw_slurm_set_nodes) */
+    size_t nnodes;
+    json_t *before;             /* jobs in Slurm when the first launch
+                                   came (squeue --json "jobs"): a launch
+                                   whose token a job of an earlier daemon
+                                   process already carries adopts it */
+    int before_read;            /* before was read */
+    json_t *snap;               /* the last squeue --json "jobs" array, valid
+                                   until the next tick(); NULL = none */
+};
+
+static int snapshot(spw_slurm_t *sb, spw_error_t *err);
+static long jint(json_t *o, const char *k);
+static const char *jstr(json_t *o, const char *k);
+
+/* ---- running commands ------------------------------------------------- */
+
+/* Monotonic seconds: only to bound a child command's runtime (the daemon's
+ * clock stays the only time of jobs and syncs). */
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static void buf_add(buf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->p = spw_xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void buf_str(buf_t *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+static void buf_fmt(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void buf_fmt(buf_t *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(tmp)) {
+        buf_add(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = spw_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    buf_add(b, big, (size_t)n);
+    free(big);
+}
+
+/* Appends s single-quoted for /bin/sh. */
+static void buf_quote(buf_t *b, const char *s)
+{
+    buf_str(b, "'");
+    for (const char *q = s; *q; q++) {
+        if (*q == '\'')
+            buf_str(b, "'\\''");
+        else
+            buf_add(b, q, 1);
+    }
+    buf_str(b, "'");
+}
+
+int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char **out,
+                  spw_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    char path[4096];
+    if (sb->bin_dir)
+        snprintf(path, sizeof(path), "%s/%s", sb->bin_dir, argv[0]);
+    else
+        snprintf(path, sizeof(path), "%s", argv[0]);
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
+    if (pipe2(pin, O_CLOEXEC) < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+        int e = errno;
+        for (int i = 0; i < 2; i++) {
+            if (pin[i] >= 0)
+                close(pin[i]);
+            if (pout[i] >= 0)
+                close(pout[i]);
+            if (perr[i] >= 0)
+                close(perr[i]);
+        }
+        return spw_errorf(err, "cannot run %s: pipe: %s", argv[0], strerror(e));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(pin[0]), close(pin[1]), close(pout[0]), close(pout[1]);
+        close(perr[0]), close(perr[1]);
+        return spw_errorf(err, "cannot run %s: fork: %s", argv[0], strerror(e));
+    }
+    if (pid == 0) {
+        /* Only async-signal-safe calls from here to exec. */
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        dup2(perr[1], 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        if (sb->bin_dir)
+            execve(path, (char *const *)argv, sb->envp);
+        else
+            execvpe(path, (char *const *)argv, sb->envp);
+        static const char msg[] = "exec failed\n";
+        ssize_t w = write(2, msg, sizeof(msg) - 1);
+        (void)w;
+        _exit(127);
+    }
+    close(pin[0]);
+    close(pout[1]);
+    close(perr[1]);
+    buf_t ob = {0}, eb = {0};
+    size_t inlen = in ? strlen(in) : 0, inoff = 0;
+    if (!in) {
+        close(pin[1]);
+        pin[1] = -1;
+    } else {
+        fcntl(pin[1], F_SETFL, O_NONBLOCK);
+    }
+    double deadline = mono_s() + sb->cmd_timeout_s;
+    int timed_out = 0, open_out = 1, open_err = 1;
+    while (open_out || open_err || pin[1] >= 0) {
+        struct pollfd fds[3];
+        int nf = 0, iout = -1, ierr = -1, iin = -1;
+        if (open_out)
+            fds[iout = nf++] = (struct pollfd){.fd = pout[0], .events = POLLIN};
+        if (open_err)
+            fds[ierr = nf++] = (struct pollfd){.fd = perr[0], .events = POLLIN};
+        if (pin[1] >= 0)
+            fds[iin = nf++] = (struct pollfd){.fd = pin[1], .events = POLLOUT};
+        double left = deadline - mono_s();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        int r = poll(fds, (nfds_t)nf, (int)(left * 1000) + 1);
+        if (r < 0 && errno != EINTR)
+            break;
+        if (r <= 0)
+            continue;
+        char tmp[65536];
+        if (iout >= 0 && fds[iout].revents) {
+            ssize_t n = read(pout[0], tmp, sizeof(tmp));
+            if (n > 0)
+                buf_add(&ob, tmp, (size_t)n);
+            else if (n == 0 || errno != EINTR)
+                open_out = 0;
+        }
+        if (ierr >= 0 && fds[ierr].revents) {
+            ssize_t n = read(perr[0], tmp, sizeof(tmp));
+            if (n > 0 && eb.len < 65536)
+                buf_add(&eb, tmp, (size_t)n);
+            else if (n == 0 || (n < 0 && errno != EINTR))
+                open_err = 0;
+        }
+        if (iin >= 0 && fds[iin].revents) {
+            ssize_t n = write(pin[1], in + inoff, inlen - inoff);
+            if (n > 0)
+                inoff += (size_t)n;
+            if ((n < 0 && errno != EINTR && errno != EAGAIN) || inoff == inlen) {
+                close(pin[1]);
+                pin[1] = -1;
+            }
+        }
+    }
+    if (pin[1] >= 0)
+        close(pin[1]);
+    close(pout[0]);
+    close(perr[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    /* The first line of stderr, for messages. */
+    char first[160] = "";
+    if (eb.p) {
+        size_t k = strcspn(eb.p, "\n");
+        snprintf(first, sizeof(first), "%.*s", (int)(k < 159 ? k : 159), eb.p);
+    }
+    free(eb.p);
+    if (timed_out) {
+        free(ob.p);
+        return spw_errorf(err, "%s did not answer within %g s (is slurmctld up?)", argv[0],
+                          sb->cmd_timeout_s);
+    }
+    if (WIFSIGNALED(st)) {
+        free(ob.p);
+        return spw_errorf(err, "%s was killed by signal %d", argv[0], WTERMSIG(st));
+    }
+    int code = WEXITSTATUS(st);
+    if (code == 127 && strcmp(first, "exec failed") == 0) {
+        free(ob.p);
+        return spw_errorf(err, "cannot run %s: not found in %s", argv[0],
+                          sb->bin_dir ? sb->bin_dir : "PATH");
+    }
+    if (code != 0 && err)
+        spw_errorf(err, "%s failed (exit %d): %s", argv[0], code, first[0] ? first : "no message");
+    if (out)
+        *out = ob.p ? ob.p : spw_xstrdup("");
+    else
+        free(ob.p);
+    return code;
+}
+
+/* ---- bookkeeping -------------------------------------------------------- */
+
+static sjob_t *find_job(spw_slurm_t *sb, const spw_handle_t *h)
+{
+    for (size_t i = 0; i < sb->njobs; i++)
+        if (strcmp(sb->jobs[i].h.ext, h->ext) == 0 && strcmp(sb->jobs[i].h.job_id, h->job_id) == 0 &&
+            (!h->token[0] || strcmp(sb->jobs[i].h.token, h->token) == 0))
+            return &sb->jobs[i];
+    return NULL;
+}
+
+static sjob_t *track(spw_slurm_t *sb, const spw_handle_t *h, long id)
+{
+    if (sb->njobs == sb->capjobs) {
+        sb->capjobs = sb->capjobs ? sb->capjobs * 2 : 16;
+        sb->jobs = spw_xrealloc(sb->jobs, sb->capjobs * sizeof(*sb->jobs));
+    }
+    sjob_t *j = &sb->jobs[sb->njobs++];
+    memset(j, 0, sizeof(*j));
+    j->h = *h;
+    j->id = id;
+    return j;
+}
+
+static void fence(spw_slurm_t *sb, const char *token)
+{
+    for (size_t i = 0; i < sb->nfenced; i++)
+        if (strcmp(sb->fenced[i], token) == 0)
+            return;
+    if (sb->nfenced == sb->capfenced) {
+        sb->capfenced = sb->capfenced ? sb->capfenced * 2 : 8;
+        sb->fenced = spw_xrealloc(sb->fenced, sb->capfenced * sizeof(char *));
+    }
+    sb->fenced[sb->nfenced++] = spw_xstrdup(token);
+}
+
+static int is_fenced(const spw_slurm_t *sb, const char *token)
+{
+    for (size_t i = 0; i < sb->nfenced; i++)
+        if (strcmp(sb->fenced[i], token) == 0)
+            return 1;
+    return 0;
+}
+
+/* Moves tracked job i to the ended queue. */
+static void end_job(spw_slurm_t *sb, size_t i, spw_exit_kind_t kind, int status,
+                    spw_exit_cause_t cause)
+{
+    if (sb->nended == sb->capended) {
+        sb->capended = sb->capended ? sb->capended * 2 : 16;
+        sb->ended = spw_xrealloc(sb->ended, sb->capended * sizeof(*sb->ended));
+    }
+    sb->ended[sb->nended++] = (spw_exit_t){
+        .handle = sb->jobs[i].h, .kind = kind, .status = status, .cause = cause};
+    sb->jobs[i] = sb->jobs[--sb->njobs];
+}
+
+static int parse_id(const char *s, long *id)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || v <= 0)
+        return -1;
+    *id = v;
+    return 0;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
+{
+    if (!o || !o->partition || !o->partition[0]) {
+        spw_errorf(err, "a slurm backend needs a partition");
+        return NULL;
+    }
+    if (o->cmd_timeout_s < 0 || o->sync_interval_s < 0 || isnan(o->cmd_timeout_s) ||
+        isnan(o->sync_interval_s)) {
+        spw_errorf(err, "slurm timeouts must be >= 0 seconds");
+        return NULL;
+    }
+    spw_slurm_t *sb = spw_xcalloc(1, sizeof(*sb));
+    sb->partition = spw_xstrdup(o->partition);
+    sb->bin_dir = o->bin_dir && o->bin_dir[0] ? spw_xstrdup(o->bin_dir) : NULL;
+    sb->cmd_timeout_s = o->cmd_timeout_s > 0 ? o->cmd_timeout_s : 30;
+    sb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
+    sb->last_sync_s = -INFINITY;
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    sb->envp = spw_xcalloc(n + 2, sizeof(char *));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+            sb->envp[k++] = spw_xstrdup(environ[i]);
+    if (o->slurm_conf) {
+        size_t len = strlen(o->slurm_conf) + 12;
+        sb->envp[k] = spw_xmalloc(len);
+        snprintf(sb->envp[k++], len, "SLURM_CONF=%s", o->slurm_conf);
+    }
+    return sb;
+}
+
+void spw_slurm_destroy(spw_slurm_t *sb)
+{
+    if (!sb)
+        return;
+    free(sb->partition);
+    free(sb->bin_dir);
+    for (size_t i = 0; sb->envp[i]; i++)
+        free(sb->envp[i]);
+    free(sb->envp);
+    free(sb->jobs);
+    free(sb->ended);
+    for (size_t i = 0; i < sb->nfenced; i++)
+        free(sb->fenced[i]);
+    free(sb->fenced);
+    json_decref(sb->snap);
+    json_decref(sb->before);
+    for (size_t i = 0; i < sb->nnodes; i++)
+        free(sb->nodes[i]);
+    free(sb->nodes);
+    free(sb);
+}
+
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n)
+{
+    for (size_t i = 0; i < sb->nnodes; i++)
+        free(sb->nodes[i]);
+    free(sb->nodes);
+    sb->nodes = spw_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        sb->nodes[i] = spw_xstrdup(nodes[i].name);
+    sb->nnodes = n;
+}
+
+int spw_slurm_node_index(const spw_slurm_t *sb, const char *name)
+{
+    for (size_t i = 0; i < sb->nnodes; i++)
+        if (strcmp(sb->nodes[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The node a one-node launch is pinned to (SPILLWAY_PLACEMENT=POOL/INDEX
+ * in its env), or NULL. */
+static const char *pinned_node(const spw_slurm_t *sb, const spw_launch_t *req)
+{
+    if (req->nodes > 1)
+        return NULL;
+    for (size_t i = 0; req->env && req->env[i]; i++) {
+        if (strncmp(req->env[i], "SPILLWAY_PLACEMENT=", 19) != 0)
+            continue;
+        const char *slash = strrchr(req->env[i], '/');
+        char *end;
+        if (!slash)
+            return NULL;
+        unsigned long k = strtoul(slash + 1, &end, 10);
+        return *end == '\0' && end != slash + 1 && k < sb->nnodes ? sb->nodes[k] : NULL;
+    }
+    return NULL;
+}
+
+size_t spw_slurm_count(const spw_slurm_t *sb)
+{
+    return sb->njobs;
+}
+
+/* ---- launch -------------------------------------------------------------- */
+
+static int valid_id(const char *s)
+{
+    if (!s || !s[0] || s[0] == '.' || strlen(s) >= SPW_JOB_ID_MAX)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static int valid_env_name(const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return 0;
+    for (const char *p = kv; p < eq; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
+              (p > kv && *p >= '0' && *p <= '9')))
+            return 0;
+    return 1;
+}
+
+/* The batch script of req (see slurm.h). */
+static char *batch_script(const spw_launch_t *req)
+{
+    buf_t b = {0};
+    buf_str(&b, "#!/bin/sh\n# spillway job ");
+    buf_str(&b, req->job_id);
+    buf_str(&b, "\n");
+    for (size_t i = 0; req->env && req->env[i]; i++) {
+        const char *eq = strchr(req->env[i], '=');
+        buf_fmt(&b, "export %.*s=", (int)(eq - req->env[i]), req->env[i]);
+        buf_quote(&b, eq + 1);
+        buf_str(&b, "\n");
+    }
+    buf_str(&b, "export SPILLWAY_JOB_ID=");
+    buf_quote(&b, req->job_id);
+    buf_str(&b, "\nexport SPILLWAY_LAUNCH_TOKEN=");
+    buf_quote(&b, req->token);
+    buf_str(&b, "\n");
+    /* The command, as words for exec. */
+    buf_t cmd = {0};
+    if (req->script) {
+        buf_str(&cmd, "/bin/sh -c ");
+        buf_quote(&cmd, req->script);
+    } else {
+        for (size_t i = 0; req->argv[i]; i++) {
+            if (i)
+                buf_str(&cmd, " ");
+            buf_quote(&cmd, req->argv[i]);
+        }
+    }
+    if (req->nodes > 1) {
+        buf_str(&b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+                    "export MASTER_ADDR\n"
+                    "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 1000))\n"
+                    "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c "
+                    "'export RANK=$SLURM_PROCID NODE_RANK=$SLURM_NODEID LOCAL_RANK=0 "
+                    "WORLD_SIZE=$SLURM_NTASKS; exec \"$@\"' spillway-rank ");
+        buf_str(&b, cmd.p);
+        buf_str(&b, "\n");
+    } else {
+        buf_str(&b, "export RANK=0 NODE_RANK=0 LOCAL_RANK=0 WORLD_SIZE=1\nexec ");
+        buf_str(&b, cmd.p);
+        buf_str(&b, "\n");
+    }
+    free(cmd.p);
+    return b.p;
+}
+
+static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
+{
+    spw_slurm_t *sb = be;
+    if (!valid_id(req->job_id))
+        return spw_errorf(err, "invalid job id for a Slurm job (letters, digits, . _ - only)");
+    if (!req->token || !req->token[0] || strlen(req->token) >= SPW_TOKEN_MAX)
+        return spw_errorf(err, "a Slurm launch needs a launch token");
+    for (const char *p = req->token; *p; p++)
+        if (*p == '\n' || *p == '"' || *p == '\'')
+            return spw_errorf(err, "invalid launch token for a Slurm comment");
+    if ((!req->argv || !req->argv[0]) && !req->script)
+        return spw_errorf(err, "nothing to run (no argv and no script)");
+    for (size_t i = 0; req->env && req->env[i]; i++)
+        if (!valid_env_name(req->env[i]))
+            return spw_errorf(err, "invalid environment entry '%.60s' (want NAME=VALUE)",
+                              req->env[i]);
+    if (!req->log_dir)
+        return spw_errorf(err, "a Slurm launch needs a log directory");
+    if (is_fenced(sb, req->token))
+        return spw_errorf(err, "launch token %s was fenced after a lost launch; use a new attempt",
+                          req->token);
+
+    /* Never submit twice: a job of an earlier daemon process (killed after
+     * its sbatch, before it recorded the id) may carry this token already;
+     * then launching is adopting it. */
+    if (!sb->before_read) {
+        spw_error_t e3;
+        if (snapshot(sb, &e3) < 0)
+            return spw_errorf(err, "cannot list Slurm's jobs before the first launch: %s", e3.text);
+        sb->before = json_incref(sb->snap);
+        sb->before_read = 1;
+    }
+    {
+        size_t i;
+        json_t *o;
+        json_array_foreach(sb->before, i, o)
+        {
+            if (strcmp(jstr(o, "comment"), req->token) != 0)
+                continue;
+            memset(out, 0, sizeof(*out));
+            snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
+            snprintf(out->token, sizeof(out->token), "%s", req->token);
+            long id = jint(o, "job_id");
+            snprintf(out->ext, sizeof(out->ext), "%ld", id);
+            out->started_s = req->now_s;
+            out->max_runtime_s = req->max_runtime_s;
+            track(sb, out, id);
+            json_array_remove(sb->before, i);
+            return 0;
+        }
+    }
+    char name[SPW_JOB_ID_MAX + 20], comment[SPW_TOKEN_MAX + 16], gres[48], nodes[32],
+        outp[4200], errp[4200], timev[48], part[300], wd[4200];
+    snprintf(name, sizeof(name), "--job-name=spw-%s", req->job_id);
+    snprintf(comment, sizeof(comment), "--comment=%s", req->token);
+    snprintf(part, sizeof(part), "--partition=%s", sb->partition);
+    snprintf(gres, sizeof(gres), "--gres=gpu:%zu", req->ngpus);
+    snprintf(nodes, sizeof(nodes), "--nodes=%u", req->nodes > 1 ? req->nodes : 1);
+    snprintf(outp, sizeof(outp), "--output=%s/%s.out", req->log_dir, req->job_id);
+    snprintf(errp, sizeof(errp), "--error=%s/%s.err", req->log_dir, req->job_id);
+    const char *argv[24];
+    size_t na = 0;
+    argv[na++] = "sbatch";
+    argv[na++] = "--parsable";
+    argv[na++] = part;
+    argv[na++] = name;
+    argv[na++] = comment;
+    argv[na++] = nodes;
+    argv[na++] = "--ntasks-per-node=1";
+    if (req->ngpus > 0)
+        argv[na++] = gres;
+    argv[na++] = "--no-requeue";
+    argv[na++] = "--open-mode=append";
+    argv[na++] = "--export=ALL";
+    argv[na++] = outp;
+    argv[na++] = errp;
+    if (req->max_runtime_s > 0) {
+        double s = ceil(req->max_runtime_s);
+        if (s > 1e9)
+            s = 1e9;
+        unsigned long secs = (unsigned long)s;
+        snprintf(timev, sizeof(timev), "--time=%lu:%02lu", secs / 60, secs % 60);
+        argv[na++] = timev;
+    }
+    char pin[100];
+    const char *node = pinned_node(sb, req);
+    if (node) {
+        snprintf(pin, sizeof(pin), "--nodelist=%s", node);
+        argv[na++] = pin;
+    }
+    if (req->workdir) {
+        snprintf(wd, sizeof(wd), "--chdir=%s", req->workdir);
+        argv[na++] = wd;
+    }
+    argv[na] = NULL;
+    char *script = batch_script(req);
+    char *o = NULL;
+    spw_error_t e2;
+    int rc = spw_slurm_run(sb, argv, script, &o, &e2);
+    free(script);
+    if (rc < 0) {
+        /* Timed out or killed: the submit may still have landed.  Fence the
+         * token so that such a job is cancelled as soon as a sync sees it. */
+        fence(sb, req->token);
+        free(o);
+        return spw_errorf(err, "sbatch: %s", e2.text);
+    }
+    long id = 0;
+    if (rc != 0 || parse_id(o, &id) < 0) {
+        if (rc == 0)
+            spw_errorf(err, "sbatch printed no job id ('%.60s')", o);
+        else
+            spw_errorf(err, "%s", e2.text);
+        free(o);
+        return -1;
+    }
+    free(o);
+    memset(out, 0, sizeof(*out));
+    snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
+    snprintf(out->token, sizeof(out->token), "%s", req->token);
+    snprintf(out->ext, sizeof(out->ext), "%ld", id);
+    out->started_s = req->now_s;
+    out->max_runtime_s = req->max_runtime_s;
+    track(sb, out, id);
+    return 0;
+}
+
+/* ---- sync with Slurm --------------------------------------------------- */
+
+/* Refreshes sb->snap with `squeue --json -t all`.  0, or -1 with err. */
+static int snapshot(spw_slurm_t *sb, spw_error_t *err)
+{
+    const char *argv[] = {"squeue", "--json", "--states=all", NULL};
+    char *o = NULL;
+    int rc = spw_slurm_run(sb, argv, NULL, &o, err);
+    if (rc != 0) {
+        free(o);
+        return -1;
+    }
+    json_error_t je;
+    json_t *root = json_loads(o, 0, &je);
+    free(o);
+    json_t *jobs = root ? json_object_get(root, "jobs") : NULL;
+    if (!json_is_array(jobs)) {
+        json_decref(root);
+        return spw_errorf(err, "squeue --json gave no job list (%s)", root ? "no \"jobs\"" : je.text);
+    }
+    json_decref(sb->snap);
+    sb->snap = json_incref(jobs);
+    json_decref(root);
+    return 0;
+}
+
+static long jint(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (long)json_integer_value(v) : -1;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* Whether a job in this Slurm state has ended. */
+static int state_ended(const char *st)
+{
+    static const char *const live[] = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING",
+                                       "SUSPENDED", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+                                       "RESIZING", "SIGNALING", "STAGE_OUT", "SPECIAL_EXIT",
+                                       "RESV_DEL_HOLD", "REVOKED", "STOPPED"};
+    for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+        if (strcmp(st, live[i]) == 0)
+            return 0;
+    return 1;
+}
+
+/* How a job in an ended state ended. */
+static void exit_of(const sjob_t *j, json_t *o, spw_exit_kind_t *kind, int *status,
+                    spw_exit_cause_t *cause)
+{
+    const char *st = jstr(o, "job_state");
+    long ws = jint(o, "exit_code");
+    *cause = SPW_CAUSE_NONE;
+    if (strcmp(st, "COMPLETED") == 0 || strcmp(st, "FAILED") == 0) {
+        if (ws >= 0 && (ws & 0x7f)) {
+            *kind = SPW_EXIT_SIGNALED;
+            *status = (int)(ws & 0x7f);
+        } else {
+            *kind = SPW_EXIT_EXITED;
+            *status = ws >= 0 ? (int)((ws >> 8) & 0xff) : 1;
+        }
+        if (j->cancel_req)
+            *cause = SPW_CAUSE_CANCELLED;
+    } else if (strcmp(st, "CANCELLED") == 0) {
+        *kind = SPW_EXIT_SIGNALED;
+        *status = SIGTERM;
+        *cause = j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE;
+    } else if (strcmp(st, "TIMEOUT") == 0 || strcmp(st, "DEADLINE") == 0) {
+        *kind = SPW_EXIT_SIGNALED;
+        *status = SIGKILL;
+        *cause = SPW_CAUSE_MAX_RUNTIME;
+    } else if (strcmp(st, "OUT_OF_MEMORY") == 0) {
+        *kind = SPW_EXIT_SIGNALED;
+        *status = SIGKILL;
+    } else { /* NODE_FAIL, BOOT_FAIL, PREEMPTED, anything else */
+        *kind = SPW_EXIT_LOST;
+        *status = -1;
+        if (j->cancel_req)
+            *cause = SPW_CAUSE_CANCELLED;
+    }
+}
+
+static json_t *snap_find_id(const spw_slurm_t *sb, long id)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(sb->snap, i, o) if (jint(o, "job_id") == id) return o;
+    return NULL;
+}
+
+static void scancel_id(spw_slurm_t *sb, long id, const char *signame, spw_error_t *err)
+{
+    char ids[32], sig[48];
+    snprintf(ids, sizeof(ids), "%ld", id);
+    const char *argv[6];
+    size_t na = 0;
+    argv[na++] = "scancel";
+    if (signame) {
+        snprintf(sig, sizeof(sig), "--signal=%s", signame);
+        argv[na++] = sig;
+        argv[na++] = "--full";
+    }
+    argv[na++] = ids;
+    argv[na] = NULL;
+    spw_slurm_run(sb, argv, NULL, NULL, err);
+}
+
+/* One sync: reports the jobs that ended, cancels fenced tokens' jobs. */
+static void sync_jobs(spw_slurm_t *sb)
+{
+    spw_error_t err;
+    if (snapshot(sb, &err) < 0)
+        return; /* slurmctld unreachable: keep everything, try next time */
+    /* Jobs of fenced tokens that appeared after all. */
+    if (sb->nfenced) {
+        size_t i;
+        json_t *o;
+        json_array_foreach(sb->snap, i, o)
+        {
+            if (is_fenced(sb, jstr(o, "comment")) && !state_ended(jstr(o, "job_state")))
+                scancel_id(sb, jint(o, "job_id"), NULL, &err);
+        }
+    }
+    for (size_t i = 0; i < sb->njobs;) {
+        sjob_t *j = &sb->jobs[i];
+        if (j->cancel_req && !j->cancel_sent) {
+            spw_error_t e;
+            char ids[32];
+            snprintf(ids, sizeof(ids), "%ld", j->id);
+            const char *argv[] = {"scancel", ids, NULL};
+            if (spw_slurm_run(sb, argv, NULL, NULL, &e) == 0)
+                j->cancel_sent = 1;
+        }
+        json_t *o = snap_find_id(sb, j->id);
+        if (!o) {
+            /* Purged after MinJobAge, or lost by slurmctld: twice in a row
+             * to be sure it is not a listing race. */
+            if (++j->missing >= 2) {
+                end_job(sb, i, SPW_EXIT_LOST, -1,
+                        j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
+                continue;
+            }
+            i++;
+            continue;
+        }
+        j->missing = 0;
+        if (state_ended(jstr(o, "job_state"))) {
+            spw_exit_kind_t kind;
+            int status;
+            spw_exit_cause_t cause;
+            exit_of(j, o, &kind, &status, &cause);
+            end_job(sb, i, kind, status, cause);
+            continue;
+        }
+        i++;
+    }
+}
+
+static void sl_tick(void *be, double now_s)
+{
+    spw_slurm_t *sb = be;
+    json_decref(sb->snap);
+    sb->snap = NULL;
+    if (!sb->njobs && !sb->nfenced)
+        return;
+    if (now_s - sb->last_sync_s < sb->sync_interval_s)
+        return;
+    sb->last_sync_s = now_s;
+    sync_jobs(sb);
+}
+
+static int sl_poll(void *be, spw_exit_t *exits, size_t max)
+{
+    spw_slurm_t *sb = be;
+    size_t n = sb->nended < max ? sb->nended : max;
+    memcpy(exits, sb->ended, n * sizeof(*exits));
+    memmove(sb->ended, sb->ended + n, (sb->nended - n) * sizeof(*exits));
+    sb->nended -= n;
+    return (int)n;
+}
+
+static int sl_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
+{
+    spw_slurm_t *sb = be;
+    sjob_t *j = find_job(sb, h);
+    if (!j)
+        return spw_errorf(err, "job %s (Slurm job %s) is not tracked", h->job_id, h->ext);
+    char ids[32], sg[32];
+    snprintf(ids, sizeof(ids), "%ld", j->id);
+    snprintf(sg, sizeof(sg), "--signal=%d", signum);
+    const char *argv[] = {"scancel", sg, "--full", ids, NULL};
+    return spw_slurm_run(sb, argv, NULL, NULL, err) == 0 ? 0 : -1;
+}
+
+static int sl_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
+{
+    (void)now_s;
+    spw_slurm_t *sb = be;
+    sjob_t *j = find_job(sb, h);
+    if (!j)
+        return spw_errorf(err, "job %s (Slurm job %s) is not tracked", h->job_id, h->ext);
+    if (j->cancel_req)
+        return 0;
+    j->cancel_req = 1;
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%ld", j->id);
+    const char *argv[] = {"scancel", ids, NULL};
+    spw_error_t e;
+    if (spw_slurm_run(sb, argv, NULL, NULL, &e) == 0)
+        j->cancel_sent = 1; /* else tick() retries */
+    return 0;
+}
+
+static int sl_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
+{
+    spw_slurm_t *sb = be;
+    if (find_job(sb, h))
+        return 0;
+    long id;
+    if (parse_id(h->ext, &id) < 0) {
+        errno = ESRCH;
+        return spw_errorf(err, "job %s has no Slurm job id", h->job_id);
+    }
+    if (!sb->snap && snapshot(sb, err) < 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    json_t *o = snap_find_id(sb, id);
+    if (!o || (h->token[0] && strcmp(jstr(o, "comment"), h->token) != 0)) {
+        errno = ESRCH;
+        return spw_errorf(err, "Slurm job %ld of job %s is gone%s", id, h->job_id,
+                          o ? " (its id now names another job)" : "");
+    }
+    track(sb, h, id);
+    return 0;
+}
+
+static int sl_find(void *be, const char *token, spw_handle_t *out, spw_error_t *err)
+{
+    spw_slurm_t *sb = be;
+    for (size_t i = 0; i < sb->njobs; i++)
+        if (strcmp(sb->jobs[i].h.token, token) == 0) {
+            *out = sb->jobs[i].h;
+            return 1;
+        }
+    if (!sb->snap && snapshot(sb, err) < 0)
+        return -1;
+    size_t i;
+    json_t *o;
+    json_array_foreach(sb->snap, i, o)
+    {
+        if (strcmp(jstr(o, "comment"), token) != 0)
+            continue;
+        memset(out, 0, sizeof(*out));
+        const char *name = jstr(o, "name");
+        snprintf(out->job_id, sizeof(out->job_id), "%s",
+                 strncmp(name, "spw-", 4) == 0 ? name + 4 : name);
+        snprintf(out->token, sizeof(out->token), "%s", token);
+        long id = jint(o, "job_id");
+        snprintf(out->ext, sizeof(out->ext), "%ld", id);
+        long st = jint(o, "start_time");
+        out->started_s = st > 0 ? (double)st : (double)jint(o, "submit_time");
+        long tl = jint(o, "time_limit"); /* minutes */
+        out->max_runtime_s = tl > 0 && tl < 4000000 ? (double)tl * 60 : 0;
+        track(sb, out, id);
+        return 1;
+    }
+    fence(sb, token);
+    return 0;
+}
+
+static void sl_destroy(void *be)
+{
+    spw_slurm_destroy(be);
+}
+
+const struct spw_backend_ops spw_slurm_ops = {
+    .version = SPW_BACKEND_VERSION,
+    .name = "slurm",
+    .launch = sl_launch,
+    .signal = sl_signal,
+    .cancel = sl_cancel,
+    .tick = sl_tick,
+    .poll = sl_poll,
+    .adopt = sl_adopt,
+    .destroy = sl_destroy,
+    .find = sl_find,
+};
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *argv[] = {"sinfo", "--json", NULL};
+    char *o = NULL;
+    if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
+        free(o);
+        return -1;
+    }
+    json_error_t je;
+    json_t *root = json_loads(o, 0, &je);
+    free(o);
+    json_t *nodes = root ? json_object_get(root, "nodes") : NULL;
+    if (!json_is_array(nodes)) {
+        json_decref(root);
+        return spw_errorf(err, "sinfo --json gave no node list");
+    }
+    spw_slurm_node_t *v = spw_xcalloc(json_array_size(nodes) + 1, sizeof(*v));
+    size_t k = 0, i;
+    json_t *nd;
+    json_array_foreach(nodes, i, nd)
+    {
+        json_t *parts = json_object_get(nd, "partitions"), *p;
+        size_t pi;
+        int in = 0;
+        json_array_foreach(parts, pi, p) if (json_is_string(p) &&
+                                             strcmp(json_string_value(p), sb->partition) == 0) in = 1;
+        if (!in)
+            continue;
+        spw_slurm_node_t *x = &v[k++];
+        snprintf(x->name, sizeof(x->name), "%s", jstr(nd, "name"));
+        snprintf(x->features, sizeof(x->features), "%s", jstr(nd, "features"));
+        snprintf(x->state, sizeof(x->state), "%s", jstr(nd, "state"));
+        snprintf(x->reason, sizeof(x->reason), "%s", jstr(nd, "reason"));
+        /* gres: "gpu:a100:4", "gpu:4", possibly "gpu:a100:4(S:0),other:1". */
+        const char *g = jstr(nd, "gres");
+        while (g && *g) {
+            if (strncmp(g, "gpu:", 4) == 0) {
+                const char *a = g + 4, *c = strchr(a, ':'), *end = a + strcspn(a, ",(");
+                if (c && c < end) {
+                    snprintf(x->gpu_type, sizeof(x->gpu_type), "%.*s", (int)(c - a), a);
+                    a = c + 1;
+                }
+                x->gpus += (uint32_t)strtoul(a, NULL, 10);
+            }
+            g = strchr(g, ',');
+            if (g)
+                g++;
+        }
+        x->down = strcmp(x->state, "down") == 0 || strcmp(x->state, "error") == 0 ||
+                  strcmp(x->state, "future") == 0 || strcmp(x->state, "unknown") == 0;
+        json_t *flags = json_object_get(nd, "state_flags"), *f;
+        size_t fi;
+        json_array_foreach(flags, fi, f)
+        {
+            const char *s = json_is_string(f) ? json_string_value(f) : "";
+            if (strcmp(s, "DRAIN") == 0 || strcmp(s, "DRAINING") == 0 ||
+                strcmp(s, "DRAINED") == 0 || strcmp(s, "FAIL") == 0 ||
+                strcmp(s, "NOT_RESPONDING") == 0 || strcmp(s, "POWERED_DOWN") == 0 ||
+                strcmp(s, "POWERING_DOWN") == 0) {
+                x->down = 1;
+                size_t l = strlen(x->state);
+                snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);
+            }
+        }
+    }
+    json_decref(root);
+    *out = v;
+    *n = k;
+    return 0;
+}

@@ -1,0 +1,110 @@
+/* slurm.h: the Slurm backend, which runs each job as one Slurm batch job in
+ * a partition, through Slurm's own command-line tools (sbatch, squeue
+ * --json, sinfo --json, scancel); see docs/slurm.md for why the CLIs and
+ * not slurmrestd.
+ *
+ * How a job runs:
+ * - launch() pipes a small /bin/sh batch script into
+ *   `sbatch --parsable -p PARTITION -J spw-JOBID --comment=TOKEN
+ *    --gres=gpu:N -N NODES --ntasks-per-node=1 --time=M:SS --no-requeue
+ *    --open-mode=append -o LOG_DIR/JOBID.out -e LOG_DIR/JOBID.err -D WORKDIR`.
+ *   The script exports the job's env (and SPILLWAY_JOB_ID,
+ *   SPILLWAY_LAUNCH_TOKEN), then runs the job: directly on one node, or for a
+ *   gang through `srun` (one task per node) with RANK and NODE_RANK
+ *   (SLURM_NODEID), LOCAL_RANK=0, WORLD_SIZE (SLURM_NTASKS), MASTER_ADDR
+ *   (the first host of the allocation) and MASTER_PORT (29500 + the Slurm
+ *   job id modulo 1000, so two gangs on one host do not collide).
+ *   Slurm picks the GPUs: `ngpus` is the count per node, the indices the
+ *   daemon chose are not passed (CUDA_VISIBLE_DEVICES comes from Slurm).
+ *   The handle's ext is the Slurm job id; pid and pgid are 0.
+ * - tick() synchronises with Slurm at most every sync_interval_s: one
+ *   `squeue --json -t all` for every job tracked, however many; ended jobs
+ *   are queued for poll().  Exit codes: COMPLETED/FAILED give the batch
+ *   script's exit code (or signal), CANCELLED is SIGNALED 15 (cause
+ *   CANCELLED when we asked), TIMEOUT is SIGNALED 9 with cause MAX_RUNTIME,
+ *   NODE_FAIL, BOOT_FAIL, PREEMPTED and a job Slurm no longer knows are LOST.
+ * - cancel() runs `scancel ID` (Slurm applies its own KillWait grace); a
+ *   scancel that fails (slurmctld down) is retried by tick().
+ * - adopt() and find() read the same snapshot (one squeue per tick, however
+ *   many jobs are adopted); find() looks for a job whose comment is the
+ *   token and, when there is none, fences the token: a job carrying it that
+ *   appears later (an sbatch of a killed daemon still in flight) is
+ *   cancelled at once by tick().
+ * - every command runs with a timeout (cmd_timeout_s, killed past it), with
+ *   SLURM_CONF set when slurm_conf is given.  A launch whose sbatch timed out
+ *   fences its token the same way, so it can never run twice.
+ *
+ * A backend is not thread-safe: call it from one thread (the scheduler loop).
+ * The commands block that thread for as long as Slurm takes to answer (a few
+ * milliseconds on a healthy controller, cmd_timeout_s at worst). */
+#ifndef SPW_BACKENDS_SLURM_H
+#define SPW_BACKENDS_SLURM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "util/error.h"
+
+typedef struct spw_slurm spw_slurm_t;
+
+/* Options for spw_slurm_create; all borrowed for the call only. */
+typedef struct spw_slurm_opts {
+    const char *partition;      /* partition jobs are submitted to; required */
+    const char *slurm_conf;     /* SLURM_CONF for every command; NULL = the
+                                   daemon's environment (or /etc/slurm) */
+    const char *bin_dir;        /* directory of sbatch, squeue...; NULL = PATH */
+    double cmd_timeout_s;       /* limit of one command, seconds; 0 = 30 */
+    double sync_interval_s;     /* least time between two squeue of tick(),
+                                   seconds; 0 = 1 */
+} spw_slurm_opts_t;
+
+/* One node of a partition, as Slurm reports it. */
+typedef struct spw_slurm_node {
+    char name[64];              /* Slurm node name ("n1") */
+    uint32_t gpus;              /* GPUs of its gres (gpu:TYPE:N or gpu:N) */
+    char gpu_type[32];          /* TYPE of that gres; "" if untyped */
+    char features[128];         /* its features, comma-separated */
+    char state[32];             /* base state ("idle", "mixed", "down", ...) */
+    int down;                   /* 1: down, drained, draining, failing or not
+                                   responding: takes no new work */
+    char reason[128];           /* why, when Slurm says */
+} spw_slurm_node_t;
+
+/* The function table; use it with a backend from spw_slurm_create. */
+extern const struct spw_backend_ops spw_slurm_ops;
+
+/* Makes a Slurm backend with no jobs.  Runs nothing (a cluster that is not
+ * up yet is no error).  Returns NULL with a sentence in err for invalid
+ * options. */
+spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *opts, spw_error_t *err);
+
+/* Forgets every job without cancelling it.  NULL-safe. */
+void spw_slurm_destroy(spw_slurm_t *sb);
+
+/* Number of jobs the backend tracks (launched or adopted, not yet polled). */
+size_t spw_slurm_count(const spw_slurm_t *sb);
+
+/* The nodes of the backend's partition (`sinfo --json`), in Slurm's order,
+ * cloud nodes that are powered down included.  Returns 0 with *out (caller
+ * frees) and *n, or -1 with a sentence in err (Slurm unreachable). */
+int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err);
+
+/* Names the partition's nodes in the order the daemon numbers them
+ * (copied).  Then a one-node launch whose env holds
+ * SPILLWAY_PLACEMENT=POOL/INDEX is pinned to node INDEX (--nodelist), so
+ * that Slurm runs it where the engine placed it. */
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n);
+
+/* The index of a node name among those set, or -1. */
+int spw_slurm_node_index(const spw_slurm_t *sb, const char *name);
+
+/* Runs a Slurm command (argv[0] looked up in bin_dir or PATH) with the
+ * backend's SLURM_CONF and timeout, stdin from `in` (NULL = /dev/null).
+ * Returns its exit status (0..255), with *out (caller frees, NUL-terminated,
+ * may be NULL) holding stdout, or -1 with a sentence in err (not found,
+ * timed out, killed: stderr's first line when it said something). */
+int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char **out,
+                  spw_error_t *err);
+
+#endif

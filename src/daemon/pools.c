@@ -1,0 +1,164 @@
+/* pools.c: the daemon's per-pool backends (config pool key `backend:`).
+ * Pools without one, and every cloud job, use the daemon's local backend
+ * (d->be_ops).  A Slurm pool's nodes come from Slurm: read at start (they
+ * replace the config's nodes and gpus_per_node) and their states followed
+ * in the loop, so a node Slurm takes down or drains leaves the pool and its
+ * jobs fail over, and comes back when Slurm resumes it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/registry.h"
+#include "backends/slurm/slurm.h"
+#include "daemon/daemon_private.h"
+
+#define NODES_SYNC_S 2.0
+
+/* FNV-1a, for a daemon id stable per state dir. */
+static uint32_t fnv(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static int is_slurm(const spw_daemon_t *d, size_t p)
+{
+    return d->pool_ops && d->pool_ops[p] && strcmp(d->pool_ops[p]->name, "slurm") == 0;
+}
+
+/* Replaces pool p's nodes by Slurm's (nodes without a GPU are left out). */
+static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
+{
+    spw_slurm_t *sb = d->pool_be[p];
+    spw_pool_spec_t *ps = &d->fleet.pools[p];
+    spw_slurm_node_t *v;
+    size_t n;
+    spw_error_t e2;
+    if (spw_slurm_nodes(sb, &v, &n, &e2) < 0)
+        return spw_errorf(err, "pool %s: cannot read the nodes of Slurm partition: %s", ps->name,
+                          e2.text);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].gpus > 0 && v[i].gpus <= 64)
+            v[k++] = v[i];
+    if (k == 0) {
+        free(v);
+        return spw_errorf(err, "pool %s: its Slurm partition has no node with GPUs "
+                               "(gres/gpu) of at most 64", ps->name);
+    }
+    spw_slurm_set_nodes(sb, v, k);
+    ps->nnodes = (uint32_t)k;
+    ps->node_gpus = spw_xrealloc(ps->node_gpus, k * sizeof(uint16_t));
+    free(d->node_used[p]);
+    free(d->node_down[p]);
+    d->node_used[p] = spw_xcalloc(k, sizeof(uint64_t));
+    d->node_down[p] = spw_xcalloc(k, sizeof(uint8_t));
+    d->pool_slurm_down[p] = spw_xcalloc(k, sizeof(uint8_t));
+    for (size_t i = 0; i < k; i++)
+        ps->node_gpus[i] = (uint16_t)v[i].gpus;
+    free(v);
+    return 0;
+}
+
+int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
+{
+    const spw_config_t *cfg = d->cfg;
+    snprintf(d->daemon_id, sizeof(d->daemon_id), "spw%08x", fnv(d->ckpt_dir));
+    size_t np = d->fleet.npools ? d->fleet.npools : 1;
+    d->pool_ops = spw_xcalloc(np, sizeof(*d->pool_ops));
+    d->pool_be = spw_xcalloc(np, sizeof(*d->pool_be));
+    d->pool_slurm_down = spw_xcalloc(np, sizeof(*d->pool_slurm_down));
+    d->nodes_sync_ts = -INFINITY;
+    for (size_t p = 0; p < d->fleet.npools && p < cfg->npool_backends; p++) {
+        const spw_pool_backend_conf_t *b = &cfg->pool_backends[p];
+        if (!b->backend || strcmp(b->backend, "local") == 0)
+            continue;
+        spw_backend_conf_t bc = {.name = b->backend,
+                                 .log_dir = d->log_dir,
+                                 .grace_s = cfg->daemon.kill_grace_s,
+                                 .partition = b->partition,
+                                 .slurm_conf = b->slurm_conf};
+        spw_error_t e2;
+        if (spw_backend_create(&bc, &d->pool_ops[p], &d->pool_be[p], &e2) < 0)
+            return spw_errorf(err, "pool %s: %s", d->fleet.pools[p].name, e2.text);
+        if (is_slurm(d, p) && slurm_nodes(d, p, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void spw_daemon_pools_destroy(spw_daemon_t *d)
+{
+    for (size_t p = 0; p < d->fleet.npools && d->pool_ops; p++) {
+        if (d->pool_ops[p] && d->pool_be[p])
+            d->pool_ops[p]->destroy(d->pool_be[p]);
+        if (d->pool_slurm_down)
+            free(d->pool_slurm_down[p]);
+    }
+    free(d->pool_ops);
+    free(d->pool_be);
+    free(d->pool_slurm_down);
+    d->pool_ops = NULL;
+    d->pool_be = NULL;
+    d->pool_slurm_down = NULL;
+}
+
+const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be)
+{
+    if (pool >= 0 && (size_t)pool < d->fleet.npools && d->pool_ops && d->pool_ops[pool]) {
+        *be = d->pool_be[pool];
+        return d->pool_ops[pool];
+    }
+    *be = d->be;
+    return d->be_ops;
+}
+
+const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *j, void **be)
+{
+    return spw_daemon_pool_ops(d, j->be_pool, be);
+}
+
+void spw_daemon_token(const spw_daemon_t *d, const djob_t *j, int attempt, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.%s.%d", d->daemon_id, j->id, attempt);
+}
+
+void spw_daemon_pools_sync(spw_daemon_t *d, double now)
+{
+    if (now - d->nodes_sync_ts < NODES_SYNC_S)
+        return;
+    d->nodes_sync_ts = now;
+    for (size_t p = 0; p < d->fleet.npools; p++) {
+        if (!is_slurm(d, p))
+            continue;
+        spw_slurm_t *sb = d->pool_be[p];
+        spw_slurm_node_t *v;
+        size_t n;
+        spw_error_t err;
+        if (spw_slurm_nodes(sb, &v, &n, &err) < 0)
+            continue; /* slurmctld unreachable: keep what we know */
+        for (size_t i = 0; i < n; i++) {
+            int k = spw_slurm_node_index(sb, v[i].name);
+            if (k < 0 || (uint32_t)k >= d->fleet.pools[p].nnodes)
+                continue;
+            uint8_t down = (uint8_t)(v[i].down != 0);
+            if (d->pool_slurm_down[p][k] == down)
+                continue;
+            d->pool_slurm_down[p][k] = down;
+            if (!d->node_down[p][k] == !down)
+                continue; /* already so (an administrator, or restored) */
+            char *ids = NULL;
+            int st = spw_daemon_do_node(d, p, (uint32_t)k, down, &ids, &err);
+            if (!d->quiet)
+                fprintf(stderr, "spillway: Slurm node %s (%s/%d) is %s%s%s%s%s\n", v[i].name,
+                        d->fleet.pools[p].name, k, down ? v[i].state : "back",
+                        v[i].reason[0] ? " (" : "", v[i].reason, v[i].reason[0] ? ")" : "",
+                        st == 200 ? "" : "; not applied");
+            free(ids);
+        }
+        free(v);
+    }
+}

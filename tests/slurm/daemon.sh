@@ -1,0 +1,177 @@
+#!/bin/sh
+# daemon.sh: `spillway serve` with a pool backed by a real Slurm 22.05
+# cluster (scripts/slurm-cluster.sh: nodes n1..n3, 4 fake GPUs each, started
+# once for this file): the pool's nodes are read from Slurm; a job runs as a
+# Slurm batch job carrying its launch token, its exit code and logs come
+# back; a gang of 2 nodes gets the rank environment; cancel is scancel; a
+# node drained in Slurm mid-job takes it down and the job fails over; after
+# kill -9 of the daemon the running job is re-adopted, never submitted
+# twice; a slurmctld restart while jobs run loses nothing.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/../daemon/daemon-lib"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+C=$T/cluster
+out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 3 --gpus 4 --cloud 0 2>&1)
+rc=$?
+if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
+trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
+plan 32
+ok $rc "a Slurm cluster of 3 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
+export SLURM_CONF=$C/slurm.conf
+
+cat >"$T/serve.yaml" <<EOF2
+onprem:
+  - name: gpu
+    backend: slurm
+    partition: onprem
+    cluster: spw
+    slurm_conf: $C/slurm.conf
+    cost_usd_per_gpu_h: 1.10
+policy:
+  queue: fifo
+  backfill: easy
+  wait: never
+spot:
+  failover: requeue
+daemon:
+  tick_s: 0.05
+  kill_grace_s: 1
+  tokens:
+    - {token: $ML_TOKEN, team: ml}
+    - {token: $ADMIN_TOKEN, admin: true}
+EOF2
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts with a slurm pool" || exit 1
+# Jobs of this daemon in Slurm: "ID STATE COMMENT NODES" lines.
+sq() { squeue -h -t all -o '%i %T %k %N' | grep " spw"; }
+sq_count() { sq | grep -c "\.$1\.";  }
+
+# ---- submit -> run -> exit code -> logs ---------------------------------
+a=$(submit ml --gpus 2 --name hello --env WHO=slurm -- sh -c 'echo hello $WHO on $SLURMD_NODENAME gpus=$CUDA_VISIBLE_DEVICES; echo warn >&2; exit 3')
+wait_for "$a" failed 30
+ok $? "a job exiting 3 ends failed"
+[ "$(field "$a" 'd["exit_code"]')" = 3 ]
+ok $? "with exit_code 3"
+line=$(sq | grep "\.$a\.1 ")
+[ -n "$line" ] && echo "$line" | grep -q " FAILED "
+ok $? "it ran as one Slurm job whose comment is its launch token: $line"
+spw ml logs "$a" >"$T/logs.out" 2>&1
+grep -q "^hello slurm on n[1-3] gpus=0,1$" "$T/logs.out"
+ok $? "spillway logs shows its stdout (Slurm wrote it): $(head -1 "$T/logs.out")"
+pool_nodes() { spw ml show "$a" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("where",""))'; }
+
+# ---- gang of 2 nodes ----------------------------------------------------
+g=$(submit ml --gpus 8 --name gang -- sh -c 'echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT')
+wait_for "$g" succeeded 40
+ok $? "an 8-GPU job (2 nodes of 4) succeeds"
+spw ml logs "$g" >"$T/gang.out" 2>&1
+grep -q "^rank=0 node_rank=0 world=2 master=n[1-3]:295" "$T/gang.out" &&
+    grep -q "^rank=1 node_rank=1 world=2 master=n[1-3]:295" "$T/gang.out"
+ok $? "both ranks ran with RANK, NODE_RANK, WORLD_SIZE, MASTER_ADDR:PORT" || diag "$(cat "$T/gang.out")"
+[ "$(sq | grep "\.$g\.1 " | awk '{print $4}')" != "" ] && sq | grep "\.$g\.1 " | grep -q 'n\[[1-3]-[1-3]\]\|n[1-3],n[1-3]'
+ok $? "Slurm ran it on two nodes: $(sq | grep "\.$g\.1 ")"
+
+# ---- cancel --------------------------------------------------------------
+c=$(submit ml --gpus 1 --name sleeper -- sleep 300)
+wait_for "$c" running 30
+running_in_slurm() { sq | grep "\.$1\.1 " | grep -q RUNNING; }
+wait_until 20 running_in_slurm "$c"
+ok $? "a sleep runs in Slurm: $(sq | grep "\.$c\.1 ")"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 30
+ok $? "spillway cancel: the job is cancelled"
+sq | grep "\.$c\.1 " | grep -q CANCELLED
+ok $? "and its Slurm job too: $(sq | grep "\.$c\.1 ")"
+
+# ---- node drained in Slurm mid-job -> failover -----------------------------
+f=$(submit ml --gpus 4 --name failover --retries 0 -- sh -c 'echo start $SPILLWAY_ATTEMPT on $SLURMD_NODENAME; sleep 300')
+wait_for "$f" running 30 && wait_until 20 running_in_slurm "$f"
+node=$(sq | grep "\.$f\.1 " | awk '{print $4}')
+[ -n "$node" ]
+ok $? "a 4-GPU job runs on Slurm node '$node'"
+scontrol update nodename="$node" state=drain reason=spw-test-drain
+on_attempt2() { sq | grep "\.$f\.2 " | grep -q RUNNING; }
+wait_until 30 on_attempt2
+ok $? "after scontrol drain of $node, the daemon fails it over: attempt 2 runs in Slurm ($(sq | grep "\.$f\." | tr '\n' ';'))"
+node2=$(sq | grep "\.$f\.2 " | awk '{print $4}')
+[ -n "$node2" ] && [ "$node2" != "$node" ]
+ok $? "on another node ($node2)"
+sq | grep "\.$f\.1 " | grep -q CANCELLED
+ok $? "and the Slurm job of attempt 1 was cancelled"
+grep -q "Slurm node $node .* drain\|Slurm node $node" "$DLOG"
+ok $? "the daemon says why: $(grep "Slurm node $node" "$DLOG" | head -1)"
+scontrol update nodename="$node" state=resume
+node_back() { grep -q "Slurm node $node .*back" "$DLOG"; }
+wait_until 15 node_back
+ok $? "resumed in Slurm, the node comes back in the pool"
+
+# ---- kill -9 of the daemon: re-adopted, not submitted twice ---------------
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon restarts after kill -9"
+wait_for "$f" running 10
+ok $? "the running job is running again after the restart"
+grep -q "re-adopted slurm job" "$DLOG"
+ok $? "re-adopted by its token: $(grep 're-adopted' "$DLOG" | head -1)"
+sleep_check() { [ "$(sq | grep "\.$f\." | grep -c 'RUNNING\|PENDING')" = 1 ]; }
+sleep 2
+sleep_check
+ok $? "exactly one live Slurm job for it: $(sq | grep "\.$f\." | tr '\n' ';')"
+
+# ---- kill -9 mid-submit: sbatch landed, the daemon never learnt the id ----
+# An sbatch wrapper first in the daemon's PATH submits, then (while
+# $T/slow exists) hangs before printing the job id.
+mkdir -p "$T/bin"
+cat >"$T/bin/sbatch" <<EOF2
+#!/bin/sh
+out=\$($(command -v sbatch) "\$@")
+rc=\$?
+if [ -f "$T/slow" ]; then echo "\$out" >"$T/submitted"; sleep 60; fi
+echo "\$out"
+exit \$rc
+EOF2
+chmod +x "$T/bin/sbatch"
+stop_daemon
+OLDPATH=$PATH
+PATH=$T/bin:$PATH
+export PATH
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon runs with the slow sbatch wrapper"
+touch "$T/slow"
+# In the background: the daemon's loop (and so its answer) waits on sbatch.
+spw ml submit --gpus 1 --name midsubmit -- sleep 300 >"$T/mid.out" 2>&1 &
+XPIDS="$XPIDS $!"
+landed() { [ -s "$T/submitted" ]; }
+wait_until 20 landed
+ok $? "an sbatch landed in Slurm (job $(cat "$T/submitted" 2>/dev/null)) and hangs before answering"
+m=$(squeue -h -t all -o '%k' -j "$(cut -d';' -f1 "$T/submitted")" | cut -d. -f2)
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+rm -f "$T/slow"
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon is killed -9 mid-submit and restarted"
+wait_for "$m" running 15
+ok $? "the job ($m) is running after the restart"
+one_job() { [ "$(sq | grep -c "\.$m\.")" = 1 ]; }
+sleep 2
+one_job
+ok $? "exactly one Slurm job for it, adopted by its token: $(sq | grep "\.$m\." | tr '\n' ';')"
+spw ml cancel "$m" >/dev/null 2>&1
+wait_for "$m" cancelled 30
+ok $? "and it is cancelled through the adopted handle"
+PATH=$OLDPATH
+
+# ---- slurmctld restart while spillway runs --------------------------------
+"$ROOT/scripts/slurm-cluster.sh" stop-ctld "$C"
+sleep 1
+! scontrol ping 2>/dev/null | grep -q 'is UP'
+ok $? "slurmctld is down"
+"$ROOT/scripts/slurm-cluster.sh" start-ctld "$C" >/dev/null
+ok $? "slurmctld is back"
+spw ml cancel "$f" >/dev/null 2>&1
+wait_for "$f" cancelled 30
+ok $? "the job that ran across the restart is cancelled through the new slurmctld"
+h=$(submit ml --gpus 1 --name after -- sh -c 'exit 0')
+wait_for "$h" succeeded 30
+ok $? "a new job runs after the slurmctld restart"
