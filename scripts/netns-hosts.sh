@@ -46,11 +46,16 @@ down() {
     # Whatever still runs inside a namespace (ssh sessions whose client
     # vanished, jobs started over ssh) was started by this cluster: stop it
     # by pid before the namespace goes.
-    while read -r kind a; do
-        [ "$kind" = netns ] || continue
-        pids=$(ip netns pids "$a" 2>/dev/null)
-        [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    done <"$dir/state"
+    # SIGTERM first, so that shells in the middle of their startup files
+    # (a login shell's rc taking a lock, say) clean up; SIGKILL what is left.
+    for sig in TERM KILL; do
+        while read -r kind a; do
+            [ "$kind" = netns ] || continue
+            pids=$(ip netns pids "$a" 2>/dev/null)
+            [ -n "$pids" ] && kill -$sig $pids 2>/dev/null
+        done <"$dir/state"
+        [ $sig = TERM ] && sleep 0.3
+    done
     while read -r kind a; do
         case $kind in
         veth) ip link del "$a" 2>/dev/null ;;

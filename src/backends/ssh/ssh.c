@@ -132,7 +132,8 @@ typedef struct job {
     spw_exit_cause_t cause;     /* why we are stopping it; NONE if we are not */
     double term_s;              /* daemon clock of the SIGTERM; NAN = not sent */
     int killed;                 /* SIGKILL sent */
-    int lost;                   /* a host of it went down */
+    double lost_s;              /* daemon clock when a host of it went down;
+                                   NAN = none did */
 } job_t;
 
 /* A rank directory on a host to SIGKILL once the host answers. */
@@ -192,28 +193,15 @@ static const char shim[] =
 static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double deadline_s,
                      cmd_t *c, spw_error_t *err)
 {
-    int in = memfd_create("spw-ssh-in", MFD_CLOEXEC), out = memfd_create("spw-ssh-out", MFD_CLOEXEC);
-    if (in < 0 || out < 0) {
-        int e = errno;
-        if (in >= 0)
-            close(in);
-        if (out >= 0)
-            close(out);
-        return spw_errorf(err, "ssh: memfd_create: %s", strerror(e));
-    }
-    size_t len = strlen(script), off = 0;
-    while (off < len) {
-        ssize_t n = write(in, script + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            close(in);
-            close(out);
-            return spw_errorf(err, "ssh: cannot buffer a script: %s", strerror(errno));
-        }
-        off += (size_t)n;
-    }
-    lseek(in, 0, SEEK_SET);
+    int out = memfd_create("spw-ssh-out", MFD_CLOEXEC);
+    if (out < 0)
+        return spw_errorf(err, "ssh: memfd_create: %s", strerror(errno));
+    /* The script travels as the remote command, not on stdin: a login
+     * shell's startup files (bashrc) may read stdin before the command
+     * runs.  sshd runs it with the user's shell: `exec /bin/sh -c SCRIPT`. */
+    sbuf_t rc = {0};
+    sb_add(&rc, "exec /bin/sh -c ");
+    sb_quote(&rc, script);
 
     char port[16], ctimeout[48], cpath[128], target[512];
     const char *argv[40];
@@ -260,19 +248,21 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
         argv[a++] = "-o";
         argv[a++] = "ControlPersist=60";
     }
+    argv[a++] = "-n";
     argv[a++] = target;
-    argv[a++] = "sh -s";
+    argv[a++] = rc.s;
     argv[a] = NULL;
 
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
-        close(in);
         close(out);
+        free(rc.s);
         return spw_errorf(err, "ssh: fork: %s", strerror(e));
     }
     if (pid == 0) {
-        dup2(in, 0);
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
         dup2(out, 1);
         dup2(out, 2);
         /* Its own process group, so that a timeout kills ssh and nothing
@@ -284,7 +274,7 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
         execvp("ssh", (char *const *)argv);
         _exit(127);
     }
-    close(in);
+    free(rc.s);
     c->pid = pid;
     c->out_fd = out;
     c->deadline_s = deadline_s;
@@ -879,17 +869,28 @@ static void settle(spw_ssh_t *sb)
     }
 }
 
-/* Marks host hi down: every job with a rank there is lost; each of its
- * ranks is fenced (SIGKILLed once its host answers). */
-static void host_down(spw_ssh_t *sb, uint32_t hi)
+/* Marks host hi down: every job with a rank there is lost.  It stays
+ * tracked until the daemon cancels it (its node-down path does) or
+ * lost_grace_s passes; then each of its ranks is fenced (SIGKILLed once its
+ * host answers) and poll() reports it LOST. */
+static void host_down(spw_ssh_t *sb, uint32_t hi, double now_s)
 {
     sb->hosts[hi].up = 0;
+    for (size_t i = 0; i < sb->njobs; i++) {
+        job_t *j = sb->jobs[i];
+        for (uint32_t k = 0; k < j->nranks; k++)
+            if (j->r[k].host == hi && !j->r[k].final && isnan(j->lost_s))
+                j->lost_s = now_s;
+    }
+}
+
+/* Ends the lost jobs that were cancelled or waited long enough. */
+static void settle_lost(spw_ssh_t *sb, double now_s)
+{
+    double grace_s = fmax(sb->down_after_s, 5);
     for (size_t i = 0; i < sb->njobs;) {
         job_t *j = sb->jobs[i];
-        int hit = 0;
-        for (uint32_t k = 0; k < j->nranks; k++)
-            hit |= j->r[k].host == hi && !j->r[k].final;
-        if (!hit) {
+        if (isnan(j->lost_s) || (isnan(j->term_s) && now_s - j->lost_s < grace_s)) {
             i++;
             continue;
         }
@@ -949,7 +950,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
             if (isnan(h->silent_since_s))
                 h->silent_since_s = h->last_ok_s > 0 ? h->last_ok_s : now_s;
             if (h->up && now_s - h->silent_since_s >= sb->down_after_s)
-                host_down(sb, hi);
+                host_down(sb, hi, now_s);
         }
         free(out);
         h->next_sync_s = now_s + sb->sync_interval_s;
@@ -1107,6 +1108,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     j->nranks = nodes;
     j->r = spw_xcalloc(nodes, sizeof(rank_t));
     j->term_s = NAN;
+    j->lost_s = NAN;
     snprintf(j->h.job_id, sizeof(j->h.job_id), "%s", req->job_id);
     snprintf(j->h.token, sizeof(j->h.token), "%s", req->token);
     snprintf(j->h.ext, sizeof(j->h.ext), "%s", ext);
@@ -1334,6 +1336,7 @@ static void ssh_tick(void *be, double now_s)
     }
     for (uint32_t hi = 0; hi < sb->nhosts; hi++)
         host_tick(sb, hi, now_s);
+    settle_lost(sb, now_s);
 }
 
 static int ssh_poll(void *be, spw_exit_t *exits, size_t max)
@@ -1428,6 +1431,7 @@ static void adopt_found(spw_ssh_t *sb, const spw_handle_t *h, const uint32_t *ho
     j->nranks = (uint32_t)n;
     j->r = spw_xcalloc(n, sizeof(rank_t));
     j->term_s = NAN;
+    j->lost_s = NAN;
     long long ob = 0, eb = 0;
     char path[4200], tok[SPW_TOKEN_MAX];
     snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, h->job_id);

@@ -7,8 +7,9 @@
  * - every command is `ssh -i KEY -p PORT -o BatchMode=yes
  *   -o StrictHostKeyChecking=yes -o UserKnownHostsFile=KNOWN_HOSTS
  *   -o ConnectTimeout=.. -o ServerAliveInterval=.. [ControlMaster=auto,
- *   ControlPersist] USER@HOST sh -s`, the script on stdin, output into an
- *   in-memory file; one connection per host is kept open and shared.
+ *   ControlPersist] -n USER@HOST 'exec /bin/sh -c SCRIPT'` (not on stdin,
+ *   which a login shell's startup files may read), output into an in-memory
+ *   file; one connection per host is kept open and shared.
  * - on the host everything lives under R = $SPILLWAY_HOST_DIR, or
  *   $HOME/.spillway: one directory R/jobs/TOKEN-rRANK per node of a launch
  *   (created with mkdir, so one token starts once per rank), holding `token`,
