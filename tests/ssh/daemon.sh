@@ -17,7 +17,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 22
+plan 23
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -141,3 +141,5 @@ ok $? "exactly the 2 attempts' directories exist and attempt 2 still runs ($n)"
 spw ml cancel "$f" >/dev/null 2>&1
 wait_for "$f" cancelled 30
 ok $? "the re-adopted job is cancelled through the new daemon"
+stop_daemon
+ok $? "the daemon stops on SIGTERM"

@@ -148,7 +148,7 @@ struct spw_ssh {
     char *user, *key, *known_hosts; /* ssh options, owned; NULL = default */
     int port;                   /* ssh port */
     char *log_dir;              /* owned */
-    char control_dir[64];       /* ControlPath directory; "" = no multiplexing */
+    char control_dir[128];      /* ControlPath directory; "" = no multiplexing */
     double grace_s, cmd_timeout_s, sync_interval_s, down_after_s; /* seconds */
     job_t **jobs;               /* tracked, owned */
     size_t njobs, cap;          /* used, allocated */
@@ -203,7 +203,7 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     sb_add(&rc, "exec /bin/sh -c ");
     sb_quote(&rc, script);
 
-    char port[16], ctimeout[48], cpath[128], target[512];
+    char port[16], ctimeout[48], cpath[160], target[512];
     const char *argv[40];
     size_t a = 0;
     snprintf(port, sizeof(port), "%d", sb->port);
@@ -468,8 +468,14 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     sb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
     sb->down_after_s = o->down_after_s > 0 ? o->down_after_s : 10;
     if (!o->no_multiplex) {
-        /* ControlPath must be short (a Unix socket path): under /tmp. */
-        snprintf(sb->control_dir, sizeof(sb->control_dir), "/tmp/spw-ssh.XXXXXX");
+        /* The shared connections' sockets: in the log directory (a daemon
+         * killed with -9 leaves its directory there, not in /tmp), unless
+         * that path is too long for a Unix socket (ControlPath adds a
+         * 40-character hash); then under /tmp. */
+        if (strlen(o->log_dir) + 16 + 42 < 100)
+            snprintf(sb->control_dir, sizeof(sb->control_dir), "%s/.ssh-ctl.XXXXXX", o->log_dir);
+        else
+            snprintf(sb->control_dir, sizeof(sb->control_dir), "/tmp/spw-ssh.XXXXXX");
         if (!mkdtemp(sb->control_dir))
             sb->control_dir[0] = '\0';
     }
@@ -546,7 +552,7 @@ void spw_ssh_destroy(spw_ssh_t *sb)
     if (sb->control_dir[0]) {
         /* Close the shared connections: `ssh -O exit` per host. */
         for (size_t i = 0; i < sb->nhosts; i++) {
-            char cpath[128], port[16], target[512];
+            char cpath[160], port[16], target[512];
             snprintf(cpath, sizeof(cpath), "ControlPath=%s/%%C", sb->control_dir);
             snprintf(port, sizeof(port), "%d", sb->port);
             snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "",
