@@ -17,7 +17,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 23
+plan 24
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -106,7 +106,7 @@ wait_until 10 dead_remote "$ch" "$(rdirs "$c" "$ch")"
 ok $? "and its process on host $ch is gone"
 
 # ---- host cut off mid-job -> failover to another host, old copy fenced ------
-f=$(submit ml --gpus 2 --name failover --retries 0 -- sh -c 'echo start $SPILLWAY_ATTEMPT on $SPILLWAY_TEST_HOST; sleep 300')
+f=$(submit ml --gpus 2 --name failover --retries 0 -- sh -c 'c=$SPILLWAY_CHECKPOINT_DIR/step; [ -f "$c" ] && echo "resumed from $(cat "$c") on host $SPILLWAY_TEST_HOST"; echo "host $SPILLWAY_TEST_HOST" >"$c"; echo start $SPILLWAY_ATTEMPT on $SPILLWAY_TEST_HOST; sleep 300')
 wait_for "$f" running 30
 fh=$(host_of "$f" 1)
 [ -n "$fh" ] && wait_until 10 alive_remote "$fh" "$(rdirs "$f" "$fh" | grep '\.1-r0$')"
@@ -118,6 +118,9 @@ ok $? "after host $fh's link is cut, the job is started again (attempt 2)" || di
 fh2=$(host_of "$f" 2)
 [ -n "$fh2" ] && [ "$fh2" != "$fh" ]
 ok $? "on another host ($fh2)"
+resumed() { spw ml logs "$f" 2>/dev/null | grep -q "^resumed from host $fh on host $fh2\$"; }
+wait_until 10 resumed
+ok $? "attempt 2 read attempt 1's checkpoint (shared path): $(spw ml logs "$f" 2>/dev/null | grep resumed)"
 grep -q "stopped answering ssh" "$DLOG"
 ok $? "the daemon says why: $(grep 'stopped answering' "$DLOG" | head -1)"
 "$NET" mend "$C" "$fh"
