@@ -1081,7 +1081,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                    "handle (%d); use shorter host names", strlen(ips), SPW_HANDLE_EXT_MAX - 1);
         goto error;
     }
-    snprintf(ext, sizeof(ext), "%s", ips);
+    memcpy(ext, ips, strlen(ips) + 1); /* fits: checked above */
 
     /* Local logs: rank 0 appends to JOBID.out/.err (bases in JOBID.ssh),
      * other ranks start fresh files. */
@@ -1349,6 +1349,8 @@ static int ssh_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_ssh_t *sb = be;
     size_t n = sb->ndone < max ? sb->ndone : max;
+    if (n == 0)
+        return 0;
     memcpy(exits, sb->done, n * sizeof(spw_exit_t));
     memmove(sb->done, sb->done + n, (sb->ndone - n) * sizeof(spw_exit_t));
     sb->ndone -= n;
