@@ -27,7 +27,7 @@ onprem:
   - name: hosts
     backend: ssh
     hosts: [$H0, $H1, $H2, $H3]
-    ssh: {user: root, key: $C/id_ed25519, known_hosts: $C/known_hosts, port: 2222, down_after_s: 2}
+    ssh: {user: root, key: $C/id_ed25519, known_hosts: $C/known_hosts, port: 2222, down_after_s: 4}
     cost_usd_per_gpu_h: 1.10
 policy:
   queue: fifo

@@ -965,7 +965,10 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
         return;
     sbuf_t s = {0};
     status_script(sb, hi, &s);
-    double limit = fmin(sb->cmd_timeout_s, fmax(sb->down_after_s / 2, 1));
+    /* A status round may take up to half of down_after_s (at least 2 s: a
+     * loaded machine answers slowly), so one slow round does not make a
+     * host look dead. */
+    double limit = fmin(sb->cmd_timeout_s, fmax(sb->down_after_s / 2, 2));
     if (cmd_start(sb, h, s.s, now_s + limit, &h->st, NULL) < 0)
         h->next_sync_s = now_s + sb->sync_interval_s;
     free(s.s);
