@@ -16,4 +16,5 @@ rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 if [ $rc != 0 ]; then echo "1..1"; echo "not ok 1 - the test cluster starts"; echo "$out" | sed 's/^/# /'; exit 1; fi
 mkdir -p "$T/logs"
+rootfs=$("$here/mkrootfs" "$root/build/ssh-rootfs") && export SPW_TEST_ROOTFS=$rootfs
 SPW_TEST_DIR=$T SPW_NETNS_SCRIPT=$net "$bin"

@@ -17,7 +17,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 24
+plan 26
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -91,6 +91,19 @@ ok $? "rank 0 summed both ranks over TCP: $(head -1 "$T/gang.out")"
 n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
 [ "$n" = 2 ]
 ok $? "one process on each of 2 hosts ($n rank directories)"
+
+# ---- a job in a container image (bubblewrap on the host) -------------------
+if img=$("$ROOT/tests/ssh/mkrootfs" "$ROOT/build/ssh-rootfs"); then
+    k=$(submit ml --gpus 1 --name boxed --env SPILLWAY_IMAGE="$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root')
+    wait_for "$k" succeeded 30
+    ok $? "a job naming an image (SPILLWAY_IMAGE) succeeds"
+    spw ml logs "$k" >"$T/boxed.out" 2>&1
+    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root')" ]
+    ok $? "it ran in the image's root filesystem: $(tr '\n' ' ' <"$T/boxed.out")"
+else
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+fi
 
 # ---- cancel ------------------------------------------------------------------
 c=$(submit ml --gpus 1 --name sleeper -- sleep 300)

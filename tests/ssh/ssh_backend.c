@@ -256,6 +256,55 @@ int main(void)
     is((long)strlen(o), 300000, "its 300000 bytes of stdout arrived");
     free(o);
 
+    /* A container job: an unpacked root filesystem under bubblewrap, with
+     * the workdir and checkpoint directory mounted. */
+    const char *rootfs = getenv("SPW_TEST_ROOTFS");
+    if (rootfs) {
+        char img[1200], ck[1200];
+        snprintf(img, sizeof(img), "SPILLWAY_IMAGE=%s", rootfs);
+        snprintf(ck, sizeof(ck), "%s/ckpt", T);
+        mkdir(ck, 0755);
+        char ckenv[1300];
+        snprintf(ckenv, sizeof(ckenv), "SPILLWAY_CHECKPOINT_DIR=%s", ck);
+        const char *envc[] = {img, ckenv, NULL};
+        req.job_id = "c1";
+        req.token = "d1.c1.1";
+        req.env = envc;
+        req.workdir = wd;
+        req.script = "cat /etc/spw-image; [ -e /usr/bin/python3 ] && echo host-root || echo "
+                     "own-root; echo \"pwd=$(pwd)\"; echo saved >\"$SPILLWAY_CHECKPOINT_DIR/step\"; "
+                     "echo pid=$$";
+        req.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+        ok(rc == 0, "launch a job in an image: %s", err.text);
+        got = wait_exit(sb, "c1", &x, 20);
+        ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "the container job succeeds (%s %d)",
+           spw_exit_kind_name(x.kind), x.status);
+        o = slurp("c1", "out");
+        snprintf(want, sizeof(want), "spillway test image\nown-root\npwd=%s\npid=", wd);
+        if (!ok(strncmp(o, want, strlen(want)) == 0, "it saw the image's root, not the host's, "
+                "and ran in its workdir"))
+            diag("got: %s", o);
+        ok(strstr(o, "pid=1\n") || strstr(o, "pid=2\n"), "in its own pid namespace");
+        free(o);
+        e = slurp("c1", "err");
+        if (*e)
+            diag("container stderr: %s", e);
+        free(e);
+        char step[1300];
+        snprintf(step, sizeof(step), "%s/step", ck);
+        size_t sl;
+        char *sv = spw_read_file(step, &sl, NULL);
+        ok(sv && strcmp(sv, "saved\n") == 0, "it wrote its checkpoint directory (mounted)");
+        free(sv);
+        const char *envd[] = {"SPILLWAY_IMAGE=/nonexistent-image", NULL};
+        rc = launch(sb, "c2", "d1.c2.1", "true", NULL, envd, 1, 0, &h, &err);
+        ok(rc < 0 && strstr(err.text, "is not a directory"), "a missing image fails the launch: %s",
+           err.text);
+    } else {
+        diag("no bubblewrap: container checks skipped");
+    }
+
     /* A 4-node gang doing a TCP all-reduce. */
     char py[1200];
     snprintf(py, sizeof(py), "%s/allreduce.py", T);

@@ -1041,6 +1041,46 @@ static void add_export(sbuf_t *s, const char *name, const char *value)
     sb_add(s, "\n");
 }
 
+/* The value of NAME in a NULL-terminated "NAME=VALUE" list, or NULL. */
+static const char *env_value(const char *const *env, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = env; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* Appends to a launch script the lines that wrap the command ("$@") in
+ * bubblewrap with `image` (an unpacked root filesystem on the host) as its
+ * root: each top-level entry of the image read-only (symlinks kept), fresh
+ * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
+ * (also the starting directory) and the checkpoint directory read-write, its
+ * own pid namespace, killed with the shim. */
+static void container_wrap(sbuf_t *s, const char *image, const char *workdir, const char *ckpt)
+{
+    sb_add(s, "IMG=");
+    sb_quote(s, image);
+    sb_add(s, "; W=");
+    sb_quote(s, workdir ? workdir : "");
+    sb_add(s, "; CK=");
+    sb_quote(s, ckpt ? ckpt : "");
+    sb_add(s,
+           "\ncommand -v bwrap >/dev/null 2>&1 || { echo \"E the job names an image but bubblewrap"
+           " (bwrap) is not installed on this host\"; exit 1; }\n"
+           "[ -d \"$IMG\" ] || { echo \"E image $IMG is not a directory (an unpacked root"
+           " filesystem) on this host\"; exit 1; }\n"
+           "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
+           "A='bwrap --tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent'\n"
+           "for e in \"$IMG\"/*; do b=${e##*/}; case $b in proc|dev|tmp) continue;; esac;"
+           " if [ -L \"$e\" ]; then A=\"$A --symlink $(q \"$(readlink \"$e\")\")$(q \"/$b\")\";"
+           " else A=\"$A --ro-bind $(q \"$e\")$(q \"/$b\")\"; fi; done\n"
+           "for d in /dev/nvidia*; do [ -e \"$d\" ] && A=\"$A --dev-bind $(q \"$d\")$(q \"$d\")\"; done\n"
+           "[ -n \"$W\" ] && A=\"$A --bind $(q \"$W\")$(q \"$W\") --chdir $(q \"$W\")\"\n"
+           "[ -n \"$CK\" ] && A=\"$A --bind $(q \"$CK\")$(q \"$CK\")\"\n"
+           "eval \"set -- $A -- \\\"\\$@\\\"\"\n");
+}
+
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
 {
     spw_ssh_t *sb = be;
@@ -1175,19 +1215,24 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         }
         add_export(&s, "SPILLWAY_NODE_IPS", ips);
         add_export(&s, "SPILLWAY_NODE_RANK", rank_s);
+        const char *image = env_value(req->env, "SPILLWAY_IMAGE");
         sb_add(&s, "set --");
         if (req->argv) {
             for (const char *const *a = req->argv; *a; a++) {
                 sb_add(&s, " ");
                 sb_quote(&s, *a);
             }
-            sb_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
-                       " found on this host\"; exit 1; }\n");
+            if (!image)
+                sb_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
+                           " found on this host\"; exit 1; }");
+            sb_add(&s, "\n");
         } else {
             sb_add(&s, " /bin/sh -c ");
             sb_quote(&s, req->script);
             sb_add(&s, "\n");
         }
+        if (image)
+            container_wrap(&s, image, req->workdir, env_value(req->env, "SPILLWAY_CHECKPOINT_DIR"));
         sb_add(&s, "S=");
         sb_quote(&s, shim);
         sb_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
