@@ -1041,6 +1041,63 @@ static void add_export(sbuf_t *s, const char *name, const char *value)
     sb_add(s, "\n");
 }
 
+/* ---- containers ------------------------------------------------------- */
+
+static void argv_push(char ***v, size_t *n, const char *s)
+{
+    *v = spw_xrealloc(*v, (*n + 2) * sizeof(char *));
+    (*v)[(*n)++] = spw_xstrdup(s);
+    (*v)[*n] = NULL;
+}
+
+char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
+                           const char *ckpt, const uint32_t *gpus, size_t ngpus,
+                           const char *const *env_names)
+{
+    char **v = NULL, buf[4300];
+    size_t n = 0;
+    argv_push(&v, &n, "podman");
+    argv_push(&v, &n, "run");
+    argv_push(&v, &n, "--rm");
+    argv_push(&v, &n, "--name");
+    /* Container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*, as tokens are. */
+    snprintf(buf, sizeof(buf), "spw-%s", token);
+    argv_push(&v, &n, buf);
+    argv_push(&v, &n, "--pull=missing");
+    argv_push(&v, &n, "--network=host");
+    argv_push(&v, &n, "--security-opt=label=disable");
+    for (size_t g = 0; gpus && g < ngpus; g++) {
+        argv_push(&v, &n, "--device");
+        snprintf(buf, sizeof(buf), "nvidia.com/gpu=%u", gpus[g]);
+        argv_push(&v, &n, buf);
+    }
+    if (workdir && *workdir) {
+        argv_push(&v, &n, "-v");
+        snprintf(buf, sizeof(buf), "%s:%s", workdir, workdir);
+        argv_push(&v, &n, buf);
+        argv_push(&v, &n, "-w");
+        argv_push(&v, &n, workdir);
+    }
+    if (ckpt && *ckpt) {
+        argv_push(&v, &n, "-v");
+        snprintf(buf, sizeof(buf), "%s:%s", ckpt, ckpt);
+        argv_push(&v, &n, buf);
+    }
+    for (const char *const *e = env_names; e && *e; e++) {
+        argv_push(&v, &n, "-e");
+        argv_push(&v, &n, *e);
+    }
+    argv_push(&v, &n, image);
+    return v;
+}
+
+void spw_ssh_argv_free(char **argv)
+{
+    for (char **a = argv; a && *a; a++)
+        free(*a);
+    free(argv);
+}
+
 /* The value of NAME in a NULL-terminated "NAME=VALUE" list, or NULL. */
 static const char *env_value(const char *const *env, const char *name)
 {
@@ -1057,8 +1114,18 @@ static const char *env_value(const char *const *env, const char *name)
  * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
  * (also the starting directory) and the checkpoint directory read-write, its
  * own pid namespace, killed with the shim. */
-static void container_wrap(sbuf_t *s, const char *image, const char *workdir, const char *ckpt)
+static void container_wrap(sbuf_t *s, const char *image, const char *workdir, const char *ckpt,
+                           const char *const *podman)
 {
+    /* Not a directory: an OCI image for podman, if the host has it. */
+    sb_add(s, "if [ ! -d ");
+    sb_quote(s, image);
+    sb_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
+    for (const char *const *a = podman; *a; a++) {
+        sb_add(s, " ");
+        sb_quote(s, *a);
+    }
+    sb_add(s, " \"$@\"; else\n");
     sb_add(s, "IMG=");
     sb_quote(s, image);
     sb_add(s, "; W=");
@@ -1078,7 +1145,7 @@ static void container_wrap(sbuf_t *s, const char *image, const char *workdir, co
            "for d in /dev/nvidia*; do [ -e \"$d\" ] && A=\"$A --dev-bind $(q \"$d\")$(q \"$d\")\"; done\n"
            "[ -n \"$W\" ] && A=\"$A --bind $(q \"$W\")$(q \"$W\") --chdir $(q \"$W\")\"\n"
            "[ -n \"$CK\" ] && A=\"$A --bind $(q \"$CK\")$(q \"$CK\")\"\n"
-           "eval \"set -- $A -- \\\"\\$@\\\"\"\n");
+           "eval \"set -- $A -- \\\"\\$@\\\"\"\nfi\n");
 }
 
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
@@ -1231,8 +1298,47 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             sb_quote(&s, req->script);
             sb_add(&s, "\n");
         }
-        if (image)
-            container_wrap(&s, image, req->workdir, env_value(req->env, "SPILLWAY_CHECKPOINT_DIR"));
+        if (image) {
+            /* podman passes on the variables the launch exports. */
+            const char **names = spw_xcalloc(24 + 1 + (req->env ? 0 : 0), sizeof(char *));
+            size_t nn = 0, cap = 24;
+            static const char *const own[] = {"CUDA_VISIBLE_DEVICES", "SPILLWAY_JOB_ID",
+                                              "SPILLWAY_LAUNCH_TOKEN", "SPILLWAY_NODE_IPS",
+                                              "SPILLWAY_NODE_RANK", "RANK", "NODE_RANK",
+                                              "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                              "MASTER_ADDR", "MASTER_PORT"};
+            char **heap = NULL;
+            size_t nheap = 0;
+            for (const char *const *e = req->env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                heap = spw_xrealloc(heap, (nheap + 1) * sizeof(char *));
+                heap[nheap] = spw_xmalloc((size_t)(eq - *e) + 1);
+                memcpy(heap[nheap], *e, (size_t)(eq - *e));
+                heap[nheap][eq - *e] = '\0';
+                nheap++;
+            }
+            for (size_t i = 0; i < nheap + sizeof(own) / sizeof(own[0]); i++) {
+                if (nn + 1 >= cap) {
+                    cap *= 2;
+                    names = spw_xrealloc(names, cap * sizeof(char *));
+                }
+                names[nn++] = i < nheap ? heap[i] : own[i - nheap];
+                names[nn] = NULL;
+            }
+            uint32_t gl[MAX_SLOTS];
+            size_t ng = 0;
+            for (uint32_t g = 0; g < MAX_SLOTS; g++)
+                if (bits[k] >> g & 1)
+                    gl[ng++] = g;
+            const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
+            char **pv = spw_ssh_podman_argv(image, req->token, req->workdir, ckd, gl, ng, names);
+            container_wrap(&s, image, req->workdir, ckd, (const char *const *)pv);
+            spw_ssh_argv_free(pv);
+            for (size_t i = 0; i < nheap; i++)
+                free(heap[i]);
+            free(heap);
+            free(names);
+        }
         sb_add(&s, "S=");
         sb_quote(&s, shim);
         sb_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"

@@ -130,6 +130,21 @@ void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out);
  * timed out).  For tests and the CLI. */
 int spw_ssh_run(spw_ssh_t *sb, size_t i, const char *script, char **out, spw_error_t *err);
 
+/* The podman command line that runs a job in an OCI image (a registry
+ * reference such as docker.io/library/ubuntu:22.04, or oci-archive:PATH):
+ * `podman run --rm --name spw-TOKEN --pull=missing --network=host
+ * --security-opt=label=disable [--device nvidia.com/gpu=N (CDI), per GPU]
+ * [-v WORKDIR:WORKDIR -w WORKDIR] [-v CKPT:CKPT] [-e NAME, per name]
+ * IMAGE`, to which the job's command is appended.  `-e NAME` passes NAME's
+ * value from the launching shell.  A launch with SPILLWAY_IMAGE that is not
+ * a directory on the host runs this when the host has podman (bubblewrap
+ * runs directories).  Returns a NULL-terminated argv, caller frees with
+ * spw_ssh_argv_free. */
+char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
+                           const char *ckpt, const uint32_t *gpus, size_t ngpus,
+                           const char *const *env_names);
+void spw_ssh_argv_free(char **argv);
+
 /* Appends to buf (capacity cap) the word s quoted for a POSIX shell.
  * Returns 0, or -1 if it does not fit. */
 int spw_ssh_quote(char *buf, size_t cap, const char *s);
