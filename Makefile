@@ -103,11 +103,13 @@ check: deps-test
 	@$(MAKE) --no-print-directory tests
 	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
 
-# The live daemon tests (tests/daemon/*.sh) against a sanitizer build of
-# spillway: the daemon, HTTP layer and client under ASan and UBSan.
+# The live daemon tests (tests/daemon/*.sh, and tests/slurm/*.sh against a
+# real Slurm) against a sanitizer build of spillway: the daemon, HTTP layer,
+# client and Slurm backend under ASan and UBSan.
 san-daemon:
-	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway
-	SPILLWAY=build/san/spillway prove -e '' $(wildcard tests/daemon/*.sh)
+	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway build/san/tests/slurm/slurm_backend
+	SPILLWAY=build/san/spillway SPW_SLURM_TEST_BIN=$(CURDIR)/build/san/tests/slurm/slurm_backend \
+	    prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/slurm/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)

@@ -4,6 +4,7 @@
 #
 #   scripts/slurm-cluster.sh start DIR [--nodes N] [--gpus G] [--cloud M]
 #                                      [--resume CMD] [--suspend CMD]
+#                                      [--suspend-time S]
 #   scripts/slurm-cluster.sh stop DIR
 #   scripts/slurm-cluster.sh stop-ctld DIR     (slurmctld only; nodes keep running)
 #   scripts/slurm-cluster.sh start-ctld DIR    (slurmctld again, same state)
@@ -16,7 +17,8 @@
 # State=CLOUD: Slurm powers them up through ResumeProgram (DIR/resume, which
 # runs CMD HOSTLIST when --resume is given, else sets the nodes' address to
 # 127.0.0.1 and starts their slurmd itself) and down through SuspendProgram
-# (DIR/suspend: CMD HOSTLIST, else stops their slurmd) after 30 s idle.
+# (DIR/suspend: CMD HOSTLIST, else stops their slurmd) after S s idle
+# (--suspend-time, default 30).
 #
 # Fake GPUs: gres.conf File= paths are symlinks to /dev/null (Slurm drops
 # GPUs without files).  Authentication is auth/none, every daemon listens on
@@ -133,7 +135,7 @@ stop_ctld() {
 }
 
 cmd_start() {
-    local nodes=3 gpus=4 cloud=2 resume="" suspend=""
+    local nodes=3 gpus=4 cloud=2 resume="" suspend="" stime=30
     while [ $# -gt 0 ]; do
         case $1 in
         --nodes) nodes=$2; shift 2 ;;
@@ -141,6 +143,7 @@ cmd_start() {
         --cloud) cloud=$2; shift 2 ;;
         --resume) resume=$2; shift 2 ;;
         --suspend) suspend=$2; shift 2 ;;
+        --suspend-time) stime=$2; shift 2 ;;
         *) usage ;;
         esac
     done
@@ -186,7 +189,7 @@ cmd_start() {
         echo "SlurmdTimeout=30"
         echo "ResumeProgram=$D/resume"
         echo "SuspendProgram=$D/suspend"
-        echo "SuspendTime=30"
+        echo "SuspendTime=$stime"
         echo "ResumeTimeout=60"
         echo "SuspendTimeout=30"
         echo "SuspendExcParts=onprem"

@@ -13,6 +13,7 @@
 #include "cli/policy.h"
 #include "cli/report.h"
 #include "cli/serve.h"
+#include "cli/slurm.h"
 #include "cli/spotjob_report.h"
 #include "sim/config.h"
 #include "sim/gen.h"
@@ -63,6 +64,8 @@ static const char main_usage[] =
     "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
     "  admin     administration: 'spillway admin preempt INSTANCE_ID',\n"
     "            'spillway admin node POOL/INDEX down|up'\n"
+    "  slurm     Slurm helpers: 'spillway slurm nodes PARTITION', and resume /\n"
+    "            suspend HOSTLIST as Slurm's power-saving programs (docs/slurm.md)\n"
     "\n"
     "  version   print the version\n"
     "  help      this text; 'spillway help COMMAND' for one command\n"
@@ -1084,6 +1087,7 @@ static const command_t commands[] = {
     {"pools", spw_cli_pools, spw_cli_pools_usage},
     {"costs", spw_cli_costs, spw_cli_costs_usage},
     {"admin", spw_cli_admin, spw_cli_admin_usage},
+    {"slurm", spw_cli_slurm, NULL},  /* its usage: spw_cli_slurm --help */
 };
 
 int main(int argc, char **argv)

@@ -1892,26 +1892,26 @@ static int readopt(spw_daemon_t *d, djob_t *j)
     int32_t pool = j->ej.state == SPW_JOB_ONPREM ? j->ej.pool : j->pool;
     const struct spw_backend_ops *pops = spw_daemon_pool_ops(d, pool, &pbe);
     if (pops != d->be_ops) {
-        /* A pool with its own backend (Slurm): find the launch by its
-         * token, the attempt recorded or the one launched in the instant
-         * before it was recorded; never launch it again. */
-        for (int a = j->attempts + 1; a >= j->attempts && a >= 1; a--) {
-            char token[SPW_TOKEN_MAX];
-            spw_daemon_token(d, j, a, token, sizeof(token));
-            spw_handle_t h;
-            spw_error_t err;
-            if (pops->find(pbe, token, &h, &err) != 1)
-                continue;
-            j->h = h;
-            j->be_pool = pool;
-            j->running = 1;
-            j->attempts = a;
-            if (isnan(j->start_ts))
-                j->start_ts = d->now;
-            say(d, "job %s: re-adopted %s job %s", j->id, pops->name, h.ext);
-            return 0;
-        }
-        return -1;
+        /* A pool with its own backend (Slurm): find the recorded attempt
+         * by its token.  An attempt launched in the instant before it was
+         * recorded is not looked for here: its job is placed again, and
+         * the backend's launch adopts what already carries its token
+         * instead of submitting it twice. */
+        if (j->attempts < 1)
+            return -1;
+        char token[SPW_TOKEN_MAX];
+        spw_daemon_token(d, j, j->attempts, token, sizeof(token));
+        spw_handle_t h;
+        spw_error_t err;
+        if (pops->find(pbe, token, &h, &err) != 1)
+            return -1;
+        j->h = h;
+        j->be_pool = pool;
+        j->running = 1;
+        if (isnan(j->start_ts))
+            j->start_ts = d->now;
+        say(d, "job %s: re-adopted %s job %s", j->id, pops->name, h.ext);
+        return 0;
     }
     pid_t pid = j->h.pid;
     uint64_t ticks = j->h.start_ticks;

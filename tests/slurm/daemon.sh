@@ -15,7 +15,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 3 --gpus 4 --cloud 0 2
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 32
+plan 33
 ok $rc "a Slurm cluster of 3 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -42,6 +42,11 @@ daemon:
 EOF2
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts with a slurm pool" || exit 1
+spw ml pools -o json >"$T/pools.json" 2>&1
+json_check "$T/pools.json" '
+p = [x for x in d["pools"] if x["name"] == "gpu"][0]
+assert p["backend"] == "slurm" and p["nodes"] == 3 and p["gpus"] == 12, p'
+ok $? "the pool's nodes and GPUs come from Slurm: backend slurm, 3 nodes, 12 GPUs" || diag "$(cat "$T/pools.json")"
 # Jobs of this daemon in Slurm: "ID STATE COMMENT NODES" lines.
 sq() { squeue -h -t all -o '%i %T %k %N' | grep " spw"; }
 sq_count() { sq | grep -c "\.$1\.";  }

@@ -44,17 +44,31 @@ struct spw_slurm {
     size_t nfenced, capfenced;
     char **nodes;               /* owned node names (spw_slurm_set_nodes) */
     size_t nnodes;
-    json_t *before;             /* jobs in Slurm when the first launch
-                                   came (squeue --json "jobs"): a launch
-                                   whose token a job of an earlier daemon
-                                   process already carries adopts it */
-    int before_read;            /* before was read */
-    json_t *snap;               /* the last squeue --json "jobs" array, valid
-                                   until the next tick(); NULL = none */
+    struct sq_list *before;     /* jobs in Slurm when the first launch
+                                   came: a launch whose token a job of an
+                                   earlier daemon process already carries
+                                   adopts it; NULL = not read yet */
+    struct sq_list *snap;       /* the last squeue listing, valid until the
+                                   next tick(); NULL = none */
 };
 
+/* One job of a squeue listing. */
+typedef struct sq_job {
+    long id;                    /* Slurm job id */
+    const char *state;          /* "RUNNING", "FAILED", ... (in buf) */
+    const char *name;           /* job name (in buf) */
+    const char *comment;        /* its comment; "" once adopted by launch */
+} sq_job_t;
+
+/* `squeue -h --states=all -o %i|%T|%j|%k` (with 0x1f between fields), by id. */
+typedef struct sq_list {
+    sq_job_t *v;                /* sorted by id */
+    size_t n;
+    char *buf;                  /* owned: the command's output, split */
+} sq_list_t;
+
 static int snapshot(spw_slurm_t *sb, spw_error_t *err);
-static long jint(json_t *o, const char *k);
+static void sq_free(sq_list_t *l);
 static const char *jstr(json_t *o, const char *k);
 
 /* ---- running commands ------------------------------------------------- */
@@ -350,6 +364,10 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
         spw_errorf(err, "slurm timeouts must be >= 0 seconds");
         return NULL;
     }
+    if (o->slurm_conf && access(o->slurm_conf, R_OK) < 0) {
+        spw_errorf(err, "cannot read slurm_conf %s: %s", o->slurm_conf, strerror(errno));
+        return NULL;
+    }
     spw_slurm_t *sb = spw_xcalloc(1, sizeof(*sb));
     sb->partition = spw_xstrdup(o->partition);
     sb->bin_dir = o->bin_dir && o->bin_dir[0] ? spw_xstrdup(o->bin_dir) : NULL;
@@ -386,8 +404,8 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     for (size_t i = 0; i < sb->nfenced; i++)
         free(sb->fenced[i]);
     free(sb->fenced);
-    json_decref(sb->snap);
-    json_decref(sb->before);
+    sq_free(sb->snap);
+    sq_free(sb->before);
     for (size_t i = 0; i < sb->nnodes; i++)
         free(sb->nodes[i]);
     free(sb->nodes);
@@ -535,31 +553,26 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
     /* Never submit twice: a job of an earlier daemon process (killed after
      * its sbatch, before it recorded the id) may carry this token already;
      * then launching is adopting it. */
-    if (!sb->before_read) {
+    if (!sb->before) {
         spw_error_t e3;
         if (snapshot(sb, &e3) < 0)
             return spw_errorf(err, "cannot list Slurm's jobs before the first launch: %s", e3.text);
-        sb->before = json_incref(sb->snap);
-        sb->before_read = 1;
+        sb->before = sb->snap; /* taken over; tick() lists again */
+        sb->snap = NULL;
     }
-    {
-        size_t i;
-        json_t *o;
-        json_array_foreach(sb->before, i, o)
-        {
-            if (strcmp(jstr(o, "comment"), req->token) != 0)
-                continue;
-            memset(out, 0, sizeof(*out));
-            snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
-            snprintf(out->token, sizeof(out->token), "%s", req->token);
-            long id = jint(o, "job_id");
-            snprintf(out->ext, sizeof(out->ext), "%ld", id);
-            out->started_s = req->now_s;
-            out->max_runtime_s = req->max_runtime_s;
-            track(sb, out, id);
-            json_array_remove(sb->before, i);
-            return 0;
-        }
+    for (size_t i = 0; i < sb->before->n; i++) {
+        sq_job_t *o = &sb->before->v[i];
+        if (strcmp(o->comment, req->token) != 0)
+            continue;
+        memset(out, 0, sizeof(*out));
+        snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
+        snprintf(out->token, sizeof(out->token), "%s", req->token);
+        snprintf(out->ext, sizeof(out->ext), "%ld", o->id);
+        out->started_s = req->now_s;
+        out->max_runtime_s = req->max_runtime_s;
+        track(sb, out, o->id);
+        o->comment = ""; /* adopted once */
+        return 0;
     }
     char name[SPW_JOB_ID_MAX + 20], comment[SPW_TOKEN_MAX + 16], gres[48], nodes[32],
         outp[4200], errp[4200], timev[48], part[300], wd[4200];
@@ -639,40 +652,88 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
 
 /* ---- sync with Slurm --------------------------------------------------- */
 
-/* Refreshes sb->snap with `squeue --json -t all`.  0, or -1 with err. */
+static void sq_free(sq_list_t *l)
+{
+    if (!l)
+        return;
+    free(l->v);
+    free(l->buf);
+    free(l);
+}
+
+static int sq_cmp(const void *a, const void *b)
+{
+    long x = ((const sq_job_t *)a)->id, y = ((const sq_job_t *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Refreshes sb->snap: one `squeue` listing every job Slurm still knows
+ * (text, not --json: squeue --json of 22.05 ignores filters and costs
+ * about ten times more to produce and parse), indexed by id.  0, or -1
+ * with err. */
 static int snapshot(spw_slurm_t *sb, spw_error_t *err)
 {
-    const char *argv[] = {"squeue", "--json", "--states=all", NULL};
+    const char *argv[] = {"squeue", "--noheader", "--states=all",
+                          "--format=%i\x1f%T\x1f%j\x1f%k", NULL};
     char *o = NULL;
     int rc = spw_slurm_run(sb, argv, NULL, &o, err);
     if (rc != 0) {
         free(o);
         return -1;
     }
-    json_error_t je;
-    json_t *root = json_loads(o, 0, &je);
-    free(o);
-    json_t *jobs = root ? json_object_get(root, "jobs") : NULL;
-    if (!json_is_array(jobs)) {
-        json_decref(root);
-        return spw_errorf(err, "squeue --json gave no job list (%s)", root ? "no \"jobs\"" : je.text);
+    sq_list_t *l = spw_xcalloc(1, sizeof(*l));
+    l->buf = o;
+    size_t cap = 64;
+    l->v = spw_xmalloc(cap * sizeof(sq_job_t));
+    for (char *line = o; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        char *f[4] = {0};
+        char *p = line;
+        for (int k = 0; k < 4 && p; k++) {
+            f[k] = p;
+            p = k < 3 ? strchr(p, '\x1f') : NULL;
+            if (p)
+                *p++ = '\0';
+        }
+        char *end;
+        long id = f[0] ? strtol(f[0], &end, 10) : 0;
+        if (f[3] && id > 0 && *end == '\0') {
+            if (l->n == cap) {
+                cap *= 2;
+                l->v = spw_xrealloc(l->v, cap * sizeof(sq_job_t));
+            }
+            l->v[l->n++] = (sq_job_t){.id = id, .state = f[1], .name = f[2],
+                                      .comment = strcmp(f[3], "(null)") == 0 ? "" : f[3]};
+        }
+        line = nl ? nl + 1 : NULL;
     }
-    json_decref(sb->snap);
-    sb->snap = json_incref(jobs);
-    json_decref(root);
+    qsort(l->v, l->n, sizeof(sq_job_t), sq_cmp);
+    sq_free(sb->snap);
+    sb->snap = l;
     return 0;
-}
-
-static long jint(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_integer(v) ? (long)json_integer_value(v) : -1;
 }
 
 static const char *jstr(json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* A FAILED job's "ExitCode=CODE:SIGNAL" from scontrol: 0 with both, or -1. */
+static int exit_code_of(spw_slurm_t *sb, long id, int *code, int *sig)
+{
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%ld", id);
+    const char *argv[] = {"scontrol", "--oneliner", "show", "job", ids, NULL};
+    char *o = NULL;
+    spw_error_t e;
+    int rc = spw_slurm_run(sb, argv, NULL, &o, &e);
+    const char *p = rc == 0 && o ? strstr(o, " ExitCode=") : NULL;
+    int ok = p && sscanf(p + 10, "%d:%d", code, sig) == 2;
+    free(o);
+    return ok ? 0 : -1;
 }
 
 /* Whether a job in this Slurm state has ended. */
@@ -689,19 +750,24 @@ static int state_ended(const char *st)
 }
 
 /* How a job in an ended state ended. */
-static void exit_of(const sjob_t *j, json_t *o, spw_exit_kind_t *kind, int *status,
-                    spw_exit_cause_t *cause)
+static void exit_of(spw_slurm_t *sb, const sjob_t *j, const sq_job_t *o, spw_exit_kind_t *kind,
+                    int *status, spw_exit_cause_t *cause)
 {
-    const char *st = jstr(o, "job_state");
-    long ws = jint(o, "exit_code");
+    const char *st = o->state;
     *cause = SPW_CAUSE_NONE;
-    if (strcmp(st, "COMPLETED") == 0 || strcmp(st, "FAILED") == 0) {
-        if (ws >= 0 && (ws & 0x7f)) {
+    if (strcmp(st, "COMPLETED") == 0) {
+        *kind = SPW_EXIT_EXITED;
+        *status = 0;
+        if (j->cancel_req)
+            *cause = SPW_CAUSE_CANCELLED;
+    } else if (strcmp(st, "FAILED") == 0) {
+        int code = 1, sig = 0;
+        if (exit_code_of(sb, o->id, &code, &sig) == 0 && sig > 0) {
             *kind = SPW_EXIT_SIGNALED;
-            *status = (int)(ws & 0x7f);
+            *status = sig;
         } else {
             *kind = SPW_EXIT_EXITED;
-            *status = ws >= 0 ? (int)((ws >> 8) & 0xff) : 1;
+            *status = code;
         }
         if (j->cancel_req)
             *cause = SPW_CAUSE_CANCELLED;
@@ -724,12 +790,10 @@ static void exit_of(const sjob_t *j, json_t *o, spw_exit_kind_t *kind, int *stat
     }
 }
 
-static json_t *snap_find_id(const spw_slurm_t *sb, long id)
+static const sq_job_t *snap_find_id(const spw_slurm_t *sb, long id)
 {
-    size_t i;
-    json_t *o;
-    json_array_foreach(sb->snap, i, o) if (jint(o, "job_id") == id) return o;
-    return NULL;
+    sq_job_t key = {.id = id};
+    return bsearch(&key, sb->snap->v, sb->snap->n, sizeof(sq_job_t), sq_cmp);
 }
 
 static void scancel_id(spw_slurm_t *sb, long id, const char *signame, spw_error_t *err)
@@ -756,14 +820,10 @@ static void sync_jobs(spw_slurm_t *sb)
     if (snapshot(sb, &err) < 0)
         return; /* slurmctld unreachable: keep everything, try next time */
     /* Jobs of fenced tokens that appeared after all. */
-    if (sb->nfenced) {
-        size_t i;
-        json_t *o;
-        json_array_foreach(sb->snap, i, o)
-        {
-            if (is_fenced(sb, jstr(o, "comment")) && !state_ended(jstr(o, "job_state")))
-                scancel_id(sb, jint(o, "job_id"), NULL, &err);
-        }
+    for (size_t i = 0; sb->nfenced && i < sb->snap->n; i++) {
+        const sq_job_t *o = &sb->snap->v[i];
+        if (is_fenced(sb, o->comment) && !state_ended(o->state))
+            scancel_id(sb, o->id, NULL, &err);
     }
     for (size_t i = 0; i < sb->njobs;) {
         sjob_t *j = &sb->jobs[i];
@@ -775,7 +835,7 @@ static void sync_jobs(spw_slurm_t *sb)
             if (spw_slurm_run(sb, argv, NULL, NULL, &e) == 0)
                 j->cancel_sent = 1;
         }
-        json_t *o = snap_find_id(sb, j->id);
+        const sq_job_t *o = snap_find_id(sb, j->id);
         if (!o) {
             /* Purged after MinJobAge, or lost by slurmctld: twice in a row
              * to be sure it is not a listing race. */
@@ -788,11 +848,11 @@ static void sync_jobs(spw_slurm_t *sb)
             continue;
         }
         j->missing = 0;
-        if (state_ended(jstr(o, "job_state"))) {
+        if (state_ended(o->state)) {
             spw_exit_kind_t kind;
             int status;
             spw_exit_cause_t cause;
-            exit_of(j, o, &kind, &status, &cause);
+            exit_of(sb, j, o, &kind, &status, &cause);
             end_job(sb, i, kind, status, cause);
             continue;
         }
@@ -803,7 +863,7 @@ static void sync_jobs(spw_slurm_t *sb)
 static void sl_tick(void *be, double now_s)
 {
     spw_slurm_t *sb = be;
-    json_decref(sb->snap);
+    sq_free(sb->snap);
     sb->snap = NULL;
     if (!sb->njobs && !sb->nfenced)
         return;
@@ -817,6 +877,8 @@ static int sl_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_slurm_t *sb = be;
     size_t n = sb->nended < max ? sb->nended : max;
+    if (n == 0)
+        return 0;
     memcpy(exits, sb->ended, n * sizeof(*exits));
     memmove(sb->ended, sb->ended + n, (sb->nended - n) * sizeof(*exits));
     sb->nended -= n;
@@ -869,8 +931,8 @@ static int sl_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
         errno = EAGAIN;
         return -1;
     }
-    json_t *o = snap_find_id(sb, id);
-    if (!o || (h->token[0] && strcmp(jstr(o, "comment"), h->token) != 0)) {
+    const sq_job_t *o = snap_find_id(sb, id);
+    if (!o || (h->token[0] && strcmp(o->comment, h->token) != 0)) {
         errno = ESRCH;
         return spw_errorf(err, "Slurm job %ld of job %s is gone%s", id, h->job_id,
                           o ? " (its id now names another job)" : "");
@@ -889,24 +951,16 @@ static int sl_find(void *be, const char *token, spw_handle_t *out, spw_error_t *
         }
     if (!sb->snap && snapshot(sb, err) < 0)
         return -1;
-    size_t i;
-    json_t *o;
-    json_array_foreach(sb->snap, i, o)
-    {
-        if (strcmp(jstr(o, "comment"), token) != 0)
+    for (size_t i = 0; i < sb->snap->n; i++) {
+        const sq_job_t *o = &sb->snap->v[i];
+        if (strcmp(o->comment, token) != 0)
             continue;
         memset(out, 0, sizeof(*out));
-        const char *name = jstr(o, "name");
         snprintf(out->job_id, sizeof(out->job_id), "%s",
-                 strncmp(name, "spw-", 4) == 0 ? name + 4 : name);
+                 strncmp(o->name, "spw-", 4) == 0 ? o->name + 4 : o->name);
         snprintf(out->token, sizeof(out->token), "%s", token);
-        long id = jint(o, "job_id");
-        snprintf(out->ext, sizeof(out->ext), "%ld", id);
-        long st = jint(o, "start_time");
-        out->started_s = st > 0 ? (double)st : (double)jint(o, "submit_time");
-        long tl = jint(o, "time_limit"); /* minutes */
-        out->max_runtime_s = tl > 0 && tl < 4000000 ? (double)tl * 60 : 0;
-        track(sb, out, id);
+        snprintf(out->ext, sizeof(out->ext), "%ld", o->id);
+        track(sb, out, o->id);
         return 1;
     }
     fence(sb, token);
@@ -983,6 +1037,7 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
             if (g)
                 g++;
         }
+        /* Powered down (a cloud node Slurm powers up on demand) is not down. */
         x->down = strcmp(x->state, "down") == 0 || strcmp(x->state, "error") == 0 ||
                   strcmp(x->state, "future") == 0 || strcmp(x->state, "unknown") == 0;
         json_t *flags = json_object_get(nd, "state_flags"), *f;
@@ -990,10 +1045,13 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
         json_array_foreach(flags, fi, f)
         {
             const char *s = json_is_string(f) ? json_string_value(f) : "";
+            if (strncmp(s, "POWER", 5) == 0) { /* shown, not down */
+                size_t l = strlen(x->state);
+                snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);
+            }
             if (strcmp(s, "DRAIN") == 0 || strcmp(s, "DRAINING") == 0 ||
                 strcmp(s, "DRAINED") == 0 || strcmp(s, "FAIL") == 0 ||
-                strcmp(s, "NOT_RESPONDING") == 0 || strcmp(s, "POWERED_DOWN") == 0 ||
-                strcmp(s, "POWERING_DOWN") == 0) {
+                strcmp(s, "NOT_RESPONDING") == 0) {
                 x->down = 1;
                 size_t l = strlen(x->state);
                 snprintf(x->state + l, sizeof(x->state) - l, "+%s", s);

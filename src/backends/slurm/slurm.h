@@ -1,6 +1,6 @@
 /* slurm.h: the Slurm backend, which runs each job as one Slurm batch job in
- * a partition, through Slurm's own command-line tools (sbatch, squeue
- * --json, sinfo --json, scancel); see docs/slurm.md for why the CLIs and
+ * a partition, through Slurm's own command-line tools (sbatch, squeue,
+ * scontrol, sinfo --json, scancel); see docs/slurm.md for why the CLIs and
  * not slurmrestd.
  *
  * How a job runs:
@@ -17,14 +17,18 @@
  *   Slurm picks the GPUs: `ngpus` is the count per node, the indices the
  *   daemon chose are not passed (CUDA_VISIBLE_DEVICES comes from Slurm).
  *   The handle's ext is the Slurm job id; pid and pgid are 0.
- * - tick() synchronises with Slurm at most every sync_interval_s: one
- *   `squeue --json -t all` for every job tracked, however many; ended jobs
- *   are queued for poll().  Exit codes: COMPLETED/FAILED give the batch
- *   script's exit code (or signal), CANCELLED is SIGNALED 15 (cause
+ * - tick() synchronises with Slurm at most every sync_interval_s: one text
+ *   `squeue --states=all` for every job tracked, however many (indexed by
+ *   id); ended jobs are queued for poll().  Exit codes: COMPLETED is 0,
+ *   FAILED gives the batch script's exit code or signal (`scontrol show
+ *   job`, only for those), CANCELLED is SIGNALED 15 (cause
  *   CANCELLED when we asked), TIMEOUT is SIGNALED 9 with cause MAX_RUNTIME,
  *   NODE_FAIL, BOOT_FAIL, PREEMPTED and a job Slurm no longer knows are LOST.
  * - cancel() runs `scancel ID` (Slurm applies its own KillWait grace); a
  *   scancel that fails (slurmctld down) is retried by tick().
+ * - launch() never submits a token twice: before its first sbatch it lists
+ *   Slurm's jobs once, and a launch whose token a job of an earlier daemon
+ *   process already carries adopts that job.
  * - adopt() and find() read the same snapshot (one squeue per tick, however
  *   many jobs are adopted); find() looks for a job whose comment is the
  *   token and, when there is none, fences the token: a job carrying it that
@@ -65,9 +69,12 @@ typedef struct spw_slurm_node {
     uint32_t gpus;              /* GPUs of its gres (gpu:TYPE:N or gpu:N) */
     char gpu_type[32];          /* TYPE of that gres; "" if untyped */
     char features[128];         /* its features, comma-separated */
-    char state[32];             /* base state ("idle", "mixed", "down", ...) */
+    char state[48];             /* base state ("idle", "mixed", "down", ...),
+                                   then "+FLAG" for DRAIN, POWERED_DOWN... */
     int down;                   /* 1: down, drained, draining, failing or not
-                                   responding: takes no new work */
+                                   responding: takes no new work (a cloud
+                                   node powered down is not: Slurm powers
+                                   it up when a job needs it) */
     char reason[128];           /* why, when Slurm says */
 } spw_slurm_node_t;
 
