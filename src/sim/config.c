@@ -357,8 +357,8 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
     const spw_ynode_t *bk = spw_ymap_get(n, "backend");
     if (bk && bk->kind == SPW_Y_SCALAR && strcmp(bk->str, "local") != 0 &&
-        strcmp(bk->str, "slurm") != 0)
-        return at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm)", name,
+        strcmp(bk->str, "slurm") != 0 && strcmp(bk->str, "ssh") != 0)
+        return at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)", name,
                   bk->str);
     if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn && strcmp(bk->str, "slurm") == 0) {
         /* A Slurm pool's nodes are read from Slurm when the daemon starts;
