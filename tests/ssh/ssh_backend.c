@@ -328,6 +328,17 @@ int main(void)
         diag("rank 2 stderr: %s", e);
     free(e);
 
+    /* A rank that fails stops the gang, which ends with its status. */
+    rc = launch(sb, "g4", "d1.g4.1", "[ \"$RANK\" = 1 ] && exit 5; sleep 60", NULL, NULL, 2, 0,
+                &h, &err);
+    ok(rc == 0, "launch a gang whose rank 1 fails: %s", err.text);
+    t0 = now();
+    got = wait_exit(sb, "g4", &x, 30);
+    ok(got && x.kind == SPW_EXIT_EXITED && x.status == 5 && now() - t0 < 20,
+       "it ends with rank 1's exit 5 after %.1f s, rank 0 killed (%s %d)", now() - t0,
+       spw_exit_kind_name(x.kind), x.status);
+    ok(wait_dead(0, "d1.g4.1-r0", 10), "rank 0's sleep is gone");
+
     /* All or nothing: rank 2 cannot start, the other three are stopped. */
     snprintf(path, sizeof(path), "%s/cluster/host-2/spillway/jobs/d1.g2.1-r2", T);
     mkdir(path, 0755);

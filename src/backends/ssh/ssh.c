@@ -859,9 +859,15 @@ static void settle(spw_ssh_t *sb)
                 failed = 1;
         }
         if (nfinal == j->nranks && drained) {
-            /* The job's outcome: rank 0's, unless it succeeded and another
-             * rank did not. */
-            const rank_t *w = &j->r[0];
+            /* The job's outcome: the first rank that exited non-zero on its
+             * own (the others may have been killed because of it), else
+             * rank 0's unless it succeeded, else the first that did not. */
+            const rank_t *w = NULL;
+            for (uint32_t k = 0; k < j->nranks && !w; k++)
+                if (j->r[k].kind == SPW_EXIT_EXITED && j->r[k].status != 0)
+                    w = &j->r[k];
+            if (!w)
+                w = &j->r[0];
             for (uint32_t k = 0; k < j->nranks && w->kind == SPW_EXIT_EXITED && w->status == 0; k++)
                 w = &j->r[k];
             finish(sb, i, w->kind, w->status);
