@@ -396,6 +396,25 @@ int main(void)
     rc = launch(sb, "j10", "d1.j10.1", NULL, argv4, NULL, 1, 0, &h, &err);
     ok(rc < 0 && strstr(err.text, "fenced"), "that token cannot launch any more: %s", err.text);
 
+    /* The same token launched again (a daemon that died before recording
+     * the launch places the job again): the running process is adopted,
+     * not started twice, and its output is not fetched twice. */
+    rc = launch(sb, "j12", "d1.j12.1", "echo once; sleep 60", NULL, NULL, 1, 0, &h, &err);
+    ok(rc == 0, "launch j12: %s", err.text);
+    wait_exit(sb, "none", &dummy, 0.8); /* fetch "once" */
+    spw_handle_t first = h;
+    spw_ssh_destroy(sb);
+    sb = make(3, &err);
+    rc = launch(sb, "j12", "d1.j12.1", "echo once; sleep 60", NULL, NULL, 1, 0, &h, &err);
+    ok(rc == 0 && h.pid == first.pid, "launching d1.j12.1 again adopts pid %d (got %d): %s",
+       (int)first.pid, (int)h.pid, err.text);
+    spw_ssh_ops.cancel(sb, &h, now(), &err);
+    got = wait_exit(sb, "j12", &x, 20);
+    ok(got && x.cause == SPW_CAUSE_CANCELLED, "j12 cancelled");
+    o = slurp("j12", "out");
+    is_str(o, "once\n", "its output once");
+    free(o);
+
     /* A host cut off: down after down_after_s, its job LOST, fenced (killed)
      * when the link comes back, then up again. */
     const char *env11[] = {"SPILLWAY_PLACEMENT=hosts/3", NULL};

@@ -748,6 +748,20 @@ static int write_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, l
     return 0;
 }
 
+/* Reads LOG_DIR/JOBID.ssh: 0 with the bases if it names token, else -1. */
+static int read_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, long long *ob,
+                        long long *eb)
+{
+    char path[4200], tok[SPW_TOKEN_MAX];
+    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, job_id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%95s %lld %lld", tok, ob, eb) == 3 && strcmp(tok, token) == 0;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
 /* ---- status ------------------------------------------------------------ */
 
 static int parse_state(const char *s, spw_exit_kind_t *kind, int *status, int *final)
@@ -1202,19 +1216,30 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     /* Local logs: rank 0 appends to JOBID.out/.err (bases in JOBID.ssh),
      * other ranks start fresh files. */
     char path[4200];
-    log_path(sb, req->job_id, 0, 0, path, sizeof(path));
-    long long ob = file_size(path);
-    log_path(sb, req->job_id, 0, 1, path, sizeof(path));
-    long long eb = file_size(path);
-    if (write_sidecar(sb, req->job_id, req->token, ob < 0 ? 0 : ob, eb < 0 ? 0 : eb) < 0) {
-        spw_errorf(err, "ssh backend: cannot write %s/%s.ssh: %s", sb->log_dir, req->job_id,
-                   strerror(errno));
-        goto error;
+    long long ob, eb;
+    /* The same token launched again (a daemon that died before recording
+     * it places the job again with the same attempt): the launch adopts
+     * what runs, so the logs continue where they were. */
+    int again = read_sidecar(sb, req->job_id, req->token, &ob, &eb) == 0;
+    if (!again) {
+        log_path(sb, req->job_id, 0, 0, path, sizeof(path));
+        ob = file_size(path);
+        log_path(sb, req->job_id, 0, 1, path, sizeof(path));
+        eb = file_size(path);
+        if (ob < 0)
+            ob = 0;
+        if (eb < 0)
+            eb = 0;
+        if (write_sidecar(sb, req->job_id, req->token, ob, eb) < 0) {
+            spw_errorf(err, "ssh backend: cannot write %s/%s.ssh: %s", sb->log_dir, req->job_id,
+                       strerror(errno));
+            goto error;
+        }
     }
     for (uint32_t k = 0; k < nodes; k++)
         for (int e = 0; e < 2; e++) {
             log_path(sb, req->job_id, k, e, path, sizeof(path));
-            int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (k ? O_TRUNC : 0), 0640);
+            int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (k && !again ? O_TRUNC : 0), 0640);
             if (fd >= 0)
                 close(fd);
         }
@@ -1252,8 +1277,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         sb_add(&s, prelude);
         sb_printf(&s, "T='%s'; D=$J/$T\n", dir);
         sb_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
-                   "mkdir \"$D\" 2>/dev/null || { echo \"E launch $T was started on this host"
-                   " before\"; exit 1; }\n");
+                   "if ! mkdir \"$D\" 2>/dev/null; then\n"
+                   "  if alive \"$T\"; then echo \"A $(cat \"$D/pid\")\"; exit 0; fi\n"
+                   "  echo \"E launch $T was started on this host before\"; exit 1\nfi\n");
         sb_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
                   "restarted daemon\"; exit 1; fi\n", req->token, req->token);
         sb_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ext);
@@ -1359,8 +1385,20 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     if (!failed) {
         for (uint32_t k = 0; k < nodes; k++) {
             const char *pl = strstr(outs[k], "P ");
+            const char *al = strstr(outs[k], "A ");
             if (st[k] == 0 && pl && (pl == outs[k] || pl[-1] == '\n')) {
                 j->r[k].pid = strtol(pl + 2, NULL, 10);
+                continue;
+            }
+            if (st[k] == 0 && al && (al == outs[k] || al[-1] == '\n')) {
+                /* Already running under this token: adopted, its logs
+                 * fetched from where the local files stand. */
+                j->r[k].pid = strtol(al + 2, NULL, 10);
+                for (int e = 0; e < 2; e++) {
+                    log_path(sb, req->job_id, k, e, path, sizeof(path));
+                    long long sz = file_size(path), base = k ? 0 : (e ? eb : ob);
+                    j->r[k].off[e] = sz > base ? (uint64_t)(sz - base) : 0;
+                }
                 continue;
             }
             if (!failed) {
