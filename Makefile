@@ -105,22 +105,32 @@ $(B)/tests/slurm/%: tests/slurm/%.c $(B)/libspillway.a tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
 
-tests: $(TEST_BIN) $(SLURM_TEST_BIN) spillway
+# Programs driven by tests/ssh/*.sh against a cluster of namespaces with sshd.
+SSH_TEST_BIN = $(B)/tests/ssh/ssh_backend
+
+$(B)/tests/ssh/%: tests/ssh/%.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
+tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) spillway
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
 	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
-	    $(wildcard tests/slurm/*.sh)
+	    $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
 
-# The live daemon tests (tests/daemon/*.sh, and tests/slurm/*.sh against a
-# real Slurm) against a sanitizer build of spillway: the daemon, HTTP layer,
-# client and Slurm backend under ASan and UBSan.
+# The live daemon tests (tests/daemon/*.sh, tests/ui/*.sh, and
+# tests/slurm/*.sh and tests/ssh/*.sh against a real Slurm and real sshd
+# hosts) against a sanitizer build of spillway: the daemon, HTTP layer,
+# client and the Slurm and ssh backends under ASan and UBSan.
 san-daemon:
-	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway build/san/tests/slurm/slurm_backend
+	@$(MAKE) --no-print-directory SAN=address,undefined build/san/spillway \
+	    build/san/tests/slurm/slurm_backend build/san/tests/ssh/ssh_backend
 	SPILLWAY=build/san/spillway SPW_SLURM_TEST_BIN=$(CURDIR)/build/san/tests/slurm/slurm_backend \
+	    SPW_SSH_TEST_BIN=$(CURDIR)/build/san/tests/ssh/ssh_backend \
 	    prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
-	    $(wildcard tests/slurm/*.sh)
+	    $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)

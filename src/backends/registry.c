@@ -5,8 +5,9 @@
 
 #include "backends/local/local.h"
 #include "backends/slurm/slurm.h"
+#include "backends/ssh/ssh.h"
 
-const char *const spw_backend_names[] = {"local", "slurm", NULL};
+const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
 
 static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
 {
@@ -20,6 +21,21 @@ static void *make_slurm(const spw_backend_conf_t *c, spw_error_t *err)
     return spw_slurm_create(&so, err);
 }
 
+static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
+{
+    spw_ssh_opts_t so = {.hosts = c->hosts,
+                         .nhosts = c->nhosts,
+                         .host_gpus = c->host_gpus,
+                         .user = c->ssh_user,
+                         .key = c->ssh_key,
+                         .known_hosts = c->ssh_known_hosts,
+                         .port = c->ssh_port,
+                         .log_dir = c->log_dir,
+                         .grace_s = c->grace_s,
+                         .down_after_s = c->down_after_s};
+    return spw_ssh_create(&so, err);
+}
+
 static const struct {
     const char *name;
     const struct spw_backend_ops *ops;
@@ -27,6 +43,7 @@ static const struct {
 } registry[] = {
     {"local", &spw_local_ops, make_local},
     {"slurm", &spw_slurm_ops, make_slurm},
+    {"ssh", &spw_ssh_ops, make_ssh},
 };
 
 int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops **ops, void **be,
@@ -42,5 +59,5 @@ int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops
         *be = b;
         return 0;
     }
-    return spw_errorf(err, "unknown backend '%s' (known: local, slurm)", c->name);
+    return spw_errorf(err, "unknown backend '%s' (known: local, slurm, ssh)", c->name);
 }

@@ -11,6 +11,7 @@
 
 #include "backends/registry.h"
 #include "backends/slurm/slurm.h"
+#include "backends/ssh/ssh.h"
 #include "daemon/daemon_private.h"
 
 #define NODES_SYNC_S 2.0
@@ -18,6 +19,32 @@
 static int is_slurm(const spw_daemon_t *d, size_t p)
 {
     return d->pool_ops && d->pool_ops[p] && strcmp(d->pool_ops[p]->name, "slurm") == 0;
+}
+
+static int is_ssh(const spw_daemon_t *d, size_t p)
+{
+    return d->pool_ops && d->pool_ops[p] && d->pool_ops[p] == &spw_ssh_ops;
+}
+
+/* An ssh pool's nodes are its hosts, with the GPUs the backend detected
+ * (or gpus_per_node). */
+static int ssh_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
+{
+    spw_ssh_t *sb = d->pool_be[p];
+    spw_pool_spec_t *ps = &d->fleet.pools[p];
+    size_t k = spw_ssh_host_count(sb);
+    if (k != ps->nnodes)
+        return spw_errorf(err, "pool %s: %zu hosts for %u nodes", ps->name, k, ps->nnodes);
+    for (size_t i = 0; i < k; i++) {
+        spw_ssh_host_info_t hi;
+        spw_ssh_host(sb, i, &hi);
+        if (hi.gpus == 0 || hi.gpus > 64)
+            return spw_errorf(err, "pool %s: host %s has %u GPUs (nvidia-smi); give the pool "
+                              "gpus_per_node (1 to 64) to run jobs there anyway", ps->name,
+                              hi.addr, hi.gpus);
+        ps->node_gpus[i] = (uint16_t)hi.gpus;
+    }
+    return 0;
 }
 
 /* Replaces pool p's nodes by Slurm's (nodes without a GPU are left out). */
@@ -66,14 +93,32 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
         const spw_pool_backend_conf_t *b = &cfg->pool_backends[p];
         if (!b->backend || strcmp(b->backend, "local") == 0)
             continue;
+        uint32_t *hg = NULL;
+        if (b->gpus_given && b->nhosts) {
+            hg = spw_xcalloc(b->nhosts, sizeof(uint32_t));
+            for (size_t i = 0; i < b->nhosts && i < d->fleet.pools[p].nnodes; i++)
+                hg[i] = d->fleet.pools[p].node_gpus[i];
+        }
         spw_backend_conf_t bc = {.name = b->backend,
                                  .log_dir = d->log_dir,
                                  .grace_s = cfg->daemon.kill_grace_s,
                                  .partition = b->partition,
-                                 .slurm_conf = b->slurm_conf};
+                                 .slurm_conf = b->slurm_conf,
+                                 .hosts = (const char *const *)b->hosts,
+                                 .nhosts = b->nhosts,
+                                 .host_gpus = hg,
+                                 .ssh_user = b->ssh_user,
+                                 .ssh_key = b->ssh_key,
+                                 .ssh_known_hosts = b->ssh_known_hosts,
+                                 .ssh_port = b->ssh_port,
+                                 .down_after_s = b->ssh_down_after_s};
         spw_error_t e2;
-        if (spw_backend_create(&bc, &d->pool_ops[p], &d->pool_be[p], &e2) < 0)
+        int rc = spw_backend_create(&bc, &d->pool_ops[p], &d->pool_be[p], &e2);
+        free(hg);
+        if (rc < 0)
             return spw_errorf(err, "pool %s: %s", d->fleet.pools[p].name, e2.text);
+        if (is_ssh(d, p) && ssh_nodes(d, p, err) < 0)
+            return -1;
         if (is_slurm(d, p) && slurm_nodes(d, p, err) < 0)
             return -1;
     }
@@ -111,12 +156,45 @@ const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *
     return spw_daemon_pool_ops(d, j->be_pool, be);
 }
 
+/* Follows the ssh backend's health checks: a host it found silent for
+ * down_after_s takes its node down (its jobs fail over); one that answers
+ * again (after its fenced jobs were killed) brings it back. */
+static void ssh_sync(spw_daemon_t *d, size_t p)
+{
+    spw_ssh_t *sb = d->pool_be[p];
+    size_t k = spw_ssh_host_count(sb);
+    for (size_t i = 0; i < k && i < d->fleet.pools[p].nnodes; i++) {
+        spw_ssh_host_info_t hi;
+        spw_ssh_host(sb, i, &hi);
+        uint8_t down = (uint8_t)!hi.up;
+        if (d->pool_slurm_down[p] == NULL)
+            d->pool_slurm_down[p] = spw_xcalloc(k, sizeof(uint8_t));
+        if (d->pool_slurm_down[p][i] == down)
+            continue;
+        d->pool_slurm_down[p][i] = down;
+        if (!d->node_down[p][i] == !down)
+            continue;
+        char *ids = NULL;
+        spw_error_t err;
+        int st = spw_daemon_do_node(d, p, (uint32_t)i, down, &ids, &err);
+        if (!d->quiet)
+            fprintf(stderr, "spillway: host %s (%s/%zu) %s%s\n", hi.addr, d->fleet.pools[p].name,
+                    i, down ? "stopped answering ssh" : "answers again",
+                    st == 200 ? "" : "; not applied");
+        free(ids);
+    }
+}
+
 void spw_daemon_pools_sync(spw_daemon_t *d, double now)
 {
     if (now - d->nodes_sync_ts < NODES_SYNC_S)
         return;
     d->nodes_sync_ts = now;
     for (size_t p = 0; p < d->fleet.npools; p++) {
+        if (is_ssh(d, p)) {
+            ssh_sync(d, p);
+            continue;
+        }
         if (!is_slurm(d, p))
             continue;
         spw_slurm_t *sb = d->pool_be[p];

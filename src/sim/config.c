@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "sim/config.h"
+#include "util/file.h"
 #include "sim/trace.h"
 #include "util/csv.h"
 #include "util/numparse.h"
@@ -244,13 +245,84 @@ static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t 
 static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char ***names,
                           double **tp, size_t *cnt, spw_error_t *err);
 
+static void free_strs(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* An ssh pool's hosts: `hosts: [a, b]` or `hosts_file: FILE` (one host per
+ * line; blank lines and # comments skipped).  0 with *out (caller frees
+ * with free_strs) and *n >= 1, or -1 with err. */
+static int ssh_hosts(ctx_t *x, const spw_ynode_t *n, const char *pool, char ***out, size_t *nout,
+                     spw_error_t *err)
+{
+    const spw_ynode_t *hn = spw_ymap_get(n, "hosts"), *fn = spw_ymap_get(n, "hosts_file");
+    char **v = NULL;
+    size_t cnt = 0;
+    if (!hn == !fn)
+        return at(x, n, err, "pool '%s': an ssh pool needs 'hosts: [HOST, ...]' or "
+                             "'hosts_file: FILE' (one of them)", pool);
+    if (hn) {
+        size_t k = hn->kind == SPW_Y_SEQ ? hn->n : 1;
+        v = spw_xcalloc(k ? k : 1, sizeof(char *));
+        for (size_t i = 0; i < k; i++) {
+            const char *h;
+            if (spw_ynode_str(x->d, hn->kind == SPW_Y_SEQ ? hn->items[i] : hn, "hosts", &h,
+                              err) < 0) {
+                free_strs(v, cnt);
+                return -1;
+            }
+            v[cnt++] = spw_xstrdup(h);
+        }
+    } else {
+        const char *f;
+        if (spw_ynode_str(x->d, fn, "hosts_file", &f, err) < 0)
+            return -1;
+        char *path = resolve(x->base_dir, f);
+        size_t len;
+        spw_error_t e2;
+        char *text = spw_read_file(path, &len, &e2);
+        free(path);
+        if (!text)
+            return at(x, fn, err, "pool '%s': %s", pool, e2.text);
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            line += strspn(line, " \t\r");
+            size_t l = strcspn(line, " \t\r#");
+            if (l == 0)
+                continue;
+            v = spw_xrealloc(v, (cnt + 1) * sizeof(char *));
+            v[cnt] = spw_xmalloc(l + 1);
+            memcpy(v[cnt], line, l);
+            v[cnt++][l] = '\0';
+        }
+        free(text);
+    }
+    if (cnt == 0 || cnt > 256) {
+        free_strs(v, cnt);
+        return at(x, hn ? hn : fn, err, "pool '%s': an ssh pool needs 1 to 256 hosts", pool);
+    }
+    for (size_t i = 0; i < cnt; i++)
+        if (!v[i][0] || v[i][0] == '-' || strpbrk(v[i], " \t,'\"\\;&|$`")) {
+            spw_error_t e2;
+            spw_errorf(&e2, "pool '%s': '%s' is not a host name or address", pool, v[i]);
+            free_strs(v, cnt);
+            return at(x, hn ? hn : fn, err, "%s", e2.text);
+        }
+    *out = v;
+    *nout = cnt;
+    return 0;
+}
+
 /* One pool (or the pools of one node list), then its mtbf / mttr. */
 static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
                                        "cost_usd_per_gpu_h", "owned", "nodes_from", "mtbf",
                                        "mttr", "backend", "partition", "cluster", "slurm_conf",
-                                       NULL};
+                                       "hosts", "hosts_file", "ssh", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
         return -1;
@@ -290,8 +362,8 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
     const spw_ynode_t *bk = spw_ymap_get(n, "backend");
     if (bk && bk->kind == SPW_Y_SCALAR && strcmp(bk->str, "local") != 0 &&
-        strcmp(bk->str, "slurm") != 0)
-        return at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm)", name,
+        strcmp(bk->str, "slurm") != 0 && strcmp(bk->str, "ssh") != 0)
+        return at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)", name,
                   bk->str);
     if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn && strcmp(bk->str, "slurm") == 0) {
         /* A Slurm pool's nodes are read from Slurm when the daemon starts;
@@ -311,13 +383,32 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         }
         return 0;
     }
-    if (!nn)
-        return at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
-    if (!gn)
-        return at(x, n, err, "pool '%s': missing 'gpus_per_node'", name);
-    if (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0
-        || spw_ynode_int(x->d, gn, "gpus_per_node", &gpn, err) < 0)
-        return -1;
+    if (bk && bk->kind == SPW_Y_SCALAR && strcmp(bk->str, "ssh") == 0) {
+        /* An ssh pool has one node per host; GPUs detected on each host at
+         * daemon start unless gpus_per_node says (1 until then). */
+        char **hl = NULL;
+        size_t nh = 0;
+        if (ssh_hosts(x, n, name, &hl, &nh, err) < 0)
+            return -1;
+        free_strs(hl, nh);
+        if (nn && (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0 || nodes != (long)nh))
+            return at(x, nn, err, "pool '%s': an ssh pool has one node per host (%zu); leave "
+                                  "out 'nodes'", name, nh);
+        nodes = (long)nh;
+        gpn = 1;
+        if (gn && spw_ynode_int(x->d, gn, "gpus_per_node", &gpn, err) < 0)
+            return -1;
+        nn = n;
+        gn = gn ? gn : n;
+    } else {
+        if (!nn)
+            return at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
+        if (!gn)
+            return at(x, n, err, "pool '%s': missing 'gpus_per_node'", name);
+        if (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0
+            || spw_ynode_int(x->d, gn, "gpus_per_node", &gpn, err) < 0)
+            return -1;
+    }
     if (nodes <= 0 || nodes > 10000000)
         return at(x, nn, err, "pool '%s': nodes must be from 1 to 10000000", name);
     if (gpn <= 0 || gpn > SPW_MAX_NODE_GPUS)
@@ -340,15 +431,63 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     return 0;
 }
 
+/* An ssh pool's `ssh:` map: user, key, known_hosts, port, down_after_s. */
+static int ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
+                    spw_error_t *err)
+{
+    static const char *const keys[] = {"user", "key", "known_hosts", "port", "down_after_s",
+                                       NULL};
+    if (m->kind != SPW_Y_MAP)
+        return at(x, m, err, "pool '%s': ssh must be a map (user, key, known_hosts, port, "
+                             "down_after_s)", pool);
+    if (spw_ymap_check_keys(x->d, m, "ssh", keys, err) < 0)
+        return -1;
+    const spw_ynode_t *v;
+    const char *s;
+    long port = 0;
+    if ((v = spw_ymap_get(m, "user"))) {
+        if (spw_ynode_str(x->d, v, "user", &s, err) < 0)
+            return -1;
+        b->ssh_user = spw_xstrdup(s);
+    }
+    if ((v = spw_ymap_get(m, "key"))) {
+        if (spw_ynode_str(x->d, v, "key", &s, err) < 0)
+            return -1;
+        b->ssh_key = resolve(x->base_dir, s);
+    }
+    if ((v = spw_ymap_get(m, "known_hosts"))) {
+        if (spw_ynode_str(x->d, v, "known_hosts", &s, err) < 0)
+            return -1;
+        b->ssh_known_hosts = resolve(x->base_dir, s);
+    }
+    if ((v = spw_ymap_get(m, "port"))) {
+        if (spw_ynode_int(x->d, v, "port", &port, err) < 0)
+            return -1;
+        if (port < 1 || port > 65535)
+            return at(x, v, err, "pool '%s': ssh port must be 1..65535", pool);
+        b->ssh_port = (int)port;
+    }
+    if ((v = spw_ymap_get(m, "down_after_s"))) {
+        if (spw_ynode_double(x->d, v, "down_after_s", &b->ssh_down_after_s, err) < 0)
+            return -1;
+        if (!(b->ssh_down_after_s > 0 && b->ssh_down_after_s <= 86400))
+            return at(x, v, err, "pool '%s': ssh down_after_s must be > 0 s and at most a day",
+                      pool);
+    }
+    return 0;
+}
+
 /* A pool's backend keys (backend, partition, cluster, slurm_conf), for
  * the pools from index start on. */
 static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
 {
-    static const char *const names[] = {"local", "slurm", NULL};
+    static const char *const names[] = {"local", "slurm", "ssh", NULL};
     const spw_ynode_t *bn = spw_ymap_get(n, "backend"), *pn = spw_ymap_get(n, "partition"),
                       *cn = spw_ymap_get(n, "cluster"), *sn = spw_ymap_get(n, "slurm_conf");
+    const spw_ynode_t *hn = spw_ymap_get(n, "hosts"), *hf = spw_ymap_get(n, "hosts_file"),
+                      *sshn = spw_ymap_get(n, "ssh");
     spw_config_t *c = x->cfg;
-    if (!bn && !pn && !cn && !sn)
+    if (!bn && !pn && !cn && !sn && !hn && !hf && !sshn)
         return 0;
     const char *be = "local", *part = NULL, *cluster = NULL, *conf = NULL;
     if (bn && spw_ynode_str(x->d, bn, "backend", &be, err) < 0)
@@ -357,7 +496,7 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
     while (names[k] && strcmp(names[k], be) != 0)
         k++;
     if (!names[k])
-        return at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm)",
+        return at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)",
                   c->fleet.pools[start].name, be);
     if ((pn && spw_ynode_str(x->d, pn, "partition", &part, err) < 0) ||
         (cn && spw_ynode_str(x->d, cn, "cluster", &cluster, err) < 0) ||
@@ -370,6 +509,25 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
     if (strcmp(be, "slurm") == 0 && (!part || !part[0]))
         return at(x, bn, err, "pool '%s': a slurm pool needs 'partition: NAME' (the Slurm "
                               "partition its jobs are submitted to)", c->fleet.pools[start].name);
+    if (strcmp(be, "ssh") != 0 && (hn || hf || sshn))
+        return at(x, hn ? hn : hf ? hf : sshn, err,
+                  "pool '%s': hosts, hosts_file and ssh need 'backend: ssh'",
+                  c->fleet.pools[start].name);
+    spw_pool_backend_conf_t sc;
+    memset(&sc, 0, sizeof(sc));
+    if (strcmp(be, "ssh") == 0) {
+        const char *pool = c->fleet.pools[start].name;
+        if (ssh_hosts(x, n, pool, &sc.hosts, &sc.nhosts, err) < 0)
+            return -1;
+        sc.gpus_given = spw_ymap_get(n, "gpus_per_node") != NULL;
+        if (sshn && ssh_keys(x, sshn, pool, &sc, err) < 0) {
+            free_strs(sc.hosts, sc.nhosts);
+            free(sc.ssh_user);
+            free(sc.ssh_key);
+            free(sc.ssh_known_hosts);
+            return -1;
+        }
+    }
     c->pool_backends = spw_xrealloc(c->pool_backends,
                                     c->fleet.npools * sizeof(*c->pool_backends));
     for (size_t i = c->npool_backends; i < c->fleet.npools; i++)
@@ -382,6 +540,16 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
         b->cluster = cluster ? spw_xstrdup(cluster) : NULL;
         b->slurm_conf = conf ? resolve(x->base_dir, conf) : NULL;
         b->line = bn ? bn->line : n->line;
+        /* ssh keys (one pool: start is the only index here) */
+        b->hosts = sc.hosts;
+        b->nhosts = sc.nhosts;
+        b->gpus_given = sc.gpus_given;
+        b->ssh_user = sc.ssh_user;
+        b->ssh_key = sc.ssh_key;
+        b->ssh_known_hosts = sc.ssh_known_hosts;
+        b->ssh_port = sc.ssh_port;
+        b->ssh_down_after_s = sc.ssh_down_after_s;
+        memset(&sc, 0, sizeof(sc));
     }
     return 0;
 }
@@ -2012,6 +2180,10 @@ void spw_config_free(spw_config_t *cfg)
         free(cfg->pool_backends[i].partition);
         free(cfg->pool_backends[i].cluster);
         free(cfg->pool_backends[i].slurm_conf);
+        free_strs(cfg->pool_backends[i].hosts, cfg->pool_backends[i].nhosts);
+        free(cfg->pool_backends[i].ssh_user);
+        free(cfg->pool_backends[i].ssh_key);
+        free(cfg->pool_backends[i].ssh_known_hosts);
     }
     free(cfg->pool_backends);
     cfg->pool_backends = NULL;

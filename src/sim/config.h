@@ -226,13 +226,24 @@ typedef struct spw_failure_conf {
  * (local, the default, or slurm), partition, cluster and slurm_conf (see
  * docs/slurm.md).  `sim` ignores them. */
 typedef struct spw_pool_backend_conf {
-    char *backend;          /* owned; "local" or "slurm"; NULL = local */
+    char *backend;          /* owned; "local", "slurm" or "ssh"; NULL = local */
     char *partition;        /* owned; slurm: the partition jobs go to */
     char *cluster;          /* owned; slurm: the cluster's name, for
                                messages; NULL */
     char *slurm_conf;       /* owned, resolved against the config's
                                directory; slurm: SLURM_CONF for its
                                commands; NULL = the daemon's environment */
+    char **hosts;           /* owned, nhosts of them; ssh: the pool's hosts
+                               (`hosts:` or `hosts_file:`), node i = hosts[i] */
+    size_t nhosts;          /* entries in hosts */
+    int gpus_given;         /* ssh: gpus_per_node was given (else each host's
+                               GPUs are detected with nvidia-smi) */
+    char *ssh_user;         /* owned; ssh: login user; NULL = ssh's default */
+    char *ssh_key;          /* owned, resolved; ssh: private key; NULL = default */
+    char *ssh_known_hosts;  /* owned, resolved; ssh: known_hosts; NULL = default */
+    int ssh_port;           /* ssh: port; 0 = 22 */
+    double ssh_down_after_s; /* ssh: a host silent this long is down, seconds;
+                               0 = 10 */
     int line;               /* in the config file, for messages */
 } spw_pool_backend_conf_t;
 

@@ -1,0 +1,189 @@
+#!/bin/sh
+# netns-hosts.sh: a throwaway cluster of "hosts" on this machine, each a
+# network namespace with a veth pair to the root namespace and a real sshd,
+# for the ssh backend's tests (tests/ssh/) and demos.  Needs root.
+#
+#   scripts/netns-hosts.sh up DIR N [--gpus G]   start N hosts, state in DIR
+#   scripts/netns-hosts.sh down DIR              stop them (always safe to run)
+#   scripts/netns-hosts.sh cut DIR I | mend DIR I  link of host I down / up
+#
+# `up` writes into DIR:
+#   hosts          one address per line (host 0 first)
+#   id_ed25519     the client key (root@ADDR logs in with it)
+#   known_hosts    every host's key, for StrictHostKeyChecking=yes
+#   host-I/        host I's own state: sshd_config, host key, pid file, log,
+#                  and the directory its ssh sessions see as SPILLWAY_HOST_DIR
+#   state          what `down` undoes (namespaces, veths, sshd pid files)
+# Addresses come from 10.X.Y.0/24 with X.Y derived from this script's pid,
+# one /30 per host (root end .4I+1, host end .4I+2), assigned only to these
+# veths and routed nowhere else, so parallel runs do not collide.  sshd
+# listens on port 2222 of the host end; ssh user root.
+#
+# The namespaces share this machine's filesystem: a job "on host I" sees the
+# same files as the daemon.  Each host's sshd sets SPILLWAY_HOST_DIR to its
+# own DIR/host-I/spillway, so the ssh backend's per-host state (exit records,
+# logs, token files) stays apart as it would on separate machines.  With
+# --gpus G, each host gets a fake `nvidia-smi` (in DIR/host-I/bin, first in
+# the session's PATH) that lists G GPUs, to exercise GPU detection.
+#
+# Exit status: 0 done, 1 failed (and `up` undid what it had started), 3 this
+# machine cannot run it (not root, no sshd or no `ip netns`): tests skip.
+set -u
+cmd=${1:-}
+dir=${2:-}
+PORT=2222
+
+die() { echo "netns-hosts: $*" >&2; exit 1; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+
+down() {
+    [ -f "$dir/state" ] || return 0
+    while read -r kind a; do
+        case $kind in
+        pidfile) [ -s "$a" ] && kill "$(cat "$a")" 2>/dev/null ;;
+        esac
+    done <"$dir/state"
+    # Whatever still runs inside a namespace (ssh sessions whose client
+    # vanished, jobs started over ssh) was started by this cluster: stop it
+    # by pid before the namespace goes.
+    # SIGTERM first, so that shells in the middle of their startup files
+    # (a login shell's rc taking a lock, say) clean up; SIGKILL what is left.
+    for sig in TERM KILL; do
+        while read -r kind a; do
+            [ "$kind" = netns ] || continue
+            pids=$(ip netns pids "$a" 2>/dev/null)
+            [ -n "$pids" ] && kill -$sig $pids 2>/dev/null
+        done <"$dir/state"
+        [ $sig = TERM ] && sleep 0.3
+    done
+    while read -r kind a; do
+        case $kind in
+        veth) ip link del "$a" 2>/dev/null ;;
+        netns) ip netns del "$a" 2>/dev/null ;;
+        esac
+    done <"$dir/state"
+    rm -f "$dir/state"
+}
+
+case $cmd in
+down) down; exit 0 ;;
+cut|mend)
+    i=${3:?host index}
+    v=$(sed -n "s/^veth //p" "$dir/state" | sed -n "$((i + 1))p")
+    [ -n "$v" ] || die "no host $i in $dir/state"
+    if [ "$cmd" = cut ]; then ip link set "$v" down; else ip link set "$v" up; fi
+    exit $? ;;
+up) ;;
+*) die "unknown command '$cmd' (up, down, cut, mend)" ;;
+esac
+
+n=${3:-}
+case $n in ''|*[!0-9]*) die "N must be a number of hosts (1..60)" ;; esac
+[ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "N must be 1..60"
+gpus=0
+[ "${4:-}" = --gpus ] && gpus=${5:-0}
+
+if [ "$(id -u)" != 0 ]; then echo "netns-hosts: needs root (network namespaces)"; exit 3; fi
+[ -x /usr/sbin/sshd ] || { echo "netns-hosts: no /usr/sbin/sshd (apt-get install openssh-server)"; exit 3; }
+command -v ssh-keygen >/dev/null || { echo "netns-hosts: no ssh-keygen (apt-get install openssh-client)"; exit 3; }
+probe=spwprobe$$
+ip netns add "$probe" 2>/dev/null || { echo "netns-hosts: cannot create a network namespace here"; exit 3; }
+ip netns del "$probe"
+
+mkdir -p "$dir" || die "cannot create $dir"
+dir=$(cd "$dir" && pwd)
+[ -f "$dir/state" ] && die "$dir already holds a running cluster (down it first)"
+: >"$dir/state"
+trap 'down; exit 1' INT TERM
+fail() { echo "netns-hosts: $*" >&2; down; exit 1; }
+
+# 10.X.Y.0/24 from the pid: X in 100..163, Y in 0..255.
+p=$$
+X=$((100 + (p / 256) % 64))
+Y=$((p % 256))
+mkdir -p /run/sshd
+rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub"
+ssh-keygen -q -t ed25519 -N '' -C spillway-test -f "$dir/id_ed25519" || fail "ssh-keygen failed"
+cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+: >"$dir/hosts"
+: >"$dir/known_hosts"
+i=0
+while [ $i -lt $n ]; do
+    ns=spw$p-$i
+    vr=sw${p}r$i
+    vh=sw${p}h$i
+    [ ${#vr} -le 15 ] || fail "veth name $vr too long"
+    a=$((4 * i + 1))
+    b=$((4 * i + 2))
+    hd=$dir/host-$i
+    mkdir -p "$hd/spillway" "$hd/bin"
+    ip netns add "$ns" || fail "ip netns add $ns failed"
+    echo "netns $ns" >>"$dir/state"
+    ip link add "$vr" type veth peer name "$vh" || fail "ip link add $vr failed"
+    echo "veth $vr" >>"$dir/state"
+    ip link set "$vh" netns "$ns" || fail "cannot move $vh into $ns"
+    ip addr add "10.$X.$Y.$a/30" dev "$vr" || fail "address on $vr"
+    ip link set "$vr" up || fail "link $vr up"
+    ip -n "$ns" addr add "10.$X.$Y.$b/30" dev "$vh" || fail "address on $vh"
+    ip -n "$ns" link set "$vh" up || fail "link $vh up"
+    ip -n "$ns" link set lo up || fail "lo up in $ns"
+    # Hosts reach each other (a gang's ranks talk to rank 0) through the root
+    # namespace: a route to the whole /24 via the root end; the root
+    # namespace forwards between these veths only if ip_forward is on, so
+    # instead every host gets its own route per peer below.
+    ssh-keygen -q -t ed25519 -N '' -f "$hd/ssh_host_ed25519_key" || fail "host key"
+    path=$hd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    cat >"$hd/sshd_config" <<CONF
+Port $PORT
+ListenAddress 10.$X.$Y.$b
+HostKey $hd/ssh_host_ed25519_key
+AuthorizedKeysFile $dir/authorized_keys
+PidFile $hd/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+MaxSessions 100
+SetEnv SPILLWAY_HOST_DIR=$hd/spillway PATH=$path SPILLWAY_TEST_HOST=$i
+CONF
+    if [ "$gpus" -gt 0 ]; then
+        cat >"$hd/bin/nvidia-smi" <<NV
+#!/bin/sh
+# fake nvidia-smi of test host $i: $gpus GPUs
+g=0; while [ \$g -lt $gpus ]; do echo \$g; g=\$((g + 1)); done
+NV
+        chmod +x "$hd/bin/nvidia-smi"
+    fi
+    echo "pidfile $hd/sshd.pid" >>"$dir/state"
+    ip netns exec "$ns" /usr/sbin/sshd -f "$hd/sshd_config" -E "$hd/sshd.log" ||
+        fail "sshd of host $i did not start: $(tail -3 "$hd/sshd.log" 2>/dev/null)"
+    echo "10.$X.$Y.$b" >>"$dir/hosts"
+    echo "[10.$X.$Y.$b]:$PORT $(cut -d' ' -f1,2 "$hd/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts"
+    i=$((i + 1))
+done
+
+# Routes between hosts: each host reaches every other host's address through
+# the root namespace, which forwards between these veths (and only these:
+# forwarding is enabled per interface, not globally).
+i=0
+while [ $i -lt $n ]; do
+    echo 1 >"/proc/sys/net/ipv4/conf/sw${p}r$i/forwarding" 2>/dev/null
+    ip -n "spw$p-$i" route add "10.$X.$Y.0/24" via "10.$X.$Y.$((4 * i + 1))" 2>/dev/null
+    i=$((i + 1))
+done
+
+# Wait (bounded) until every sshd answers.
+i=0
+for h in $(cat "$dir/hosts"); do
+    t=0
+    until ssh -i "$dir/id_ed25519" -p $PORT -o BatchMode=yes -o StrictHostKeyChecking=yes \
+        -o UserKnownHostsFile="$dir/known_hosts" -o ConnectTimeout=2 "root@$h" true 2>/dev/null; do
+        t=$((t + 1))
+        [ $t -lt 50 ] || fail "host $i ($h) does not answer ssh: $(tail -3 "$dir/host-$i/sshd.log")"
+        sleep 0.2
+    done
+    i=$((i + 1))
+done
+echo "netns-hosts: $n hosts up: $(tr '\n' ' ' <"$dir/hosts")(port $PORT, key $dir/id_ed25519)"

@@ -1,0 +1,1813 @@
+/* ssh.c: the ssh backend: jobs run on remote hosts under a POSIX-sh shim,
+ * started, watched, logged and stopped through the system `ssh`.  See ssh.h
+ * for the contract and docs/hosts.md for the host side. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/ssh/ssh.h"
+#include "util/file.h"
+
+#define CHUNK_MAX 65536         /* log bytes fetched per file per status */
+#define MAX_SLOTS 64            /* GPU slots tracked per host */
+
+/* ---- growable text ---------------------------------------------------- */
+
+/* A NUL-terminated string that grows as it is appended to. */
+typedef struct sbuf {
+    char *s;                    /* owned text, NUL-terminated */
+    size_t len;                 /* bytes before the NUL */
+    size_t cap;                 /* bytes allocated */
+} sbuf_t;
+
+static void sb_addn(sbuf_t *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2 + 64;
+        b->s = spw_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void sb_add(sbuf_t *b, const char *s) { sb_addn(b, s, strlen(s)); }
+
+static void __attribute__((format(printf, 2, 3))) sb_printf(sbuf_t *b, const char *fmt, ...)
+{
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(tmp)) {
+        sb_addn(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = spw_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_addn(b, big, (size_t)n);
+    free(big);
+}
+
+/* Appends s single-quoted for a POSIX shell. */
+static void sb_quote(sbuf_t *b, const char *s)
+{
+    sb_add(b, "'");
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'')
+            sb_add(b, "'\\''");
+        else
+            sb_addn(b, p, 1);
+    }
+    sb_add(b, "'");
+}
+
+int spw_ssh_quote(char *buf, size_t cap, const char *s)
+{
+    sbuf_t b = {0};
+    sb_quote(&b, s);
+    size_t have = strlen(buf);
+    int rc = have + b.len + 1 <= cap ? 0 : -1;
+    if (rc == 0)
+        memcpy(buf + have, b.s, b.len + 1);
+    free(b.s);
+    return rc;
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+/* One ssh child whose output goes to an in-memory file. */
+typedef struct cmd {
+    pid_t pid;                  /* the ssh process; 0 = none */
+    int out_fd;                 /* memfd with its stdout and stderr; -1 = none */
+    double deadline_s;          /* daemon clock past which it is killed */
+} cmd_t;
+
+/* One host. */
+typedef struct host {
+    char *addr;                 /* as configured, owned */
+    uint32_t gpus;              /* GPU slots */
+    uint64_t used;              /* slots held, one bit each */
+    int up;                     /* 1 until silent for down_after_s */
+    double last_ok_s;           /* daemon clock of its last answer; 0 = never */
+    double silent_since_s;      /* daemon clock of the first failed status
+                                   since the last answer; NAN = none */
+    double next_sync_s;         /* daemon clock of the next status command */
+    cmd_t st;                   /* the status command in flight */
+} host_t;
+
+/* One node of a tracked launch. */
+typedef struct rank {
+    uint32_t host;              /* index into hosts */
+    uint64_t gpu_bits;          /* slots it holds on that host */
+    long pid;                   /* its shim's pid on the host */
+    int final;                  /* 1: ended (state below), 0: running */
+    spw_exit_kind_t kind;       /* how it ended, once final */
+    int status;                 /* exit code or signal, once final */
+    uint64_t off[2];            /* bytes of out and err fetched so far */
+    int drained;                /* 1: the last status fetched all its logs */
+} rank_t;
+
+/* One tracked launch. */
+typedef struct job {
+    spw_handle_t h;             /* as given to the daemon */
+    uint32_t nranks;            /* nodes */
+    rank_t *r;                  /* nranks of them, owned */
+    spw_exit_cause_t cause;     /* why we are stopping it; NONE if we are not */
+    double term_s;              /* daemon clock of the SIGTERM; NAN = not sent */
+    int killed;                 /* SIGKILL sent */
+    double lost_s;              /* daemon clock when a host of it went down;
+                                   NAN = none did */
+} job_t;
+
+/* A rank directory on a host to SIGKILL once the host answers. */
+typedef struct fence {
+    uint32_t host;              /* index into hosts */
+    char dir[SPW_TOKEN_MAX + 16]; /* TOKEN-rN */
+} fence_t;
+
+struct spw_ssh {
+    host_t *hosts;              /* nhosts, owned */
+    size_t nhosts;              /* hosts configured */
+    char *user, *key, *known_hosts; /* ssh options, owned; NULL = default */
+    int port;                   /* ssh port */
+    char *log_dir;              /* owned */
+    char control_dir[128];      /* ControlPath directory; "" = no multiplexing */
+    double grace_s, cmd_timeout_s, sync_interval_s, down_after_s; /* seconds */
+    job_t **jobs;               /* tracked, owned */
+    size_t njobs, cap;          /* used, allocated */
+    spw_exit_t *done;           /* exits waiting for poll(), owned */
+    size_t ndone, done_cap;     /* used, allocated */
+    fence_t *fences;            /* pending fences, owned */
+    size_t nfences, fence_cap;  /* used, allocated */
+    cmd_t *bg;                  /* fire-and-forget signal commands, owned */
+    size_t nbg, bg_cap;         /* used, allocated */
+    double now_s;               /* clock of the last tick(); 0 before */
+};
+
+/* The shell functions every host-side script starts with. */
+static const char prelude[] =
+    "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs\n"
+    "alive() { p=$(cat \"$J/$1/pid\" 2>/dev/null) || return 1; [ -n \"$p\" ] &&"
+    " kill -0 \"$p\" 2>/dev/null && grep -qF \"$1\" \"/proc/$p/cmdline\" 2>/dev/null; }\n"
+    "sig() { alive \"$1\" && kill \"-$2\" \"-$(cat \"$J/$1/pid\")\" 2>/dev/null; return 0; }\n"
+    "chunk() { f=$J/$1/$2; [ -f \"$f\" ] || return 0; sz=$(wc -c <\"$f\");"
+    " [ \"$sz\" -gt \"$3\" ] || return 0; n=$((sz - $3)); [ \"$n\" -le " "65536" " ] || n=65536;"
+    " echo \"L $1 $2 $3 $n\"; tail -c \"+$(($3 + 1))\" \"$f\" | head -c \"$n\"; echo; }\n"
+    "st() { if alive \"$1\"; then s=running; elif [ -s \"$J/$1/exit\" ]; then s=$(cat \"$J/$1/exit\");"
+    " elif [ -d \"$J/$1\" ]; then s=gone; else s=none; fi;"
+    " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
+    "fence() { sig \"$1\" KILL; echo \"F $1\"; }\n";
+
+/* The shim: $1 is the rank directory, the rest the job's command. */
+static const char shim[] =
+    "D=$1; shift; trap : TERM INT HUP;"
+    " echo $$ >\"$D/pid.tmp\" && mv \"$D/pid.tmp\" \"$D/pid\";"
+    " \"$@\" </dev/null >>\"$D/out\" 2>>\"$D/err\" & c=$!; st=;"
+    " while kill -0 $c 2>/dev/null; do wait $c; st=$?; done;"
+    " [ -n \"$st\" ] || { wait $c; st=$?; };"
+    " if [ \"$st\" -gt 128 ]; then r=\"signaled $((st - 128))\"; else r=\"exited $st\"; fi;"
+    " echo \"$r\" >\"$D/exit.tmp\" && mv \"$D/exit.tmp\" \"$D/exit\";"
+    " trap '' TERM; kill -KILL 0";
+
+/* ---- running ssh ------------------------------------------------------ */
+
+/* Starts ssh to host h running `sh -s` with script on stdin; output to a
+ * memfd.  Returns 0 with *c filled, or -1 with err. */
+static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double deadline_s,
+                     cmd_t *c, spw_error_t *err)
+{
+    int out = memfd_create("spw-ssh-out", MFD_CLOEXEC);
+    if (out < 0)
+        return spw_errorf(err, "ssh: memfd_create: %s", strerror(errno));
+    /* The script travels as the remote command, not on stdin: a login
+     * shell's startup files (bashrc) may read stdin before the command
+     * runs.  sshd runs it with the user's shell: `exec /bin/sh -c SCRIPT`. */
+    sbuf_t rc = {0};
+    sb_add(&rc, "exec /bin/sh -c ");
+    sb_quote(&rc, script);
+
+    char port[16], ctimeout[48], cpath[160], target[512];
+    const char *argv[40];
+    size_t a = 0;
+    snprintf(port, sizeof(port), "%d", sb->port);
+    snprintf(ctimeout, sizeof(ctimeout), "ConnectTimeout=%d",
+             (int)fmax(1, fmin(sb->cmd_timeout_s, 10)));
+    snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "", sb->user ? "@" : "",
+             h->addr);
+    argv[a++] = "ssh";
+    argv[a++] = "-T";
+    argv[a++] = "-p";
+    argv[a++] = port;
+    if (sb->key) {
+        argv[a++] = "-i";
+        argv[a++] = sb->key;
+        argv[a++] = "-o";
+        argv[a++] = "IdentitiesOnly=yes";
+    }
+    argv[a++] = "-o";
+    argv[a++] = "BatchMode=yes";
+    argv[a++] = "-o";
+    argv[a++] = "StrictHostKeyChecking=yes";
+    char kh[4200];
+    if (sb->known_hosts) {
+        snprintf(kh, sizeof(kh), "UserKnownHostsFile=%s", sb->known_hosts);
+        argv[a++] = "-o";
+        argv[a++] = kh;
+    }
+    argv[a++] = "-o";
+    argv[a++] = ctimeout;
+    argv[a++] = "-o";
+    argv[a++] = "ServerAliveInterval=2";
+    argv[a++] = "-o";
+    argv[a++] = "ServerAliveCountMax=2";
+    argv[a++] = "-o";
+    argv[a++] = "LogLevel=ERROR";
+    if (sb->control_dir[0]) {
+        snprintf(cpath, sizeof(cpath), "ControlPath=%s/%%C", sb->control_dir);
+        argv[a++] = "-o";
+        argv[a++] = "ControlMaster=auto";
+        argv[a++] = "-o";
+        argv[a++] = cpath;
+        argv[a++] = "-o";
+        argv[a++] = "ControlPersist=60";
+    }
+    argv[a++] = "-n";
+    argv[a++] = target;
+    argv[a++] = rc.s;
+    argv[a] = NULL;
+
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(out);
+        free(rc.s);
+        return spw_errorf(err, "ssh: fork: %s", strerror(e));
+    }
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDONLY);
+        dup2(nul, 0);
+        dup2(out, 1);
+        dup2(out, 2);
+        /* Its own process group, so that a timeout kills ssh and nothing
+         * of the daemon's, and a ^C at the daemon's terminal does not. */
+        setpgid(0, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execvp("ssh", (char *const *)argv);
+        _exit(127);
+    }
+    free(rc.s);
+    c->pid = pid;
+    c->out_fd = out;
+    c->deadline_s = deadline_s;
+    return 0;
+}
+
+/* Reads the whole output of a finished command (caller frees). */
+static char *cmd_output(const cmd_t *c, size_t *len)
+{
+    off_t end = lseek(c->out_fd, 0, SEEK_END);
+    if (end < 0)
+        end = 0;
+    char *s = spw_xmalloc((size_t)end + 1);
+    size_t got = 0;
+    while (got < (size_t)end) {
+        ssize_t n = pread(c->out_fd, s + got, (size_t)end - got, (off_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    s[got] = '\0';
+    if (len)
+        *len = got;
+    return s;
+}
+
+static void cmd_close(cmd_t *c)
+{
+    if (c->out_fd >= 0)
+        close(c->out_fd);
+    c->out_fd = -1;
+    c->pid = 0;
+}
+
+/* Checks a command without blocking.  Returns 1 with *status (the exit
+ * status, or -1 if killed) once it ended, 0 if it still runs. */
+static int cmd_done(cmd_t *c, int *status)
+{
+    int st;
+    pid_t r = waitpid(c->pid, &st, WNOHANG);
+    if (r == 0)
+        return 0;
+    if (r < 0)
+        *status = -1;
+    else
+        *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return 1;
+}
+
+static void cmd_kill(cmd_t *c)
+{
+    int st;
+    kill(-c->pid, SIGKILL);
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* The last non-empty line of s, for messages, into buf. */
+static const char *last_line(const char *s, char *buf, size_t cap)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+        n--;
+    size_t b = n;
+    while (b && s[b - 1] != '\n')
+        b--;
+    snprintf(buf, cap, "%.*s", (int)(n - b), s + b);
+    return buf;
+}
+
+/* Waits for cmds[0..n) (each started), at most cmd_timeout_s, sleeping in
+ * small steps (the backend never reads the clock).  Fills status[i] (-1 =
+ * ssh failed or timed out) and out[i] (caller frees). */
+static void cmd_wait_all(spw_ssh_t *sb, cmd_t *cmds, size_t n, int *status, char **out)
+{
+    size_t left = n;
+    int *fin = spw_xcalloc(n ? n : 1, sizeof(int));
+    double waited_s = 0, step_s = 0.002;
+    while (left) {
+        for (size_t i = 0; i < n; i++) {
+            if (fin[i] || !cmds[i].pid)
+                continue;
+            if (cmd_done(&cmds[i], &status[i])) {
+                fin[i] = 1;
+                left--;
+            }
+        }
+        if (!left)
+            break;
+        if (waited_s > sb->cmd_timeout_s) {
+            for (size_t i = 0; i < n; i++)
+                if (!fin[i] && cmds[i].pid) {
+                    cmd_kill(&cmds[i]);
+                    status[i] = -2;
+                    fin[i] = 1;
+                }
+            break;
+        }
+        struct timespec ts = {0, (long)(step_s * 1e9)};
+        nanosleep(&ts, NULL);
+        waited_s += step_s;
+        if (step_s < 0.02)
+            step_s *= 1.5;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = cmds[i].pid || cmds[i].out_fd >= 0 ? cmd_output(&cmds[i], NULL) : spw_xstrdup("");
+        cmd_close(&cmds[i]);
+    }
+    free(fin);
+}
+
+int spw_ssh_run(spw_ssh_t *sb, size_t i, const char *script, char **out, spw_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if (i >= sb->nhosts)
+        return spw_errorf(err, "ssh: no host %zu", i);
+    cmd_t c = {0, -1, 0};
+    if (cmd_start(sb, &sb->hosts[i], script, 0, &c, err) < 0)
+        return -1;
+    int st;
+    char *o;
+    cmd_wait_all(sb, &c, 1, &st, &o);
+    if (st < 0 || st == 255) {
+        char line[200];
+        spw_errorf(err, "ssh %s: %s", sb->hosts[i].addr,
+                   st == -2 ? "no answer within the command timeout" : last_line(o, line, sizeof(line)));
+        free(o);
+        return -1;
+    }
+    if (out)
+        *out = o;
+    else
+        free(o);
+    return st;
+}
+
+/* ---- create / destroy ------------------------------------------------- */
+
+static char *dup_or_null(const char *s) { return s ? spw_xstrdup(s) : NULL; }
+
+spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
+{
+    if (!o || !o->hosts || o->nhosts == 0 || o->nhosts > SPW_SSH_MAX_HOSTS) {
+        spw_errorf(err, "ssh backend: give 1 to %d hosts", SPW_SSH_MAX_HOSTS);
+        return NULL;
+    }
+    if (!o->log_dir) {
+        spw_errorf(err, "ssh backend: no log directory");
+        return NULL;
+    }
+    for (size_t i = 0; i < o->nhosts; i++) {
+        const char *a = o->hosts[i];
+        if (!a || !*a || a[0] == '-' || strpbrk(a, " \t\n,'\"\\;&|$`")) {
+            spw_errorf(err, "ssh backend: host %zu ('%s') is not a host name or address", i,
+                       a ? a : "");
+            return NULL;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(a, o->hosts[k]) == 0) {
+                spw_errorf(err, "ssh backend: host '%s' is listed twice", a);
+                return NULL;
+            }
+        if (o->host_gpus && o->host_gpus[i] > MAX_SLOTS) {
+            spw_errorf(err, "ssh backend: host %s has %u GPU slots; at most %d", a,
+                       o->host_gpus[i], MAX_SLOTS);
+            return NULL;
+        }
+    }
+    spw_ssh_t *sb = spw_xcalloc(1, sizeof(*sb));
+    sb->nhosts = o->nhosts;
+    sb->hosts = spw_xcalloc(o->nhosts, sizeof(host_t));
+    for (size_t i = 0; i < o->nhosts; i++) {
+        host_t *h = &sb->hosts[i];
+        h->addr = spw_xstrdup(o->hosts[i]);
+        h->gpus = o->host_gpus ? o->host_gpus[i] : 0;
+        h->up = 1;
+        h->silent_since_s = NAN;
+        h->st.out_fd = -1;
+    }
+    sb->user = dup_or_null(o->user);
+    sb->key = dup_or_null(o->key);
+    sb->known_hosts = dup_or_null(o->known_hosts);
+    sb->port = o->port > 0 ? o->port : 22;
+    sb->log_dir = spw_xstrdup(o->log_dir);
+    sb->grace_s = o->grace_s >= 0 ? o->grace_s : 10;
+    sb->cmd_timeout_s = o->cmd_timeout_s > 0 ? o->cmd_timeout_s : 20;
+    sb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
+    sb->down_after_s = o->down_after_s > 0 ? o->down_after_s : 10;
+    if (!o->no_multiplex) {
+        /* The shared connections' sockets: in the log directory (a daemon
+         * killed with -9 leaves its directory there, not in /tmp), unless
+         * that path is too long for a Unix socket (ControlPath adds a
+         * 40-character hash); then under /tmp. */
+        if (strlen(o->log_dir) + 16 + 42 < 100)
+            snprintf(sb->control_dir, sizeof(sb->control_dir), "%s/.ssh-ctl.XXXXXX", o->log_dir);
+        else
+            snprintf(sb->control_dir, sizeof(sb->control_dir), "/tmp/spw-ssh.XXXXXX");
+        if (!mkdtemp(sb->control_dir))
+            sb->control_dir[0] = '\0';
+    }
+
+    /* GPU detection for hosts without a slot count, in parallel. */
+    cmd_t *cmds = spw_xcalloc(sb->nhosts, sizeof(cmd_t));
+    int *st = spw_xcalloc(sb->nhosts, sizeof(int));
+    char **out = spw_xcalloc(sb->nhosts, sizeof(char *));
+    const char *detect = "if command -v nvidia-smi >/dev/null 2>&1; then"
+                         " nvidia-smi --query-gpu=index --format=csv,noheader | wc -l;"
+                         " else echo 0; fi\n";
+    int failed = 0;
+    for (size_t i = 0; i < sb->nhosts; i++) {
+        cmds[i].out_fd = -1;
+        if (sb->hosts[i].gpus)
+            continue;
+        if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
+            failed = 1;
+            break;
+        }
+    }
+    cmd_wait_all(sb, cmds, sb->nhosts, st, out);
+    for (size_t i = 0; i < sb->nhosts && !failed; i++) {
+        if (sb->hosts[i].gpus)
+            continue;
+        char line[200];
+        long g;
+        char *end;
+        g = strtol(out[i], &end, 10);
+        if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
+            spw_errorf(err, "ssh backend: cannot detect the GPUs of host %s (%s); give its gpus "
+                       "in the config", sb->hosts[i].addr,
+                       st[i] == -2 ? "no answer within the command timeout"
+                                   : last_line(out[i], line, sizeof(line)));
+            failed = 1;
+        } else {
+            sb->hosts[i].gpus = (uint32_t)g;
+        }
+    }
+    for (size_t i = 0; i < sb->nhosts; i++)
+        free(out[i]);
+    free(out);
+    free(st);
+    free(cmds);
+    if (failed) {
+        spw_ssh_destroy(sb);
+        return NULL;
+    }
+    return sb;
+}
+
+static void job_free(job_t *j)
+{
+    if (j) {
+        free(j->r);
+        free(j);
+    }
+}
+
+void spw_ssh_destroy(spw_ssh_t *sb)
+{
+    if (!sb)
+        return;
+    for (size_t i = 0; i < sb->nhosts; i++) {
+        host_t *h = &sb->hosts[i];
+        if (h->st.pid)
+            cmd_kill(&h->st);
+        cmd_close(&h->st);
+    }
+    for (size_t i = 0; i < sb->nbg; i++) {
+        cmd_kill(&sb->bg[i]);
+        cmd_close(&sb->bg[i]);
+    }
+    if (sb->control_dir[0]) {
+        /* Close the shared connections: `ssh -O exit` per host. */
+        for (size_t i = 0; i < sb->nhosts; i++) {
+            char cpath[160], port[16], target[512];
+            snprintf(cpath, sizeof(cpath), "ControlPath=%s/%%C", sb->control_dir);
+            snprintf(port, sizeof(port), "%d", sb->port);
+            snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "",
+                     sb->user ? "@" : "", sb->hosts[i].addr);
+            pid_t pid = fork();
+            if (pid == 0) {
+                int nul = open("/dev/null", O_RDWR);
+                dup2(nul, 0);
+                dup2(nul, 1);
+                dup2(nul, 2);
+                execlp("ssh", "ssh", "-p", port, "-o", cpath, "-O", "exit", target, (char *)NULL);
+                _exit(127);
+            }
+            if (pid > 0)
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                    ;
+        }
+        /* A master may still be removing its socket: remove what is left. */
+        DIR *d = opendir(sb->control_dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL)
+            if (de->d_name[0] != '.')
+                unlinkat(dirfd(d), de->d_name, 0);
+        if (d)
+            closedir(d);
+        rmdir(sb->control_dir);
+    }
+    for (size_t i = 0; i < sb->nhosts; i++)
+        free(sb->hosts[i].addr);
+    free(sb->hosts);
+    for (size_t i = 0; i < sb->njobs; i++)
+        job_free(sb->jobs[i]);
+    free(sb->jobs);
+    free(sb->done);
+    free(sb->fences);
+    free(sb->bg);
+    free(sb->user);
+    free(sb->key);
+    free(sb->known_hosts);
+    free(sb->log_dir);
+    free(sb);
+}
+
+size_t spw_ssh_count(const spw_ssh_t *sb) { return sb->njobs; }
+
+size_t spw_ssh_host_count(const spw_ssh_t *sb) { return sb->nhosts; }
+
+void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out)
+{
+    const host_t *h = &sb->hosts[i];
+    out->addr = h->addr;
+    out->gpus = h->gpus;
+    out->used = (uint32_t)__builtin_popcountll(h->used);
+    out->up = h->up;
+    out->last_ok_s = h->last_ok_s;
+}
+
+/* ---- bookkeeping ------------------------------------------------------ */
+
+static void track(spw_ssh_t *sb, job_t *j)
+{
+    if (sb->njobs == sb->cap) {
+        sb->cap = sb->cap ? sb->cap * 2 : 8;
+        sb->jobs = spw_xrealloc(sb->jobs, sb->cap * sizeof(job_t *));
+    }
+    sb->jobs[sb->njobs++] = j;
+    for (uint32_t k = 0; k < j->nranks; k++)
+        sb->hosts[j->r[k].host].used |= j->r[k].gpu_bits;
+}
+
+static job_t *find_tracked(spw_ssh_t *sb, const spw_handle_t *h)
+{
+    for (size_t i = 0; i < sb->njobs; i++)
+        if (strcmp(sb->jobs[i]->h.token, h->token) == 0 &&
+            strcmp(sb->jobs[i]->h.job_id, h->job_id) == 0)
+            return sb->jobs[i];
+    return NULL;
+}
+
+static void rank_dir(const job_t *j, uint32_t k, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s-r%u", j->h.token, k);
+}
+
+static void add_fence(spw_ssh_t *sb, uint32_t host, const char *dir)
+{
+    if (sb->nfences == sb->fence_cap) {
+        sb->fence_cap = sb->fence_cap ? sb->fence_cap * 2 : 8;
+        sb->fences = spw_xrealloc(sb->fences, sb->fence_cap * sizeof(fence_t));
+    }
+    fence_t *f = &sb->fences[sb->nfences++];
+    f->host = host;
+    snprintf(f->dir, sizeof(f->dir), "%s", dir);
+}
+
+/* Sends signal sig (a name: TERM, KILL) to every rank of j that may still
+ * run, in the background. */
+static void signal_ranks(spw_ssh_t *sb, job_t *j, const char *sig)
+{
+    for (uint32_t k = 0; k < j->nranks; k++) {
+        if (j->r[k].final)
+            continue;
+        char dir[SPW_TOKEN_MAX + 16];
+        rank_dir(j, k, dir, sizeof(dir));
+        sbuf_t s = {0};
+        sb_add(&s, prelude);
+        sb_printf(&s, "sig '%s' %s\n", dir, sig);
+        cmd_t c = {0, -1, 0};
+        if (cmd_start(sb, &sb->hosts[j->r[k].host], s.s, sb->now_s + sb->cmd_timeout_s, &c,
+                      NULL) == 0) {
+            if (sb->nbg == sb->bg_cap) {
+                sb->bg_cap = sb->bg_cap ? sb->bg_cap * 2 : 8;
+                sb->bg = spw_xrealloc(sb->bg, sb->bg_cap * sizeof(cmd_t));
+            }
+            sb->bg[sb->nbg++] = c;
+        }
+        free(s.s);
+    }
+}
+
+/* Moves j (index i) from tracking to the exits poll() returns. */
+static void finish(spw_ssh_t *sb, size_t i, spw_exit_kind_t kind, int status)
+{
+    job_t *j = sb->jobs[i];
+    if (sb->ndone == sb->done_cap) {
+        sb->done_cap = sb->done_cap ? sb->done_cap * 2 : 8;
+        sb->done = spw_xrealloc(sb->done, sb->done_cap * sizeof(spw_exit_t));
+    }
+    spw_exit_t *x = &sb->done[sb->ndone++];
+    x->handle = j->h;
+    x->kind = kind;
+    x->status = status;
+    x->cause = j->cause;
+    for (uint32_t k = 0; k < j->nranks; k++)
+        sb->hosts[j->r[k].host].used &= ~j->r[k].gpu_bits;
+    job_free(j);
+    sb->jobs[i] = sb->jobs[--sb->njobs];
+}
+
+/* ---- logs ------------------------------------------------------------- */
+
+static void log_path(const spw_ssh_t *sb, const char *job_id, uint32_t rank, int err_file,
+                     char *buf, size_t cap)
+{
+    if (rank == 0)
+        snprintf(buf, cap, "%s/%s.%s", sb->log_dir, job_id, err_file ? "err" : "out");
+    else
+        snprintf(buf, cap, "%s/%s.node%u.%s", sb->log_dir, job_id, rank, err_file ? "err" : "out");
+}
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Appends data to the local log of rank k of j. */
+static void log_append(spw_ssh_t *sb, job_t *j, uint32_t k, int err_file, const char *data,
+                       size_t n)
+{
+    char path[4200];
+    log_path(sb, j->h.job_id, k, err_file, path, sizeof(path));
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return;
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, data + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(fd);
+}
+
+/* Writes LOG_DIR/JOBID.ssh: "TOKEN OUTBASE ERRBASE". */
+static int write_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, long long ob,
+                         long long eb)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, job_id);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%s %lld %lld\n", token, ob, eb);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads LOG_DIR/JOBID.ssh: 0 with the bases if it names token, else -1. */
+static int read_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, long long *ob,
+                        long long *eb)
+{
+    char path[4200], tok[SPW_TOKEN_MAX];
+    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, job_id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, "%95s %lld %lld", tok, ob, eb) == 3 && strcmp(tok, token) == 0;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+static int parse_state(const char *s, spw_exit_kind_t *kind, int *status, int *final)
+{
+    int n;
+    if (strncmp(s, "running", 7) == 0) {
+        *final = 0;
+        return 0;
+    }
+    *final = 1;
+    if (sscanf(s, "exited %d", &n) == 1) {
+        *kind = SPW_EXIT_EXITED;
+        *status = n;
+    } else if (sscanf(s, "signaled %d", &n) == 1) {
+        *kind = SPW_EXIT_SIGNALED;
+        *status = n;
+    } else {
+        *kind = SPW_EXIT_LOST; /* gone (killed with its shim) or none */
+        *status = -1;
+    }
+    return 0;
+}
+
+/* Finds the job and rank a rank directory name TOKEN-rN belongs to. */
+static job_t *job_of_dir(spw_ssh_t *sb, const char *dir, uint32_t *rank)
+{
+    const char *r = strrchr(dir, '-');
+    if (!r || r[1] != 'r')
+        return NULL;
+    size_t tl = (size_t)(r - dir);
+    unsigned k = (unsigned)strtoul(r + 2, NULL, 10);
+    for (size_t i = 0; i < sb->njobs; i++) {
+        job_t *j = sb->jobs[i];
+        if (strlen(j->h.token) == tl && strncmp(j->h.token, dir, tl) == 0 && k < j->nranks) {
+            *rank = k;
+            return j;
+        }
+    }
+    return NULL;
+}
+
+/* Applies the output of host hi's status command. */
+static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
+{
+    const char *p = out, *end = out + len;
+    /* A rank's logs count as drained unless a chunk came back full. */
+    for (size_t i = 0; i < sb->njobs; i++)
+        for (uint32_t k = 0; k < sb->jobs[i]->nranks; k++)
+            if (sb->jobs[i]->r[k].host == hi)
+                sb->jobs[i]->r[k].drained = 1;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)(nl - p), p);
+        p = nl + 1;
+        char dir[SPW_TOKEN_MAX + 16], what[8], state[64];
+        unsigned long long off, n;
+        uint32_t k;
+        if (line[0] == 'L' && sscanf(line, "L %111s %7s %llu %llu", dir, what, &off, &n) == 4) {
+            if ((size_t)(end - p) < n)
+                break;
+            job_t *j = job_of_dir(sb, dir, &k);
+            int e = strcmp(what, "err") == 0;
+            if (j && j->r[k].off[e] == off) {
+                log_append(sb, j, k, e, p, (size_t)n);
+                j->r[k].off[e] += n;
+                if (n >= CHUNK_MAX)
+                    j->r[k].drained = 0;
+            }
+            p += n;
+            if (p < end && *p == '\n')
+                p++;
+        } else if (line[0] == 'S' && sscanf(line, "S %111s %63[^\n]", dir, state) == 2) {
+            job_t *j = job_of_dir(sb, dir, &k);
+            if (!j)
+                continue;
+            rank_t *r = &j->r[k];
+            int fin;
+            parse_state(state, &r->kind, &r->status, &fin);
+            if (fin && !r->final && r->kind == SPW_EXIT_LOST && j->killed) {
+                r->kind = SPW_EXIT_SIGNALED; /* our SIGKILL took the shim too */
+                r->status = SIGKILL;
+            }
+            r->final = fin;
+        } else if (line[0] == 'F' && sscanf(line, "F %111s", dir) == 1) {
+            for (size_t f = 0; f < sb->nfences; f++)
+                if (sb->fences[f].host == hi && strcmp(sb->fences[f].dir, dir) == 0) {
+                    sb->fences[f] = sb->fences[--sb->nfences];
+                    break;
+                }
+        }
+    }
+}
+
+/* After a status: ends the jobs whose ranks all ended and whose logs are
+ * drained; stops the rest of a gang one of whose ranks failed. */
+static void settle(spw_ssh_t *sb)
+{
+    for (size_t i = 0; i < sb->njobs;) {
+        job_t *j = sb->jobs[i];
+        uint32_t nfinal = 0, drained = 1, failed = 0;
+        for (uint32_t k = 0; k < j->nranks; k++) {
+            rank_t *r = &j->r[k];
+            nfinal += (uint32_t)r->final;
+            drained &= (uint32_t)r->drained;
+            if (r->final && !(r->kind == SPW_EXIT_EXITED && r->status == 0))
+                failed = 1;
+        }
+        if (nfinal == j->nranks && drained) {
+            /* The job's outcome: the first rank that exited non-zero on its
+             * own (the others may have been killed because of it), else
+             * rank 0's unless it succeeded, else the first that did not. */
+            const rank_t *w = NULL;
+            for (uint32_t k = 0; k < j->nranks && !w; k++)
+                if (j->r[k].kind == SPW_EXIT_EXITED && j->r[k].status != 0)
+                    w = &j->r[k];
+            if (!w)
+                w = &j->r[0];
+            for (uint32_t k = 0; k < j->nranks && w->kind == SPW_EXIT_EXITED && w->status == 0; k++)
+                w = &j->r[k];
+            finish(sb, i, w->kind, w->status);
+            continue;
+        }
+        if (failed && nfinal < j->nranks && !j->killed) {
+            j->killed = 1;
+            signal_ranks(sb, j, "KILL");
+        }
+        i++;
+    }
+}
+
+/* Marks host hi down: every job with a rank there is lost.  It stays
+ * tracked until the daemon cancels it (its node-down path does) or
+ * lost_grace_s passes; then each of its ranks is fenced (SIGKILLed once its
+ * host answers) and poll() reports it LOST. */
+static void host_down(spw_ssh_t *sb, uint32_t hi, double now_s)
+{
+    sb->hosts[hi].up = 0;
+    for (size_t i = 0; i < sb->njobs; i++) {
+        job_t *j = sb->jobs[i];
+        for (uint32_t k = 0; k < j->nranks; k++)
+            if (j->r[k].host == hi && !j->r[k].final && isnan(j->lost_s))
+                j->lost_s = now_s;
+    }
+}
+
+/* Ends the lost jobs that were cancelled or waited long enough. */
+static void settle_lost(spw_ssh_t *sb, double now_s)
+{
+    double grace_s = fmax(sb->down_after_s, 5);
+    for (size_t i = 0; i < sb->njobs;) {
+        job_t *j = sb->jobs[i];
+        if (isnan(j->lost_s) || (isnan(j->term_s) && now_s - j->lost_s < grace_s)) {
+            i++;
+            continue;
+        }
+        for (uint32_t k = 0; k < j->nranks; k++) {
+            char dir[SPW_TOKEN_MAX + 16];
+            rank_dir(j, k, dir, sizeof(dir));
+            if (!j->r[k].final)
+                add_fence(sb, j->r[k].host, dir);
+        }
+        finish(sb, i, SPW_EXIT_LOST, -1);
+    }
+}
+
+/* Builds host hi's status script: fences first, then every rank there. */
+static void status_script(spw_ssh_t *sb, uint32_t hi, sbuf_t *s)
+{
+    sb_add(s, prelude);
+    for (size_t f = 0; f < sb->nfences; f++)
+        if (sb->fences[f].host == hi)
+            sb_printf(s, "fence '%s'\n", sb->fences[f].dir);
+    for (size_t i = 0; i < sb->njobs; i++) {
+        job_t *j = sb->jobs[i];
+        for (uint32_t k = 0; k < j->nranks; k++)
+            if (j->r[k].host == hi && !(j->r[k].final && j->r[k].drained)) {
+                char dir[SPW_TOKEN_MAX + 16];
+                rank_dir(j, k, dir, sizeof(dir));
+                sb_printf(s, "st '%s' %llu %llu\n", dir, (unsigned long long)j->r[k].off[0],
+                          (unsigned long long)j->r[k].off[1]);
+            }
+    }
+    sb_add(s, "echo END\n");
+}
+
+static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
+{
+    host_t *h = &sb->hosts[hi];
+    if (h->st.pid) {
+        int st;
+        int fin = cmd_done(&h->st, &st);
+        if (!fin && now_s < h->st.deadline_s)
+            return;
+        if (!fin) {
+            cmd_kill(&h->st);
+            st = -1;
+        }
+        size_t len;
+        char *out = cmd_output(&h->st, &len);
+        cmd_close(&h->st);
+        int ok = st == 0 && len >= 4 && strcmp(out + len - 4, "END\n") == 0;
+        if (ok) {
+            h->last_ok_s = now_s;
+            h->silent_since_s = NAN;
+            apply_status(sb, hi, out, len);
+            h->up = 1;
+            settle(sb);
+        } else {
+            if (isnan(h->silent_since_s))
+                h->silent_since_s = h->last_ok_s > 0 ? h->last_ok_s : now_s;
+            if (h->up && now_s - h->silent_since_s >= sb->down_after_s)
+                host_down(sb, hi, now_s);
+        }
+        free(out);
+        h->next_sync_s = now_s + sb->sync_interval_s;
+    }
+    if (now_s < h->next_sync_s)
+        return;
+    sbuf_t s = {0};
+    status_script(sb, hi, &s);
+    /* A status round may take up to half of down_after_s (at least 2 s: a
+     * loaded machine answers slowly), so one slow round does not make a
+     * host look dead. */
+    double limit = fmin(sb->cmd_timeout_s, fmax(sb->down_after_s / 2, 2));
+    if (cmd_start(sb, h, s.s, now_s + limit, &h->st, NULL) < 0)
+        h->next_sync_s = now_s + sb->sync_interval_s;
+    free(s.s);
+}
+
+/* ---- the ops ---------------------------------------------------------- */
+
+static int token_valid(const char *t)
+{
+    return t && spw_safe_name(t, SPW_TOKEN_MAX);
+}
+
+/* Picks the hosts of a launch.  Returns 0 with hosts[0..nodes) and each
+ * rank's slot bits, or -1 with err. */
+static int place(spw_ssh_t *sb, const spw_launch_t *req, uint32_t nodes, uint32_t *hosts,
+                 uint64_t *bits, spw_error_t *err)
+{
+    long pinned = -1;
+    for (const char *const *e = req->env; e && *e; e++)
+        if (strncmp(*e, "SPILLWAY_PLACEMENT=", 19) == 0) {
+            const char *slash = strrchr(*e, '/');
+            if (slash)
+                pinned = strtol(slash + 1, NULL, 10);
+        }
+    uint64_t want_bits = 0;
+    for (size_t g = 0; req->gpus && g < req->ngpus; g++)
+        if (req->gpus[g] < MAX_SLOTS)
+            want_bits |= 1ull << req->gpus[g];
+    uint32_t n = 0;
+    if (pinned >= 0) {
+        if ((size_t)pinned >= sb->nhosts)
+            return spw_errorf(err, "ssh backend: placement names node %ld, but the pool has %zu "
+                              "hosts", pinned, sb->nhosts);
+        hosts[0] = (uint32_t)pinned;
+        bits[0] = want_bits;
+        n = 1;
+    }
+    for (size_t step = 0; step < sb->nhosts && n < nodes; step++) {
+        uint32_t hi = (uint32_t)(((pinned >= 0 ? (size_t)pinned + 1 : 0) + step) % sb->nhosts);
+        host_t *h = &sb->hosts[hi];
+        int taken = 0;
+        for (uint32_t k = 0; k < n; k++)
+            taken |= hosts[k] == hi;
+        if (taken || !h->up)
+            continue;
+        uint64_t free_bits = 0;
+        size_t nfree = 0;
+        for (uint32_t g = 0; g < h->gpus && g < MAX_SLOTS && nfree < req->ngpus; g++)
+            if (!(h->used >> g & 1)) {
+                free_bits |= 1ull << g;
+                nfree++;
+            }
+        if (nfree < req->ngpus)
+            continue;
+        hosts[n] = hi;
+        bits[n] = pinned >= 0 ? want_bits : free_bits;
+        n++;
+    }
+    if (n < nodes)
+        return spw_errorf(err, "ssh backend: %u node%s with %zu free GPU%s wanted, %u up host%s "
+                          "ha%s them", nodes, nodes == 1 ? "" : "s", req->ngpus,
+                          req->ngpus == 1 ? "" : "s", n, n == 1 ? "" : "s", n == 1 ? "s" : "ve");
+    return 0;
+}
+
+static void add_export(sbuf_t *s, const char *name, const char *value)
+{
+    sb_printf(s, "export %s=", name);
+    sb_quote(s, value);
+    sb_add(s, "\n");
+}
+
+/* ---- containers ------------------------------------------------------- */
+
+static void argv_push(char ***v, size_t *n, const char *s)
+{
+    *v = spw_xrealloc(*v, (*n + 2) * sizeof(char *));
+    (*v)[(*n)++] = spw_xstrdup(s);
+    (*v)[*n] = NULL;
+}
+
+char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
+                           const char *ckpt, const uint32_t *gpus, size_t ngpus,
+                           const char *const *env_names)
+{
+    char **v = NULL, buf[4300];
+    size_t n = 0;
+    argv_push(&v, &n, "podman");
+    argv_push(&v, &n, "run");
+    argv_push(&v, &n, "--rm");
+    argv_push(&v, &n, "--name");
+    /* Container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*, as tokens are. */
+    snprintf(buf, sizeof(buf), "spw-%s", token);
+    argv_push(&v, &n, buf);
+    argv_push(&v, &n, "--pull=missing");
+    argv_push(&v, &n, "--network=host");
+    argv_push(&v, &n, "--security-opt=label=disable");
+    for (size_t g = 0; gpus && g < ngpus; g++) {
+        argv_push(&v, &n, "--device");
+        snprintf(buf, sizeof(buf), "nvidia.com/gpu=%u", gpus[g]);
+        argv_push(&v, &n, buf);
+    }
+    if (workdir && *workdir) {
+        argv_push(&v, &n, "-v");
+        snprintf(buf, sizeof(buf), "%s:%s", workdir, workdir);
+        argv_push(&v, &n, buf);
+        argv_push(&v, &n, "-w");
+        argv_push(&v, &n, workdir);
+    }
+    if (ckpt && *ckpt) {
+        argv_push(&v, &n, "-v");
+        snprintf(buf, sizeof(buf), "%s:%s", ckpt, ckpt);
+        argv_push(&v, &n, buf);
+    }
+    for (const char *const *e = env_names; e && *e; e++) {
+        argv_push(&v, &n, "-e");
+        argv_push(&v, &n, *e);
+    }
+    argv_push(&v, &n, image);
+    return v;
+}
+
+void spw_ssh_argv_free(char **argv)
+{
+    for (char **a = argv; a && *a; a++)
+        free(*a);
+    free(argv);
+}
+
+/* The value of NAME in a NULL-terminated "NAME=VALUE" list, or NULL. */
+static const char *env_value(const char *const *env, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *e = env; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+/* Appends to a launch script the lines that wrap the command ("$@") in
+ * bubblewrap with `image` (an unpacked root filesystem on the host) as its
+ * root: each top-level entry of the image read-only (symlinks kept), fresh
+ * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
+ * (also the starting directory) and the checkpoint directory read-write, its
+ * own pid namespace, killed with the shim. */
+static void container_wrap(sbuf_t *s, const char *image, const char *workdir, const char *ckpt,
+                           const char *const *podman)
+{
+    /* Not a directory: an OCI image for podman, if the host has it. */
+    sb_add(s, "if [ ! -d ");
+    sb_quote(s, image);
+    sb_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
+    for (const char *const *a = podman; *a; a++) {
+        sb_add(s, " ");
+        sb_quote(s, *a);
+    }
+    sb_add(s, " \"$@\"; else\n");
+    sb_add(s, "IMG=");
+    sb_quote(s, image);
+    sb_add(s, "; W=");
+    sb_quote(s, workdir ? workdir : "");
+    sb_add(s, "; CK=");
+    sb_quote(s, ckpt ? ckpt : "");
+    sb_add(s,
+           "\ncommand -v bwrap >/dev/null 2>&1 || { echo \"E the job names an image but bubblewrap"
+           " (bwrap) is not installed on this host\"; exit 1; }\n"
+           "[ -d \"$IMG\" ] || { echo \"E image $IMG is not a directory (an unpacked root"
+           " filesystem) on this host\"; exit 1; }\n"
+           "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
+           "A='bwrap --tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent'\n"
+           "for e in \"$IMG\"/*; do b=${e##*/}; case $b in proc|dev|tmp) continue;; esac;"
+           " if [ -L \"$e\" ]; then A=\"$A --symlink $(q \"$(readlink \"$e\")\")$(q \"/$b\")\";"
+           " else A=\"$A --ro-bind $(q \"$e\")$(q \"/$b\")\"; fi; done\n"
+           "for d in /dev/nvidia*; do [ -e \"$d\" ] && A=\"$A --dev-bind $(q \"$d\")$(q \"$d\")\"; done\n"
+           "[ -n \"$W\" ] && A=\"$A --bind $(q \"$W\")$(q \"$W\") --chdir $(q \"$W\")\"\n"
+           "[ -n \"$CK\" ] && A=\"$A --bind $(q \"$CK\")$(q \"$CK\")\"\n"
+           "eval \"set -- $A -- \\\"\\$@\\\"\"\nfi\n");
+}
+
+static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    if (!req->job_id || !spw_safe_name(req->job_id, SPW_JOB_ID_MAX))
+        return spw_errorf(err, "invalid job id '%s'", req->job_id ? req->job_id : "");
+    if (!token_valid(req->token))
+        return spw_errorf(err, "ssh backend: invalid launch token '%s'",
+                          req->token ? req->token : "");
+    if (!req->argv == !req->script || (req->argv && !req->argv[0]))
+        return spw_errorf(err, "ssh backend: give argv or a script");
+    uint32_t nodes = req->nodes > 1 ? req->nodes : 1;
+    if (nodes > sb->nhosts)
+        return spw_errorf(err, "ssh backend: a gang of %u nodes, but the pool has %zu hosts",
+                          nodes, sb->nhosts);
+    for (const char *const *e = req->env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq == *e)
+            return spw_errorf(err, "ssh backend: env entry '%s' is not NAME=VALUE", *e);
+        for (const char *c = *e; c < eq; c++)
+            if (!(*c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                  (c > *e && *c >= '0' && *c <= '9')))
+                return spw_errorf(err, "ssh backend: env name in '%s' is not a shell name", *e);
+    }
+
+    uint32_t *hosts = spw_xcalloc(nodes, sizeof(uint32_t));
+    uint64_t *bits = spw_xcalloc(nodes, sizeof(uint64_t));
+    job_t *j = NULL;
+    cmd_t *cmds = NULL;
+    int *st = NULL;
+    char **outs = NULL;
+    if (place(sb, req, nodes, hosts, bits, err) < 0)
+        goto error;
+
+    char ext[SPW_HANDLE_EXT_MAX] = "", ips[4096] = "";
+    for (uint32_t k = 0; k < nodes; k++) {
+        snprintf(ips + strlen(ips), sizeof(ips) - strlen(ips), "%s%s", k ? "," : "",
+                 sb->hosts[hosts[k]].addr);
+    }
+    if (strlen(ips) >= sizeof(ext)) {
+        spw_errorf(err, "ssh backend: the host list of this gang (%zu bytes) does not fit a "
+                   "handle (%d); use shorter host names", strlen(ips), SPW_HANDLE_EXT_MAX - 1);
+        goto error;
+    }
+    memcpy(ext, ips, strlen(ips) + 1); /* fits: checked above */
+
+    /* Local logs: rank 0 appends to JOBID.out/.err (bases in JOBID.ssh),
+     * other ranks start fresh files. */
+    char path[4200];
+    long long ob, eb;
+    /* The same token launched again (a daemon that died before recording
+     * it places the job again with the same attempt): the launch adopts
+     * what runs, so the logs continue where they were. */
+    int again = read_sidecar(sb, req->job_id, req->token, &ob, &eb) == 0;
+    if (!again) {
+        log_path(sb, req->job_id, 0, 0, path, sizeof(path));
+        ob = file_size(path);
+        log_path(sb, req->job_id, 0, 1, path, sizeof(path));
+        eb = file_size(path);
+        if (ob < 0)
+            ob = 0;
+        if (eb < 0)
+            eb = 0;
+        if (write_sidecar(sb, req->job_id, req->token, ob, eb) < 0) {
+            spw_errorf(err, "ssh backend: cannot write %s/%s.ssh: %s", sb->log_dir, req->job_id,
+                       strerror(errno));
+            goto error;
+        }
+    }
+    for (uint32_t k = 0; k < nodes; k++)
+        for (int e = 0; e < 2; e++) {
+            log_path(sb, req->job_id, k, e, path, sizeof(path));
+            int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (k && !again ? O_TRUNC : 0), 0640);
+            if (fd >= 0)
+                close(fd);
+        }
+
+    unsigned hash = 2166136261u;
+    for (const char *c = req->token; *c; c++)
+        hash = (hash ^ (unsigned char)*c) * 16777619u;
+    char master_port[16], world[16], rank_s[16], cvd[MAX_SLOTS * 4];
+    snprintf(master_port, sizeof(master_port), "%u", 29500 + hash % 1000);
+    snprintf(world, sizeof(world), "%u", nodes);
+
+    j = spw_xcalloc(1, sizeof(*j));
+    j->nranks = nodes;
+    j->r = spw_xcalloc(nodes, sizeof(rank_t));
+    j->term_s = NAN;
+    j->lost_s = NAN;
+    snprintf(j->h.job_id, sizeof(j->h.job_id), "%s", req->job_id);
+    snprintf(j->h.token, sizeof(j->h.token), "%s", req->token);
+    snprintf(j->h.ext, sizeof(j->h.ext), "%s", ext);
+    j->h.started_s = req->now_s;
+    j->h.max_runtime_s = req->max_runtime_s;
+
+    cmds = spw_xcalloc(nodes, sizeof(cmd_t));
+    st = spw_xcalloc(nodes, sizeof(int));
+    outs = spw_xcalloc(nodes, sizeof(char *));
+    for (uint32_t k = 0; k < nodes; k++)
+        cmds[k].out_fd = -1;
+    int failed = 0;
+    for (uint32_t k = 0; k < nodes && !failed; k++) {
+        char dir[SPW_TOKEN_MAX + 16];
+        rank_dir(j, k, dir, sizeof(dir));
+        j->r[k].host = hosts[k];
+        j->r[k].gpu_bits = bits[k];
+        sbuf_t s = {0};
+        sb_add(&s, prelude);
+        sb_printf(&s, "T='%s'; D=$J/$T\n", dir);
+        sb_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
+                   "if ! mkdir \"$D\" 2>/dev/null; then\n"
+                   "  if alive \"$T\"; then echo \"A $(cat \"$D/pid\")\"; exit 0; fi\n"
+                   "  echo \"E launch $T was started on this host before\"; exit 1\nfi\n");
+        sb_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
+                  "restarted daemon\"; exit 1; fi\n", req->token, req->token);
+        sb_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ext);
+        if (req->workdir) {
+            sb_add(&s, "W=");
+            sb_quote(&s, req->workdir);
+            sb_add(&s, "; cd \"$W\" 2>/dev/null || { echo \"E cannot enter the workdir $W on"
+                       " this host\"; exit 1; }\n");
+        }
+        for (const char *const *e = req->env; e && *e; e++) {
+            const char *eq = strchr(*e, '=');
+            char name[256];
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+            add_export(&s, name, eq + 1);
+        }
+        cvd[0] = '\0';
+        for (uint32_t g = 0; g < MAX_SLOTS; g++)
+            if (bits[k] >> g & 1)
+                snprintf(cvd + strlen(cvd), sizeof(cvd) - strlen(cvd), "%s%u", cvd[0] ? "," : "", g);
+        add_export(&s, "CUDA_VISIBLE_DEVICES", cvd);
+        add_export(&s, "SPILLWAY_JOB_ID", req->job_id);
+        add_export(&s, "SPILLWAY_LAUNCH_TOKEN", req->token);
+        snprintf(rank_s, sizeof(rank_s), "%u", k);
+        if (nodes > 1) {
+            add_export(&s, "RANK", rank_s);
+            add_export(&s, "NODE_RANK", rank_s);
+            add_export(&s, "LOCAL_RANK", "0");
+            add_export(&s, "WORLD_SIZE", world);
+            add_export(&s, "LOCAL_WORLD_SIZE", "1");
+            add_export(&s, "MASTER_ADDR", sb->hosts[hosts[0]].addr);
+            add_export(&s, "MASTER_PORT", master_port);
+        }
+        add_export(&s, "SPILLWAY_NODE_IPS", ips);
+        add_export(&s, "SPILLWAY_NODE_RANK", rank_s);
+        const char *image = env_value(req->env, "SPILLWAY_IMAGE");
+        sb_add(&s, "set --");
+        if (req->argv) {
+            for (const char *const *a = req->argv; *a; a++) {
+                sb_add(&s, " ");
+                sb_quote(&s, *a);
+            }
+            if (!image)
+                sb_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
+                           " found on this host\"; exit 1; }");
+            sb_add(&s, "\n");
+        } else {
+            sb_add(&s, " /bin/sh -c ");
+            sb_quote(&s, req->script);
+            sb_add(&s, "\n");
+        }
+        if (image) {
+            /* podman passes on the variables the launch exports. */
+            const char **names = spw_xcalloc(24 + 1 + (req->env ? 0 : 0), sizeof(char *));
+            size_t nn = 0, cap = 24;
+            static const char *const own[] = {"CUDA_VISIBLE_DEVICES", "SPILLWAY_JOB_ID",
+                                              "SPILLWAY_LAUNCH_TOKEN", "SPILLWAY_NODE_IPS",
+                                              "SPILLWAY_NODE_RANK", "RANK", "NODE_RANK",
+                                              "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                              "MASTER_ADDR", "MASTER_PORT"};
+            char **heap = NULL;
+            size_t nheap = 0;
+            for (const char *const *e = req->env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                heap = spw_xrealloc(heap, (nheap + 1) * sizeof(char *));
+                heap[nheap] = spw_xmalloc((size_t)(eq - *e) + 1);
+                memcpy(heap[nheap], *e, (size_t)(eq - *e));
+                heap[nheap][eq - *e] = '\0';
+                nheap++;
+            }
+            for (size_t i = 0; i < nheap + sizeof(own) / sizeof(own[0]); i++) {
+                if (nn + 1 >= cap) {
+                    cap *= 2;
+                    names = spw_xrealloc(names, cap * sizeof(char *));
+                }
+                names[nn++] = i < nheap ? heap[i] : own[i - nheap];
+                names[nn] = NULL;
+            }
+            uint32_t gl[MAX_SLOTS];
+            size_t ng = 0;
+            for (uint32_t g = 0; g < MAX_SLOTS; g++)
+                if (bits[k] >> g & 1)
+                    gl[ng++] = g;
+            const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
+            char **pv = spw_ssh_podman_argv(image, req->token, req->workdir, ckd, gl, ng, names);
+            container_wrap(&s, image, req->workdir, ckd, (const char *const *)pv);
+            spw_ssh_argv_free(pv);
+            for (size_t i = 0; i < nheap; i++)
+                free(heap[i]);
+            free(heap);
+            free(names);
+        }
+        sb_add(&s, "S=");
+        sb_quote(&s, shim);
+        sb_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
+                   "i=0; while [ ! -s \"$D/pid\" ]; do i=$((i + 1));"
+                   " [ $i -le 1000 ] || { echo \"E the shim did not start\"; exit 1; }; sleep 0.01; done\n"
+                   "echo \"P $(cat \"$D/pid\")\"\n");
+        if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &cmds[k], err) < 0)
+            failed = 1;
+        free(s.s);
+    }
+    cmd_wait_all(sb, cmds, nodes, st, outs);
+    if (!failed) {
+        for (uint32_t k = 0; k < nodes; k++) {
+            const char *pl = strstr(outs[k], "P ");
+            const char *al = strstr(outs[k], "A ");
+            if (st[k] == 0 && pl && (pl == outs[k] || pl[-1] == '\n')) {
+                j->r[k].pid = strtol(pl + 2, NULL, 10);
+                continue;
+            }
+            if (st[k] == 0 && al && (al == outs[k] || al[-1] == '\n')) {
+                /* Already running under this token: adopted, its logs
+                 * fetched from where the local files stand. */
+                j->r[k].pid = strtol(al + 2, NULL, 10);
+                for (int e = 0; e < 2; e++) {
+                    log_path(sb, req->job_id, k, e, path, sizeof(path));
+                    long long sz = file_size(path), base = k ? 0 : (e ? eb : ob);
+                    j->r[k].off[e] = sz > base ? (uint64_t)(sz - base) : 0;
+                }
+                continue;
+            }
+            if (!failed) {
+                char line[200];
+                const char *e = strstr(outs[k], "E ");
+                if (e && (e == outs[k] || e[-1] == '\n'))
+                    last_line(e + 2, line, sizeof(line));
+                else if (st[k] == -2)
+                    snprintf(line, sizeof(line), "no answer within %.0f s", sb->cmd_timeout_s);
+                else
+                    last_line(outs[k], line, sizeof(line));
+                spw_errorf(err, "ssh %s%s: %s", sb->hosts[hosts[k]].addr,
+                           nodes > 1 ? " (a rank of the gang)" : "", line[0] ? line : "ssh failed");
+            }
+            failed = 1;
+        }
+    }
+    if (failed) {
+        /* All or nothing: stop the ranks that did start (the ones that did
+         * not may still start if their ssh was cut off mid-way: fence them
+         * too, so tick() kills whatever appears). */
+        cmd_t *kc = spw_xcalloc(nodes, sizeof(cmd_t));
+        int *kst = spw_xcalloc(nodes, sizeof(int));
+        char **kout = spw_xcalloc(nodes, sizeof(char *));
+        for (uint32_t k = 0; k < nodes; k++) {
+            kc[k].out_fd = -1;
+            char dir[SPW_TOKEN_MAX + 16];
+            rank_dir(j, k, dir, sizeof(dir));
+            sbuf_t s = {0};
+            sb_add(&s, prelude);
+            sb_printf(&s, "mkdir -p \"$R/fence\"; : >\"$R/fence/%s\"; sig '%s' KILL\n", req->token,
+                      dir);
+            if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL) < 0)
+                add_fence(sb, hosts[k], dir);
+            free(s.s);
+        }
+        cmd_wait_all(sb, kc, nodes, kst, kout);
+        for (uint32_t k = 0; k < nodes; k++) {
+            if (kst[k] != 0) {
+                char dir[SPW_TOKEN_MAX + 16];
+                rank_dir(j, k, dir, sizeof(dir));
+                add_fence(sb, hosts[k], dir);
+            }
+            free(kout[k]);
+        }
+        free(kc);
+        free(kst);
+        free(kout);
+        goto error;
+    }
+    j->h.pid = (pid_t)j->r[0].pid;
+    j->h.pgid = (pid_t)j->r[0].pid;
+    j->h.start_ticks = 0;
+    *out = j->h;
+    track(sb, j);
+    for (uint32_t k = 0; k < nodes; k++)
+        free(outs[k]);
+    free(outs);
+    free(st);
+    free(cmds);
+    free(hosts);
+    free(bits);
+    return 0;
+
+error:
+    if (outs)
+        for (uint32_t k = 0; k < nodes; k++)
+            free(outs[k]);
+    free(outs);
+    free(st);
+    free(cmds);
+    job_free(j);
+    free(hosts);
+    free(bits);
+    return -1;
+}
+
+static int not_tracked(const spw_handle_t *h, spw_error_t *err)
+{
+    errno = ESRCH;
+    return spw_errorf(err, "job %s (%s) is not tracked by the ssh backend", h->job_id, h->token);
+}
+
+static int ssh_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    job_t *j = find_tracked(sb, h);
+    if (!j)
+        return not_tracked(h, err);
+    char name[16];
+    snprintf(name, sizeof(name), "%d", signum);
+    signal_ranks(sb, j, name);
+    return 0;
+}
+
+static int ssh_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    job_t *j = find_tracked(sb, h);
+    if (!j)
+        return not_tracked(h, err);
+    if (j->cause == SPW_CAUSE_NONE)
+        j->cause = SPW_CAUSE_CANCELLED;
+    if (isnan(j->term_s)) {
+        j->term_s = now_s;
+        sb->now_s = now_s;
+        signal_ranks(sb, j, "TERM");
+    }
+    return 0;
+}
+
+static void ssh_tick(void *be, double now_s)
+{
+    spw_ssh_t *sb = be;
+    sb->now_s = now_s;
+    for (size_t i = 0; i < sb->nbg;) {
+        int st;
+        if (cmd_done(&sb->bg[i], &st) || now_s >= sb->bg[i].deadline_s) {
+            if (sb->bg[i].pid && now_s >= sb->bg[i].deadline_s && waitpid(sb->bg[i].pid, &st, WNOHANG) == 0)
+                cmd_kill(&sb->bg[i]);
+            cmd_close(&sb->bg[i]);
+            sb->bg[i] = sb->bg[--sb->nbg];
+            continue;
+        }
+        i++;
+    }
+    for (size_t i = 0; i < sb->njobs; i++) {
+        job_t *j = sb->jobs[i];
+        if (j->h.max_runtime_s > 0 && isnan(j->term_s) &&
+            now_s - j->h.started_s >= j->h.max_runtime_s) {
+            j->cause = SPW_CAUSE_MAX_RUNTIME;
+            j->term_s = now_s;
+            signal_ranks(sb, j, "TERM");
+        }
+        if (!isnan(j->term_s) && !j->killed && now_s - j->term_s >= sb->grace_s) {
+            j->killed = 1;
+            signal_ranks(sb, j, "KILL");
+        }
+    }
+    for (uint32_t hi = 0; hi < sb->nhosts; hi++)
+        host_tick(sb, hi, now_s);
+    settle_lost(sb, now_s);
+}
+
+static int ssh_poll(void *be, spw_exit_t *exits, size_t max)
+{
+    spw_ssh_t *sb = be;
+    size_t n = sb->ndone < max ? sb->ndone : max;
+    if (n == 0)
+        return 0;
+    memcpy(exits, sb->done, n * sizeof(spw_exit_t));
+    memmove(sb->done, sb->done + n, (sb->ndone - n) * sizeof(spw_exit_t));
+    sb->ndone -= n;
+    return (int)n;
+}
+
+/* Hosts of a handle's ext, as indices.  Returns the count, or -1 with err. */
+static int ext_hosts(spw_ssh_t *sb, const char *ext, uint32_t *hosts, size_t cap, spw_error_t *err)
+{
+    char buf[SPW_HANDLE_EXT_MAX];
+    snprintf(buf, sizeof(buf), "%s", ext);
+    size_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t i;
+        for (i = 0; i < sb->nhosts; i++)
+            if (strcmp(sb->hosts[i].addr, t) == 0)
+                break;
+        if (i == sb->nhosts) {
+            errno = ESRCH;
+            return spw_errorf(err, "host %s of the handle is not in this pool any more", t);
+        }
+        if (n == cap)
+            return spw_errorf(err, "too many hosts in the handle");
+        hosts[n++] = (uint32_t)i;
+    }
+    if (n == 0) {
+        errno = ESRCH;
+        return spw_errorf(err, "the handle names no host");
+    }
+    return (int)n;
+}
+
+/* Asks each host of hosts[0..n) about rank k's directory of token.  Fills
+ * state[k] ("running", "exited 0", "gone", "none") and pid[k].  Returns 0,
+ * or -1 with err if a host did not answer. */
+static int query_ranks(spw_ssh_t *sb, const char *token, const uint32_t *hosts, size_t n,
+                       char (*state)[64], long *pid, spw_error_t *err)
+{
+    cmd_t *c = spw_xcalloc(n, sizeof(cmd_t));
+    int *st = spw_xcalloc(n, sizeof(int)), rc = 0;
+    char **out = spw_xcalloc(n, sizeof(char *));
+    for (size_t k = 0; k < n; k++) {
+        c[k].out_fd = -1;
+        sbuf_t s = {0};
+        sb_add(&s, prelude);
+        sb_printf(&s, "st '%s-r%zu' 999999999999 999999999999\necho END\n", token, k);
+        if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &c[k], err) < 0)
+            rc = -1;
+        free(s.s);
+    }
+    cmd_wait_all(sb, c, n, st, out);
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        char dir[SPW_TOKEN_MAX + 16], line[200], w1[32] = "";
+        long a = 0, b = 0;
+        pid[k] = 0;
+        /* "S DIR running PID", "S DIR exited N PID", "S DIR none " */
+        int got = sscanf(out[k], "S %111s %31s %ld %ld", dir, w1, &a, &b);
+        if (st[k] != 0 || !strstr(out[k], "END\n") || got < 2) {
+            rc = spw_errorf(err, "ssh %s: %s", sb->hosts[hosts[k]].addr,
+                            st[k] == -2 ? "no answer" : last_line(out[k], line, sizeof(line)));
+            break;
+        }
+        if (strcmp(w1, "exited") == 0 || strcmp(w1, "signaled") == 0) {
+            snprintf(state[k], 64, "%s %ld", w1, a);
+            pid[k] = got >= 4 ? b : 0;
+        } else {
+            snprintf(state[k], 64, "%s", w1);
+            pid[k] = got >= 3 ? a : 0;
+        }
+    }
+    for (size_t k = 0; k < n; k++)
+        free(out[k]);
+    free(out);
+    free(st);
+    free(c);
+    return rc;
+}
+
+/* Tracks a launch found on its hosts, with log offsets from the local files. */
+static void adopt_found(spw_ssh_t *sb, const spw_handle_t *h, const uint32_t *hosts, size_t n,
+                        char (*state)[64], const long *pid)
+{
+    job_t *j = spw_xcalloc(1, sizeof(*j));
+    j->h = *h;
+    j->nranks = (uint32_t)n;
+    j->r = spw_xcalloc(n, sizeof(rank_t));
+    j->term_s = NAN;
+    j->lost_s = NAN;
+    long long ob = 0, eb = 0;
+    char path[4200], tok[SPW_TOKEN_MAX];
+    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, h->job_id);
+    FILE *f = fopen(path, "r");
+    int have = 0;
+    if (f) {
+        have = fscanf(f, "%95s %lld %lld", tok, &ob, &eb) == 3 && strcmp(tok, h->token) == 0;
+        fclose(f);
+    }
+    for (size_t k = 0; k < n; k++) {
+        rank_t *r = &j->r[k];
+        r->host = hosts[k];
+        r->pid = pid[k];
+        int fin;
+        parse_state(state[k], &r->kind, &r->status, &fin);
+        r->final = 0; /* the next status reads its logs, then its end */
+        for (int e = 0; e < 2; e++) {
+            log_path(sb, h->job_id, (uint32_t)k, e, path, sizeof(path));
+            long long sz = file_size(path);
+            long long base = k == 0 && have ? (e ? eb : ob) : 0;
+            if (k == 0 && !have)
+                base = sz < 0 ? 0 : sz; /* unknown: fetch what comes from now */
+            r->off[e] = sz > base ? (uint64_t)(sz - base) : 0;
+        }
+    }
+    if (!have && n) {
+        /* Without the sidecar the fetched amount is unknown: start from the
+         * remote file's current end rather than duplicate. */
+        for (int e = 0; e < 2; e++)
+            j->r[0].off[e] = 0;
+    }
+    track(sb, j);
+}
+
+static int ssh_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    if (find_tracked(sb, h))
+        return 0;
+    if (!token_valid(h->token)) {
+        errno = ESRCH;
+        return spw_errorf(err, "the handle of job %s has no launch token", h->job_id);
+    }
+    uint32_t hosts[SPW_SSH_MAX_HOSTS];
+    int n = ext_hosts(sb, h->ext, hosts, SPW_SSH_MAX_HOSTS, err);
+    if (n < 0)
+        return -1;
+    char(*state)[64] = spw_xcalloc((size_t)n, 64);
+    long *pid = spw_xcalloc((size_t)n, sizeof(long));
+    int rc = query_ranks(sb, h->token, hosts, (size_t)n, state, pid, err);
+    if (rc == 0 && (strcmp(state[0], "none") == 0 || strcmp(state[0], "gone") == 0)) {
+        errno = ESRCH;
+        rc = spw_errorf(err, "job %s is gone from host %s", h->job_id, sb->hosts[hosts[0]].addr);
+    }
+    if (rc == 0)
+        adopt_found(sb, h, hosts, (size_t)n, state, pid);
+    free(state);
+    free(pid);
+    return rc;
+}
+
+static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    if (!token_valid(token))
+        return spw_errorf(err, "ssh backend: invalid launch token '%s'", token ? token : "");
+    for (size_t i = 0; i < sb->njobs; i++)
+        if (strcmp(sb->jobs[i]->h.token, token) == 0) {
+            *out = sb->jobs[i]->h;
+            return 1;
+        }
+    /* Fence first, then look: a launcher checks the fence after its mkdir,
+     * so either we see its directory or it sees our fence. */
+    size_t n = sb->nhosts;
+    cmd_t *c = spw_xcalloc(n, sizeof(cmd_t));
+    int *st = spw_xcalloc(n, sizeof(int)), rc = 0;
+    char **o = spw_xcalloc(n, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        c[i].out_fd = -1;
+        sbuf_t s = {0};
+        sb_add(&s, prelude);
+        sb_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
+                      "for d in \"$J/%s\"-r*; do [ -d \"$d\" ] || continue; b=${d##*/};"
+                      " echo \"D $b $(cat \"$d/hosts\" 2>/dev/null)\"; done\necho END\n",
+                  token, token);
+        if (cmd_start(sb, &sb->hosts[i], s.s, 0, &c[i], err) < 0)
+            rc = -1;
+        free(s.s);
+    }
+    cmd_wait_all(sb, c, n, st, o);
+    char hostsline[SPW_HANDLE_EXT_MAX] = "";
+    int found = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (st[i] != 0 || !strstr(o[i], "END\n")) {
+            char line[200];
+            rc = spw_errorf(err, "ssh %s: cannot look for launch %s now: %s", sb->hosts[i].addr,
+                            token, st[i] == -2 ? "no answer" : last_line(o[i], line, sizeof(line)));
+            break;
+        }
+        for (char *p = o[i]; (p = strstr(p, "D ")) != NULL; p += 2) {
+            if (p != o[i] && p[-1] != '\n')
+                continue;
+            char dir[SPW_TOKEN_MAX + 16], hl[SPW_HANDLE_EXT_MAX] = "";
+            if (sscanf(p, "D %111s %127s", dir, hl) >= 1) {
+                found++;
+                if (strcmp(dir + strlen(token), "-r0") == 0)
+                    snprintf(hostsline, sizeof(hostsline), "%s", hl);
+                add_fence(sb, (uint32_t)i, dir);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(o[i]);
+    free(o);
+    free(st);
+    free(c);
+    if (rc < 0)
+        return -1;
+    if (!found)
+        return 0;
+    /* Something carries the token.  A complete launch whose ranks all run
+     * is adopted; anything else stays fenced (killed by tick()). */
+    spw_handle_t h;
+    memset(&h, 0, sizeof(h));
+    snprintf(h.token, sizeof(h.token), "%s", token);
+    snprintf(h.ext, sizeof(h.ext), "%s", hostsline);
+    const char *dot1 = strchr(token, '.'), *dot2 = strrchr(token, '.');
+    if (dot1 && dot2 > dot1)
+        snprintf(h.job_id, sizeof(h.job_id), "%.*s", (int)(dot2 - dot1 - 1), dot1 + 1);
+    uint32_t hosts[SPW_SSH_MAX_HOSTS];
+    spw_error_t e2;
+    int nh = hostsline[0] ? ext_hosts(sb, hostsline, hosts, SPW_SSH_MAX_HOSTS, &e2) : -1;
+    if (nh > 0 && nh == found) {
+        char(*state)[64] = spw_xcalloc((size_t)nh, 64);
+        long *pid = spw_xcalloc((size_t)nh, sizeof(long));
+        int ok = query_ranks(sb, token, hosts, (size_t)nh, state, pid, err) == 0;
+        for (int k = 0; k < nh && ok; k++)
+            ok = strcmp(state[k], "none") != 0 && strcmp(state[k], "gone") != 0;
+        if (ok) {
+            /* Not to be killed after all. */
+            for (size_t f = 0; f < sb->nfences;) {
+                if (strncmp(sb->fences[f].dir, token, strlen(token)) == 0 &&
+                    sb->fences[f].dir[strlen(token)] == '-')
+                    sb->fences[f] = sb->fences[--sb->nfences];
+                else
+                    f++;
+            }
+            h.pid = h.pgid = (pid_t)pid[0];
+            adopt_found(sb, &h, hosts, (size_t)nh, state, pid);
+            *out = h;
+        }
+        free(state);
+        free(pid);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}
+
+static void ssh_destroy(void *be) { spw_ssh_destroy(be); }
+
+const struct spw_backend_ops spw_ssh_ops = {
+    .version = SPW_BACKEND_VERSION,
+    .name = "ssh",
+    .launch = ssh_launch,
+    .signal = ssh_signal,
+    .cancel = ssh_cancel,
+    .tick = ssh_tick,
+    .poll = ssh_poll,
+    .adopt = ssh_adopt,
+    .destroy = ssh_destroy,
+    .find = ssh_find,
+};

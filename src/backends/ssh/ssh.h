@@ -1,0 +1,152 @@
+/* ssh.h: the ssh backend, which runs jobs on a list of plain Linux hosts
+ * (GPU servers, cloud VMs) through the system OpenSSH client, one detached
+ * process per node under a small POSIX-sh shim on the host.  Nothing but
+ * /bin/sh, setsid and coreutils is needed on a host (docs/hosts.md).
+ *
+ * How a job runs:
+ * - every command is `ssh -i KEY -p PORT -o BatchMode=yes
+ *   -o StrictHostKeyChecking=yes -o UserKnownHostsFile=KNOWN_HOSTS
+ *   -o ConnectTimeout=.. -o ServerAliveInterval=.. [ControlMaster=auto,
+ *   ControlPersist] -n USER@HOST 'exec /bin/sh -c SCRIPT'` (not on stdin,
+ *   which a login shell's startup files may read), output into an in-memory
+ *   file; one connection per host is kept open and shared.
+ * - on the host everything lives under R = $SPILLWAY_HOST_DIR, or
+ *   $HOME/.spillway: one directory R/jobs/TOKEN-rRANK per node of a launch
+ *   (created with mkdir, so one token starts once per rank), holding `token`,
+ *   `pid` (the shim's pid, also its process group), `out` and `err` (the
+ *   job's output) and `exit` ("exited N" or "signaled N", through a rename).
+ * - the shim, started with setsid (own session and group), runs the job in
+ *   the background, waits for it (SIGTERM to the group acts on the job; the
+ *   shim only notes it), writes the exit record, then SIGKILLs what is left
+ *   of its group.  A status above 128 is reported as signal status-128 (the
+ *   shell's convention: an exit 143 reads as SIGTERM).  A job survives the
+ *   daemon and the ssh connection; its record is read after a restart.
+ * - placement: a launch whose env holds SPILLWAY_PLACEMENT=POOL/K puts rank 0
+ *   on host K with the GPU indices given (the daemon's node = host K); other
+ *   launches take the first up host(s) with ngpus free slots.  A gang
+ *   (nodes > 1) takes that many distinct hosts, one process each, with RANK
+ *   and NODE_RANK, LOCAL_RANK=0, WORLD_SIZE=nodes, LOCAL_WORLD_SIZE=1,
+ *   MASTER_ADDR (rank 0's address), MASTER_PORT (29500 + a hash of the
+ *   token modulo 1000) and SPILLWAY_NODE_IPS (every rank's address, in rank
+ *   order).  All or nothing: if one rank cannot start, those started are
+ *   killed and launch() fails.  The handle's ext is the hosts in rank order,
+ *   comma-separated (at most SPW_HANDLE_EXT_MAX-1 bytes); pid/pgid are rank
+ *   0's shim on its host.
+ * - environment: the host's login environment, the job's env, then
+ *   CUDA_VISIBLE_DEVICES, SPILLWAY_JOB_ID, SPILLWAY_LAUNCH_TOKEN and the rank
+ *   variables, which win.
+ * - logs: tick() fetches what each node wrote since the last fetch (at most
+ *   64 KiB per file per sync) and appends it to LOG_DIR/JOBID.out and .err
+ *   (rank 0) or LOG_DIR/JOBID.nodeN.out and .err (rank N, truncated at
+ *   launch).  LOG_DIR/JOBID.ssh holds "TOKEN OUTBASE ERRBASE", the size of
+ *   rank 0's files at launch, so a restarted daemon resumes fetching where
+ *   the last one stopped.  An exit is reported once the logs are drained.
+ * - tick() runs one status command per host every sync_interval_s, in the
+ *   background (child processes polled without blocking); it doubles as the
+ *   health check.  A host that has not answered for down_after_s is down:
+ *   its jobs are reported LOST (every other rank of a gang is killed), and
+ *   each rank on it is fenced: killed (SIGKILL to its group) as soon as the
+ *   host answers again, before anything else runs there; then it is up.
+ *   Until it answers, a partitioned host may still run the old copy while
+ *   the daemon starts a new one elsewhere: that window is down_after_s plus
+ *   the partition's length (docs/hosts.md).
+ * - cancel(): SIGTERM to each rank's group, SIGKILL after grace_s (tick()).
+ * - launch(), adopt() and find() wait for their commands (at most
+ *   cmd_timeout_s each); everything else runs in the background.
+ *
+ * A backend is not thread-safe: call it from one thread (the scheduler loop).
+ * It owns its ssh children: the daemon must not reap them (no
+ * waitpid(-1, ...)). */
+#ifndef SPW_BACKENDS_SSH_H
+#define SPW_BACKENDS_SSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "util/error.h"
+
+typedef struct spw_ssh spw_ssh_t;
+
+#define SPW_SSH_MAX_HOSTS 256   /* hosts of one backend */
+
+/* Options for spw_ssh_create; all borrowed for the call only. */
+typedef struct spw_ssh_opts {
+    const char *const *hosts;   /* addresses or names, nhosts of them */
+    size_t nhosts;              /* 1 .. SPW_SSH_MAX_HOSTS */
+    const uint32_t *host_gpus;  /* GPU slots of each host; NULL, or 0 for a
+                                   host, = detect with nvidia-smi on the host
+                                   (0 GPUs when it has none) */
+    const char *user;           /* login user; NULL = ssh's default */
+    const char *key;            /* private key file; NULL = ssh's default */
+    const char *known_hosts;    /* known_hosts file (host keys are checked);
+                                   NULL = the user's own */
+    int port;                   /* ssh port; 0 = 22 */
+    const char *log_dir;        /* where JOBID.out/.err/.ssh live (copied);
+                                   required */
+    double grace_s;             /* SIGTERM to SIGKILL delay, seconds; < 0 = 10 */
+    double cmd_timeout_s;       /* limit of one command, seconds; 0 = 20 */
+    double sync_interval_s;     /* least time between two status commands of
+                                   one host, seconds; 0 = 1 */
+    double down_after_s;        /* a host silent this long is down, seconds;
+                                   0 = 10 */
+    int no_multiplex;           /* 1: no ControlMaster (one TCP connection per
+                                   command) */
+} spw_ssh_opts_t;
+
+/* One host as the backend sees it. */
+typedef struct spw_ssh_host_info {
+    const char *addr;           /* as configured; borrowed from the backend */
+    uint32_t gpus;              /* GPU slots */
+    uint32_t used;              /* slots held by tracked jobs */
+    int up;                     /* 1: answered within down_after_s */
+    double last_ok_s;           /* daemon clock of its last answer, seconds;
+                                   0 = never */
+} spw_ssh_host_info_t;
+
+/* The function table; use it with a backend from spw_ssh_create. */
+extern const struct spw_backend_ops spw_ssh_ops;
+
+/* Makes an ssh backend with no jobs.  Detects the GPUs of every host whose
+ * slot count is not given (one ssh per such host, in parallel).  Returns
+ * NULL with a sentence in err for invalid options or a host whose GPUs
+ * cannot be detected. */
+spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *opts, spw_error_t *err);
+
+/* Forgets every job without cancelling it and closes the shared
+ * connections.  NULL-safe. */
+void spw_ssh_destroy(spw_ssh_t *sb);
+
+/* Number of jobs the backend tracks (launched or adopted, not yet polled). */
+size_t spw_ssh_count(const spw_ssh_t *sb);
+
+/* Number of hosts, and host i's state (0 <= i < count). */
+size_t spw_ssh_host_count(const spw_ssh_t *sb);
+void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out);
+
+/* Runs `script` with /bin/sh on host i and waits (cmd_timeout_s at most).
+ * Returns its exit status (0..255) with *out (caller frees, NUL-terminated,
+ * may be NULL) holding its stdout, or -1 with a sentence in err (ssh failed,
+ * timed out).  For tests and the CLI. */
+int spw_ssh_run(spw_ssh_t *sb, size_t i, const char *script, char **out, spw_error_t *err);
+
+/* The podman command line that runs a job in an OCI image (a registry
+ * reference such as docker.io/library/ubuntu:22.04, or oci-archive:PATH):
+ * `podman run --rm --name spw-TOKEN --pull=missing --network=host
+ * --security-opt=label=disable [--device nvidia.com/gpu=N (CDI), per GPU]
+ * [-v WORKDIR:WORKDIR -w WORKDIR] [-v CKPT:CKPT] [-e NAME, per name]
+ * IMAGE`, to which the job's command is appended.  `-e NAME` passes NAME's
+ * value from the launching shell.  A launch with SPILLWAY_IMAGE that is not
+ * a directory on the host runs this when the host has podman (bubblewrap
+ * runs directories).  Returns a NULL-terminated argv, caller frees with
+ * spw_ssh_argv_free. */
+char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
+                           const char *ckpt, const uint32_t *gpus, size_t ngpus,
+                           const char *const *env_names);
+void spw_ssh_argv_free(char **argv);
+
+/* Appends to buf (capacity cap) the word s quoted for a POSIX shell.
+ * Returns 0, or -1 if it does not fit. */
+int spw_ssh_quote(char *buf, size_t cap, const char *s);
+
+#endif

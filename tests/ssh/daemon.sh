@@ -1,0 +1,161 @@
+#!/bin/sh
+# daemon.sh: `spillway serve` with a pool of hosts reached over ssh (4
+# network namespaces with sshd, scripts/netns-hosts.sh, 2 fake GPUs each,
+# started once for this file): the pool's GPUs are detected on the hosts; a
+# job runs on a host and its exit code and logs come back; a 4-GPU job is a
+# 2-node gang doing a TCP all-reduce; cancel stops the remote process; a
+# host cut off mid-job is taken down and its job fails over to another host,
+# the old copy killed when the link comes back; after kill -9 of the daemon
+# the running job is re-adopted, never started twice.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/../daemon/daemon-lib"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NET=$ROOT/scripts/netns-hosts.sh
+C=$T/cluster
+command -v python3 >/dev/null || { echo "1..0 # SKIP python3 missing (scripts/deps.sh test)"; exit 0; }
+out=$("$NET" up "$C" 4 --gpus 2 2>&1)
+rc=$?
+if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
+trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
+plan 26
+ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
+set -- $(cat "$C/hosts")
+H0=$1 H1=$2 H2=$3 H3=$4
+
+cat >"$T/serve.yaml" <<EOF2
+onprem:
+  - name: hosts
+    backend: ssh
+    hosts: [$H0, $H1, $H2, $H3]
+    ssh: {user: root, key: $C/id_ed25519, known_hosts: $C/known_hosts, port: 2222, down_after_s: 4}
+    cost_usd_per_gpu_h: 1.10
+policy:
+  queue: fifo
+  backfill: easy
+  wait: never
+spot:
+  failover: requeue
+daemon:
+  tick_s: 0.05
+  kill_grace_s: 1
+  tokens:
+    - {token: $ML_TOKEN, team: ml}
+    - {token: $ADMIN_TOKEN, admin: true}
+EOF2
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts with an ssh pool of 4 hosts" || { diag "$(cat "$DLOG")"; exit 1; }
+# Rank directories of job $1 on host $2: "TOKEN-rN" names.
+rdirs() { ls "$C/host-$2/spillway/jobs" 2>/dev/null | grep "\.$1\.[0-9]*-r"; }
+# The host (0-3) where attempt $2 of job $1 has rank 0.
+host_of() { for i in 0 1 2 3; do rdirs "$1" $i | grep -q "\.$1\.$2-r0\$" && echo $i; done; }
+remote_pid() { cat "$C/host-$1/spillway/jobs/$2/pid" 2>/dev/null; }
+alive_remote() { p=$(remote_pid "$1" "$2"); [ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -q spw-shim "/proc/$p/cmdline" 2>/dev/null; }
+
+# ---- submit -> run on a host -> exit code -> logs -------------------------
+a=$(submit ml --gpus 1 --name hello --env WHO=ssh -- sh -c 'echo hello $WHO on host $SPILLWAY_TEST_HOST gpus=$CUDA_VISIBLE_DEVICES; echo warn >&2; exit 3')
+wait_for "$a" failed 30
+ok $? "a job exiting 3 ends failed"
+[ "$(field "$a" 'd["exit_code"]')" = 3 ]
+ok $? "with exit_code 3"
+spw ml logs "$a" >"$T/logs.out" 2>&1
+grep -q "^hello ssh on host [0-3] gpus=[01]$" "$T/logs.out"
+ok $? "spillway logs shows its stdout, fetched from the host: $(head -1 "$T/logs.out")"
+[ -n "$(host_of "$a" 1)" ]
+ok $? "it ran on host $(host_of "$a" 1) under its launch token ($(rdirs "$a" "$(host_of "$a" 1)"))"
+
+# ---- 2-node gang, TCP all-reduce -----------------------------------------
+cat >"$T/allreduce.py" <<'PY'
+import os, socket, sys, time
+rank = int(os.environ['RANK']); world = int(os.environ['WORLD_SIZE'])
+addr = os.environ['MASTER_ADDR']; port = int(os.environ['MASTER_PORT'])
+if rank == 0:
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((addr, port)); srv.listen(world); total = rank + 1; peers = []
+    while len(peers) < world - 1:
+        c, _ = srv.accept(); total += int(c.recv(64).decode()); peers.append(c)
+    for c in peers: c.sendall(str(total).encode())
+else:
+    for i in range(300):
+        try: c = socket.create_connection((addr, port), timeout=5); break
+        except OSError: time.sleep(0.05)
+    c.sendall(str(rank + 1).encode()); total = int(c.recv(64).decode())
+print('rank %d of %d nodes %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'], total))
+sys.exit(0 if total == world * (world + 1) // 2 else 1)
+PY
+g=$(submit ml --gpus 4 --name gang -- python3 "$T/allreduce.py")
+wait_for "$g" succeeded 40
+ok $? "a 4-GPU job (2 hosts of 2 GPUs) succeeds" || diag "$(spw ml logs "$g" 2>&1)" "$(cat "$DLOG")"
+spw ml logs "$g" >"$T/gang.out" 2>&1
+grep -q "^rank 0 of 2 nodes 10\.[0-9.]*,10\.[0-9.]* sum=3$" "$T/gang.out"
+ok $? "rank 0 summed both ranks over TCP: $(head -1 "$T/gang.out")"
+n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
+[ "$n" = 2 ]
+ok $? "one process on each of 2 hosts ($n rank directories)"
+
+# ---- a job in a container image (bubblewrap on the host) -------------------
+if img=$("$ROOT/tests/ssh/mkrootfs" "$ROOT/build/ssh-rootfs"); then
+    k=$(submit ml --gpus 1 --name boxed --env SPILLWAY_IMAGE="$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root')
+    wait_for "$k" succeeded 30
+    ok $? "a job naming an image (SPILLWAY_IMAGE) succeeds"
+    spw ml logs "$k" >"$T/boxed.out" 2>&1
+    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root')" ]
+    ok $? "it ran in the image's root filesystem: $(tr '\n' ' ' <"$T/boxed.out")"
+else
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+fi
+
+# ---- cancel ------------------------------------------------------------------
+c=$(submit ml --gpus 1 --name sleeper -- sleep 300)
+wait_for "$c" running 30
+ch=$(host_of "$c" 1)
+wait_until 10 alive_remote "$ch" "$(rdirs "$c" "$ch")"
+ok $? "a sleep runs on host $ch"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 30
+ok $? "spillway cancel: the job is cancelled"
+dead_remote() { ! alive_remote "$@"; }
+wait_until 10 dead_remote "$ch" "$(rdirs "$c" "$ch")"
+ok $? "and its process on host $ch is gone"
+
+# ---- host cut off mid-job -> failover to another host, old copy fenced ------
+f=$(submit ml --gpus 2 --name failover --retries 0 -- sh -c 'c=$SPILLWAY_CHECKPOINT_DIR/step; [ -f "$c" ] && echo "resumed from $(cat "$c") on host $SPILLWAY_TEST_HOST"; echo "host $SPILLWAY_TEST_HOST" >"$c"; echo start $SPILLWAY_ATTEMPT on $SPILLWAY_TEST_HOST; sleep 300')
+wait_for "$f" running 30
+fh=$(host_of "$f" 1)
+[ -n "$fh" ] && wait_until 10 alive_remote "$fh" "$(rdirs "$f" "$fh" | grep '\.1-r0$')"
+ok $? "a 2-GPU job runs on host $fh"
+"$NET" cut "$C" "$fh"
+on_attempt2() { [ -n "$(host_of "$f" 2)" ]; }
+wait_until 30 on_attempt2
+ok $? "after host $fh's link is cut, the job is started again (attempt 2)" || diag "$(tail -20 "$DLOG")"
+fh2=$(host_of "$f" 2)
+[ -n "$fh2" ] && [ "$fh2" != "$fh" ]
+ok $? "on another host ($fh2)"
+resumed() { spw ml logs "$f" 2>/dev/null | grep -q "^resumed from host $fh on host $fh2\$"; }
+wait_until 10 resumed
+ok $? "attempt 2 read attempt 1's checkpoint (shared path): $(spw ml logs "$f" 2>/dev/null | grep resumed)"
+grep -q "stopped answering ssh" "$DLOG"
+ok $? "the daemon says why: $(grep 'stopped answering' "$DLOG" | head -1)"
+"$NET" mend "$C" "$fh"
+old_dead() { ! alive_remote "$fh" "$(rdirs "$f" "$fh" | head -1)"; }
+wait_until 30 old_dead
+ok $? "when host $fh answers again, the old copy there is killed (fenced)"
+host_back() { grep -q "answers again" "$DLOG"; }
+wait_until 15 host_back
+ok $? "and the host is back in the pool"
+
+# ---- kill -9 of the daemon: re-adopted, not started twice -----------------
+kill9_daemon
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon restarts after kill -9"
+wait_for "$f" running 10
+ok $? "the running job is running again after the restart" || diag "$(cat "$DLOG")"
+sleep 1
+n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$f" $i | wc -l))); done
+[ "$n" = 2 ] && alive_remote "$fh2" "$(rdirs "$f" "$fh2" | grep '\.2-r0$')"
+ok $? "exactly the 2 attempts' directories exist and attempt 2 still runs ($n)"
+spw ml cancel "$f" >/dev/null 2>&1
+wait_for "$f" cancelled 30
+ok $? "the re-adopted job is cancelled through the new daemon"
+stop_daemon
+ok $? "the daemon stops on SIGTERM"

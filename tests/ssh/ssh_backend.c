@@ -1,0 +1,448 @@
+/* ssh_backend.c: the ssh backend against a real cluster of network
+ * namespaces with sshd (scripts/netns-hosts.sh, started by backend.sh):
+ * jobs, logs, cancel, placement, a 4-node gang doing a TCP all-reduce, all
+ * or nothing, adopt and find after a "restart", a host cut off and fenced. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/ssh/ssh.h"
+#include "tap.h"
+#include "util/file.h"
+
+static char T[1024];            /* the test directory (cluster in T/cluster) */
+static char hosts_buf[8][64];   /* host addresses */
+static const char *hosts[8];
+static size_t nhosts;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static spw_ssh_t *make(double down_after_s, spw_error_t *err)
+{
+    char key[1100], kh[1100], logs[1100];
+    snprintf(key, sizeof(key), "%s/cluster/id_ed25519", T);
+    snprintf(kh, sizeof(kh), "%s/cluster/known_hosts", T);
+    snprintf(logs, sizeof(logs), "%s/logs", T);
+    spw_ssh_opts_t o = {
+        .hosts = hosts, .nhosts = nhosts, .user = "root", .key = key, .known_hosts = kh,
+        .port = 2222, .log_dir = logs, .grace_s = 2, .cmd_timeout_s = 10,
+        .sync_interval_s = 0.2, .down_after_s = down_after_s,
+    };
+    return spw_ssh_create(&o, err);
+}
+
+/* Ticks and polls until job_id ends or timeout_s pass; 1 with *x, or 0. */
+static int wait_exit(spw_ssh_t *sb, const char *job_id, spw_exit_t *x, double timeout_s)
+{
+    double end = now() + timeout_s;
+    while (now() < end) {
+        spw_ssh_ops.tick(sb, now());
+        spw_exit_t xs[8];
+        int n = spw_ssh_ops.poll(sb, xs, 8);
+        for (int i = 0; i < n; i++)
+            if (strcmp(xs[i].handle.job_id, job_id) == 0) {
+                *x = xs[i];
+                return 1;
+            }
+        nap();
+    }
+    return 0;
+}
+
+static char *slurp(const char *job_id, const char *suffix)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/logs/%s.%s", T, job_id, suffix);
+    size_t len;
+    char *s = spw_read_file(path, &len, NULL);
+    return s ? s : strdup("");
+}
+
+static int launch(spw_ssh_t *sb, const char *job_id, const char *token, const char *script,
+                  const char *const *argv, const char *const *env, uint32_t nodes, size_t ngpus,
+                  spw_handle_t *h, spw_error_t *err)
+{
+    static const uint32_t g[] = {0, 1};
+    err->text[0] = '\0';
+    char logs[1100];
+    snprintf(logs, sizeof(logs), "%s/logs", T);
+    spw_launch_t req = {
+        .job_id = job_id, .script = script, .argv = argv, .env = env, .gpus = g,
+        .ngpus = ngpus, .log_dir = logs, .now_s = now(), .token = token, .nodes = nodes,
+    };
+    return spw_ssh_ops.launch(sb, &req, h, err);
+}
+
+/* Whether host-side pid file of rank dir names a live process. */
+static int remote_alive(int host, const char *dir)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/cluster/host-%d/spillway/jobs/%s/pid", T, host, dir);
+    FILE *f = fopen(path, "r");
+    long pid = 0;
+    if (!f)
+        return 0;
+    int got = fscanf(f, "%ld", &pid);
+    fclose(f);
+    return got == 1 && pid > 0 && kill((pid_t)pid, 0) == 0;
+}
+
+static int wait_dead(int host, const char *dir, double timeout_s)
+{
+    double end = now() + timeout_s;
+    while (now() < end) {
+        if (!remote_alive(host, dir))
+            return 1;
+        nap();
+    }
+    return 0;
+}
+
+static const char allreduce_py[] =
+    "import os, socket, sys\n"
+    "rank = int(os.environ['RANK']); world = int(os.environ['WORLD_SIZE'])\n"
+    "addr = os.environ['MASTER_ADDR']; port = int(os.environ['MASTER_PORT'])\n"
+    "ips = os.environ['SPILLWAY_NODE_IPS'].split(',')\n"
+    "assert len(ips) == world and ips[0] == addr, ips\n"
+    "value = rank + 1\n"
+    "if rank == 0:\n"
+    "    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "    srv.bind((addr, port)); srv.listen(world)\n"
+    "    peers = []; total = value\n"
+    "    while len(peers) < world - 1:\n"
+    "        c, _ = srv.accept(); total += int(c.recv(64).decode()); peers.append(c)\n"
+    "    for c in peers: c.sendall(str(total).encode()); c.close()\n"
+    "else:\n"
+    "    import time\n"
+    "    for i in range(300):\n"
+    "        try:\n"
+    "            c = socket.create_connection((addr, port), timeout=5); break\n"
+    "        except OSError: time.sleep(0.05)\n"
+    "    c.sendall(str(value).encode()); total = int(c.recv(64).decode())\n"
+    "print('rank %d of %d on host %s: sum=%d' % (rank, world, os.environ.get('SPILLWAY_TEST_HOST'), total))\n"
+    "sys.exit(0 if total == world * (world + 1) // 2 else 1)\n";
+
+int main(void)
+{
+    const char *t = getenv("SPW_TEST_DIR");
+    const char *script = getenv("SPW_NETNS_SCRIPT");
+    if (!t || !script) {
+        printf("1..0 # SKIP run through tests/ssh/backend.sh\n");
+        return 0;
+    }
+    snprintf(T, sizeof(T), "%s", t);
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/cluster/hosts", T);
+    FILE *f = fopen(path, "r");
+    while (f && nhosts < 8 && fscanf(f, "%63s", hosts_buf[nhosts]) == 1) {
+        hosts[nhosts] = hosts_buf[nhosts];
+        nhosts++;
+    }
+    if (f)
+        fclose(f);
+    if (nhosts != 4) {
+        printf("1..1\nnot ok 1 - 4 hosts in %s (got %zu)\n", path, nhosts);
+        return 1;
+    }
+
+    spw_error_t err = {""};
+    spw_exit_t x;
+    int got;
+    memset(&x, 0, sizeof(x));
+    spw_handle_t h;
+
+    /* Creation: GPUs detected through each host's nvidia-smi. */
+    spw_ssh_t *sb = make(3, &err);
+    ok(sb != NULL, "create with 4 hosts: %s", err.text);
+    if (!sb)
+        return done_testing();
+    spw_ssh_host_info_t hi;
+    spw_ssh_host(sb, 3, &hi);
+    is(hi.gpus, 2, "GPUs of host 3 detected through nvidia-smi on the host");
+    const char *bad_hosts[] = {"10.0.0.1; rm -rf /"};
+    spw_ssh_opts_t bad = {.hosts = bad_hosts, .nhosts = 1, .log_dir = "/tmp"};
+    ok(spw_ssh_create(&bad, &err) == NULL && strstr(err.text, "not a host name"),
+       "a host with shell characters is refused: %s", err.text);
+
+    /* One job: exit code, both logs, env, workdir. */
+    char wd[1100];
+    snprintf(wd, sizeof(wd), "%s/wd", T);
+    mkdir(wd, 0755);
+    const char *env1[] = {"GREETING=it's me", NULL};
+    char logs[1100];
+    snprintf(logs, sizeof(logs), "%s/logs", T);
+    spw_launch_t req = {
+        .job_id = "j1",
+        .script = "echo \"hello $GREETING $SPILLWAY_JOB_ID host=$SPILLWAY_TEST_HOST "
+                  "gpus=$CUDA_VISIBLE_DEVICES pwd=$(pwd)\"; echo oops >&2; exit 3",
+        .env = env1, .workdir = wd, .gpus = NULL, .ngpus = 1, .log_dir = logs,
+        .now_s = now(), .token = "d1.j1.1",
+    };
+    int rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+    ok(rc == 0, "launch j1: %s", err.text);
+    ok(h.pid > 0 && strcmp(h.ext, hosts[0]) == 0, "handle: pid %d on %s", (int)h.pid, h.ext);
+    ok(wait_exit(sb, "j1", &x, 20), "j1 ends");
+    ok(x.kind == SPW_EXIT_EXITED && x.status == 3 && x.cause == SPW_CAUSE_NONE,
+       "j1 exited 3 (%s %d)", spw_exit_kind_name(x.kind), x.status);
+    char *o = slurp("j1", "out"), *e = slurp("j1", "err");
+    char want[1300];
+    snprintf(want, sizeof(want), "hello it's me j1 host=0 gpus=0 pwd=%s\n", wd);
+    is_str(o, want, "j1's stdout came back from host 0, with env and workdir");
+    is_str(e, "oops\n", "j1's stderr came back");
+    free(o);
+    free(e);
+
+    /* An argv whose program the host lacks. */
+    const char *nope[] = {"no-such-program-spw", NULL};
+    rc = launch(sb, "j2", "d1.j2.1", NULL, nope, NULL, 1, 0, &h, &err);
+    ok(rc < 0 && strstr(err.text, "not found"), "a missing program fails the launch: %s", err.text);
+
+    /* Placement pinned by the daemon: node 2 = host 2. */
+    const char *env3[] = {"SPILLWAY_PLACEMENT=hosts/2", NULL};
+    const char *argv3[] = {"sh", "-c", "echo host=$SPILLWAY_TEST_HOST gpus=$CUDA_VISIBLE_DEVICES",
+                           NULL};
+    rc = launch(sb, "j3", "d1.j3.1", NULL, argv3, env3, 1, 2, &h, &err);
+    ok(rc == 0 && wait_exit(sb, "j3", &x, 20) && x.kind == SPW_EXIT_EXITED && x.status == 0,
+       "a pinned argv job runs: %s", err.text);
+    o = slurp("j3", "out");
+    is_str(o, "host=2 gpus=0,1\n", "it ran on host 2 with the GPUs the daemon chose");
+    free(o);
+
+    /* Cancel: SIGTERM reaches the job; the shim records it. */
+    const char *argv4[] = {"sleep", "60", NULL};
+    rc = launch(sb, "j4", "d1.j4.1", NULL, argv4, NULL, 1, 0, &h, &err);
+    ok(rc == 0, "launch sleep 60: %s", err.text);
+    spw_ssh_host(sb, 0, &hi);
+    double t0 = now();
+    ok(spw_ssh_ops.cancel(sb, &h, now(), &err) == 0, "cancel");
+    got = wait_exit(sb, "j4", &x, 20);
+    ok(got && x.kind == SPW_EXIT_SIGNALED && x.status == SIGTERM &&
+           x.cause == SPW_CAUSE_CANCELLED,
+       "cancelled job: %s %d (%s) after %.2f s", spw_exit_kind_name(x.kind), x.status,
+       spw_exit_cause_name(x.cause), now() - t0);
+
+    /* Cancel of a job that ignores SIGTERM: SIGKILL after the grace. */
+    rc = launch(sb, "j5", "d1.j5.1", "trap '' TERM; while :; do sleep 0.1; done", NULL, NULL, 1,
+                0, &h, &err);
+    ok(rc == 0, "launch a job ignoring SIGTERM: %s", err.text);
+    spw_ssh_ops.cancel(sb, &h, now(), &err);
+    got = wait_exit(sb, "j5", &x, 30);
+    ok(got && x.kind == SPW_EXIT_SIGNALED && x.status == SIGKILL &&
+           x.cause == SPW_CAUSE_CANCELLED,
+       "killed after the grace: %s %d", spw_exit_kind_name(x.kind), x.status);
+
+    /* A big log comes back whole, in chunks, before the exit. */
+    rc = launch(sb, "j6", "d1.j6.1", "head -c 300000 /dev/zero | tr '\\0' x", NULL, NULL, 1, 0,
+                &h, &err);
+    ok(rc == 0 && wait_exit(sb, "j6", &x, 30), "big-log job ends: %s", err.text);
+    o = slurp("j6", "out");
+    is((long)strlen(o), 300000, "its 300000 bytes of stdout arrived");
+    free(o);
+
+    /* A container job: an unpacked root filesystem under bubblewrap, with
+     * the workdir and checkpoint directory mounted. */
+    const char *rootfs = getenv("SPW_TEST_ROOTFS");
+    if (rootfs) {
+        char img[1200], ck[1200];
+        snprintf(img, sizeof(img), "SPILLWAY_IMAGE=%s", rootfs);
+        snprintf(ck, sizeof(ck), "%s/ckpt", T);
+        mkdir(ck, 0755);
+        char ckenv[1300];
+        snprintf(ckenv, sizeof(ckenv), "SPILLWAY_CHECKPOINT_DIR=%s", ck);
+        const char *envc[] = {img, ckenv, NULL};
+        req.job_id = "c1";
+        req.token = "d1.c1.1";
+        req.env = envc;
+        req.workdir = wd;
+        req.script = "cat /etc/spw-image; [ -e /usr/bin/python3 ] && echo host-root || echo "
+                     "own-root; echo \"pwd=$(pwd)\"; echo saved >\"$SPILLWAY_CHECKPOINT_DIR/step\"; "
+                     "echo pid=$$";
+        req.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+        ok(rc == 0, "launch a job in an image: %s", err.text);
+        got = wait_exit(sb, "c1", &x, 20);
+        ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "the container job succeeds (%s %d)",
+           spw_exit_kind_name(x.kind), x.status);
+        o = slurp("c1", "out");
+        snprintf(want, sizeof(want), "spillway test image\nown-root\npwd=%s\npid=", wd);
+        if (!ok(strncmp(o, want, strlen(want)) == 0, "it saw the image's root, not the host's, "
+                "and ran in its workdir"))
+            diag("got: %s", o);
+        ok(strstr(o, "pid=1\n") || strstr(o, "pid=2\n"), "in its own pid namespace");
+        free(o);
+        e = slurp("c1", "err");
+        if (*e)
+            diag("container stderr: %s", e);
+        free(e);
+        char step[1300];
+        snprintf(step, sizeof(step), "%s/step", ck);
+        size_t sl;
+        char *sv = spw_read_file(step, &sl, NULL);
+        ok(sv && strcmp(sv, "saved\n") == 0, "it wrote its checkpoint directory (mounted)");
+        free(sv);
+        const char *envd[] = {"SPILLWAY_IMAGE=/nonexistent-image", NULL};
+        rc = launch(sb, "c2", "d1.c2.1", "true", NULL, envd, 1, 0, &h, &err);
+        ok(rc < 0 && strstr(err.text, "is not a directory"), "a missing image fails the launch: %s",
+           err.text);
+    } else {
+        diag("no bubblewrap: container checks skipped");
+    }
+
+    /* A 4-node gang doing a TCP all-reduce. */
+    char py[1200];
+    snprintf(py, sizeof(py), "%s/allreduce.py", T);
+    f = fopen(py, "w");
+    fputs(allreduce_py, f);
+    fclose(f);
+    const char *argv7[] = {"python3", py, NULL};
+    rc = launch(sb, "g1", "d1.g1.1", NULL, argv7, NULL, 4, 1, &h, &err);
+    ok(rc == 0, "launch a 4-node gang: %s", err.text);
+    got = wait_exit(sb, "g1", &x, 60);
+    ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0,
+       "the gang's all-reduce succeeds (%s %d)", spw_exit_kind_name(x.kind), x.status);
+    o = slurp("g1", "out");
+    ok(strstr(o, "rank 0 of 4 on host 0: sum=10") != NULL, "rank 0 saw sum 10: %s", o);
+    free(o);
+    o = slurp("g1", "node3.out");
+    ok(strstr(o, "rank 3 of 4 on host 3: sum=10") != NULL, "rank 3's log: %s", o);
+    free(o);
+    e = slurp("g1", "node2.err");
+    if (*e)
+        diag("rank 2 stderr: %s", e);
+    free(e);
+
+    /* A rank that fails stops the gang, which ends with its status. */
+    rc = launch(sb, "g4", "d1.g4.1", "[ \"$RANK\" = 1 ] && exit 5; sleep 60", NULL, NULL, 2, 0,
+                &h, &err);
+    ok(rc == 0, "launch a gang whose rank 1 fails: %s", err.text);
+    t0 = now();
+    got = wait_exit(sb, "g4", &x, 30);
+    ok(got && x.kind == SPW_EXIT_EXITED && x.status == 5 && now() - t0 < 20,
+       "it ends with rank 1's exit 5 after %.1f s, rank 0 killed (%s %d)", now() - t0,
+       spw_exit_kind_name(x.kind), x.status);
+    ok(wait_dead(0, "d1.g4.1-r0", 10), "rank 0's sleep is gone");
+
+    /* All or nothing: rank 2 cannot start, the other three are stopped. */
+    snprintf(path, sizeof(path), "%s/cluster/host-2/spillway/jobs/d1.g2.1-r2", T);
+    mkdir(path, 0755);
+    rc = launch(sb, "g2", "d1.g2.1", NULL, argv4, NULL, 4, 0, &h, &err);
+    ok(rc < 0 && strstr(err.text, "rank of the gang"), "a gang with a rank that cannot start "
+       "fails: %s", err.text);
+    ok(wait_dead(0, "d1.g2.1-r0", 10) && wait_dead(1, "d1.g2.1-r1", 10) &&
+           wait_dead(3, "d1.g2.1-r3", 10),
+       "the ranks that had started are killed");
+    is((long)spw_ssh_count(sb), 0, "nothing tracked");
+
+    /* A gang of more nodes than hosts. */
+    rc = launch(sb, "g3", "d1.g3.1", NULL, argv4, NULL, 5, 0, &h, &err);
+    ok(rc < 0 && strstr(err.text, "5 nodes"), "5 nodes on 4 hosts: %s", err.text);
+
+    /* Adopt after a restart: the job outlives the backend, its logs written
+     * meanwhile arrive once, its exit code is read back. */
+    rc = launch(sb, "j8", "d1.j8.1", "echo before; sleep 1.5; echo after; exit 7", NULL, NULL, 1,
+                0, &h, &err);
+    ok(rc == 0, "launch j8: %s", err.text);
+    spw_exit_t dummy;
+    wait_exit(sb, "none", &dummy, 0.6); /* fetch "before" */
+    spw_handle_t saved = h;
+    spw_ssh_destroy(sb);
+    sleep(2);
+    sb = make(3, &err);
+    ok(sb && spw_ssh_ops.adopt(sb, &saved, &err) == 0, "adopt j8 in a new backend: %s", err.text);
+    got = wait_exit(sb, "j8", &x, 20);
+    ok(got && x.kind == SPW_EXIT_EXITED && x.status == 7,
+       "adopted j8's exit code 7 read back (%s %d)", spw_exit_kind_name(x.kind), x.status);
+    o = slurp("j8", "out");
+    is_str(o, "before\nafter\n", "its output arrived once, across the restart");
+    free(o);
+    spw_handle_t gone = saved;
+    snprintf(gone.token, sizeof(gone.token), "d1.j8.9");
+    errno = 0;
+    ok(spw_ssh_ops.adopt(sb, &gone, &err) < 0 && errno == ESRCH, "adopting a launch that never "
+       "ran fails with ESRCH: %s", err.text);
+
+    /* find() by token: a running launch is found and adopted; an unknown
+     * token is fenced, so its launch can never start later. */
+    rc = launch(sb, "j9", "d1.j9.1", NULL, argv4, NULL, 1, 0, &h, &err);
+    ok(rc == 0, "launch j9: %s", err.text);
+    spw_ssh_destroy(sb);
+    sb = make(3, &err);
+    spw_handle_t found;
+    rc = spw_ssh_ops.find(sb, "d1.j9.1", &found, &err);
+    ok(rc == 1 && strcmp(found.job_id, "j9") == 0 && found.pid == h.pid,
+       "find(d1.j9.1) adopts the running j9 (rc %d, %s): %s", rc, found.job_id, err.text);
+    spw_ssh_ops.cancel(sb, &found, now(), &err);
+    got = wait_exit(sb, "j9", &x, 20);
+    ok(got && x.cause == SPW_CAUSE_CANCELLED, "found j9 cancelled");
+    rc = spw_ssh_ops.find(sb, "d1.j10.1", &found, &err);
+    is(rc, 0, "find of a token nothing carries: 0 (%s)", err.text);
+    rc = launch(sb, "j10", "d1.j10.1", NULL, argv4, NULL, 1, 0, &h, &err);
+    ok(rc < 0 && strstr(err.text, "fenced"), "that token cannot launch any more: %s", err.text);
+
+    /* The same token launched again (a daemon that died before recording
+     * the launch places the job again): the running process is adopted,
+     * not started twice, and its output is not fetched twice. */
+    rc = launch(sb, "j12", "d1.j12.1", "echo once; sleep 60", NULL, NULL, 1, 0, &h, &err);
+    ok(rc == 0, "launch j12: %s", err.text);
+    wait_exit(sb, "none", &dummy, 0.8); /* fetch "once" */
+    spw_handle_t first = h;
+    spw_ssh_destroy(sb);
+    sb = make(3, &err);
+    rc = launch(sb, "j12", "d1.j12.1", "echo once; sleep 60", NULL, NULL, 1, 0, &h, &err);
+    ok(rc == 0 && h.pid == first.pid, "launching d1.j12.1 again adopts pid %d (got %d): %s",
+       (int)first.pid, (int)h.pid, err.text);
+    spw_ssh_ops.cancel(sb, &h, now(), &err);
+    got = wait_exit(sb, "j12", &x, 20);
+    ok(got && x.cause == SPW_CAUSE_CANCELLED, "j12 cancelled");
+    o = slurp("j12", "out");
+    is_str(o, "once\n", "its output once");
+    free(o);
+
+    /* A host cut off: down after down_after_s, its job LOST, fenced (killed)
+     * when the link comes back, then up again. */
+    const char *env11[] = {"SPILLWAY_PLACEMENT=hosts/3", NULL};
+    rc = launch(sb, "j11", "d1.j11.1", NULL, argv4, env11, 1, 0, &h, &err);
+    ok(rc == 0, "launch j11 on host 3: %s", err.text);
+    char cmd[2600];
+    snprintf(cmd, sizeof(cmd), "%s cut %s/cluster 3", script, T);
+    ok(system(cmd) == 0, "cut host 3's link");
+    t0 = now();
+    got = wait_exit(sb, "j11", &x, 30);
+    ok(got && x.kind == SPW_EXIT_LOST, "j11 lost after %.1f s (%s)",
+       now() - t0, spw_exit_kind_name(x.kind));
+    spw_ssh_host(sb, 3, &hi);
+    ok(!hi.up, "host 3 is down");
+    ok(remote_alive(3, "d1.j11.1-r0"), "the partitioned copy still runs on host 3");
+    snprintf(cmd, sizeof(cmd), "%s mend %s/cluster 3", script, T);
+    ok(system(cmd) == 0, "mend host 3's link");
+    double end = now() + 30;
+    int up = 0;
+    while (now() < end && !(up && !remote_alive(3, "d1.j11.1-r0"))) {
+        spw_ssh_ops.tick(sb, now());
+        spw_ssh_host(sb, 3, &hi);
+        up = hi.up;
+        nap();
+    }
+    ok(up, "host 3 is up again");
+    ok(!remote_alive(3, "d1.j11.1-r0"), "the old copy was fenced (killed) before reuse");
+
+    spw_ssh_destroy(sb);
+    return done_testing();
+}
