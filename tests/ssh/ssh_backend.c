@@ -69,7 +69,7 @@ static int wait_exit(spw_ssh_t *sb, const char *job_id, spw_exit_t *x, double ti
 static char *slurp(const char *job_id, const char *suffix)
 {
     char path[1200];
-    snprintf(path, sizeof(path), "%s/logs/%s.%s", T, job_id, suffix);
+    snprintf(path, sizeof(path), "%s/logs/%s/%s.%s", T, job_id, job_id, suffix);
     size_t len;
     char *s = spw_read_file(path, &len, NULL);
     return s ? s : strdup("");

@@ -694,13 +694,26 @@ static void finish(spw_ssh_t *sb, size_t i, spw_exit_kind_t kind, int status)
 
 /* ---- logs ------------------------------------------------------------- */
 
+/* A job's files live in LOG_DIR/JOBID/, as the daemon lays out every
+ * backend's logs (it makes that directory before a launch); made here too
+ * when missing, so the backend also works on its own. */
+static void job_dir(const spw_ssh_t *sb, const char *job_id, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", sb->log_dir, job_id);
+    if (mkdir(buf, 0750) < 0 && errno != EEXIST) {
+        /* the open of a file in it then fails and says so */
+    }
+}
+
 static void log_path(const spw_ssh_t *sb, const char *job_id, uint32_t rank, int err_file,
                      char *buf, size_t cap)
 {
+    char dir[4096];
+    job_dir(sb, job_id, dir, sizeof(dir));
     if (rank == 0)
-        snprintf(buf, cap, "%s/%s.%s", sb->log_dir, job_id, err_file ? "err" : "out");
+        snprintf(buf, cap, "%s/%s.%s", dir, job_id, err_file ? "err" : "out");
     else
-        snprintf(buf, cap, "%s/%s.node%u.%s", sb->log_dir, job_id, rank, err_file ? "err" : "out");
+        snprintf(buf, cap, "%s/%s.node%u.%s", dir, job_id, rank, err_file ? "err" : "out");
 }
 
 static long long file_size(const char *path)
@@ -715,7 +728,8 @@ static void log_append(spw_ssh_t *sb, job_t *j, uint32_t k, int err_file, const 
 {
     char path[4200];
     log_path(sb, j->h.job_id, k, err_file, path, sizeof(path));
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                  0640);
     if (fd < 0)
         return;
     size_t off = 0;
@@ -735,7 +749,9 @@ static int write_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, l
                          long long eb)
 {
     char path[4200], tmp[4300];
-    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, job_id);
+    char dir[4096];
+    job_dir(sb, job_id, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/%s.ssh", dir, job_id);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -753,7 +769,9 @@ static int read_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, lo
                         long long *eb)
 {
     char path[4200], tok[SPW_TOKEN_MAX];
-    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, job_id);
+    char dir[4096];
+    job_dir(sb, job_id, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/%s.ssh", dir, job_id);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -1640,7 +1658,9 @@ static void adopt_found(spw_ssh_t *sb, const spw_handle_t *h, const uint32_t *ho
     j->lost_s = NAN;
     long long ob = 0, eb = 0;
     char path[4200], tok[SPW_TOKEN_MAX];
-    snprintf(path, sizeof(path), "%s/%s.ssh", sb->log_dir, h->job_id);
+    char dir[4096];
+    job_dir(sb, h->job_id, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/%s.ssh", dir, h->job_id);
     FILE *f = fopen(path, "r");
     int have = 0;
     if (f) {
