@@ -1349,6 +1349,7 @@ static void note_commit(spw_daemon_t *d, int ok, const char *why)
         d->commit_failing = 0;
     } else {
         d->commit_failing = 1;
+        d->commit_failures++;
         snprintf(d->commit_err, sizeof(d->commit_err), "%s", why);
     }
     pthread_mutex_unlock(&d->hmu);

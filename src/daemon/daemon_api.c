@@ -1353,6 +1353,16 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     put(&b, "spillway_decision_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", acc);
     put(&b, "spillway_decision_seconds_sum %.9f\n", d->turn_sum_s);
     put(&b, "spillway_decision_seconds_count %" PRIu64 "\n", d->turns);
+    pthread_mutex_lock(&d->hmu);
+    uint64_t cfail = d->commit_failures;
+    int failing = d->commit_failing;
+    pthread_mutex_unlock(&d->hmu);
+    put(&b, "# HELP spillway_commit_failures_total Scheduler turns (and cancels) whose database commit failed; nothing they placed was launched.\n");
+    put(&b, "# TYPE spillway_commit_failures_total counter\n");
+    put(&b, "spillway_commit_failures_total %" PRIu64 "\n", cfail);
+    put(&b, "# HELP spillway_commit_failing 1 while the last commit failed (/healthz is 503).\n");
+    put(&b, "# TYPE spillway_commit_failing gauge\n");
+    put(&b, "spillway_commit_failing %d\n", failing);
     put(&b, "# HELP spillway_http_requests_total HTTP requests answered, by status class.\n");
     put(&b, "# TYPE spillway_http_requests_total counter\n");
     for (int c = 1; c <= 5; c++)

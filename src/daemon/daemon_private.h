@@ -180,6 +180,7 @@ struct spw_daemon {
     double turn_mono;            /* monotonic time the last turn ended */
     int commit_failing;          /* the last commit failed */
     char commit_err[256];        /* why */
+    uint64_t commit_failures;    /* turns (and cancels) whose commit failed */
     int loop_running;            /* the loop thread runs its turns */
     djob_t **jobs;               /* by seq; jobs[0] unused */
     size_t njobs, capjobs;       /* highest seq + 1, capacity */

@@ -21,7 +21,7 @@
 #     once (also across a kill -9) and /healthz is 200 again.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 35
+plan 36
 
 # ---- (a) two daemons, one job id ---------------------------------------------
 mkconfig "$T/serve.yaml" 2 never
@@ -167,10 +167,10 @@ stop_daemon "$DPID"
 SMALL=$T/small
 mkdir -p "$SMALL"
 if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=2m tmpfs "$SMALL" 2>/dev/null; then
-    for i in 1 2 3 4 5 6 7 8 9; do
+    for i in 1 2 3 4 5 6 7 8 9 10; do
         echo "ok $((tap_n + i)) # skip a full disk needs a tmpfs mount (root)"
     done
-    tap_n=$((tap_n + 9))
+    tap_n=$((tap_n + 10))
     done_testing
     exit
 fi
@@ -213,6 +213,11 @@ ok $? "/healthz says 503 with the reason: $(cat "$T/http.body")"
 http GET /readyz none
 [ "$code" = 503 ]
 ok $? "/readyz says 503 too"
+curl -s "$URL/metrics" >"$T/full.metrics"
+grep -qx 'spillway_commit_failing 1' "$T/full.metrics" &&
+    grep -q '^spillway_commit_failures_total [1-9]' "$T/full.metrics"
+ok $? "metrics: spillway_commit_failing 1 and spillway_commit_failures_total > 0 (for the alert)" ||
+    diag "$(grep commit "$T/full.metrics")"
 # The big job ends while the disk is full: the waiting one is placed, but
 # its launch intent cannot be committed, so it must not start.
 big_ended() { [ "$(field "$big" 'd["state"]')" = succeeded ]; }
