@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/strbuf.h"
+
 extern char **environ;
 
 /* One job the backend tracks. */
@@ -82,62 +84,6 @@ static double mono_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf_t;
-
-static void buf_add(buf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->p = spw_xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void buf_str(buf_t *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
-
-static void buf_fmt(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void buf_fmt(buf_t *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof(tmp)) {
-        buf_add(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = spw_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    buf_add(b, big, (size_t)n);
-    free(big);
-}
-
-/* Appends s single-quoted for /bin/sh. */
-static void buf_quote(buf_t *b, const char *s)
-{
-    buf_str(b, "'");
-    for (const char *q = s; *q; q++) {
-        if (*q == '\'')
-            buf_str(b, "'\\''");
-        else
-            buf_add(b, q, 1);
-    }
-    buf_str(b, "'");
-}
-
 int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char **out,
                   spw_error_t *err)
 {
@@ -189,7 +135,7 @@ int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char
     close(pin[0]);
     close(pout[1]);
     close(perr[1]);
-    buf_t ob = {0}, eb = {0};
+    spw_strbuf_t ob = {0}, eb = {0};
     size_t inlen = in ? strlen(in) : 0, inoff = 0;
     if (!in) {
         close(pin[1]);
@@ -222,14 +168,14 @@ int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char
         if (iout >= 0 && fds[iout].revents) {
             ssize_t n = read(pout[0], tmp, sizeof(tmp));
             if (n > 0)
-                buf_add(&ob, tmp, (size_t)n);
+                spw_strbuf_addn(&ob, tmp, (size_t)n);
             else if (n == 0 || errno != EINTR)
                 open_out = 0;
         }
         if (ierr >= 0 && fds[ierr].revents) {
             ssize_t n = read(perr[0], tmp, sizeof(tmp));
             if (n > 0 && eb.len < 65536)
-                buf_add(&eb, tmp, (size_t)n);
+                spw_strbuf_addn(&eb, tmp, (size_t)n);
             else if (n == 0 || (n < 0 && errno != EINTR))
                 open_err = 0;
         }
@@ -254,32 +200,32 @@ int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char
         ;
     /* The first line of stderr, for messages. */
     char first[160] = "";
-    if (eb.p) {
-        size_t k = strcspn(eb.p, "\n");
-        snprintf(first, sizeof(first), "%.*s", (int)(k < 159 ? k : 159), eb.p);
+    if (eb.s) {
+        size_t k = strcspn(eb.s, "\n");
+        snprintf(first, sizeof(first), "%.*s", (int)(k < 159 ? k : 159), eb.s);
     }
-    free(eb.p);
+    free(eb.s);
     if (timed_out) {
-        free(ob.p);
+        free(ob.s);
         return spw_errorf(err, "%s did not answer within %g s (is slurmctld up?)", argv[0],
                           sb->cmd_timeout_s);
     }
     if (WIFSIGNALED(st)) {
-        free(ob.p);
+        free(ob.s);
         return spw_errorf(err, "%s was killed by signal %d", argv[0], WTERMSIG(st));
     }
     int code = WEXITSTATUS(st);
     if (code == 127 && strcmp(first, "exec failed") == 0) {
-        free(ob.p);
+        free(ob.s);
         return spw_errorf(err, "cannot run %s: not found in %s", argv[0],
                           sb->bin_dir ? sb->bin_dir : "PATH");
     }
     if (code != 0 && err)
         spw_errorf(err, "%s failed (exit %d): %s", argv[0], code, first[0] ? first : "no message");
     if (out)
-        *out = ob.p ? ob.p : spw_xstrdup("");
+        *out = ob.s ? ob.s : spw_xstrdup("");
     else
-        free(ob.p);
+        free(ob.s);
     return code;
 }
 
@@ -483,49 +429,49 @@ static int valid_env_name(const char *kv)
 /* The batch script of req (see slurm.h). */
 static char *batch_script(const spw_launch_t *req)
 {
-    buf_t b = {0};
-    buf_str(&b, "#!/bin/sh\n# spillway job ");
-    buf_str(&b, req->job_id);
-    buf_str(&b, "\n");
+    spw_strbuf_t b = {0};
+    spw_strbuf_add(&b, "#!/bin/sh\n# spillway job ");
+    spw_strbuf_add(&b, req->job_id);
+    spw_strbuf_add(&b, "\n");
     for (size_t i = 0; req->env && req->env[i]; i++) {
         const char *eq = strchr(req->env[i], '=');
-        buf_fmt(&b, "export %.*s=", (int)(eq - req->env[i]), req->env[i]);
-        buf_quote(&b, eq + 1);
-        buf_str(&b, "\n");
+        spw_strbuf_printf(&b, "export %.*s=", (int)(eq - req->env[i]), req->env[i]);
+        spw_strbuf_quote(&b, eq + 1);
+        spw_strbuf_add(&b, "\n");
     }
-    buf_str(&b, "export SPILLWAY_JOB_ID=");
-    buf_quote(&b, req->job_id);
-    buf_str(&b, "\nexport SPILLWAY_LAUNCH_TOKEN=");
-    buf_quote(&b, req->token);
-    buf_str(&b, "\n");
+    spw_strbuf_add(&b, "export SPILLWAY_JOB_ID=");
+    spw_strbuf_quote(&b, req->job_id);
+    spw_strbuf_add(&b, "\nexport SPILLWAY_LAUNCH_TOKEN=");
+    spw_strbuf_quote(&b, req->token);
+    spw_strbuf_add(&b, "\n");
     /* The command, as words for exec. */
-    buf_t cmd = {0};
+    spw_strbuf_t cmd = {0};
     if (req->script) {
-        buf_str(&cmd, "/bin/sh -c ");
-        buf_quote(&cmd, req->script);
+        spw_strbuf_add(&cmd, "/bin/sh -c ");
+        spw_strbuf_quote(&cmd, req->script);
     } else {
         for (size_t i = 0; req->argv[i]; i++) {
             if (i)
-                buf_str(&cmd, " ");
-            buf_quote(&cmd, req->argv[i]);
+                spw_strbuf_add(&cmd, " ");
+            spw_strbuf_quote(&cmd, req->argv[i]);
         }
     }
     if (req->nodes > 1) {
-        buf_str(&b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+        spw_strbuf_add(&b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
                     "export MASTER_ADDR\n"
                     "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 1000))\n"
                     "exec srun --ntasks-per-node=1 --kill-on-bad-exit=1 /bin/sh -c "
                     "'export RANK=$SLURM_PROCID NODE_RANK=$SLURM_NODEID LOCAL_RANK=0 "
                     "WORLD_SIZE=$SLURM_NTASKS; exec \"$@\"' spillway-rank ");
-        buf_str(&b, cmd.p);
-        buf_str(&b, "\n");
+        spw_strbuf_add(&b, cmd.s);
+        spw_strbuf_add(&b, "\n");
     } else {
-        buf_str(&b, "export RANK=0 NODE_RANK=0 LOCAL_RANK=0 WORLD_SIZE=1\nexec ");
-        buf_str(&b, cmd.p);
-        buf_str(&b, "\n");
+        spw_strbuf_add(&b, "export RANK=0 NODE_RANK=0 LOCAL_RANK=0 WORLD_SIZE=1\nexec ");
+        spw_strbuf_add(&b, cmd.s);
+        spw_strbuf_add(&b, "\n");
     }
-    free(cmd.p);
-    return b.p;
+    free(cmd.s);
+    return b.s;
 }
 
 static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)

@@ -18,70 +18,16 @@
 
 #include "backends/ssh/ssh.h"
 #include "util/file.h"
+#include "util/strbuf.h"
 
 #define CHUNK_MAX 65536         /* log bytes fetched per file per status */
 #define MAX_SLOTS 64            /* GPU slots tracked per host */
 
-/* ---- growable text ---------------------------------------------------- */
-
-/* A NUL-terminated string that grows as it is appended to. */
-typedef struct sbuf {
-    char *s;                    /* owned text, NUL-terminated */
-    size_t len;                 /* bytes before the NUL */
-    size_t cap;                 /* bytes allocated */
-} sbuf_t;
-
-static void sb_addn(sbuf_t *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2 + 64;
-        b->s = spw_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void sb_add(sbuf_t *b, const char *s) { sb_addn(b, s, strlen(s)); }
-
-static void __attribute__((format(printf, 2, 3))) sb_printf(sbuf_t *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if ((size_t)n < sizeof(tmp)) {
-        sb_addn(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = spw_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_addn(b, big, (size_t)n);
-    free(big);
-}
-
-/* Appends s single-quoted for a POSIX shell. */
-static void sb_quote(sbuf_t *b, const char *s)
-{
-    sb_add(b, "'");
-    for (const char *p = s; *p; p++) {
-        if (*p == '\'')
-            sb_add(b, "'\\''");
-        else
-            sb_addn(b, p, 1);
-    }
-    sb_add(b, "'");
-}
 
 int spw_ssh_quote(char *buf, size_t cap, const char *s)
 {
-    sbuf_t b = {0};
-    sb_quote(&b, s);
+    spw_strbuf_t b = {0};
+    spw_strbuf_quote(&b, s);
     size_t have = strlen(buf);
     int rc = have + b.len + 1 <= cap ? 0 : -1;
     if (rc == 0)
@@ -199,9 +145,9 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     /* The script travels as the remote command, not on stdin: a login
      * shell's startup files (bashrc) may read stdin before the command
      * runs.  sshd runs it with the user's shell: `exec /bin/sh -c SCRIPT`. */
-    sbuf_t rc = {0};
-    sb_add(&rc, "exec /bin/sh -c ");
-    sb_quote(&rc, script);
+    spw_strbuf_t rc = {0};
+    spw_strbuf_add(&rc, "exec /bin/sh -c ");
+    spw_strbuf_quote(&rc, script);
 
     char port[16], ctimeout[48], cpath[160], target[512];
     const char *argv[40];
@@ -657,9 +603,9 @@ static void signal_ranks(spw_ssh_t *sb, job_t *j, const char *sig)
             continue;
         char dir[SPW_TOKEN_MAX + 16];
         rank_dir(j, k, dir, sizeof(dir));
-        sbuf_t s = {0};
-        sb_add(&s, prelude);
-        sb_printf(&s, "sig '%s' %s\n", dir, sig);
+        spw_strbuf_t s = {0};
+        spw_strbuf_add(&s, prelude);
+        spw_strbuf_printf(&s, "sig '%s' %s\n", dir, sig);
         cmd_t c = {0, -1, 0};
         if (cmd_start(sb, &sb->hosts[j->r[k].host], s.s, sb->now_s + sb->cmd_timeout_s, &c,
                       NULL) == 0) {
@@ -949,23 +895,23 @@ static void settle_lost(spw_ssh_t *sb, double now_s)
 }
 
 /* Builds host hi's status script: fences first, then every rank there. */
-static void status_script(spw_ssh_t *sb, uint32_t hi, sbuf_t *s)
+static void status_script(spw_ssh_t *sb, uint32_t hi, spw_strbuf_t *s)
 {
-    sb_add(s, prelude);
+    spw_strbuf_add(s, prelude);
     for (size_t f = 0; f < sb->nfences; f++)
         if (sb->fences[f].host == hi)
-            sb_printf(s, "fence '%s'\n", sb->fences[f].dir);
+            spw_strbuf_printf(s, "fence '%s'\n", sb->fences[f].dir);
     for (size_t i = 0; i < sb->njobs; i++) {
         job_t *j = sb->jobs[i];
         for (uint32_t k = 0; k < j->nranks; k++)
             if (j->r[k].host == hi && !(j->r[k].final && j->r[k].drained)) {
                 char dir[SPW_TOKEN_MAX + 16];
                 rank_dir(j, k, dir, sizeof(dir));
-                sb_printf(s, "st '%s' %llu %llu\n", dir, (unsigned long long)j->r[k].off[0],
+                spw_strbuf_printf(s, "st '%s' %llu %llu\n", dir, (unsigned long long)j->r[k].off[0],
                           (unsigned long long)j->r[k].off[1]);
             }
     }
-    sb_add(s, "echo END\n");
+    spw_strbuf_add(s, "echo END\n");
 }
 
 static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
@@ -1001,7 +947,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
     }
     if (now_s < h->next_sync_s)
         return;
-    sbuf_t s = {0};
+    spw_strbuf_t s = {0};
     status_script(sb, hi, &s);
     /* A status round may take up to half of down_after_s (at least 2 s: a
      * loaded machine answers slowly), so one slow round does not make a
@@ -1072,11 +1018,11 @@ static int place(spw_ssh_t *sb, const spw_launch_t *req, uint32_t nodes, uint32_
     return 0;
 }
 
-static void add_export(sbuf_t *s, const char *name, const char *value)
+static void add_export(spw_strbuf_t *s, const char *name, const char *value)
 {
-    sb_printf(s, "export %s=", name);
-    sb_quote(s, value);
-    sb_add(s, "\n");
+    spw_strbuf_printf(s, "export %s=", name);
+    spw_strbuf_quote(s, value);
+    spw_strbuf_add(s, "\n");
 }
 
 /* ---- containers ------------------------------------------------------- */
@@ -1152,25 +1098,25 @@ static const char *env_value(const char *const *env, const char *name)
  * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
  * (also the starting directory) and the checkpoint directory read-write, its
  * own pid namespace, killed with the shim. */
-static void container_wrap(sbuf_t *s, const char *image, const char *workdir, const char *ckpt,
+static void container_wrap(spw_strbuf_t *s, const char *image, const char *workdir, const char *ckpt,
                            const char *const *podman)
 {
     /* Not a directory: an OCI image for podman, if the host has it. */
-    sb_add(s, "if [ ! -d ");
-    sb_quote(s, image);
-    sb_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
+    spw_strbuf_add(s, "if [ ! -d ");
+    spw_strbuf_quote(s, image);
+    spw_strbuf_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
     for (const char *const *a = podman; *a; a++) {
-        sb_add(s, " ");
-        sb_quote(s, *a);
+        spw_strbuf_add(s, " ");
+        spw_strbuf_quote(s, *a);
     }
-    sb_add(s, " \"$@\"; else\n");
-    sb_add(s, "IMG=");
-    sb_quote(s, image);
-    sb_add(s, "; W=");
-    sb_quote(s, workdir ? workdir : "");
-    sb_add(s, "; CK=");
-    sb_quote(s, ckpt ? ckpt : "");
-    sb_add(s,
+    spw_strbuf_add(s, " \"$@\"; else\n");
+    spw_strbuf_add(s, "IMG=");
+    spw_strbuf_quote(s, image);
+    spw_strbuf_add(s, "; W=");
+    spw_strbuf_quote(s, workdir ? workdir : "");
+    spw_strbuf_add(s, "; CK=");
+    spw_strbuf_quote(s, ckpt ? ckpt : "");
+    spw_strbuf_add(s,
            "\ncommand -v bwrap >/dev/null 2>&1 || { echo \"E the job names an image but bubblewrap"
            " (bwrap) is not installed on this host\"; exit 1; }\n"
            "[ -d \"$IMG\" ] || { echo \"E image $IMG is not a directory (an unpacked root"
@@ -1291,20 +1237,20 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         rank_dir(j, k, dir, sizeof(dir));
         j->r[k].host = hosts[k];
         j->r[k].gpu_bits = bits[k];
-        sbuf_t s = {0};
-        sb_add(&s, prelude);
-        sb_printf(&s, "T='%s'; D=$J/$T\n", dir);
-        sb_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
+        spw_strbuf_t s = {0};
+        spw_strbuf_add(&s, prelude);
+        spw_strbuf_printf(&s, "T='%s'; D=$J/$T\n", dir);
+        spw_strbuf_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
                    "if ! mkdir \"$D\" 2>/dev/null; then\n"
                    "  if alive \"$T\"; then echo \"A $(cat \"$D/pid\")\"; exit 0; fi\n"
                    "  echo \"E launch $T was started on this host before\"; exit 1\nfi\n");
-        sb_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
+        spw_strbuf_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
                   "restarted daemon\"; exit 1; fi\n", req->token, req->token);
-        sb_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ext);
+        spw_strbuf_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ext);
         if (req->workdir) {
-            sb_add(&s, "W=");
-            sb_quote(&s, req->workdir);
-            sb_add(&s, "; cd \"$W\" 2>/dev/null || { echo \"E cannot enter the workdir $W on"
+            spw_strbuf_add(&s, "W=");
+            spw_strbuf_quote(&s, req->workdir);
+            spw_strbuf_add(&s, "; cd \"$W\" 2>/dev/null || { echo \"E cannot enter the workdir $W on"
                        " this host\"; exit 1; }\n");
         }
         for (const char *const *e = req->env; e && *e; e++) {
@@ -1333,20 +1279,20 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         add_export(&s, "SPILLWAY_NODE_IPS", ips);
         add_export(&s, "SPILLWAY_NODE_RANK", rank_s);
         const char *image = env_value(req->env, "SPILLWAY_IMAGE");
-        sb_add(&s, "set --");
+        spw_strbuf_add(&s, "set --");
         if (req->argv) {
             for (const char *const *a = req->argv; *a; a++) {
-                sb_add(&s, " ");
-                sb_quote(&s, *a);
+                spw_strbuf_add(&s, " ");
+                spw_strbuf_quote(&s, *a);
             }
             if (!image)
-                sb_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
+                spw_strbuf_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
                            " found on this host\"; exit 1; }");
-            sb_add(&s, "\n");
+            spw_strbuf_add(&s, "\n");
         } else {
-            sb_add(&s, " /bin/sh -c ");
-            sb_quote(&s, req->script);
-            sb_add(&s, "\n");
+            spw_strbuf_add(&s, " /bin/sh -c ");
+            spw_strbuf_quote(&s, req->script);
+            spw_strbuf_add(&s, "\n");
         }
         if (image) {
             /* podman passes on the variables the launch exports. */
@@ -1389,9 +1335,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             free(heap);
             free(names);
         }
-        sb_add(&s, "S=");
-        sb_quote(&s, shim);
-        sb_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
+        spw_strbuf_add(&s, "S=");
+        spw_strbuf_quote(&s, shim);
+        spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
                    "i=0; while [ ! -s \"$D/pid\" ]; do i=$((i + 1));"
                    " [ $i -le 1000 ] || { echo \"E the shim did not start\"; exit 1; }; sleep 0.01; done\n"
                    "echo \"P $(cat \"$D/pid\")\"\n");
@@ -1445,9 +1391,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             kc[k].out_fd = -1;
             char dir[SPW_TOKEN_MAX + 16];
             rank_dir(j, k, dir, sizeof(dir));
-            sbuf_t s = {0};
-            sb_add(&s, prelude);
-            sb_printf(&s, "mkdir -p \"$R/fence\"; : >\"$R/fence/%s\"; sig '%s' KILL\n", req->token,
+            spw_strbuf_t s = {0};
+            spw_strbuf_add(&s, prelude);
+            spw_strbuf_printf(&s, "mkdir -p \"$R/fence\"; : >\"$R/fence/%s\"; sig '%s' KILL\n", req->token,
                       dir);
             if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL) < 0)
                 add_fence(sb, hosts[k], dir);
@@ -1611,9 +1557,9 @@ static int query_ranks(spw_ssh_t *sb, const char *token, const uint32_t *hosts, 
     char **out = spw_xcalloc(n, sizeof(char *));
     for (size_t k = 0; k < n; k++) {
         c[k].out_fd = -1;
-        sbuf_t s = {0};
-        sb_add(&s, prelude);
-        sb_printf(&s, "st '%s-r%zu' 999999999999 999999999999\necho END\n", token, k);
+        spw_strbuf_t s = {0};
+        spw_strbuf_add(&s, prelude);
+        spw_strbuf_printf(&s, "st '%s-r%zu' 999999999999 999999999999\necho END\n", token, k);
         if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &c[k], err) < 0)
             rc = -1;
         free(s.s);
@@ -1737,9 +1683,9 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
     char **o = spw_xcalloc(n, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         c[i].out_fd = -1;
-        sbuf_t s = {0};
-        sb_add(&s, prelude);
-        sb_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
+        spw_strbuf_t s = {0};
+        spw_strbuf_add(&s, prelude);
+        spw_strbuf_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
                       "for d in \"$J/%s\"-r*; do [ -d \"$d\" ] || continue; b=${d##*/};"
                       " echo \"D $b $(cat \"$d/hosts\" 2>/dev/null)\"; done\necho END\n",
                   token, token);
