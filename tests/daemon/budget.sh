@@ -158,8 +158,10 @@ ok $? "the reservations survive: settled, reserved, held and cloud GPUs as befor
     diag "$(cat "$T/cmp")"
 sleep 1
 census
-[ "$cloud" = 4 ] && [ "$held" = 8 ] && [ "$ran" = 4 ]
-ok $? "nothing new is placed after the restart ($cloud in the cloud, $held held)"
+# Under load some of the 4 may already have reached their max_runtime: what
+# must hold is that none was added and the 8 are still held.
+[ "$ran" = 4 ] && [ "$held" = 8 ] && [ "$cloud" -le 4 ]
+ok $? "nothing new is placed after the restart ($ran placed in the cloud in all, $held held)"
 
 # The 4 are stopped at max_runtime (12 s after they started).
 none_in_cloud() { census && [ "$cloud" = 0 ]; }
@@ -168,8 +170,9 @@ ok $? "the 4 cloud jobs end" || diag "$cloud still in the cloud"
 json_check "$T/q.json" '
 c = [j for j in d["jobs"] if j["where"] == "cloud"]
 assert len(c) == 4, len(c)
-assert all(j["state"] == "failed" and "max_runtime" in j["reason"] for j in c), [(j["state"], j["reason"]) for j in c]'
-ok $? "each was stopped at its max_runtime"
+assert all(j["state"] == "failed" and ("max_runtime" in j["reason"] or "worst-case cost" in j["reason"])
+           for j in c), [(j["state"], j["reason"]) for j in c]'
+ok $? "each was stopped by a money bound: its max_runtime (or, if its launch came late, its worst case)"
 sleep 0.5
 census
 [ "$ran" = 4 ] && [ "$held" = 8 ]
