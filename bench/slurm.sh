@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/slurm.sh: Slurm's submission rate on this machine, the reference for
 # the daemon's submit benchmark (bench/bench_daemon.sh).  Starts a throwaway
-# Slurm cluster (one slurmctld, one slurmd, auth/none, loopback only,
-# everything in a temporary directory), submits `sbatch --hold --wrap true
+# Slurm cluster with scripts/slurm-cluster.sh (one slurmctld, one slurmd,
+# auth/none, loopback only, everything in a temporary directory), submits `sbatch --hold --wrap true
 # -n1` JOBS times from one client (one sbatch after the other) and from 8
 # concurrent clients (the same total), REPS times each, and stops everything
 # by PID (slurmd first).  Held jobs stay pending, so no job runs and only
@@ -36,111 +36,26 @@ for b in slurmctld slurmd sbatch squeue sinfo scancel; do
     fi
 done
 CTLD=$(command -v slurmctld || echo /usr/sbin/slurmctld)
-SLURMD=$(command -v slurmd || echo /usr/sbin/slurmd)
+ME=$(id -un)
 
+# The cluster is the tests' own (scripts/slurm-cluster.sh): one node, no
+# cloud nodes; stopped by its pid files, slurmd first.
+root=$(cd "$(dirname "$0")/.." && pwd)
 D=$(mktemp -d /tmp/spw-slurm.XXXXXX)
-CTLD_PID=
-SLURMD_PID=
-
-# Stops what this script started, by PID: slurmd first (it can hang on
-# SIGTERM once slurmctld is gone), SIGKILL after 5 s.
-stop_pid() {
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for ((i = 0; i < 50; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null
-}
 cleanup() {
-    # Daemonized (-D keeps them in the foreground, so $! is the daemon).
-    stop_pid "$SLURMD_PID"
-    stop_pid "$CTLD_PID"
-    SLURMD_PID=
-    CTLD_PID=
+    "$root/scripts/slurm-cluster.sh" stop "$D" >/dev/null 2>&1
     rm -rf "$D"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-free_port() {
-    if command -v python3 >/dev/null; then
-        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-    else
-        echo $((20000 + RANDOM % 20000))
-    fi
-}
-CPORT=$(free_port)
-NPORT=$(free_port)
-while [ "$NPORT" = "$CPORT" ]; do NPORT=$(free_port); done
-ME=$(id -un)
-mkdir -p "$D/state" "$D/spool"
-
-cat >"$D/slurm.conf" <<EOF
-# throwaway cluster of bench/slurm.sh
-ClusterName=spwbench
-SlurmctldHost=localhost
-SlurmctldPort=$CPORT
-SlurmdPort=$NPORT
-SlurmUser=$ME
-SlurmdUser=$ME
-AuthType=auth/none
-CredType=cred/none
-CommunicationParameters=NoInAddrAny,NoCtldInAddrAny
-SlurmdParameters=config_overrides
-StateSaveLocation=$D/state
-SlurmdSpoolDir=$D/spool/%n
-SlurmctldPidFile=$D/slurmctld.pid
-SlurmdPidFile=$D/slurmd-%n.pid
-SlurmctldLogFile=$D/slurmctld.log
-SlurmdLogFile=$D/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-MinJobAge=2
-MaxJobCount=100000
-NodeName=n1 NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=8 RealMemory=8000 State=UNKNOWN
-PartitionName=bench Nodes=n1 Default=YES MaxTime=INFINITE State=UP
-EOF
-export SLURM_CONF=$D/slurm.conf
-
-fail() {
-    echo "slurm: FAIL: $*" >&2
-    for f in "$D"/slurmctld.log "$D"/slurmd-*.log; do
-        [ -f "$f" ] && { echo "--- $f (last 20 lines)" >&2; tail -20 "$f" >&2; }
-    done
-    exit 1
-}
-
-"$CTLD" -D -i -f "$D/slurm.conf" >"$D/slurmctld.out" 2>&1 &
-CTLD_PID=$!
-for ((i = 0; i < 100; i++)); do
-    scontrol ping 2>/dev/null | grep -q UP && break
-    kill -0 "$CTLD_PID" 2>/dev/null || fail "slurmctld exited"
-    sleep 0.1
-done
-scontrol ping 2>/dev/null | grep -q UP || fail "slurmctld did not answer within 10 s"
-
-"$SLURMD" -D -N n1 -f "$D/slurm.conf" </dev/null >"$D/slurmd.out" 2>&1 &
-SLURMD_PID=$!
-for ((i = 0; i < 150; i++)); do
-    st=$(sinfo -h -n n1 -o %T 2>/dev/null)
-    [ "$st" = idle ] && break
-    kill -0 "$SLURMD_PID" 2>/dev/null || fail "slurmd exited"
-    sleep 0.1
-done
-[ "$st" = idle ] || fail "node n1 is '$st', not idle, after 15 s"
+"$root/scripts/slurm-cluster.sh" start "$D" --nodes 1 --gpus 1 --cloud 0 >"$D/start.out" 2>&1
+case $? in
+0) ;;
+3) echo "slurm: SKIP: $(tail -1 "$D/start.out")"; exit 3 ;;
+*) echo "slurm: FAIL: the cluster did not come up:" >&2; cat "$D/start.out" >&2; exit 1 ;;
+esac
+# shellcheck disable=SC1091
+. "$D/env"
 
 # One client: sbatch after sbatch.  C clients: JOBS/C each, in parallel.
 # A submit counts when sbatch printed "Submitted batch job N".
