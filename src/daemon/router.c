@@ -346,24 +346,26 @@ static void h_ui_file(call_t *c, spw_route_resp_t *out)
     resp_set(out, 200, a->content_type, body, (size_t)a->len);
 }
 
-static void h_ui_series(call_t *c, spw_route_resp_t *out)
+/* A JSON view of the dashboard's sampler, as the caller may see it. */
+static void ui_view(call_t *c, spw_route_resp_t *out,
+                    json_t *(*view)(spw_ui_t *, const spw_caller_t *))
 {
     spw_ui_t *ui = spw_daemon_ui(c->d);
     if (!ui) {
         resp_error(out, 503, "the dashboard sampler is not running");
         return;
     }
-    resp_json(out, 200, spw_ui_series(ui, &c->who));
+    resp_json(out, 200, view(ui, &c->who));
+}
+
+static void h_ui_series(call_t *c, spw_route_resp_t *out)
+{
+    ui_view(c, out, spw_ui_series);
 }
 
 static void h_ui_telemetry(call_t *c, spw_route_resp_t *out)
 {
-    spw_ui_t *ui = spw_daemon_ui(c->d);
-    if (!ui) {
-        resp_error(out, 503, "the dashboard sampler is not running");
-        return;
-    }
-    resp_json(out, 200, spw_ui_telemetry(ui, &c->who));
+    ui_view(c, out, spw_ui_telemetry);
 }
 
 static void h_submit(call_t *c, spw_route_resp_t *out)
