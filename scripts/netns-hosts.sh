@@ -6,6 +6,19 @@
 #   scripts/netns-hosts.sh up DIR N [--gpus G]   start N hosts, state in DIR
 #   scripts/netns-hosts.sh down DIR              stop them (always safe to run)
 #   scripts/netns-hosts.sh cut DIR I | mend DIR I  link of host I down / up
+#   scripts/netns-hosts.sh add DIR NAME [--gpus G]  boot one more host, NAME;
+#                                         prints its address (and only that)
+#   scripts/netns-hosts.sh del DIR NAME   stop host NAME (always safe to run)
+#
+# `add` and `del` manage hosts one at a time, as a cloud boots and stops
+# instances (the emulated provider's `boot_command`, docs/hosts.md): every
+# host added to one DIR shares DIR's client key and known_hosts (made by
+# the first `add`) and one 10.X.Y.0/24 (picked by the first `add`, kept in
+# DIR/subnet), up to 60 hosts at once; host NAME's state lives in
+# DIR/inst-NAME/ (its SPILLWAY_HOST_DIR is DIR/inst-NAME/spillway).  `add`
+# of a NAME that runs already prints its address again once it answers.
+# Calls on one DIR are serialised with flock(1) on DIR/lock.  `up`/`down`
+# clusters and `add`/`del` hosts must not share a DIR.
 #
 # `up` writes into DIR:
 #   hosts          one address per line (host 0 first)
@@ -34,15 +47,17 @@ dir=${2:-}
 PORT=2222
 
 die() { echo "netns-hosts: $*" >&2; exit 1; }
-[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,11p' "$0" >&2; exit 2; }
 
+# Undoes what the state file ${1:-$dir/state} lists.
 down() {
-    [ -f "$dir/state" ] || return 0
+    sf=${1:-$dir/state}
+    [ -f "$sf" ] || return 0
     while read -r kind a; do
         case $kind in
         pidfile) [ -s "$a" ] && kill "$(cat "$a")" 2>/dev/null ;;
         esac
-    done <"$dir/state"
+    done <"$sf"
     # Whatever still runs inside a namespace (ssh sessions whose client
     # vanished, jobs started over ssh) was started by this cluster: stop it
     # by pid before the namespace goes.
@@ -53,7 +68,7 @@ down() {
             [ "$kind" = netns ] || continue
             pids=$(ip netns pids "$a" 2>/dev/null)
             [ -n "$pids" ] && kill -$sig $pids 2>/dev/null
-        done <"$dir/state"
+        done <"$sf"
         [ $sig = TERM ] && sleep 0.3
     done
     while read -r kind a; do
@@ -61,8 +76,8 @@ down() {
         veth) ip link del "$a" 2>/dev/null ;;
         netns) ip netns del "$a" 2>/dev/null ;;
         esac
-    done <"$dir/state"
-    rm -f "$dir/state"
+    done <"$sf"
+    rm -f "$sf"
 }
 
 case $cmd in
@@ -73,15 +88,133 @@ cut|mend)
     [ -n "$v" ] || die "no host $i in $dir/state"
     if [ "$cmd" = cut ]; then ip link set "$v" down; else ip link set "$v" up; fi
     exit $? ;;
-up) ;;
-*) die "unknown command '$cmd' (up, down, cut, mend)" ;;
+up|add) ;;
+del)
+    name=${3:?host name}
+    [ -d "$dir" ] || exit 0
+    exec 9>>"$dir/lock" && flock 9
+    down "$dir/inst-$name/state"
+    exit 0 ;;
+*) die "unknown command '$cmd' (up, down, cut, mend, add, del)" ;;
 esac
 
-n=${3:-}
-case $n in ''|*[!0-9]*) die "N must be a number of hosts (1..60)" ;; esac
-[ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "N must be 1..60"
-gpus=0
-[ "${4:-}" = --gpus ] && gpus=${5:-0}
+if [ "$cmd" = add ]; then
+    name=${3:-}
+    case $name in ''|*[!A-Za-z0-9_-]*) die "NAME must be letters, digits, - and _" ;; esac
+    gpus=0
+    [ "${4:-}" = --gpus ] && gpus=${5:-0}
+fi
+
+if [ "$cmd" = up ]; then
+    n=${3:-}
+    case $n in ''|*[!0-9]*) die "N must be a number of hosts (1..60)" ;; esac
+    [ "$n" -ge 1 ] && [ "$n" -le 60 ] || die "N must be 1..60"
+    gpus=0
+    [ "${4:-}" = --gpus ] && gpus=${5:-0}
+fi
+
+# Waits (bounded, about 10 s) until the sshd at address $1 answers.
+wait_ssh() {
+    t=0
+    until ssh -i "$dir/id_ed25519" -p $PORT -o BatchMode=yes -o StrictHostKeyChecking=yes \
+        -o UserKnownHostsFile="$dir/known_hosts" -o ConnectTimeout=2 "root@$1" true 2>/dev/null; do
+        t=$((t + 1))
+        [ $t -lt 50 ] || return 1
+        sleep 0.2
+    done
+}
+
+# `add DIR NAME`: boots host NAME in DIR/inst-NAME and prints its address.
+add_host() {
+    exec 9>>"$dir/lock" && flock 9 || die "cannot lock $dir/lock"
+    idir=$dir/inst-$name
+    if [ -s "$idir/addr" ] && [ -f "$idir/state" ]; then
+        a=$(cat "$idir/addr")
+        if wait_ssh "$a"; then echo "$a"; return 0; fi
+        down "$idir/state"
+    fi
+    afail() { echo "netns-hosts: host $name: $*" >&2; down "$idir/state"; exit 1; }
+    trap 'down "$idir/state"; exit 1' INT TERM
+    if [ ! -s "$dir/subnet" ]; then
+        p=$$
+        echo "$((100 + (p / 256) % 64)) $((p % 256))" >"$dir/subnet"
+    fi
+    read -r X Y <"$dir/subnet"
+    tag=$(((X - 100) * 256 + Y))
+    if [ ! -s "$dir/id_ed25519" ]; then
+        rm -f "$dir/id_ed25519" "$dir/id_ed25519.pub"
+        ssh-keygen -q -t ed25519 -N '' -C spillway-test -f "$dir/id_ed25519" </dev/null ||
+            die "ssh-keygen failed"
+        cp "$dir/id_ed25519.pub" "$dir/authorized_keys"
+        : >"$dir/known_hosts"
+    fi
+    # The first slot (one /30 each) no running host of DIR holds.
+    slot=0
+    while [ $slot -lt 60 ]; do
+        used=0
+        for f in "$dir"/inst-*/slot; do
+            [ -f "$f" ] && [ -f "${f%/slot}/state" ] && [ "$(cat "$f")" = $slot ] && used=1
+        done
+        [ $used = 0 ] && break
+        slot=$((slot + 1))
+    done
+    [ $slot -lt 60 ] || die "60 hosts run in $dir already"
+    ns=spwc$tag-$slot
+    vr=sc${tag}r$slot
+    vh=sc${tag}h$slot
+    a=10.$X.$Y.$((4 * slot + 2))
+    rm -rf "$idir"
+    mkdir -p "$idir/spillway" "$idir/bin" || die "cannot create $idir"
+    echo $slot >"$idir/slot"
+    : >"$idir/state"
+    ip netns add "$ns" || afail "ip netns add $ns failed"
+    echo "netns $ns" >>"$idir/state"
+    ip link add "$vr" type veth peer name "$vh" || afail "ip link add $vr failed"
+    echo "veth $vr" >>"$idir/state"
+    ip link set "$vh" netns "$ns" || afail "cannot move $vh into $ns"
+    ip addr add "10.$X.$Y.$((4 * slot + 1))/30" dev "$vr" || afail "address on $vr"
+    ip link set "$vr" up || afail "link $vr up"
+    ip -n "$ns" addr add "$a/30" dev "$vh" || afail "address on $vh"
+    ip -n "$ns" link set "$vh" up || afail "link $vh up"
+    ip -n "$ns" link set lo up || afail "lo up in $ns"
+    # Other hosts of DIR (a gang's ranks) through the root namespace, which
+    # forwards on this veth only.
+    echo 1 >"/proc/sys/net/ipv4/conf/$vr/forwarding" 2>/dev/null
+    ip -n "$ns" route add "10.$X.$Y.0/24" via "10.$X.$Y.$((4 * slot + 1))" 2>/dev/null
+    ssh-keygen -q -t ed25519 -N '' -f "$idir/ssh_host_ed25519_key" </dev/null || afail "host key"
+    path=$idir/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    cat >"$idir/sshd_config" <<CONF
+Port $PORT
+ListenAddress $a
+HostKey $idir/ssh_host_ed25519_key
+AuthorizedKeysFile $dir/authorized_keys
+PidFile $idir/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+MaxSessions 100
+SetEnv SPILLWAY_HOST_DIR=$idir/spillway PATH=$path SPILLWAY_TEST_HOST=$name
+CONF
+    if [ "$gpus" -gt 0 ]; then
+        printf '#!/bin/sh\n# fake nvidia-smi of test host %s: %s GPUs\ng=0; while [ $g -lt %s ]; do echo $g; g=$((g + 1)); done\n' \
+            "$name" "$gpus" "$gpus" >"$idir/bin/nvidia-smi"
+        chmod +x "$idir/bin/nvidia-smi"
+    fi
+    echo "pidfile $idir/sshd.pid" >>"$idir/state"
+    mkdir -p /run/sshd
+    ip netns exec "$ns" /usr/sbin/sshd -f "$idir/sshd_config" -E "$idir/sshd.log" </dev/null >&2 9>&- ||
+        afail "sshd did not start: $(tail -3 "$idir/sshd.log" 2>/dev/null)"
+    # known_hosts: this address's new key instead of a former holder's.
+    grep -v "^\[$a\]:$PORT " "$dir/known_hosts" >"$dir/known_hosts.tmp"
+    echo "[$a]:$PORT $(cut -d' ' -f1,2 "$idir/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts.tmp"
+    mv "$dir/known_hosts.tmp" "$dir/known_hosts"
+    echo "$a" >"$idir/addr"
+    wait_ssh "$a" || afail "does not answer ssh at $a: $(tail -3 "$idir/sshd.log")"
+    echo "$a"
+}
 
 if [ "$(id -u)" != 0 ]; then echo "netns-hosts: needs root (network namespaces)"; exit 3; fi
 [ -x /usr/sbin/sshd ] || { echo "netns-hosts: no /usr/sbin/sshd (apt-get install openssh-server)"; exit 3; }
@@ -92,6 +225,7 @@ ip netns del "$probe"
 
 mkdir -p "$dir" || die "cannot create $dir"
 dir=$(cd "$dir" && pwd)
+[ "$cmd" = add ] && { add_host; exit $?; }
 [ -f "$dir/state" ] && die "$dir already holds a running cluster (down it first)"
 : >"$dir/state"
 trap 'down; exit 1' INT TERM
