@@ -13,7 +13,9 @@
 /* The version of struct spw_provider_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_PROVIDER_VERSION 1
+#define SPW_PROVIDER_VERSION 2
+/* Version 2 added: spw_instance_t.addr (how to reach a ready instance), and
+ * LOST from poll() for an instance whose boot failed. */
 
 /* Buffer sizes of the strings copied into an instance, bytes, NUL included.
  * A provider refuses (at create) offers whose names do not fit, so acquire()
@@ -25,6 +27,7 @@
 #define SPW_INSTANCE_REGION_MAX 64
 #define SPW_INSTANCE_ZONE_MAX 64
 #define SPW_INSTANCE_TYPE_MAX 64
+#define SPW_INSTANCE_ADDR_MAX 64
 
 /* Time: every `now_s` below is the daemon's wall clock (seconds since the Unix
  * epoch), read once per loop turn, as in backend.h: wall clock rather than
@@ -85,6 +88,11 @@ typedef struct spw_instance {
                                        plus the offer's boot delay */
     double ended_s;                 /* released or preempted (billing stops);
                                        NAN while it is live */
+    char addr[SPW_INSTANCE_ADDR_MAX];  /* (version 2) the address the daemon
+                                       reaches it at over ssh, set by the time
+                                       it is READY; "" = the provider gives
+                                       none (the daemon then runs the job on
+                                       its own host) */
 } spw_instance_t;
 
 /* What instance i has cost up to now_s, USD: price_usd_per_h times the billed
@@ -99,10 +107,12 @@ double spw_instance_cost_usd(const spw_instance_t *i, double now_s);
 /* ---- Events -------------------------------------------------------------- */
 
 /* READY and PREEMPTED come from poll() as things happen.  RELEASED and LOST
- * are only ever queued by reconcile(), for instances the daemon still lists as
- * live after a restart: RELEASED = a release() that succeeded but that the
+ * are queued by reconcile(), for instances the daemon still lists as live
+ * after a restart: RELEASED = a release() that succeeded but that the
  * daemon may not have recorded; LOST = the provider has no record of the
- * instance at all (it is not billing; when it stopped is unknown). */
+ * instance at all (it is not billing; when it stopped is unknown).  Since
+ * version 2 poll() also returns LOST for an instance whose boot failed (it
+ * stopped billing at the event's time; its job is placed again). */
 #define SPW_INST_EVENTS(X)                                                    \
     X(READY, "ready")                                                         \
     X(PREEMPTED, "preempted")                                                 \

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -32,6 +34,11 @@ typedef struct inst {
                                    increasing seq order */
     double preempt_at_s;        /* rate-driven preemption time, daemon clock;
                                    INFINITY if none */
+    pid_t boot_pid;             /* `boot_command add` in flight; 0 = none */
+    int boot_fd;                /* read end of its stdout; -1 = none */
+    pid_t del_pid;              /* `boot_command del` in flight; 0 = none */
+    int need_del;               /* 1: ended with a failed boot, whose leftovers
+                                   `del` removes */
 } inst_t;
 
 /* Emulation settings of one offer. */
@@ -82,6 +89,9 @@ struct spw_emulated {
                                    same time finds nothing new (a turn that
                                    releases 8,000 instances scans them once,
                                    not 8,000 times); NAN = never */
+    char *boot_cmd;             /* owned; instances are hosts (emulated.h);
+                                   NULL = records only */
+    char *hosts_dir;            /* owned; given to boot_cmd */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -326,6 +336,8 @@ static int save_now(spw_emulated_t *em, spw_error_t *err)
         json_object_set_new(o, "ready_s", json_real(i->v.ready_s));
         json_object_set_new(o, "ended_s", num_or_null(i->v.ended_s));
         json_object_set_new(o, "preempt_at_s", num_or_null(i->preempt_at_s));
+        if (i->v.addr[0])
+            json_object_set_new(o, "addr", json_string(i->v.addr));
         json_array_append_new(arr, o);
     }
     json_object_set_new(root, "instances", arr);
@@ -437,6 +449,13 @@ static int load_inst(json_t *o, inst_t *i, const char *where, spw_error_t *err)
         return -1;
     if (!live(i) && isnan(i->v.ended_s))
         return spw_errorf(err, "%s: a %s instance needs \"ended_s\"", where, state);
+    i->boot_fd = -1;
+    v = json_object_get(o, "addr");   /* since instances may be hosts */
+    if (v && (!json_is_string(v) || strlen(json_string_value(v)) >= sizeof(i->v.addr)))
+        return spw_errorf(err, "%s: \"addr\" is not a string of at most %zu bytes", where,
+                          sizeof(i->v.addr) - 1);
+    if (v)
+        copy_str(i->v.addr, sizeof(i->v.addr), json_string_value(v));
     if (live(i))
         i->v.ended_s = NAN;
     return 0;
@@ -593,7 +612,8 @@ static int prune(spw_emulated_t *em, double now_s)
     size_t w = 0;
     for (size_t k = 0; k < em->ninst; k++) {
         inst_t *i = &em->inst[k];
-        if (!live(i) && i->v.ended_s + em->retain_s < now_s)
+        if (!live(i) && i->v.ended_s + em->retain_s < now_s && !i->boot_pid &&
+            !i->del_pid && !i->v.addr[0] && !i->need_del)
             continue;
         em->inst[w++] = *i;
     }
@@ -601,6 +621,159 @@ static int prune(spw_emulated_t *em, double now_s)
         return 0;
     em->ninst = w;
     return 1;
+}
+
+/* ---- instances as hosts (boot_command) ------------------------------ */
+
+/* Whether instance i may turn READY: always, unless instances are hosts and
+ * its boot has not yet given an address. */
+static int booted(const spw_emulated_t *em, const inst_t *i)
+{
+    return !em->boot_cmd || (i->v.addr[0] && !i->boot_pid);
+}
+
+/* Starts `boot_cmd VERB hosts_dir ID` with stdin /dev/null, stderr the
+ * daemon's, stdout a non-blocking pipe (*out_fd) or, without out_fd, the
+ * daemon's stderr.  Returns the pid, or -1. */
+static pid_t spawn(const spw_emulated_t *em, const char *verb, const char *id, int *out_fd)
+{
+    int p[2] = {-1, -1};
+    if (out_fd && pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0)
+            dup2(nul, 0);
+        dup2(out_fd ? p[1] : 2, 1);
+        /* Nothing of the daemon's (its database, its listening socket) may
+         * live on in what the command starts (an sshd). */
+        long maxfd = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (maxfd > 0 && maxfd < 65536 ? maxfd : 4096); fd++)
+            close((int)fd);
+        signal(SIGPIPE, SIG_DFL);
+        execl(em->boot_cmd, em->boot_cmd, verb, em->hosts_dir, id, (char *)NULL);
+        _exit(127);
+    }
+    if (out_fd) {
+        close(p[1]);
+        if (pid < 0) {
+            close(p[0]);
+            return -1;
+        }
+        fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+        *out_fd = p[0];
+    }
+    return pid;
+}
+
+/* Reads what is in fd now (non-blocking) into buf (NUL-terminated). */
+static void drain(int fd, char *buf, size_t cap)
+{
+    size_t n = strlen(buf);
+    for (;;) {
+        char tmp[256];
+        ssize_t r = read(fd, tmp, sizeof(tmp));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return;
+        for (ssize_t k = 0; k < r && n + 1 < cap; k++)
+            buf[n++] = tmp[k];
+        buf[n] = '\0';
+    }
+}
+
+/* The address in a boot command's output: its last non-empty line, made of
+ * [0-9A-Za-z.:-] only and shorter than SPW_INSTANCE_ADDR_MAX; 0 or -1. */
+static int parse_addr(const char *out, char *addr)
+{
+    const char *end = out + strlen(out), *b;
+    while (end > out && (end[-1] == '\n' || end[-1] == ' '))
+        end--;
+    b = end;
+    while (b > out && b[-1] != '\n')
+        b--;
+    if (end == b || (size_t)(end - b) >= SPW_INSTANCE_ADDR_MAX)
+        return -1;
+    for (const char *c = b; c < end; c++)
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              *c == '.' || *c == ':' || *c == '-'))
+            return -1;
+    memcpy(addr, b, (size_t)(end - b));
+    addr[end - b] = '\0';
+    return 0;
+}
+
+/* Whether child pid has exited (reaped; *st its status). */
+static int reaped(pid_t pid, int *st)
+{
+    pid_t r;
+    while ((r = waitpid(pid, st, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    return r == pid || (r < 0 && errno == ECHILD);
+}
+
+/* Moves the hosts of instances along, without blocking: collects finished
+ * boots (an address, or a failed boot: LOST), starts boots that are due
+ * (instances loaded BOOTING without an address) and the teardown of ended
+ * instances, and collects finished teardowns. */
+static void hosts_step(spw_emulated_t *em, double now_s)
+{
+    int changed = 0;
+    if (!em->boot_cmd)
+        return;
+    for (size_t k = 0; k < em->ninst; k++) {
+        inst_t *i = &em->inst[k];
+        int st = 0;
+        if (i->boot_pid && reaped(i->boot_pid, &st)) {
+            char out[512] = "", addr[SPW_INSTANCE_ADDR_MAX];
+            drain(i->boot_fd, out, sizeof(out));
+            close(i->boot_fd);
+            i->boot_fd = -1;
+            i->boot_pid = 0;
+            int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && parse_addr(out, addr) == 0;
+            if (ok)
+                copy_str(i->v.addr, sizeof(i->v.addr), addr);
+            if (ok && live(i)) {
+                if (i->v.ready_s < now_s)
+                    i->v.ready_s = now_s;   /* ready when it answers */
+            } else if (live(i)) {
+                i->v.state = SPW_INSTANCE_RELEASED;
+                i->v.ended_s = now_s < i->v.launched_s ? i->v.launched_s : now_s;
+                queue_push(em, SPW_INST_EV_LOST, i->v.id, i->v.job_id, i->v.ended_s);
+                i->need_del = 1;   /* whatever the boot left: torn down below */
+            } else if (!ok) {
+                i->need_del = 1;
+            }
+            em->gen++;
+            changed = 1;
+        }
+        if (i->del_pid && reaped(i->del_pid, &st)) {
+            i->del_pid = 0;
+            i->need_del = 0;
+            i->v.addr[0] = '\0';   /* gone (a failed del is not retried) */
+            changed = 1;
+        }
+        if (live(i) && i->v.state == SPW_INSTANCE_BOOTING && !i->v.addr[0] && !i->boot_pid) {
+            i->boot_pid = spawn(em, "add", i->v.id, &i->boot_fd);
+            if (i->boot_pid < 0) {
+                i->boot_pid = 0;
+                i->boot_fd = -1;
+            }
+        }
+        if (!live(i) && (i->v.addr[0] || i->need_del) && !i->boot_pid && !i->del_pid) {
+            i->del_pid = spawn(em, "del", i->v.id, NULL);
+            if (i->del_pid < 0) {
+                i->del_pid = 0;
+                i->need_del = 0;
+                i->v.addr[0] = '\0';
+                changed = 1;
+            }
+        }
+    }
+    if (changed)
+        (void)save(em, NULL);
 }
 
 /* Brings the emulation up to now_s: every boot that finished and every
@@ -623,7 +796,7 @@ static void advance(spw_emulated_t *em, double now_s)
         const inst_t *i = &em->inst[k];
         if (!live(i))
             continue;
-        if (i->v.state == SPW_INSTANCE_BOOTING && i->v.ready_s <= now_s)
+        if (i->v.state == SPW_INSTANCE_BOOTING && i->v.ready_s <= now_s && booted(em, i))
             nc++;
         if (i->preempt_at_s <= now_s)
             nc++;
@@ -635,7 +808,7 @@ static void advance(spw_emulated_t *em, double now_s)
             const inst_t *i = &em->inst[k];
             if (!live(i))
                 continue;
-            if (i->v.state == SPW_INSTANCE_BOOTING && i->v.ready_s <= now_s)
+            if (i->v.state == SPW_INSTANCE_BOOTING && i->v.ready_s <= now_s && booted(em, i))
                 c[nc++] = (cand_t){i->v.ready_s, 0, k};
             if (i->preempt_at_s <= now_s)
                 c[nc++] = (cand_t){i->preempt_at_s, 1, k};
@@ -820,6 +993,7 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         i->v.ready_s = req->now_s + of->boot_delay_s;
         i->v.ended_s = NAN;
         i->preempt_at_s = INFINITY;
+        i->boot_fd = -1;
         if ((req->spot || e->rate_ondemand) && e->rate_per_h > 0)
             i->preempt_at_s = req->now_s + spw_rng_exp(&em->rng, 3600.0 / e->rate_per_h);
     }
@@ -871,6 +1045,7 @@ static size_t em_poll(void *pv, double now_s, spw_inst_event_t *ev, size_t max)
     spw_emulated_t *em = pv;
     size_t n;
 
+    hosts_step(em, now_s);
     advance(em, now_s);
     if (em->nq > 1)
         qsort(em->q, em->nq, sizeof(*em->q), qev_cmp);
@@ -1003,8 +1178,13 @@ void spw_emulated_destroy(spw_emulated_t *em)
         free(em->emu[o].trace_path);
     }
     free(em->emu);
+    for (size_t k = 0; k < em->ninst; k++)
+        if (em->inst[k].boot_fd >= 0)
+            close(em->inst[k].boot_fd);   /* its command runs on, unread */
     free(em->inst);
     free(em->q);
+    free(em->boot_cmd);
+    free(em->hosts_dir);
     free(em->state_path);
     free(em->tmp_path);
     free(em->state_dir);
@@ -1079,6 +1259,16 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
     em->quiet_s = NAN;
     em->retain_s = opts->retain_ended_s > 0 ? opts->retain_ended_s : SPW_EMULATED_RETAIN_S;
     spw_rng_seed(&em->rng, opts->seed);
+    if (opts->boot_command) {
+        if (!opts->hosts_dir || !*opts->hosts_dir || access(opts->boot_command, X_OK) < 0) {
+            spw_errorf(err, "emulated provider: boot_command %s %s", opts->boot_command,
+                       !opts->hosts_dir || !*opts->hosts_dir ? "needs a hosts_dir"
+                       : "is not an executable file");
+            goto einval;
+        }
+        em->boot_cmd = spw_xstrdup(opts->boot_command);
+        em->hosts_dir = spw_xstrdup(opts->hosts_dir);
+    }
 
     for (size_t k = 0; k < opts->noffer_opts; k++) {
         const spw_emulated_offer_opts_t *oo = &opts->offer_opts[k];

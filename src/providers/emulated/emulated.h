@@ -40,6 +40,17 @@
  *   keeps two providers off the same dir.  Queued events are not saved:
  *   reconcile() and poll() derive them again from the saved instances.
  *
+ * - hosts (boot_command): acquire() starts `CMD add HOSTS_DIR ID` per instance
+ *   as a child process (stdout on a non-blocking pipe; never waited for);
+ *   poll() collects it without blocking.  An instance becomes READY once
+ *   both its boot delay has passed and its command printed an address
+ *   (exit 0); a command that fails ends the instance (RELEASED, billing
+ *   stops) and poll() returns LOST for it.  An instance that ends (release,
+ *   preemption, failed boot) gets `CMD del HOSTS_DIR ID`, started by the
+ *   next poll().  Addresses are kept in emulated.json; a BOOTING instance
+ *   loaded without one is booted again (`add` of a running ID answers its
+ *   address).
+ *
  * Ownership: the offers in the options are borrowed until destroy; everything
  * else in the options is copied. */
 #ifndef SPW_PROVIDERS_EMULATED_H
@@ -83,6 +94,13 @@ typedef struct spw_emulated_opts {
                                    NULL to keep everything in memory only */
     double retain_ended_s;      /* how long ended instances are remembered (for
                                    reconcile), seconds; 0 = default */
+    const char *boot_command;   /* instances as real hosts: a program run as
+                                   `CMD add HOSTS_DIR ID` (prints the
+                                   instance's address) and `CMD del HOSTS_DIR
+                                   ID`, e.g. scripts/netns-hosts.sh; NULL =
+                                   instances are records only (addr "") */
+    const char *hosts_dir;      /* HOSTS_DIR given to boot_command; required
+                                   with it */
 } spw_emulated_opts_t;
 
 #define SPW_EMULATED_RETAIN_S (7 * 86400.0)  /* retain_ended_s when 0 */
