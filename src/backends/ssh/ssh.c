@@ -56,6 +56,8 @@ typedef struct host {
                                    since the last answer; NAN = none */
     double next_sync_s;         /* daemon clock of the next status command */
     cmd_t st;                   /* the status command in flight */
+    int gone;                   /* 1: removed (spw_ssh_host_remove); its slot
+                                   keeps its index for the jobs that name it */
 } host_t;
 
 /* One node of a tracked launch. */
@@ -367,7 +369,8 @@ static char *dup_or_null(const char *s) { return s ? spw_xstrdup(s) : NULL; }
 
 spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
 {
-    if (!o || !o->hosts || o->nhosts == 0 || o->nhosts > SPW_SSH_MAX_HOSTS) {
+    if (!o || (!o->hosts && o->nhosts) || (o->nhosts == 0 && !o->dynamic) ||
+        o->nhosts > SPW_SSH_MAX_HOSTS) {
         spw_errorf(err, "ssh backend: give 1 to %d hosts", SPW_SSH_MAX_HOSTS);
         return NULL;
     }
@@ -395,7 +398,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     }
     spw_ssh_t *sb = spw_xcalloc(1, sizeof(*sb));
     sb->nhosts = o->nhosts;
-    sb->hosts = spw_xcalloc(o->nhosts, sizeof(host_t));
+    sb->hosts = spw_xcalloc(o->nhosts ? o->nhosts : 1, sizeof(host_t));
     for (size_t i = 0; i < o->nhosts; i++) {
         host_t *h = &sb->hosts[i];
         h->addr = spw_xstrdup(o->hosts[i]);
@@ -557,6 +560,92 @@ void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out)
 }
 
 /* ---- bookkeeping ------------------------------------------------------ */
+
+/* Whether a tracked job's rank or a fence names host hi. */
+static int host_referenced(const spw_ssh_t *sb, uint32_t hi)
+{
+    for (size_t i = 0; i < sb->njobs; i++)
+        for (uint32_t k = 0; k < sb->jobs[i]->nranks; k++)
+            if (sb->jobs[i]->r[k].host == hi)
+                return 1;
+    for (size_t f = 0; f < sb->nfences; f++)
+        if (sb->fences[f].host == hi)
+            return 1;
+    return 0;
+}
+
+static void host_down(spw_ssh_t *sb, uint32_t hi, double now_s);
+
+static int host_valid(const char *a)
+{
+    return a && *a && a[0] != '-' && !strpbrk(a, " \t\n,'\"\\;&|$`");
+}
+
+int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err)
+{
+    if (!host_valid(addr) || strlen(addr) >= 256)
+        return spw_errorf(err, "ssh backend: '%s' is not a host name or address",
+                          addr ? addr : "");
+    if (gpus == 0 || gpus > MAX_SLOTS)
+        return spw_errorf(err, "ssh backend: host %s: give 1 to %d GPU slots", addr, MAX_SLOTS);
+    size_t hi, spare = sb->nhosts;
+    for (hi = 0; hi < sb->nhosts; hi++) {
+        if (strcmp(sb->hosts[hi].addr, addr) == 0)
+            break;
+        if (sb->hosts[hi].gone && spare == sb->nhosts && !host_referenced(sb, (uint32_t)hi))
+            spare = hi;
+    }
+    if (hi < sb->nhosts && !sb->hosts[hi].gone)
+        return 0;
+    if (hi == sb->nhosts) {
+        if (sb->nhosts == SPW_SSH_MAX_HOSTS) {
+            if (spare == sb->nhosts)
+                return spw_errorf(err, "ssh backend: %d hosts already", SPW_SSH_MAX_HOSTS);
+            hi = spare;
+        } else {
+            sb->hosts = spw_xrealloc(sb->hosts, (sb->nhosts + 1) * sizeof(host_t));
+            memset(&sb->hosts[sb->nhosts], 0, sizeof(host_t));
+            sb->hosts[sb->nhosts].st.out_fd = -1;
+            sb->nhosts++;
+        }
+        free(sb->hosts[hi].addr);
+        sb->hosts[hi].addr = spw_xstrdup(addr);
+        sb->hosts[hi].used = 0;
+    }
+    host_t *h = &sb->hosts[hi];
+    /* A former host of that address had its fences: nothing of its ranks
+     * can run on the new one. */
+    for (size_t f = 0; f < sb->nfences;) {
+        if (sb->fences[f].host == hi)
+            sb->fences[f] = sb->fences[--sb->nfences];
+        else
+            f++;
+    }
+    h->gone = 0;
+    h->gpus = gpus;
+    h->up = 1;
+    h->last_ok_s = 0;
+    h->silent_since_s = NAN;
+    h->next_sync_s = 0;
+    return 0;
+}
+
+int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
+{
+    for (size_t hi = 0; hi < sb->nhosts; hi++) {
+        host_t *h = &sb->hosts[hi];
+        if (h->gone || strcmp(h->addr, addr) != 0)
+            continue;
+        if (h->st.pid)
+            cmd_kill(&h->st);
+        cmd_close(&h->st);
+        host_down(sb, (uint32_t)hi, now_s);
+        h->gone = 1;
+        return 0;
+    }
+    return -1;
+}
+
 
 static void track(spw_ssh_t *sb, job_t *j)
 {
@@ -917,6 +1006,8 @@ static void status_script(spw_ssh_t *sb, uint32_t hi, spw_strbuf_t *s)
 static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
 {
     host_t *h = &sb->hosts[hi];
+    if (h->gone)
+        return;
     if (h->st.pid) {
         int st;
         int fin = cmd_done(&h->st, &st);
@@ -965,12 +1056,59 @@ static int token_valid(const char *t)
     return t && spw_safe_name(t, SPW_TOKEN_MAX);
 }
 
+/* The hosts of a launch named by address, in rank order (env
+ * SPILLWAY_SSH_HOSTS=A,B,..., the daemon's cloud instances): each must be
+ * a host of the backend that is up, and there must be one per node; each
+ * rank gets the GPU indices of the request.  0, or -1 with err. */
+static int place_addrs(spw_ssh_t *sb, const spw_launch_t *req, const char *list, uint32_t nodes,
+                       uint32_t *hosts, uint64_t *bits, spw_error_t *err)
+{
+    uint64_t want_bits = 0;
+    for (size_t g = 0; req->gpus && g < req->ngpus; g++)
+        if (req->gpus[g] < MAX_SLOTS)
+            want_bits |= 1ull << req->gpus[g];
+    uint32_t n = 0;
+    for (const char *a = list; *a;) {
+        size_t len = strcspn(a, ",");
+        size_t hi;
+        for (hi = 0; hi < sb->nhosts; hi++)
+            if (!sb->hosts[hi].gone && strlen(sb->hosts[hi].addr) == len &&
+                strncmp(sb->hosts[hi].addr, a, len) == 0)
+                break;
+        if (hi == sb->nhosts)
+            return spw_errorf(err, "ssh backend: host %.*s of the placement is not one of its "
+                              "hosts", (int)len, a);
+        if (!sb->hosts[hi].up)
+            return spw_errorf(err, "ssh backend: host %s of the placement does not answer",
+                              sb->hosts[hi].addr);
+        if (n == nodes)
+            return spw_errorf(err, "ssh backend: the placement names more hosts than the "
+                              "job's %u nodes", nodes);
+        hosts[n] = (uint32_t)hi;
+        bits[n] = want_bits;
+        n++;
+        a += len;
+        if (*a == ',')
+            a++;
+    }
+    if (n < nodes)
+        return spw_errorf(err, "ssh backend: the placement names %u host%s for %u nodes", n,
+                          n == 1 ? "" : "s", nodes);
+    return 0;
+}
+
 /* Picks the hosts of a launch.  Returns 0 with hosts[0..nodes) and each
  * rank's slot bits, or -1 with err. */
 static int place(spw_ssh_t *sb, const spw_launch_t *req, uint32_t nodes, uint32_t *hosts,
                  uint64_t *bits, spw_error_t *err)
 {
     long pinned = -1;
+    const char *by_addr = NULL;
+    for (const char *const *e = req->env; e && *e; e++)
+        if (strncmp(*e, "SPILLWAY_SSH_HOSTS=", 19) == 0)
+            by_addr = *e + 19;
+    if (by_addr)
+        return place_addrs(sb, req, by_addr, nodes, hosts, bits, err);
     for (const char *const *e = req->env; e && *e; e++)
         if (strncmp(*e, "SPILLWAY_PLACEMENT=", 19) == 0) {
             const char *slash = strrchr(*e, '/');
@@ -1683,6 +1821,8 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
     char **o = spw_xcalloc(n, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         c[i].out_fd = -1;
+        if (sb->hosts[i].gone)
+            continue;
         spw_strbuf_t s = {0};
         spw_strbuf_add(&s, prelude);
         spw_strbuf_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
@@ -1697,6 +1837,8 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
     char hostsline[SPW_HANDLE_EXT_MAX] = "";
     int found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
+        if (sb->hosts[i].gone)
+            continue;
         if (st[i] != 0 || !strstr(o[i], "END\n")) {
             char line[200];
             rc = spw_errorf(err, "ssh %s: cannot look for launch %s now: %s", sb->hosts[i].addr,

@@ -92,6 +92,9 @@ typedef struct spw_ssh_opts {
                                    0 = 10 */
     int no_multiplex;           /* 1: no ControlMaster (one TCP connection per
                                    command) */
+    int dynamic;                /* 1: hosts come and go (spw_ssh_host_add,
+                                   spw_ssh_host_remove; the daemon's cloud
+                                   instances); nhosts may be 0 */
 } spw_ssh_opts_t;
 
 /* One host as the backend sees it. */
@@ -123,6 +126,22 @@ size_t spw_ssh_count(const spw_ssh_t *sb);
 /* Number of hosts, and host i's state (0 <= i < count). */
 size_t spw_ssh_host_count(const spw_ssh_t *sb);
 void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out);
+
+/* Dynamic hosts (a daemon's cloud instances, opts.dynamic).  host_add makes
+ * addr a host with `gpus` slots (1..64; no detection), up until it stops
+ * answering; adding a host that is there is a no-op, and an address removed
+ * before comes back as a new host.  host_remove takes addr away for good at
+ * now_s (its machine is gone): no more commands go to it, and every job with
+ * a rank there is lost at once (reported LOST by poll() once cancelled, or
+ * after the lost grace), without fencing (nothing runs there any more).
+ * Host indexes stay stable: a removed host keeps its slot (shown as down)
+ * until no job or fence names it.  A launch whose env holds
+ * SPILLWAY_SSH_HOSTS=A,B,... runs rank k on host k of that list (one per
+ * node; every one up), with the GPU indices of the request; SPILLWAY_PLACEMENT
+ * is then ignored.  host_add: 0, or -1 with err; host_remove: 0, or -1 if
+ * addr is no host. */
+int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err);
+int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s);
 
 /* Runs `script` with /bin/sh on host i and waits (cmd_timeout_s at most).
  * Returns its exit status (0..255) with *out (caller frees, NUL-terminated,
