@@ -735,13 +735,16 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .token = j->token,
             .nodes = j->ej.nnodes,
         };
-        /* An on-prem placement runs on its pool's backend (pools.c). */
+        /* An on-prem placement runs on its pool's backend (pools.c), a
+         * cloud one on its instances when they are hosts (one rank each). */
         void *be;
-        const struct spw_backend_ops *ops =
-            spw_daemon_pool_ops(d, j->ej.state == SPW_JOB_ONPREM ? j->pool : -1, &be);
+        int32_t bp = j->ej.state == SPW_JOB_ONPREM ? j->pool : spw_daemon_cloud_pool(d, j);
+        const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, bp, &be);
+        if (bp == SPW_DAEMON_CLOUD_POOL)
+            req.nodes = (uint32_t)j->ninst;
         rc = ops->launch(be, &req, &j->h, &err);
         if (rc == 0)
-            j->be_pool = ops == d->be_ops ? -1 : j->pool;
+            j->be_pool = ops == d->be_ops ? -1 : bp;
     }
     for (size_t i = 0; i < nenv; i++)
         free(env[i]);
@@ -836,11 +839,24 @@ static void launch_cloud(spw_daemon_t *d, djob_t *j, double now)
     snprintf(nodes, sizeof(nodes), "SPILLWAY_NODES=%zu", j->ninst);
     snprintf(place, sizeof(place), "SPILLWAY_PLACEMENT=%s",
              spw_daemon_offer_name(o, on, sizeof(on)));
+    /* Instances that are hosts: rank k runs on instance k (the ssh
+     * backend's SPILLWAY_SSH_HOSTS). */
+    char *hosts = NULL;
+    if (spw_daemon_cloud_pool(d, j) == SPW_DAEMON_CLOUD_POOL) {
+        size_t hcap = j->ninst * SPW_INSTANCE_ADDR_MAX + 32, hu = 0;
+        hosts = spw_xmalloc(hcap);
+        hu += (size_t)snprintf(hosts, hcap, "SPILLWAY_SSH_HOSTS=");
+        for (size_t k = 0; k < j->ninst; k++)
+            hu += (size_t)snprintf(hosts + hu, hcap - hu, "%s%s", k ? "," : "",
+                                   d->inst[j->inst[k]].in.addr);
+    }
     const char *extra[] = {ids, nodes, place,
-                           d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0", NULL};
+                           d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
+                           hosts, NULL};
     unwait(d, j);
     launch(d, j, g, ng, extra, now);
     free(ids);
+    free(hosts);
 }
 
 static int cloud_ready(const spw_daemon_t *d, const djob_t *j)
@@ -1088,6 +1104,7 @@ static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, doubl
     if (ev->kind == SPW_INST_EV_READY) {
         x->in.state = SPW_INSTANCE_READY;
         x->in.ready_s = ev->time_s;
+        spw_daemon_cloud_host_up(d, x);
         inst_save(d, x);
         if (j && !j->running && j->st == SPW_DJOB_PLACED && cloud_ready(d, j))
             launch_cloud(d, j, now);
@@ -1097,14 +1114,18 @@ static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, doubl
     x->in.ended_s = ev->kind == SPW_INST_EV_LOST ? now : ev->time_s;
     inst_save(d, x);
     say(d, "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
-    if (!j)
+    if (!j) {
+        spw_daemon_cloud_host_gone(d, x, now);
         return;
+    }
     /* Capacity taken back under the job, whichever way (a preemption, an
      * instance released at its lifetime or lost while the daemon was
      * down): the job resumes from its checkpoint elsewhere. */
     char what[96];
     snprintf(what, sizeof(what), "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
     job_interrupt(d, j, SPW_INTERRUPT_PREEMPTED, what, now);
+    /* After the cancel: its ranks there are lost with the machine. */
+    spw_daemon_cloud_host_gone(d, x, now);
 }
 
 /* Releases instances idle for longer than the idle timeout, and every
@@ -1135,6 +1156,7 @@ static void release_idle(spw_daemon_t *d, double now)
         x->in.state = SPW_INSTANCE_RELEASED;
         x->in.ended_s = now;
         inst_save(d, x);
+        spw_daemon_cloud_host_gone(d, x, now);
         if (old)
             say(d, "instance %s released: it reached max_instance_lifetime_s (%.0f s)", x->in.id, life);
         else
@@ -1438,9 +1460,12 @@ static void turn_locked(spw_daemon_t *d)
     }
     d->write_failed = 0;
     spw_daemon_guard_flush(d);  /* the audit rows join the turn's commit */
-    /* The local backend, then each pool's own (pools.c). */
-    for (int32_t p = -1; p < (int32_t)d->fleet.npools; p++) {
+    /* The cloud instances' hosts, the local backend, then each pool's own
+     * (pools.c). */
+    for (int32_t p = SPW_DAEMON_CLOUD_POOL; p < (int32_t)d->fleet.npools; p++) {
         void *be;
+        if (p == SPW_DAEMON_CLOUD_POOL && !d->cloud_be)
+            continue;
         const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, p, &be);
         if (p >= 0 && ops == d->be_ops)
             continue;
@@ -2248,7 +2273,8 @@ static int find_launch(spw_daemon_t *d, const char *token, spw_handle_t *h, spw_
 static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr)
 {
     void *pbe;
-    int32_t pool = j->ej.state == SPW_JOB_ONPREM ? j->ej.pool : j->pool;
+    int32_t pool = j->ej.state == SPW_JOB_ONPREM ? j->ej.pool
+                   : j->ej.state == SPW_JOB_CLOUD ? spw_daemon_cloud_pool(d, j) : j->pool;
     const struct spw_backend_ops *pops = spw_daemon_pool_ops(d, pool, &pbe);
     if (pops != d->be_ops) {
         /* A pool with its own backend (Slurm): whatever carries the token
@@ -2462,6 +2488,11 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
         return -1;
     if (reconcile(d, err) < 0)
         return -1;
+    /* Ready instances that are hosts rejoin the cloud backend before their
+     * jobs are looked for there. */
+    for (size_t i = 0; i < d->ninst; i++)
+        if (d->inst[i].in.state == SPW_INSTANCE_READY)
+            spw_daemon_cloud_host_up(d, &d->inst[i]);
     /* The ledger remembers what every job settled against its team's
      * budget, in the period it was charged to, as the database has it
      * (before recovery settles anything more); live cloud placements hold
@@ -2714,6 +2745,28 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         .seed = cfg->daemon.emulated_seed,
         .state_dir = d->state_dir,
     };
+    /* Instances that are real hosts (docs/hosts.md, "Cloud instances"). */
+    if (cfg->daemon.emulated_boot_command) {
+        if (cfg->daemon.emulated_hosts_dir) {
+            d->cloud_hosts_dir = spw_xstrdup(cfg->daemon.emulated_hosts_dir);
+        } else {
+            size_t n = strlen(d->state_dir) + 16;
+            d->cloud_hosts_dir = spw_xmalloc(n);
+            snprintf(d->cloud_hosts_dir, n, "%s/instances", d->state_dir);
+        }
+        if (mkdir(d->cloud_hosts_dir, 0700) < 0 && errno != EEXIST) {
+            spw_errorf(err, "daemon.emulated.hosts_dir %s: %s", d->cloud_hosts_dir,
+                       strerror(errno));
+            free(eo);
+            goto error;
+        }
+        emo.boot_command = cfg->daemon.emulated_boot_command;
+        emo.hosts_dir = d->cloud_hosts_dir;
+        if (spw_daemon_cloud_setup(d, err) < 0) {
+            free(eo);
+            goto error;
+        }
+    }
     d->pv_ops = &spw_emulated_ops;
     d->pv = spw_emulated_create(&emo, err);
     free(eo);
@@ -2780,6 +2833,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     free(d->pool_gpus);
     spw_fleet_clear(&d->fleet);
     free(d->state_dir);
+    free(d->cloud_hosts_dir);
     free(d->log_dir);
     free(d->run_dir);
     free(d->pend);

@@ -156,6 +156,11 @@ struct spw_daemon {
     double nodes_sync_ts;        /* last read of Slurm's node states */
     const struct spw_provider_ops *pv_ops;
     void *pv;
+    void *cloud_be;              /* spw_ssh_t: the hosts of cloud instances
+                                    (daemon.emulated.boot_command), whose jobs
+                                    it runs (be_pool SPW_DAEMON_CLOUD_POOL);
+                                    NULL = cloud jobs run on the local backend */
+    char *cloud_hosts_dir;       /* owned; the boot command's HOSTS_DIR */
     char *state_dir;             /* owned */
     char *log_dir;               /* owned: STATE_DIR/logs (a directory per
                                     job in it) */
@@ -262,8 +267,25 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now);
 void spw_daemon_pools_destroy(spw_daemon_t *d);
 /* The backend that runs job j's process (j->be_pool), into *be. */
 const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *j, void **be);
-/* The backend of pool `pool` (-1 = the local one), into *be. */
+/* The backend of pool `pool` (-1 = the local one, SPW_DAEMON_CLOUD_POOL =
+ * the cloud instances' hosts), into *be. */
 const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be);
+
+/* Cloud instances as hosts (pools.c; docs/hosts.md, "Cloud instances"). */
+#define SPW_DAEMON_CLOUD_POOL (-2)
+/* Makes d->cloud_be when daemon.emulated.boot_command is set: an ssh
+ * backend whose hosts are the instances' addresses.  0, or -1 with err. */
+int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err);
+/* The be_pool a cloud placement of j runs on: SPW_DAEMON_CLOUD_POOL when
+ * every instance of j has an address and there is a cloud backend, else -1
+ * (the local backend, as without hosts). */
+int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j);
+/* Instance x is ready (or found ready after a restart): its address from
+ * the provider, and its host added to the cloud backend. */
+void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x);
+/* Instance x ended at now: its host leaves the cloud backend (jobs with a
+ * rank there are lost). */
+void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now);
 
 /* daemon.c, for daemon_api.c. */
 /* Health without taking mu: 0 healthy; 1 unhealthy (commits fail, or the

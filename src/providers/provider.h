@@ -14,8 +14,8 @@
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
 #define SPW_PROVIDER_VERSION 2
-/* Version 2 added: spw_instance_t.addr (how to reach a ready instance), and
- * LOST from poll() for an instance whose boot failed. */
+/* Version 2 added: spw_instance_t.addr (how to reach a ready instance), the
+ * describe member, and LOST from poll() for an instance whose boot failed. */
 
 /* Buffer sizes of the strings copied into an instance, bytes, NUL included.
  * A provider refuses (at create) offers whose names do not fit, so acquire()
@@ -191,6 +191,13 @@ struct spw_provider_ops {
     /* Frees the provider.  Its instances keep billing, so that a new provider
      * made over the same state can reconcile() them.  NULL-safe. */
     void (*destroy)(void *pv);
+
+    /* (version 2) Writes the provider's current record of instance id to
+     * *out, addr included (events carry no address: the daemon asks here
+     * when an instance turns READY, and after a restart).  Returns 0, or -1
+     * with errno ENOENT if the provider has no such instance.  Never
+     * blocks. */
+    int (*describe)(void *pv, const char *id, spw_instance_t *out, spw_error_t *err);
 };
 
 #endif

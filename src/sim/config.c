@@ -687,6 +687,51 @@ static int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, d
     return 0;
 }
 
+/* daemon.emulated's boot_command, hosts_dir and ssh: emulated instances
+ * that are real hosts (docs/hosts.md, "Cloud instances"). */
+static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
+                          spw_error_t *err)
+{
+    const spw_ynode_t *b = spw_ymap_get(v, "boot_command"), *h = spw_ymap_get(v, "hosts_dir"),
+                      *sn = spw_ymap_get(v, "ssh");
+    const char *s;
+    if (!b && (h || sn))
+        return at(x, h ? h : sn, err, "daemon.emulated: hosts_dir and ssh need boot_command "
+                                      "(the program that boots an instance, e.g. "
+                                      "scripts/netns-hosts.sh)");
+    if (!b)
+        return 0;
+    if (spw_ynode_str(x->d, b, "boot_command", &s, err) < 0)
+        return -1;
+    free(dc->emulated_boot_command);
+    dc->emulated_boot_command = resolve(x->base_dir, s);
+    if (h) {
+        if (spw_ynode_str(x->d, h, "hosts_dir", &s, err) < 0)
+            return -1;
+        free(dc->emulated_hosts_dir);
+        dc->emulated_hosts_dir = resolve(x->base_dir, s);
+    }
+    if (sn) {
+        spw_pool_backend_conf_t sc;
+        memset(&sc, 0, sizeof(sc));
+        if (ssh_keys(x, sn, "(daemon.emulated)", &sc, err) < 0) {
+            free(sc.ssh_user);
+            free(sc.ssh_key);
+            free(sc.ssh_known_hosts);
+            return -1;
+        }
+        free(dc->emulated_ssh_user);
+        free(dc->emulated_ssh_key);
+        free(dc->emulated_ssh_known_hosts);
+        dc->emulated_ssh_user = sc.ssh_user;
+        dc->emulated_ssh_key = sc.ssh_key;
+        dc->emulated_ssh_known_hosts = sc.ssh_known_hosts;
+        dc->emulated_ssh_port = sc.ssh_port;
+        dc->emulated_ssh_down_after_s = sc.ssh_down_after_s;
+    }
+    return 0;
+}
+
 static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "token", "team", "admin", "revoked", NULL};
@@ -862,7 +907,8 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "max_connections_per_ip", "emulated", "run_as",
                                        "allow_root_jobs", "job_env", "sample_s",
                                        "idle_gpu", NULL};
-    static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h", NULL};
+    static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
+                                        "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
     spw_daemon_conf_t *dc = &x->cfg->daemon;
     if (spw_ymap_check_keys(x->d, n, "daemon", keys, err) < 0)
@@ -959,6 +1005,11 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (user_value(x, v, "run_as", &s, err) < 0)
             return -1;
         free(dc->run_as);
+    free(dc->emulated_boot_command);
+    free(dc->emulated_hosts_dir);
+    free(dc->emulated_ssh_user);
+    free(dc->emulated_ssh_key);
+    free(dc->emulated_ssh_known_hosts);
         dc->run_as = spw_xstrdup(s);
     }
     if ((v = spw_ymap_get(n, "allow_root_jobs")) &&
@@ -976,6 +1027,8 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             return -1;
         dc->emulated_seed = (uint64_t)seed;
         dc->emulated_capacity = (uint32_t)cap;
+        if (emulated_hosts(x, v, dc, err) < 0)
+            return -1;
     }
     return 0;
 }

@@ -173,6 +173,19 @@ typedef struct spw_daemon_conf {
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */
+    char *emulated_boot_command; /* owned, resolved; daemon.emulated.boot_command:
+                                   instances are real hosts booted by it
+                                   (`CMD add DIR ID` / `CMD del DIR ID`,
+                                   docs/hosts.md); NULL = records only */
+    char *emulated_hosts_dir;   /* owned, resolved; the DIR given to it;
+                                   NULL = STATE_DIR/instances */
+    char *emulated_ssh_user;    /* owned; login user on instances; NULL = root */
+    char *emulated_ssh_key;     /* owned, resolved; NULL = HOSTS_DIR/id_ed25519 */
+    char *emulated_ssh_known_hosts; /* owned, resolved; NULL =
+                                   HOSTS_DIR/known_hosts */
+    int emulated_ssh_port;      /* ssh port of instances; 0 = 2222 */
+    double emulated_ssh_down_after_s; /* an instance silent this long is down,
+                                   seconds; 0 = 10 */
     double sample_s;            /* dashboard series and GPU telemetry are
                                    sampled this often, seconds; 5 */
     double idle_threshold_pct;  /* idle_gpu: a job whose GPUs average below

@@ -301,7 +301,9 @@ static const char *last_line(const char *s, char *buf, size_t cap)
  * ssh failed or timed out) and out[i] (caller frees). */
 static void cmd_wait_all(spw_ssh_t *sb, cmd_t *cmds, size_t n, int *status, char **out)
 {
-    size_t left = n;
+    size_t left = 0;   /* commands started (a slot without one is skipped) */
+    for (size_t i = 0; i < n; i++)
+        left += cmds[i].pid != 0;
     int *fin = spw_xcalloc(n ? n : 1, sizeof(int));
     double waited_s = 0, step_s = 0.002;
     while (left) {

@@ -1364,6 +1364,18 @@ error: {
     return NULL;
 }
 
+static int em_describe(void *pv, const char *id, spw_instance_t *out, spw_error_t *err)
+{
+    spw_emulated_t *em = pv;
+    ptrdiff_t x = id ? find(em, id) : -1;
+    if (x < 0) {
+        errno = ENOENT;
+        return spw_errorf(err, "describe: no emulated instance '%s'", id ? id : "(null)");
+    }
+    *out = em->inst[x].v;
+    return 0;
+}
+
 const struct spw_provider_ops spw_emulated_ops = {
     .version = SPW_PROVIDER_VERSION,
     .name = "emulated",
@@ -1373,4 +1385,5 @@ const struct spw_provider_ops spw_emulated_ops = {
     .poll = em_poll,
     .reconcile = em_reconcile,
     .destroy = em_destroy,
+    .describe = em_describe,
 };

@@ -1,0 +1,171 @@
+#!/bin/sh
+# cloud.sh: `spillway serve` with 2 on-prem hosts (network namespaces with
+# sshd, scripts/netns-hosts.sh up) and an emulated cloud whose instances are
+# real hosts booted on demand (daemon.emulated.boot_command: netns-hosts.sh
+# add/del; at most 2 live at once): a job that does not fit on-prem bursts
+# and runs inside an instance's namespace (its SPILLWAY_HOST_DIR and
+# SPILLWAY_TEST_HOST are the instance's); its exit code and logs (logs -f)
+# come back; cancel stops the remote process; an idle instance is released
+# after the idle timeout and its namespace goes; a preempted instance's job
+# resumes from its checkpoint on a new instance; after kill -9 of the
+# daemon a cloud job is re-adopted on its instance, not run twice.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/../daemon/daemon-lib"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NET=$ROOT/scripts/netns-hosts.sh
+C=$T/cluster
+HD=$T/instances
+out=$("$NET" up "$C" 2 2>&1)
+rc=$?
+if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
+# Every instance namespace this test's daemon booted, then the on-prem ones.
+down_all() {
+    for d in "$HD"/inst-*; do [ -d "$d" ] && "$NET" del "$HD" "${d##*/inst-}"; done
+    "$NET" down "$C"
+}
+trap 'down_all >/dev/null 2>&1; cleanup' EXIT
+plan 27
+ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
+set -- $(cat "$C/hosts")
+H0=$1 H1=$2
+
+cat >"$T/offers.csv" <<'EOF'
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+emu,test-1,test-1a,g1,A100,1,3.00,0.90
+EOF
+cat >"$T/serve.yaml" <<EOF2
+onprem:
+  - name: hosts
+    backend: ssh
+    hosts: [$H0, $H1]
+    gpus_per_node: 1
+    gpu: A100
+    ssh: {user: root, key: $C/id_ed25519, known_hosts: $C/known_hosts, port: 2222, down_after_s: 4}
+    cost_usd_per_gpu_h: 1.10
+cloud:
+  offers: offers.csv
+  boot_delay_s: 1
+policy:
+  queue: fifo
+  backfill: easy
+  wait: none
+spot:
+  failover: requeue
+  checkpoint_interval_s: continuous
+daemon:
+  tick_s: 0.05
+  kill_grace_s: 1
+  idle_timeout_s: 3
+  emulated:
+    capacity: 2
+    boot_command: $NET
+    hosts_dir: $HD
+    ssh: {down_after_s: 4}
+  tokens:
+    - {token: $ML_TOKEN, team: ml}
+    - {token: $ADMIN_TOKEN, admin: true}
+EOF2
+chmod 600 "$T/serve.yaml"
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts with 2 ssh hosts and instances as hosts" || { diag "$(cat "$DLOG")"; exit 1; }
+
+# Instance ids of job $1 (from its JSON), space-separated.
+insts() { show_json "$1" "$T/j.json" && jpy "$T/j.json" '" ".join(d["instances"])'; }
+live_ns() { ip netns list 2>/dev/null | grep -c '^spwc'; }
+ns_of() { sed -n 's/^netns //p' "$HD/inst-$1/state" 2>/dev/null; }
+remote_pid() { cat "$HD/inst-$1/spillway/jobs/$2/pid" 2>/dev/null; }
+rdirs() { ls "$HD/inst-$2/spillway/jobs" 2>/dev/null | grep "\.$1\.[0-9]*-r"; }
+alive_remote() { ar_p=$(remote_pid "$1" "$2"); [ -n "$ar_p" ] && kill -0 "$ar_p" 2>/dev/null && grep -q spw-shim "/proc/$ar_p/cmdline" 2>/dev/null; }
+
+# ---- both on-prem hosts busy ----------------------------------------------
+h0=$(submit ml --gpus 1 --name hog0 -- sleep 600)
+h1=$(submit ml --gpus 1 --name hog1 -- sleep 600)
+wait_for "$h0" running 30 && wait_for "$h1" running 30
+ok $? "two long jobs take both on-prem hosts"
+
+# ---- a burst runs inside a booted instance ---------------------------------
+a=$(submit ml --gpus 1 --name burst -- sh -c 'echo "dir=$SPILLWAY_HOST_DIR host=$SPILLWAY_TEST_HOST"; echo warn >&2; exit 3')
+wait_for "$a" failed 40
+ok $? "a job that does not fit on-prem bursts and ends (exit 3: failed)" || diag "$(tail -20 "$DLOG")"
+[ "$(field "$a" 'd["exit_code"]')" = 3 ] && [ "$(field "$a" 'd["where"]')" = cloud ]
+ok $? "with exit_code 3, in the cloud"
+ia=$(insts "$a")
+spw ml logs "$a" >"$T/a.out" 2>&1
+[ -n "$ia" ] && [ "$(cat "$T/a.out")" = "dir=$HD/inst-$ia/spillway host=$ia" ]
+ok $? "it ran inside instance $ia's namespace, over ssh: $(cat "$T/a.out")"
+[ -s "$HD/inst-$ia/addr" ] && grep -q "instance $ia is host $(cat "$HD/inst-$ia/addr")" "$DLOG"
+ok $? "the instance was booted on demand as host $(cat "$HD/inst-$ia/addr" 2>/dev/null)"
+
+# ---- release after the idle timeout: the namespace goes ---------------------
+ns=$(ns_of "$ia")
+released() { [ ! -f "$HD/inst-$ia/state" ] && ! ip netns list | grep -q "^$ns\b"; }
+wait_until 20 released
+ok $? "idle for idle_timeout_s, instance $ia is released and its namespace $ns is gone" || diag "$(tail -20 "$DLOG")"
+grep -q "instance $ia released after" "$DLOG"
+ok $? "the daemon says so: $(grep "instance $ia released" "$DLOG" | head -1)"
+
+# ---- logs -f, and cancel ----------------------------------------------------
+f=$(submit ml --gpus 1 --name follow -- sh -c 'for i in 1 2 3 4; do echo "tick $i on $SPILLWAY_TEST_HOST"; sleep 0.5; done')
+SPILLWAY_TOKEN=$ML_TOKEN timeout 60 "$SPW" logs -f "$f" >"$T/f.out" 2>"$T/f.err"
+ok $? "spillway logs -f follows a cloud job to its end"
+if_=$(insts "$f")
+[ "$(grep -c "^tick [1-4] on $if_\$" "$T/f.out")" = 4 ] && [ "$(state_of "$f")" = succeeded ]
+ok $? "all 4 lines, from instance $if_; the job succeeded" || diag "$(cat "$T/f.out" "$T/f.err")"
+
+c=$(submit ml --gpus 1 --name sleeper -- sleep 300)
+wait_for "$c" running 40
+ic=$(insts "$c")
+wait_until 10 alive_remote "$ic" "$(rdirs "$c" "$ic")"
+ok $? "a sleep runs on instance $ic"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 30
+ok $? "spillway cancel: the job is cancelled"
+dead_remote() { ! alive_remote "$@"; }
+wait_until 10 dead_remote "$ic" "$(rdirs "$c" "$ic")"
+ok $? "and its process on instance $ic is gone"
+
+# ---- preemption -> resumes from its checkpoint on another instance ----------
+p=$(submit ml --gpus 1 --name spotty -- sh -c 'c=$SPILLWAY_CHECKPOINT_DIR/step; [ -f "$c" ] && echo "resumed from $(cat "$c") on $SPILLWAY_TEST_HOST"; echo "$SPILLWAY_TEST_HOST" >"$c"; echo "start $SPILLWAY_ATTEMPT on $SPILLWAY_TEST_HOST"; sleep 300')
+wait_for "$p" running 40
+ip1=$(insts "$p")
+wait_until 10 alive_remote "$ip1" "$(rdirs "$p" "$ip1")"
+ok $? "a checkpointing job runs on instance $ip1"
+pid1=$(remote_pid "$ip1" "$(rdirs "$p" "$ip1")")
+ns=$(ns_of "$ip1")
+spw admin admin preempt "$ip1" >/dev/null 2>"$T/err"
+ok $? "spillway admin preempt $ip1" || diag "$(cat "$T/err")"
+moved() { i=$(insts "$p"); [ -n "$i" ] && [ "$i" != "$ip1" ] && [ "$(state_of "$p")" = running ]; }
+wait_until 40 moved
+ok $? "the job is placed again, on instance $(insts "$p")" || diag "$(tail -20 "$DLOG")"
+ip2=$(insts "$p")
+resumed() { spw ml logs "$p" 2>/dev/null | grep -q "^resumed from $ip1 on $ip2\$"; }
+wait_until 20 resumed
+ok $? "its attempt 2 read attempt 1's checkpoint: $(spw ml logs "$p" 2>/dev/null | grep resumed)"
+gone_ns() { ! ip netns list | grep -q "^$ns\b" && ! kill -0 "$pid1" 2>/dev/null; }
+wait_until 20 gone_ns
+ok $? "the preempted instance's namespace $ns and its process $pid1 are gone"
+[ "$(live_ns)" -le 2 ]
+ok $? "at most 2 instances live ($(live_ns) namespaces)"
+
+# ---- kill -9 of the daemon: re-adopted, not started twice -------------------
+pid2=$(remote_pid "$ip2" "$(rdirs "$p" "$ip2")")
+kill9_daemon
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon restarts after kill -9"
+wait_for "$p" running 10
+ok $? "the cloud job is running again after the restart" || diag "$(cat "$DLOG")"
+sleep 1
+grep -q "job $p: re-adopted ssh job $(cat "$HD/inst-$ip2/addr" 2>/dev/null)" "$DLOG"
+ok $? "re-adopted on its instance: $(grep "job $p: re-adopted" "$DLOG")" || diag "$(cat "$DLOG")"
+[ "$(rdirs "$p" "$ip2" | wc -l)" = 1 ] && [ "$(remote_pid "$ip2" "$(rdirs "$p" "$ip2")")" = "$pid2" ] &&
+    kill -0 "$pid2" 2>/dev/null && [ "$(field "$p" 'd["attempts"]')" = 2 ]
+ok $? "the same process ($pid2) still runs, no third attempt"
+spw ml cancel "$p" >/dev/null 2>&1
+wait_for "$p" cancelled 30
+ok $? "the re-adopted job is cancelled through the new daemon"
+wait_until 10 dead_remote "$ip2" "$(rdirs "$p" "$ip2")"
+ok $? "and its process on instance $ip2 is gone"
+spw ml cancel "$h0" >/dev/null 2>&1
+spw ml cancel "$h1" >/dev/null 2>&1
+stop_daemon
+ok $? "the daemon stops on SIGTERM"
