@@ -32,6 +32,9 @@ const char spw_cli_submit_usage[] =
     "                       scheduler decide between waiting and bursting\n"
     "  --max-runtime D      stop it after it has run this long\n"
     "  --priority P         larger runs first (default 0)\n"
+    "  --gpus-per-node N    it may span nodes of N GPUs each (a gang: one process\n"
+    "                       per node, RANK/WORLD_SIZE/MASTER_ADDR set; in the\n"
+    "                       cloud, several instances); default: one node\n"
     "  --retries N          re-runs after a failure, 0 to 100 (default 0)\n"
     "  --deadline T         it should end by T: 2026-11-21T18:00:00Z or unix seconds\n"
     "  --spot MODE          auto (its spot policy decides), always (spot capacity\n"
@@ -228,7 +231,7 @@ static char *absolute_dir(const char *dir)
 int spw_cli_submit(int argc, char **argv)
 {
     enum {
-        O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES,
+        O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES, O_GPN,
         O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT, O_CLASS, O_LABEL, O_DATA,
         O_RESIDENCY
     };
@@ -240,6 +243,7 @@ int spw_cli_submit(int argc, char **argv)
         {"est-runtime", required_argument, NULL, O_EST},
         {"max-runtime", required_argument, NULL, O_MAX},
         {"priority", required_argument, NULL, O_PRIO},
+        {"gpus-per-node", required_argument, NULL, O_GPN},
         {"retries", required_argument, NULL, O_RETRIES},
         {"deadline", required_argument, NULL, O_DEADLINE},
         {"workdir", required_argument, NULL, O_WORKDIR},
@@ -288,6 +292,11 @@ int spw_cli_submit(int argc, char **argv)
             if (parse_int(optarg, INT32_MIN, INT32_MAX, &v) < 0)
                 spw_cli_die_usage("submit", "--priority takes a whole number, e.g. 10 or -5");
             json_object_set_new(spec, "priority", json_integer(v));
+            break;
+        case O_GPN:
+            if (parse_int(optarg, 1, 1024, &v) < 0)
+                spw_cli_die_usage("submit", "--gpus-per-node takes a count from 1 to 1024");
+            json_object_set_new(spec, "gpus_per_node", json_integer(v));
             break;
         case O_RETRIES:
             if (parse_int(optarg, 0, SPW_JOBSPEC_MAX_RETRIES, &v) < 0)

@@ -1267,6 +1267,7 @@ static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
     j->ej.gpus = j->gpus;
     j->ej.gpu_mask = j->gpu_mask;
     j->ej.priority = j->spec.priority;
+    j->ej.gpus_per_node = j->spec.gpus_per_node;
     j->ej.deadline_s = j->spec.deadline_s;
     job_gov(d, j);
     if (isnan(d->since_ts))
@@ -2228,6 +2229,7 @@ static void engine_fields(spw_daemon_t *d, djob_t *j)
     j->gpu_mask = spw_daemon_mask(d, &j->spec, &e2);
     j->ej.gpu_mask = j->gpu_mask;
     j->ej.priority = j->spec.priority;
+    j->ej.gpus_per_node = j->spec.gpus_per_node;
     j->ej.deadline_s = j->spec.deadline_s;
     job_gov(d, j);
 }

@@ -655,6 +655,19 @@ static int f_retries(const pctx_t *c, const spw_ynode_t *n,
     return 0;
 }
 
+static int f_gpus_per_node(const pctx_t *c, const spw_ynode_t *n, const char *field,
+                           spw_jobspec_t *s)
+{
+    int64_t v;
+
+    if (n->kind != SPW_Y_SCALAR || int_text(n->str, &v) < 0)
+        return type_error(c, n, field, "an integer");
+    if (v < 1 || v > 1024)
+        return field_error(c, n, field, "must be between 1 and 1024");
+    s->gpus_per_node = (uint32_t)v;
+    return 0;
+}
+
 static int f_spot(const pctx_t *c, const spw_ynode_t *n, const char *field,
                   spw_jobspec_t *s)
 {
@@ -702,7 +715,7 @@ enum {
     F_NAME, F_TEAM, F_CLASS, F_LABELS, F_RUN, F_GPUS, F_EST_RUNTIME,
     F_MAX_RUNTIME, F_PRIORITY, F_DEADLINE, F_DATA, F_RESIDENCY, F_ENV,
     F_WORKDIR, F_RETRIES, F_SPOT, F_SPOT_POLICY, F_CHECKPOINT_INTERVAL,
-    NFIELDS
+    F_GPUS_PER_NODE, NFIELDS
 };
 static const struct field {
     const char *name;   /* key in the document */
@@ -726,6 +739,7 @@ static const struct field {
     [F_SPOT] = {"spot", f_spot},
     [F_SPOT_POLICY] = {"spot_policy", f_spot_policy},
     [F_CHECKPOINT_INTERVAL] = {"checkpoint_interval", f_checkpoint_interval},
+    [F_GPUS_PER_NODE] = {"gpus_per_node", f_gpus_per_node},
 };
 
 static int parse_root(const pctx_t *c, const spw_ynode_t *root,
@@ -945,6 +959,8 @@ char *spw_jobspec_to_json(const spw_jobspec_t *s)
         bad |= put(o, "workdir", json_string(s->workdir));
     if (s->retries)
         bad |= put(o, "retries", json_integer(s->retries));
+    if (s->gpus_per_node)
+        bad |= put(o, "gpus_per_node", json_integer(s->gpus_per_node));
     if (s->jclass)
         bad |= put(o, "class", json_string(s->jclass));
     if (s->nlabels) {
@@ -1000,6 +1016,7 @@ int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b)
         a->priority != b->priority ||
         !num_eq(a->deadline_s, b->deadline_s) || a->nenv != b->nenv ||
         !str_eq(a->workdir, b->workdir) || a->retries != b->retries ||
+        a->gpus_per_node != b->gpus_per_node ||
         !str_eq(a->jclass, b->jclass) || a->nlabels != b->nlabels ||
         !str_eq(a->data, b->data) || !str_eq(a->residency, b->residency) ||
         a->spot_mode != b->spot_mode || a->spot_policy != b->spot_policy ||

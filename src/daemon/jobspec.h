@@ -61,6 +61,9 @@ typedef struct spw_jobspec {
     double max_runtime_s;      /* killed past this many seconds of running,
                                   > 0; NAN = no limit */
     int32_t priority;          /* larger runs first; 0 when not given */
+    uint32_t gpus_per_node;    /* gpus_per_node: N > 0 lets it span nodes
+                                  of >= N GPUs (in the cloud, several
+                                  instances, one rank each); 0 = one node */
     double deadline_s;         /* should end by this unix time, seconds;
                                   NAN = no deadline */
     spw_env_var_t *env;        /* owned, nenv entries sorted by key with no
@@ -105,7 +108,9 @@ typedef struct spw_jobspec {
  * (a map of up to 64 strings, keys and values without '='), data (a dataset
  * name) and residency (a residency class), and for spot capacity spot (auto,
  * always, never), spot_policy (ondemand, greedy, uniform-progress) and
- * checkpoint_interval (a duration, 0 = none, or "continuous").  run and gpus are required; unknown
+ * checkpoint_interval (a duration, 0 = none, or "continuous"), and
+ * gpus_per_node (1..1024: the job may span nodes of that many GPUs; in the
+ * cloud several instances).  run and gpus are required; unknown
  * or repeated fields are errors.  Scalars are read by their text in both
  * formats, so JSON "2" and 2 are the same gpus, as in YAML.
  *

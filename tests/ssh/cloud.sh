@@ -24,7 +24,7 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 27
+plan 30
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
@@ -104,6 +104,39 @@ ok $? "idle for idle_timeout_s, instance $ia is released and its namespace $ns i
 grep -q "instance $ia released after" "$DLOG"
 ok $? "the daemon says so: $(grep "instance $ia released" "$DLOG" | head -1)"
 
+# ---- a 2-node gang across two instances (TCP all-reduce) ------------------
+cat >"$T/allreduce.py" <<'PY'
+import os, socket, sys, time
+rank = int(os.environ['RANK']); world = int(os.environ['WORLD_SIZE'])
+addr = os.environ['MASTER_ADDR']; port = int(os.environ['MASTER_PORT'])
+if rank == 0:
+    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((addr, port)); srv.listen(world); total = rank + 1; peers = []
+    while len(peers) < world - 1:
+        c, _ = srv.accept(); total += int(c.recv(64).decode()); peers.append(c)
+    for c in peers: c.sendall(str(total).encode())
+else:
+    for i in range(300):
+        try: c = socket.create_connection((addr, port), timeout=5); break
+        except OSError: time.sleep(0.05)
+    c.sendall(str(rank + 1).encode()); total = int(c.recv(64).decode())
+print('rank %d of %d nodes %s on %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'],
+      os.environ['SPILLWAY_TEST_HOST'], total))
+sys.exit(0 if total == world * (world + 1) // 2 else 1)
+PY
+g=$(submit ml --gpus 2 --gpus-per-node 1 --name gang -- python3 "$T/allreduce.py")
+wait_for "$g" succeeded 60
+ok $? "a 2-GPU job with gpus_per_node 1 succeeds in the cloud" || diag "$(spw ml logs "$g" 2>&1)" "$(tail -20 "$DLOG")"
+set -- $(insts "$g")
+g0=${1:-} g1=${2:-}
+A0=$(cat "$HD/inst-$g0/addr" 2>/dev/null) A1=$(cat "$HD/inst-$g1/addr" 2>/dev/null)
+spw ml logs "$g" >"$T/gang.out" 2>&1
+[ -n "$g1" ] && [ "$(cat "$T/gang.out")" = "rank 0 of 2 nodes $A0,$A1 on $g0 sum=3" ]
+ok $? "a gang on instances $g0 and $g1, rank 0 summed both over TCP: $(cat "$T/gang.out")"
+grep -q "^rank 1 of 2 nodes $A0,$A1 on $g1 sum=3\$" "$T/state/logs/$g.node1.out" 2>/dev/null ||
+    grep -rqs "^rank 1 of 2 nodes $A0,$A1 on $g1 sum=3\$" "$T/state/logs"
+ok $? "rank 1 ran on instance $g1"
+
 # ---- logs -f, and cancel ----------------------------------------------------
 f=$(submit ml --gpus 1 --name follow -- sh -c 'for i in 1 2 3 4; do echo "tick $i on $SPILLWAY_TEST_HOST"; sleep 0.5; done')
 SPILLWAY_TOKEN=$ML_TOKEN timeout 60 "$SPW" logs -f "$f" >"$T/f.out" 2>"$T/f.err"
@@ -141,9 +174,9 @@ ip2=$(insts "$p")
 resumed() { spw ml logs "$p" 2>/dev/null | grep -q "^resumed from $ip1 on $ip2\$"; }
 wait_until 20 resumed
 ok $? "its attempt 2 read attempt 1's checkpoint: $(spw ml logs "$p" 2>/dev/null | grep resumed)"
-gone_ns() { ! ip netns list | grep -q "^$ns\b" && ! kill -0 "$pid1" 2>/dev/null; }
+gone_ns() { [ ! -f "$HD/inst-$ip1/state" ] && ! kill -0 "$pid1" 2>/dev/null; }
 wait_until 20 gone_ns
-ok $? "the preempted instance's namespace $ns and its process $pid1 are gone"
+ok $? "the preempted instance $ip1 is torn down (namespace $ns deleted) and its process $pid1 is gone"
 [ "$(live_ns)" -le 2 ]
 ok $? "at most 2 instances live ($(live_ns) namespaces)"
 
