@@ -230,7 +230,7 @@ static void test_errors(void)
          "t.yaml:3:1: unknown field 'preemptible' (expected one of: name, "
          "team, class, labels, run, gpus, est_runtime, max_runtime, "
          "priority, deadline, data, residency, env, workdir, retries, spot, "
-         "spot_policy, checkpoint_interval)"},
+         "spot_policy, checkpoint_interval, gpus_per_node)"},
         {"t.yaml", "run: [x]\ngpus: 1\nspot: true\n",
          "t.yaml:3:7: field 'spot': expected auto, always or never, got "
          "'true'"},
@@ -319,6 +319,8 @@ static void test_errors(void)
          "t.yaml:3:10: field 'retries': must be between 0 and 100"},
         {"t.yaml", "run: [x]\ngpus: 1\nretries: two\n",
          "t.yaml:3:10: field 'retries': expected an integer, got 'two'"},
+        {"t.yaml", "run: [x]\ngpus: 2\ngpus_per_node: 0\n",
+         "t.yaml:3:16: field 'gpus_per_node': must be between 1 and 1024"},
         {"t.yaml", "run: [x]\ngpus: 1\npriority: 2147483648\n",
          "t.yaml:3:11: field 'priority': must be between -2147483648 and "
          "2147483647"},
