@@ -139,6 +139,8 @@ static const char allreduce_py[] =
     "print('rank %d of %d on host %s: sum=%d' % (rank, world, os.environ.get('SPILLWAY_TEST_HOST'), total))\n"
     "sys.exit(0 if total == world * (world + 1) // 2 else 1)\n";
 
+static char cmd_kill[1200];   /* a scratch path */
+
 int main(void)
 {
     const char *t = getenv("SPW_TEST_DIR");
@@ -414,6 +416,87 @@ int main(void)
     o = slurp("j12", "out");
     is_str(o, "once\n", "its output once");
     free(o);
+
+    /* A gang whose host list does not fit the handle is adopted from
+     * LOG_DIR/JOBID/JOBID.hosts: here a handle saying "@" and that file
+     * (what a launch writes for a list over 127 bytes). */
+    rc = launch(sb, "g5", "d1.g5.1", NULL, argv4, NULL, 2, 0, &h, &err);
+    ok(rc == 0, "launch a 2-node gang g5: %s", err.text);
+    spw_handle_t at = h;
+    spw_ssh_destroy(sb);
+    snprintf(path, sizeof(path), "%s/logs/g5/g5.hosts", T);
+    f = fopen(path, "w");
+    fprintf(f, "d1.g5.1 %s\n", h.ext);
+    fclose(f);
+    snprintf(at.ext, sizeof(at.ext), "@");
+    sb = make(3, &err);
+    ok(sb && spw_ssh_ops.adopt(sb, &at, &err) == 0, "a handle '@' is adopted from g5.hosts (%s): %s",
+       h.ext, err.text);
+    spw_ssh_ops.cancel(sb, &at, now(), &err);
+    got = wait_exit(sb, "g5", &x, 20);
+    ok(got && x.cause == SPW_CAUSE_CANCELLED, "both ranks of g5 cancelled");
+    at.ext[0] = '@';
+    snprintf(at.token, sizeof(at.token), "d1.g5.2");
+    ok(spw_ssh_ops.adopt(sb, &at, &err) < 0 && strstr(err.text, "missing"),
+       "a '@' handle whose file names another token is refused: %s", err.text);
+
+    /* Dynamic hosts (a daemon's cloud instances): none at first, added by
+     * address, a launch pinned to them by SPILLWAY_SSH_HOSTS, then one
+     * removed: its job is lost at once. */
+    {
+        char key[1100], kh[1100], logs[1100];
+        snprintf(key, sizeof(key), "%s/cluster/id_ed25519", T);
+        snprintf(kh, sizeof(kh), "%s/cluster/known_hosts", T);
+        snprintf(logs, sizeof(logs), "%s/logs", T);
+        spw_ssh_opts_t dopt = {.dynamic = 1, .user = "root", .key = key, .known_hosts = kh,
+                            .port = 2222, .log_dir = logs, .grace_s = 2, .cmd_timeout_s = 10,
+                            .sync_interval_s = 0.2, .down_after_s = 3};
+        spw_ssh_t *db = spw_ssh_create(&dopt, &err);
+        ok(db && spw_ssh_host_count(db) == 0, "a dynamic backend starts with no host: %s", err.text);
+        ok(db && spw_ssh_host_add(db, hosts[2], 1, &err) == 0 &&
+           spw_ssh_host_add(db, hosts[1], 1, &err) == 0 &&
+           spw_ssh_host_add(db, hosts[1], 1, &err) == 0 && spw_ssh_host_count(db) == 2,
+           "two hosts added by address (twice is a no-op): %s", err.text);
+        ok(db && spw_ssh_host_add(db, "bad host", 1, &err) < 0, "a bad address is refused: %s",
+           err.text);
+        char pin[200];
+        snprintf(pin, sizeof(pin), "SPILLWAY_SSH_HOSTS=%s,%s", hosts[1], hosts[2]);
+        const char *envd[] = {pin, "SPILLWAY_PLACEMENT=emu/x/y/1", NULL};
+        rc = db ? launch(db, "d2", "d1.d2.1", "echo \"rank $RANK on host $SPILLWAY_TEST_HOST\"; sleep 60",
+                         NULL, envd, 2, 1, &h, &err) : -1;
+        ok(rc == 0, "a 2-node launch pinned to hosts 1,2 by address: %s", err.text);
+        o = NULL;
+        for (double end2 = now() + 10; db && now() < end2; nap()) {
+            spw_ssh_ops.tick(db, now());
+            free(o);
+            o = slurp("d2", "out");
+            if (strstr(o, "rank 0"))
+                break;
+        }
+        ok(o && strcmp(o, "rank 0 on host 1\n") == 0, "rank 0 ran on host 1: %s", o ? o : "");
+        free(o);
+        ok(db && spw_ssh_host_remove(db, hosts[2], now()) == 0, "host 2 removed");
+        ok(db && spw_ssh_host_remove(db, "10.255.255.1", now()) < 0, "removing an unknown host fails");
+        spw_ssh_ops.cancel(db, &h, now(), &err);
+        got = db && wait_exit(db, "d2", &x, 20);
+        ok(got && x.kind == SPW_EXIT_LOST, "its job is lost with the host (%s)",
+           spw_exit_kind_name(x.kind));
+        ok(db && spw_ssh_host_add(db, hosts[2], 1, &err) == 0, "the address comes back as a host: %s",
+           err.text);
+        spw_ssh_host_info_t hi2;
+        if (db)
+            spw_ssh_host(db, 1, &hi2);
+        ok(db && hi2.up, "and is up");
+        /* whatever the removed host still ran is this test's: stop it */
+        snprintf(cmd_kill, sizeof(cmd_kill), "%s/cluster/host-2/spillway/jobs/d1.d2.1-r1/pid", T);
+        FILE *pf = fopen(cmd_kill, "r");
+        long rp = 0;
+        if (pf && fscanf(pf, "%ld", &rp) == 1 && rp > 0)
+            kill(-(pid_t)rp, SIGKILL);
+        if (pf)
+            fclose(pf);
+        spw_ssh_destroy(db);
+    }
 
     /* A host cut off: down after down_after_s, its job LOST, fenced (killed)
      * when the link comes back, then up again. */

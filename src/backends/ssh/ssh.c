@@ -819,6 +819,61 @@ static int read_sidecar(spw_ssh_t *sb, const char *job_id, const char *token, lo
 
 /* ---- status ------------------------------------------------------------ */
 
+/* LOG_DIR/JOBID/JOBID.hosts: "TOKEN HOST,HOST,..." for a launch whose
+ * host list does not fit its handle (ext "@"). */
+static int write_hosts_file(spw_ssh_t *sb, const char *job_id, const char *token,
+                            const char *list)
+{
+    char dir[4096], path[4200], tmp[4210];
+    job_dir(sb, job_id, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/%s.hosts", dir, job_id);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%s %s\n", token, list) > 0;
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+/* The host list of handle h (caller frees): its ext, or for "@" the list
+ * in LOG_DIR/JOBID/JOBID.hosts written for its token; NULL if none. */
+static char *handle_hosts(spw_ssh_t *sb, const spw_handle_t *h)
+{
+    if (strcmp(h->ext, "@") != 0)
+        return spw_xstrdup(h->ext);
+    char dir[4096], path[4200];
+    job_dir(sb, h->job_id, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/%s.hosts", dir, h->job_id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    spw_strbuf_t b = {0};
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk) - 1, f)) > 0) {
+        chunk[n] = '\0';
+        spw_strbuf_add(&b, chunk);
+    }
+    fclose(f);
+    char *sp = b.s ? strchr(b.s, ' ') : NULL;
+    if (!sp || (size_t)(sp - b.s) != strlen(h->token) || strncmp(b.s, h->token, strlen(h->token))) {
+        free(b.s);
+        return NULL;
+    }
+    char *list = spw_xstrdup(sp + 1);
+    list[strcspn(list, "\n")] = '\0';
+    free(b.s);
+    return list;
+}
+
 static int parse_state(const char *s, spw_exit_kind_t *kind, int *status, int *final)
 {
     int n;
@@ -1298,6 +1353,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
 
     uint32_t *hosts = spw_xcalloc(nodes, sizeof(uint32_t));
     uint64_t *bits = spw_xcalloc(nodes, sizeof(uint64_t));
+    spw_strbuf_t ipb = {0};
     job_t *j = NULL;
     cmd_t *cmds = NULL;
     int *st = NULL;
@@ -1305,17 +1361,22 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     if (place(sb, req, nodes, hosts, bits, err) < 0)
         goto error;
 
-    char ext[SPW_HANDLE_EXT_MAX] = "", ips[4096] = "";
-    for (uint32_t k = 0; k < nodes; k++) {
-        snprintf(ips + strlen(ips), sizeof(ips) - strlen(ips), "%s%s", k ? "," : "",
-                 sb->hosts[hosts[k]].addr);
+    char ext[SPW_HANDLE_EXT_MAX] = "";
+    for (uint32_t k = 0; k < nodes; k++)
+        spw_strbuf_printf(&ipb, "%s%s", k ? "," : "", sb->hosts[hosts[k]].addr);
+    const char *ips = ipb.s;
+    /* The handle names the hosts; a list too long for it is kept in
+     * LOG_DIR/JOBID/JOBID.hosts (and on each host) and the handle says "@". */
+    if (strlen(ips) < sizeof(ext)) {
+        memcpy(ext, ips, strlen(ips) + 1);
+    } else {
+        if (write_hosts_file(sb, req->job_id, req->token, ips) < 0) {
+            spw_errorf(err, "ssh backend: cannot write %s/%s/%s.hosts: %s", sb->log_dir,
+                       req->job_id, req->job_id, strerror(errno));
+            goto error;
+        }
+        snprintf(ext, sizeof(ext), "@");
     }
-    if (strlen(ips) >= sizeof(ext)) {
-        spw_errorf(err, "ssh backend: the host list of this gang (%zu bytes) does not fit a "
-                   "handle (%d); use shorter host names", strlen(ips), SPW_HANDLE_EXT_MAX - 1);
-        goto error;
-    }
-    memcpy(ext, ips, strlen(ips) + 1); /* fits: checked above */
 
     /* Local logs: rank 0 appends to JOBID.out/.err (bases in JOBID.ssh),
      * other ranks start fresh files. */
@@ -1386,7 +1447,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                    "  echo \"E launch $T was started on this host before\"; exit 1\nfi\n");
         spw_strbuf_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
                   "restarted daemon\"; exit 1; fi\n", req->token, req->token);
-        spw_strbuf_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ext);
+        spw_strbuf_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ips);
         if (req->workdir) {
             spw_strbuf_add(&s, "W=");
             spw_strbuf_quote(&s, req->workdir);
@@ -1558,6 +1619,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     j->h.start_ticks = 0;
     *out = j->h;
     track(sb, j);
+    free(ipb.s);
     for (uint32_t k = 0; k < nodes; k++)
         free(outs[k]);
     free(outs);
@@ -1568,6 +1630,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
     return 0;
 
 error:
+    free(ipb.s);
     if (outs)
         for (uint32_t k = 0; k < nodes; k++)
             free(outs[k]);
@@ -1659,11 +1722,25 @@ static int ssh_poll(void *be, spw_exit_t *exits, size_t max)
     return (int)n;
 }
 
-/* Hosts of a handle's ext, as indices.  Returns the count, or -1 with err. */
+static int ext_hosts_in(spw_ssh_t *sb, char *buf, uint32_t *hosts, size_t cap, spw_error_t *err);
+
+/* Hosts of a host list (a handle's ext, or what handle_hosts read), as
+ * indices.  Returns the count, or -1 with err. */
 static int ext_hosts(spw_ssh_t *sb, const char *ext, uint32_t *hosts, size_t cap, spw_error_t *err)
 {
-    char buf[SPW_HANDLE_EXT_MAX];
-    snprintf(buf, sizeof(buf), "%s", ext);
+    if (!ext) {
+        errno = ESRCH;
+        return spw_errorf(err, "the handle's host list (LOG_DIR/JOBID/JOBID.hosts) is missing");
+    }
+    char *buf = spw_xstrdup(ext);
+    int rc = ext_hosts_in(sb, buf, hosts, cap, err);
+    free(buf);
+    return rc;
+}
+
+/* ext_hosts on a writable copy. */
+static int ext_hosts_in(spw_ssh_t *sb, char *buf, uint32_t *hosts, size_t cap, spw_error_t *err)
+{
     size_t n = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -1788,7 +1865,9 @@ static int ssh_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
         return spw_errorf(err, "the handle of job %s has no launch token", h->job_id);
     }
     uint32_t hosts[SPW_SSH_MAX_HOSTS];
-    int n = ext_hosts(sb, h->ext, hosts, SPW_SSH_MAX_HOSTS, err);
+    char *list = handle_hosts(sb, h);
+    int n = ext_hosts(sb, list, hosts, SPW_SSH_MAX_HOSTS, err);
+    free(list);
     if (n < 0)
         return -1;
     char(*state)[64] = spw_xcalloc((size_t)n, 64);
@@ -1836,7 +1915,7 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
         free(s.s);
     }
     cmd_wait_all(sb, c, n, st, o);
-    char hostsline[SPW_HANDLE_EXT_MAX] = "";
+    char *hostsline = NULL;   /* rank 0's `hosts` file: the whole list */
     int found = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (sb->hosts[i].gone)
@@ -1850,11 +1929,17 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
         for (char *p = o[i]; (p = strstr(p, "D ")) != NULL; p += 2) {
             if (p != o[i] && p[-1] != '\n')
                 continue;
-            char dir[SPW_TOKEN_MAX + 16], hl[SPW_HANDLE_EXT_MAX] = "";
-            if (sscanf(p, "D %111s %127s", dir, hl) >= 1) {
+            char dir[SPW_TOKEN_MAX + 16];
+            if (sscanf(p, "D %111s", dir) >= 1) {
                 found++;
-                if (strcmp(dir + strlen(token), "-r0") == 0)
-                    snprintf(hostsline, sizeof(hostsline), "%s", hl);
+                if (strcmp(dir + strlen(token), "-r0") == 0) {
+                    /* "D DIR HOST,HOST,...": the rest of the line */
+                    const char *hl = p + 2 + strlen(dir);
+                    hl += strspn(hl, " ");
+                    free(hostsline);
+                    hostsline = spw_xstrdup(hl);
+                    hostsline[strcspn(hostsline, " \n")] = '\0';
+                }
                 add_fence(sb, (uint32_t)i, dir);
             }
         }
@@ -1864,22 +1949,30 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
     free(o);
     free(st);
     free(c);
-    if (rc < 0)
-        return -1;
-    if (!found)
-        return 0;
+    if (rc < 0 || !found) {
+        free(hostsline);
+        return rc < 0 ? -1 : 0;
+    }
     /* Something carries the token.  A complete launch whose ranks all run
      * is adopted; anything else stays fenced (killed by tick()). */
     spw_handle_t h;
     memset(&h, 0, sizeof(h));
     snprintf(h.token, sizeof(h.token), "%s", token);
-    snprintf(h.ext, sizeof(h.ext), "%s", hostsline);
     const char *dot1 = strchr(token, '.'), *dot2 = strrchr(token, '.');
     if (dot1 && dot2 > dot1)
         snprintf(h.job_id, sizeof(h.job_id), "%.*s", (int)(dot2 - dot1 - 1), dot1 + 1);
+    if (hostsline && strlen(hostsline) < sizeof(h.ext))
+        snprintf(h.ext, sizeof(h.ext), "%s", hostsline);
+    else if (hostsline && (!h.job_id[0] ||
+                           write_hosts_file(sb, h.job_id, token, hostsline) < 0))
+        hostsline[0] = '\0';   /* cannot be handed over: stays fenced */
+    else if (hostsline)
+        snprintf(h.ext, sizeof(h.ext), "@");
     uint32_t hosts[SPW_SSH_MAX_HOSTS];
     spw_error_t e2;
-    int nh = hostsline[0] ? ext_hosts(sb, hostsline, hosts, SPW_SSH_MAX_HOSTS, &e2) : -1;
+    int nh = hostsline && hostsline[0] ? ext_hosts(sb, hostsline, hosts, SPW_SSH_MAX_HOSTS, &e2)
+                                       : -1;
+    free(hostsline);
     if (nh > 0 && nh == found) {
         char(*state)[64] = spw_xcalloc((size_t)nh, 64);
         long *pid = spw_xcalloc((size_t)nh, sizeof(long));

@@ -30,8 +30,10 @@
  *   token modulo 1000) and SPILLWAY_NODE_IPS (every rank's address, in rank
  *   order).  All or nothing: if one rank cannot start, those started are
  *   killed and launch() fails.  The handle's ext is the hosts in rank order,
- *   comma-separated (at most SPW_HANDLE_EXT_MAX-1 bytes); pid/pgid are rank
- *   0's shim on its host.
+ *   comma-separated, when that fits (SPW_HANDLE_EXT_MAX-1 bytes); a longer
+ *   list goes to LOG_DIR/JOBID/JOBID.hosts ("TOKEN LIST") and ext is "@".
+ *   Each rank's directory on its host holds the whole list (`hosts`), which
+ *   find() reads back.  pid/pgid are rank 0's shim on its host.
  * - environment: the host's login environment, the job's env, then
  *   CUDA_VISIBLE_DEVICES, SPILLWAY_JOB_ID, SPILLWAY_LAUNCH_TOKEN and the rank
  *   variables, which win.
