@@ -407,6 +407,7 @@ static void inst_save(spw_daemon_t *d, const dinst_t *x)
         .released_ts = x->in.ended_s,
         .price_usd_per_h = x->in.price_usd_per_h,
         .job_id = x->job_seq ? d->jobs[x->job_seq]->id : NULL,
+        .addr = x->in.addr,
     };
     spw_error_t err;
     if (spw_store_instance_update(d->store, &si, &err) < 0)
@@ -2165,6 +2166,7 @@ static int load_inst(const spw_store_instance_t *r, void *arg)
     in.launched_s = r->launched_ts;
     in.ready_s = isnan(r->ready_ts) ? r->launched_ts + o->boot_delay_s : r->ready_ts;
     in.ended_s = r->released_ts;
+    snprintf(in.addr, sizeof(in.addr), "%s", r->addr ? r->addr : "");
     size_t xi = inst_add(d, &in);
     djob_t *j = r->job_id ? spw_daemon_find(d, r->job_id) : NULL;
     if (j && spw_instance_state_live(in.state) && !spw_djob_state_terminal(j->st)) {

@@ -285,10 +285,13 @@ void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
 {
     spw_instance_t now;
     spw_error_t err;
-    if (!d->cloud_be || d->pv_ops->version < 2 || !d->pv_ops->describe ||
-        d->pv_ops->describe(d->pv, x->in.id, &now, &err) < 0)
+    if (!d->cloud_be)
         return;
-    snprintf(x->in.addr, sizeof(x->in.addr), "%s", now.addr);
+    /* The provider's word; else (it cannot describe it) the address the
+     * store kept. */
+    if (d->pv_ops->version >= 2 && d->pv_ops->describe &&
+        d->pv_ops->describe(d->pv, x->in.id, &now, &err) == 0 && now.addr[0])
+        snprintf(x->in.addr, sizeof(x->in.addr), "%s", now.addr);
     if (!x->in.addr[0])
         return;
     uint32_t g = d->fleet.offers[x->in.offer].gpus;

@@ -148,6 +148,10 @@ static const char *const migrations[] = {
     "  key TEXT PRIMARY KEY,"
     "  value TEXT NOT NULL"
     ");",
+    /* 4 -> 5: cloud instances that are hosts: the address the daemon
+     * reaches each at (NULL for instances from before, and for instances
+     * that are records only). */
+    "ALTER TABLE instances ADD COLUMN addr TEXT;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -165,7 +169,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "preemptions, failures, last_offer, spot, launch_token, cancel_req"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
-    "price_usd_per_h, job_id"
+    "price_usd_per_h, job_id, addr"
 
 /* Every statement the store runs more than once, prepared on first use. */
 #define STMTS(X)                                                              \
@@ -224,9 +228,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     X(JOB_ACTIVE, "SELECT " JOB_COLS " FROM jobs WHERE state IN "             \
       "('queued', 'placed', 'running') ORDER BY seq")                         \
     X(INST_INSERT, "INSERT INTO instances (" INST_COLS ") "                   \
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")                          \
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")                     \
     X(INST_UPDATE, "UPDATE instances SET state = ?4, ready_ts = ?6, "         \
-      "released_ts = ?7, job_id = ?9 WHERE id = ?1")                          \
+      "released_ts = ?7, job_id = ?9, addr = ?10 WHERE id = ?1")              \
     X(INST_LIST, "SELECT " INST_COLS " FROM instances "                       \
       "ORDER BY launched_ts, rowid")                                          \
     X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
@@ -986,6 +990,7 @@ static int inst_write(spw_store_t *st, int id, const spw_store_instance_t *in,
     bind_time(s, 7, in->released_ts);
     sqlite3_bind_double(s, 8, in->price_usd_per_h);
     bind_text(s, 9, in->job_id);
+    bind_text(s, 10, in->addr && *in->addr ? in->addr : NULL);
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -1040,6 +1045,7 @@ int spw_store_instance_list(spw_store_t *st, int active_only,
         in.released_ts = col_time(s, 6);
         in.price_usd_per_h = sqlite3_column_double(s, 7);
         in.job_id = col_text(s, 8);
+        in.addr = col_text(s, 9);
         if (cb(&in, arg))
             break;
     }

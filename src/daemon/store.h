@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 4
+#define SPW_STORE_SCHEMA_VERSION 5
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -300,6 +300,8 @@ typedef struct spw_store_instance {
     double released_ts;            /* when it was released; NAN = not yet */
     double price_usd_per_h;        /* what it costs per hour, dollars */
     const char *job_id;            /* job running on it; NULL = idle */
+    const char *addr;              /* (schema 5) where the daemon reaches it
+                                      over ssh; NULL or "" = not a host */
 } spw_store_instance_t;
 
 /* Inserts a new instance (all fields).  Fails if the id exists. */

@@ -90,6 +90,7 @@ typedef struct icollect {
     int n;               /* instances seen */
     char ids[8][32];     /* their ids */
     int busy;            /* how many had a job */
+    char addrs[8][64];   /* their addresses ("" = none) */
 } icollect_t;
 
 static int inst_cb(const spw_store_instance_t *in, void *arg)
@@ -97,6 +98,8 @@ static int inst_cb(const spw_store_instance_t *in, void *arg)
     icollect_t *c = arg;
     if (c->n < 8)
         snprintf(c->ids[c->n], sizeof(c->ids[0]), "%s", in->id);
+    if (c->n < 8)
+        snprintf(c->addrs[c->n], sizeof(c->addrs[0]), "%s", in->addr ? in->addr : "");
     c->n++;
     c->busy += in->job_id != NULL;
     return 0;
@@ -143,8 +146,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "4",
-           "schema_version table holds 4");
+    is_str(raw(db, "SELECT version FROM schema_version"), "5",
+           "schema_version table holds 5");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -358,7 +361,9 @@ static void test_instances_decisions(void)
     in.state = SPW_INST_READY;
     in.ready_ts = 70;
     in.job_id = "j-000001";
-    is(spw_store_instance_update(st, &in, &err), 0, "instance 1 ready, busy");
+    in.addr = "10.1.2.3";
+    is(spw_store_instance_update(st, &in, &err), 0, "instance 1 ready, busy, a host");
+    in.addr = NULL;
     in.id = "emu-2";
     in.state = SPW_INST_RELEASED;
     in.ready_ts = 71;
@@ -379,6 +384,7 @@ static void test_instances_decisions(void)
     is(spw_store_instance_list(st, 1, inst_cb, &ic, &err), 0, "list active");
     is(ic.n, 1, "one not released");
     is_str(ic.ids[0], "emu-1", "the ready one");
+    is_str(ic.addrs[0], "10.1.2.3", "with its address (schema 5)");
 
     is(spw_store_decision_insert(st, "j-000001", 5, "{\"pick\":\"wait\"}",
                                  &err), 0, "insert decision");
@@ -405,6 +411,7 @@ static void test_instances_decisions(void)
         memset(&ic, 0, sizeof(ic));
         spw_store_instance_list(st, 1, inst_cb, &ic, &err);
         is(ic.n, 1, "active instance survives reopen");
+        is_str(ic.addrs[0], "10.1.2.3", "its address too");
         spw_store_close(st);
     }
 }
@@ -541,7 +548,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 4, "it is migrated to version 4");
+    is(spw_store_schema_version(st), 5, "it is migrated to version 5");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -708,7 +715,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 4, "to version 4");
+        is(spw_store_schema_version(st), 5, "to version 5");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -726,7 +733,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(4): run a newer spillway") != NULL, "newer schema message");
+              "(5): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 

@@ -24,7 +24,7 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 30
+plan 31
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
@@ -182,6 +182,9 @@ ok $? "at most 2 instances live ($(live_ns) namespaces)"
 
 # ---- kill -9 of the daemon: re-adopted, not started twice -------------------
 pid2=$(remote_pid "$ip2" "$(rdirs "$p" "$ip2")")
+stored=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select addr from instances where id = ?", (sys.argv[2],)).fetchone()[0])' "$T/state/spillway.db" "$ip2" 2>&1)
+[ "$stored" = "$(cat "$HD/inst-$ip2/addr")" ]
+ok $? "the store records instance $ip2's address ($stored)"
 kill9_daemon
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "the daemon restarts after kill -9"
