@@ -727,6 +727,131 @@ static void test_deferred(void)
     spw_emulated_destroy(em);
 }
 
+/* ---- instances as hosts (boot_command) --------------------------------- */
+
+/* Polls (at provider time now_s) until an event of kind about id comes, for
+ * at most 10 s of real time (the boot command is a real child process). */
+static int poll_for(spw_emulated_t *em, double now_s, spw_inst_event_kind_t kind,
+                    const char *id)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        spw_inst_event_t ev[8];
+        size_t n = ops->poll(em, now_s, ev, 8);
+        for (size_t k = 0; k < n; k++)
+            if (ev[k].kind == kind && strcmp(ev[k].instance_id, id) == 0)
+                return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+/* Whether file tmp/hd/name has a line equal to line (10 s at most, polling
+ * the provider meanwhile so that it reaps and starts its commands). */
+static int file_gets(spw_emulated_t *em, double now_s, const char *name, const char *line)
+{
+    char path[1200], buf[256];
+    snprintf(path, sizeof(path), "%s/hd/%s", tmp, name);
+    for (int tries = 0; tries < 500; tries++) {
+        spw_inst_event_t ev[8];
+        ops->poll(em, now_s, ev, 8);
+        FILE *f = fopen(path, "r");
+        while (f && fgets(buf, sizeof(buf), f)) {
+            buf[strcspn(buf, "\n")] = '\0';
+            if (strcmp(buf, line) == 0) {
+                fclose(f);
+                return 1;
+            }
+        }
+        if (f)
+            fclose(f);
+        usleep(20000);
+    }
+    return 0;
+}
+
+static void test_hosts(void)
+{
+    char script[1200], hd[1100], sd[1100], path[1200];
+    spw_error_t err;
+    spw_instance_t in[2], d;
+    /* add: prints 10.9.9.N (N-th add) unless HOSTS_DIR/fail exists; sleeps
+     * 0.5 s first when HOSTS_DIR/slow exists.  del: records the id. */
+    write_file("boot.sh", "#!/bin/sh\n"
+               "case $1 in\n"
+               "add) [ -e \"$2/slow\" ] && sleep 0.5\n"
+               "     [ -e \"$2/fail\" ] && { echo 'cannot boot' >&2; exit 1; }\n"
+               "     echo \"$3\" >>\"$2/added\"; echo \"10.9.9.$(wc -l <\"$2/added\" | tr -d ' ')\" ;;\n"
+               "del) echo \"$3\" >>\"$2/deleted\" ;;\n"
+               "esac\n", script, sizeof(script));
+    chmod(script, 0755);
+    snprintf(hd, sizeof(hd), "%s/hd", tmp);
+    snprintf(sd, sizeof(sd), "%s/hs", tmp);
+    mkdir(hd, 0700);
+    mkdir(sd, 0700);
+    spw_emulated_opts_t o = {.offers = offers, .noffers = 4, .seed = 1, .state_dir = sd,
+                             .boot_command = script, .hosts_dir = hd};
+
+    spw_emulated_opts_t bad = o;
+    bad.hosts_dir = NULL;
+    ok(!spw_emulated_create(&bad, &err) && strstr(err.text, "needs a hosts_dir"),
+       "boot_command without hosts_dir is refused: %s", err.text);
+    bad = o;
+    bad.boot_command = "/nonexistent/boot";
+    ok(!spw_emulated_create(&bad, &err) && strstr(err.text, "not an executable"),
+       "a boot_command that is not executable is refused: %s", err.text);
+
+    spw_emulated_t *em = spw_emulated_create(&o, &err);
+    if (!ok(em != NULL, "create with a boot_command: %s", err.text))
+        return;
+    ok(ops->version >= 2 && ops->describe, "the table has describe (version %d)", ops->version);
+
+    /* Booted before its delay: an address, still BOOTING until the delay. */
+    ok(acquire(em, 1, 1, 0, "j1", 0, in, &err) == 0, "acquire one instance (30 s boot)");
+    ok(file_gets(em, 0, "added", in[0].id), "its boot command ran: add %s", in[0].id);
+    ok(ops->describe(em, in[0].id, &d, &err) == 0 && strcmp(d.addr, "10.9.9.1") == 0 &&
+       d.state == SPW_INSTANCE_BOOTING, "it has address %s and is still booting", d.addr);
+    ok(poll_for(em, 31, SPW_INST_EV_READY, in[0].id), "READY once its boot delay has passed");
+    spw_emulated_flush(em, NULL);
+    ok(saved_has(sd, "10.9.9.1"), "the address is in emulated.json");
+
+    /* Delay passed but the host not answering yet: not READY before it does. */
+    snprintf(path, sizeof(path), "%s/slow", hd);
+    fclose(fopen(path, "w"));
+    ok(acquire(em, 3, 1, 0, "j2", 40, in + 1, &err) == 0, "acquire one that boots at once");
+    spw_inst_event_t ev[8];
+    size_t n = ops->poll(em, 40, ev, 8);
+    ok(n == 0 && ops->describe(em, in[1].id, &d, &err) == 0 && d.state == SPW_INSTANCE_BOOTING &&
+       !d.addr[0], "its delay is 0 but its (slow) boot has not answered: still booting");
+    ok(poll_for(em, 40, SPW_INST_EV_READY, in[1].id), "READY when the boot command answers");
+    unlink(path);
+
+    /* Release: the host is torn down (del), its address forgotten. */
+    ok(ops->release(em, &in[0], 50, &err) == 0, "release %s", in[0].id);
+    ok(file_gets(em, 50, "deleted", in[0].id), "`del` ran for it");
+    ok(ops->describe(em, in[0].id, &d, &err) == 0 && !d.addr[0], "its address is gone");
+
+    /* A boot that fails: the instance ends, LOST, and `del` cleans up. */
+    snprintf(path, sizeof(path), "%s/fail", hd);
+    fclose(fopen(path, "w"));
+    spw_instance_t f;
+    ok(acquire(em, 3, 1, 0, "j3", 60, &f, &err) == 0, "acquire one whose boot fails");
+    ok(poll_for(em, 60, SPW_INST_EV_LOST, f.id), "poll reports it LOST");
+    ok(ops->describe(em, f.id, &d, &err) == 0 && d.state == SPW_INSTANCE_RELEASED &&
+       d.ended_s == 60, "it ended (released at 60, billing stops)");
+    ok(file_gets(em, 61, "deleted", f.id), "and `del` cleaned up after it");
+    unlink(path);
+
+    /* A restart keeps the addresses of live instances. */
+    spw_emulated_destroy(em);
+    em = spw_emulated_create(&o, &err);
+    ok(em && ops->describe(em, in[1].id, &d, &err) == 0 && strcmp(d.addr, "10.9.9.2") == 0 &&
+       d.state == SPW_INSTANCE_READY, "after a restart %s is ready at %s", in[1].id, d.addr);
+    errno = 0;
+    ok(em && ops->describe(em, "emu-i-999999", &d, &err) < 0 && errno == ENOENT,
+       "describe of an unknown id: ENOENT");
+    spw_emulated_destroy(em);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -747,6 +872,7 @@ int main(void)
     test_restart();
     test_retention();
     test_deferred();
+    test_hosts();
     rm_rf(tmp);
     return done_testing();
 }
