@@ -926,6 +926,46 @@ static void test_job_users(void)
     ERR("job_env not a name", yaml, "not a variable name");
 }
 
+/* daemon.emulated's boot_command, hosts_dir and ssh (instances as hosts). */
+static void test_emulated_hosts(void)
+{
+    static const char base[] = "onprem:\n  nodes: 1\n  gpus_per_node: 1\n";
+    char yaml[1024];
+    spw_config_t c;
+    spw_error_t err;
+
+    snprintf(yaml, sizeof(yaml),
+             "%sdaemon:\n  emulated:\n    capacity: 2\n    boot_command: bin/boot.sh\n"
+             "    hosts_dir: inst\n    ssh: {user: ops, port: 2200, key: k, down_after_s: 4}\n",
+             base);
+    if (!ok(load(&c, yaml, "/etc/spw", &err) == 0, "boot_command, hosts_dir and ssh load"))
+        diag("%s", err.text);
+    is_str(c.daemon.emulated_boot_command, "/etc/spw/bin/boot.sh",
+           "boot_command is relative to the config file");
+    is_str(c.daemon.emulated_hosts_dir, "/etc/spw/inst", "hosts_dir too");
+    is_str(c.daemon.emulated_ssh_user, "ops", "ssh user");
+    is_str(c.daemon.emulated_ssh_key, "/etc/spw/k", "ssh key, resolved");
+    ok(c.daemon.emulated_ssh_known_hosts == NULL, "known_hosts defaults (HOSTS_DIR's)");
+    ok(c.daemon.emulated_ssh_port == 2200 && c.daemon.emulated_ssh_down_after_s == 4,
+       "ssh port and down_after_s");
+    spw_config_free(&c);
+
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  emulated:\n    capacity: 2\n", base);
+    if (!ok(load(&c, yaml, "/etc/spw", &err) == 0, "without boot_command"))
+        diag("%s", err.text);
+    ok(c.daemon.emulated_boot_command == NULL, "instances are records only");
+    spw_config_free(&c);
+
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  emulated:\n    hosts_dir: x\n", base);
+    ERR("hosts_dir without boot_command", yaml, "c.yaml:6:", "need boot_command");
+    snprintf(yaml, sizeof(yaml),
+             "%sdaemon:\n  emulated:\n    boot_command: b\n    ssh: {port: 0}\n", base);
+    ERR("a bad ssh port", yaml, "port must be 1..65535");
+    snprintf(yaml, sizeof(yaml),
+             "%sdaemon:\n  emulated:\n    boot_command: b\n    ssh: {pot: 22}\n", base);
+    ERR("an unknown ssh key", yaml, "pot");
+}
+
 /* daemon.tokens, tokens_file, names, revocation, limits and the 0600 check. */
 static void test_tokens(void)
 {
@@ -1004,6 +1044,7 @@ int main(void)
     test_job_users();
     test_home_without_pools();
     test_tokens();
+    test_emulated_hosts();
     test_valid();
     test_offers();
     test_nodes_from();
