@@ -653,6 +653,9 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
     json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(&x->in, d->now)));
     json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+    /* where its jobs run over ssh (daemon.emulated.boot_command); null
+     * for an instance that is no host */
+    json_object_set_new(o, "addr", x->in.addr[0] ? json_string(x->in.addr) : json_null());
     return o;
 }
 

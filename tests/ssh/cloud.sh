@@ -24,7 +24,7 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 31
+plan 32
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
@@ -165,6 +165,9 @@ wait_until 10 alive_remote "$ip1" "$(rdirs "$p" "$ip1")"
 ok $? "a checkpointing job runs on instance $ip1"
 pid1=$(remote_pid "$ip1" "$(rdirs "$p" "$ip1")")
 ns=$(ns_of "$ip1")
+spw admin pools -o json >"$T/pools.json" 2>&1
+[ "$(jpy "$T/pools.json" "[i['addr'] for i in d['instances'] if i['id'] == '$ip1'][0]")" = "$(cat "$HD/inst-$ip1/addr")" ]
+ok $? "GET /v1/pools shows instance $ip1's address" || diag "$(cat "$T/pools.json")"
 spw admin admin preempt "$ip1" >/dev/null 2>"$T/err"
 ok $? "spillway admin preempt $ip1" || diag "$(cat "$T/err")"
 moved() { i=$(insts "$p"); [ -n "$i" ] && [ "$i" != "$ip1" ] && [ "$(state_of "$p")" = running ]; }
