@@ -212,7 +212,12 @@ CONF
     echo "[$a]:$PORT $(cut -d' ' -f1,2 "$idir/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts.tmp"
     mv "$dir/known_hosts.tmp" "$dir/known_hosts"
     echo "$a" >"$idir/addr"
-    wait_ssh "$a" || afail "does not answer ssh at $a: $(tail -3 "$idir/sshd.log")"
+    # Other boots of DIR need not wait for this sshd to answer.
+    flock -u 9
+    if ! wait_ssh "$a"; then
+        flock 9
+        afail "does not answer ssh at $a: $(tail -3 "$idir/sshd.log")"
+    fi
     echo "$a"
 }
 

@@ -24,11 +24,19 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 32
+plan 35
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
 
+# The boot command: netns-hosts.sh, except that `add` fails while
+# $T/fail-boot exists (a boot that fails).
+cat >"$T/boot.sh" <<EOF
+#!/bin/sh
+[ "\$1" = add ] && [ -e "$T/fail-boot" ] && { echo "boot.sh: no capacity today" >&2; exit 1; }
+exec "$NET" "\$@"
+EOF
+chmod +x "$T/boot.sh"
 cat >"$T/offers.csv" <<'EOF'
 provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
 emu,test-1,test-1a,g1,A100,1,3.00,0.90
@@ -58,7 +66,7 @@ daemon:
   idle_timeout_s: 3
   emulated:
     capacity: 2
-    boot_command: $NET
+    boot_command: $T/boot.sh
     hosts_dir: $HD
     ssh: {down_after_s: 4}
   tokens:
@@ -182,6 +190,19 @@ wait_until 20 gone_ns
 ok $? "the preempted instance $ip1 is torn down (namespace $ns deleted) and its process $pid1 is gone"
 [ "$(live_ns)" -le 2 ]
 ok $? "at most 2 instances live ($(live_ns) namespaces)"
+
+# ---- a boot that fails: the job is placed again ---------------------------
+: >"$T/fail-boot"
+b=$(submit ml --gpus 1 --name unlucky -- sh -c 'echo "ran on $SPILLWAY_TEST_HOST"')
+lost() { grep -q "instance .* lost" "$DLOG" && [ "$(field "$b" 'd["state"]')" != running ]; }
+wait_until 30 lost
+ok $? "a boot that fails: $(grep "instance .* lost" "$DLOG" | head -1)" || diag "$(tail -20 "$DLOG")"
+rm -f "$T/fail-boot"
+wait_for "$b" succeeded 40
+ok $? "its job is placed again, on a new instance, and succeeds" || diag "$(tail -20 "$DLOG")"
+ib=$(insts "$b")
+[ "$(spw ml logs "$b" 2>&1)" = "ran on $ib" ]
+ok $? "$(spw ml logs "$b" 2>&1)"
 
 # ---- kill -9 of the daemon: re-adopted, not started twice -------------------
 pid2=$(remote_pid "$ip2" "$(rdirs "$p" "$ip2")")

@@ -651,7 +651,14 @@ static pid_t spawn(const spw_emulated_t *em, const char *verb, const char *id, i
         long maxfd = sysconf(_SC_OPEN_MAX);
         for (long fd = 3; fd < (maxfd > 0 && maxfd < 65536 ? maxfd : 4096); fd++)
             close((int)fd);
+        /* Its own process group (a ^C at the daemon's terminal does not
+         * reach it) and no signal blocked or ignored that the daemon's
+         * threads block (what it starts, an sshd, inherits them). */
+        setpgid(0, 0);
         signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         execl(em->boot_cmd, em->boot_cmd, verb, em->hosts_dir, id, (char *)NULL);
         _exit(127);
     }
