@@ -136,7 +136,14 @@ add_host() {
     afail() { echo "netns-hosts: host $name: $*" >&2; down "$idir/state"; exit 1; }
     trap 'down "$idir/state"; exit 1' INT TERM
     if [ ! -s "$dir/subnet" ]; then
+        # From the pid, skipping a /24 this machine already has addresses in
+        # (an `up` cluster, another DIR).
         p=$$
+        k=0
+        while ip -o addr show | grep -q " 10\.$((100 + (p / 256) % 64))\.$((p % 256))\."; do
+            p=$((p + 1)); k=$((k + 1))
+            [ $k -lt 256 ] || die "no free 10.X.Y.0/24 for $dir"
+        done
         echo "$((100 + (p / 256) % 64)) $((p % 256))" >"$dir/subnet"
     fi
     read -r X Y <"$dir/subnet"
