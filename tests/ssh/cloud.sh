@@ -24,7 +24,7 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 35
+plan 38
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
@@ -225,6 +225,21 @@ wait_for "$p" cancelled 30
 ok $? "the re-adopted job is cancelled through the new daemon"
 wait_until 10 dead_remote "$ip2" "$(rdirs "$p" "$ip2")"
 ok $? "and its process on instance $ip2 is gone"
+# ---- kill -9 while an instance boots ---------------------------------------
+no_ns() { [ "$(live_ns)" = 0 ]; }
+wait_until 20 no_ns
+ok $? "every idle instance is released: no instance namespace is left"
+k=$(submit ml --gpus 1 --name bootkill -- sh -c 'echo "once on $SPILLWAY_TEST_HOST"')
+placed() { grep -q "job $k placed" "$DLOG"; }
+wait_until 10 placed
+kill9_daemon
+start_daemon "$T/serve.yaml" "$T/state"
+wait_for "$k" succeeded 40
+ok $? "a job whose instance was booting at a kill -9 runs after the restart" || diag "$(cat "$DLOG")"
+ik=$(insts "$k")
+[ "$(spw ml logs "$k" 2>&1)" = "once on $ik" ] && [ "$(live_ns)" -le 1 ]
+ok $? "once, on instance $ik ($(live_ns) instance namespace(s) live)" || diag "$(spw ml logs "$k" 2>&1)"
+
 spw ml cancel "$h0" >/dev/null 2>&1
 spw ml cancel "$h1" >/dev/null 2>&1
 stop_daemon
