@@ -1005,11 +1005,6 @@ static int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (user_value(x, v, "run_as", &s, err) < 0)
             return -1;
         free(dc->run_as);
-    free(dc->emulated_boot_command);
-    free(dc->emulated_hosts_dir);
-    free(dc->emulated_ssh_user);
-    free(dc->emulated_ssh_key);
-    free(dc->emulated_ssh_known_hosts);
         dc->run_as = spw_xstrdup(s);
     }
     if ((v = spw_ymap_get(n, "allow_root_jobs")) &&
@@ -2259,6 +2254,11 @@ void spw_config_free(spw_config_t *cfg)
         free(dc->job_env[i]);
     free(dc->job_env);
     free(dc->run_as);
+    free(dc->emulated_boot_command);
+    free(dc->emulated_hosts_dir);
+    free(dc->emulated_ssh_user);
+    free(dc->emulated_ssh_key);
+    free(dc->emulated_ssh_known_hosts);
     free(dc->tokens_file);
     free(dc->config_path);
     free(dc->listen);
