@@ -734,6 +734,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .now_s = now,
             .token = j->token,
             .nodes = j->ej.nnodes,
+            .image = s->image,
         };
         /* An on-prem placement runs on its pool's backend (pools.c). */
         void *be;

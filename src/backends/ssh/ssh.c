@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/container.h"
 #include "backends/ssh/ssh.h"
 #include "util/file.h"
 #include "util/strbuf.h"
@@ -1027,60 +1028,15 @@ static void add_export(spw_strbuf_t *s, const char *name, const char *value)
 
 /* ---- containers ------------------------------------------------------- */
 
-static void argv_push(char ***v, size_t *n, const char *s)
-{
-    *v = spw_xrealloc(*v, (*n + 2) * sizeof(char *));
-    (*v)[(*n)++] = spw_xstrdup(s);
-    (*v)[*n] = NULL;
-}
-
 char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
                            const char *ckpt, const uint32_t *gpus, size_t ngpus,
                            const char *const *env_names)
 {
-    char **v = NULL, buf[4300];
-    size_t n = 0;
-    argv_push(&v, &n, "podman");
-    argv_push(&v, &n, "run");
-    argv_push(&v, &n, "--rm");
-    argv_push(&v, &n, "--name");
-    /* Container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*, as tokens are. */
-    snprintf(buf, sizeof(buf), "spw-%s", token);
-    argv_push(&v, &n, buf);
-    argv_push(&v, &n, "--pull=missing");
-    argv_push(&v, &n, "--network=host");
-    argv_push(&v, &n, "--security-opt=label=disable");
-    for (size_t g = 0; gpus && g < ngpus; g++) {
-        argv_push(&v, &n, "--device");
-        snprintf(buf, sizeof(buf), "nvidia.com/gpu=%u", gpus[g]);
-        argv_push(&v, &n, buf);
-    }
-    if (workdir && *workdir) {
-        argv_push(&v, &n, "-v");
-        snprintf(buf, sizeof(buf), "%s:%s", workdir, workdir);
-        argv_push(&v, &n, buf);
-        argv_push(&v, &n, "-w");
-        argv_push(&v, &n, workdir);
-    }
-    if (ckpt && *ckpt) {
-        argv_push(&v, &n, "-v");
-        snprintf(buf, sizeof(buf), "%s:%s", ckpt, ckpt);
-        argv_push(&v, &n, buf);
-    }
-    for (const char *const *e = env_names; e && *e; e++) {
-        argv_push(&v, &n, "-e");
-        argv_push(&v, &n, *e);
-    }
-    argv_push(&v, &n, image);
-    return v;
+    spw_container_t c = {image, token, workdir, ckpt, gpus, ngpus, env_names, NULL};
+    return spw_container_podman_argv(&c, 1);
 }
 
-void spw_ssh_argv_free(char **argv)
-{
-    for (char **a = argv; a && *a; a++)
-        free(*a);
-    free(argv);
-}
+void spw_ssh_argv_free(char **argv) { spw_container_argv_free(argv); }
 
 /* The value of NAME in a NULL-terminated "NAME=VALUE" list, or NULL. */
 static const char *env_value(const char *const *env, const char *name)
@@ -1090,46 +1046,6 @@ static const char *env_value(const char *const *env, const char *name)
         if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
             return *e + n + 1;
     return NULL;
-}
-
-/* Appends to a launch script the lines that wrap the command ("$@") in
- * bubblewrap with `image` (an unpacked root filesystem on the host) as its
- * root: each top-level entry of the image read-only (symlinks kept), fresh
- * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
- * (also the starting directory) and the checkpoint directory read-write, its
- * own pid namespace, killed with the shim. */
-static void container_wrap(spw_strbuf_t *s, const char *image, const char *workdir, const char *ckpt,
-                           const char *const *podman)
-{
-    /* Not a directory: an OCI image for podman, if the host has it. */
-    spw_strbuf_add(s, "if [ ! -d ");
-    spw_strbuf_quote(s, image);
-    spw_strbuf_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
-    for (const char *const *a = podman; *a; a++) {
-        spw_strbuf_add(s, " ");
-        spw_strbuf_quote(s, *a);
-    }
-    spw_strbuf_add(s, " \"$@\"; else\n");
-    spw_strbuf_add(s, "IMG=");
-    spw_strbuf_quote(s, image);
-    spw_strbuf_add(s, "; W=");
-    spw_strbuf_quote(s, workdir ? workdir : "");
-    spw_strbuf_add(s, "; CK=");
-    spw_strbuf_quote(s, ckpt ? ckpt : "");
-    spw_strbuf_add(s,
-           "\ncommand -v bwrap >/dev/null 2>&1 || { echo \"E the job names an image but bubblewrap"
-           " (bwrap) is not installed on this host\"; exit 1; }\n"
-           "[ -d \"$IMG\" ] || { echo \"E image $IMG is not a directory (an unpacked root"
-           " filesystem) on this host\"; exit 1; }\n"
-           "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
-           "A='bwrap --tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent'\n"
-           "for e in \"$IMG\"/*; do b=${e##*/}; case $b in proc|dev|tmp) continue;; esac;"
-           " if [ -L \"$e\" ]; then A=\"$A --symlink $(q \"$(readlink \"$e\")\")$(q \"/$b\")\";"
-           " else A=\"$A --ro-bind $(q \"$e\")$(q \"/$b\")\"; fi; done\n"
-           "for d in /dev/nvidia*; do [ -e \"$d\" ] && A=\"$A --dev-bind $(q \"$d\")$(q \"$d\")\"; done\n"
-           "[ -n \"$W\" ] && A=\"$A --bind $(q \"$W\")$(q \"$W\") --chdir $(q \"$W\")\"\n"
-           "[ -n \"$CK\" ] && A=\"$A --bind $(q \"$CK\")$(q \"$CK\")\"\n"
-           "eval \"set -- $A -- \\\"\\$@\\\"\"\nfi\n");
 }
 
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
@@ -1278,7 +1194,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         }
         add_export(&s, "SPILLWAY_NODE_IPS", ips);
         add_export(&s, "SPILLWAY_NODE_RANK", rank_s);
-        const char *image = env_value(req->env, "SPILLWAY_IMAGE");
+        /* The spec's image; SPILLWAY_IMAGE in its env is the older way to
+         * say the same (docs/hosts.md). */
+        const char *image = req->image ? req->image : env_value(req->env, "SPILLWAY_IMAGE");
         spw_strbuf_add(&s, "set --");
         if (req->argv) {
             for (const char *const *a = req->argv; *a; a++) {
@@ -1327,9 +1245,10 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 if (bits[k] >> g & 1)
                     gl[ng++] = g;
             const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
-            char **pv = spw_ssh_podman_argv(image, req->token, req->workdir, ckd, gl, ng, names);
-            container_wrap(&s, image, req->workdir, ckd, (const char *const *)pv);
-            spw_ssh_argv_free(pv);
+            spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
+                                  (const char *const *)names, "\"$R/images\""};
+            spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");
+            spw_container_wrap(&s, &ct);
             for (size_t i = 0; i < nheap; i++)
                 free(heap[i]);
             free(heap);
