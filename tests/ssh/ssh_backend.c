@@ -260,13 +260,13 @@ int main(void)
      * the workdir and checkpoint directory mounted. */
     const char *rootfs = getenv("SPW_TEST_ROOTFS");
     if (rootfs) {
-        char img[1200], ck[1200];
-        snprintf(img, sizeof(img), "SPILLWAY_IMAGE=%s", rootfs);
+        char ck[1200];
         snprintf(ck, sizeof(ck), "%s/ckpt", T);
         mkdir(ck, 0755);
         char ckenv[1300];
         snprintf(ckenv, sizeof(ckenv), "SPILLWAY_CHECKPOINT_DIR=%s", ck);
-        const char *envc[] = {img, ckenv, NULL};
+        const char *envc[] = {ckenv, NULL};
+        req.image = rootfs; /* the job spec's image: */
         req.job_id = "c1";
         req.token = "d1.c1.1";
         req.env = envc;
@@ -297,10 +297,41 @@ int main(void)
         char *sv = spw_read_file(step, &sl, NULL);
         ok(sv && strcmp(sv, "saved\n") == 0, "it wrote its checkpoint directory (mounted)");
         free(sv);
+        /* An OCI archive, unpacked on the host into $R/images. */
+        const char *oci = getenv("SPW_TEST_OCI");
+        if (oci) {
+            req.image = oci;
+            req.job_id = "c3";
+            req.token = "d1.c3.1";
+            req.script = "cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout";
+            req.now_s = now();
+            rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+            ok(rc == 0, "launch a job in an OCI archive: %s", err.text);
+            got = wait_exit(sb, "c3", &x, 30);
+            ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "it succeeds (%s %d)",
+               spw_exit_kind_name(x.kind), x.status);
+            o = slurp("c3", "out");
+            if (!ok(strcmp(o, "second layer\nwhiteout\n") == 0, "both layers applied, the "
+                    "whiteout honoured"))
+                diag("got: %s", o);
+            free(o);
+        }
+        req.image = NULL;
+        /* SPILLWAY_IMAGE in the env: the older way, still honoured. */
         const char *envd[] = {"SPILLWAY_IMAGE=/nonexistent-image", NULL};
         rc = launch(sb, "c2", "d1.c2.1", "true", NULL, envd, 1, 0, &h, &err);
-        ok(rc < 0 && strstr(err.text, "is not a directory"), "a missing image fails the launch: %s",
-           err.text);
+        ok(rc < 0 && strstr(err.text, "image /nonexistent-image is neither a directory"),
+           "a missing image (SPILLWAY_IMAGE) fails the launch: %s", err.text);
+        /* A registry reference where the host has no podman. */
+        req.image = "docker.io/library/busybox:1.36";
+        req.job_id = "c4";
+        req.token = "d1.c4.1";
+        req.script = "true";
+        req.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+        ok(rc < 0 && strstr(err.text, "registry reference, which needs podman"),
+           "a registry reference on a host without podman fails the launch: %s", err.text);
+        req.image = NULL;
     } else {
         diag("no bubblewrap: container checks skipped");
     }
