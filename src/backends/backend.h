@@ -77,6 +77,10 @@ typedef struct spw_launch {
                                    reference; NULL = no container.  A backend
                                    that cannot run it fails the launch with
                                    the reason, never runs the job without it */
+    const char *user;           /* with set_user: the user's name, for a
+                                   backend that switches users on another
+                                   machine (ssh: uid numbers may differ
+                                   there); NULL = not known */
 } spw_launch_t;
 
 /* A running job, as the daemon persists it so that a restarted daemon can

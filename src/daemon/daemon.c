@@ -735,6 +735,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .token = j->token,
             .nodes = j->ej.nnodes,
             .image = s->image,
+            .user = u->set ? u->name : NULL,
         };
         /* An on-prem placement runs on its pool's backend (pools.c). */
         void *be;

@@ -13,11 +13,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 NET=$ROOT/scripts/netns-hosts.sh
 C=$T/cluster
 command -v python3 >/dev/null || { echo "1..0 # SKIP python3 missing (scripts/deps.sh test)"; exit 0; }
+id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
 out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 26
+plan 31
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -35,11 +36,15 @@ policy:
   wait: never
 spot:
   failover: requeue
+teams:
+  - name: cv
+    run_as: nobody
 daemon:
   tick_s: 0.05
   kill_grace_s: 1
   tokens:
     - {token: $ML_TOKEN, team: ml}
+    - {token: $CV_TOKEN, team: cv}
     - {token: $ADMIN_TOKEN, admin: true}
 EOF2
 start_daemon "$T/serve.yaml" "$T/state"
@@ -82,7 +87,10 @@ else:
 print('rank %d of %d nodes %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'], total))
 sys.exit(0 if total == world * (world + 1) // 2 else 1)
 PY
-g=$(submit ml --gpus 4 --name gang -- python3 "$T/allreduce.py")
+# The system's python3: jobs run as spillway-job, which may not reach a
+# python3 installed under root's home.
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+g=$(submit ml --gpus 4 --name gang -- "$PY" "$T/allreduce.py")
 wait_for "$g" succeeded 40
 ok $? "a 4-GPU job (2 hosts of 2 GPUs) succeeds" || diag "$(spw ml logs "$g" 2>&1)" "$(cat "$DLOG")"
 spw ml logs "$g" >"$T/gang.out" 2>&1
@@ -92,14 +100,30 @@ n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
 [ "$n" = 2 ]
 ok $? "one process on each of 2 hosts ($n rank directories)"
 
+# ---- jobs run as their team's user on the hosts (run_as) ------------------
+u=$(submit ml --gpus 1 --name whoami -- sh -c 'echo "$(id -un) $(id -gn) groups=$(id -G)"')
+wait_for "$u" succeeded 30
+ok $? "a job of team ml succeeds"
+[ "$(spw ml logs "$u" 2>&1)" = "spillway-job $(id -gn spillway-job) groups=$(id -g spillway-job)" ]
+ok $? "it ran as spillway-job on its host (the daemon's default run_as), its group alone: $(spw ml logs "$u" 2>&1)"
+v=$(submit cv --gpus 1 --name whoami-cv -- sh -c 'id -un; touch /root/x 2>/dev/null && echo wrote-root || echo denied')
+wait_for "$v" succeeded 30 cv
+ok $? "a job of team cv succeeds"
+[ "$(spw cv logs "$v" 2>&1 | tr '\n' ' ')" = "nobody denied " ]
+ok $? "it ran as its team's run_as (nobody), not as the ssh login user root: $(spw cv logs "$v" 2>&1 | tr '\n' ' ')"
+vh=$(host_of "$v" 1)
+[ "$(stat -c %U "$C/host-$vh/spillway/jobs/$(rdirs "$v" "$vh")/exit" 2>/dev/null)" = root ]
+ok $? "its exit record was written by the shim as the login user, out of the job's reach"
+
 # ---- a job in a container image (bubblewrap on the host) -------------------
-if img=$("$ROOT/tests/ssh/mkrootfs" "$ROOT/build/ssh-rootfs"); then
-    k=$(submit ml --gpus 1 --name boxed --env SPILLWAY_IMAGE="$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root')
+mkdir -p "$T/img" && chmod 755 "$T/img"
+if img=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") && chmod -R a+rX "$T/img"; then
+    k=$(submit ml --gpus 1 --name boxed --image "$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root; while read -r k v r; do [ "$k" = Uid: ] && echo "$v"; done </proc/self/status; exit 0')
     wait_for "$k" succeeded 30
-    ok $? "a job naming an image (SPILLWAY_IMAGE) succeeds"
+    ok $? "a job naming an image (--image) succeeds"
     spw ml logs "$k" >"$T/boxed.out" 2>&1
-    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root')" ]
-    ok $? "it ran in the image's root filesystem: $(tr '\n' ' ' <"$T/boxed.out")"
+    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root\n%s' "$(id -u spillway-job)")" ]
+    ok $? "it ran in the image's root filesystem, as its user: $(tr '\n' ' ' <"$T/boxed.out")"
 else
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"

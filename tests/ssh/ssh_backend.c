@@ -336,6 +336,43 @@ int main(void)
         diag("no bubblewrap: container checks skipped");
     }
 
+    /* run_as: the job (not the shim) switches to the named user on the
+     * host with setpriv; a name missing there, or one that is root there
+     * while the daemon did not allow root, fails the launch. */
+    {
+        spw_launch_t ru = {
+            .job_id = "u1", .token = "d1.u1.1", .script = "id -un; id -Gn",
+            .log_dir = req.log_dir, .now_s = now(), .set_user = 1, .uid = 65534,
+            .gid = 65534, .user = "nobody",
+        };
+        err.text[0] = '\0';
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc == 0, "launch as user nobody: %s", err.text);
+        got = wait_exit(sb, "u1", &x, 20);
+        ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "it succeeds (%s %d)",
+           spw_exit_kind_name(x.kind), x.status);
+        o = slurp("u1", "out");
+        if (!ok(strncmp(o, "nobody\n", 7) == 0 && !strstr(o, "root"),
+                "it ran as nobody, with none of root's groups"))
+            diag("got: %s", o);
+        free(o);
+        ru.job_id = "u2";
+        ru.token = "d1.u2.1";
+        ru.user = "no-such-user-spw";
+        ru.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc < 0 && strstr(err.text, "user no-such-user-spw (the run_as of this job's team) does "
+                            "not exist on this host"), "a user missing on the host: %s", err.text);
+        ru.job_id = "u3";
+        ru.token = "d1.u3.1";
+        ru.user = "root";
+        ru.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc < 0 && strstr(err.text, "user root is root on this host; jobs as root need "
+                            "daemon.allow_root_jobs"), "root on the host, not allowed: %s",
+           err.text);
+    }
+
     /* A 4-node gang doing a TCP all-reduce. */
     char py[1200];
     snprintf(py, sizeof(py), "%s/allreduce.py", T);

@@ -1048,6 +1048,41 @@ static const char *env_value(const char *const *env, const char *name)
     return NULL;
 }
 
+/* Appends to a launch script the lines that make the job (not the shim,
+ * which stays the login user so that the job cannot forge its exit record)
+ * run as req's user: `setpriv` to that user's uid, its primary group alone,
+ * as locally (jobuser.h).  The name is looked up on the host, where its
+ * uid may differ from the daemon's.  Switching needs root as the login
+ * user; root as the job's user is refused unless the daemon's own uid for
+ * it is 0 too (daemon.allow_root_jobs). */
+static void user_wrap(spw_strbuf_t *s, const spw_launch_t *req)
+{
+    char uid[32];
+    if (!req->user) {
+        /* Only a number: the same uid on the host. */
+        snprintf(uid, sizeof(uid), "%ld", (long)req->uid);
+        spw_strbuf_printf(s, "U=%s; UI=%s; UG=%ld\n", uid, uid, (long)req->gid);
+    } else {
+        spw_strbuf_add(s, "U=");
+        spw_strbuf_quote(s, req->user);
+        spw_strbuf_add(s, "\nUI=$(id -u \"$U\" 2>/dev/null) || { echo \"E user $U (the run_as of"
+                          " this job's team) does not exist on this host; create it (useradd"
+                          " --system $U)\"; exit 1; }; UG=$(id -g \"$U\")\n");
+    }
+    spw_strbuf_printf(s, "if [ \"$UI\" = 0 ] && [ %d != 0 ]; then echo \"E user $U is root on this"
+                         " host; jobs as root need daemon.allow_root_jobs\"; exit 1; fi\n",
+                      (int)req->uid);
+    spw_strbuf_add(s,
+        "if [ \"$(id -u)\" != \"$UI\" ]; then\n"
+        "  [ \"$(id -u)\" = 0 ] || { echo \"E this job runs as $U, but the ssh login user"
+        " $(id -un) is not root and cannot switch users; log in as root (ssh: {user: root})\";"
+        " exit 1; }\n"
+        "  command -v setpriv >/dev/null 2>&1 || { echo \"E this job runs as $U, but setpriv"
+        " (util-linux) is missing on this host\"; exit 1; }\n"
+        "  set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n"
+        "fi\n");
+}
+
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
 {
     spw_ssh_t *sb = be;
@@ -1254,6 +1289,8 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             free(heap);
             free(names);
         }
+        if (req->set_user)
+            user_wrap(&s, req);
         spw_strbuf_add(&s, "S=");
         spw_strbuf_quote(&s, shim);
         spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
