@@ -18,7 +18,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 31
+plan 35
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -128,6 +128,24 @@ else
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
 fi
+
+# ---- a job writing fast: its logs keep up, byte for byte ----------------
+mkdir -p "$T/work" && chmod 777 "$T/work"
+b=$(submit ml --gpus 1 --name chatty --workdir "$T/work" -- sh -c 'head -c 6000000 /dev/urandom | od -An -tx1 -v | tee big.txt; echo "errors too" >&2; sleep 300')
+wait_for "$b" running 30
+written() { [ -s "$T/work/big.txt" ] && [ "$(wc -c <"$T/work/big.txt")" -ge 18000000 ]; }
+wait_until 30 written
+ok $? "a job wrote $(wc -c <"$T/work/big.txt" 2>/dev/null) bytes of stdout at once and keeps running"
+caught_up() { [ "$(wc -c <"$T/state/logs/$b/$b.out" 2>/dev/null)" = "$(wc -c <"$T/work/big.txt")" ]; }
+t0=$(now_ms)
+wait_until 30 caught_up
+ok $? "its log on the daemon caught up while it still runs ($(( $(now_ms) - t0 )) ms after it was written)"
+spw ml logs "$b" >"$T/chatty.out" 2>/dev/null
+cmp -s "$T/chatty.out" "$T/work/big.txt"
+ok $? "spillway logs matches what it wrote, byte for byte ($(wc -c <"$T/chatty.out") bytes)"
+spw ml cancel "$b" >/dev/null 2>&1
+wait_for "$b" cancelled 30
+ok $? "it is cancelled"
 
 # ---- cancel ------------------------------------------------------------------
 c=$(submit ml --gpus 1 --name sleeper -- sleep 300)

@@ -21,7 +21,15 @@
 #include "util/file.h"
 #include "util/strbuf.h"
 
-#define CHUNK_MAX 65536         /* log bytes fetched per file per status */
+/* Log fetching: one status round of a host brings at most ROUND_MAX bytes
+ * of its ranks' output, in records of at most CHUNK_MAX; a round that left
+ * bytes behind is followed by the next at once, not after sync_interval_s.
+ * So a job writing fast never falls behind for long, and one round costs
+ * the scheduler thread a bounded amount of parsing and writing. */
+#define CHUNK_MAX 1048576       /* bytes of one log record (1 MiB) */
+#define ROUND_MAX 4194304       /* log bytes per host per status round (4 MiB) */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define MAX_SLOTS 64            /* GPU slots tracked per host */
 
 
@@ -110,13 +118,18 @@ struct spw_ssh {
 
 /* The shell functions every host-side script starts with. */
 static const char prelude[] =
-    "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs\n"
+    "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs; B=" STR(ROUND_MAX) "\n"
     "alive() { p=$(cat \"$J/$1/pid\" 2>/dev/null) || return 1; [ -n \"$p\" ] &&"
     " kill -0 \"$p\" 2>/dev/null && grep -qF \"$1\" \"/proc/$p/cmdline\" 2>/dev/null; }\n"
     "sig() { alive \"$1\" && kill \"-$2\" \"-$(cat \"$J/$1/pid\")\" 2>/dev/null; return 0; }\n"
-    "chunk() { f=$J/$1/$2; [ -f \"$f\" ] || return 0; sz=$(wc -c <\"$f\");"
-    " [ \"$sz\" -gt \"$3\" ] || return 0; n=$((sz - $3)); [ \"$n\" -le " "65536" " ] || n=65536;"
-    " echo \"L $1 $2 $3 $n\"; tail -c \"+$(($3 + 1))\" \"$f\" | head -c \"$n\"; echo; }\n"
+    /* chunk DIR FILE OFF: the bytes of FILE past OFF, in records of at
+     * most CHUNK_MAX, while the round's budget B lasts; "M DIR FILE" when
+     * some are left for the next round. */
+    "chunk() { f=$J/$1/$2; [ -f \"$f\" ] || return 0; sz=$(wc -c <\"$f\"); o=$3;"
+    " while [ \"$sz\" -gt \"$o\" ] && [ \"$B\" -gt 0 ]; do n=$((sz - o));"
+    " [ \"$n\" -le " STR(CHUNK_MAX) " ] || n=" STR(CHUNK_MAX) "; [ \"$n\" -le \"$B\" ] || n=$B;"
+    " echo \"L $1 $2 $o $n\"; tail -c \"+$((o + 1))\" \"$f\" | head -c \"$n\"; echo;"
+    " o=$((o + n)); B=$((B - n)); done; [ \"$sz\" -le \"$o\" ] || echo \"M $1 $2\"; }\n"
     "st() { if alive \"$1\"; then s=running; elif [ -s \"$J/$1/exit\" ]; then s=$(cat \"$J/$1/exit\");"
     " elif [ -d \"$J/$1\" ]; then s=gone; else s=none; fi;"
     " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
@@ -768,11 +781,13 @@ static job_t *job_of_dir(spw_ssh_t *sb, const char *dir, uint32_t *rank)
     return NULL;
 }
 
-/* Applies the output of host hi's status command. */
-static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
+/* Applies the output of host hi's status command.  Returns 1 when some
+ * rank's logs were left for the next round ("M" records), else 0. */
+static int apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
 {
     const char *p = out, *end = out + len;
-    /* A rank's logs count as drained unless a chunk came back full. */
+    int more = 0;
+    /* A rank's logs count as drained unless the host says bytes are left. */
     for (size_t i = 0; i < sb->njobs; i++)
         for (uint32_t k = 0; k < sb->jobs[i]->nranks; k++)
             if (sb->jobs[i]->r[k].host == hi)
@@ -795,8 +810,6 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
             if (j && j->r[k].off[e] == off) {
                 log_append(sb, j, k, e, p, (size_t)n);
                 j->r[k].off[e] += n;
-                if (n >= CHUNK_MAX)
-                    j->r[k].drained = 0;
             }
             p += n;
             if (p < end && *p == '\n')
@@ -813,6 +826,11 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
                 r->status = SIGKILL;
             }
             r->final = fin;
+        } else if (line[0] == 'M' && sscanf(line, "M %111s %7s", dir, what) == 2) {
+            job_t *j = job_of_dir(sb, dir, &k);
+            if (j)
+                j->r[k].drained = 0;
+            more = 1;
         } else if (line[0] == 'F' && sscanf(line, "F %111s", dir) == 1) {
             for (size_t f = 0; f < sb->nfences; f++)
                 if (sb->fences[f].host == hi && strcmp(sb->fences[f].dir, dir) == 0) {
@@ -821,6 +839,7 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
                 }
         }
     }
+    return more;
 }
 
 /* After a status: ends the jobs whose ranks all ended and whose logs are
@@ -919,7 +938,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
 {
     host_t *h = &sb->hosts[hi];
     if (h->st.pid) {
-        int st;
+        int st, more = 0;
         int fin = cmd_done(&h->st, &st);
         if (!fin && now_s < h->st.deadline_s)
             return;
@@ -934,7 +953,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
         if (ok) {
             h->last_ok_s = now_s;
             h->silent_since_s = NAN;
-            apply_status(sb, hi, out, len);
+            more = apply_status(sb, hi, out, len);
             h->up = 1;
             settle(sb);
         } else {
@@ -944,7 +963,8 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
                 host_down(sb, hi, now_s);
         }
         free(out);
-        h->next_sync_s = now_s + sb->sync_interval_s;
+        /* Logs left behind: the next round at once. */
+        h->next_sync_s = more ? now_s : now_s + sb->sync_interval_s;
     }
     if (now_s < h->next_sync_s)
         return;
