@@ -18,7 +18,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 35
+plan 37
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -178,6 +178,12 @@ wait_until 10 resumed
 ok $? "attempt 2 read attempt 1's checkpoint (shared path): $(spw ml logs "$f" 2>/dev/null | grep resumed)"
 grep -q "stopped answering ssh" "$DLOG"
 ok $? "the daemon says why: $(grep 'stopped answering' "$DLOG" | head -1)"
+# While it is down, one of its GPUs "falls off the bus": it comes back with 1.
+cat >"$C/host-$fh/bin/nvidia-smi.new" <<'NV'
+#!/bin/sh
+echo 0
+NV
+chmod +x "$C/host-$fh/bin/nvidia-smi.new" && mv "$C/host-$fh/bin/nvidia-smi.new" "$C/host-$fh/bin/nvidia-smi"
 "$NET" mend "$C" "$fh"
 old_dead() { ! alive_remote "$fh" "$(rdirs "$f" "$fh" | head -1)"; }
 wait_until 30 old_dead
@@ -185,6 +191,11 @@ ok $? "when host $fh answers again, the old copy there is killed (fenced)"
 host_back() { grep -q "answers again" "$DLOG"; }
 wait_until 15 host_back
 ok $? "and the host is back in the pool"
+grep -q "has 1 GPU now (was 2)" "$DLOG"
+ok $? "its GPUs were counted again when it came back: $(grep 'GPU now' "$DLOG" | head -1)"
+pool_gpus() { spw admin pools -o json >"$T/pools.json" 2>/dev/null && jpy "$T/pools.json" 'd["pools"][0]["gpus"]'; }
+[ "$(pool_gpus)" = 7 ]
+ok $? "the pool has 7 GPUs now ($(pool_gpus))"
 
 # ---- kill -9 of the daemon: re-adopted, not started twice -----------------
 kill9_daemon

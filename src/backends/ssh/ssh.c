@@ -58,6 +58,9 @@ typedef struct cmd {
 typedef struct host {
     char *addr;                 /* as configured, owned */
     uint32_t gpus;              /* GPU slots */
+    int detect;                 /* 1: gpus counted with nvidia-smi, and
+                                   counted again when it answers after
+                                   being down */
     uint64_t used;              /* slots held, one bit each */
     int up;                     /* 1 until silent for down_after_s */
     double last_ok_s;           /* daemon clock of its last answer; 0 = never */
@@ -115,6 +118,12 @@ struct spw_ssh {
     size_t nbg, bg_cap;         /* used, allocated */
     double now_s;               /* clock of the last tick(); 0 before */
 };
+
+/* Prints the host's GPU count: nvidia-smi's, or 0 without it. */
+#define DETECT_GPUS                                                           \
+    "if command -v nvidia-smi >/dev/null 2>&1; then"                          \
+    " nvidia-smi --query-gpu=index --format=csv,noheader | wc -l;"            \
+    " else echo 0; fi"
 
 /* The shell functions every host-side script starts with. */
 static const char prelude[] =
@@ -414,6 +423,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
         host_t *h = &sb->hosts[i];
         h->addr = spw_xstrdup(o->hosts[i]);
         h->gpus = o->host_gpus ? o->host_gpus[i] : 0;
+        h->detect = h->gpus == 0;
         h->up = 1;
         h->silent_since_s = NAN;
         h->st.out_fd = -1;
@@ -444,9 +454,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     cmd_t *cmds = spw_xcalloc(sb->nhosts, sizeof(cmd_t));
     int *st = spw_xcalloc(sb->nhosts, sizeof(int));
     char **out = spw_xcalloc(sb->nhosts, sizeof(char *));
-    const char *detect = "if command -v nvidia-smi >/dev/null 2>&1; then"
-                         " nvidia-smi --query-gpu=index --format=csv,noheader | wc -l;"
-                         " else echo 0; fi\n";
+    const char *detect = DETECT_GPUS "\n";
     int failed = 0;
     for (size_t i = 0; i < sb->nhosts; i++) {
         cmds[i].out_fd = -1;
@@ -826,6 +834,9 @@ static int apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
                 r->status = SIGKILL;
             }
             r->final = fin;
+        } else if (line[0] == 'G' && sscanf(line, "G %llu", &n) == 1) {
+            if (n <= MAX_SLOTS)
+                sb->hosts[hi].gpus = (uint32_t)n;
         } else if (line[0] == 'M' && sscanf(line, "M %111s %7s", dir, what) == 2) {
             job_t *j = job_of_dir(sb, dir, &k);
             if (j)
@@ -918,6 +929,11 @@ static void settle_lost(spw_ssh_t *sb, double now_s)
 static void status_script(spw_ssh_t *sb, uint32_t hi, spw_strbuf_t *s)
 {
     spw_strbuf_add(s, prelude);
+    /* A host that was down may come back with other GPUs (one fell off
+     * the bus, a board was replaced): counted again in the round that
+     * brings it back, before it gets work. */
+    if (!sb->hosts[hi].up && sb->hosts[hi].detect)
+        spw_strbuf_add(s, "echo \"G $(" DETECT_GPUS ")\"\n");
     for (size_t f = 0; f < sb->nfences; f++)
         if (sb->fences[f].host == hi)
             spw_strbuf_printf(s, "fence '%s'\n", sb->fences[f].dir);

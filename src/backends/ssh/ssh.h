@@ -99,7 +99,10 @@ typedef struct spw_ssh_opts {
 /* One host as the backend sees it. */
 typedef struct spw_ssh_host_info {
     const char *addr;           /* as configured; borrowed from the backend */
-    uint32_t gpus;              /* GPU slots */
+    uint32_t gpus;              /* GPU slots; for a host whose count was not
+                                   given, counted again with nvidia-smi in
+                                   the round that brings it back up after
+                                   it was down */
     uint32_t used;              /* slots held by tracked jobs */
     int up;                     /* 1: answered within down_after_s */
     double last_ok_s;           /* daemon clock of its last answer, seconds;
