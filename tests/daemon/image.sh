@@ -27,6 +27,14 @@ if ! rootfs=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") || ! bwrap --ro-bind "
     exit 0
 fi
 chmod -R a+rX "$T/img"
+# Started as root, the daemon runs jobs as spillway-job: bubblewrap then
+# needs unprivileged user namespaces.
+if [ "$(id -u)" = 0 ] && id spillway-job >/dev/null 2>&1 &&
+    ! setpriv --reuid="$(id -u spillway-job)" --regid="$(id -g spillway-job)" --clear-groups \
+        bwrap --ro-bind "$rootfs" / --proc /proc --dev /dev /bin/cat /etc/spw-image >/dev/null 2>&1; then
+    echo "1..0 # skip bubblewrap cannot start a container as an unprivileged user here (user namespaces)"
+    exit 0
+fi
 
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
