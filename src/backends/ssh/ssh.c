@@ -322,9 +322,16 @@ static const char *last_line(const char *s, char *buf, size_t cap)
  * ssh failed or timed out) and out[i] (caller frees). */
 static void cmd_wait_all(spw_ssh_t *sb, cmd_t *cmds, size_t n, int *status, char **out)
 {
-    size_t left = n;
+    size_t left = 0;
     int *fin = spw_xcalloc(n ? n : 1, sizeof(int));
     double waited_s = 0, step_s = 0.002;
+    /* Entries never started (pid 0) are not waited for. */
+    for (size_t i = 0; i < n; i++) {
+        if (cmds[i].pid)
+            left++;
+        else
+            status[i] = -1;
+    }
     while (left) {
         for (size_t i = 0; i < n; i++) {
             if (fin[i] || !cmds[i].pid)
@@ -450,41 +457,58 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
             sb->control_dir[0] = '\0';
     }
 
-    /* GPU detection for hosts without a slot count, in parallel. */
+    /* GPU detection for hosts without a slot count, in parallel; a host
+     * that failed is asked again (up to 3 times: a freshly started sshd
+     * on a loaded machine may drop the first connection). */
     cmd_t *cmds = spw_xcalloc(sb->nhosts, sizeof(cmd_t));
     int *st = spw_xcalloc(sb->nhosts, sizeof(int));
     char **out = spw_xcalloc(sb->nhosts, sizeof(char *));
+    int *done = spw_xcalloc(sb->nhosts, sizeof(int));
     const char *detect = DETECT_GPUS "\n";
     int failed = 0;
-    for (size_t i = 0; i < sb->nhosts; i++) {
-        cmds[i].out_fd = -1;
-        if (sb->hosts[i].gpus)
-            continue;
-        if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
-            failed = 1;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        failed = 0;
+        for (size_t i = 0; i < sb->nhosts; i++) {
+            cmds[i].out_fd = -1;
+            cmds[i].pid = 0;
+            if (!sb->hosts[i].detect || done[i])
+                continue;
+            if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
+                failed = 2; /* cannot even start ssh: no use retrying */
+                break;
+            }
+        }
+        cmd_wait_all(sb, cmds, sb->nhosts, st, out);
+        for (size_t i = 0; i < sb->nhosts && failed != 2; i++) {
+            if (!sb->hosts[i].detect || done[i])
+                continue;
+            char line[200];
+            long g;
+            char *end;
+            g = strtol(out[i], &end, 10);
+            if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
+                char why[240];
+                if (st[i] == -2)
+                    snprintf(why, sizeof(why), "no answer within the command timeout");
+                else
+                    snprintf(why, sizeof(why), "%s, exit status %d",
+                             last_line(out[i], line, sizeof(line)), st[i]);
+                spw_errorf(err, "ssh backend: cannot detect the GPUs of host %s (%s); give its "
+                           "gpus in the config", sb->hosts[i].addr, why);
+                failed = 1;
+            } else {
+                sb->hosts[i].gpus = (uint32_t)g;
+                done[i] = 1;
+            }
+        }
+        for (size_t i = 0; i < sb->nhosts; i++) {
+            free(out[i]);
+            out[i] = NULL;
+        }
+        if (failed != 1)
             break;
-        }
     }
-    cmd_wait_all(sb, cmds, sb->nhosts, st, out);
-    for (size_t i = 0; i < sb->nhosts && !failed; i++) {
-        if (sb->hosts[i].gpus)
-            continue;
-        char line[200];
-        long g;
-        char *end;
-        g = strtol(out[i], &end, 10);
-        if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
-            spw_errorf(err, "ssh backend: cannot detect the GPUs of host %s (%s); give its gpus "
-                       "in the config", sb->hosts[i].addr,
-                       st[i] == -2 ? "no answer within the command timeout"
-                                   : last_line(out[i], line, sizeof(line)));
-            failed = 1;
-        } else {
-            sb->hosts[i].gpus = (uint32_t)g;
-        }
-    }
-    for (size_t i = 0; i < sb->nhosts; i++)
-        free(out[i]);
+    free(done);
     free(out);
     free(st);
     free(cmds);
