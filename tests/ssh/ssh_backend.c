@@ -256,6 +256,41 @@ int main(void)
     is((long)strlen(o), 300000, "its 300000 bytes of stdout arrived");
     free(o);
 
+    /* A job writing 40 MiB at once: fetched whole while it still runs, and
+     * no tick() holds the caller (the daemon's scheduler thread) for long,
+     * since a round brings at most 4 MiB. */
+    rc = launch(sb, "j7", "d1.j7.1",
+                "head -c 41943040 /dev/zero | tr '\\0' y; echo done >&2; sleep 60", NULL, NULL,
+                1, 0, &h, &err);
+    ok(rc == 0, "a job writing 40 MiB starts: %s", err.text);
+    {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/logs/j7/j7.out", T);
+        double t0 = now(), worst_s = 0, end = t0 + 60;
+        struct stat stb;
+        while (now() < end && !(stat(path, &stb) == 0 && stb.st_size == 41943040)) {
+            double a = now();
+            spw_ssh_ops.tick(sb, a);
+            if (now() - a > worst_s)
+                worst_s = now() - a;
+            nap();
+        }
+        double took_s = now() - t0;
+        ok(stat(path, &stb) == 0 && stb.st_size == 41943040,
+           "its 40 MiB reached the daemon while it runs, in %.1f s (%.0f MiB/s)", took_s,
+           40 / took_s);
+        ok(worst_s < 1.0, "the longest tick() took %.0f ms", worst_s * 1000);
+        spw_ssh_ops.cancel(sb, &h, now(), &err);
+        got = wait_exit(sb, "j7", &x, 30);
+        ok(got && x.cause == SPW_CAUSE_CANCELLED, "then it is cancelled");
+        o = slurp("j7", "out");
+        size_t ys = 0;
+        while (o[ys] == 'y')
+            ys++;
+        ok(ys == 41943040 && o[ys] == '\0', "every byte is the job's, in order");
+        free(o);
+    }
+
     /* A container job: an unpacked root filesystem under bubblewrap, with
      * the workdir and checkpoint directory mounted. */
     const char *rootfs = getenv("SPW_TEST_ROOTFS");
