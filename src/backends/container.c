@@ -85,7 +85,9 @@ static void add_set(spw_strbuf_t *s, char **argv)
 
 /* spw_unpack ARCHIVE CACHE: unpacks an OCI image archive once into
  * CACHE/KEY/rootfs (KEY from its path, size, mtime and inode) and prints
- * that path; or prints why not and fails.  Layers are applied in the
+ * that path; or prints why not and fails.  CACHE must be the unpacking
+ * user's own; it is made 0711, so that a job switched to another user
+ * after the unpack (ssh run_as) can reach the root filesystem in it.  Layers are applied in the
  * manifest's order; a whiteout (.wh.NAME) removes NAME of the layers below
  * and an opaque one (.wh..wh..opq) empties its directory first, never
  * outside the root filesystem.  A multi-platform index takes its first
@@ -95,7 +97,7 @@ static const char unpack_fn[] =
     "  uf=$1; uc=$2\n"
     "  uk=$(printf '%s %s' \"$uf\" \"$(stat -L -c '%s.%Y.%i' \"$uf\")\" | cksum | cut -d' ' -f1)\n"
     "  [ -d \"$uc/$uk/rootfs\" ] && { echo \"$uc/$uk/rootfs\"; return 0; }\n"
-    "  mkdir -p \"$uc\" 2>/dev/null; chmod 700 \"$uc\" 2>/dev/null\n"
+    "  mkdir -p \"$uc\" 2>/dev/null; chmod 711 \"$uc\" 2>/dev/null\n"
     "  [ -d \"$uc\" ] && [ -O \"$uc\" ] && [ ! -L \"$uc\" ] ||"
     " { echo \"cache directory $uc is missing or not this user's own\"; return 1; }\n"
     "  ut=$uc/.tmp.$$; rm -rf \"$ut\"; mkdir \"$ut\" \"$ut/oci\" \"$ut/rootfs\" ||"

@@ -18,7 +18,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 37
+plan 39
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -124,7 +124,17 @@ if img=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") && chmod -R a+rX "$T/img"; 
     spw ml logs "$k" >"$T/boxed.out" 2>&1
     [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root\n%s' "$(id -u spillway-job)")" ]
     ok $? "it ran in the image's root filesystem, as its user: $(tr '\n' ' ' <"$T/boxed.out")"
+    # An OCI archive: unpacked by the login user (root) into the cache,
+    # then run as the job's user, who must reach it.
+    "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/image.tar"
+    k2=$(submit ml --gpus 1 --name boxed-oci --env SPILLWAY_IMAGE_CACHE="$T/imgcache" --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
+    wait_for "$k2" succeeded 30
+    ok $? "a job naming an OCI archive succeeds as spillway-job" || diag "$(spw ml logs "$k2" 2>&1)"
+    [ "$(spw ml logs "$k2" 2>&1 | tr '\n' ' ')" = "second layer whiteout " ]
+    ok $? "in the unpacked layers: $(spw ml logs "$k2" 2>&1 | tr '\n' ' ')"
 else
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
 fi

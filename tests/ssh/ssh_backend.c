@@ -2,6 +2,7 @@
  * namespaces with sshd (scripts/netns-hosts.sh, started by backend.sh):
  * jobs, logs, cancel, placement, a 4-node gang doing a TCP all-reduce, all
  * or nothing, adopt and find after a "restart", a host cut off and fenced. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -335,6 +336,10 @@ int main(void)
         /* An OCI archive, unpacked on the host into $R/images. */
         const char *oci = getenv("SPW_TEST_OCI");
         if (oci) {
+            char cache[1300];
+            snprintf(cache, sizeof(cache), "SPILLWAY_IMAGE_CACHE=%s/imgcache", T);
+            const char *envo[] = {ckenv, cache, NULL};
+            req.env = envo;
             req.image = oci;
             req.job_id = "c3";
             req.token = "d1.c3.1";
@@ -350,6 +355,15 @@ int main(void)
                     "whiteout honoured"))
                 diag("got: %s", o);
             free(o);
+            snprintf(cache, sizeof(cache), "%s/imgcache", T);
+            DIR *cd = opendir(cache);
+            int entries = 0;
+            for (struct dirent *de; cd && (de = readdir(cd)) != NULL;)
+                entries += de->d_name[0] != '.';
+            if (cd)
+                closedir(cd);
+            ok(entries == 1, "unpacked once, into SPILLWAY_IMAGE_CACHE (%d entries)", entries);
+            req.env = envc;
         }
         req.image = NULL;
         /* SPILLWAY_IMAGE in the env: the older way, still honoured. */

@@ -1341,7 +1341,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                     gl[ng++] = g;
             const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
             spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
-                                  (const char *const *)names, "\"$R/images\""};
+                                  (const char *const *)names, NULL};
             spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");
             spw_container_wrap(&s, &ct);
             for (size_t i = 0; i < nheap; i++)
