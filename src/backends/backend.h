@@ -68,6 +68,19 @@ typedef struct spw_launch {
                                    trailing '*' matches a prefix); every
                                    other one is left out.  NULL = all of
                                    them (the version 1 behaviour) */
+    /* Appended in version 2 (a field, no new member of the table): */
+    const char *image;          /* the container image the job runs in (the
+                                   job spec's image, docs/hosts.md): an
+                                   absolute path (an unpacked root filesystem
+                                   directory, or an OCI image archive file),
+                                   "oci-archive:PATH", or a registry
+                                   reference; NULL = no container.  A backend
+                                   that cannot run it fails the launch with
+                                   the reason, never runs the job without it */
+    const char *user;           /* with set_user: the user's name, for a
+                                   backend that switches users on another
+                                   machine (ssh: uid numbers may differ
+                                   there); NULL = not known */
 } spw_launch_t;
 
 /* A running job, as the daemon persists it so that a restarted daemon can

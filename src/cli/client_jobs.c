@@ -47,6 +47,13 @@ const char spw_cli_submit_usage[] =
     "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
     "                       default: the daemon's)\n"
     "  --env K=V            an environment variable; repeat for more\n"
+    "  --image IMG          run it in a container: an unpacked root filesystem\n"
+    "                       (a directory on the host, run under bubblewrap), an\n"
+    "                       OCI image archive (a .tar file, unpacked on the host),\n"
+    "                       or a registry reference such as\n"
+    "                       docker.io/library/ubuntu:22.04 (run with podman where\n"
+    "                       the host has it); a path starting with . is taken\n"
+    "                       from here (docs/hosts.md)\n"
     "  --class C            its governance class (rules match it; a class named like\n"
     "                       a residency gives it that residency)\n"
     "  --label K=V          a label rules match as key=value; repeat for more\n"
@@ -63,6 +70,8 @@ const char spw_cli_submit_usage[] =
     "      python train.py --epochs 3\n"
     "  id=$(spillway submit --gpus 1 -- nvidia-smi) && spillway logs -f \"$id\"\n"
     "  spillway submit --gpus 1 --env SEED=7 -- sh -c 'python eval.py > out.txt'\n"
+    "  spillway submit --gpus 1 --image /srv/images/pytorch --workdir . -- \\\n"
+    "      python3 train.py\n"
     "  printf 'run: [python, eval.py]\\ngpus: A100:1\\n' | spillway submit - -o json\n"
     SPW_CLI_EXIT_HELP;
 
@@ -233,7 +242,7 @@ int spw_cli_submit(int argc, char **argv)
     enum {
         O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES, O_GPN,
         O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT, O_CLASS, O_LABEL, O_DATA,
-        O_RESIDENCY
+        O_RESIDENCY, O_IMAGE
     };
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, O_GPUS},
@@ -255,6 +264,7 @@ int spw_cli_submit(int argc, char **argv)
         {"label", required_argument, NULL, O_LABEL},
         {"data", required_argument, NULL, O_DATA},
         {"residency", required_argument, NULL, O_RESIDENCY},
+        {"image", required_argument, NULL, O_IMAGE},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -339,6 +349,17 @@ int spw_cli_submit(int argc, char **argv)
             char *dir = absolute_dir(optarg);
             json_object_set_new(spec, "workdir", json_string(dir));
             free(dir);
+            break;
+        }
+        case O_IMAGE: {
+            if (!*optarg)
+                spw_cli_die_usage("submit", "--image takes a root filesystem directory, an OCI "
+                                            "archive or a registry reference");
+            /* ./rootfs, ../img.tar: this machine's paths, made absolute;
+             * anything else goes as written (the daemon checks it). */
+            char *img = optarg[0] == '.' ? absolute_dir(optarg) : spw_xstrdup(optarg);
+            json_object_set_new(spec, "image", json_string(img));
+            free(img);
             break;
         }
         case O_CLASS: json_object_set_new(spec, "class", json_string(optarg)); break;

@@ -735,6 +735,8 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .now_s = now,
             .token = j->token,
             .nodes = j->ej.nnodes,
+            .image = s->image,
+            .user = u->set ? u->name : NULL,
         };
         /* An on-prem placement runs on its pool's backend (pools.c), a
          * cloud one on its instances when they are hosts (one rank each). */

@@ -641,6 +641,51 @@ static int f_workdir(const pctx_t *c, const spw_ynode_t *n,
     return 0;
 }
 
+/* Characters of a registry reference: name[:tag][@digest]. */
+static int image_ref_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || strchr("._-/:@+", ch) != NULL;
+}
+
+static int f_image(const pctx_t *c, const spw_ynode_t *n,
+                   const char *field, spw_jobspec_t *s)
+{
+    const char *v = NULL, *path;
+
+    if (scalar_text(c, n, field, &v) < 0)
+        return -1;
+    if (!v[0])
+        return field_error(c, n, field, "is empty; give a root filesystem "
+                           "directory, an OCI archive or a registry "
+                           "reference, or leave the field out");
+    if (strlen(v) > MAX_PATH_BYTES)
+        return field_error(c, n, field, "longer than %d bytes",
+                           MAX_PATH_BYTES);
+    for (path = v; *path; path++)
+        if ((unsigned char)*path < 0x20 || *path == 0x7f)
+            return field_error(c, n, field, "holds a control character");
+    path = strncmp(v, "oci-archive:", 12) == 0 ? v + 12 : v;
+    if (path != v && path[0] != '/')
+        return field_error(c, n, field, "oci-archive: takes an absolute "
+                           "path, got '%.40s'", path);
+    if (path[0] != '/') {
+        /* A registry reference: no option-like or relative-path text. */
+        for (const char *p = v; *p; p++)
+            if (!image_ref_char(*p))
+                return field_error(c, n, field, "'%.40s' is neither an "
+                                   "absolute path nor a registry reference "
+                                   "(letters, digits and ._-/:@+)", v);
+        if (!((v[0] >= 'a' && v[0] <= 'z') || (v[0] >= 'A' && v[0] <= 'Z') ||
+              (v[0] >= '0' && v[0] <= '9')) || strstr(v, ".."))
+            return field_error(c, n, field, "'%.40s' is neither an absolute "
+                               "path nor a registry reference (a relative "
+                               "path must be made absolute)", v);
+    }
+    s->image = spw_xstrdup(v);
+    return 0;
+}
+
 static int f_retries(const pctx_t *c, const spw_ynode_t *n,
                      const char *field, spw_jobspec_t *s)
 {
@@ -715,7 +760,7 @@ enum {
     F_NAME, F_TEAM, F_CLASS, F_LABELS, F_RUN, F_GPUS, F_EST_RUNTIME,
     F_MAX_RUNTIME, F_PRIORITY, F_DEADLINE, F_DATA, F_RESIDENCY, F_ENV,
     F_WORKDIR, F_RETRIES, F_SPOT, F_SPOT_POLICY, F_CHECKPOINT_INTERVAL,
-    F_GPUS_PER_NODE, NFIELDS
+    F_GPUS_PER_NODE, F_IMAGE, NFIELDS
 };
 static const struct field {
     const char *name;   /* key in the document */
@@ -740,6 +785,7 @@ static const struct field {
     [F_SPOT_POLICY] = {"spot_policy", f_spot_policy},
     [F_CHECKPOINT_INTERVAL] = {"checkpoint_interval", f_checkpoint_interval},
     [F_GPUS_PER_NODE] = {"gpus_per_node", f_gpus_per_node},
+    [F_IMAGE] = {"image", f_image},
 };
 
 static int parse_root(const pctx_t *c, const spw_ynode_t *root,
@@ -877,6 +923,7 @@ void spw_jobspec_free(spw_jobspec_t *s)
     free(s->labels);
     free(s->data);
     free(s->residency);
+    free(s->image);
     memset(s, 0, sizeof(*s));
 }
 
@@ -984,6 +1031,8 @@ char *spw_jobspec_to_json(const spw_jobspec_t *s)
     else if (!isnan(s->checkpoint_interval_s))
         bad |= put(o, "checkpoint_interval",
                    seconds(s->checkpoint_interval_s));
+    if (s->image)
+        bad |= put(o, "image", json_string(s->image));
     if (!bad)
         text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS |
                           JSON_REAL_PRECISION(17));
@@ -1020,7 +1069,8 @@ int spw_jobspec_equal(const spw_jobspec_t *a, const spw_jobspec_t *b)
         !str_eq(a->jclass, b->jclass) || a->nlabels != b->nlabels ||
         !str_eq(a->data, b->data) || !str_eq(a->residency, b->residency) ||
         a->spot_mode != b->spot_mode || a->spot_policy != b->spot_policy ||
-        !num_eq(a->checkpoint_interval_s, b->checkpoint_interval_s))
+        !num_eq(a->checkpoint_interval_s, b->checkpoint_interval_s) ||
+        !str_eq(a->image, b->image))
         return 0;
     for (i = 0; i < a->argc; i++)
         if (!str_eq(a->argv[i], b->argv[i]))

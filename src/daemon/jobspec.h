@@ -94,6 +94,13 @@ typedef struct spw_jobspec {
                                   scratch); SPW_CKPT_CONTINUOUS = nothing is
                                   lost; NAN = not given (the config's
                                   spot.checkpoint_interval_s) */
+    /* ---- containers (docs/hosts.md) ---- */
+    char *image;               /* owned; what the job runs in: an absolute
+                                  path (an unpacked root filesystem, or an
+                                  OCI image archive file), "oci-archive:PATH",
+                                  or a registry reference
+                                  ("docker.io/library/ubuntu:22.04"); NULL =
+                                  no container */
 } spw_jobspec_t;
 
 /* Parses and validates one job spec.  data is JSON when its first
@@ -110,7 +117,8 @@ typedef struct spw_jobspec {
  * always, never), spot_policy (ondemand, greedy, uniform-progress) and
  * checkpoint_interval (a duration, 0 = none, or "continuous"), and
  * gpus_per_node (1..1024: the job may span nodes of that many GPUs; in the
- * cloud several instances).  run and gpus are required; unknown
+ * cloud several instances), image (a container image: see spw_jobspec_t.image).
+ * run and gpus are required; unknown
  * or repeated fields are errors.  Scalars are read by their text in both
  * formats, so JSON "2" and 2 are the same gpus, as in YAML.
  *

@@ -165,6 +165,45 @@ const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *
     return spw_daemon_pool_ops(d, j->be_pool, be);
 }
 
+/* A host coming back up may have other GPUs than before (the backend
+ * counts them again): its node takes the new count while it is still down,
+ * so the engine brings it back with that capacity.  The count stays within
+ * the largest node of the pool (the engine sized its tables by it).
+ * Returns 0, or -1 when the host has no GPU now (it stays down; said once). */
+static int ssh_regpus(spw_daemon_t *d, size_t p, uint32_t i, const spw_ssh_host_info_t *hi)
+{
+    spw_pool_spec_t *ps = &d->fleet.pools[p];
+    uint16_t was = ps->node_gpus[i], most = 0;
+    for (uint32_t k = 0; k < ps->nnodes; k++)
+        if (ps->node_gpus[k] > most)
+            most = ps->node_gpus[k];
+    if (hi->gpus == was)
+        return 0;
+    if (hi->gpus == 0) {
+        if (d->pool_slurm_down[p][i] != 2 && !d->quiet)
+            fprintf(stderr, "spillway: host %s (%s/%u) answers again but nvidia-smi finds no "
+                    "GPU there; it stays down\n", hi->addr, ps->name, i);
+        d->pool_slurm_down[p][i] = 2;
+        return -1;
+    }
+    uint16_t now = (uint16_t)(hi->gpus < most ? hi->gpus : most);
+    if (!d->node_down[p][i] || now == was)
+        return 0; /* only a node out of service changes size */
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (j && j->ej.state == SPW_JOB_ONPREM && j->ej.pool == (int32_t)p &&
+            spw_engine_job_on_node(&j->ej, p, i))
+            return 0; /* the engine still counts it in use: keep its size */
+    }
+    ps->node_gpus[i] = now;
+    d->pool_gpus[p] = d->pool_gpus[p] - was + now;
+    if (!d->quiet)
+        fprintf(stderr, "spillway: host %s (%s/%u) has %u GPU%s now (was %u)%s\n", hi->addr,
+                ps->name, i, now, now == 1 ? "" : "s", was,
+                now < hi->gpus ? "; more than the pool's largest node: not all used" : "");
+    return 0;
+}
+
 /* Follows the ssh backend's health checks: a host it found silent for
  * down_after_s takes its node down (its jobs fail over); one that answers
  * again (after its fenced jobs were killed) brings it back. */
@@ -180,6 +219,8 @@ static void ssh_sync(spw_daemon_t *d, size_t p)
             d->pool_slurm_down[p] = spw_xcalloc(k, sizeof(uint8_t));
         if (d->pool_slurm_down[p][i] == down)
             continue;
+        if (!down && ssh_regpus(d, p, (uint32_t)i, &hi) < 0)
+            continue; /* answers, but with no GPU to run on: stays down */
         d->pool_slurm_down[p][i] = down;
         if (!d->node_down[p][i] == !down)
             continue;

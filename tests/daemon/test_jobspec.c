@@ -230,7 +230,7 @@ static void test_errors(void)
          "t.yaml:3:1: unknown field 'preemptible' (expected one of: name, "
          "team, class, labels, run, gpus, est_runtime, max_runtime, "
          "priority, deadline, data, residency, env, workdir, retries, spot, "
-         "spot_policy, checkpoint_interval, gpus_per_node)"},
+         "spot_policy, checkpoint_interval, gpus_per_node, image)"},
         {"t.yaml", "run: [x]\ngpus: 1\nspot: true\n",
          "t.yaml:3:7: field 'spot': expected auto, always or never, got "
          "'true'"},
@@ -339,6 +339,25 @@ static void test_errors(void)
         {"t.yaml", "run: [x]\ngpus: 1\nenv: [A]\n",
          "t.yaml:3:6: field 'env': expected a mapping of names to strings, "
          "got a list"},
+        {"t.yaml", "run: [x]\ngpus: 1\nimage: ''\n",
+         "t.yaml:3:8: field 'image': is empty; give a root filesystem "
+         "directory, an OCI archive or a registry reference, or leave the "
+         "field out"},
+        {"t.yaml", "run: [x]\ngpus: 1\nimage: ./rootfs\n",
+         "t.yaml:3:8: field 'image': './rootfs' is neither an absolute "
+         "path nor a registry reference (a relative path must be made "
+         "absolute)"},
+        {"t.yaml", "run: [x]\ngpus: 1\nimage: --privileged\n",
+         "t.yaml:3:8: field 'image': '--privileged' is neither an absolute "
+         "path nor a registry reference *"},
+        {"t.yaml", "run: [x]\ngpus: 1\nimage: 'ubuntu latest'\n",
+         "t.yaml:3:8: field 'image': 'ubuntu latest' is neither an absolute "
+         "path nor a registry reference (letters, digits and ._-/:@+)"},
+        {"t.yaml", "run: [x]\ngpus: 1\nimage: oci-archive:img.tar\n",
+         "t.yaml:3:8: field 'image': oci-archive: takes an absolute path, got "
+         "'img.tar'"},
+        {"t.json", "{\"run\": [\"x\"], \"gpus\": 1, \"image\": [\"a\"]}",
+         "t.json:1:36: field 'image': expected a string, got a list"},
         {"t.yaml", "run: [x]\ngpus: 1\nworkdir: data\n",
          "t.yaml:3:10: field 'workdir': must be an absolute path, got "
          "'data'"},
@@ -654,6 +673,45 @@ static void test_times(void)
         is(spw_parse_rfc3339(bad[i], &v), -1, "time '%s' rejected", bad[i]);
 }
 
+static void test_image(void)
+{
+    static const char *const good[] = {
+        "/srv/images/pytorch", "/srv/images/pytorch.tar", "oci-archive:/srv/img.tar",
+        "docker.io/library/ubuntu:22.04", "ubuntu", "nvcr.io/nvidia/pytorch:24.01-py3",
+        "ghcr.io/o/i@sha256:0123abcd",
+    };
+    spw_jobspec_t s, back;
+    spw_error_t err;
+    char doc[256], *text;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(doc, sizeof(doc), "run: [python3, t.py]\ngpus: 1\nimage: '%s'\n", good[i]);
+        if (!ok(parse("i.yaml", doc, &s, &err) == 0, "image '%s' accepted", good[i])) {
+            diag("%s", err.text);
+            continue;
+        }
+        is_str(s.image, good[i], "image kept as written");
+        text = spw_jobspec_to_json(&s);
+        ok(text && strstr(text, "\"image\":") != NULL, "image in the canonical JSON: %s", text);
+        if (ok(parse("i.json", text, &back, &err) == 0, "canonical JSON parses back")) {
+            ok(spw_jobspec_equal(&s, &back), "with the same image");
+            free(back.image);
+            back.image = NULL;
+            ok(!spw_jobspec_equal(&s, &back), "a missing image differs");
+            spw_jobspec_free(&back);
+        }
+        free(text);
+        spw_jobspec_free(&s);
+    }
+    if (ok(parse("n.yaml", "run: [x]\ngpus: 1\n", &s, &err) == 0, "no image")) {
+        ok(s.image == NULL, "image NULL when not given");
+        text = spw_jobspec_to_json(&s);
+        ok(text && !strstr(text, "image"), "and left out of the JSON");
+        free(text);
+        spw_jobspec_free(&s);
+    }
+}
+
 int main(void)
 {
     test_full();
@@ -665,5 +723,6 @@ int main(void)
     test_limits();
     test_durations();
     test_times();
+    test_image();
     return done_testing();
 }

@@ -16,5 +16,6 @@ rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 if [ $rc != 0 ]; then echo "1..1"; echo "not ok 1 - the test cluster starts"; echo "$out" | sed 's/^/# /'; exit 1; fi
 mkdir -p "$T/logs"
-rootfs=$("$here/mkrootfs" "$root/build/ssh-rootfs") && export SPW_TEST_ROOTFS=$rootfs
+rootfs=$("$here/mkrootfs" "$root/build/ssh-rootfs") && export SPW_TEST_ROOTFS=$rootfs &&
+    "$here/mkociarchive" "$rootfs" "$T/image.tar" && export SPW_TEST_OCI=$T/image.tar
 SPW_TEST_DIR=$T SPW_NETNS_SCRIPT=$net "$bin"

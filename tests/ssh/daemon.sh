@@ -13,11 +13,12 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 NET=$ROOT/scripts/netns-hosts.sh
 C=$T/cluster
 command -v python3 >/dev/null || { echo "1..0 # SKIP python3 missing (scripts/deps.sh test)"; exit 0; }
+id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
 out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 26
+plan 39
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -35,11 +36,15 @@ policy:
   wait: never
 spot:
   failover: requeue
+teams:
+  - name: cv
+    run_as: nobody
 daemon:
   tick_s: 0.05
   kill_grace_s: 1
   tokens:
     - {token: $ML_TOKEN, team: ml}
+    - {token: $CV_TOKEN, team: cv}
     - {token: $ADMIN_TOKEN, admin: true}
 EOF2
 start_daemon "$T/serve.yaml" "$T/state"
@@ -82,7 +87,10 @@ else:
 print('rank %d of %d nodes %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'], total))
 sys.exit(0 if total == world * (world + 1) // 2 else 1)
 PY
-g=$(submit ml --gpus 4 --name gang -- python3 "$T/allreduce.py")
+# The system's python3: jobs run as spillway-job, which may not reach a
+# python3 installed under root's home.
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+g=$(submit ml --gpus 4 --name gang -- "$PY" "$T/allreduce.py")
 wait_for "$g" succeeded 40
 ok $? "a 4-GPU job (2 hosts of 2 GPUs) succeeds" || diag "$(spw ml logs "$g" 2>&1)" "$(cat "$DLOG")"
 spw ml logs "$g" >"$T/gang.out" 2>&1
@@ -92,18 +100,62 @@ n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
 [ "$n" = 2 ]
 ok $? "one process on each of 2 hosts ($n rank directories)"
 
+# ---- jobs run as their team's user on the hosts (run_as) ------------------
+u=$(submit ml --gpus 1 --name whoami -- sh -c 'echo "$(id -un) $(id -gn) groups=$(id -G)"')
+wait_for "$u" succeeded 30
+ok $? "a job of team ml succeeds"
+[ "$(spw ml logs "$u" 2>&1)" = "spillway-job $(id -gn spillway-job) groups=$(id -g spillway-job)" ]
+ok $? "it ran as spillway-job on its host (the daemon's default run_as), its group alone: $(spw ml logs "$u" 2>&1)"
+v=$(submit cv --gpus 1 --name whoami-cv -- sh -c 'id -un; touch /root/x 2>/dev/null && echo wrote-root || echo denied')
+wait_for "$v" succeeded 30 cv
+ok $? "a job of team cv succeeds"
+[ "$(spw cv logs "$v" 2>&1 | tr '\n' ' ')" = "nobody denied " ]
+ok $? "it ran as its team's run_as (nobody), not as the ssh login user root: $(spw cv logs "$v" 2>&1 | tr '\n' ' ')"
+vh=$(host_of "$v" 1)
+[ "$(stat -c %U "$C/host-$vh/spillway/jobs/$(rdirs "$v" "$vh")/exit" 2>/dev/null)" = root ]
+ok $? "its exit record was written by the shim as the login user, out of the job's reach"
+
 # ---- a job in a container image (bubblewrap on the host) -------------------
-if img=$("$ROOT/tests/ssh/mkrootfs" "$ROOT/build/ssh-rootfs"); then
-    k=$(submit ml --gpus 1 --name boxed --env SPILLWAY_IMAGE="$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root')
+mkdir -p "$T/img" && chmod 755 "$T/img"
+if img=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") && chmod -R a+rX "$T/img"; then
+    k=$(submit ml --gpus 1 --name boxed --image "$img" -- sh -c 'cat /etc/spw-image; [ -d /root ] && echo host-root || echo own-root; while read -r k v r; do [ "$k" = Uid: ] && echo "$v"; done </proc/self/status; exit 0')
     wait_for "$k" succeeded 30
-    ok $? "a job naming an image (SPILLWAY_IMAGE) succeeds"
+    ok $? "a job naming an image (--image) succeeds"
     spw ml logs "$k" >"$T/boxed.out" 2>&1
-    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root')" ]
-    ok $? "it ran in the image's root filesystem: $(tr '\n' ' ' <"$T/boxed.out")"
+    [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root\n%s' "$(id -u spillway-job)")" ]
+    ok $? "it ran in the image's root filesystem, as its user: $(tr '\n' ' ' <"$T/boxed.out")"
+    # An OCI archive: unpacked by the login user (root) into the cache,
+    # then run as the job's user, who must reach it.
+    "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/image.tar"
+    k2=$(submit ml --gpus 1 --name boxed-oci --env SPILLWAY_IMAGE_CACHE="$T/imgcache" --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
+    wait_for "$k2" succeeded 30
+    ok $? "a job naming an OCI archive succeeds as spillway-job" || diag "$(spw ml logs "$k2" 2>&1)"
+    [ "$(spw ml logs "$k2" 2>&1 | tr '\n' ' ')" = "second layer whiteout " ]
+    ok $? "in the unpacked layers: $(spw ml logs "$k2" 2>&1 | tr '\n' ' ')"
 else
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
 fi
+
+# ---- a job writing fast: its logs keep up, byte for byte ----------------
+mkdir -p "$T/work" && chmod 777 "$T/work"
+b=$(submit ml --gpus 1 --name chatty --workdir "$T/work" -- sh -c 'head -c 6000000 /dev/urandom | od -An -tx1 -v | tee big.txt; echo "errors too" >&2; sleep 300')
+wait_for "$b" running 30
+written() { [ -s "$T/work/big.txt" ] && [ "$(wc -c <"$T/work/big.txt")" -ge 18000000 ]; }
+wait_until 30 written
+ok $? "a job wrote $(wc -c <"$T/work/big.txt" 2>/dev/null) bytes of stdout at once and keeps running"
+caught_up() { [ "$(wc -c <"$T/state/logs/$b/$b.out" 2>/dev/null)" = "$(wc -c <"$T/work/big.txt")" ]; }
+t0=$(now_ms)
+wait_until 30 caught_up
+ok $? "its log on the daemon caught up while it still runs ($(( $(now_ms) - t0 )) ms after it was written)"
+spw ml logs "$b" >"$T/chatty.out" 2>/dev/null
+cmp -s "$T/chatty.out" "$T/work/big.txt"
+ok $? "spillway logs matches what it wrote, byte for byte ($(wc -c <"$T/chatty.out") bytes)"
+spw ml cancel "$b" >/dev/null 2>&1
+wait_for "$b" cancelled 30
+ok $? "it is cancelled"
 
 # ---- cancel ------------------------------------------------------------------
 c=$(submit ml --gpus 1 --name sleeper -- sleep 300)
@@ -136,6 +188,12 @@ wait_until 10 resumed
 ok $? "attempt 2 read attempt 1's checkpoint (shared path): $(spw ml logs "$f" 2>/dev/null | grep resumed)"
 grep -q "stopped answering ssh" "$DLOG"
 ok $? "the daemon says why: $(grep 'stopped answering' "$DLOG" | head -1)"
+# While it is down, one of its GPUs "falls off the bus": it comes back with 1.
+cat >"$C/host-$fh/bin/nvidia-smi.new" <<'NV'
+#!/bin/sh
+echo 0
+NV
+chmod +x "$C/host-$fh/bin/nvidia-smi.new" && mv "$C/host-$fh/bin/nvidia-smi.new" "$C/host-$fh/bin/nvidia-smi"
 "$NET" mend "$C" "$fh"
 old_dead() { ! alive_remote "$fh" "$(rdirs "$f" "$fh" | head -1)"; }
 wait_until 30 old_dead
@@ -143,6 +201,11 @@ ok $? "when host $fh answers again, the old copy there is killed (fenced)"
 host_back() { grep -q "answers again" "$DLOG"; }
 wait_until 15 host_back
 ok $? "and the host is back in the pool"
+grep -q "has 1 GPU now (was 2)" "$DLOG"
+ok $? "its GPUs were counted again when it came back: $(grep 'GPU now' "$DLOG" | head -1)"
+pool_gpus() { spw admin pools -o json >"$T/pools.json" 2>/dev/null && jpy "$T/pools.json" 'd["pools"][0]["gpus"]'; }
+[ "$(pool_gpus)" = 7 ]
+ok $? "the pool has 7 GPUs now ($(pool_gpus))"
 
 # ---- kill -9 of the daemon: re-adopted, not started twice -----------------
 kill9_daemon

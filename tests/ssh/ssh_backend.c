@@ -2,6 +2,7 @@
  * namespaces with sshd (scripts/netns-hosts.sh, started by backend.sh):
  * jobs, logs, cancel, placement, a 4-node gang doing a TCP all-reduce, all
  * or nothing, adopt and find after a "restart", a host cut off and fenced. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -258,17 +259,52 @@ int main(void)
     is((long)strlen(o), 300000, "its 300000 bytes of stdout arrived");
     free(o);
 
+    /* A job writing 40 MiB at once: fetched whole while it still runs, and
+     * no tick() holds the caller (the daemon's scheduler thread) for long,
+     * since a round brings at most 4 MiB. */
+    rc = launch(sb, "j7", "d1.j7.1",
+                "head -c 41943040 /dev/zero | tr '\\0' y; echo done >&2; sleep 60", NULL, NULL,
+                1, 0, &h, &err);
+    ok(rc == 0, "a job writing 40 MiB starts: %s", err.text);
+    {
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/logs/j7/j7.out", T);
+        double t0 = now(), worst_s = 0, end = t0 + 60;
+        struct stat stb;
+        while (now() < end && !(stat(path, &stb) == 0 && stb.st_size == 41943040)) {
+            double a = now();
+            spw_ssh_ops.tick(sb, a);
+            if (now() - a > worst_s)
+                worst_s = now() - a;
+            nap();
+        }
+        double took_s = now() - t0;
+        ok(stat(path, &stb) == 0 && stb.st_size == 41943040,
+           "its 40 MiB reached the daemon while it runs, in %.1f s (%.0f MiB/s)", took_s,
+           40 / took_s);
+        ok(worst_s < 1.0, "the longest tick() took %.0f ms", worst_s * 1000);
+        spw_ssh_ops.cancel(sb, &h, now(), &err);
+        got = wait_exit(sb, "j7", &x, 30);
+        ok(got && x.cause == SPW_CAUSE_CANCELLED, "then it is cancelled");
+        o = slurp("j7", "out");
+        size_t ys = 0;
+        while (o[ys] == 'y')
+            ys++;
+        ok(ys == 41943040 && o[ys] == '\0', "every byte is the job's, in order");
+        free(o);
+    }
+
     /* A container job: an unpacked root filesystem under bubblewrap, with
      * the workdir and checkpoint directory mounted. */
     const char *rootfs = getenv("SPW_TEST_ROOTFS");
     if (rootfs) {
-        char img[1200], ck[1200];
-        snprintf(img, sizeof(img), "SPILLWAY_IMAGE=%s", rootfs);
+        char ck[1200];
         snprintf(ck, sizeof(ck), "%s/ckpt", T);
         mkdir(ck, 0755);
         char ckenv[1300];
         snprintf(ckenv, sizeof(ckenv), "SPILLWAY_CHECKPOINT_DIR=%s", ck);
-        const char *envc[] = {img, ckenv, NULL};
+        const char *envc[] = {ckenv, NULL};
+        req.image = rootfs; /* the job spec's image: */
         req.job_id = "c1";
         req.token = "d1.c1.1";
         req.env = envc;
@@ -299,12 +335,93 @@ int main(void)
         char *sv = spw_read_file(step, &sl, NULL);
         ok(sv && strcmp(sv, "saved\n") == 0, "it wrote its checkpoint directory (mounted)");
         free(sv);
+        /* An OCI archive, unpacked on the host into $R/images. */
+        const char *oci = getenv("SPW_TEST_OCI");
+        if (oci) {
+            char cache[1300];
+            snprintf(cache, sizeof(cache), "SPILLWAY_IMAGE_CACHE=%s/imgcache", T);
+            const char *envo[] = {ckenv, cache, NULL};
+            req.env = envo;
+            req.image = oci;
+            req.job_id = "c3";
+            req.token = "d1.c3.1";
+            req.script = "cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout";
+            req.now_s = now();
+            rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+            ok(rc == 0, "launch a job in an OCI archive: %s", err.text);
+            got = wait_exit(sb, "c3", &x, 30);
+            ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "it succeeds (%s %d)",
+               spw_exit_kind_name(x.kind), x.status);
+            o = slurp("c3", "out");
+            if (!ok(strcmp(o, "second layer\nwhiteout\n") == 0, "both layers applied, the "
+                    "whiteout honoured"))
+                diag("got: %s", o);
+            free(o);
+            snprintf(cache, sizeof(cache), "%s/imgcache", T);
+            DIR *cd = opendir(cache);
+            int entries = 0;
+            for (struct dirent *de; cd && (de = readdir(cd)) != NULL;)
+                entries += de->d_name[0] != '.';
+            if (cd)
+                closedir(cd);
+            ok(entries == 1, "unpacked once, into SPILLWAY_IMAGE_CACHE (%d entries)", entries);
+            req.env = envc;
+        }
+        req.image = NULL;
+        /* SPILLWAY_IMAGE in the env: the older way, still honoured. */
         const char *envd[] = {"SPILLWAY_IMAGE=/nonexistent-image", NULL};
         rc = launch(sb, "c2", "d1.c2.1", "true", NULL, envd, 1, 0, &h, &err);
-        ok(rc < 0 && strstr(err.text, "is not a directory"), "a missing image fails the launch: %s",
-           err.text);
+        ok(rc < 0 && strstr(err.text, "image /nonexistent-image is neither a directory"),
+           "a missing image (SPILLWAY_IMAGE) fails the launch: %s", err.text);
+        /* A registry reference where the host has no podman. */
+        req.image = "docker.io/library/busybox:1.36";
+        req.job_id = "c4";
+        req.token = "d1.c4.1";
+        req.script = "true";
+        req.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &req, &h, &err);
+        ok(rc < 0 && strstr(err.text, "registry reference, which needs podman"),
+           "a registry reference on a host without podman fails the launch: %s", err.text);
+        req.image = NULL;
     } else {
         diag("no bubblewrap: container checks skipped");
+    }
+
+    /* run_as: the job (not the shim) switches to the named user on the
+     * host with setpriv; a name missing there, or one that is root there
+     * while the daemon did not allow root, fails the launch. */
+    {
+        spw_launch_t ru = {
+            .job_id = "u1", .token = "d1.u1.1", .script = "id -un; id -Gn",
+            .log_dir = req.log_dir, .now_s = now(), .set_user = 1, .uid = 65534,
+            .gid = 65534, .user = "nobody",
+        };
+        err.text[0] = '\0';
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc == 0, "launch as user nobody: %s", err.text);
+        got = wait_exit(sb, "u1", &x, 20);
+        ok(got && x.kind == SPW_EXIT_EXITED && x.status == 0, "it succeeds (%s %d)",
+           spw_exit_kind_name(x.kind), x.status);
+        o = slurp("u1", "out");
+        if (!ok(strncmp(o, "nobody\n", 7) == 0 && !strstr(o, "root"),
+                "it ran as nobody, with none of root's groups"))
+            diag("got: %s", o);
+        free(o);
+        ru.job_id = "u2";
+        ru.token = "d1.u2.1";
+        ru.user = "no-such-user-spw";
+        ru.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc < 0 && strstr(err.text, "user no-such-user-spw (the run_as of this job's team) does "
+                            "not exist on this host"), "a user missing on the host: %s", err.text);
+        ru.job_id = "u3";
+        ru.token = "d1.u3.1";
+        ru.user = "root";
+        ru.now_s = now();
+        rc = spw_ssh_ops.launch(sb, &ru, &h, &err);
+        ok(rc < 0 && strstr(err.text, "user root is root on this host; jobs as root need "
+                            "daemon.allow_root_jobs"), "root on the host, not allowed: %s",
+           err.text);
     }
 
     /* A 4-node gang doing a TCP all-reduce. */

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "util/file.h"
+#include "util/strbuf.h"
+#include "backends/container.h"
 #include "backends/local/local.h"
 
 extern char **environ;
@@ -840,13 +842,141 @@ static int check_launch(const spw_local_t *lb, const spw_launch_t *req, spw_erro
     return 0;
 }
 
+/* Whether program name (no '/') is an executable in the daemon's PATH, or at
+ * /usr/bin/NAME. */
+static int have_program(const char *name)
+{
+    const char *path = getenv("PATH");
+    char buf[PATH_MAX];
+    if (!path)
+        path = "/usr/local/bin:/bin:/usr/bin";
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n && n + strlen(name) + 2 < sizeof(buf)) {
+            snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, name);
+            if (access(buf, X_OK) == 0)
+                return 1;
+        }
+        if (!end)
+            break;
+        p = end;
+    }
+    snprintf(buf, sizeof(buf), "/usr/bin/%s", name);
+    return access(buf, X_OK) == 0;
+}
+
+/* Checks that this machine can run req->image (container.h says how each
+ * form runs), so that a launch it cannot run fails with the reason rather
+ * than starting a job that dies at once. */
+static int check_image(const spw_launch_t *req, spw_error_t *err)
+{
+    const char *img = req->image, *path = img;
+    int podman = have_program("podman"), bwrap = have_program("bwrap");
+    struct stat st;
+    if (strncmp(img, "oci-archive:", 12) == 0)
+        path = img + 12;
+    if (path[0] != '/') {
+        if (!podman)
+            return spw_errorf(err, "job %s: image %s is a registry reference, which needs "
+                              "podman on this host (not installed); give an unpacked root "
+                              "filesystem or an OCI archive to run it under bubblewrap",
+                              req->job_id, img);
+        return 0;
+    }
+    if (stat(path, &st) < 0)
+        return spw_errorf(err, "job %s: image %s: %s on this host", req->job_id, path,
+                          strerror(errno));
+    if (S_ISDIR(st.st_mode) && path == img) {
+        if (!bwrap)
+            return spw_errorf(err, "job %s: image %s is a root filesystem directory, which "
+                              "needs bubblewrap (bwrap) on this host (not installed)",
+                              req->job_id, img);
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode))
+        return spw_errorf(err, "job %s: image %s is neither a directory (an unpacked root "
+                          "filesystem) nor a file (an OCI archive)", req->job_id, path);
+    if (!podman && !bwrap)
+        return spw_errorf(err, "job %s: image %s needs podman or bubblewrap (bwrap) on this "
+                          "host; neither is installed", req->job_id, img);
+    return 0;
+}
+
+/* The command that runs the job in req->image: /bin/sh with the script of
+ * container.h, then the job's own command.  Returns a NULL-terminated argv
+ * whose strings [0..3] are owned (free with free_image_argv); the rest are
+ * borrowed from req. */
+static char **image_argv(const spw_launch_t *req)
+{
+    size_t n = 0, ne = 0;
+    while (req->argv && req->argv[n])
+        n++;
+    while (req->env && req->env[ne])
+        ne++;
+    /* podman passes on the job's variables by name, and the ones set here. */
+    const char **names = spw_xcalloc(ne + 4, sizeof(char *));
+    char **heap = spw_xcalloc(ne + 1, sizeof(char *));
+    size_t nn = 0;
+    for (size_t i = 0; i < ne; i++) {
+        size_t l = env_name_len(req->env[i]);
+        heap[i] = spw_xmalloc(l + 1);
+        memcpy(heap[i], req->env[i], l);
+        heap[i][l] = '\0';
+        names[nn++] = heap[i];
+    }
+    names[nn++] = "CUDA_VISIBLE_DEVICES";
+    names[nn++] = "SPILLWAY_JOB_ID";
+    if (req->token)
+        names[nn++] = "SPILLWAY_LAUNCH_TOKEN";
+    const char *ckpt = NULL;
+    for (size_t i = 0; i < ne; i++)
+        if (env_name_is(req->env[i], "SPILLWAY_CHECKPOINT_DIR"))
+            ckpt = req->env[i] + sizeof("SPILLWAY_CHECKPOINT_DIR");
+    spw_container_t c = {req->image, req->token, req->workdir, ckpt, req->gpus, req->ngpus,
+                         names, NULL};
+    spw_strbuf_t sb = {0};
+    spw_strbuf_add(&sb, "die() { echo \"spillway: $*\" >&2; exit 126; }\n");
+    spw_container_wrap(&sb, &c);
+    spw_strbuf_add(&sb, "exec \"$@\"\n");
+    for (size_t i = 0; i < ne; i++)
+        free(heap[i]);
+    free(heap);
+    free(names);
+
+    char **v = spw_xcalloc(n + 8, sizeof(char *));
+    size_t k = 0;
+    v[k++] = spw_xstrdup("sh");
+    v[k++] = spw_xstrdup("-c");
+    v[k++] = sb.s;
+    v[k++] = spw_xstrdup("spw-container");
+    if (req->argv) {
+        for (size_t i = 0; i < n; i++)
+            v[k++] = (char *)req->argv[i];
+    } else {
+        v[k++] = (char *)"/bin/sh";
+        v[k++] = (char *)"-c";
+        v[k++] = (char *)req->script;
+    }
+    v[k] = NULL;
+    return v;
+}
+
+static void free_image_argv(char **v)
+{
+    if (v)
+        for (int i = 0; i < 4; i++)
+            free(v[i]);
+    free(v);
+}
+
 static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
                         spw_error_t *err)
 {
     static const char *const std_path = "/usr/local/bin:/bin:/usr/bin";
     spw_local_t *lb = be;
     char *owned[5] = {NULL};
-    char **envp = NULL;
+    char **envp = NULL, **img_argv = NULL;
     char *out_name = NULL, *err_name = NULL, *exit_path = NULL, *exit_tmp = NULL;
     char *fence_path = NULL;
     const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
@@ -860,6 +990,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     pid_t pid;
 
     if (check_launch(lb, req, err) < 0)
+        return -1;
+    if (req->image && check_image(req, err) < 0)
         return -1;
 
     out_name = join(req->job_id, strlen(req->job_id), ".out", "", "");
@@ -918,7 +1050,11 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     envp = build_env(req, owned);
     memset(&plan, 0, sizeof(plan));
-    if (req->script) {
+    if (req->image) {
+        img_argv = image_argv(req);
+        plan.file = "/bin/sh";
+        plan.argv = img_argv;
+    } else if (req->script) {
         sh_argv[2] = req->script;
         plan.file = "/bin/sh";
         plan.argv = (char *const *)sh_argv;
@@ -1033,6 +1169,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
+    free_image_argv(img_argv);
     return 0;
 
 error:
@@ -1064,6 +1201,7 @@ error:
     for (char **o = owned; *o; o++)
         free(*o);
     free(envp);
+    free_image_argv(img_argv);
     return -1;
 }
 

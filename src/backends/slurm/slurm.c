@@ -486,6 +486,9 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
             return spw_errorf(err, "invalid launch token for a Slurm comment");
     if ((!req->argv || !req->argv[0]) && !req->script)
         return spw_errorf(err, "nothing to run (no argv and no script)");
+    if (req->image)
+        return spw_errorf(err, "the Slurm backend does not run container images yet (image %s); "
+                          "submit the job to a local or ssh pool", req->image);
     for (size_t i = 0; req->env && req->env[i]; i++)
         if (!valid_env_name(req->env[i]))
             return spw_errorf(err, "invalid environment entry '%.60s' (want NAME=VALUE)",

@@ -16,11 +16,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/container.h"
 #include "backends/ssh/ssh.h"
 #include "util/file.h"
 #include "util/strbuf.h"
 
-#define CHUNK_MAX 65536         /* log bytes fetched per file per status */
+/* Log fetching: one status round of a host brings at most ROUND_MAX bytes
+ * of its ranks' output, in records of at most CHUNK_MAX; a round that left
+ * bytes behind is followed by the next at once, not after sync_interval_s.
+ * So a job writing fast never falls behind for long, and one round costs
+ * the scheduler thread a bounded amount of parsing and writing. */
+#define CHUNK_MAX 1048576       /* bytes of one log record (1 MiB) */
+#define ROUND_MAX 4194304       /* log bytes per host per status round (4 MiB) */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define MAX_SLOTS 64            /* GPU slots tracked per host */
 
 
@@ -49,6 +58,9 @@ typedef struct cmd {
 typedef struct host {
     char *addr;                 /* as configured, owned */
     uint32_t gpus;              /* GPU slots */
+    int detect;                 /* 1: gpus counted with nvidia-smi, and
+                                   counted again when it answers after
+                                   being down */
     uint64_t used;              /* slots held, one bit each */
     int up;                     /* 1 until silent for down_after_s */
     double last_ok_s;           /* daemon clock of its last answer; 0 = never */
@@ -109,15 +121,26 @@ struct spw_ssh {
     double now_s;               /* clock of the last tick(); 0 before */
 };
 
+/* Prints the host's GPU count: nvidia-smi's, or 0 without it. */
+#define DETECT_GPUS                                                           \
+    "if command -v nvidia-smi >/dev/null 2>&1; then"                          \
+    " nvidia-smi --query-gpu=index --format=csv,noheader | wc -l;"            \
+    " else echo 0; fi"
+
 /* The shell functions every host-side script starts with. */
 static const char prelude[] =
-    "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs\n"
+    "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs; B=" STR(ROUND_MAX) "\n"
     "alive() { p=$(cat \"$J/$1/pid\" 2>/dev/null) || return 1; [ -n \"$p\" ] &&"
     " kill -0 \"$p\" 2>/dev/null && grep -qF \"$1\" \"/proc/$p/cmdline\" 2>/dev/null; }\n"
     "sig() { alive \"$1\" && kill \"-$2\" \"-$(cat \"$J/$1/pid\")\" 2>/dev/null; return 0; }\n"
-    "chunk() { f=$J/$1/$2; [ -f \"$f\" ] || return 0; sz=$(wc -c <\"$f\");"
-    " [ \"$sz\" -gt \"$3\" ] || return 0; n=$((sz - $3)); [ \"$n\" -le " "65536" " ] || n=65536;"
-    " echo \"L $1 $2 $3 $n\"; tail -c \"+$(($3 + 1))\" \"$f\" | head -c \"$n\"; echo; }\n"
+    /* chunk DIR FILE OFF: the bytes of FILE past OFF, in records of at
+     * most CHUNK_MAX, while the round's budget B lasts; "M DIR FILE" when
+     * some are left for the next round. */
+    "chunk() { f=$J/$1/$2; [ -f \"$f\" ] || return 0; sz=$(wc -c <\"$f\"); o=$3;"
+    " while [ \"$sz\" -gt \"$o\" ] && [ \"$B\" -gt 0 ]; do n=$((sz - o));"
+    " [ \"$n\" -le " STR(CHUNK_MAX) " ] || n=" STR(CHUNK_MAX) "; [ \"$n\" -le \"$B\" ] || n=$B;"
+    " echo \"L $1 $2 $o $n\"; tail -c \"+$((o + 1))\" \"$f\" | head -c \"$n\"; echo;"
+    " o=$((o + n)); B=$((B - n)); done; [ \"$sz\" -le \"$o\" ] || echo \"M $1 $2\"; }\n"
     "st() { if alive \"$1\"; then s=running; elif [ -s \"$J/$1/exit\" ]; then s=$(cat \"$J/$1/exit\");"
     " elif [ -d \"$J/$1\" ]; then s=gone; else s=none; fi;"
     " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
@@ -301,11 +324,16 @@ static const char *last_line(const char *s, char *buf, size_t cap)
  * ssh failed or timed out) and out[i] (caller frees). */
 static void cmd_wait_all(spw_ssh_t *sb, cmd_t *cmds, size_t n, int *status, char **out)
 {
-    size_t left = 0;   /* commands started (a slot without one is skipped) */
-    for (size_t i = 0; i < n; i++)
-        left += cmds[i].pid != 0;
+    size_t left = 0;
     int *fin = spw_xcalloc(n ? n : 1, sizeof(int));
     double waited_s = 0, step_s = 0.002;
+    /* Entries never started (pid 0) are not waited for. */
+    for (size_t i = 0; i < n; i++) {
+        if (cmds[i].pid)
+            left++;
+        else
+            status[i] = -1;
+    }
     while (left) {
         for (size_t i = 0; i < n; i++) {
             if (fin[i] || !cmds[i].pid)
@@ -405,6 +433,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
         host_t *h = &sb->hosts[i];
         h->addr = spw_xstrdup(o->hosts[i]);
         h->gpus = o->host_gpus ? o->host_gpus[i] : 0;
+        h->detect = h->gpus == 0;
         h->up = 1;
         h->silent_since_s = NAN;
         h->st.out_fd = -1;
@@ -431,43 +460,58 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
             sb->control_dir[0] = '\0';
     }
 
-    /* GPU detection for hosts without a slot count, in parallel. */
+    /* GPU detection for hosts without a slot count, in parallel; a host
+     * that failed is asked again (up to 3 times: a freshly started sshd
+     * on a loaded machine may drop the first connection). */
     cmd_t *cmds = spw_xcalloc(sb->nhosts, sizeof(cmd_t));
     int *st = spw_xcalloc(sb->nhosts, sizeof(int));
     char **out = spw_xcalloc(sb->nhosts, sizeof(char *));
-    const char *detect = "if command -v nvidia-smi >/dev/null 2>&1; then"
-                         " nvidia-smi --query-gpu=index --format=csv,noheader | wc -l;"
-                         " else echo 0; fi\n";
+    int *done = spw_xcalloc(sb->nhosts, sizeof(int));
+    const char *detect = DETECT_GPUS "\n";
     int failed = 0;
-    for (size_t i = 0; i < sb->nhosts; i++) {
-        cmds[i].out_fd = -1;
-        if (sb->hosts[i].gpus)
-            continue;
-        if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
-            failed = 1;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        failed = 0;
+        for (size_t i = 0; i < sb->nhosts; i++) {
+            cmds[i].out_fd = -1;
+            cmds[i].pid = 0;
+            if (!sb->hosts[i].detect || done[i])
+                continue;
+            if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
+                failed = 2; /* cannot even start ssh: no use retrying */
+                break;
+            }
+        }
+        cmd_wait_all(sb, cmds, sb->nhosts, st, out);
+        for (size_t i = 0; i < sb->nhosts && failed != 2; i++) {
+            if (!sb->hosts[i].detect || done[i])
+                continue;
+            char line[200];
+            long g;
+            char *end;
+            g = strtol(out[i], &end, 10);
+            if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
+                char why[240];
+                if (st[i] == -2)
+                    snprintf(why, sizeof(why), "no answer within the command timeout");
+                else
+                    snprintf(why, sizeof(why), "%s, exit status %d",
+                             last_line(out[i], line, sizeof(line)), st[i]);
+                spw_errorf(err, "ssh backend: cannot detect the GPUs of host %s (%s); give its "
+                           "gpus in the config", sb->hosts[i].addr, why);
+                failed = 1;
+            } else {
+                sb->hosts[i].gpus = (uint32_t)g;
+                done[i] = 1;
+            }
+        }
+        for (size_t i = 0; i < sb->nhosts; i++) {
+            free(out[i]);
+            out[i] = NULL;
+        }
+        if (failed != 1)
             break;
-        }
     }
-    cmd_wait_all(sb, cmds, sb->nhosts, st, out);
-    for (size_t i = 0; i < sb->nhosts && !failed; i++) {
-        if (sb->hosts[i].gpus)
-            continue;
-        char line[200];
-        long g;
-        char *end;
-        g = strtol(out[i], &end, 10);
-        if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
-            spw_errorf(err, "ssh backend: cannot detect the GPUs of host %s (%s); give its gpus "
-                       "in the config", sb->hosts[i].addr,
-                       st[i] == -2 ? "no answer within the command timeout"
-                                   : last_line(out[i], line, sizeof(line)));
-            failed = 1;
-        } else {
-            sb->hosts[i].gpus = (uint32_t)g;
-        }
-    }
-    for (size_t i = 0; i < sb->nhosts; i++)
-        free(out[i]);
+    free(done);
     free(out);
     free(st);
     free(cmds);
@@ -913,11 +957,13 @@ static job_t *job_of_dir(spw_ssh_t *sb, const char *dir, uint32_t *rank)
     return NULL;
 }
 
-/* Applies the output of host hi's status command. */
-static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
+/* Applies the output of host hi's status command.  Returns 1 when some
+ * rank's logs were left for the next round ("M" records), else 0. */
+static int apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
 {
     const char *p = out, *end = out + len;
-    /* A rank's logs count as drained unless a chunk came back full. */
+    int more = 0;
+    /* A rank's logs count as drained unless the host says bytes are left. */
     for (size_t i = 0; i < sb->njobs; i++)
         for (uint32_t k = 0; k < sb->jobs[i]->nranks; k++)
             if (sb->jobs[i]->r[k].host == hi)
@@ -940,8 +986,6 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
             if (j && j->r[k].off[e] == off) {
                 log_append(sb, j, k, e, p, (size_t)n);
                 j->r[k].off[e] += n;
-                if (n >= CHUNK_MAX)
-                    j->r[k].drained = 0;
             }
             p += n;
             if (p < end && *p == '\n')
@@ -958,6 +1002,14 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
                 r->status = SIGKILL;
             }
             r->final = fin;
+        } else if (line[0] == 'G' && sscanf(line, "G %llu", &n) == 1) {
+            if (n <= MAX_SLOTS)
+                sb->hosts[hi].gpus = (uint32_t)n;
+        } else if (line[0] == 'M' && sscanf(line, "M %111s %7s", dir, what) == 2) {
+            job_t *j = job_of_dir(sb, dir, &k);
+            if (j)
+                j->r[k].drained = 0;
+            more = 1;
         } else if (line[0] == 'F' && sscanf(line, "F %111s", dir) == 1) {
             for (size_t f = 0; f < sb->nfences; f++)
                 if (sb->fences[f].host == hi && strcmp(sb->fences[f].dir, dir) == 0) {
@@ -966,6 +1018,7 @@ static void apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len
                 }
         }
     }
+    return more;
 }
 
 /* After a status: ends the jobs whose ranks all ended and whose logs are
@@ -1044,6 +1097,11 @@ static void settle_lost(spw_ssh_t *sb, double now_s)
 static void status_script(spw_ssh_t *sb, uint32_t hi, spw_strbuf_t *s)
 {
     spw_strbuf_add(s, prelude);
+    /* A host that was down may come back with other GPUs (one fell off
+     * the bus, a board was replaced): counted again in the round that
+     * brings it back, before it gets work. */
+    if (!sb->hosts[hi].up && sb->hosts[hi].detect)
+        spw_strbuf_add(s, "echo \"G $(" DETECT_GPUS ")\"\n");
     for (size_t f = 0; f < sb->nfences; f++)
         if (sb->fences[f].host == hi)
             spw_strbuf_printf(s, "fence '%s'\n", sb->fences[f].dir);
@@ -1066,7 +1124,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
     if (h->gone)
         return;
     if (h->st.pid) {
-        int st;
+        int st, more = 0;
         int fin = cmd_done(&h->st, &st);
         if (!fin && now_s < h->st.deadline_s)
             return;
@@ -1081,7 +1139,7 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
         if (ok) {
             h->last_ok_s = now_s;
             h->silent_since_s = NAN;
-            apply_status(sb, hi, out, len);
+            more = apply_status(sb, hi, out, len);
             h->up = 1;
             settle(sb);
         } else {
@@ -1091,7 +1149,8 @@ static void host_tick(spw_ssh_t *sb, uint32_t hi, double now_s)
                 host_down(sb, hi, now_s);
         }
         free(out);
-        h->next_sync_s = now_s + sb->sync_interval_s;
+        /* Logs left behind: the next round at once. */
+        h->next_sync_s = more ? now_s : now_s + sb->sync_interval_s;
     }
     if (now_s < h->next_sync_s)
         return;
@@ -1222,60 +1281,15 @@ static void add_export(spw_strbuf_t *s, const char *name, const char *value)
 
 /* ---- containers ------------------------------------------------------- */
 
-static void argv_push(char ***v, size_t *n, const char *s)
-{
-    *v = spw_xrealloc(*v, (*n + 2) * sizeof(char *));
-    (*v)[(*n)++] = spw_xstrdup(s);
-    (*v)[*n] = NULL;
-}
-
 char **spw_ssh_podman_argv(const char *image, const char *token, const char *workdir,
                            const char *ckpt, const uint32_t *gpus, size_t ngpus,
                            const char *const *env_names)
 {
-    char **v = NULL, buf[4300];
-    size_t n = 0;
-    argv_push(&v, &n, "podman");
-    argv_push(&v, &n, "run");
-    argv_push(&v, &n, "--rm");
-    argv_push(&v, &n, "--name");
-    /* Container names: [a-zA-Z0-9][a-zA-Z0-9_.-]*, as tokens are. */
-    snprintf(buf, sizeof(buf), "spw-%s", token);
-    argv_push(&v, &n, buf);
-    argv_push(&v, &n, "--pull=missing");
-    argv_push(&v, &n, "--network=host");
-    argv_push(&v, &n, "--security-opt=label=disable");
-    for (size_t g = 0; gpus && g < ngpus; g++) {
-        argv_push(&v, &n, "--device");
-        snprintf(buf, sizeof(buf), "nvidia.com/gpu=%u", gpus[g]);
-        argv_push(&v, &n, buf);
-    }
-    if (workdir && *workdir) {
-        argv_push(&v, &n, "-v");
-        snprintf(buf, sizeof(buf), "%s:%s", workdir, workdir);
-        argv_push(&v, &n, buf);
-        argv_push(&v, &n, "-w");
-        argv_push(&v, &n, workdir);
-    }
-    if (ckpt && *ckpt) {
-        argv_push(&v, &n, "-v");
-        snprintf(buf, sizeof(buf), "%s:%s", ckpt, ckpt);
-        argv_push(&v, &n, buf);
-    }
-    for (const char *const *e = env_names; e && *e; e++) {
-        argv_push(&v, &n, "-e");
-        argv_push(&v, &n, *e);
-    }
-    argv_push(&v, &n, image);
-    return v;
+    spw_container_t c = {image, token, workdir, ckpt, gpus, ngpus, env_names, NULL};
+    return spw_container_podman_argv(&c, 1);
 }
 
-void spw_ssh_argv_free(char **argv)
-{
-    for (char **a = argv; a && *a; a++)
-        free(*a);
-    free(argv);
-}
+void spw_ssh_argv_free(char **argv) { spw_container_argv_free(argv); }
 
 /* The value of NAME in a NULL-terminated "NAME=VALUE" list, or NULL. */
 static const char *env_value(const char *const *env, const char *name)
@@ -1287,44 +1301,39 @@ static const char *env_value(const char *const *env, const char *name)
     return NULL;
 }
 
-/* Appends to a launch script the lines that wrap the command ("$@") in
- * bubblewrap with `image` (an unpacked root filesystem on the host) as its
- * root: each top-level entry of the image read-only (symlinks kept), fresh
- * /proc, /dev and /tmp, every /dev/nvidia* device of the host, the workdir
- * (also the starting directory) and the checkpoint directory read-write, its
- * own pid namespace, killed with the shim. */
-static void container_wrap(spw_strbuf_t *s, const char *image, const char *workdir, const char *ckpt,
-                           const char *const *podman)
+/* Appends to a launch script the lines that make the job (not the shim,
+ * which stays the login user so that the job cannot forge its exit record)
+ * run as req's user: `setpriv` to that user's uid, its primary group alone,
+ * as locally (jobuser.h).  The name is looked up on the host, where its
+ * uid may differ from the daemon's.  Switching needs root as the login
+ * user; root as the job's user is refused unless the daemon's own uid for
+ * it is 0 too (daemon.allow_root_jobs). */
+static void user_wrap(spw_strbuf_t *s, const spw_launch_t *req)
 {
-    /* Not a directory: an OCI image for podman, if the host has it. */
-    spw_strbuf_add(s, "if [ ! -d ");
-    spw_strbuf_quote(s, image);
-    spw_strbuf_add(s, " ] && command -v podman >/dev/null 2>&1; then set --");
-    for (const char *const *a = podman; *a; a++) {
-        spw_strbuf_add(s, " ");
-        spw_strbuf_quote(s, *a);
+    char uid[32];
+    if (!req->user) {
+        /* Only a number: the same uid on the host. */
+        snprintf(uid, sizeof(uid), "%ld", (long)req->uid);
+        spw_strbuf_printf(s, "U=%s; UI=%s; UG=%ld\n", uid, uid, (long)req->gid);
+    } else {
+        spw_strbuf_add(s, "U=");
+        spw_strbuf_quote(s, req->user);
+        spw_strbuf_add(s, "\nUI=$(id -u \"$U\" 2>/dev/null) || { echo \"E user $U (the run_as of"
+                          " this job's team) does not exist on this host; create it (useradd"
+                          " --system $U)\"; exit 1; }; UG=$(id -g \"$U\")\n");
     }
-    spw_strbuf_add(s, " \"$@\"; else\n");
-    spw_strbuf_add(s, "IMG=");
-    spw_strbuf_quote(s, image);
-    spw_strbuf_add(s, "; W=");
-    spw_strbuf_quote(s, workdir ? workdir : "");
-    spw_strbuf_add(s, "; CK=");
-    spw_strbuf_quote(s, ckpt ? ckpt : "");
+    spw_strbuf_printf(s, "if [ \"$UI\" = 0 ] && [ %d != 0 ]; then echo \"E user $U is root on this"
+                         " host; jobs as root need daemon.allow_root_jobs\"; exit 1; fi\n",
+                      (int)req->uid);
     spw_strbuf_add(s,
-           "\ncommand -v bwrap >/dev/null 2>&1 || { echo \"E the job names an image but bubblewrap"
-           " (bwrap) is not installed on this host\"; exit 1; }\n"
-           "[ -d \"$IMG\" ] || { echo \"E image $IMG is not a directory (an unpacked root"
-           " filesystem) on this host\"; exit 1; }\n"
-           "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
-           "A='bwrap --tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent'\n"
-           "for e in \"$IMG\"/*; do b=${e##*/}; case $b in proc|dev|tmp) continue;; esac;"
-           " if [ -L \"$e\" ]; then A=\"$A --symlink $(q \"$(readlink \"$e\")\")$(q \"/$b\")\";"
-           " else A=\"$A --ro-bind $(q \"$e\")$(q \"/$b\")\"; fi; done\n"
-           "for d in /dev/nvidia*; do [ -e \"$d\" ] && A=\"$A --dev-bind $(q \"$d\")$(q \"$d\")\"; done\n"
-           "[ -n \"$W\" ] && A=\"$A --bind $(q \"$W\")$(q \"$W\") --chdir $(q \"$W\")\"\n"
-           "[ -n \"$CK\" ] && A=\"$A --bind $(q \"$CK\")$(q \"$CK\")\"\n"
-           "eval \"set -- $A -- \\\"\\$@\\\"\"\nfi\n");
+        "if [ \"$(id -u)\" != \"$UI\" ]; then\n"
+        "  [ \"$(id -u)\" = 0 ] || { echo \"E this job runs as $U, but the ssh login user"
+        " $(id -un) is not root and cannot switch users; log in as root (ssh: {user: root})\";"
+        " exit 1; }\n"
+        "  command -v setpriv >/dev/null 2>&1 || { echo \"E this job runs as $U, but setpriv"
+        " (util-linux) is missing on this host\"; exit 1; }\n"
+        "  set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n"
+        "fi\n");
 }
 
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
@@ -1479,7 +1488,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         }
         add_export(&s, "SPILLWAY_NODE_IPS", ips);
         add_export(&s, "SPILLWAY_NODE_RANK", rank_s);
-        const char *image = env_value(req->env, "SPILLWAY_IMAGE");
+        /* The spec's image; SPILLWAY_IMAGE in its env is the older way to
+         * say the same (docs/hosts.md). */
+        const char *image = req->image ? req->image : env_value(req->env, "SPILLWAY_IMAGE");
         spw_strbuf_add(&s, "set --");
         if (req->argv) {
             for (const char *const *a = req->argv; *a; a++) {
@@ -1528,14 +1539,17 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 if (bits[k] >> g & 1)
                     gl[ng++] = g;
             const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
-            char **pv = spw_ssh_podman_argv(image, req->token, req->workdir, ckd, gl, ng, names);
-            container_wrap(&s, image, req->workdir, ckd, (const char *const *)pv);
-            spw_ssh_argv_free(pv);
+            spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
+                                  (const char *const *)names, NULL};
+            spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");
+            spw_container_wrap(&s, &ct);
             for (size_t i = 0; i < nheap; i++)
                 free(heap[i]);
             free(heap);
             free(names);
         }
+        if (req->set_user)
+            user_wrap(&s, req);
         spw_strbuf_add(&s, "S=");
         spw_strbuf_quote(&s, shim);
         spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"

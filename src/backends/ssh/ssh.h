@@ -37,8 +37,10 @@
  * - environment: the host's login environment, the job's env, then
  *   CUDA_VISIBLE_DEVICES, SPILLWAY_JOB_ID, SPILLWAY_LAUNCH_TOKEN and the rank
  *   variables, which win.
- * - logs: tick() fetches what each node wrote since the last fetch (at most
- *   64 KiB per file per sync) and appends it to LOG_DIR/JOBID.out and .err
+ * - logs: tick() fetches what each node wrote since the last fetch (all of
+ *   it, in records of at most 1 MiB and at most 4 MiB per host per status
+ *   round; a round that left bytes behind is followed by the next one at
+ *   once) and appends it to LOG_DIR/JOBID.out and .err
  *   (rank 0) or LOG_DIR/JOBID.nodeN.out and .err (rank N, truncated at
  *   launch).  LOG_DIR/JOBID.ssh holds "TOKEN OUTBASE ERRBASE", the size of
  *   rank 0's files at launch, so a restarted daemon resumes fetching where
@@ -102,7 +104,10 @@ typedef struct spw_ssh_opts {
 /* One host as the backend sees it. */
 typedef struct spw_ssh_host_info {
     const char *addr;           /* as configured; borrowed from the backend */
-    uint32_t gpus;              /* GPU slots */
+    uint32_t gpus;              /* GPU slots; for a host whose count was not
+                                   given, counted again with nvidia-smi in
+                                   the round that brings it back up after
+                                   it was down */
     uint32_t used;              /* slots held by tracked jobs */
     int up;                     /* 1: answered within down_after_s */
     double last_ok_s;           /* daemon clock of its last answer, seconds;
