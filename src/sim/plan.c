@@ -43,6 +43,9 @@ typedef struct run {
     const spw_plan_opts_t *opts;
     spw_plan_result_t *out;
     double span_s;               /* last submit - first submit */
+    size_t *order;               /* configurations in the order they are handed
+                                    out: searched ones (many runs each) first,
+                                    so no thread is left with one at the end */
     size_t total, next, done;
     int failed;
     spw_error_t err;
@@ -54,16 +57,28 @@ static double stat_of(const spw_plan_opts_t *o, const spw_sim_summary_t *s)
     return o->stat == SPW_PLAN_P90 ? s->wait_p90_s : s->wait_mean_s;
 }
 
-/* One simulator run of the worker's fleet under wait w. */
-static int sim_at(worker_t *w, spw_wait_t wait, point_t *p)
+/* One simulator run of the worker's fleet under wait w.  With probe set
+ * only whether it meets the target matters: the run may stop as soon as it
+ * cannot, and then p holds only param and an infinite stat_s. */
+static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
 {
+    const spw_plan_opts_t *o = w->run->opts;
     spw_policy_t pol = *w->run->policy;
     pol.wait = wait;
+    spw_sim_opts_t so = {
+        .give_up_wait_s = probe ? o->target_s : 0,
+        .give_up_p90 = o->stat == SPW_PLAN_P90,
+    };
     memcpy(w->jobs, w->run->jobs, w->run->njobs * sizeof(spw_job_t));
-    if (spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, NULL, &p->sum,
-                    &w->err) < 0)
+    int rc = spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, &so,
+                         &p->sum, &w->err);
+    if (rc < 0)
         return -1;
     p->param = wait.param;
+    if (rc == 1) {
+        p->stat_s = p->total_usd = INFINITY;
+        return 0;
+    }
     p->stat_s = stat_of(w->run->opts, &p->sum);
     p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
     return 0;
@@ -117,7 +132,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     point_t p;
     r->sims = 0;
     if (!has_param(wait.kind)) {
-        if (sim_at(w, wait, &p) < 0)
+        if (sim_at(w, wait, &p, 0) < 0)
             return -1;
         r->sims = 1;
         fill(r, o, &p, wait.kind, w->run->span_s);
@@ -127,7 +142,8 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     }
     double hi = wait.param > 0 ? wait.param : default_hi(wait.kind), lo = 0;
     spw_wait_t x = {wait.kind, hi};
-    if (sim_at(w, x, &p) < 0)
+    /* A probe: when it misses the target its summary is never used. */
+    if (sim_at(w, x, &p, 1) < 0)
         return -1;
     r->sims++;
     double best = hi;
@@ -140,7 +156,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         /* Bisect for the largest parameter that meets the target (the wait
          * grows with the parameter). */
         x.param = 0;
-        if (sim_at(w, x, at0) < 0)
+        if (sim_at(w, x, at0, 0) < 0)
             goto fail;
         r->sims++;
         have0 = 1;
@@ -156,7 +172,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         haveb = 1;
         for (int i = 0; i < BISECT_STEPS; i++) {
             x.param = (lo + hi) / 2;
-            if (sim_at(w, x, &p) < 0)
+            if (sim_at(w, x, &p, 1) < 0)
                 goto fail;
             r->sims++;
             if (p.stat_s <= o->target_s) {
@@ -180,7 +196,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             g[k] = *atb;
             continue;
         }
-        if (sim_at(w, x, &g[k]) < 0) {
+        if (sim_at(w, x, &g[k], 0) < 0) {
             free(g);
             goto fail;
         }
@@ -223,7 +239,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     if (r->wait.param > 0) {
         for (int s = -1; s <= 1; s += 2) {
             x.param = r->wait.param * (1 + s * NUDGE);
-            if (sim_at(w, x, &p) < 0)
+            if (sim_at(w, x, &p, 0) < 0)
                 return -1;
             r->sims++;
             double d = c0 > 0 ? fabs(p.total_usd - c0) / c0 : 0;
@@ -259,10 +275,11 @@ static void *work(void *arg)
     const spw_plan_opts_t *o = r->opts;
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->failed ? r->total : r->next++;
+        size_t k = r->failed ? r->total : r->next++;
         pthread_mutex_unlock(&r->mu);
-        if (i >= r->total)
+        if (k >= r->total)
             break;
+        size_t i = r->order[k];
         size_t ni = i / o->nwaits, wi = i % o->nwaits;
         set_nodes(w, o->nodes[ni]);
         spw_plan_result_t *res = &r->out[i];
@@ -296,6 +313,12 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
         .njobs = njobs, .opts = opts, .out = out, .total = opts->nnodes * opts->nwaits,
         .span_s = njobs ? jobs[njobs - 1].submit_s - jobs[0].submit_s : 0,
     };
+    r.order = spw_xmalloc(r.total * sizeof(size_t));
+    size_t no = 0;
+    for (int searched = 1; searched >= 0; searched--)
+        for (size_t i = 0; i < r.total; i++)
+            if (has_param(opts->waits[i % opts->nwaits].kind) == searched)
+                r.order[no++] = i;
     pthread_mutex_init(&r.mu, NULL);
     int nt = opts->threads > 0 ? opts->threads : 1;
     if ((size_t)nt > r.total)
@@ -327,6 +350,7 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     }
     free(ws);
     free(th);
+    free(r.order);
     pthread_mutex_destroy(&r.mu);
     if (r.failed) {
         if (err)
