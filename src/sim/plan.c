@@ -30,6 +30,7 @@ typedef struct worker {
     spw_fleet_t fleet;           /* shallow copy of run->fleet with its own pools */
     spw_pool_spec_t *pools;      /* owned: the pools array of fleet */
     uint16_t *node_gpus;         /* owned: the swept pool's nodes */
+    size_t ni;                   /* index in opts->nodes of the current fleet */
     spw_error_t err;
     int failed;
 } worker_t;
@@ -43,6 +44,14 @@ typedef struct run {
     const spw_plan_opts_t *opts;
     spw_plan_result_t *out;
     double span_s;               /* last submit - first submit */
+    /* Per node count: the run with no wait at all.  Wait none and a
+     * parameter of 0 under constant, runtime and compute all give every
+     * job a wait of 0 (runtime and compute multiply finite estimates),
+     * and nothing else in the engine reads the wait policy, so it is one
+     * simulation: made once, by whichever configuration needs it first. */
+    int zero_ok;                 /* every estimate is finite: sharing is exact */
+    point_t *zero;               /* per node count, under mu */
+    uint8_t *zero_have;          /* per node count: zero[] is filled */
     size_t *order;               /* configurations in the order they are handed
                                     out: searched ones (many runs each) first,
                                     so no thread is left with one at the end */
@@ -81,6 +90,32 @@ static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
     }
     p->stat_s = stat_of(w->run->opts, &p->sum);
     p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
+    return 0;
+}
+
+/* sim_at(w, wait, p, 0) for a wait that is 0 for every job: from the
+ * run's shared result for the worker's node count when there is one. */
+static int sim_zero(worker_t *w, spw_wait_t wait, point_t *p)
+{
+    run_t *r = w->run;
+    if (!r->zero_ok)
+        return sim_at(w, wait, p, 0);
+    pthread_mutex_lock(&r->mu);
+    int have = r->zero_have[w->ni];
+    if (have)
+        *p = r->zero[w->ni];
+    pthread_mutex_unlock(&r->mu);
+    if (!have) {
+        if (sim_at(w, wait, p, 0) < 0)
+            return -1;
+        pthread_mutex_lock(&r->mu);
+        if (!r->zero_have[w->ni]) {
+            r->zero[w->ni] = *p;
+            r->zero_have[w->ni] = 1;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    p->param = wait.param;
     return 0;
 }
 
@@ -132,7 +167,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     point_t p;
     r->sims = 0;
     if (!has_param(wait.kind)) {
-        if (sim_at(w, wait, &p, 0) < 0)
+        if ((wait.kind == SPW_WAIT_NONE ? sim_zero(w, wait, &p) : sim_at(w, wait, &p, 0)) < 0)
             return -1;
         r->sims = 1;
         fill(r, o, &p, wait.kind, w->run->span_s);
@@ -156,7 +191,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         /* Bisect for the largest parameter that meets the target (the wait
          * grows with the parameter). */
         x.param = 0;
-        if (sim_at(w, x, at0, 0) < 0)
+        if (sim_zero(w, x, at0) < 0)
             goto fail;
         r->sims++;
         have0 = 1;
@@ -196,7 +231,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             g[k] = *atb;
             continue;
         }
-        if (sim_at(w, x, &g[k], 0) < 0) {
+        if ((k == 0 ? sim_zero(w, x, &g[k]) : sim_at(w, x, &g[k], 0)) < 0) {
             free(g);
             goto fail;
         }
@@ -282,6 +317,7 @@ static void *work(void *arg)
         size_t i = r->order[k];
         size_t ni = i / o->nwaits, wi = i % o->nwaits;
         set_nodes(w, o->nodes[ni]);
+        w->ni = ni;
         spw_plan_result_t *res = &r->out[i];
         memset(res, 0, sizeof(*res));
         res->nodes = o->nodes[ni];
@@ -313,12 +349,23 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
         .njobs = njobs, .opts = opts, .out = out, .total = opts->nnodes * opts->nwaits,
         .span_s = njobs ? jobs[njobs - 1].submit_s - jobs[0].submit_s : 0,
     };
+    r.zero_ok = 1;
+    for (size_t i = 0; i < njobs; i++)
+        if (!isfinite(jobs[i].est_runtime_s))
+            r.zero_ok = 0;
+    r.zero = spw_xcalloc(opts->nnodes, sizeof(point_t));
+    r.zero_have = spw_xcalloc(opts->nnodes, 1);
+    /* Wait none first (its run is the searches' run at 0), then the
+     * searched ones, then the rest. */
     r.order = spw_xmalloc(r.total * sizeof(size_t));
     size_t no = 0;
-    for (int searched = 1; searched >= 0; searched--)
-        for (size_t i = 0; i < r.total; i++)
-            if (has_param(opts->waits[i % opts->nwaits].kind) == searched)
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < r.total; i++) {
+            spw_wait_kind_t k = opts->waits[i % opts->nwaits].kind;
+            int in = k == SPW_WAIT_NONE ? 0 : has_param(k) ? 1 : 2;
+            if (in == pass)
                 r.order[no++] = i;
+        }
     pthread_mutex_init(&r.mu, NULL);
     int nt = opts->threads > 0 ? opts->threads : 1;
     if ((size_t)nt > r.total)
@@ -351,6 +398,8 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     free(ws);
     free(th);
     free(r.order);
+    free(r.zero);
+    free(r.zero_have);
     pthread_mutex_destroy(&r.mu);
     if (r.failed) {
         if (err)
