@@ -118,6 +118,10 @@ static char *read_token_file(const char *path, const char *cmd)
 #define SILENCE_TIMEOUT_MS 60000
 /* Largest response head accepted. */
 #define HEAD_MAX 65536
+/* Largest response body accepted: far above any answer of the daemon (a
+ * log page is 1 MiB), and it keeps a broken or hostile server's sizes from
+ * overflowing the arithmetic below or eating the machine's memory. */
+#define BODY_MAX ((size_t)1 << 30)
 
 /* Appends n bytes to r's body, keeping it NUL-terminated. */
 static void body_add(spw_resp_t *r, const char *data, size_t n)
@@ -392,9 +396,15 @@ static int read_response(spw_client_t *c, spw_resp_t *r, int head_only)
                 ll--;
             if (header_value(l, ll, "Content-Length", val, sizeof(val))) {
                 char *e;
+                errno = 0;
                 clen = strtoll(val, &e, 10);
-                if (*e || e == val || clen < 0) {
+                if (*e || e == val || clen < 0 || errno) {
                     snprintf(c->errbuf, sizeof(c->errbuf), "%s", "a bad Content-Length");
+                    return -1;
+                }
+                if ((unsigned long long)clen > BODY_MAX) {
+                    snprintf(c->errbuf, sizeof(c->errbuf), "an answer of %lld bytes (at most "
+                             "%zu are read)", clen, BODY_MAX);
                     return -1;
                 }
             } else if (header_value(l, ll, "Transfer-Encoding", val, sizeof(val))) {
@@ -425,7 +435,15 @@ static int read_response(spw_client_t *c, spw_resp_t *r, int head_only)
                 while (!(crlf = c->rlen ? memmem(c->rbuf, c->rlen, "\r\n", 2) : NULL))
                     if (fill(c) <= 0)
                         goto cut;
-                unsigned long long sz = strtoull(c->rbuf, NULL, 16);
+                char *e;
+                errno = 0;
+                unsigned long long sz = strtoull(c->rbuf, &e, 16);
+                if (e == c->rbuf || errno || sz > BODY_MAX - r->len) {
+                    snprintf(c->errbuf, sizeof(c->errbuf), "%s",
+                             e == c->rbuf ? "a bad chunk size"
+                                          : "a chunked answer over 1 GiB (not read)");
+                    return -1;
+                }
                 consume(c, (size_t)(crlf - c->rbuf) + 2);
                 if (sz == 0) {  /* trailers end with an empty line */
                     while (!(crlf = c->rlen ? memmem(c->rbuf, c->rlen, "\r\n", 2) : NULL))
@@ -452,6 +470,10 @@ static int read_response(spw_client_t *c, spw_resp_t *r, int head_only)
         } else {  /* to the end of the stream */
             ssize_t n;
             do {
+                if (c->rlen > BODY_MAX - r->len) {
+                    snprintf(c->errbuf, sizeof(c->errbuf), "%s", "an answer over 1 GiB (not read)");
+                    return -1;
+                }
                 body_add(r, c->rbuf, c->rlen);
                 c->rlen = 0;
             } while ((n = fill(c)) > 0);

@@ -1577,6 +1577,9 @@ void spw_daemon_turn(spw_daemon_t *d)
 static void *loop_main(void *arg)
 {
     spw_daemon_t *d = arg;
+    /* Named, so that an operator (top -H) and tests/daemon/healthz_stall.sh
+     * can tell the scheduler thread from the HTTP and sampler threads. */
+    pthread_setname_np(pthread_self(), "spw-loop");
     pthread_mutex_lock(&d->mu);
     while (!d->stopping) {
         turn_locked(d);

@@ -30,6 +30,7 @@ typedef struct worker {
     spw_fleet_t fleet;           /* shallow copy of run->fleet with its own pools */
     spw_pool_spec_t *pools;      /* owned: the pools array of fleet */
     uint16_t *node_gpus;         /* owned: the swept pool's nodes */
+    size_t ni;                   /* index in opts->nodes of the current fleet */
     spw_error_t err;
     int failed;
 } worker_t;
@@ -43,6 +44,17 @@ typedef struct run {
     const spw_plan_opts_t *opts;
     spw_plan_result_t *out;
     double span_s;               /* last submit - first submit */
+    /* Per node count: the run with no wait at all.  Wait none and a
+     * parameter of 0 under constant, runtime and compute all give every
+     * job a wait of 0 (runtime and compute multiply finite estimates),
+     * and nothing else in the engine reads the wait policy, so it is one
+     * simulation: made once, by whichever configuration needs it first. */
+    int zero_ok;                 /* every estimate is finite: sharing is exact */
+    point_t *zero;               /* per node count, under mu */
+    uint8_t *zero_have;          /* per node count: zero[] is filled */
+    size_t *order;               /* configurations in the order they are handed
+                                    out: searched ones (many runs each) first,
+                                    so no thread is left with one at the end */
     size_t total, next, done;
     int failed;
     spw_error_t err;
@@ -54,18 +66,56 @@ static double stat_of(const spw_plan_opts_t *o, const spw_sim_summary_t *s)
     return o->stat == SPW_PLAN_P90 ? s->wait_p90_s : s->wait_mean_s;
 }
 
-/* One simulator run of the worker's fleet under wait w. */
-static int sim_at(worker_t *w, spw_wait_t wait, point_t *p)
+/* One simulator run of the worker's fleet under wait w.  With probe set
+ * only whether it meets the target matters: the run may stop as soon as it
+ * cannot, and then p holds only param and an infinite stat_s. */
+static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
 {
+    const spw_plan_opts_t *o = w->run->opts;
     spw_policy_t pol = *w->run->policy;
     pol.wait = wait;
+    spw_sim_opts_t so = {
+        .give_up_wait_s = probe ? o->target_s : 0,
+        .give_up_p90 = o->stat == SPW_PLAN_P90,
+    };
     memcpy(w->jobs, w->run->jobs, w->run->njobs * sizeof(spw_job_t));
-    if (spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, NULL, &p->sum,
-                    &w->err) < 0)
+    int rc = spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, &so,
+                         &p->sum, &w->err);
+    if (rc < 0)
         return -1;
     p->param = wait.param;
+    if (rc == 1) {
+        p->stat_s = p->total_usd = INFINITY;
+        return 0;
+    }
     p->stat_s = stat_of(w->run->opts, &p->sum);
     p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
+    return 0;
+}
+
+/* sim_at(w, wait, p, 0) for a wait that is 0 for every job: from the
+ * run's shared result for the worker's node count when there is one. */
+static int sim_zero(worker_t *w, spw_wait_t wait, point_t *p)
+{
+    run_t *r = w->run;
+    if (!r->zero_ok)
+        return sim_at(w, wait, p, 0);
+    pthread_mutex_lock(&r->mu);
+    int have = r->zero_have[w->ni];
+    if (have)
+        *p = r->zero[w->ni];
+    pthread_mutex_unlock(&r->mu);
+    if (!have) {
+        if (sim_at(w, wait, p, 0) < 0)
+            return -1;
+        pthread_mutex_lock(&r->mu);
+        if (!r->zero_have[w->ni]) {
+            r->zero[w->ni] = *p;
+            r->zero_have[w->ni] = 1;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    p->param = wait.param;
     return 0;
 }
 
@@ -117,7 +167,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     point_t p;
     r->sims = 0;
     if (!has_param(wait.kind)) {
-        if (sim_at(w, wait, &p) < 0)
+        if ((wait.kind == SPW_WAIT_NONE ? sim_zero(w, wait, &p) : sim_at(w, wait, &p, 0)) < 0)
             return -1;
         r->sims = 1;
         fill(r, o, &p, wait.kind, w->run->span_s);
@@ -127,7 +177,8 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     }
     double hi = wait.param > 0 ? wait.param : default_hi(wait.kind), lo = 0;
     spw_wait_t x = {wait.kind, hi};
-    if (sim_at(w, x, &p) < 0)
+    /* A probe: when it misses the target its summary is never used. */
+    if (sim_at(w, x, &p, 1) < 0)
         return -1;
     r->sims++;
     double best = hi;
@@ -140,7 +191,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         /* Bisect for the largest parameter that meets the target (the wait
          * grows with the parameter). */
         x.param = 0;
-        if (sim_at(w, x, at0) < 0)
+        if (sim_zero(w, x, at0) < 0)
             goto fail;
         r->sims++;
         have0 = 1;
@@ -156,7 +207,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         haveb = 1;
         for (int i = 0; i < BISECT_STEPS; i++) {
             x.param = (lo + hi) / 2;
-            if (sim_at(w, x, &p) < 0)
+            if (sim_at(w, x, &p, 1) < 0)
                 goto fail;
             r->sims++;
             if (p.stat_s <= o->target_s) {
@@ -180,7 +231,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             g[k] = *atb;
             continue;
         }
-        if (sim_at(w, x, &g[k]) < 0) {
+        if ((k == 0 ? sim_zero(w, x, &g[k]) : sim_at(w, x, &g[k], 0)) < 0) {
             free(g);
             goto fail;
         }
@@ -223,7 +274,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     if (r->wait.param > 0) {
         for (int s = -1; s <= 1; s += 2) {
             x.param = r->wait.param * (1 + s * NUDGE);
-            if (sim_at(w, x, &p) < 0)
+            if (sim_at(w, x, &p, 0) < 0)
                 return -1;
             r->sims++;
             double d = c0 > 0 ? fabs(p.total_usd - c0) / c0 : 0;
@@ -259,12 +310,14 @@ static void *work(void *arg)
     const spw_plan_opts_t *o = r->opts;
     for (;;) {
         pthread_mutex_lock(&r->mu);
-        size_t i = r->failed ? r->total : r->next++;
+        size_t k = r->failed ? r->total : r->next++;
         pthread_mutex_unlock(&r->mu);
-        if (i >= r->total)
+        if (k >= r->total)
             break;
+        size_t i = r->order[k];
         size_t ni = i / o->nwaits, wi = i % o->nwaits;
         set_nodes(w, o->nodes[ni]);
+        w->ni = ni;
         spw_plan_result_t *res = &r->out[i];
         memset(res, 0, sizeof(*res));
         res->nodes = o->nodes[ni];
@@ -296,6 +349,23 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
         .njobs = njobs, .opts = opts, .out = out, .total = opts->nnodes * opts->nwaits,
         .span_s = njobs ? jobs[njobs - 1].submit_s - jobs[0].submit_s : 0,
     };
+    r.zero_ok = 1;
+    for (size_t i = 0; i < njobs; i++)
+        if (!isfinite(jobs[i].est_runtime_s))
+            r.zero_ok = 0;
+    r.zero = spw_xcalloc(opts->nnodes, sizeof(point_t));
+    r.zero_have = spw_xcalloc(opts->nnodes, 1);
+    /* Wait none first (its run is the searches' run at 0), then the
+     * searched ones, then the rest. */
+    r.order = spw_xmalloc(r.total * sizeof(size_t));
+    size_t no = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < r.total; i++) {
+            spw_wait_kind_t k = opts->waits[i % opts->nwaits].kind;
+            int in = k == SPW_WAIT_NONE ? 0 : has_param(k) ? 1 : 2;
+            if (in == pass)
+                r.order[no++] = i;
+        }
     pthread_mutex_init(&r.mu, NULL);
     int nt = opts->threads > 0 ? opts->threads : 1;
     if ((size_t)nt > r.total)
@@ -327,6 +397,9 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     }
     free(ws);
     free(th);
+    free(r.order);
+    free(r.zero);
+    free(r.zero_have);
     pthread_mutex_destroy(&r.mu);
     if (r.failed) {
         if (err)

@@ -2,8 +2,9 @@
  * a sweep of owned capacity (nodes of one pool) x wait policies, searches each
  * wait policy's parameter for a target mean or p90 wait, and picks a robust
  * setting (docs/roi.md).  Configurations run in parallel threads, each with its
- * own copy of the jobs and of the fleet it changes: no shared mutable state.
- * Never prints; progress comes through a callback. */
+ * own copy of the jobs and of the fleet it changes; the one thing shared is
+ * the run with no wait of each node count (under the run's lock).  Never
+ * prints; progress comes through a callback. */
 #ifndef SPW_SIM_PLAN_H
 #define SPW_SIM_PLAN_H
 
@@ -40,7 +41,10 @@ typedef struct spw_plan_result {
     double cost_per_useful_gpu_h;
     int frontier;                /* no other result is both cheaper and no
                                     slower (on the targeted statistic) */
-    uint32_t sims;               /* simulator runs spent on it */
+    uint32_t sims;               /* simulator runs its search asked for (a run
+                                    of wait 0 is shared by the configurations
+                                    of one node count and counts in each; a
+                                    search's probes may stop early) */
 } spw_plan_result_t;
 
 typedef struct spw_plan_opts {

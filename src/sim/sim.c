@@ -379,6 +379,12 @@ typedef struct sim {
     size_t scratch_cap;
     double *pool_held_gpu_s; /* per fleet pool: GPU-seconds jobs held there,
                                 from placement (data transfer included) */
+    /* Giving up early (spw_sim_opts_t.give_up_wait_s): */
+    double give_up_sum_s;    /* mean: give up once done_wait_sum_s exceeds this */
+    size_t give_up_over;     /* p90: give up once done_over exceeds this */
+    double done_wait_sum_s;  /* waits of the jobs done so far, seconds */
+    size_t done_over;        /* jobs done so far that waited over give_up_wait_s */
+    int gave_up;             /* the statistic is sure to end over the bound */
 } sim_t;
 
 static jrec_t *rec_of(sim_t *s, const spw_job_t *j)
@@ -492,6 +498,26 @@ static void detach(sim_t *s, spw_job_t *j, double t)
     }
 }
 
+/* Counts the wait of j, done, towards giving up.  The summary's mean is
+ * over the jobs done (ran <= n of them), so once the waits of those done so
+ * far add up to more than bound x n the mean ends above the bound; its p90
+ * (nearest rank) ends above the bound once more than ran - ceil(0.9 ran)
+ * jobs waited longer, and that count never decreases while ran - ceil(0.9
+ * ran) is at most n - ceil(0.9 n).  Waits are the summary's own values. */
+static void note_done_wait(sim_t *s, const spw_job_t *j)
+{
+    const jrec_t *r = rec_of(s, j);
+    double w = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) - j->submit_s;
+    if (s->smp.o->give_up_p90) {
+        if (w > s->smp.o->give_up_wait_s && ++s->done_over > s->give_up_over)
+            s->gave_up = 1;
+    } else {
+        s->done_wait_sum_s += w;
+        if (s->done_wait_sum_s > s->give_up_sum_s)
+            s->gave_up = 1;
+    }
+}
+
 static void on_end(sim_t *s, spw_job_t *j, double t)
 {
     int cloud = j->state == SPW_JOB_CLOUD, spot = j->spot;
@@ -501,6 +527,8 @@ static void on_end(sim_t *s, spw_job_t *j, double t)
     settle(s, j, cloud, spot, placed_s);
     if (rec_of(s, j)->capped)
         s->out->jobs_stopped_max_runtime++;
+    if (j->state == SPW_JOB_DONE && s->smp.o && s->smp.o->give_up_wait_s > 0)
+        note_done_wait(s, j);
     s->finished++;
     if (t > s->last_end)
         s->last_end = t;
@@ -985,6 +1013,14 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
     out->gov = s.gov;
     if (s.gov)
         periods_init(&s.per);
+    if (opts && opts->give_up_wait_s > 0) {
+        /* A margin far above the rounding of a sum of n waits in another
+         * order than the summary's. */
+        s.give_up_sum_s = opts->give_up_wait_s * (double)n * (1 + 1e-9);
+        double r = ceil(0.90 * (double)n);
+        size_t need = r < 1 ? 1 : (size_t)r;   /* waits at or below p90 */
+        s.give_up_over = n > need ? n - need : 0;
+    }
     if (world && n)
         world_start(&s, first_submit);
     size_t next = 0;
@@ -1078,6 +1114,14 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
          * they never will. */
         if (next == n && s.running == 0 && queued && t - s.progress_s > SPW_SIM_GIVE_UP_S)
             break;
+        if (s.gave_up)
+            break;
+    }
+    if (s.gave_up) {
+        spw_engine_destroy(e);
+        sim_free(&s);
+        memset(out, 0, sizeof(*out));
+        return 1;
     }
     if (opts && opts->on_progress)
         opts->on_progress(opts->ctx, n, n);

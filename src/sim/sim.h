@@ -68,6 +68,14 @@ typedef struct spw_sim_opts {
     spw_sim_progress_f on_progress; /* may be NULL */
     void *ctx;                   /* passed to both callbacks */
     const spw_sim_world_t *world; /* spot capacity and failures; NULL = none */
+    double give_up_wait_s;       /* > 0: stop as soon as the finished jobs prove
+                                    that the wait statistic (mean, or p90 with
+                                    give_up_p90) ends above this, and return 1
+                                    with the summary unfilled (the planner's
+                                    searches only need "above the target");
+                                    0 = always run to the end */
+    int give_up_p90;             /* the statistic give_up_wait_s bounds is the
+                                    p90 wait (nearest rank), not the mean */
 } spw_sim_opts_t;
 
 /* One team's results (spw_sim_summary_t.team). */
@@ -183,8 +191,10 @@ typedef struct spw_sim_summary {
  * attempt holding the node.  Overlapping failures of one node merge; a
  * listed failure that began before the first submission is in force from
  * it.  The world stops with the last job: repeating traces and failure
- * processes add nothing after it.  Returns 0, or -1 with err (also for a
- * world that names offers, pools or nodes the fleet lacks). */
+ * processes add nothing after it.  Returns 0, 1 when it gave up early
+ * (opts->give_up_wait_s: *out is then zeroed but for nothing), or -1 with
+ * err (also for a world that names offers, pools or nodes the fleet
+ * lacks). */
 int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 spw_job_t *jobs, const double *runtime_s, size_t n,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err);

@@ -117,14 +117,19 @@ ok $? "a spec whose env: sets CUDA_VISIBLE_DEVICES is refused, naming it"
 
 # ---- 4. logs -f ---------------------------------------------------------
 # A line every 0.2 s for 2 s on stdout, and one on stderr for each.
+# After its fifth line the ticker waits for $T/ticker.go (at most 30 s), so
+# that it is still running when the test checks that logs -f follows it.
 f=$(submit ml --gpus 1 --name ticker -- sh -c \
-    'i=1; while [ $i -le 10 ]; do echo "out $i"; echo "err $i" >&2; i=$((i + 1)); sleep 0.2; done')
+    'i=1; while [ $i -le 10 ]; do echo "out $i"; echo "err $i" >&2; i=$((i + 1)); sleep 0.2
+     if [ $i = 6 ]; then w=0; while [ ! -e '"$T/ticker.go"' ] && [ $w -lt 300 ]; do sleep 0.1; w=$((w + 1)); done; fi
+     done')
 t0=$(now_ms)
 spw ml logs -f "$f" >"$T/follow.out" 2>"$T/follow.err" &
 fpid=$!
 XPIDS="$XPIDS $fpid"
 wait_for "$f" running 5 && sleep 0.5 && kill -0 "$fpid" 2>/dev/null && [ "$(state_of "$f")" = running ]
 ok $? "logs -f is still following while the job runs"
+touch "$T/ticker.go"
 wait_until 10 eval '! kill -0 "$fpid" 2>/dev/null'
 ended=$?
 wait "$fpid"

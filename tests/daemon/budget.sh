@@ -17,7 +17,7 @@
 #     once, at the restart, to what its instances billed.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 37
+plan 38
 
 # One job: 2 GPUs, so 2 instances of $2.50/h (a 1-GPU on-prem node never
 # holds it and it bursts at once); max_runtime 12 s.  Its worst case is
@@ -293,11 +293,16 @@ assert abs(t['settled_usd'] - $wc) < 1e-9 and t['reserved_usd'] == 0, t"
 ok $? "the ledger settles the reservation (\$$wc), not the overrun of the frozen daemon"
 
 # ---- (d) a job that ends while the daemon is down --------------------------
-did=$(submit ml --gpus 2 --max-runtime 60 -- sleep 2)
-wait_for "$did" running 8
+did=$(submit ml --gpus 2 --max-runtime 60 -- sleep 2.017)
+job_up() { [ -n "$(procs_with 'sleep 2.017')" ]; }
+wait_for "$did" running 8 && wait_until 5 job_up
 ok $? "a cloud job runs"
 kill9_daemon "$DPID"
-sleep 3
+# Wait for the job's process to exit (not a fixed 3 s: under load the job
+# may still be running then, and the restart would re-adopt it instead).
+job_gone() { ! job_up; }
+wait_until 20 job_gone
+ok $? "the job's process exits while the daemon is down"
 start_daemon "$T/stall.yaml" "$T/state-stall"
 ok $? "the daemon restarts after the job has ended" || diag "$(cat "$DLOG")"
 wait_for "$did" succeeded 5

@@ -134,15 +134,19 @@ ok $? "a daemon for the locked-database row"
 LL=$T/locked.ledger
 : >"$LL"
 chmod 666 "$LL"   # jobs run as spillway-job when the test runs as root
-big=$(submit ml --gpus 2 -- sleep 1)
+big=$(submit ml --gpus 2 -- sleep 1.043)
 wait_for "$big" running 5
 ql=$(submit ml --gpus 2 -- sh -c "echo start >>$LL")
-python3 -c 'import sqlite3, sys, time
+# The lock is held until the test says so ($T/unlock), at most 60 s: a
+# fixed hold could run out on a loaded machine before the checks below.
+python3 -c 'import os, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
 open(sys.argv[2], "w").close()
-time.sleep(8)
-c.execute("ROLLBACK")' "$T/l/spillway.db" "$T/locked" &
+end = time.time() + 60
+while not os.path.exists(sys.argv[3]) and time.time() < end:
+    time.sleep(0.05)
+c.execute("ROLLBACK")' "$T/l/spillway.db" "$T/locked" "$T/unlock" &
 lockpid=$!
 XPIDS="$XPIDS $lockpid"
 locked() { [ -f "$T/locked" ]; }
@@ -150,9 +154,13 @@ wait_until 5 locked
 lock_503() { http GET /healthz none; [ "$code" = 503 ] && contains "$T/http.body" "locked"; }
 wait_until 10 lock_503
 ok $? "/healthz says 503 while the database is locked: $(cat "$T/http.body")"
-sleep 2   # the first job has ended by now; the waiting one could start
-[ ! -s "$LL" ]
+# Once the first job has ended its GPUs are free and the waiting job could
+# start; give the daemon a second of turns after that, the lock still held.
+big_gone() { [ -z "$(procs_with 'sleep 1.043')" ]; }
+wait_until 10 big_gone && sleep 1
+[ ! -s "$LL" ] && kill -0 "$lockpid" 2>/dev/null
 ok $? "nothing starts while no turn can be recorded"
+touch "$T/unlock"
 wait "$lockpid"
 wait_for "$ql" succeeded 15
 ok $? "once the lock is gone the waiting job runs"

@@ -14,7 +14,11 @@ ok $? "spillway serve starts (1 node x 1 slot, wait none)"
 hog=$(submit ml --gpus 1 --name hog -- sleep 60.25)
 wait_for "$hog" running 5
 ok $? "a long job takes the only on-prem slot"
-job=$(submit ml --gpus 1 --name spot -- sh -c 'echo "run on $SPILLWAY_INSTANCE_IDS"; sleep 2.5; echo done')
+# Its first attempt outlasts the checks before the preemption whatever the
+# load (it used to end 2.5 s in, which a slow machine could reach first);
+# the second one ends at once.
+job=$(submit ml --gpus 1 --name spot -- sh -c 'echo "run on $SPILLWAY_INSTANCE_IDS"
+    if [ "$SPILLWAY_ATTEMPT" = 1 ]; then sleep 60; else sleep 0.5; fi; echo done')
 on_cloud() { [ "$(state_of "$job")" = running ] && spw ml logs "$job" 2>/dev/null | grep -q '^run on emu-'; }
 wait_until 6 on_cloud && [ "$(field "$job" 'd["where"]')" = cloud ]
 ok $? "the next job bursts at once to the emulated cloud and runs ($job)"

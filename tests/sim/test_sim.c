@@ -1054,6 +1054,47 @@ static void test_performance(void)
     }
 }
 
+/* give_up_wait_s: over random worlds and bounds around their own wait
+ * statistics, a run gives up (1) only when the whole run ends above the
+ * bound, and a run that does not give up gives the same summary. */
+static void test_give_up(void)
+{
+    static world_t w;
+    int wrong = 0, gave = 0, kept = 0, runs = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        make_world(&w, seed, 40 + (size_t)(seed % 5) * 30, 120, 180);
+        spw_sim_summary_t full, s;
+        spw_error_t err;
+        if (spw_sim_run(&w.f, &w.p, w.jobs, w.rt, w.n, NULL, &full, &err) < 0) {
+            spw_fleet_clear(&w.f);
+            continue;
+        }
+        for (int p90 = 0; p90 <= 1; p90++) {
+            double stat = p90 ? full.wait_p90_s : full.wait_mean_s;
+            const double f[] = {0.25, 0.5, 0.9, 0.999, 1, 1.001, 2};
+            for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+                spw_sim_opts_t o = {.give_up_wait_s = stat * f[k] + (stat == 0), .give_up_p90 = p90};
+                int rc = spw_sim_run(&w.f, &w.p, w.jobs, w.rt, w.n, &o, &s, &err);
+                runs++;
+                if (rc == 1) {
+                    gave++;
+                    if (!(stat > o.give_up_wait_s) && wrong++ < 3)
+                        diag("seed %llu: gave up at %g but the %s is %g",
+                             (unsigned long long)seed, o.give_up_wait_s, p90 ? "p90" : "mean", stat);
+                } else {
+                    kept++;
+                    if ((rc != 0 || memcmp(&s, &full, sizeof(s)) != 0) && wrong++ < 3)
+                        diag("seed %llu: rc %d, or a summary unlike the full run's", (unsigned long long)seed, rc);
+                }
+            }
+        }
+        spw_fleet_clear(&w.f);
+    }
+    ok(wrong == 0, "give_up_wait_s: %d runs gave up, only above their bound; %d did not and "
+       "match the full run (%d runs)", gave, kept, runs);
+    ok(gave > 20 && kept > 20, "give_up_wait_s: both outcomes seen (%d, %d)", gave, kept);
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -1061,6 +1102,7 @@ int main(void)
     test_edges();
     test_quantile();
     test_random_properties();
+    test_give_up();
     test_owned_model();
     test_performance();
     return done_testing();
