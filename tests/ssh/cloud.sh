@@ -132,7 +132,10 @@ print('rank %d of %d nodes %s on %s sum=%d' % (rank, world, os.environ['SPILLWAY
       os.environ['SPILLWAY_TEST_HOST'], total))
 sys.exit(0 if total == world * (world + 1) // 2 else 1)
 PY
-g=$(submit ml --gpus 2 --gpus-per-node 1 --name gang -- python3 "$T/allreduce.py")
+# The system's python3: jobs run as spillway-job, which may not reach a
+# python3 installed under root's home.
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+g=$(submit ml --gpus 2 --gpus-per-node 1 --name gang -- "$PY" "$T/allreduce.py")
 wait_for "$g" succeeded 60
 ok $? "a 2-GPU job with gpus_per_node 1 succeeds in the cloud" || diag "$(spw ml logs "$g" 2>&1)" "$(tail -20 "$DLOG")"
 set -- $(insts "$g")
