@@ -78,6 +78,7 @@ struct spw_slurm {
     } slot[3];                  /* SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN */
     char own_prefix[64];        /* the foreign read's own prefix (set by the
                                    caller before asking, read by the worker) */
+    uint64_t nsyncs;            /* listings tick() has applied */
     int snap_failed;            /* listing failed since the last tick():
                                    adopt() and find() answer "cannot tell"
                                    at once instead of waiting out another
@@ -460,6 +461,11 @@ static const char *pinned_node(const spw_slurm_t *sb, const spw_launch_t *req)
         return *end == '\0' && end != slash + 1 && k < sb->nnodes ? sb->nodes[k] : NULL;
     }
     return NULL;
+}
+
+uint64_t spw_slurm_syncs(const spw_slurm_t *sb)
+{
+    return sb->nsyncs;
 }
 
 size_t spw_slurm_count(const spw_slurm_t *sb)
@@ -971,6 +977,7 @@ static void sl_tick(void *be, double now_s)
         sb->snap_failed = 0;
         snap_parse(sb, o);
         sync_jobs(sb);
+        sb->nsyncs++;
     } else if (done) {
         free(o);
         sb->snap_failed = 1;   /* adopt() and find(): "cannot tell" at once */

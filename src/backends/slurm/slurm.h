@@ -97,6 +97,10 @@ void spw_slurm_destroy(spw_slurm_t *sb);
 /* Number of jobs the backend tracks (launched or adopted, not yet polled). */
 size_t spw_slurm_count(const spw_slurm_t *sb);
 
+/* Listings of Slurm's jobs that tick() has applied so far (for benchmarks
+ * and tests: a sync is asked by one tick() and applied by a later one). */
+uint64_t spw_slurm_syncs(const spw_slurm_t *sb);
+
 /* The nodes of the backend's partition (`sinfo --json`), in Slurm's order,
  * cloud nodes that are powered down included.  Returns 0 with *out (caller
  * frees) and *n, or -1 with a sentence in err (Slurm unreachable). */
