@@ -19,7 +19,9 @@
  *   The handle's ext is the Slurm job id; pid and pgid are 0.
  * - tick() synchronises with Slurm at most every sync_interval_s: one text
  *   `squeue --states=all` for every job tracked, however many (indexed by
- *   id); ended jobs are queued for poll().  Exit codes: COMPLETED is 0,
+ *   id), run on the backend's worker thread: a tick asks for it, a later
+ *   tick applies it (spw_slurm_syncs counts those); ended jobs are queued
+ *   for poll().  Exit codes: COMPLETED is 0,
  *   FAILED gives the batch script's exit code or signal (`scontrol show
  *   job`, only for those), CANCELLED is SIGNALED 15 (cause
  *   CANCELLED when we asked), TIMEOUT is SIGNALED 9 with cause MAX_RUNTIME,
@@ -29,8 +31,9 @@
  * - launch() never submits a token twice: before its first sbatch it lists
  *   Slurm's jobs once, and a launch whose token a job of an earlier daemon
  *   process already carries adopts that job.
- * - adopt() and find() read the same snapshot (one squeue per tick, however
- *   many jobs are adopted); find() looks for a job whose comment is the
+ * - adopt() and find() read the last listing (one squeue however many
+ *   jobs are adopted; a listing of its own only before the first one
+ *   applied); find() looks for a job whose comment is the
  *   token and, when there is none, fences the token: a job carrying it that
  *   appears later (an sbatch of a killed daemon still in flight) is
  *   cancelled at once by tick().
