@@ -2444,7 +2444,13 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         int32_t pool = j->pool, node = j->node;
         j->pool = j->node = -1;
         spw_error_t uerr;
+        void *pbe;
+        int pooled = spw_daemon_pool_ops(d, j->ej.pool, &pbe) != d->be_ops;
         rc = readopt(d, j, &uerr);
+        if (rc == -2 && !pooled)
+            /* the local backend's "cannot tell" is a file it cannot read:
+             * no state to start from */
+            return spw_errorf(err, "%s", uerr.text);
         if (rc == -2) {
             /* Its backend cannot tell now (Slurm does not answer): the job
              * keeps its placement as if it ran, and is never placed again
@@ -2504,14 +2510,8 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         recover_gone(d, j);
         return 0;
     }
-    spw_error_t uerr;
-    if ((rc = readopt(d, j, &uerr)) == -2) {
-        j->unsure = 1;   /* as on-prem above: asked again by the loop */
-        d->nunsure++;
-        say(d, "job %s: cannot tell yet whether its launch %s runs (%s); keeping its "
-            "placement and asking again", j->id, j->token, uerr.text);
-        return 0;
-    }
+    if ((rc = readopt(d, j, err)) == -2)
+        return -1;   /* cloud jobs run on the local backend (see above) */
     if (rc == 0) {
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);

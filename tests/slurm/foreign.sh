@@ -31,7 +31,7 @@ ok $? "spillway serve starts with a slurm pool" || exit 1
 sq() { squeue -h -t all -o '%i %T %k %N' | grep -E ' [0-9a-f]{12}\.j-[0-9]+\.[0-9]+ '; }
 running_in_slurm() { sq | grep "\.$1\.1 " | grep -q RUNNING; }
 
-fid=$(sbatch --parsable -p onprem -w n1 --gres=gpu:4 --comment=someone-else --wrap 'sleep 300')
+fid=$(sbatch --parsable -p onprem -w n1 --gres=gpu:4 --comment=someone-else -o /dev/null --wrap 'sleep 300')
 frun() { squeue -h -j "$fid" -o %T | grep -q RUNNING; }
 wait_until 20 frun
 ok $? "a foreign sbatch job ($fid) holds n1's 4 GPUs"
