@@ -84,7 +84,7 @@ for ((i = 0; i < JOBS; i++)); do
 done
 t1=$(now)
 for ((k = 0; k < 600; k++)); do
-    n=$(squeue -h -p onprem -o %k | grep -c '^spw')
+    n=$(squeue -h -p onprem -o %j | grep -c '^spw-')   # job names spw-JOBID
     [ "$n" -ge "$JOBS" ] && break
     sleep 0.05
 done

@@ -191,7 +191,9 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .end_ts = j->end_ts,
         .placement = pl,
         .gpus_assigned = j->gpus_assigned,
-        .pid = j->running ? j->h.pid : 0,
+        /* -1: a live handle of a backend without pids (Slurm), found
+         * again by its launch token */
+        .pid = j->running ? (j->h.pid ? j->h.pid : -1) : 0,
         .pid_start_ticks = j->running ? (int64_t)j->h.start_ticks : 0,
         .has_exit_code = j->has_exit,
         .exit_code = j->exit_code,
@@ -546,7 +548,11 @@ static void job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const
         return;
     }
     j->st = SPW_DJOB_QUEUED;
-    j->token[0] = '\0';
+    /* While its process is being stopped the token stays (stored): a
+     * restart finds that attempt by it and stops it again (stop_old).  Its
+     * next placement records a new one. */
+    if (!j->running)
+        j->token[0] = '\0';
     set_reason(j, "%s; requeued (restart %u, %.0f s of work kept)", what, j->ej.restarts,
                j->ej.done_s);
     if (why == SPW_INTERRUPT_PREEMPTED)
@@ -1444,6 +1450,63 @@ static void note_turn(spw_daemon_t *d, double s)
     d->turns++;
 }
 
+/* Jobs whose backend could not tell, at the daemon's start, whether their
+ * launch runs (recover_placed): asked again every few seconds.  Found, the
+ * job is re-adopted (and stopped, when a cancel came meanwhile); gone, its
+ * attempt ended (or never started) while nobody could see it, and it is
+ * retried or ends as recovery would have decided. */
+#define UNSURE_RECHECK_S 2.0
+static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr);
+static void recheck_unsure(spw_daemon_t *d, double now)
+{
+    if (!d->nunsure || now - d->unsure_ts < UNSURE_RECHECK_S)
+        return;
+    d->unsure_ts = now;
+    size_t left = 0;
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || !j->unsure)
+            continue;
+        if (j->st != SPW_DJOB_PLACED && j->st != SPW_DJOB_RUNNING) {
+            j->unsure = 0;   /* ended or requeued meanwhile (a cancel, a node down) */
+            continue;
+        }
+        spw_error_t err;
+        int rc = readopt(d, j, &err);
+        if (rc == -2) {
+            left++;
+            continue;
+        }
+        j->unsure = 0;
+        if (rc == 0) {
+            if (j->cancel_req &&
+                JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, &err) < 0)
+                say(d, "job %s: cannot stop it yet: %s", j->id, err.text);
+            if (!j->cancel_req)
+                set_reason(j, "re-adopted once its backend answered again");
+            j->st = SPW_DJOB_RUNNING;
+            job_save(d, j, SAVE_ALL);
+            continue;
+        }
+        if (j->cancel_req) {
+            set_reason(j, "cancelled by a user");
+            eng_cancel(d, j, now);
+            job_end(d, j, SPW_DJOB_CANCELLED, now);
+        } else if (j->st == SPW_DJOB_PLACED || (uint32_t)j->attempts <= j->spec.retries) {
+            set_reason(j, "requeued: its launch %s is gone (it ended, or never started, while "
+                       "the daemon could not see it)", j->token);
+            job_requeue(d, j, now);
+        } else {
+            set_reason(j, "its launch %s ended while the daemon could not see it (exit status "
+                       "unknown)", j->token);
+            eng_finish(d, j, now);
+            job_end(d, j, SPW_DJOB_FAILED, now);
+        }
+        say(d, "job %s %s (%s)", j->id, spw_djob_state_name(j->st), j->reason);
+    }
+    d->nunsure = left;
+}
+
 static void turn_locked(spw_daemon_t *d)
 {
     double now = spw_daemon_clock();
@@ -1480,6 +1543,7 @@ static void turn_locked(spw_daemon_t *d)
             for (int i = 0; i < n; i++)
                 handle_exit(d, &ex[i], now);
     }
+    recheck_unsure(d, now);
     spw_inst_event_t ev[64];
     size_t m;
     while ((m = d->pv_ops->poll(d->pv, now, ev, 64)) > 0)
@@ -1683,7 +1747,13 @@ int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err)
             return 503;
         }
     }
-    if (j->running) {
+    if (j->unsure) {
+        /* Whether its launch runs is not known yet (recovery): the cancel
+         * is applied once its backend answers (recheck_unsure). */
+        j->cancel_req = 1;
+        set_reason(j, "cancel requested; applied once its backend answers again");
+        job_save(d, j, SPW_JU_REASON | SPW_JU_CANCEL);
+    } else if (j->running) {
         if (!j->cancel_req && JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, now, err) < 0) {
             /* Recorded: its exit ends it cancelled, and a restart stops it. */
             say(d, "job %s: cannot signal it yet: %s", j->id, err->text);
@@ -1743,6 +1813,7 @@ static void node_down_now(spw_daemon_t *d, size_t pool, uint32_t node, char **id
         }
         used += (size_t)snprintf(*ids + used, cap - used, "%s%s", used ? "," : "", j->id);
     }
+    spw_daemon_pools_node_down(d, pool, node, now);   /* foreign jobs' hold (Slurm) */
     if (spw_engine_node_down(d->engine, pool, node, 1, now) < 0)
         say(d, "the engine refused to take node %s/%u down", d->fleet.pools[pool].name, node);
     d->node_down[pool][node] = 1;
@@ -2307,6 +2378,8 @@ static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr)
     spw_handle_t h;
     spw_error_t err;
     memset(&h, 0, sizeof(h));
+    if (j->h.pid < 0)
+        return -1;   /* a Slurm job's, its pool now local (a config change) */
     if (!j->h.pid) {
         if (!j->token[0])
             return -1;   /* no intent: nothing was launched */
@@ -2405,9 +2478,26 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         j->ej.start_s = isnan(j->start_ts) ? d->now : j->start_ts;
         int32_t pool = j->pool, node = j->node;
         j->pool = j->node = -1;
-        if ((rc = readopt(d, j, err)) == -2)
-            return -1;
-        if (rc < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
+        spw_error_t uerr;
+        void *pbe;
+        int pooled = spw_daemon_pool_ops(d, j->ej.pool, &pbe) != d->be_ops;
+        rc = readopt(d, j, &uerr);
+        if (rc == -2 && !pooled)
+            /* the local backend's "cannot tell" is a file it cannot read:
+             * no state to start from */
+            return spw_errorf(err, "%s", uerr.text);
+        if (rc == -2) {
+            /* Its backend cannot tell now (Slurm does not answer): the job
+             * keeps its placement as if it ran, and is never placed again
+             * meanwhile; the loop asks again (recheck_unsure). */
+            if (spw_engine_restore(d->engine, &j->ej) < 0)
+                return spw_errorf(err, "job %s: cannot tell whether it runs (%s), and its "
+                                  "GPUs are taken after a config change", j->id, uerr.text);
+            j->unsure = 1;
+            d->nunsure++;
+            say(d, "job %s: cannot tell yet whether its launch %s runs (%s); keeping its "
+                "placement and asking again", j->id, j->token, uerr.text);
+        } else if (rc < 0 || spw_engine_restore(d->engine, &j->ej) < 0) {
             ej_reset(j);
             if (j->running) {
                 spw_error_t err;
@@ -2426,7 +2516,8 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         d->node_used[pool][node] |= j->gpu_bits;
         j->held_gpus = j->ej.alloc_gpus;
         d->pool_busy[pool] += j->held_gpus;
-        j->st = SPW_DJOB_RUNNING;
+        if (!j->unsure)
+            j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
         return 0;
     }
@@ -2455,7 +2546,7 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         return 0;
     }
     if ((rc = readopt(d, j, err)) == -2)
-        return -1;
+        return -1;   /* cloud jobs run on the local backend (see above) */
     if (rc == 0) {
         j->st = SPW_DJOB_RUNNING;
         job_save(d, j, SAVE_ALL);
@@ -2479,6 +2570,35 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
 static void stop_old(spw_daemon_t *d, djob_t *j)
 {
     spw_error_t err;
+    if (j->h.pid < 0 && j->token[0]) {
+        /* A pool backend's job (Slurm) has no pid (stored as -1): its
+         * launch token stayed stored while it was being stopped
+         * (job_interrupt), until a new launch replaces it. */
+        for (size_t p = 0; p < d->fleet.npools; p++) {
+            void *be;
+            const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, (int32_t)p, &be);
+            if (ops == d->be_ops || ops->version < 2 || !ops->find)
+                continue;
+            spw_handle_t h;
+            int rc = ops->find(be, j->token, &h, &err);
+            if (rc < 0)
+                say(d, "job %s: cannot tell whether its interrupted attempt %s still runs "
+                    "in pool %s: %s", j->id, j->token, d->fleet.pools[p].name, err.text);
+            if (rc != 1)
+                continue;
+            j->h = h;
+            j->be_pool = (int32_t)p;
+            j->running = 1;
+            if (ops->cancel(be, &j->h, d->now, &err) < 0)
+                say(d, "job %s: cannot stop its interrupted attempt: %s", j->id, err.text);
+            else
+                say(d, "job %s: stopping its interrupted attempt again (%s job %s)", j->id,
+                    ops->name, h.ext);
+            j->stopping = 1;
+            return;
+        }
+        return;
+    }
     if (!j->h.pid || readopt(d, j, &err) < 0) {
         j->h.pid = 0;
         return;
@@ -2568,9 +2688,11 @@ static int recover(spw_daemon_t *d, spw_error_t *err)
         if (!j || !j->cancel_req || spw_djob_state_terminal(j->st))
             continue;
         cancels++;
+        if (j->unsure)
+            continue;   /* stopped once its backend answers (recheck_unsure) */
         if (j->running) {
             spw_error_t e2;
-            if (d->be_ops->cancel(d->be, &j->h, d->now, &e2) < 0)
+            if (JOB_OPS(d, j)->cancel(JOB_BE(d, j), &j->h, d->now, &e2) < 0)
                 say(d, "job %s: cannot stop it: %s", j->id, e2.text);
             continue;
         }

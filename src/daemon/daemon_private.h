@@ -56,6 +56,11 @@ typedef struct djob {
                                    being stopped, its exit only lets a new
                                    placement start */
     int running;                /* the backend tracks its process (h) */
+    int unsure;                 /* after a restart its backend could not
+                                   tell whether the attempt of its launch
+                                   token runs (Slurm did not answer): it
+                                   keeps its placement, and the loop asks
+                                   again (recheck_unsure) until it can */
     spw_handle_t h;             /* the process, while running */
     int32_t be_pool;            /* pool whose backend runs h (pools.c);
                                    -1 = the daemon's own (local) backend */
@@ -153,7 +158,15 @@ struct spw_daemon {
     uint8_t **pool_slurm_down;   /* per Slurm pool, per node: down as Slurm
                                     last said (changes are applied with
                                     spw_daemon_do_node); NULL otherwise */
+    spw_job_t ***pool_foreign;   /* per Slurm pool, per node: the engine's
+                                   stand-in for the GPUs that jobs submitted
+                                   behind spillway's back hold there (owned;
+                                   NULL = none); pools.c */
+    uint32_t **pool_foreign_gpus; /* per Slurm pool, per node: those GPUs as
+                                   Slurm last reported them */
     double nodes_sync_ts;        /* last read of Slurm's node states */
+    size_t nunsure;              /* jobs with `unsure` set (recovery) */
+    double unsure_ts;            /* when recheck_unsure last asked */
     const struct spw_provider_ops *pv_ops;
     void *pv;
     void *cloud_be;              /* spw_ssh_t: the hosts of cloud instances
@@ -260,9 +273,15 @@ extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
  * and GPUs are read from Slurm and replace the config's.  Call after the
  * fleet is copied, before the engine is made.  0, or -1 with err. */
 int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err);
-/* Applies Slurm's node states (at most every 2 s): a node that went down,
- * drained or not responding is taken down (its jobs fail over), one that
- * came back is brought up. */
+/* Node `node` of pool `pool` is going down: what the engine holds there for
+ * jobs spillway did not submit (Slurm pools) is let go first, so the node
+ * is empty of jobs as spw_engine_node_down wants. */
+void spw_daemon_pools_node_down(spw_daemon_t *d, size_t pool, uint32_t node, double now);
+/* Applies Slurm's node states (at most every 2 s, read on the backend's
+ * worker thread): a node that went down, drained or not responding is
+ * taken down (its jobs fail over), one that came back is brought up; and
+ * holds in the engine the GPUs that foreign jobs (not submitted through
+ * spillway) hold on each node. */
 void spw_daemon_pools_sync(spw_daemon_t *d, double now);
 void spw_daemon_pools_destroy(spw_daemon_t *d);
 /* The backend that runs job j's process (j->be_pool), into *be. */

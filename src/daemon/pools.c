@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/registry.h"
 #include "backends/slurm/slurm.h"
@@ -50,6 +51,63 @@ static int ssh_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
     return 0;
 }
 
+/* STATE_DIR/slurm-nodes-POOL: the nodes (name and GPUs, one a line) the
+ * daemon last read from Slurm for pool p, so that a daemon restarting
+ * while slurmctld does not answer still knows its pool (and the jobs placed
+ * on it keep their place until Slurm answers). */
+static void cache_path(const spw_daemon_t *d, size_t p, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/slurm-nodes-%s", d->state_dir, d->fleet.pools[p].name);
+}
+
+static void cache_write(const spw_daemon_t *d, size_t p, const spw_slurm_node_t *v, size_t n)
+{
+    char path[4200], tmp[4300];
+    cache_path(d, p, path, sizeof(path));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s %u\n", v[i].name, v[i].gpus);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+/* The cached nodes of pool p: 0 with *out (caller frees) and *n, or -1. */
+static int cache_read(const spw_daemon_t *d, size_t p, spw_slurm_node_t **out, size_t *n)
+{
+    char path[4200], line[256];
+    cache_path(d, p, path, sizeof(path));
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t k = 0, cap = 8;
+    spw_slurm_node_t *v = spw_xcalloc(cap, sizeof(*v));
+    while (fgets(line, sizeof(line), f)) {
+        char name[64];
+        unsigned gpus;
+        if (sscanf(line, "%63s %u", name, &gpus) != 2)
+            continue;
+        if (k == cap) {
+            cap *= 2;
+            v = spw_xrealloc(v, cap * sizeof(*v));
+        }
+        memset(&v[k], 0, sizeof(v[k]));
+        snprintf(v[k].name, sizeof(v[k].name), "%s", name);
+        v[k].gpus = gpus;
+        k++;
+    }
+    fclose(f);
+    if (k == 0) {
+        free(v);
+        return -1;
+    }
+    *out = v;
+    *n = k;
+    return 0;
+}
+
 /* Replaces pool p's nodes by Slurm's (nodes without a GPU are left out). */
 static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
 {
@@ -58,9 +116,16 @@ static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
     spw_slurm_node_t *v;
     size_t n;
     spw_error_t e2;
-    if (spw_slurm_nodes(sb, &v, &n, &e2) < 0)
+    if (spw_slurm_nodes(sb, &v, &n, &e2) == 0) {
+        cache_write(d, p, v, n);
+    } else if (cache_read(d, p, &v, &n) == 0) {
+        if (!d->quiet)
+            fprintf(stderr, "spillway: pool %s: Slurm does not answer (%s); using its %zu "
+                    "nodes as last read, until it does\n", ps->name, e2.text, n);
+    } else {
         return spw_errorf(err, "pool %s: cannot read the nodes of Slurm partition: %s", ps->name,
                           e2.text);
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (v[i].gpus > 0 && v[i].gpus <= 64)
@@ -78,6 +143,8 @@ static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
     d->node_used[p] = spw_xcalloc(k, sizeof(uint64_t));
     d->node_down[p] = spw_xcalloc(k, sizeof(uint8_t));
     d->pool_slurm_down[p] = spw_xcalloc(k, sizeof(uint8_t));
+    d->pool_foreign[p] = spw_xcalloc(k, sizeof(spw_job_t *));
+    d->pool_foreign_gpus[p] = spw_xcalloc(k, sizeof(uint32_t));
     for (size_t i = 0; i < k; i++)
         ps->node_gpus[i] = (uint16_t)v[i].gpus;
     free(v);
@@ -91,6 +158,8 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
     d->pool_ops = spw_xcalloc(np, sizeof(*d->pool_ops));
     d->pool_be = spw_xcalloc(np, sizeof(*d->pool_be));
     d->pool_slurm_down = spw_xcalloc(np, sizeof(*d->pool_slurm_down));
+    d->pool_foreign = spw_xcalloc(np, sizeof(*d->pool_foreign));
+    d->pool_foreign_gpus = spw_xcalloc(np, sizeof(*d->pool_foreign_gpus));
     d->nodes_sync_ts = -INFINITY;
     for (size_t p = 0; p < d->fleet.npools && p < cfg->npool_backends; p++) {
         const spw_pool_backend_conf_t *b = &cfg->pool_backends[p];
@@ -135,7 +204,18 @@ void spw_daemon_pools_destroy(spw_daemon_t *d)
             d->pool_ops[p]->destroy(d->pool_be[p]);
         if (d->pool_slurm_down)
             free(d->pool_slurm_down[p]);
+        for (uint32_t k = 0; d->pool_foreign && d->pool_foreign[p] && k < d->fleet.pools[p].nnodes;
+             k++)
+            free(d->pool_foreign[p][k]);   /* the engine is gone or going: no cancel */
+        if (d->pool_foreign) {
+            free(d->pool_foreign[p]);
+            free(d->pool_foreign_gpus[p]);
+        }
     }
+    free(d->pool_foreign);
+    free(d->pool_foreign_gpus);
+    d->pool_foreign = NULL;
+    d->pool_foreign_gpus = NULL;
     free(d->pool_ops);
     free(d->pool_be);
     free(d->pool_slurm_down);
@@ -235,6 +315,92 @@ static void ssh_sync(spw_daemon_t *d, size_t p)
     }
 }
 
+/* Holds `gpus` GPUs of node k of Slurm pool p in the engine for jobs that
+ * were submitted behind spillway's back (0: none), through a stand-in job
+ * that is not a daemon job (never listed, billed or launched): the engine
+ * then places nothing there that Slurm could not start.  It takes only
+ * what spillway's own jobs leave free (they keep theirs; Slurm queues
+ * whichever came second). */
+static void foreign_hold(spw_daemon_t *d, size_t p, uint32_t k, uint32_t gpus, double now)
+{
+    spw_job_t **slot = &d->pool_foreign[p][k];
+    d->pool_foreign_gpus[p][k] = gpus;
+    uint32_t cap = d->fleet.pools[p].node_gpus[k];
+    uint32_t ours = (uint32_t)__builtin_popcountll(d->node_used[p][k]);
+    uint32_t left = ours < cap ? cap - ours : 0;
+    uint32_t g = d->node_down[p][k] ? 0 : gpus < left ? gpus : left;
+    if ((*slot ? (*slot)->gpus : 0) == g)
+        return;
+    if (*slot) {
+        spw_engine_cancel(d->engine, *slot, now);
+        free(*slot);
+        *slot = NULL;
+    }
+    if (g == 0)
+        return;
+    spw_job_t *fj = spw_xcalloc(1, sizeof(*fj));
+    fj->id = "slurm-foreign";
+    fj->gpus = g;
+    fj->est_runtime_s = 3600;   /* unknown: what backfill plans with */
+    fj->submit_s = fj->placed_s = fj->start_s = now;
+    fj->deadline_s = NAN;
+    fj->charge_s = NAN;
+    fj->end_s = NAN;
+    fj->speed = 1;
+    fj->state = SPW_JOB_ONPREM;
+    fj->pool = (int32_t)p;
+    fj->node = (int32_t)k;
+    fj->offer = -1;
+    fj->last_offer = -1;
+    if (spw_engine_restore(d->engine, fj) < 0) {
+        free(fj);
+        return;
+    }
+    *slot = fj;
+}
+
+void spw_daemon_pools_node_down(spw_daemon_t *d, size_t pool, uint32_t node, double now)
+{
+    if (!d->pool_foreign || !d->pool_foreign[pool] || node >= d->fleet.pools[pool].nnodes)
+        return;
+    spw_job_t **slot = &d->pool_foreign[pool][node];
+    if (*slot) {
+        spw_engine_cancel(d->engine, *slot, now);
+        free(*slot);
+        *slot = NULL;
+    }
+}
+
+/* Reads the GPUs foreign jobs hold on pool p's nodes (Slurm's view) and
+ * holds them in the engine.  Slurm unreachable: kept as they were. */
+static void foreign_sync(spw_daemon_t *d, size_t p, double now)
+{
+    spw_slurm_t *sb = d->pool_be[p];
+    spw_slurm_foreign_t *v;
+    size_t n;
+    spw_error_t err;
+    char own[16];
+    snprintf(own, sizeof(own), "%s.", d->daemon_id);
+    if (spw_slurm_foreign_async(sb, own, &v, &n, &err) <= 0)
+        return;   /* no new read yet, or Slurm unreachable: keep what we know */
+    uint32_t nn = d->fleet.pools[p].nnodes;
+    uint32_t *want = spw_xcalloc(nn ? nn : 1, sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++) {
+        int k = spw_slurm_node_index(sb, v[i].name);
+        if (k >= 0 && (uint32_t)k < nn)
+            want[k] += v[i].gpus;
+    }
+    for (uint32_t k = 0; k < nn; k++) {
+        if (want[k] != d->pool_foreign_gpus[p][k] && !d->quiet)
+            fprintf(stderr, "spillway: Slurm node %s/%u: %u GPU%s held by jobs not "
+                    "submitted through spillway\n", d->fleet.pools[p].name, k, want[k],
+                    want[k] == 1 ? "" : "s");
+        foreign_hold(d, p, k, want[k], now);
+    }
+    free(want);
+    free(v);
+}
+
 void spw_daemon_pools_sync(spw_daemon_t *d, double now)
 {
     if (now - d->nodes_sync_ts < NODES_SYNC_S)
@@ -251,8 +417,13 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
         spw_slurm_node_t *v;
         size_t n;
         spw_error_t err;
-        if (spw_slurm_nodes(sb, &v, &n, &err) < 0)
-            continue; /* slurmctld unreachable: keep what we know */
+        /* Read on the backend's worker thread: a slow slurmctld never
+         * holds the loop; a read that has not finished yet, or failed
+         * (unreachable), keeps what we know. */
+        if (spw_slurm_nodes_async(sb, &v, &n, &err) <= 0) {
+            foreign_sync(d, p, now);
+            continue;
+        }
         for (size_t i = 0; i < n; i++) {
             int k = spw_slurm_node_index(sb, v[i].name);
             if (k < 0 || (uint32_t)k >= d->fleet.pools[p].nnodes)
@@ -273,6 +444,7 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
             free(ids);
         }
         free(v);
+        foreign_sync(d, p, now);
     }
 }
 

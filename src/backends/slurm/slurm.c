@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,7 +53,49 @@ struct spw_slurm {
                                    adopts it; NULL = not read yet */
     struct sq_list *snap;       /* the last squeue listing, valid until the
                                    next tick(); NULL = none */
+    struct falloc *falloc;      /* allocations of foreign running jobs
+                                   (spw_slurm_foreign_async), by Slurm job id;
+                                   only the worker touches them */
+    size_t nfalloc, capfalloc;
+    /* The worker thread: squeue, sinfo and the foreign-job reads of the
+     * loop (tick(), spw_slurm_nodes_async, spw_slurm_foreign_async) run
+     * there, so a slurmctld that is slow or hung does not hold the
+     * caller's thread.  Only the slots below are shared (under wmu). */
+    pthread_t worker;           /* once started */
+    int worker_on;              /* the worker was started */
+    pthread_mutex_t wmu;        /* guards slots and wstop */
+    pthread_cond_t wcv;         /* the worker waits on it */
+    int wstop;                  /* destroy asked the worker to end */
+    struct aslot {
+        int want;               /* asked, not yet started */
+        int busy;               /* running on the worker */
+        int done;               /* a result waits for the caller */
+        int rc;                 /* 0, or -1 (err) */
+        char *out;              /* owned: the command's output (jobs, nodes) */
+        spw_slurm_foreign_t *fv; /* owned: the foreign allocations */
+        size_t fn;              /* entries in fv */
+        char err[256];          /* why it failed */
+    } slot[3];                  /* SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN */
+    char own_prefix[64];        /* the foreign read's own prefix (set by the
+                                   caller before asking, read by the worker) */
+    uint64_t nsyncs;            /* listings tick() has applied */
+    int snap_failed;            /* listing failed since the last tick():
+                                   adopt() and find() answer "cannot tell"
+                                   at once instead of waiting out another
+                                   cmd_timeout_s each */
+    char snap_err[256];         /* why it failed */
 };
+
+/* The worker's reads (spw_slurm.slot). */
+enum { SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN, NSLOTS };
+
+/* The allocation of one foreign running job: GPUs per node. */
+typedef struct falloc {
+    long id;                    /* Slurm job id */
+    spw_slurm_foreign_t *v;     /* owned: its nodes and GPUs on each */
+    size_t n;
+    int seen;                   /* listed by the last foreign read */
+} falloc_t;
 
 /* One job of a squeue listing. */
 typedef struct sq_job {
@@ -71,6 +114,11 @@ typedef struct sq_list {
 
 static int snapshot(spw_slurm_t *sb, spw_error_t *err);
 static void sq_free(sq_list_t *l);
+
+/* The listing of every job Slurm still knows: id, state, name, comment. */
+static const char *const sq_argv[] = {"squeue", "--noheader", "--states=all",
+                                      "--format=%i\x1f%T\x1f%j\x1f%k", NULL};
+
 static const char *jstr(json_t *o, const char *k);
 
 /* ---- running commands ------------------------------------------------- */
@@ -320,6 +368,8 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
     sb->cmd_timeout_s = o->cmd_timeout_s > 0 ? o->cmd_timeout_s : 30;
     sb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
     sb->last_sync_s = -INFINITY;
+    pthread_mutex_init(&sb->wmu, NULL);
+    pthread_cond_init(&sb->wcv, NULL);
     size_t n = 0;
     while (environ && environ[n])
         n++;
@@ -340,6 +390,20 @@ void spw_slurm_destroy(spw_slurm_t *sb)
 {
     if (!sb)
         return;
+    if (sb->worker_on) {
+        /* waits for a command in flight (cmd_timeout_s at most) */
+        pthread_mutex_lock(&sb->wmu);
+        sb->wstop = 1;
+        pthread_cond_signal(&sb->wcv);
+        pthread_mutex_unlock(&sb->wmu);
+        pthread_join(sb->worker, NULL);
+    }
+    for (int k = 0; k < NSLOTS; k++) {
+        free(sb->slot[k].out);
+        free(sb->slot[k].fv);
+    }
+    pthread_mutex_destroy(&sb->wmu);
+    pthread_cond_destroy(&sb->wcv);
     free(sb->partition);
     free(sb->bin_dir);
     for (size_t i = 0; sb->envp[i]; i++)
@@ -352,6 +416,9 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     free(sb->fenced);
     sq_free(sb->snap);
     sq_free(sb->before);
+    for (size_t i = 0; i < sb->nfalloc; i++)
+        free(sb->falloc[i].v);
+    free(sb->falloc);
     for (size_t i = 0; i < sb->nnodes; i++)
         free(sb->nodes[i]);
     free(sb->nodes);
@@ -394,6 +461,11 @@ static const char *pinned_node(const spw_slurm_t *sb, const spw_launch_t *req)
         return *end == '\0' && end != slash + 1 && k < sb->nnodes ? sb->nodes[k] : NULL;
     }
     return NULL;
+}
+
+uint64_t spw_slurm_syncs(const spw_slurm_t *sb)
+{
+    return sb->nsyncs;
 }
 
 size_t spw_slurm_count(const spw_slurm_t *sb)
@@ -504,7 +576,7 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
      * then launching is adopting it. */
     if (!sb->before) {
         spw_error_t e3;
-        if (snapshot(sb, &e3) < 0)
+        if (!sb->snap && snapshot(sb, &e3) < 0)
             return spw_errorf(err, "cannot list Slurm's jobs before the first launch: %s", e3.text);
         sb->before = sb->snap; /* taken over; tick() lists again */
         sb->snap = NULL;
@@ -599,6 +671,77 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
     return 0;
 }
 
+/* ---- the worker thread ------------------------------------------------------ */
+
+static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+                       size_t *n, spw_error_t *err);
+
+static void *worker_main(void *arg)
+{
+    spw_slurm_t *sb = arg;
+    pthread_mutex_lock(&sb->wmu);
+    while (!sb->wstop) {
+        int k = 0;
+        while (k < NSLOTS && !sb->slot[k].want)
+            k++;
+        if (k == NSLOTS) {
+            pthread_cond_wait(&sb->wcv, &sb->wmu);
+            continue;
+        }
+        struct aslot *a = &sb->slot[k];
+        a->want = 0;
+        a->busy = 1;
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "%s", sb->own_prefix);
+        pthread_mutex_unlock(&sb->wmu);
+        spw_error_t err = {{0}};
+        char *o = NULL;
+        spw_slurm_foreign_t *fv = NULL;
+        size_t fn = 0;
+        int rc;
+        if (k == SLOT_JOBS) {
+            rc = spw_slurm_run(sb, sq_argv, NULL, &o, &err) == 0 ? 0 : -1;
+        } else if (k == SLOT_NODES) {
+            const char *argv[] = {"sinfo", "--json", NULL};
+            rc = spw_slurm_run(sb, argv, NULL, &o, &err) == 0 ? 0 : -1;
+        } else {
+            rc = foreign_run(sb, prefix, &fv, &fn, &err);
+        }
+        pthread_mutex_lock(&sb->wmu);
+        free(a->out);
+        free(a->fv);
+        a->out = o;
+        a->fv = fv;
+        a->fn = fn;
+        a->rc = rc;
+        snprintf(a->err, sizeof(a->err), "%s", err.text);
+        a->busy = 0;
+        a->done = 1;
+    }
+    pthread_mutex_unlock(&sb->wmu);
+    return NULL;
+}
+
+/* Asks the worker for slot k's read unless one is asked, running or
+ * waiting to be taken: 1 if asked now, 0 otherwise. */
+static int ask(spw_slurm_t *sb, int k)
+{
+    struct aslot *a = &sb->slot[k];
+    int asked = 0;
+    pthread_mutex_lock(&sb->wmu);
+    if (!a->want && !a->busy && !a->done) {
+        if (!sb->worker_on && pthread_create(&sb->worker, NULL, worker_main, sb) == 0)
+            sb->worker_on = 1;
+        if (sb->worker_on) {
+            a->want = 1;
+            asked = 1;
+            pthread_cond_signal(&sb->wcv);
+        }
+    }
+    pthread_mutex_unlock(&sb->wmu);
+    return asked;
+}
+
 /* ---- sync with Slurm --------------------------------------------------- */
 
 static void sq_free(sq_list_t *l)
@@ -620,16 +763,29 @@ static int sq_cmp(const void *a, const void *b)
  * (text, not --json: squeue --json of 22.05 ignores filters and costs
  * about ten times more to produce and parse), indexed by id.  0, or -1
  * with err. */
+
+static void snap_parse(spw_slurm_t *sb, char *o);
+
 static int snapshot(spw_slurm_t *sb, spw_error_t *err)
 {
-    const char *argv[] = {"squeue", "--noheader", "--states=all",
-                          "--format=%i\x1f%T\x1f%j\x1f%k", NULL};
     char *o = NULL;
-    int rc = spw_slurm_run(sb, argv, NULL, &o, err);
+    if (sb->snap_failed)
+        return spw_errorf(err, "%s", sb->snap_err);
+    spw_error_t e2;
+    int rc = spw_slurm_run(sb, sq_argv, NULL, &o, &e2);
     if (rc != 0) {
         free(o);
-        return -1;
+        sb->snap_failed = 1;
+        snprintf(sb->snap_err, sizeof(sb->snap_err), "%s", e2.text);
+        return spw_errorf(err, "%s", e2.text);
     }
+    snap_parse(sb, o);
+    return 0;
+}
+
+/* Makes sb->snap of a listing's output (takes it). */
+static void snap_parse(spw_slurm_t *sb, char *o)
+{
     sq_list_t *l = spw_xcalloc(1, sizeof(*l));
     l->buf = o;
     size_t cap = 64;
@@ -661,7 +817,6 @@ static int snapshot(spw_slurm_t *sb, spw_error_t *err)
     qsort(l->v, l->n, sizeof(sq_job_t), sq_cmp);
     sq_free(sb->snap);
     sb->snap = l;
-    return 0;
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -766,8 +921,6 @@ static void scancel_id(spw_slurm_t *sb, long id, const char *signame, spw_error_
 static void sync_jobs(spw_slurm_t *sb)
 {
     spw_error_t err;
-    if (snapshot(sb, &err) < 0)
-        return; /* slurmctld unreachable: keep everything, try next time */
     /* Jobs of fenced tokens that appeared after all. */
     for (size_t i = 0; sb->nfenced && i < sb->snap->n; i++) {
         const sq_job_t *o = &sb->snap->v[i];
@@ -812,14 +965,33 @@ static void sync_jobs(spw_slurm_t *sb)
 static void sl_tick(void *be, double now_s)
 {
     spw_slurm_t *sb = be;
-    sq_free(sb->snap);
-    sb->snap = NULL;
-    if (!sb->njobs && !sb->nfenced)
+    /* A listing the worker finished: the new snapshot (kept for adopt()
+     * and find() until the next one), then the sync. */
+    struct aslot *a = &sb->slot[SLOT_JOBS];
+    pthread_mutex_lock(&sb->wmu);
+    int done = a->done, rc = a->rc;
+    char *o = a->out;
+    char e[256];
+    snprintf(e, sizeof(e), "%s", a->err);
+    a->out = NULL;
+    a->done = 0;
+    pthread_mutex_unlock(&sb->wmu);
+    if (done && rc == 0) {
+        sb->snap_failed = 0;
+        snap_parse(sb, o);
+        sync_jobs(sb);
+        sb->nsyncs++;
+    } else if (done) {
+        free(o);
+        sb->snap_failed = 1;   /* adopt() and find(): "cannot tell" at once */
+        snprintf(sb->snap_err, sizeof(sb->snap_err), "%s", e);
+    }
+    if (!sb->njobs && !sb->nfenced && !sb->snap_failed)
         return;
     if (now_s - sb->last_sync_s < sb->sync_interval_s)
         return;
-    sb->last_sync_s = now_s;
-    sync_jobs(sb);
+    if (ask(sb, SLOT_JOBS))
+        sb->last_sync_s = now_s;
 }
 
 static int sl_poll(void *be, spw_exit_t *exits, size_t max)
@@ -936,6 +1108,9 @@ const struct spw_backend_ops spw_slurm_ops = {
 
 /* ---- nodes ----------------------------------------------------------------- */
 
+static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t *n,
+                       spw_error_t *err);
+
 int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err)
 {
     *out = NULL;
@@ -946,10 +1121,81 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
         free(o);
         return -1;
     }
+    return nodes_parse(sb, o, out, n, err);
+}
+
+/* Takes slot k's result if one is there (1, or -1 with err when the read
+ * failed) and asks for the next; 0 when none is there yet. */
+static int take(spw_slurm_t *sb, int k, char **o, spw_slurm_foreign_t **fv, size_t *fn,
+                spw_error_t *err)
+{
+    struct aslot *a = &sb->slot[k];
+    pthread_mutex_lock(&sb->wmu);
+    int done = a->done, rc = a->rc;
+    if (done) {
+        *o = a->out;
+        if (fv) {
+            *fv = a->fv;
+            *fn = a->fn;
+            a->fv = NULL;
+        }
+        a->out = NULL;
+        a->done = 0;
+        if (rc < 0)
+            spw_errorf(err, "%s", a->err);
+    }
+    pthread_mutex_unlock(&sb->wmu);
+    ask(sb, k);
+    return done ? (rc < 0 ? -1 : 1) : 0;
+}
+
+int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    char *o = NULL;
+    int rc = take(sb, SLOT_NODES, &o, NULL, NULL, err);
+    if (rc <= 0) {
+        free(o);
+        return rc;
+    }
+    return nodes_parse(sb, o, out, n, err) == 0 ? 1 : -1;
+}
+
+int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+                            size_t *n, spw_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&sb->wmu);
+    snprintf(sb->own_prefix, sizeof(sb->own_prefix), "%s", own_prefix ? own_prefix : "");
+    pthread_mutex_unlock(&sb->wmu);
+    char *o = NULL;
+    int rc = take(sb, SLOT_FOREIGN, &o, out, n, err);
+    free(o);
+    return rc;
+}
+
+/* Reads sinfo --json's output o (takes it). */
+static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t *n,
+                       spw_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
     json_error_t je;
     json_t *root = json_loads(o, 0, &je);
     free(o);
     json_t *nodes = root ? json_object_get(root, "nodes") : NULL;
+    /* With slurmctld unreachable, sinfo --json of 22.05 exits 0 with an
+     * empty list and an "errors" entry: that is no answer, not no nodes. */
+    json_t *errs = root ? json_object_get(root, "errors") : NULL;
+    if (json_is_array(errs) && json_array_size(errs) > 0) {
+        json_t *e0 = json_array_get(errs, 0);
+        spw_errorf(err, "sinfo --json: %s (errno %lld; is slurmctld up?)", jstr(e0, "error"),
+                   (long long)json_integer_value(json_object_get(e0, "errno")));
+        json_decref(root);
+        return -1;
+    }
     if (!json_is_array(nodes)) {
         json_decref(root);
         return spw_errorf(err, "sinfo --json gave no node list");
@@ -1010,5 +1256,156 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
     json_decref(root);
     *out = v;
     *n = k;
+    return 0;
+}
+
+/* ---- foreign jobs ---------------------------------------------------------- */
+
+/* GPUs of a gres list "gpu:a100:2(IDX:0-1),other:1": the sum of its gpu
+ * entries. */
+static uint32_t gres_gpus(const char *g)
+{
+    uint32_t n = 0;
+    while (g && *g) {
+        /* this entry ends at the first ',' outside parentheses */
+        const char *end = g;
+        int depth = 0;
+        while (*end && (depth > 0 || *end != ',')) {
+            depth += *end == '(' ? 1 : *end == ')' ? -1 : 0;
+            end++;
+        }
+        if (strncmp(g, "gpu:", 4) == 0) {
+            const char *a = g + 4, *stop = a + strcspn(a, ",(");
+            const char *c = memchr(a, ':', (size_t)(stop - a));
+            if (c)
+                a = c + 1;
+            n += (uint32_t)strtoul(a, NULL, 10);
+        }
+        g = *end ? end + 1 : NULL;
+    }
+    return n;
+}
+
+/* Adds GPUs to node `name` of a list. */
+static void add_alloc(spw_slurm_foreign_t **v, size_t *n, const char *name, uint32_t gpus)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*v)[i].name, name) == 0) {
+            (*v)[i].gpus += gpus;
+            return;
+        }
+    *v = spw_xrealloc(*v, (*n + 1) * sizeof(**v));
+    snprintf((*v)[*n].name, sizeof((*v)[*n].name), "%s", name);
+    (*v)[*n].gpus = gpus;
+    (*n)++;
+}
+
+/* The allocation of running job `id` from `scontrol -d -o show job`: its
+ * "Nodes=LIST ... GRES=gpu:TYPE:N(IDX:...)" groups.  0, or -1 with err. */
+static int job_alloc(spw_slurm_t *sb, long id, falloc_t *fa, spw_error_t *err)
+{
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%ld", id);
+    const char *argv[] = {"scontrol", "-d", "-o", "show", "job", ids, NULL};
+    char *o = NULL;
+    if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
+        free(o);
+        return -1;
+    }
+    fa->id = id;
+    fa->v = NULL;
+    fa->n = 0;
+    char *save = NULL, *group = NULL;
+    for (char *t = strtok_r(o, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+        if (strncmp(t, "Nodes=", 6) == 0) {
+            group = t + 6;
+            continue;
+        }
+        if (strncmp(t, "GRES=", 5) != 0 || !group)
+            continue;
+        uint32_t g = gres_gpus(t + 5);
+        if (g && !strpbrk(group, "[,")) {
+            add_alloc(&fa->v, &fa->n, group, g);
+        } else if (g) {
+            const char *hv[] = {"scontrol", "show", "hostnames", group, NULL};
+            char *hn = NULL;
+            spw_error_t e2;
+            if (spw_slurm_run(sb, hv, NULL, &hn, &e2) == 0) {
+                char *s2 = NULL;
+                for (char *h = strtok_r(hn, "\n", &s2); h; h = strtok_r(NULL, "\n", &s2))
+                    add_alloc(&fa->v, &fa->n, h, g);
+            }
+            free(hn);
+        }
+        group = NULL;
+    }
+    free(o);
+    return 0;
+}
+
+/* One foreign read (the worker's; only it touches sb->falloc). */
+static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+                       size_t *n, spw_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    char part[300];
+    snprintf(part, sizeof(part), "--partition=%s", sb->partition);
+    const char *argv[] = {"squeue", "--noheader", part, "--states=RUNNING,COMPLETING,CONFIGURING",
+                          "--format=%i\x1f%k", NULL};
+    char *o = NULL;
+    if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
+        free(o);
+        return -1;
+    }
+    for (size_t i = 0; i < sb->nfalloc; i++)
+        sb->falloc[i].seen = 0;
+    size_t plen = own_prefix ? strlen(own_prefix) : 0;
+    char *save = NULL;
+    for (char *line = strtok_r(o, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *sep = strchr(line, '\x1f');
+        if (!sep)
+            continue;
+        *sep = '\0';
+        const char *comment = sep + 1;
+        if (plen && strncmp(comment, own_prefix, plen) == 0)
+            continue; /* ours */
+        char *end;
+        long id = strtol(line, &end, 10);
+        if (id <= 0 || *end != '\0')
+            continue; /* an array or het job's "1_2": not counted */
+        size_t k = 0;
+        while (k < sb->nfalloc && sb->falloc[k].id != id)
+            k++;
+        if (k == sb->nfalloc) {
+            falloc_t fa;
+            spw_error_t e2;
+            if (job_alloc(sb, id, &fa, &e2) < 0)
+                continue; /* ended meanwhile, or no answer: next time */
+            if (sb->nfalloc == sb->capfalloc) {
+                sb->capfalloc = sb->capfalloc ? 2 * sb->capfalloc : 16;
+                sb->falloc = spw_xrealloc(sb->falloc, sb->capfalloc * sizeof(falloc_t));
+            }
+            sb->falloc[sb->nfalloc++] = fa;
+        }
+        sb->falloc[k].seen = 1;
+    }
+    free(o);
+    /* Forget the jobs that ended; sum the others by node. */
+    spw_slurm_foreign_t *v = NULL;
+    size_t nv = 0;
+    for (size_t i = 0; i < sb->nfalloc;) {
+        falloc_t *fa = &sb->falloc[i];
+        if (!fa->seen) {
+            free(fa->v);
+            sb->falloc[i] = sb->falloc[--sb->nfalloc];
+            continue;
+        }
+        for (size_t k = 0; k < fa->n; k++)
+            add_alloc(&v, &nv, fa->v[k].name, fa->v[k].gpus);
+        i++;
+    }
+    *out = v;
+    *n = nv;
     return 0;
 }

@@ -19,7 +19,9 @@
  *   The handle's ext is the Slurm job id; pid and pgid are 0.
  * - tick() synchronises with Slurm at most every sync_interval_s: one text
  *   `squeue --states=all` for every job tracked, however many (indexed by
- *   id); ended jobs are queued for poll().  Exit codes: COMPLETED is 0,
+ *   id), run on the backend's worker thread: a tick asks for it, a later
+ *   tick applies it (spw_slurm_syncs counts those); ended jobs are queued
+ *   for poll().  Exit codes: COMPLETED is 0,
  *   FAILED gives the batch script's exit code or signal (`scontrol show
  *   job`, only for those), CANCELLED is SIGNALED 15 (cause
  *   CANCELLED when we asked), TIMEOUT is SIGNALED 9 with cause MAX_RUNTIME,
@@ -29,8 +31,9 @@
  * - launch() never submits a token twice: before its first sbatch it lists
  *   Slurm's jobs once, and a launch whose token a job of an earlier daemon
  *   process already carries adopts that job.
- * - adopt() and find() read the same snapshot (one squeue per tick, however
- *   many jobs are adopted); find() looks for a job whose comment is the
+ * - adopt() and find() read the last listing (one squeue however many
+ *   jobs are adopted; a listing of its own only before the first one
+ *   applied); find() looks for a job whose comment is the
  *   token and, when there is none, fences the token: a job carrying it that
  *   appears later (an sbatch of a killed daemon still in flight) is
  *   cancelled at once by tick().
@@ -39,8 +42,13 @@
  *   fences its token the same way, so it can never run twice.
  *
  * A backend is not thread-safe: call it from one thread (the scheduler loop).
- * The commands block that thread for as long as Slurm takes to answer (a few
- * milliseconds on a healthy controller, cmd_timeout_s at worst). */
+ * Its reads run on a worker thread of its own: tick()'s squeue and the
+ * *_async node and foreign-job reads, so a slow or hung slurmctld does not
+ * hold the caller.  sbatch (launch), scancel (cancel, fenced jobs), the
+ * ExitCode of a FAILED job and the first listing (the first launch, or
+ * adopt/find before any tick) still run on the caller's thread, each
+ * within cmd_timeout_s; adopt() and find() answer "cannot tell" at once
+ * while the last listing failed. */
 #ifndef SPW_BACKENDS_SLURM_H
 #define SPW_BACKENDS_SLURM_H
 
@@ -92,6 +100,10 @@ void spw_slurm_destroy(spw_slurm_t *sb);
 /* Number of jobs the backend tracks (launched or adopted, not yet polled). */
 size_t spw_slurm_count(const spw_slurm_t *sb);
 
+/* Listings of Slurm's jobs that tick() has applied so far (for benchmarks
+ * and tests: a sync is asked by one tick() and applied by a later one). */
+uint64_t spw_slurm_syncs(const spw_slurm_t *sb);
+
 /* The nodes of the backend's partition (`sinfo --json`), in Slurm's order,
  * cloud nodes that are powered down included.  Returns 0 with *out (caller
  * frees) and *n, or -1 with a sentence in err (Slurm unreachable). */
@@ -106,7 +118,30 @@ void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t 
 /* The index of a node name among those set, or -1. */
 int spw_slurm_node_index(const spw_slurm_t *sb, const char *name);
 
-/* Runs a Slurm command (argv[0] looked up in bin_dir or PATH) with the
+/* GPUs that jobs spillway did not submit hold on one node. */
+typedef struct spw_slurm_foreign {
+    char name[64];              /* Slurm node name */
+    uint32_t gpus;              /* GPUs of running foreign jobs on it */
+} spw_slurm_foreign_t;
+
+/* spw_slurm_nodes, read on the backend's worker thread so that the caller
+ * never waits on Slurm: returns 1 with the list that the last read gave
+ * (*out, caller frees, and *n), -1 with err when that read failed, 0 when
+ * no read has finished since the last call; each call that takes a result
+ * asks for the next read. */
+int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err);
+
+/* The GPUs held, node by node, by the running jobs of the partition whose
+ * comment does not start with own_prefix (this daemon's "DAEMONID."):
+ * jobs someone submitted with sbatch behind spillway's back.  Read on the
+ * worker thread like spw_slurm_nodes_async (same answers; *out lists only
+ * nodes with GPUs held): one squeue per read, plus one `scontrol -d show
+ * job` per foreign job not seen yet (allocations are kept while a job
+ * runs). */
+int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+                            size_t *n, spw_error_t *err);
+
+/* Runs a Slurm command (thread-safe: the worker runs them too) (argv[0] looked up in bin_dir or PATH) with the
  * backend's SLURM_CONF and timeout, stdin from `in` (NULL = /dev/null).
  * Returns its exit status (0..255), with *out (caller frees, NUL-terminated,
  * may be NULL) holding stdout, or -1 with a sentence in err (not found,

@@ -1,0 +1,81 @@
+#!/bin/sh
+# foreign.sh: jobs submitted with sbatch behind spillway's back, on a real
+# Slurm 22.05 (nodes n1, n2, 4 fake GPUs each, one cluster for this file).
+# A foreign job holding all of n1's GPUs: the daemon sees them held (its
+# node sync reads the running jobs whose comment is not one of its launch
+# tokens); spillway's 4-GPU job goes to n2, the next one waits instead of
+# being placed on n1, and runs on n1 once the foreign job has ended.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/../daemon/daemon-lib"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+C=$T/cluster
+out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 2 --gpus 4 --cloud 0 2>&1)
+rc=$?
+if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
+trap '[ -n "$fid" ] && scancel "$fid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
+plan 12
+ok $rc "a Slurm cluster of 2 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
+export SLURM_CONF=$C/slurm.conf
+
+cat >"$T/serve.yaml" <<EOF2
+onprem:
+  - {name: gpu, backend: slurm, partition: onprem, cost_usd_per_gpu_h: 1.10}
+policy: {queue: fifo, backfill: easy, wait: never}
+daemon:
+  tick_s: 0.05
+  tokens:
+    - {token: $ML_TOKEN, team: ml}
+EOF2
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts with a slurm pool" || exit 1
+sq() { squeue -h -t all -o '%i %T %k %N' | grep -E ' [0-9a-f]{12}\.j-[0-9]+\.[0-9]+ '; }
+running_in_slurm() { sq | grep "\.$1\.1 " | grep -q RUNNING; }
+
+fid=$(sbatch --parsable -p onprem -w n1 --gres=gpu:4 --comment=someone-else -o /dev/null --wrap 'sleep 300')
+frun() { squeue -h -j "$fid" -o %T | grep -q RUNNING; }
+wait_until 20 frun
+ok $? "a foreign sbatch job ($fid) holds n1's 4 GPUs"
+seen() { grep -q "Slurm node gpu/0: 4 GPUs held by jobs not submitted through spillway" "$DLOG"; }
+wait_until 15 seen
+ok $? "the daemon sees them: $(grep 'not submitted through spillway' "$DLOG" | head -1)"
+
+a=$(submit ml --gpus 4 --name first -- sleep 300)
+wait_for "$a" running 20 && wait_until 20 running_in_slurm "$a"
+ok $? "spillway's 4-GPU job runs in Slurm: $(sq | grep "\.$a\.")"
+[ "$(sq | grep "\.$a\.1 " | awk '{print $4}')" = n2 ] && spw ml show "$a" | grep -q "gpu/1"
+ok $? "on n2 (gpu/1), not on the node the foreign job holds"
+b=$(submit ml --gpus 4 --name second -- sh -c 'echo second on $SLURMD_NODENAME')
+sleep 3   # several loop turns: it must stay queued, not go to n1
+[ "$(state_of "$b")" = queued ] && [ -z "$(sq | grep "\.$b\.")" ]
+ok $? "the next 4-GPU job waits in spillway's queue ($(state_of "$b")), nothing submitted to Slurm"
+scancel "$fid"
+wait_for "$b" succeeded 40
+ok $? "once the foreign job has ended, it runs and succeeds"
+spw ml logs "$b" >"$T/b.out" 2>&1
+grep -q "^second on n1$" "$T/b.out"
+ok $? "on n1: $(cat "$T/b.out")"
+
+# ---- slurmctld hung (SIGSTOP): the daemon still answers ---------------------
+# Slurm's reads (squeue of the jobs, sinfo, the foreign jobs) run on the
+# backend's worker thread, so the loop and the API do not wait on them.
+cpid=$(cat "$C/slurmctld.pid")
+kill -STOP "$cpid"
+trap 'kill -CONT "$cpid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
+! timeout 3 squeue -h >/dev/null 2>&1
+ok $? "slurmctld is stopped (SIGSTOP): squeue does not answer within 3 s"
+worst=0
+i=0
+while [ $i -lt 8 ]; do   # about 10 s of loop turns and syncs with Slurm hung
+    t0=$(now_ms)
+    spw ml queue >/dev/null 2>&1 && http GET /healthz ml && [ "$code" = 200 ] || worst=99999
+    dt=$(($(now_ms) - t0))
+    [ $dt -gt $worst ] && worst=$dt
+    i=$((i + 1))
+    sleep 1
+done
+[ $worst -lt 2000 ]
+ok $? "spillway queue and /healthz answer promptly meanwhile (slowest pair: $worst ms)"
+kill -CONT "$cpid"
+spw ml cancel "$a" >/dev/null 2>&1
+wait_for "$a" cancelled 60
+ok $? "slurmctld continued: the running job is cancelled through it"
