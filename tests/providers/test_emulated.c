@@ -775,10 +775,10 @@ static void test_hosts(void)
     spw_error_t err;
     spw_instance_t in[2], d;
     /* add: prints 10.9.9.N (N-th add) unless HOSTS_DIR/fail exists; sleeps
-     * 0.5 s first when HOSTS_DIR/slow exists.  del: records the id. */
+     * 2 s first when HOSTS_DIR/slow exists.  del: records the id. */
     write_file("boot.sh", "#!/bin/sh\n"
                "case $1 in\n"
-               "add) [ -e \"$2/slow\" ] && sleep 0.5\n"
+               "add) [ -e \"$2/slow\" ] && sleep 2\n"
                "     [ -e \"$2/fail\" ] && { echo 'cannot boot' >&2; exit 1; }\n"
                "     echo \"$3\" >>\"$2/added\"; echo \"10.9.9.$(wc -l <\"$2/added\" | tr -d ' ')\" ;;\n"
                "del) echo \"$3\" >>\"$2/deleted\" ;;\n"
@@ -808,6 +808,15 @@ static void test_hosts(void)
     /* Booted before its delay: an address, still BOOTING until the delay. */
     ok(acquire(em, 1, 1, 0, "j1", 0, in, &err) == 0, "acquire one instance (30 s boot)");
     ok(file_gets(em, 0, "added", in[0].id), "its boot command ran: add %s", in[0].id);
+    /* The script appends to "added" before it prints the address: wait for
+     * poll() to collect the address, not for the file. */
+    for (int tries = 0; tries < 500; tries++) {
+        spw_inst_event_t pe[8];
+        ops->poll(em, 0, pe, 8);
+        if (ops->describe(em, in[0].id, &d, &err) < 0 || d.addr[0])
+            break;
+        usleep(20000);
+    }
     ok(ops->describe(em, in[0].id, &d, &err) == 0 && strcmp(d.addr, "10.9.9.1") == 0 &&
        d.state == SPW_INSTANCE_BOOTING, "it has address %s and is still booting", d.addr);
     ok(poll_for(em, 31, SPW_INST_EV_READY, in[0].id), "READY once its boot delay has passed");
