@@ -1045,7 +1045,7 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
         return;
     j->running = 0;
     gc_add(d, ex->handle.token);
-    j->has_exit = ex->kind != SPW_EXIT_LOST;
+    j->has_exit = ex->kind != SPW_EXIT_LOST && ex->kind != SPW_EXIT_NOT_STARTED;
     j->exit_code = ex->kind == SPW_EXIT_EXITED ? ex->status
                    : ex->kind == SPW_EXIT_SIGNALED ? 128 + ex->status : 0;
     uint32_t retries = j->spec.retries;
@@ -1063,6 +1063,15 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
             launch_cloud(d, j, now);
         else
             job_save(d, j, SPW_JU_PID | SPW_JU_EXIT);
+        return;
+    } else if (ex->kind == SPW_EXIT_NOT_STARTED) {
+        /* An asynchronous launch (a Slurm pool's sbatch) that failed after
+         * launch() had returned: the same end as a launch() that failed. */
+        set_reason(j, "%s", ex->reason);
+        say(d, "job %s failed to start: %s", j->id, ex->reason);
+        if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
+            eng_finish(d, j, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
         return;
     } else if (ex->kind == SPW_EXIT_EXITED && ex->status == 0) {
         set_reason(j, "exited 0");

@@ -97,6 +97,12 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *opts, spw_error_t *err);
 /* Forgets every job without cancelling it.  NULL-safe. */
 void spw_slurm_destroy(spw_slurm_t *sb);
 
+/* The handle of the tracked job launched with token (*out): its ext is the
+ * Slurm job id once the launch's sbatch answered, "" before.  0, or -1
+ * when no tracked job carries the token (for tests and benchmarks: the
+ * daemon matches its handles by token and needs no id). */
+int spw_slurm_handle(spw_slurm_t *sb, const char *token, spw_handle_t *out);
+
 /* Number of jobs the backend tracks (launched or adopted, not yet polled). */
 size_t spw_slurm_count(const spw_slurm_t *sb);
 
