@@ -13,7 +13,7 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 2
+#define SPW_BACKEND_VERSION 3
 
 /* Longest launch token, bytes, including the NUL.  A launch token names one
  * attempt of one job of one daemon: "DAEMONID.JOBID.ATTEMPT" (the daemon id
@@ -195,6 +195,17 @@ struct spw_backend_ops {
      * it later: the daemon may then launch a new attempt), or -1 with err
      * when it cannot tell now (retry later; never launch again meanwhile). */
     int (*find)(void *be, const char *token, spw_handle_t *out, spw_error_t *err);
+
+    /* ---- version 3 ---- */
+
+    /* Handles that changed since the last call, without blocking: writes
+     * up to max of them into out and returns how many (the rest come with
+     * the next call).  A backend that launches asynchronously reports here
+     * the handle of a launch that took (its ext now filled: the Slurm job
+     * id once sbatch answered); the daemon records the job as running only
+     * then, so that a restart before it requeues the job as never started.
+     * NULL: handles never change after launch(). */
+    int (*changed)(void *be, spw_handle_t *out, size_t max);
 };
 
 #endif

@@ -13,7 +13,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 2 --gpus 4 --cloud 0 2
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '[ -n "$fid" ] && scancel "$fid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 17
+plan 18
 ok $rc "a Slurm cluster of 2 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -70,11 +70,13 @@ ok $? "slurmctld is stopped (SIGSTOP): squeue does not answer within 2 s"
 t0=$(now_ms)
 c=$(submit ml --gpus 1 --name frozen -- sleep 300)
 e=$(submit ml --gpus 1 --name frozen-cancelled -- sleep 300)
-wait_for "$e" running 5 && spw ml cancel "$e" >/dev/null 2>&1 && spw ml cancel "$a" >/dev/null 2>&1
+# launched: placed, sbatch in flight (running once Slurm gave its id)
+launched() { case $(state_of "$e") in placed | running) return 0 ;; esac; return 1; }
+wait_until 5 launched && spw ml cancel "$e" >/dev/null 2>&1 && spw ml cancel "$a" >/dev/null 2>&1
 rc=$?
 dt=$(($(now_ms) - t0))
 [ $rc = 0 ] && [ $dt -lt 3000 ]
-ok $? "two jobs submitted to the Slurm pool (placed: $(state_of "$c"), $(state_of "$e")) and two cancelled, in $dt ms"
+ok $? "two jobs submitted to the Slurm pool ($(state_of "$c"), $(state_of "$e")) and two cancelled, in $dt ms"
 worst=0
 i=0
 while [ $i -lt 4 ]; do   # loop turns and syncs with Slurm hung, sbatch in flight
@@ -87,8 +89,10 @@ while [ $i -lt 4 ]; do   # loop turns and syncs with Slurm hung, sbatch in fligh
 done
 [ $worst -lt 2000 ]
 ok $? "spillway queue and /healthz answer promptly meanwhile (slowest pair: $worst ms)"
+[ "$(state_of "$c")" = placed ]
+ok $? "the job whose sbatch has not answered is shown placed, not running ($(state_of "$c"))"
 kill -CONT "$cpid"
-wait_until 30 running_in_slurm "$c"
+wait_until 30 running_in_slurm "$c" && wait_for "$c" running 10
 ok $? "slurmctld continued: the job submitted meanwhile runs in Slurm: $(sq | grep "\.$c\.")"
 [ "$(sq | grep -c "\.$c\.1 ")" = 1 ]
 ok $? "submitted exactly once"

@@ -72,6 +72,9 @@ struct spw_slurm {
     sjob_t *jobs;               /* tracked jobs */
     size_t njobs, capjobs;
     spw_exit_t *ended;          /* ended, not yet polled (FIFO) */
+    spw_handle_t *chg;          /* handles that got their Slurm job id, not
+                                   yet reported by changed() (FIFO) */
+    size_t nchg, capchg;
     size_t nended, capended;
     char **fenced;              /* owned tokens that must never run */
     size_t nfenced, capfenced;
@@ -483,6 +486,7 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     free(sb->envp);
     free(sb->jobs);
     free(sb->ended);
+    free(sb->chg);
     for (size_t i = 0; i < sb->nfenced; i++)
         free(sb->fenced[i]);
     free(sb->fenced);
@@ -947,6 +951,11 @@ static void apply_ops(spw_slurm_t *sb)
                 j->id = op->id;
                 j->pending = 0;
                 snprintf(j->h.ext, sizeof(j->h.ext), "%ld", op->id);
+                if (sb->nchg == sb->capchg) {
+                    sb->capchg = sb->capchg ? sb->capchg * 2 : 16;
+                    sb->chg = spw_xrealloc(sb->chg, sb->capchg * sizeof(*sb->chg));
+                }
+                sb->chg[sb->nchg++] = j->h;
                 if (op->cancelled)
                     j->cancel_sent = 1;
                 else if (j->cancel_req && !j->cancel_busy) {
@@ -1383,6 +1392,18 @@ static int sl_find(void *be, const char *token, spw_handle_t *out, spw_error_t *
     return 0;
 }
 
+static int sl_changed(void *be, spw_handle_t *out, size_t max)
+{
+    spw_slurm_t *sb = be;
+    size_t n = sb->nchg < max ? sb->nchg : max;
+    if (n == 0)
+        return 0;
+    memcpy(out, sb->chg, n * sizeof(*out));
+    memmove(sb->chg, sb->chg + n, (sb->nchg - n) * sizeof(*out));
+    sb->nchg -= n;
+    return (int)n;
+}
+
 static void sl_destroy(void *be)
 {
     spw_slurm_destroy(be);
@@ -1399,6 +1420,7 @@ const struct spw_backend_ops spw_slurm_ops = {
     .adopt = sl_adopt,
     .destroy = sl_destroy,
     .find = sl_find,
+    .changed = sl_changed,
 };
 
 /* ---- nodes ----------------------------------------------------------------- */
