@@ -31,6 +31,8 @@ typedef struct sjob {
     int cancel_busy;            /* a scancel of it is queued or running on
                                    the op threads */
     int pending;                /* its sbatch has not answered yet (id 0) */
+    int code_busy;              /* it FAILED: its exit code is being read
+                                   (scontrol) on the op threads */
     int missing;                /* syncs in a row that did not list it */
 } sjob_t;
 
@@ -38,7 +40,7 @@ typedef struct sjob {
  * Queued by the caller's thread, run by an op thread, its result applied
  * by the caller's next tick(); under wmu while queued or done. */
 typedef struct sop {
-    int kind;                   /* OP_SUBMIT or OP_SCANCEL */
+    int kind;                   /* OP_SUBMIT, OP_SCANCEL or OP_EXITCODE */
     char token[SPW_TOKEN_MAX];  /* submit: the launch token; "" for the
                                    scancel of a fenced token's job */
     long id;                    /* scancel: the Slurm job; submit: its id
@@ -52,11 +54,13 @@ typedef struct sop {
                                    process carried the token: adopted, no
                                    sbatch */
     int rc;                     /* 0, or -1 (err) */
+    int code, sig;              /* exit code: the batch script's ExitCode=
+                                   CODE:SIGNAL (scontrol), when rc is 0 */
     char err[160];              /* why it failed */
     struct sop *next;           /* the queue or the done list */
 } sop_t;
 
-enum { OP_SUBMIT, OP_SCANCEL };
+enum { OP_SUBMIT, OP_SCANCEL, OP_EXITCODE };
 
 /* Op threads: sbatch and scancel run there, several at once. */
 #define OP_THREADS 4
@@ -164,6 +168,7 @@ static void op_free(sop_t *op);
 static int op_queue(spw_slurm_t *sb, sop_t *op);
 static void op_scancel(spw_slurm_t *sb, long id, const char *token);
 static void apply_ops(spw_slurm_t *sb);
+static int exit_code_of(spw_slurm_t *sb, long id, int *code, int *sig);
 static sjob_t *job_by_token(spw_slurm_t *sb, const char *token, size_t *idx);
 
 /* The listing of every job Slurm still knows: id, state, name, comment. */
@@ -877,6 +882,9 @@ static void *op_main(void *arg)
         pthread_mutex_unlock(&sb->wmu);
         if (op->kind == OP_SUBMIT) {
             op_submit(sb, op);
+        } else if (op->kind == OP_EXITCODE) {
+            op->code = 1;
+            op->rc = exit_code_of(sb, op->id, &op->code, &op->sig);
         } else {
             spw_error_t e = {{0}};
             if (run_scancel(sb, op->id, &e) < 0) {
@@ -962,6 +970,15 @@ static void apply_ops(spw_slurm_t *sb)
                     j->cancel_busy = 1;
                     op_scancel(sb, j->id, j->h.token);
                 }
+            }
+        } else if (op->kind == OP_EXITCODE) {
+            if (j && j->id == op->id) {
+                /* FAILED: the batch script's exit code, or its signal
+                 * (exit code 1 when scontrol could not say) */
+                int signaled = op->rc == 0 && op->sig > 0;
+                end_job(sb, i, signaled ? SPW_EXIT_SIGNALED : SPW_EXIT_EXITED,
+                        signaled ? op->sig : op->rc == 0 ? op->code : 1,
+                        j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
             }
         } else if (j && j->id == op->id) {
             j->cancel_busy = 0;
@@ -1162,7 +1179,7 @@ static int state_ended(const char *st)
 }
 
 /* How a job in an ended state ended. */
-static void exit_of(spw_slurm_t *sb, const sjob_t *j, const sq_job_t *o, spw_exit_kind_t *kind,
+static void exit_of(const sjob_t *j, const sq_job_t *o, spw_exit_kind_t *kind,
                     int *status, spw_exit_cause_t *cause)
 {
     const char *st = o->state;
@@ -1170,17 +1187,6 @@ static void exit_of(spw_slurm_t *sb, const sjob_t *j, const sq_job_t *o, spw_exi
     if (strcmp(st, "COMPLETED") == 0) {
         *kind = SPW_EXIT_EXITED;
         *status = 0;
-        if (j->cancel_req)
-            *cause = SPW_CAUSE_CANCELLED;
-    } else if (strcmp(st, "FAILED") == 0) {
-        int code = 1, sig = 0;
-        if (exit_code_of(sb, o->id, &code, &sig) == 0 && sig > 0) {
-            *kind = SPW_EXIT_SIGNALED;
-            *status = sig;
-        } else {
-            *kind = SPW_EXIT_EXITED;
-            *status = code;
-        }
         if (j->cancel_req)
             *cause = SPW_CAUSE_CANCELLED;
     } else if (strcmp(st, "CANCELLED") == 0) {
@@ -1241,11 +1247,30 @@ static void sync_jobs(spw_slurm_t *sb)
             continue;
         }
         j->missing = 0;
+        if (strcmp(o->state, "FAILED") == 0) {
+            /* its exit code comes from scontrol, on the op threads; the
+             * job ends when it is there (apply_ops) */
+            if (!j->code_busy) {
+                j->code_busy = 1;
+                sop_t *op = spw_xcalloc(1, sizeof(*op));
+                op->kind = OP_EXITCODE;
+                op->id = j->id;
+                snprintf(op->token, sizeof(op->token), "%s", j->h.token);
+                if (op_queue(sb, op) < 0) {
+                    op_free(op);
+                    end_job(sb, i, SPW_EXIT_EXITED, 1,
+                            j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
+                    continue;
+                }
+            }
+            i++;
+            continue;
+        }
         if (state_ended(o->state)) {
             spw_exit_kind_t kind;
             int status;
             spw_exit_cause_t cause;
-            exit_of(sb, j, o, &kind, &status, &cause);
+            exit_of(j, o, &kind, &status, &cause);
             end_job(sb, i, kind, status, cause);
             continue;
         }
