@@ -825,7 +825,7 @@ static void op_submit(spw_slurm_t *sb, sop_t *op)
         if (!l) {
             pthread_mutex_unlock(&sb->wmu);
             op->rc = -1;
-            snprintf(op->err, sizeof(op->err), "cannot list Slurm's jobs before the first launch: %s",
+            snprintf(op->err, sizeof(op->err), "cannot list Slurm's jobs before the first launch: %.100s",
                      e.text);
             return;
         }
@@ -851,7 +851,7 @@ static void op_submit(spw_slurm_t *sb, sop_t *op)
             if (rc == 0)
                 snprintf(op->err, sizeof(op->err), "sbatch printed no job id ('%.60s')", o);
             else
-                snprintf(op->err, sizeof(op->err), "sbatch: %s", e.text);
+                snprintf(op->err, sizeof(op->err), "sbatch: %.150s", e.text);
         }
         free(o);
     }
@@ -889,7 +889,7 @@ static void *op_main(void *arg)
             spw_error_t e = {{0}};
             if (run_scancel(sb, op->id, &e) < 0) {
                 op->rc = -1;
-                snprintf(op->err, sizeof(op->err), "scancel: %s", e.text);
+                snprintf(op->err, sizeof(op->err), "scancel: %.150s", e.text);
             }
         }
         pthread_mutex_lock(&sb->wmu);
