@@ -4,7 +4,7 @@
 # partition `onprem` set DOWN so that jobs are accepted but stay pending:
 # only submission is measured, as in bench/slurm.sh).
 #
-#   bench/slurm_spillway.sh [--jobs N] [--sync-jobs M]
+#   bench/slurm_spillway.sh [--jobs N] [--sync-jobs M] [--before BIN]
 #
 # 1. raw: N x `sbatch --parsable --gres=gpu:1 --comment=...` with the batch
 #    script on stdin, one after the other (what the backend runs per job).
@@ -12,6 +12,10 @@
 #    Slurm pool, one after the other; timed until squeue lists all N jobs
 #    (submit -> Slurm job id, end to end).  Ratio = spillway rate / raw rate.
 #    N is at most 512 (the cluster's GPUs: the engine places what fits).
+#    --before BIN: the same with another spillway binary (an older build),
+#    first, on the same cluster in the same run, printed as
+#    "slurm_spillway_before", so that a change is compared under the same
+#    load.
 # 3. state sync (--sync-jobs 0 skips it): M jobs in Slurm (submitted by 8
 #    parallel sbatch clients, about 70 s for 10,000 on 2 cores),
 #    all M tracked by the backend; the cost of one sync (one squeue --json
@@ -24,11 +28,13 @@ export LC_ALL=C
 cd "$(dirname "$0")/.." || exit 1
 JOBS=300
 SYNC_JOBS=10000
+BEFORE=
 while [ $# -gt 0 ]; do
     case $1 in
     --jobs) JOBS=$2; shift 2 ;;
     --sync-jobs) SYNC_JOBS=$2; shift 2 ;;
-    *) echo "usage: bench/slurm_spillway.sh [--jobs N] [--sync-jobs M]" >&2; exit 2 ;;
+    --before) BEFORE=$2; shift 2 ;;
+    *) echo "usage: bench/slurm_spillway.sh [--jobs N] [--sync-jobs M] [--before BIN]" >&2; exit 2 ;;
     esac
 done
 [ -x ./spillway ] && [ -x build/bench/bench_slurm_sync ] ||
@@ -65,39 +71,50 @@ raw_rate=$(awk -v n="$JOBS" -v t="$raw_s" 'BEGIN { printf "%.1f", n / t }')
 scancel -p onprem >/dev/null 2>&1
 
 # ---- 2. spillway submit -> Slurm job id --------------------------------------
-cat >"$D/serve.yaml" <<YAML
+# spw_bench BIN LABEL: N submits through BIN's daemon, timed to Slurm job ids.
+spw_bench() {
+    local bin=$1 label=$2 st=$D/state-$2
+    cat >"$D/serve.yaml" <<YAML
 onprem:
   - {name: gpu, backend: slurm, partition: onprem, slurm_conf: $SLURM_CONF}
 policy: {queue: fifo, backfill: easy, wait: never}
 daemon: {tick_s: 0.01}
 YAML
-./spillway serve --config "$D/serve.yaml" --state-dir "$D/state" --listen 127.0.0.1:0 -q \
-    2>"$D/serve.log" &
-pid=$!
-for _ in $(seq 100); do grep -q "listening on" "$D/serve.log" && break; sleep 0.1; done
-url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$D/serve.log")
-[ -n "$url" ] || { echo "slurm_spillway: serve did not start: $(cat "$D/serve.log")" >&2; exit 1; }
-export SPILLWAY_URL=$url
-t0=$(now)
-for ((i = 0; i < JOBS; i++)); do
-    ./spillway submit --gpus 1 -- sleep 1 >/dev/null || echo "slurm_spillway: submit $i failed" >&2
-done
-t1=$(now)
-for ((k = 0; k < 600; k++)); do
-    n=$(squeue -h -p onprem -o %j | grep -c '^spw-')   # job names spw-JOBID
-    [ "$n" -ge "$JOBS" ] && break
-    sleep 0.05
-done
-t2=$(now)
-sub_s=$(el "$t0" "$t1")
-spw_s=$(el "$t0" "$t2")
-spw_rate=$(awk -v n="$n" -v t="$spw_s" 'BEGIN { printf "%.1f", n / t }')
-ratio=$(awk -v a="$spw_rate" -v b="$raw_rate" 'BEGIN { printf "%.2f", a / b }')
-echo "slurm_spillway jobs=$JOBS raw_sbatch_s=$raw_s raw_jobs_per_s=$raw_rate spillway_submits_s=$sub_s spillway_to_slurm_id_s=$spw_s spillway_in_slurm=$n spillway_jobs_per_s=$spw_rate ratio=$ratio"
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-pid=
-scancel -p onprem >/dev/null 2>&1
+    "$bin" serve --config "$D/serve.yaml" --state-dir "$st" --listen 127.0.0.1:0 -q \
+        2>"$D/serve-$label.log" &
+    pid=$!
+    for _ in $(seq 100); do grep -q "listening on" "$D/serve-$label.log" && break; sleep 0.1; done
+    url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$D/serve-$label.log")
+    [ -n "$url" ] || { echo "slurm_spillway: serve did not start: $(cat "$D/serve-$label.log")" >&2; exit 1; }
+    export SPILLWAY_URL=$url
+    t0=$(now)
+    for ((i = 0; i < JOBS; i++)); do
+        "$bin" submit --gpus 1 -- sleep 1 >/dev/null || echo "slurm_spillway: submit $i failed" >&2
+    done
+    t1=$(now)
+    for ((k = 0; k < 600; k++)); do
+        n=$(squeue -h -p onprem -o %j | grep -c '^spw-')   # job names spw-JOBID
+        [ "$n" -ge "$JOBS" ] && break
+        sleep 0.05
+    done
+    t2=$(now)
+    sub_s=$(el "$t0" "$t1")
+    spw_s=$(el "$t0" "$t2")
+    spw_rate=$(awk -v n="$n" -v t="$spw_s" 'BEGIN { printf "%.1f", n / t }')
+    ratio=$(awk -v a="$spw_rate" -v b="$raw_rate" 'BEGIN { printf "%.2f", a / b }')
+    echo "$label jobs=$JOBS raw_sbatch_s=$raw_s raw_jobs_per_s=$raw_rate spillway_submits_s=$sub_s spillway_to_slurm_id_s=$spw_s spillway_in_slurm=$n spillway_jobs_per_s=$spw_rate ratio=$ratio"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    pid=
+    scancel -p onprem >/dev/null 2>&1
+    # the next run counts only its own jobs
+    for ((k = 0; k < 600; k++)); do
+        [ "$(squeue -h -p onprem -t pending,running -o %j | grep -c '^spw-')" = 0 ] && break
+        sleep 0.05
+    done
+}
+[ -n "$BEFORE" ] && spw_bench "$BEFORE" slurm_spillway_before
+spw_bench ./spillway slurm_spillway
 
 # ---- 3. state sync at M jobs -------------------------------------------------
 [ "$SYNC_JOBS" -gt 0 ] || exit 0

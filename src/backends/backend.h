@@ -13,7 +13,7 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 2
+#define SPW_BACKEND_VERSION 3
 
 /* Longest launch token, bytes, including the NUL.  A launch token names one
  * attempt of one job of one daemon: "DAEMONID.JOBID.ATTEMPT" (the daemon id
@@ -104,7 +104,8 @@ typedef struct spw_handle {
 #define SPW_EXIT_KINDS(X)                                                     \
     X(EXITED, "exited")                                                       \
     X(SIGNALED, "killed by a signal")                                         \
-    X(LOST, "lost, exit code unknown")
+    X(LOST, "lost, exit code unknown")                                        \
+    X(NOT_STARTED, "failed to start")
 #define SPW_ENUM_EXIT_KIND(a, s) SPW_EXIT_##a,
 typedef enum spw_exit_kind { SPW_EXIT_KINDS(SPW_ENUM_EXIT_KIND) SPW_EXIT_KIND_COUNT } spw_exit_kind_t;
 const char *spw_exit_kind_name(spw_exit_kind_t k);
@@ -126,6 +127,12 @@ typedef struct spw_exit {
     int status;                 /* exit code if EXITED, signal number if
                                    SIGNALED, -1 if LOST */
     spw_exit_cause_t cause;     /* whether the backend killed it, and why */
+    /* Appended in version 2 (a field, no new member of the table): */
+    char reason[160];           /* with SPW_EXIT_NOT_STARTED only: why the
+                                   launch failed after launch() had returned
+                                   (a backend that submits asynchronously,
+                                   e.g. Slurm's sbatch on a worker thread:
+                                   its message); unset for other kinds */
 } spw_exit_t;
 
 /* The function table.  `be` is the backend's own state, made by its
@@ -138,7 +145,13 @@ struct spw_backend_ops {
 
     /* Starts req and fills *out.  From then on the backend tracks the job
      * until poll() reports its exit.  Returns 0, or -1 with a sentence in err
-     * ("cannot run 'foo': No such file or directory") and no job started. */
+     * ("cannot run 'foo': No such file or directory") and no job started.
+     * A backend may start the job asynchronously (Slurm: sbatch on a
+     * worker thread, so that a slow controller never holds the caller):
+     * then *out carries the token and job id at once and its ext only
+     * later (the backend matches handles by token meanwhile), and a start
+     * that fails after launch() returned is reported by poll() as an exit
+     * of kind SPW_EXIT_NOT_STARTED with the reason. */
     int (*launch)(void *be, const spw_launch_t *req, spw_handle_t *out,
                   spw_error_t *err);
 
@@ -182,6 +195,17 @@ struct spw_backend_ops {
      * it later: the daemon may then launch a new attempt), or -1 with err
      * when it cannot tell now (retry later; never launch again meanwhile). */
     int (*find)(void *be, const char *token, spw_handle_t *out, spw_error_t *err);
+
+    /* ---- version 3 ---- */
+
+    /* Handles that changed since the last call, without blocking: writes
+     * up to max of them into out and returns how many (the rest come with
+     * the next call).  A backend that launches asynchronously reports here
+     * the handle of a launch that took (its ext now filled: the Slurm job
+     * id once sbatch answered); the daemon records the job as running only
+     * then, so that a restart before it requeues the job as never started.
+     * NULL: handles never change after launch(). */
+    int (*changed)(void *be, spw_handle_t *out, size_t max);
 };
 
 #endif

@@ -192,8 +192,13 @@ static void job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .placement = pl,
         .gpus_assigned = j->gpus_assigned,
         /* -1: a live handle of a backend without pids (Slurm), found
-         * again by its launch token */
-        .pid = j->running ? (j->h.pid ? j->h.pid : -1) : 0,
+         * again by its launch token.  0 while an asynchronous launch has
+         * not taken yet (placed, its sbatch in flight; not the old attempt
+         * of a job placed again): a restart finds it by its token, or
+         * requeues it as never started. */
+        .pid = j->running && !(j->st == SPW_DJOB_PLACED && !j->stopping)
+                   ? (j->h.pid ? j->h.pid : -1)
+                   : 0,
         .pid_start_ticks = j->running ? (int64_t)j->h.start_ticks : 0,
         .has_exit_code = j->has_exit,
         .exit_code = j->exit_code,
@@ -676,6 +681,7 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
  * failure the job fails. */
 static int do_launch(spw_daemon_t *d, djob_t *j, double now)
 {
+    int async = 0;
     const spw_jobspec_t *s = &j->spec;
     const spw_jobuser_t *u = spw_jobusers_for(&d->users, j->team);
     char dir[4096], ckpt[4200], attempt[48], restarts[48], interval[80], logs[4096];
@@ -754,6 +760,12 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
         rc = ops->launch(be, &req, &j->h, &err);
         if (rc == 0)
             j->be_pool = ops == d->be_ops ? -1 : bp;
+        /* A backend that submits asynchronously (a Slurm pool's sbatch on
+         * its op threads) reports the launch through changed() once it
+         * took: until then the job stays recorded as placed, so that a
+         * restart meanwhile requeues it as never started (find() fences
+         * its token) instead of failing it as ended. */
+        async = rc == 0 && !j->h.ext[0] && ops->version >= 3 && ops->changed;
     }
     for (size_t i = 0; i < nenv; i++)
         free(env[i]);
@@ -771,10 +783,27 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
         return -1;
     }
     j->running = 1;
-    j->st = SPW_DJOB_RUNNING;
-    j->start_ts = now;
+    if (!async) {
+        j->st = SPW_DJOB_RUNNING;
+        j->start_ts = now;
+    }
     job_save(d, j, SAVE_ALL);
     return 0;
+}
+
+/* A handle its backend changed (changed(), version 3): the launch of an
+ * asynchronous backend took; the job now runs. */
+static void handle_changed(spw_daemon_t *d, const spw_handle_t *h, double now)
+{
+    djob_t *j = spw_daemon_find(d, h->job_id);
+    if (!j || !j->running || strcmp(j->token, h->token) != 0)
+        return;
+    j->h = *h;
+    if (j->st == SPW_DJOB_PLACED && !j->stopping) {
+        j->st = SPW_DJOB_RUNNING;
+        j->start_ts = now;
+        job_save(d, j, SAVE_ALL);
+    }
 }
 
 /* Starts the process of an on-prem placement on the GPUs it holds. */
@@ -1045,7 +1074,7 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
         return;
     j->running = 0;
     gc_add(d, ex->handle.token);
-    j->has_exit = ex->kind != SPW_EXIT_LOST;
+    j->has_exit = ex->kind != SPW_EXIT_LOST && ex->kind != SPW_EXIT_NOT_STARTED;
     j->exit_code = ex->kind == SPW_EXIT_EXITED ? ex->status
                    : ex->kind == SPW_EXIT_SIGNALED ? 128 + ex->status : 0;
     uint32_t retries = j->spec.retries;
@@ -1063,6 +1092,15 @@ static void handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
             launch_cloud(d, j, now);
         else
             job_save(d, j, SPW_JU_PID | SPW_JU_EXIT);
+        return;
+    } else if (ex->kind == SPW_EXIT_NOT_STARTED) {
+        /* An asynchronous launch (a Slurm pool's sbatch) that failed after
+         * launch() had returned: the same end as a launch() that failed. */
+        set_reason(j, "%s", ex->reason);
+        say(d, "job %s failed to start: %s", j->id, ex->reason);
+        if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD)
+            eng_finish(d, j, now);
+        job_end(d, j, SPW_DJOB_FAILED, now);
         return;
     } else if (ex->kind == SPW_EXIT_EXITED && ex->status == 0) {
         set_reason(j, "exited 0");
@@ -1537,6 +1575,13 @@ static void turn_locked(spw_daemon_t *d)
         if (p >= 0 && ops == d->be_ops)
             continue;
         ops->tick(be, now);
+        if (ops->version >= 3 && ops->changed) {
+            spw_handle_t hc[64];
+            int nc;
+            while ((nc = ops->changed(be, hc, 64)) > 0)
+                for (int i = 0; i < nc; i++)
+                    handle_changed(d, &hc[i], now);
+        }
         spw_exit_t ex[64];
         int n;
         while ((n = ops->poll(be, ex, 64)) > 0)

@@ -15,7 +15,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 3 --gpus 4 --cloud 0 2
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 33
+plan 39
 ok $rc "a Slurm cluster of 3 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -163,9 +163,47 @@ one_job() { [ "$(sq | grep -c "\.$m\.")" = 1 ]; }
 sleep 2
 one_job
 ok $? "exactly one Slurm job for it, adopted by its token: $(sq | grep "\.$m\." | tr '\n' ';')"
+[ "$(sq | grep -c "\.$m\.")" = 1 ] || grep "$m" "$DLOG" | sed 's/^/# /'
 spw ml cancel "$m" >/dev/null 2>&1
 wait_for "$m" cancelled 30
 ok $? "and it is cancelled through the adopted handle"
+
+# ---- kill -9 with an sbatch that has not reached Slurm yet -----------------
+# sbatch runs on the backend's op threads: the daemon has committed the
+# launch (placed) before Slurm has the job.  Killed then, the restarted
+# daemon finds no Slurm job with the token: it fences the token and
+# requeues the job (never started); the old sbatch, landing late, is
+# cancelled.  The wrapper holds the first sbatch after $T/hold appears
+# until it is removed.
+real_sbatch=$(PATH=$OLDPATH command -v sbatch)
+cat >"$T/bin/sbatch" <<EOF2
+#!/bin/sh
+if [ -f "$T/hold" ] && mkdir "$T/held" 2>/dev/null; then
+    while [ -f "$T/hold" ]; do sleep 0.1; done
+fi
+exec $real_sbatch "\$@"
+EOF2
+touch "$T/hold"
+p=$(submit ml --gpus 1 --name held -- sleep 300)
+is_placed() { [ "$(state_of "$p")" = placed ]; }
+wait_until 10 is_placed && sleep 1 && is_placed && [ -z "$(sq | grep "\.$p\.")" ] && [ -d "$T/held" ]
+ok $? "its sbatch held, the job is placed (not running) and Slurm has nothing of it"
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "the daemon is killed -9 with that sbatch in flight and restarted"
+second() { sq | grep "\.$p\.2 " | grep -q RUNNING; }
+wait_until 30 second && [ "$(state_of "$p")" = running ]
+ok $? "the job is requeued as never started, its attempt 2 runs: $(sq | grep "\.$p\." | tr '\n' ';')"
+rm -f "$T/hold"
+late_cancelled() { sq | grep "\.$p\.1 " | grep -q CANCELLED; }
+wait_until 30 late_cancelled
+ok $? "the first attempt's sbatch, landing late, is cancelled (its token fenced): $(sq | grep "\.$p\." | tr '\n' ';')"
+[ "$(sq | grep "\.$p\." | grep -c 'RUNNING\|PENDING')" = 1 ]
+ok $? "one live Slurm job for it"
+spw ml cancel "$p" >/dev/null 2>&1
+wait_for "$p" cancelled 30
+ok $? "and it is cancelled"
 PATH=$OLDPATH
 
 # ---- slurmctld restart while spillway runs --------------------------------

@@ -13,7 +13,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 2 --gpus 4 --cloud 0 2
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '[ -n "$fid" ] && scancel "$fid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 12
+plan 18
 ok $rc "a Slurm cluster of 2 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -57,25 +57,50 @@ ok $? "on n1: $(cat "$T/b.out")"
 
 # ---- slurmctld hung (SIGSTOP): the daemon still answers ---------------------
 # Slurm's reads (squeue of the jobs, sinfo, the foreign jobs) run on the
-# backend's worker thread, so the loop and the API do not wait on them.
+# backend's worker thread, sbatch and scancel on its op threads, so neither
+# the loop nor the API waits on them: jobs are submitted and cancelled on
+# the Slurm pool while slurmctld is stopped, and Slurm gets them, once,
+# when it continues.  (The stop stays shorter than Slurm's MessageTimeout,
+# 10 s, so the sbatch in flight does not give up.)
 cpid=$(cat "$C/slurmctld.pid")
 kill -STOP "$cpid"
 trap 'kill -CONT "$cpid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-! timeout 3 squeue -h >/dev/null 2>&1
-ok $? "slurmctld is stopped (SIGSTOP): squeue does not answer within 3 s"
+! timeout 2 squeue -h >/dev/null 2>&1
+ok $? "slurmctld is stopped (SIGSTOP): squeue does not answer within 2 s"
+t0=$(now_ms)
+c=$(submit ml --gpus 1 --name frozen -- sleep 300)
+e=$(submit ml --gpus 1 --name frozen-cancelled -- sleep 300)
+# launched: placed, sbatch in flight (running once Slurm gave its id)
+launched() { case $(state_of "$e") in placed | running) return 0 ;; esac; return 1; }
+wait_until 5 launched && spw ml cancel "$e" >/dev/null 2>&1 && spw ml cancel "$a" >/dev/null 2>&1
+rc=$?
+dt=$(($(now_ms) - t0))
+[ $rc = 0 ] && [ $dt -lt 3000 ]
+ok $? "two jobs submitted to the Slurm pool ($(state_of "$c"), $(state_of "$e")) and two cancelled, in $dt ms"
 worst=0
 i=0
-while [ $i -lt 8 ]; do   # about 10 s of loop turns and syncs with Slurm hung
+while [ $i -lt 4 ]; do   # loop turns and syncs with Slurm hung, sbatch in flight
     t0=$(now_ms)
     spw ml queue >/dev/null 2>&1 && http GET /healthz ml && [ "$code" = 200 ] || worst=99999
     dt=$(($(now_ms) - t0))
     [ $dt -gt $worst ] && worst=$dt
     i=$((i + 1))
-    sleep 1
+    sleep 0.5
 done
 [ $worst -lt 2000 ]
 ok $? "spillway queue and /healthz answer promptly meanwhile (slowest pair: $worst ms)"
+[ "$(state_of "$c")" = placed ]
+ok $? "the job whose sbatch has not answered is shown placed, not running ($(state_of "$c"))"
 kill -CONT "$cpid"
-spw ml cancel "$a" >/dev/null 2>&1
-wait_for "$a" cancelled 60
-ok $? "slurmctld continued: the running job is cancelled through it"
+wait_until 30 running_in_slurm "$c" && wait_for "$c" running 10
+ok $? "slurmctld continued: the job submitted meanwhile runs in Slurm: $(sq | grep "\.$c\.")"
+[ "$(sq | grep -c "\.$c\.1 ")" = 1 ]
+ok $? "submitted exactly once"
+ecancelled() { [ "$(state_of "$e")" = cancelled ] && [ "$(sq | grep -c "\.$e\.1 ")" = 1 ] && sq | grep "\.$e\.1 " | grep -q CANCELLED; }
+wait_until 30 ecancelled
+ok $? "the job cancelled before its sbatch answered is cancelled, its one Slurm job too: $(sq | grep "\.$e\.")"
+wait_for "$a" cancelled 60 && sq | grep "\.$a\.1 " | grep -q CANCELLED
+ok $? "the running job cancelled meanwhile is cancelled through it: $(sq | grep "\.$a\.")"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 60
+ok $? "and the other one once it runs"

@@ -61,6 +61,37 @@ static int wait_state(spw_slurm_t *sb, const char *id, const char *want, double 
     return 0;
 }
 
+/* Ticks until the launch of h's token has its Slurm job id (sbatch runs on
+ * an op thread): 1 with h->ext filled, 0 if it ended or timeout_s passed. */
+static int wait_submitted(spw_slurm_t *sb, spw_handle_t *h, double timeout_s)
+{
+    double end = mono() + timeout_s;
+    while (mono() < end) {
+        spw_handle_t cur;
+        if (spw_slurm_handle(sb, h->token, &cur) < 0)
+            return 0;
+        if (cur.ext[0]) {
+            *h = cur;
+            return 1;
+        }
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+/* How many Slurm jobs carry comment (squeue --states=all). */
+static int count_comment(spw_slurm_t *sb, const char *comment)
+{
+    const char *argv[] = {"squeue", "-h", "-t", "all", "-o", "%k", NULL};
+    char *o = NULL;
+    int n = 0;
+    if (spw_slurm_run(sb, argv, NULL, &o, NULL) == 0 && o)
+        for (char *l = strtok(o, "\n"); l; l = strtok(NULL, "\n"))
+            n += strcmp(l, comment) == 0;
+    free(o);
+    return n;
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -119,7 +150,10 @@ int main(void)
                         .token = "d1.j-000001.1", .nodes = 1};
     spw_handle_t h;
     rc = spw_slurm_ops.launch(sb, &req, &h, &err);
-    ok(rc == 0 && atol(h.ext) > 0, "launch: sbatch gave Slurm job %s %s", h.ext, rc ? err.text : "");
+    ok(rc == 0 && h.ext[0] == '\0', "launch returns at once, before sbatch answered (ext '%s') %s",
+       h.ext, rc ? err.text : "");
+    ok(wait_submitted(sb, &h, 30) && atol(h.ext) > 0, "sbatch on the op thread gave Slurm job %s",
+       h.ext);
     ok(strcmp(h.token, "d1.j-000001.1") == 0 && strcmp(h.job_id, "j-000001") == 0,
        "the handle carries job id and token");
     is((long)spw_slurm_count(sb), 1, "one job tracked");
@@ -146,8 +180,11 @@ int main(void)
     big.token = "d1.j-000002.1";
     big.ngpus = 9;
     rc = spw_slurm_ops.launch(sb, &big, &h, &err);
-    ok(rc < 0 && strstr(err.text, "sbatch"), "9 GPUs on 4-GPU nodes: launch fails with sbatch's reason: %s",
-       err.text);
+    got = rc == 0 && wait_exit(sb, &ex, 30);
+    ok(got && ex.kind == SPW_EXIT_NOT_STARTED && strstr(ex.reason, "sbatch") &&
+           strcmp(ex.handle.token, "d1.j-000002.1") == 0,
+       "9 GPUs on 4-GPU nodes: poll reports it not started, with sbatch's reason: %s",
+       got ? ex.reason : err.text);
 
     /* ---- gang of 2 nodes with the rank environment ---- */
     spw_launch_t gang = {.job_id = "j-000003",
@@ -156,7 +193,7 @@ int main(void)
                          .ngpus = 4, .log_dir = logs, .now_s = fake_now,
                          .token = "d1.j-000003.1", .nodes = 2};
     rc = spw_slurm_ops.launch(sb, &gang, &h, &err);
-    ok(rc == 0, "gang launch on 2 nodes %s", rc ? err.text : "");
+    ok(rc == 0 && wait_submitted(sb, &h, 30), "gang launch on 2 nodes %s", rc ? err.text : "");
     got = wait_exit(sb, &ex, 60);
     ok(got && ex.kind == SPW_EXIT_EXITED && ex.status == 0, "the gang exits 0");
     snprintf(path, sizeof(path), "%s/j-000003.out", logs);
@@ -173,7 +210,8 @@ int main(void)
     spw_launch_t sl = {.job_id = "j-000004", .argv = argv2, .ngpus = 1, .log_dir = logs,
                        .now_s = fake_now, .token = "d1.j-000004.1"};
     rc = spw_slurm_ops.launch(sb, &sl, &h, &err);
-    ok(rc == 0 && wait_state(sb, h.ext, "RUNNING", 30), "a sleep runs in Slurm (job %s)", h.ext);
+    ok(rc == 0 && wait_submitted(sb, &h, 30) && wait_state(sb, h.ext, "RUNNING", 30),
+       "a sleep runs in Slurm (job %s)", h.ext);
     ok(spw_slurm_ops.cancel(sb, &h, fake_now, &err) == 0, "cancel");
     ok(spw_slurm_ops.cancel(sb, &h, fake_now, &err) == 0, "cancel again is fine (idempotent)");
     got = wait_exit(sb, &ex, 60);
@@ -182,17 +220,55 @@ int main(void)
        got ? spw_exit_cause_name(ex.cause) : "-");
     ok(spw_slurm_ops.cancel(sb, &h, fake_now, &err) < 0, "cancel of a job no longer tracked fails");
 
+    /* ---- several sbatch at once; a cancel before sbatch answered ---- */
+    spw_handle_t hv[6];
+    char ids[6][32], toks[6][48];
+    int all = 1;
+    for (int k = 0; k < 6; k++) {
+        snprintf(ids[k], sizeof(ids[k]), "j-00010%d", k);
+        snprintf(toks[k], sizeof(toks[k]), "d1.j-00010%d.1", k);
+        spw_launch_t m = sl;
+        m.job_id = ids[k];
+        m.token = toks[k];
+        all = all && spw_slurm_ops.launch(sb, &m, &hv[k], &err) == 0;
+    }
+    /* cancelled at once: its sbatch has (most likely) not answered yet */
+    spw_handle_t cur;
+    int early = spw_slurm_handle(sb, toks[5], &cur) == 0 && !cur.ext[0];
+    all = all && spw_slurm_ops.cancel(sb, &hv[5], fake_now, &err) == 0;
+    for (int k = 0; k < 5; k++)
+        all = all && wait_submitted(sb, &hv[k], 30);
+    ok(all, "six launches in a row, five submitted (%s .. %s)", hv[0].ext, hv[4].ext);
+    diag("the cancel came %s sbatch answered", early ? "before" : "after");
+    got = wait_exit(sb, &ex, 60);
+    ok(got && strcmp(ex.handle.token, toks[5]) == 0 && ex.cause == SPW_CAUSE_CANCELLED &&
+           (ex.kind == SPW_EXIT_SIGNALED || ex.kind == SPW_EXIT_LOST),
+       "the one cancelled at once ends cancelled (%s, %s)", got ? spw_exit_kind_name(ex.kind) : "-",
+       got ? spw_exit_cause_name(ex.cause) : "-");
+    is(count_comment(sb, toks[5]), 1, "exactly one Slurm job carries its token");
+    for (int k = 0; k < 5; k++)
+        spw_slurm_ops.cancel(sb, &hv[k], fake_now, &err);
+    int ended = 0;
+    for (double end5 = mono() + 60; ended < 5 && mono() < end5;)
+        ended += wait_exit(sb, &ex, 1) && ex.cause == SPW_CAUSE_CANCELLED;
+    is(ended, 5, "the other five are cancelled too");
+    int once = 1;
+    for (int k = 0; k < 5; k++)
+        once = once && count_comment(sb, toks[k]) == 1;
+    ok(once, "each token was submitted exactly once");
+
     /* ---- adopt after a restart; find by token ---- */
     sl.job_id = "j-000005";
     sl.token = "d1.j-000005.1";
     spw_handle_t h5;
     rc = spw_slurm_ops.launch(sb, &sl, &h5, &err);
-    ok(rc == 0 && wait_state(sb, h5.ext, "RUNNING", 30), "another sleep runs (job %s)", h5.ext);
+    ok(rc == 0 && wait_submitted(sb, &h5, 30) && wait_state(sb, h5.ext, "RUNNING", 30),
+       "another sleep runs (job %s)", h5.ext);
     sl.job_id = "j-000006";
     sl.token = "d1.j-000006.1";
     spw_handle_t h6;
     rc = spw_slurm_ops.launch(sb, &sl, &h6, &err);
-    ok(rc == 0, "and a third (job %s)", h6.ext);
+    ok(rc == 0 && wait_submitted(sb, &h6, 30), "and a third (job %s)", h6.ext);
     spw_slurm_ops.destroy(sb); /* the daemon dies; its jobs keep running */
     sb = spw_slurm_create(&o, &err);
     ok(sb && wait_state(sb, h5.ext, "RUNNING", 5), "a new backend: the job still runs in Slurm");

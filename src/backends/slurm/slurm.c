@@ -28,8 +28,42 @@ typedef struct sjob {
     long id;                    /* Slurm job id */
     int cancel_req;             /* cancel() was called */
     int cancel_sent;            /* scancel succeeded since */
+    int cancel_busy;            /* a scancel of it is queued or running on
+                                   the op threads */
+    int pending;                /* its sbatch has not answered yet (id 0) */
+    int code_busy;              /* it FAILED: its exit code is being read
+                                   (scontrol) on the op threads */
     int missing;                /* syncs in a row that did not list it */
 } sjob_t;
+
+/* One command for the op threads: an sbatch (a launch) or an scancel.
+ * Queued by the caller's thread, run by an op thread, its result applied
+ * by the caller's next tick(); under wmu while queued or done. */
+typedef struct sop {
+    int kind;                   /* OP_SUBMIT, OP_SCANCEL or OP_EXITCODE */
+    char token[SPW_TOKEN_MAX];  /* submit: the launch token; "" for the
+                                   scancel of a fenced token's job */
+    long id;                    /* scancel: the Slurm job; submit: its id
+                                   once sbatch answered (0 before) */
+    char **argv;                /* owned, NULL-terminated: sbatch's */
+    char *script;               /* owned: the batch script on its stdin */
+    int cancel;                 /* submit: cancel() came before sbatch
+                                   answered: scancel right after it */
+    int cancelled;              /* that scancel succeeded */
+    int adopted;                /* submit: a job of an earlier daemon
+                                   process carried the token: adopted, no
+                                   sbatch */
+    int rc;                     /* 0, or -1 (err) */
+    int code, sig;              /* exit code: the batch script's ExitCode=
+                                   CODE:SIGNAL (scontrol), when rc is 0 */
+    char err[160];              /* why it failed */
+    struct sop *next;           /* the queue or the done list */
+} sop_t;
+
+enum { OP_SUBMIT, OP_SCANCEL, OP_EXITCODE };
+
+/* Op threads: sbatch and scancel run there, several at once. */
+#define OP_THREADS 4
 
 struct spw_slurm {
     char *partition;            /* owned */
@@ -42,6 +76,9 @@ struct spw_slurm {
     sjob_t *jobs;               /* tracked jobs */
     size_t njobs, capjobs;
     spw_exit_t *ended;          /* ended, not yet polled (FIFO) */
+    spw_handle_t *chg;          /* handles that got their Slurm job id, not
+                                   yet reported by changed() (FIFO) */
+    size_t nchg, capchg;
     size_t nended, capended;
     char **fenced;              /* owned tokens that must never run */
     size_t nfenced, capfenced;
@@ -50,7 +87,9 @@ struct spw_slurm {
     struct sq_list *before;     /* jobs in Slurm when the first launch
                                    came: a launch whose token a job of an
                                    earlier daemon process already carries
-                                   adopts it; NULL = not read yet */
+                                   adopts it; NULL = not read yet.  Read
+                                   and used by the op threads, under wmu */
+    int before_busy;            /* an op thread is reading it */
     struct sq_list *snap;       /* the last squeue listing, valid until the
                                    next tick(); NULL = none */
     struct falloc *falloc;      /* allocations of foreign running jobs
@@ -78,6 +117,16 @@ struct spw_slurm {
     } slot[3];                  /* SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN */
     char own_prefix[64];        /* the foreign read's own prefix (set by the
                                    caller before asking, read by the worker) */
+    /* The op threads (sbatch, scancel): started with the first op, they
+     * take ops from the queue, several at once, so that launches and
+     * cancels neither wait on Slurm in the caller's thread nor one after
+     * the other. */
+    pthread_t opth[OP_THREADS]; /* the first nopth started */
+    int nopth;
+    pthread_cond_t ocv;         /* op threads wait on it (queue, before) */
+    sop_t *oq_head, *oq_tail;   /* queued, not yet taken (FIFO) */
+    sop_t *orun;                /* taken, running (linked by next) */
+    sop_t *odone;               /* done, not yet applied by tick() */
     uint64_t nsyncs;            /* listings tick() has applied */
     int snap_failed;            /* listing failed since the last tick():
                                    adopt() and find() answer "cannot tell"
@@ -114,6 +163,13 @@ typedef struct sq_list {
 
 static int snapshot(spw_slurm_t *sb, spw_error_t *err);
 static void sq_free(sq_list_t *l);
+static sq_list_t *sq_parse(char *o);
+static void op_free(sop_t *op);
+static int op_queue(spw_slurm_t *sb, sop_t *op);
+static void op_scancel(spw_slurm_t *sb, long id, const char *token);
+static void apply_ops(spw_slurm_t *sb);
+static int exit_code_of(spw_slurm_t *sb, long id, int *code, int *sig);
+static sjob_t *job_by_token(spw_slurm_t *sb, const char *token, size_t *idx);
 
 /* The listing of every job Slurm still knows: id, state, name, comment. */
 static const char *const sq_argv[] = {"squeue", "--noheader", "--states=all",
@@ -279,11 +335,15 @@ int spw_slurm_run(spw_slurm_t *sb, const char *const *argv, const char *in, char
 
 /* ---- bookkeeping -------------------------------------------------------- */
 
+/* The tracked job of a handle: by its token (unique per attempt, and all a
+ * handle of a launch whose sbatch has not answered carries), else by
+ * Slurm job id and job id. */
 static sjob_t *find_job(spw_slurm_t *sb, const spw_handle_t *h)
 {
     for (size_t i = 0; i < sb->njobs; i++)
-        if (strcmp(sb->jobs[i].h.ext, h->ext) == 0 && strcmp(sb->jobs[i].h.job_id, h->job_id) == 0 &&
-            (!h->token[0] || strcmp(sb->jobs[i].h.token, h->token) == 0))
+        if (strcmp(sb->jobs[i].h.job_id, h->job_id) == 0 &&
+            (h->token[0] ? strcmp(sb->jobs[i].h.token, h->token) == 0
+                         : strcmp(sb->jobs[i].h.ext, h->ext) == 0))
             return &sb->jobs[i];
     return NULL;
 }
@@ -370,6 +430,7 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
     sb->last_sync_s = -INFINITY;
     pthread_mutex_init(&sb->wmu, NULL);
     pthread_cond_init(&sb->wcv, NULL);
+    pthread_cond_init(&sb->ocv, NULL);
     size_t n = 0;
     while (environ && environ[n])
         n++;
@@ -398,6 +459,25 @@ void spw_slurm_destroy(spw_slurm_t *sb)
         pthread_mutex_unlock(&sb->wmu);
         pthread_join(sb->worker, NULL);
     }
+    if (sb->nopth) {
+        /* Ops in flight finish (cmd_timeout_s at most); queued ones are
+         * dropped: a launch never submitted is fenced by the next daemon's
+         * find(). */
+        pthread_mutex_lock(&sb->wmu);
+        sb->wstop = 1;
+        pthread_cond_broadcast(&sb->ocv);
+        pthread_mutex_unlock(&sb->wmu);
+        for (int t = 0; t < sb->nopth; t++)
+            pthread_join(sb->opth[t], NULL);
+    }
+    sop_t *lists[] = {sb->oq_head, sb->orun, sb->odone};
+    for (size_t l = 0; l < 3; l++)
+        for (sop_t *op = lists[l]; op;) {
+            sop_t *nx = op->next;
+            op_free(op);
+            op = nx;
+        }
+    pthread_cond_destroy(&sb->ocv);
     for (int k = 0; k < NSLOTS; k++) {
         free(sb->slot[k].out);
         free(sb->slot[k].fv);
@@ -411,6 +491,7 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     free(sb->envp);
     free(sb->jobs);
     free(sb->ended);
+    free(sb->chg);
     for (size_t i = 0; i < sb->nfenced; i++)
         free(sb->fenced[i]);
     free(sb->fenced);
@@ -466,6 +547,17 @@ static const char *pinned_node(const spw_slurm_t *sb, const spw_launch_t *req)
 uint64_t spw_slurm_syncs(const spw_slurm_t *sb)
 {
     return sb->nsyncs;
+}
+
+int spw_slurm_handle(spw_slurm_t *sb, const char *token, spw_handle_t *out)
+{
+    size_t i;
+    apply_ops(sb);
+    sjob_t *j = job_by_token(sb, token, &i);
+    if (!j)
+        return -1;
+    *out = j->h;
+    return 0;
 }
 
 size_t spw_slurm_count(const spw_slurm_t *sb)
@@ -571,30 +663,6 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         return spw_errorf(err, "launch token %s was fenced after a lost launch; use a new attempt",
                           req->token);
 
-    /* Never submit twice: a job of an earlier daemon process (killed after
-     * its sbatch, before it recorded the id) may carry this token already;
-     * then launching is adopting it. */
-    if (!sb->before) {
-        spw_error_t e3;
-        if (!sb->snap && snapshot(sb, &e3) < 0)
-            return spw_errorf(err, "cannot list Slurm's jobs before the first launch: %s", e3.text);
-        sb->before = sb->snap; /* taken over; tick() lists again */
-        sb->snap = NULL;
-    }
-    for (size_t i = 0; i < sb->before->n; i++) {
-        sq_job_t *o = &sb->before->v[i];
-        if (strcmp(o->comment, req->token) != 0)
-            continue;
-        memset(out, 0, sizeof(*out));
-        snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
-        snprintf(out->token, sizeof(out->token), "%s", req->token);
-        snprintf(out->ext, sizeof(out->ext), "%ld", o->id);
-        out->started_s = req->now_s;
-        out->max_runtime_s = req->max_runtime_s;
-        track(sb, out, o->id);
-        o->comment = ""; /* adopted once */
-        return 0;
-    }
     char name[SPW_JOB_ID_MAX + 20], comment[SPW_TOKEN_MAX + 16], gres[48], nodes[32],
         outp[4200], errp[4200], timev[48], part[300], wd[4200];
     snprintf(name, sizeof(name), "--job-name=spw-%s", req->job_id);
@@ -639,36 +707,286 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         argv[na++] = wd;
     }
     argv[na] = NULL;
-    char *script = batch_script(req);
-    char *o = NULL;
-    spw_error_t e2;
-    int rc = spw_slurm_run(sb, argv, script, &o, &e2);
-    free(script);
-    if (rc < 0) {
-        /* Timed out or killed: the submit may still have landed.  Fence the
-         * token so that such a job is cancelled as soon as a sync sees it. */
-        fence(sb, req->token);
-        free(o);
-        return spw_errorf(err, "sbatch: %s", e2.text);
+
+    /* The sbatch runs on an op thread; the handle carries the token now and
+     * the Slurm job id once sbatch answered (tick() applies it). */
+    sop_t *op = spw_xcalloc(1, sizeof(*op));
+    op->kind = OP_SUBMIT;
+    snprintf(op->token, sizeof(op->token), "%s", req->token);
+    op->argv = spw_xcalloc(na + 1, sizeof(char *));
+    for (size_t i = 0; i < na; i++)
+        op->argv[i] = spw_xstrdup(argv[i]);
+    op->script = batch_script(req);
+    if (op_queue(sb, op) < 0) {
+        op_free(op);
+        return spw_errorf(err, "cannot start a thread to run sbatch");
     }
-    long id = 0;
-    if (rc != 0 || parse_id(o, &id) < 0) {
-        if (rc == 0)
-            spw_errorf(err, "sbatch printed no job id ('%.60s')", o);
-        else
-            spw_errorf(err, "%s", e2.text);
-        free(o);
-        return -1;
-    }
-    free(o);
     memset(out, 0, sizeof(*out));
     snprintf(out->job_id, sizeof(out->job_id), "%s", req->job_id);
     snprintf(out->token, sizeof(out->token), "%s", req->token);
-    snprintf(out->ext, sizeof(out->ext), "%ld", id);
     out->started_s = req->now_s;
     out->max_runtime_s = req->max_runtime_s;
-    track(sb, out, id);
+    track(sb, out, 0)->pending = 1;
     return 0;
+}
+
+/* ---- the op threads: sbatch and scancel --------------------------------- */
+
+static void op_free(sop_t *op)
+{
+    if (!op)
+        return;
+    for (size_t i = 0; op->argv && op->argv[i]; i++)
+        free(op->argv[i]);
+    free(op->argv);
+    free(op->script);
+    free(op);
+}
+
+static void *op_main(void *arg);
+
+/* Queues op (takes it on success), starting an op thread while fewer than
+ * OP_THREADS run and more ops wait than threads idle.  0, or -1 when no
+ * thread runs at all. */
+static int op_queue(spw_slurm_t *sb, sop_t *op)
+{
+    pthread_mutex_lock(&sb->wmu);
+    if (sb->nopth < OP_THREADS) {
+        size_t busy = 0;
+        for (sop_t *r = sb->orun; r; r = r->next)
+            busy++;
+        size_t queued = 1;
+        for (sop_t *q = sb->oq_head; q; q = q->next)
+            queued++;
+        if (sb->nopth == 0 || busy + queued > (size_t)sb->nopth) {
+            if (pthread_create(&sb->opth[sb->nopth], NULL, op_main, sb) == 0)
+                sb->nopth++;
+        }
+    }
+    if (!sb->nopth) {
+        pthread_mutex_unlock(&sb->wmu);
+        return -1;
+    }
+    op->next = NULL;
+    if (sb->oq_tail)
+        sb->oq_tail->next = op;
+    else
+        sb->oq_head = op;
+    sb->oq_tail = op;
+    pthread_cond_signal(&sb->ocv);
+    pthread_mutex_unlock(&sb->wmu);
+    return 0;
+}
+
+/* Queues an scancel of Slurm job id. */
+static void op_scancel(spw_slurm_t *sb, long id, const char *token)
+{
+    sop_t *op = spw_xcalloc(1, sizeof(*op));
+    op->kind = OP_SCANCEL;
+    op->id = id;
+    snprintf(op->token, sizeof(op->token), "%s", token ? token : "");
+    if (op_queue(sb, op) < 0)
+        op_free(op);
+}
+
+static int run_scancel(spw_slurm_t *sb, long id, spw_error_t *err)
+{
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%ld", id);
+    const char *argv[] = {"scancel", ids, NULL};
+    return spw_slurm_run(sb, argv, NULL, NULL, err) == 0 ? 0 : -1;
+}
+
+/* One submit (an op thread's, wmu not held): adopts a job of an earlier
+ * daemon process that carries the token, else runs sbatch; then the
+ * scancel of a cancel() that came meanwhile. */
+static void op_submit(spw_slurm_t *sb, sop_t *op)
+{
+    spw_error_t e = {{0}};
+    /* Never submit twice: a job of an earlier daemon process (killed after
+     * its sbatch, before it recorded the id) may carry this token already;
+     * then launching is adopting it.  Slurm's jobs are listed once, before
+     * the first submit; the other op threads wait for that listing. */
+    pthread_mutex_lock(&sb->wmu);
+    while (!sb->before && sb->before_busy && !sb->wstop)
+        pthread_cond_wait(&sb->ocv, &sb->wmu);
+    if (!sb->before) {
+        sb->before_busy = 1;
+        pthread_mutex_unlock(&sb->wmu);
+        char *o = NULL;
+        int rc = spw_slurm_run(sb, sq_argv, NULL, &o, &e);
+        sq_list_t *l = rc == 0 ? sq_parse(o) : NULL;
+        if (rc != 0)
+            free(o);
+        pthread_mutex_lock(&sb->wmu);
+        sb->before_busy = 0;
+        sb->before = l;
+        pthread_cond_broadcast(&sb->ocv);
+        if (!l) {
+            pthread_mutex_unlock(&sb->wmu);
+            op->rc = -1;
+            snprintf(op->err, sizeof(op->err), "cannot list Slurm's jobs before the first launch: %.100s",
+                     e.text);
+            return;
+        }
+    }
+    for (size_t i = 0; i < sb->before->n; i++) {
+        sq_job_t *o = &sb->before->v[i];
+        if (strcmp(o->comment, op->token) == 0) {
+            op->id = o->id;
+            op->adopted = 1;
+            o->comment = ""; /* adopted once */
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sb->wmu);
+    if (!op->adopted) {
+        char *o = NULL;
+        int rc = spw_slurm_run(sb, (const char *const *)op->argv, op->script, &o, &e);
+        long id = 0;
+        if (rc == 0 && parse_id(o, &id) == 0) {
+            op->id = id;
+        } else {
+            op->rc = -1;
+            if (rc == 0)
+                snprintf(op->err, sizeof(op->err), "sbatch printed no job id ('%.60s')", o);
+            else
+                snprintf(op->err, sizeof(op->err), "sbatch: %.150s", e.text);
+        }
+        free(o);
+    }
+    if (op->rc == 0) {
+        pthread_mutex_lock(&sb->wmu);
+        int cancel = op->cancel;
+        pthread_mutex_unlock(&sb->wmu);
+        if (cancel && run_scancel(sb, op->id, &e) == 0)
+            op->cancelled = 1;
+    }
+}
+
+static void *op_main(void *arg)
+{
+    spw_slurm_t *sb = arg;
+    pthread_mutex_lock(&sb->wmu);
+    while (!sb->wstop) {
+        sop_t *op = sb->oq_head;
+        if (!op) {
+            pthread_cond_wait(&sb->ocv, &sb->wmu);
+            continue;
+        }
+        sb->oq_head = op->next;
+        if (!sb->oq_head)
+            sb->oq_tail = NULL;
+        op->next = sb->orun;
+        sb->orun = op;
+        pthread_mutex_unlock(&sb->wmu);
+        if (op->kind == OP_SUBMIT) {
+            op_submit(sb, op);
+        } else if (op->kind == OP_EXITCODE) {
+            op->code = 1;
+            op->rc = exit_code_of(sb, op->id, &op->code, &op->sig);
+        } else {
+            spw_error_t e = {{0}};
+            if (run_scancel(sb, op->id, &e) < 0) {
+                op->rc = -1;
+                snprintf(op->err, sizeof(op->err), "scancel: %.150s", e.text);
+            }
+        }
+        pthread_mutex_lock(&sb->wmu);
+        for (sop_t **p = &sb->orun; *p; p = &(*p)->next)
+            if (*p == op) {
+                *p = op->next;
+                break;
+            }
+        op->next = sb->odone;
+        sb->odone = op;
+    }
+    pthread_mutex_unlock(&sb->wmu);
+    return NULL;
+}
+
+static sjob_t *job_by_token(spw_slurm_t *sb, const char *token, size_t *idx)
+{
+    for (size_t i = 0; i < sb->njobs; i++)
+        if (strcmp(sb->jobs[i].h.token, token) == 0) {
+            *idx = i;
+            return &sb->jobs[i];
+        }
+    return NULL;
+}
+
+/* Applies the ops the op threads finished (the caller's thread): a
+ * submitted job gets its Slurm job id (or, when sbatch failed, is reported
+ * by poll() as not started, its token fenced in case Slurm took it after
+ * all); a cancel that came before sbatch answered and was not sent with it
+ * is sent now. */
+static void apply_ops(spw_slurm_t *sb)
+{
+    pthread_mutex_lock(&sb->wmu);
+    sop_t *done = sb->odone;
+    sb->odone = NULL;
+    pthread_mutex_unlock(&sb->wmu);
+    /* oldest first */
+    sop_t *rev = NULL;
+    while (done) {
+        sop_t *nx = done->next;
+        done->next = rev;
+        rev = done;
+        done = nx;
+    }
+    while (rev) {
+        sop_t *op = rev;
+        rev = op->next;
+        size_t i = 0;
+        sjob_t *j = op->token[0] ? job_by_token(sb, op->token, &i) : NULL;
+        if (op->kind == OP_SUBMIT) {
+            if (op->rc < 0) {
+                /* sbatch may have failed after slurmctld took the job (a
+                 * timeout): such a job is cancelled as soon as a sync sees
+                 * it. */
+                fence(sb, op->token);
+                if (j) {
+                    end_job(sb, i, SPW_EXIT_NOT_STARTED, -1,
+                            j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
+                    snprintf(sb->ended[sb->nended - 1].reason,
+                             sizeof(sb->ended[0].reason), "%s", op->err);
+                }
+            } else if (!j) {
+                /* no longer tracked (cannot happen: a pending job is only
+                 * ended here); never leave it running untracked */
+                op_scancel(sb, op->id, NULL);
+            } else {
+                j->id = op->id;
+                j->pending = 0;
+                snprintf(j->h.ext, sizeof(j->h.ext), "%ld", op->id);
+                if (sb->nchg == sb->capchg) {
+                    sb->capchg = sb->capchg ? sb->capchg * 2 : 16;
+                    sb->chg = spw_xrealloc(sb->chg, sb->capchg * sizeof(*sb->chg));
+                }
+                sb->chg[sb->nchg++] = j->h;
+                if (op->cancelled)
+                    j->cancel_sent = 1;
+                else if (j->cancel_req && !j->cancel_busy) {
+                    j->cancel_busy = 1;
+                    op_scancel(sb, j->id, j->h.token);
+                }
+            }
+        } else if (op->kind == OP_EXITCODE) {
+            if (j && j->id == op->id) {
+                /* FAILED: the batch script's exit code, or its signal
+                 * (exit code 1 when scontrol could not say) */
+                int signaled = op->rc == 0 && op->sig > 0;
+                end_job(sb, i, signaled ? SPW_EXIT_SIGNALED : SPW_EXIT_EXITED,
+                        signaled ? op->sig : op->rc == 0 ? op->code : 1,
+                        j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
+            }
+        } else if (j && j->id == op->id) {
+            j->cancel_busy = 0;
+            if (op->rc == 0)
+                j->cancel_sent = 1; /* else the next sync sends it again */
+        }
+        op_free(op);
+    }
 }
 
 /* ---- the worker thread ------------------------------------------------------ */
@@ -786,6 +1104,14 @@ static int snapshot(spw_slurm_t *sb, spw_error_t *err)
 /* Makes sb->snap of a listing's output (takes it). */
 static void snap_parse(spw_slurm_t *sb, char *o)
 {
+    sq_list_t *l = sq_parse(o);
+    sq_free(sb->snap);
+    sb->snap = l;
+}
+
+/* A listing of a listing's output (takes it). */
+static sq_list_t *sq_parse(char *o)
+{
     sq_list_t *l = spw_xcalloc(1, sizeof(*l));
     l->buf = o;
     size_t cap = 64;
@@ -815,8 +1141,7 @@ static void snap_parse(spw_slurm_t *sb, char *o)
         line = nl ? nl + 1 : NULL;
     }
     qsort(l->v, l->n, sizeof(sq_job_t), sq_cmp);
-    sq_free(sb->snap);
-    sb->snap = l;
+    return l;
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -854,7 +1179,7 @@ static int state_ended(const char *st)
 }
 
 /* How a job in an ended state ended. */
-static void exit_of(spw_slurm_t *sb, const sjob_t *j, const sq_job_t *o, spw_exit_kind_t *kind,
+static void exit_of(const sjob_t *j, const sq_job_t *o, spw_exit_kind_t *kind,
                     int *status, spw_exit_cause_t *cause)
 {
     const char *st = o->state;
@@ -862,17 +1187,6 @@ static void exit_of(spw_slurm_t *sb, const sjob_t *j, const sq_job_t *o, spw_exi
     if (strcmp(st, "COMPLETED") == 0) {
         *kind = SPW_EXIT_EXITED;
         *status = 0;
-        if (j->cancel_req)
-            *cause = SPW_CAUSE_CANCELLED;
-    } else if (strcmp(st, "FAILED") == 0) {
-        int code = 1, sig = 0;
-        if (exit_code_of(sb, o->id, &code, &sig) == 0 && sig > 0) {
-            *kind = SPW_EXIT_SIGNALED;
-            *status = sig;
-        } else {
-            *kind = SPW_EXIT_EXITED;
-            *status = code;
-        }
         if (j->cancel_req)
             *cause = SPW_CAUSE_CANCELLED;
     } else if (strcmp(st, "CANCELLED") == 0) {
@@ -900,42 +1214,25 @@ static const sq_job_t *snap_find_id(const spw_slurm_t *sb, long id)
     return bsearch(&key, sb->snap->v, sb->snap->n, sizeof(sq_job_t), sq_cmp);
 }
 
-static void scancel_id(spw_slurm_t *sb, long id, const char *signame, spw_error_t *err)
-{
-    char ids[32], sig[48];
-    snprintf(ids, sizeof(ids), "%ld", id);
-    const char *argv[6];
-    size_t na = 0;
-    argv[na++] = "scancel";
-    if (signame) {
-        snprintf(sig, sizeof(sig), "--signal=%s", signame);
-        argv[na++] = sig;
-        argv[na++] = "--full";
-    }
-    argv[na++] = ids;
-    argv[na] = NULL;
-    spw_slurm_run(sb, argv, NULL, NULL, err);
-}
-
 /* One sync: reports the jobs that ended, cancels fenced tokens' jobs. */
 static void sync_jobs(spw_slurm_t *sb)
 {
-    spw_error_t err;
-    /* Jobs of fenced tokens that appeared after all. */
+    /* Jobs of fenced tokens that appeared after all (scancel on the op
+     * threads, again at every sync while they are listed alive). */
     for (size_t i = 0; sb->nfenced && i < sb->snap->n; i++) {
         const sq_job_t *o = &sb->snap->v[i];
         if (is_fenced(sb, o->comment) && !state_ended(o->state))
-            scancel_id(sb, o->id, NULL, &err);
+            op_scancel(sb, o->id, NULL);
     }
     for (size_t i = 0; i < sb->njobs;) {
         sjob_t *j = &sb->jobs[i];
-        if (j->cancel_req && !j->cancel_sent) {
-            spw_error_t e;
-            char ids[32];
-            snprintf(ids, sizeof(ids), "%ld", j->id);
-            const char *argv[] = {"scancel", ids, NULL};
-            if (spw_slurm_run(sb, argv, NULL, NULL, &e) == 0)
-                j->cancel_sent = 1;
+        if (j->pending) {   /* its sbatch has not answered: nothing to match */
+            i++;
+            continue;
+        }
+        if (j->cancel_req && !j->cancel_sent && !j->cancel_busy) {
+            j->cancel_busy = 1;
+            op_scancel(sb, j->id, j->h.token);
         }
         const sq_job_t *o = snap_find_id(sb, j->id);
         if (!o) {
@@ -950,11 +1247,30 @@ static void sync_jobs(spw_slurm_t *sb)
             continue;
         }
         j->missing = 0;
+        if (strcmp(o->state, "FAILED") == 0) {
+            /* its exit code comes from scontrol, on the op threads; the
+             * job ends when it is there (apply_ops) */
+            if (!j->code_busy) {
+                j->code_busy = 1;
+                sop_t *op = spw_xcalloc(1, sizeof(*op));
+                op->kind = OP_EXITCODE;
+                op->id = j->id;
+                snprintf(op->token, sizeof(op->token), "%s", j->h.token);
+                if (op_queue(sb, op) < 0) {
+                    op_free(op);
+                    end_job(sb, i, SPW_EXIT_EXITED, 1,
+                            j->cancel_req ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE);
+                    continue;
+                }
+            }
+            i++;
+            continue;
+        }
         if (state_ended(o->state)) {
             spw_exit_kind_t kind;
             int status;
             spw_exit_cause_t cause;
-            exit_of(sb, j, o, &kind, &status, &cause);
+            exit_of(j, o, &kind, &status, &cause);
             end_job(sb, i, kind, status, cause);
             continue;
         }
@@ -965,6 +1281,7 @@ static void sync_jobs(spw_slurm_t *sb)
 static void sl_tick(void *be, double now_s)
 {
     spw_slurm_t *sb = be;
+    apply_ops(sb);
     /* A listing the worker finished: the new snapshot (kept for adopt()
      * and find() until the next one), then the sync. */
     struct aslot *a = &sb->slot[SLOT_JOBS];
@@ -1012,6 +1329,8 @@ static int sl_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *e
     sjob_t *j = find_job(sb, h);
     if (!j)
         return spw_errorf(err, "job %s (Slurm job %s) is not tracked", h->job_id, h->ext);
+    if (j->pending)
+        return spw_errorf(err, "job %s is not submitted to Slurm yet", h->job_id);
     char ids[32], sg[32];
     snprintf(ids, sizeof(ids), "%ld", j->id);
     snprintf(sg, sizeof(sg), "--signal=%d", signum);
@@ -1029,12 +1348,22 @@ static int sl_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t 
     if (j->cancel_req)
         return 0;
     j->cancel_req = 1;
-    char ids[32];
-    snprintf(ids, sizeof(ids), "%ld", j->id);
-    const char *argv[] = {"scancel", ids, NULL};
-    spw_error_t e;
-    if (spw_slurm_run(sb, argv, NULL, NULL, &e) == 0)
-        j->cancel_sent = 1; /* else tick() retries */
+    if (j->pending) {
+        /* sbatch has not answered: its op thread scancels right after it
+         * (or tick() does, once the op is done). */
+        pthread_mutex_lock(&sb->wmu);
+        sop_t *lists[] = {sb->oq_head, sb->orun, sb->odone};
+        for (size_t l = 0; l < 3; l++)
+            for (sop_t *op = lists[l]; op; op = op->next)
+                if (op->kind == OP_SUBMIT && strcmp(op->token, j->h.token) == 0)
+                    op->cancel = 1;
+        pthread_mutex_unlock(&sb->wmu);
+        return 0;
+    }
+    /* scancel on an op thread; a failed one is sent again by the next
+     * sync */
+    j->cancel_busy = 1;
+    op_scancel(sb, j->id, j->h.token);
     return 0;
 }
 
@@ -1088,6 +1417,18 @@ static int sl_find(void *be, const char *token, spw_handle_t *out, spw_error_t *
     return 0;
 }
 
+static int sl_changed(void *be, spw_handle_t *out, size_t max)
+{
+    spw_slurm_t *sb = be;
+    size_t n = sb->nchg < max ? sb->nchg : max;
+    if (n == 0)
+        return 0;
+    memcpy(out, sb->chg, n * sizeof(*out));
+    memmove(sb->chg, sb->chg + n, (sb->nchg - n) * sizeof(*out));
+    sb->nchg -= n;
+    return (int)n;
+}
+
 static void sl_destroy(void *be)
 {
     spw_slurm_destroy(be);
@@ -1104,6 +1445,7 @@ const struct spw_backend_ops spw_slurm_ops = {
     .adopt = sl_adopt,
     .destroy = sl_destroy,
     .find = sl_find,
+    .changed = sl_changed,
 };
 
 /* ---- nodes ----------------------------------------------------------------- */

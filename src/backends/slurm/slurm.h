@@ -16,21 +16,29 @@
  *   job id modulo 1000, so two gangs on one host do not collide).
  *   Slurm picks the GPUs: `ngpus` is the count per node, the indices the
  *   daemon chose are not passed (CUDA_VISIBLE_DEVICES comes from Slurm).
- *   The handle's ext is the Slurm job id; pid and pgid are 0.
+ *   The sbatch runs on one of the backend's op threads (several at once):
+ *   launch() returns at once with a handle carrying job id and token; its
+ *   ext, the Slurm job id, is filled when sbatch answered (tick() applies
+ *   it and changed() reports the handle), and a failed sbatch is reported
+ *   by poll() as SPW_EXIT_NOT_STARTED with Slurm's message (its token
+ *   fenced, in case slurmctld took the job after all).  pid and pgid are
+ *   0.  Handles are matched by token, so one without ext works.
  * - tick() synchronises with Slurm at most every sync_interval_s: one text
  *   `squeue --states=all` for every job tracked, however many (indexed by
  *   id), run on the backend's worker thread: a tick asks for it, a later
  *   tick applies it (spw_slurm_syncs counts those); ended jobs are queued
  *   for poll().  Exit codes: COMPLETED is 0,
  *   FAILED gives the batch script's exit code or signal (`scontrol show
- *   job`, only for those), CANCELLED is SIGNALED 15 (cause
+ *   job`, only for those, on the op threads), CANCELLED is SIGNALED 15 (cause
  *   CANCELLED when we asked), TIMEOUT is SIGNALED 9 with cause MAX_RUNTIME,
  *   NODE_FAIL, BOOT_FAIL, PREEMPTED and a job Slurm no longer knows are LOST.
- * - cancel() runs `scancel ID` (Slurm applies its own KillWait grace); a
- *   scancel that fails (slurmctld down) is retried by tick().
- * - launch() never submits a token twice: before its first sbatch it lists
- *   Slurm's jobs once, and a launch whose token a job of an earlier daemon
- *   process already carries adopts that job.
+ * - cancel() queues `scancel ID` to the op threads (Slurm applies its own
+ *   KillWait grace); a cancel before sbatch answered is sent right after
+ *   it; a scancel that fails (slurmctld down) is sent again by the next
+ *   sync.
+ * - launch() never submits a token twice: before the first sbatch an op
+ *   thread lists Slurm's jobs once, and a launch whose token a job of an
+ *   earlier daemon process already carries adopts that job.
  * - adopt() and find() read the last listing (one squeue however many
  *   jobs are adopted; a listing of its own only before the first one
  *   applied); find() looks for a job whose comment is the
@@ -43,12 +51,13 @@
  *
  * A backend is not thread-safe: call it from one thread (the scheduler loop).
  * Its reads run on a worker thread of its own: tick()'s squeue and the
- * *_async node and foreign-job reads, so a slow or hung slurmctld does not
- * hold the caller.  sbatch (launch), scancel (cancel, fenced jobs), the
- * ExitCode of a FAILED job and the first listing (the first launch, or
- * adopt/find before any tick) still run on the caller's thread, each
- * within cmd_timeout_s; adopt() and find() answer "cannot tell" at once
- * while the last listing failed. */
+ * *_async node and foreign-job reads; sbatch, scancel and the ExitCode of
+ * a FAILED job run on its op threads (up to 4 at once); so a slow or hung
+ * slurmctld does not hold the caller.  What still runs on the caller's
+ * thread, within cmd_timeout_s: signal() (scancel --signal) and the first
+ * listing of adopt()/find() before any tick (a recovery at start); adopt()
+ * and find() answer "cannot tell" at once while the last listing failed.
+ * destroy() waits for the commands in flight (cmd_timeout_s at most). */
 #ifndef SPW_BACKENDS_SLURM_H
 #define SPW_BACKENDS_SLURM_H
 
@@ -96,6 +105,12 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *opts, spw_error_t *err);
 
 /* Forgets every job without cancelling it.  NULL-safe. */
 void spw_slurm_destroy(spw_slurm_t *sb);
+
+/* The handle of the tracked job launched with token (*out): its ext is the
+ * Slurm job id once the launch's sbatch answered, "" before.  0, or -1
+ * when no tracked job carries the token (for tests and benchmarks: the
+ * daemon matches its handles by token and needs no id). */
+int spw_slurm_handle(spw_slurm_t *sb, const char *token, spw_handle_t *out);
 
 /* Number of jobs the backend tracks (launched or adopted, not yet polled). */
 size_t spw_slurm_count(const spw_slurm_t *sb);
