@@ -710,6 +710,16 @@ int main(void)
     char cmd[2600];
     snprintf(cmd, sizeof(cmd), "%s cut %s/cluster 3", script, T);
     ok(system(cmd) == 0, "cut host 3's link");
+    /* A launch to the cut host before it is marked down: it fails, and it
+     * holds the caller (the daemon's scheduler thread) for a bounded time,
+     * what its shared connection's keepalives or the command timeout
+     * allow (docs/hosts.md). */
+    const char *argv13[] = {"true", NULL};
+    t0 = now();
+    rc = launch(sb, "j13", "d1.j13.1", NULL, argv13, env11, 1, 0, &h, &err);
+    double held_s = now() - t0;
+    ok(rc < 0 && held_s <= 10 + 1, "a launch to the unreachable host fails after %.1f s "
+       "(command timeout 10 s): %s", held_s, err.text);
     t0 = now();
     got = wait_exit(sb, "j11", &x, 30);
     ok(got && x.kind == SPW_EXIT_LOST, "j11 lost after %.1f s (%s)",

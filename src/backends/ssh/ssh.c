@@ -1667,18 +1667,24 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         char **kout = spw_xcalloc(nodes, sizeof(char *));
         for (uint32_t k = 0; k < nodes; k++) {
             kc[k].out_fd = -1;
+            /* A host that did not answer the launch (timed out, or ssh
+             * could not reach it) would not answer this either: it is
+             * fenced below, for tick() to kill once it answers, rather
+             * than holding the caller for a second command timeout. */
+            if (st[k] == -2 || st[k] == 255)
+                continue;
             char dir[SPW_TOKEN_MAX + 16];
             rank_dir(j, k, dir, sizeof(dir));
             spw_strbuf_t s = {0};
             spw_strbuf_add(&s, prelude);
             spw_strbuf_printf(&s, "mkdir -p \"$R/fence\"; : >\"$R/fence/%s\"; sig '%s' KILL\n", req->token,
                       dir);
-            if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL) < 0)
-                add_fence(sb, hosts[k], dir);
+            cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL);
             free(s.s);
         }
         cmd_wait_all(sb, kc, nodes, kst, kout);
         for (uint32_t k = 0; k < nodes; k++) {
+            /* not started or not done: fenced */
             if (kst[k] != 0) {
                 char dir[SPW_TOKEN_MAX + 16];
                 rank_dir(j, k, dir, sizeof(dir));
