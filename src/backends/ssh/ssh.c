@@ -200,6 +200,13 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
                      cmd_t *c, spw_error_t *err)
 {
     int out = memfd_create("spw-ssh-out", MFD_CLOEXEC);
+    if (out >= 0 && out <= 2) {
+        /* A process started with stdin, stdout or stderr closed would get
+         * one of those numbers, which the child's dup2 calls overwrite. */
+        int high = fcntl(out, F_DUPFD_CLOEXEC, 3);
+        close(out);
+        out = high;
+    }
     if (out < 0)
         return spw_errorf(err, "ssh: memfd_create: %s", strerror(errno));
     /* The script travels as the remote command, not on stdin: a login
