@@ -22,4 +22,6 @@ if [ $rc != 0 ]; then echo "1..1"; echo "not ok 1 - the test cluster starts"; ec
 mkdir -p "$T/logs"
 rootfs=$("$here/mkrootfs" "$root/build/ssh-rootfs") && export SPW_TEST_ROOTFS=$rootfs &&
     "$here/mkociarchive" "$rootfs" "$T/image.tar" && export SPW_TEST_OCI=$T/image.tar
-SPW_TEST_DIR=$T SPW_NETNS_SCRIPT=$net "$bin"
+# Its stdin closed, as a daemon started without one: every ssh command's
+# output must still come back (not be lost to a descriptor 0 reused).
+SPW_TEST_DIR=$T SPW_NETNS_SCRIPT=$net "$bin" <&-
