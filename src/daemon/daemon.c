@@ -947,6 +947,19 @@ static void bind_inst(spw_daemon_t *d, djob_t *j, size_t xi, double now)
     j->inst[j->ninst++] = xi;
 }
 
+/* Leaves an offer (of one kind, spot or on-demand) alone in the engine for
+ * a while after the provider refused it or one of its instances failed to
+ * boot: SPW_DAEMON_BACKOFF_S, twice as long each time in a row, at most
+ * SPW_DAEMON_BACKOFF_MAX_S; an instance of it becoming ready starts over.
+ * Returns the wait in seconds. */
+static double offer_backoff(spw_daemon_t *d, size_t offer, int spot, double now)
+{
+    double *b = &d->backoff_s[2 * offer + (spot != 0)];
+    *b = *b > 0 ? fmin(2 * *b, SPW_DAEMON_BACKOFF_MAX_S) : SPW_DAEMON_BACKOFF_S;
+    spw_engine_offer_unavailable(d->engine, offer, spot, now + *b);
+    return *b;
+}
+
 /* A cloud placement: reuses idle instances of the offer (of the same kind,
  * spot or on-demand: the engine reserved at that price), acquires the rest. */
 static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
@@ -972,7 +985,6 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = j->ej.spot,
                              .job_id = j->id, .now_s = now};
         spw_error_t err;
-        double *backoff = &d->backoff_s[2 * (size_t)j->offer + (j->ej.spot != 0)];
         if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
             int e = errno;
             free(got);
@@ -989,18 +1001,14 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
             }
             say(d, "job %s: cannot acquire %u instance(s): %s", j->id, n, err.text);
             /* Capacity (EAGAIN) or any other error that may pass: the
-             * engine leaves the offer (of this kind) alone for a while,
-             * twice as long each time in a row. */
-            *backoff = *backoff > 0 ? fmin(2 * *backoff, SPW_DAEMON_BACKOFF_MAX_S)
-                                    : SPW_DAEMON_BACKOFF_S;
-            spw_engine_offer_unavailable(d->engine, (size_t)j->offer, j->ej.spot, now + *backoff);
+             * engine leaves the offer (of this kind) alone for a while. */
+            double wait_s = offer_backoff(d, (size_t)j->offer, j->ej.spot, now);
             set_reason(j, "%s: %s; requeued (the offer's %s capacity is not tried again for "
                        "%.0f s)", e == EAGAIN ? "cloud capacity" : "cloud provider", err.text,
-                       j->ej.spot ? "spot" : "on-demand", *backoff);
+                       j->ej.spot ? "spot" : "on-demand", wait_s);
             job_requeue(d, j, now);
             return;
         }
-        *backoff = 0;
         for (uint32_t k = 0; k < n; k++) {
             size_t xi = inst_add(d, &got[k]);
             bind_inst(d, j, xi, now);
@@ -1151,16 +1159,26 @@ static void handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, doubl
     if (ev->kind == SPW_INST_EV_READY) {
         x->in.state = SPW_INSTANCE_READY;
         x->in.ready_s = ev->time_s;
+        d->backoff_s[2 * (size_t)x->in.offer + (x->in.spot != 0)] = 0;
         spw_daemon_cloud_host_up(d, x);
         inst_save(d, x);
         if (j && !j->running && j->st == SPW_DJOB_PLACED && cloud_ready(d, j))
             launch_cloud(d, j, now);
         return;
     }
+    int boot_failed = ev->kind == SPW_INST_EV_LOST && x->in.state == SPW_INSTANCE_BOOTING;
     x->in.state = ev->kind == SPW_INST_EV_PREEMPTED ? SPW_INSTANCE_PREEMPTED : SPW_INSTANCE_RELEASED;
     x->in.ended_s = ev->kind == SPW_INST_EV_LOST ? now : ev->time_s;
     inst_save(d, x);
     say(d, "instance %s %s", x->in.id, spw_inst_event_name(ev->kind));
+    if (boot_failed) {
+        /* A boot that failed (boot_command exited non-zero or printed no
+         * address) would most likely fail again at once: the offer backs
+         * off like a refused acquire, instead of booting at every turn. */
+        double wait_s = offer_backoff(d, (size_t)x->in.offer, x->in.spot, now);
+        say(d, "instance %s failed to boot: the offer's %s capacity is not tried again for "
+            "%.0f s", x->in.id, x->in.spot ? "spot" : "on-demand", wait_s);
+    }
     if (!j) {
         spw_daemon_cloud_host_gone(d, x, now);
         return;

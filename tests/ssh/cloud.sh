@@ -24,7 +24,7 @@ down_all() {
     "$NET" down "$C"
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 38
+plan 40
 ok $rc "2 on-prem hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2
@@ -33,7 +33,7 @@ H0=$1 H1=$2
 # $T/fail-boot exists (a boot that fails).
 cat >"$T/boot.sh" <<EOF
 #!/bin/sh
-[ "\$1" = add ] && [ -e "$T/fail-boot" ] && { echo "boot.sh: no capacity today" >&2; exit 1; }
+[ "\$1" = add ] && [ -e "$T/fail-boot" ] && { date +%s.%N >>"$T/boot-fails"; echo "boot.sh: no capacity today" >&2; exit 1; }
 exec "$NET" "\$@"
 EOF
 chmod +x "$T/boot.sh"
@@ -200,6 +200,14 @@ b=$(submit ml --gpus 1 --name unlucky -- sh -c 'echo "ran on $SPILLWAY_TEST_HOST
 lost() { grep -q "instance .* lost" "$DLOG" && [ "$(field "$b" 'd["state"]')" != running ]; }
 wait_until 30 lost
 ok $? "a boot that fails: $(grep "instance .* lost" "$DLOG" | head -1)" || diag "$(tail -20 "$DLOG")"
+# It is not booted again at every turn: the offer backs off (5 s, then 10 s).
+backed() { grep -q "failed to boot: .* not tried again for 10 s" "$DLOG"; }
+wait_until 40 backed
+ok $? "a second failed boot backs the offer off for 10 s: $(grep "failed to boot" "$DLOG" | tail -1)" ||
+    diag "$(tail -20 "$DLOG")"
+gap=$(awk 'NR == 1 { a = $1 } NR == 2 { printf "%.1f", $1 - a }' "$T/boot-fails")
+[ "$(wc -l <"$T/boot-fails")" = 2 ] && awk -v g="$gap" 'BEGIN { exit !(g >= 4.5) }'
+ok $? "2 failed boots, the second $gap s after the first ($(wc -l <"$T/boot-fails") in all)"
 rm -f "$T/fail-boot"
 wait_for "$b" succeeded 40
 ok $? "its job is placed again, on a new instance, and succeeds" || diag "$(tail -20 "$DLOG")"

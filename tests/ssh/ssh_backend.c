@@ -49,6 +49,19 @@ static spw_ssh_t *make(double down_after_s, spw_error_t *err)
     return spw_ssh_create(&o, err);
 }
 
+/* A new backend for the same hosts (a daemon "restarting"); one that cannot
+ * be made is a failed check and the end of the file, not a NULL to crash on. */
+static spw_ssh_t *remake(const char *what)
+{
+    spw_error_t err = {""};
+    spw_ssh_t *sb = make(3, &err);
+    if (!sb) {
+        ok(0, "a new backend for %s: %s", what, err.text);
+        exit(done_testing());
+    }
+    return sb;
+}
+
 /* Ticks and polls until job_id ends or timeout_s pass; 1 with *x, or 0. */
 static int wait_exit(spw_ssh_t *sb, const char *job_id, spw_exit_t *x, double timeout_s)
 {
@@ -483,8 +496,8 @@ int main(void)
     spw_handle_t saved = h;
     spw_ssh_destroy(sb);
     sleep(2);
-    sb = make(3, &err);
-    ok(sb && spw_ssh_ops.adopt(sb, &saved, &err) == 0, "adopt j8 in a new backend: %s", err.text);
+    sb = remake("adopt");
+    ok(spw_ssh_ops.adopt(sb, &saved, &err) == 0, "adopt j8 in a new backend: %s", err.text);
     got = wait_exit(sb, "j8", &x, 20);
     ok(got && x.kind == SPW_EXIT_EXITED && x.status == 7,
        "adopted j8's exit code 7 read back (%s %d)", spw_exit_kind_name(x.kind), x.status);
@@ -502,7 +515,7 @@ int main(void)
     rc = launch(sb, "j9", "d1.j9.1", NULL, argv4, NULL, 1, 0, &h, &err);
     ok(rc == 0, "launch j9: %s", err.text);
     spw_ssh_destroy(sb);
-    sb = make(3, &err);
+    sb = remake("find");
     spw_handle_t found;
     rc = spw_ssh_ops.find(sb, "d1.j9.1", &found, &err);
     ok(rc == 1 && strcmp(found.job_id, "j9") == 0 && found.pid == h.pid,
@@ -523,7 +536,7 @@ int main(void)
     wait_exit(sb, "none", &dummy, 0.8); /* fetch "once" */
     spw_handle_t first = h;
     spw_ssh_destroy(sb);
-    sb = make(3, &err);
+    sb = remake("the same token again");
     rc = launch(sb, "j12", "d1.j12.1", "echo once; sleep 60", NULL, NULL, 1, 0, &h, &err);
     ok(rc == 0 && h.pid == first.pid, "launching d1.j12.1 again adopts pid %d (got %d): %s",
        (int)first.pid, (int)h.pid, err.text);
@@ -546,8 +559,8 @@ int main(void)
     fprintf(f, "d1.g5.1 %s\n", h.ext);
     fclose(f);
     snprintf(at.ext, sizeof(at.ext), "@");
-    sb = make(3, &err);
-    ok(sb && spw_ssh_ops.adopt(sb, &at, &err) == 0, "a handle '@' is adopted from g5.hosts (%s): %s",
+    sb = remake("a '@' handle");
+    ok(spw_ssh_ops.adopt(sb, &at, &err) == 0, "a handle '@' is adopted from g5.hosts (%s): %s",
        h.ext, err.text);
     spw_ssh_ops.cancel(sb, &at, now(), &err);
     got = wait_exit(sb, "g5", &x, 20);
@@ -594,7 +607,8 @@ int main(void)
         free(o);
         ok(db && spw_ssh_host_remove(db, hosts[2], now()) == 0, "host 2 removed");
         ok(db && spw_ssh_host_remove(db, "10.255.255.1", now()) < 0, "removing an unknown host fails");
-        spw_ssh_ops.cancel(db, &h, now(), &err);
+        if (db)
+            spw_ssh_ops.cancel(db, &h, now(), &err);
         got = db && wait_exit(db, "d2", &x, 20);
         ok(got && x.kind == SPW_EXIT_LOST, "its job is lost with the host (%s)",
            spw_exit_kind_name(x.kind));
@@ -615,6 +629,79 @@ int main(void)
         spw_ssh_destroy(db);
     }
 
+    /* An instance ends and a new one boots at the same address (a cloud
+     * reuses addresses; netns-hosts.sh add takes the first free one): the
+     * new host answers at once, through a connection of its own, not the
+     * ended one's shared ssh connection. */
+    {
+        char idir[1100], key[1200], kh[1200], logs[1100], cmd2[2600], a1[64] = "", a2[64] = "";
+        snprintf(idir, sizeof(idir), "%s/inst", T);
+        snprintf(key, sizeof(key), "%s/id_ed25519", idir);
+        snprintf(kh, sizeof(kh), "%s/known_hosts", idir);
+        snprintf(logs, sizeof(logs), "%s/logs", T);
+        snprintf(cmd2, sizeof(cmd2), "%s add %s a 2>&1", script, idir);
+        FILE *pa = popen(cmd2, "r");
+        if (pa) {
+            if (!fgets(a1, sizeof(a1), pa))
+                a1[0] = '\0';
+            pclose(pa);
+        }
+        a1[strcspn(a1, "\n")] = '\0';
+        ok(a1[0] >= '0' && a1[0] <= '9', "instance a boots at %s", a1);
+        spw_ssh_opts_t iopt = {.dynamic = 1, .user = "root", .key = key, .known_hosts = kh,
+                               .port = 2222, .log_dir = logs, .grace_s = 2, .cmd_timeout_s = 10,
+                               .sync_interval_s = 0.2, .down_after_s = 3};
+        spw_ssh_t *ib = spw_ssh_create(&iopt, &err);
+        char *io = NULL;
+        rc = ib && spw_ssh_host_add(ib, a1, 1, &err) == 0 ?
+             spw_ssh_run(ib, 0, "echo \"on $SPILLWAY_TEST_HOST\"", &io, &err) : -1;
+        ok(rc == 0 && io && strcmp(io, "on a\n") == 0, "a command on instance a: %s",
+           io ? io : err.text);
+        free(io);
+        io = NULL;
+        /* It ends abruptly, as a VM that is switched off: its link goes
+         * first, so its shared connection never hears the end. */
+        snprintf(cmd2, sizeof(cmd2), "ip link set \"$(sed -n 's/^veth //p' %s/inst-a/state)\" down"
+                 " && %s del %s a", idir, script, idir);
+        ok(system(cmd2) == 0 && ib && spw_ssh_host_remove(ib, a1, now()) == 0,
+           "instance a ends and leaves the backend");
+        /* Its shared connection closed at the removal, not seconds later
+         * when ssh's keepalives give up on it. */
+        int sockets = -1;
+        for (double end2 = now() + 2; ib && now() < end2; nap()) {
+            spw_ssh_ops.tick(ib, now());
+            DIR *cd = opendir(spw_ssh_control_dir(ib));
+            sockets = 0;
+            for (struct dirent *de; cd && (de = readdir(cd)) != NULL;)
+                sockets += de->d_name[0] != '.';
+            if (cd)
+                closedir(cd);
+            if (sockets == 0)
+                break;
+        }
+        ok(ib && spw_ssh_control_dir(ib)[0] && sockets == 0,
+           "its shared connection is closed with it (%d sockets left)", sockets);
+        snprintf(cmd2, sizeof(cmd2), "%s add %s b 2>&1", script, idir);
+        pa = popen(cmd2, "r");
+        if (pa) {
+            if (!fgets(a2, sizeof(a2), pa))
+                a2[0] = '\0';
+            pclose(pa);
+        }
+        a2[strcspn(a2, "\n")] = '\0';
+        ok(strcmp(a1, a2) == 0, "instance b boots at the same address (%s)", a2);
+        t0 = now();
+        rc = ib && spw_ssh_host_add(ib, a2, 1, &err) == 0 ?
+             spw_ssh_run(ib, 0, "echo \"on $SPILLWAY_TEST_HOST\"", &io, &err) : -1;
+        double took_s = now() - t0;
+        ok(rc == 0 && io && strcmp(io, "on b\n") == 0 && took_s < 3,
+           "a command on instance b reaches b at once (%.1f s): %s", took_s, io ? io : err.text);
+        free(io);
+        spw_ssh_destroy(ib);
+        snprintf(cmd2, sizeof(cmd2), "%s del %s b", script, idir);
+        ok(system(cmd2) == 0, "instance b ends");
+    }
+
     /* A host cut off: down after down_after_s, its job LOST, fenced (killed)
      * when the link comes back, then up again. */
     const char *env11[] = {"SPILLWAY_PLACEMENT=hosts/3", NULL};
@@ -623,6 +710,16 @@ int main(void)
     char cmd[2600];
     snprintf(cmd, sizeof(cmd), "%s cut %s/cluster 3", script, T);
     ok(system(cmd) == 0, "cut host 3's link");
+    /* A launch to the cut host before it is marked down: it fails, and it
+     * holds the caller (the daemon's scheduler thread) for a bounded time,
+     * what its shared connection's keepalives or the command timeout
+     * allow (docs/hosts.md). */
+    const char *argv13[] = {"true", NULL};
+    t0 = now();
+    rc = launch(sb, "j13", "d1.j13.1", NULL, argv13, env11, 1, 0, &h, &err);
+    double held_s = now() - t0;
+    ok(rc < 0 && held_s <= 10 + 1, "a launch to the unreachable host fails after %.1f s "
+       "(command timeout 10 s): %s", held_s, err.text);
     t0 = now();
     got = wait_exit(sb, "j11", &x, 30);
     ok(got && x.kind == SPW_EXIT_LOST, "j11 lost after %.1f s (%s)",

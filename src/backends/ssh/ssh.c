@@ -70,6 +70,11 @@ typedef struct host {
     cmd_t st;                   /* the status command in flight */
     int gone;                   /* 1: removed (spw_ssh_host_remove); its slot
                                    keeps its index for the jobs that name it */
+    unsigned gen;               /* which host of this slot and address it is
+                                   (numbered per backend): part of its
+                                   ControlPath, so a cloud instance that reuses
+                                   the address of one just ended never meets
+                                   that one's shared connection */
 } host_t;
 
 /* One node of a tracked launch. */
@@ -119,6 +124,7 @@ struct spw_ssh {
     cmd_t *bg;                  /* fire-and-forget signal commands, owned */
     size_t nbg, bg_cap;         /* used, allocated */
     double now_s;               /* clock of the last tick(); 0 before */
+    unsigned next_gen;          /* gen of the next host added */
 };
 
 /* Prints the host's GPU count: nvidia-smi's, or 0 without it. */
@@ -159,12 +165,48 @@ static const char shim[] =
 
 /* ---- running ssh ------------------------------------------------------ */
 
+/* "ControlPath=DIR/GEN-%C" of host h into buf: one shared connection per
+ * host, and a fresh one for a new host at an old address. */
+static void control_path(const spw_ssh_t *sb, const host_t *h, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "ControlPath=%s/%x-%%C", sb->control_dir, h->gen);
+}
+
+/* Starts `ssh -O exit` for host h's shared connection (its master closes
+ * at once; nothing to wait for but the process).  Returns the pid, or -1. */
+static pid_t control_exit_start(const spw_ssh_t *sb, const host_t *h)
+{
+    char cpath[160], port[16], target[512];
+    control_path(sb, h, cpath, sizeof(cpath));
+    snprintf(port, sizeof(port), "%d", sb->port);
+    snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "", sb->user ? "@" : "",
+             h->addr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        setpgid(0, 0);
+        execlp("ssh", "ssh", "-p", port, "-o", cpath, "-O", "exit", target, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* Starts ssh to host h running `sh -s` with script on stdin; output to a
  * memfd.  Returns 0 with *c filled, or -1 with err. */
 static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double deadline_s,
                      cmd_t *c, spw_error_t *err)
 {
     int out = memfd_create("spw-ssh-out", MFD_CLOEXEC);
+    if (out >= 0 && out <= 2) {
+        /* A process started with stdin, stdout or stderr closed would get
+         * one of those numbers, which the child's dup2 calls overwrite. */
+        int high = fcntl(out, F_DUPFD_CLOEXEC, 3);
+        close(out);
+        out = high;
+    }
     if (out < 0)
         return spw_errorf(err, "ssh: memfd_create: %s", strerror(errno));
     /* The script travels as the remote command, not on stdin: a login
@@ -174,7 +216,7 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     spw_strbuf_add(&rc, "exec /bin/sh -c ");
     spw_strbuf_quote(&rc, script);
 
-    char port[16], ctimeout[48], cpath[160], target[512];
+    char port[16], ctimeout[48], cpath[200], target[512];
     const char *argv[40];
     size_t a = 0;
     snprintf(port, sizeof(port), "%d", sb->port);
@@ -211,7 +253,7 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     argv[a++] = "-o";
     argv[a++] = "LogLevel=ERROR";
     if (sb->control_dir[0]) {
-        snprintf(cpath, sizeof(cpath), "ControlPath=%s/%%C", sb->control_dir);
+        control_path(sb, h, cpath, sizeof(cpath));
         argv[a++] = "-o";
         argv[a++] = "ControlMaster=auto";
         argv[a++] = "-o";
@@ -287,7 +329,9 @@ static void cmd_close(cmd_t *c)
 static int cmd_done(cmd_t *c, int *status)
 {
     int st;
-    pid_t r = waitpid(c->pid, &st, WNOHANG);
+    pid_t r;
+    while ((r = waitpid(c->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+        ;
     if (r == 0)
         return 0;
     if (r < 0)
@@ -437,6 +481,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
         h->up = 1;
         h->silent_since_s = NAN;
         h->st.out_fd = -1;
+        h->gen = sb->next_gen++;
     }
     sb->user = dup_or_null(o->user);
     sb->key = dup_or_null(o->key);
@@ -450,9 +495,10 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     if (!o->no_multiplex) {
         /* The shared connections' sockets: in the log directory (a daemon
          * killed with -9 leaves its directory there, not in /tmp), unless
-         * that path is too long for a Unix socket (ControlPath adds a
-         * 40-character hash); then under /tmp. */
-        if (strlen(o->log_dir) + 16 + 42 < 100)
+         * that path is too long for a Unix socket (108 bytes with its NUL:
+         * the directory's 16, "/GEN-" up to 10, a 40-character hash, and
+         * the 17 of the temporary name ssh binds first); then under /tmp. */
+        if (strlen(o->log_dir) + 16 + 10 + 40 + 17 < 108)
             snprintf(sb->control_dir, sizeof(sb->control_dir), "%s/.ssh-ctl.XXXXXX", o->log_dir);
         else
             snprintf(sb->control_dir, sizeof(sb->control_dir), "/tmp/spw-ssh.XXXXXX");
@@ -467,13 +513,22 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     int *st = spw_xcalloc(sb->nhosts, sizeof(int));
     char **out = spw_xcalloc(sb->nhosts, sizeof(char *));
     int *done = spw_xcalloc(sb->nhosts, sizeof(int));
-    const char *detect = DETECT_GPUS "\n";
+    /* "G N" then "END": the count is taken when the script ran to its end,
+     * whatever ssh's own exit status says (a multiplexed session may end
+     * with 255 after the remote command finished, when its shared
+     * connection goes away under it). */
+    const char *detect = "echo \"G $(" DETECT_GPUS ")\"; echo END\n";
     int failed = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         failed = 0;
+        /* Every entry is marked "not started" first: cmd_wait_all reads
+         * and closes out_fd of each entry, so one left at calloc's 0 after
+         * a failed start would close the process's stdin. */
         for (size_t i = 0; i < sb->nhosts; i++) {
             cmds[i].out_fd = -1;
             cmds[i].pid = 0;
+        }
+        for (size_t i = 0; i < sb->nhosts; i++) {
             if (!sb->hosts[i].detect || done[i])
                 continue;
             if (cmd_start(sb, &sb->hosts[i], detect, 0, &cmds[i], err) < 0) {
@@ -486,13 +541,21 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
             if (!sb->hosts[i].detect || done[i])
                 continue;
             char line[200];
-            long g;
-            char *end;
-            g = strtol(out[i], &end, 10);
-            if (st[i] != 0 || end == out[i] || g < 0 || g > MAX_SLOTS) {
+            long g = -1;
+            const char *gl = out[i];
+            while (gl && strncmp(gl, "G ", 2) != 0)
+                gl = (gl = strchr(gl, '\n')) ? gl + 1 : NULL;
+            int whole = gl && strstr(gl, "\nEND\n");
+            char *end = NULL;
+            if (whole)
+                g = strtol(gl + 2, &end, 10);
+            if (!whole || end == gl + 2 || *end != '\n' || g < 0 || g > MAX_SLOTS) {
                 char why[240];
                 if (st[i] == -2)
                     snprintf(why, sizeof(why), "no answer within the command timeout");
+                else if (whole)
+                    snprintf(why, sizeof(why), "nvidia-smi counted '%.*s'",
+                             (int)fmin(strcspn(gl + 2, "\n"), 80), gl + 2);
                 else
                     snprintf(why, sizeof(why), "%s, exit status %d",
                              last_line(out[i], line, sizeof(line)), st[i]);
@@ -545,22 +608,12 @@ void spw_ssh_destroy(spw_ssh_t *sb)
         cmd_close(&sb->bg[i]);
     }
     if (sb->control_dir[0]) {
-        /* Close the shared connections: `ssh -O exit` per host. */
+        /* Close the shared connections: `ssh -O exit` per host (a removed
+         * host's was closed at its removal). */
         for (size_t i = 0; i < sb->nhosts; i++) {
-            char cpath[160], port[16], target[512];
-            snprintf(cpath, sizeof(cpath), "ControlPath=%s/%%C", sb->control_dir);
-            snprintf(port, sizeof(port), "%d", sb->port);
-            snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "",
-                     sb->user ? "@" : "", sb->hosts[i].addr);
-            pid_t pid = fork();
-            if (pid == 0) {
-                int nul = open("/dev/null", O_RDWR);
-                dup2(nul, 0);
-                dup2(nul, 1);
-                dup2(nul, 2);
-                execlp("ssh", "ssh", "-p", port, "-o", cpath, "-O", "exit", target, (char *)NULL);
-                _exit(127);
-            }
+            if (sb->hosts[i].gone)
+                continue;
+            pid_t pid = control_exit_start(sb, &sb->hosts[i]);
             if (pid > 0)
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                     ;
@@ -595,6 +648,8 @@ size_t spw_ssh_count(const spw_ssh_t *sb) { return sb->njobs; }
 
 size_t spw_ssh_host_count(const spw_ssh_t *sb) { return sb->nhosts; }
 
+const char *spw_ssh_control_dir(const spw_ssh_t *sb) { return sb->control_dir; }
+
 void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out)
 {
     const host_t *h = &sb->hosts[i];
@@ -621,6 +676,7 @@ static int host_referenced(const spw_ssh_t *sb, uint32_t hi)
 }
 
 static void host_down(spw_ssh_t *sb, uint32_t hi, double now_s);
+static void bg_add(spw_ssh_t *sb, cmd_t c);
 
 static int host_valid(const char *a)
 {
@@ -668,6 +724,7 @@ int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t
             f++;
     }
     h->gone = 0;
+    h->gen = sb->next_gen++;
     h->gpus = gpus;
     h->up = 1;
     h->last_ok_s = 0;
@@ -687,11 +744,29 @@ int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
         cmd_close(&h->st);
         host_down(sb, (uint32_t)hi, now_s);
         h->gone = 1;
+        /* Its shared connection goes now, not after ControlPersist: `ssh
+         * -O exit` in the background, reaped by tick() like a signal. */
+        if (sb->control_dir[0]) {
+            pid_t pid = control_exit_start(sb, h);
+            if (pid > 0)
+                bg_add(sb, (cmd_t){pid, -1, now_s + sb->cmd_timeout_s});
+        }
         return 0;
     }
     return -1;
 }
 
+
+/* Keeps a command started in the background until tick() reaps it (or
+ * kills it at its deadline). */
+static void bg_add(spw_ssh_t *sb, cmd_t c)
+{
+    if (sb->nbg == sb->bg_cap) {
+        sb->bg_cap = sb->bg_cap ? sb->bg_cap * 2 : 8;
+        sb->bg = spw_xrealloc(sb->bg, sb->bg_cap * sizeof(cmd_t));
+    }
+    sb->bg[sb->nbg++] = c;
+}
 
 static void track(spw_ssh_t *sb, job_t *j)
 {
@@ -743,13 +818,8 @@ static void signal_ranks(spw_ssh_t *sb, job_t *j, const char *sig)
         spw_strbuf_printf(&s, "sig '%s' %s\n", dir, sig);
         cmd_t c = {0, -1, 0};
         if (cmd_start(sb, &sb->hosts[j->r[k].host], s.s, sb->now_s + sb->cmd_timeout_s, &c,
-                      NULL) == 0) {
-            if (sb->nbg == sb->bg_cap) {
-                sb->bg_cap = sb->bg_cap ? sb->bg_cap * 2 : 8;
-                sb->bg = spw_xrealloc(sb->bg, sb->bg_cap * sizeof(cmd_t));
-            }
-            sb->bg[sb->nbg++] = c;
-        }
+                      NULL) == 0)
+            bg_add(sb, c);
         free(s.s);
     }
 }
@@ -1604,18 +1674,24 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         char **kout = spw_xcalloc(nodes, sizeof(char *));
         for (uint32_t k = 0; k < nodes; k++) {
             kc[k].out_fd = -1;
+            /* A host that did not answer the launch (timed out, or ssh
+             * could not reach it) would not answer this either: it is
+             * fenced below, for tick() to kill once it answers, rather
+             * than holding the caller for a second command timeout. */
+            if (st[k] == -2 || st[k] == 255)
+                continue;
             char dir[SPW_TOKEN_MAX + 16];
             rank_dir(j, k, dir, sizeof(dir));
             spw_strbuf_t s = {0};
             spw_strbuf_add(&s, prelude);
             spw_strbuf_printf(&s, "mkdir -p \"$R/fence\"; : >\"$R/fence/%s\"; sig '%s' KILL\n", req->token,
                       dir);
-            if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL) < 0)
-                add_fence(sb, hosts[k], dir);
+            cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &kc[k], NULL);
             free(s.s);
         }
         cmd_wait_all(sb, kc, nodes, kst, kout);
         for (uint32_t k = 0; k < nodes; k++) {
+            /* not started or not done: fenced */
             if (kst[k] != 0) {
                 char dir[SPW_TOKEN_MAX + 16];
                 rank_dir(j, k, dir, sizeof(dir));
@@ -1697,8 +1773,11 @@ static void ssh_tick(void *be, double now_s)
     sb->now_s = now_s;
     for (size_t i = 0; i < sb->nbg;) {
         int st;
-        if (cmd_done(&sb->bg[i], &st) || now_s >= sb->bg[i].deadline_s) {
-            if (sb->bg[i].pid && now_s >= sb->bg[i].deadline_s && waitpid(sb->bg[i].pid, &st, WNOHANG) == 0)
+        /* Killed only while still ours: once cmd_done reaped it, its pid
+         * may already belong to another thread's child. */
+        int ended = cmd_done(&sb->bg[i], &st);
+        if (ended || now_s >= sb->bg[i].deadline_s) {
+            if (!ended)
                 cmd_kill(&sb->bg[i]);
             cmd_close(&sb->bg[i]);
             sb->bg[i] = sb->bg[--sb->nbg];

@@ -145,10 +145,17 @@ void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out);
  * until no job or fence names it.  A launch whose env holds
  * SPILLWAY_SSH_HOSTS=A,B,... runs rank k on host k of that list (one per
  * node; every one up), with the GPU indices of the request; SPILLWAY_PLACEMENT
- * is then ignored.  host_add: 0, or -1 with err; host_remove: 0, or -1 if
- * addr is no host. */
+ * is then ignored.  host_remove also closes addr's shared ssh connection
+ * (`ssh -O exit`, in the background), and an address added again gets a
+ * ControlPath of its own: a new machine at an old address never talks
+ * through the old one's connection.  host_add: 0, or -1 with err;
+ * host_remove: 0, or -1 if addr is no host. */
 int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err);
 int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s);
+
+/* The directory of the shared connections' sockets (one per host, named
+ * GEN-HASH), or "" without multiplexing.  For tests and diagnostics. */
+const char *spw_ssh_control_dir(const spw_ssh_t *sb);
 
 /* Runs `script` with /bin/sh on host i and waits (cmd_timeout_s at most).
  * Returns its exit status (0..255) with *out (caller frees, NUL-terminated,
