@@ -182,6 +182,9 @@ struct spw_daemon {
                                     SPW_DAEMON_SLURM_CLOUD_POOL); NULL = none */
     char **scloud_nodes;         /* owned: that partition's node names */
     size_t nscloud;              /* entries in scloud_nodes */
+    uint8_t *scloud_down;        /* owned, nscloud: 1 = Slurm has the node
+                                    down, drained or failing (no instance is
+                                    made that node) */
     char *state_dir;             /* owned */
     char *log_dir;               /* owned: STATE_DIR/logs (a directory per
                                     job in it) */
@@ -307,7 +310,10 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
  * 0, or -1 with err. */
 int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err);
 void spw_daemon_scloud_destroy(spw_daemon_t *d);
-/* Nodes of the partition no live instance is. */
+/* Takes the partition's node states read on the backend's worker thread
+ * (asks for the next read); never waits on Slurm. */
+void spw_daemon_scloud_sync(spw_daemon_t *d);
+/* Nodes of the partition that no live instance is and Slurm has up. */
 size_t spw_daemon_scloud_free(const spw_daemon_t *d);
 /* Gives each instance of j that is no node yet a free node; 0, or -1 when
  * too few are free (those bound stay bound). */

@@ -411,6 +411,7 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
     if (now - d->nodes_sync_ts < NODES_SYNC_S)
         return;
     d->nodes_sync_ts = now;
+    spw_daemon_scloud_sync(d);
     for (size_t p = 0; p < d->fleet.npools; p++) {
         if (is_ssh(d, p)) {
             ssh_sync(d, p);

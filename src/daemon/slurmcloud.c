@@ -44,8 +44,11 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
     }
     spw_slurm_set_nodes(sb, v, n);
     d->scloud_nodes = spw_xcalloc(n, sizeof(char *));
-    for (size_t i = 0; i < n; i++)
+    d->scloud_down = spw_xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++) {
         d->scloud_nodes[i] = spw_xstrdup(v[i].name);
+        d->scloud_down[i] = (uint8_t)(v[i].down != 0);
+    }
     d->nscloud = n;
     free(v);
     d->scloud_be = sb;
@@ -60,13 +63,33 @@ void spw_daemon_scloud_destroy(spw_daemon_t *d)
         free(d->scloud_nodes[i]);
     free(d->scloud_nodes);
     d->scloud_nodes = NULL;
+    free(d->scloud_down);
+    d->scloud_down = NULL;
     d->nscloud = 0;
 }
 
-/* Which nodes a live instance is: taken[k] for node k. */
+void spw_daemon_scloud_sync(spw_daemon_t *d)
+{
+    if (!d->scloud_be)
+        return;
+    spw_slurm_node_t *v;
+    size_t n;
+    spw_error_t err;
+    if (spw_slurm_nodes_async(d->scloud_be, &v, &n, &err) <= 0)
+        return;   /* not read yet, or Slurm does not answer: keep what we know */
+    for (size_t i = 0; i < n; i++) {
+        int k = spw_slurm_node_index(d->scloud_be, v[i].name);
+        if (k >= 0 && (size_t)k < d->nscloud)
+            d->scloud_down[k] = (uint8_t)(v[i].down != 0);
+    }
+    free(v);
+}
+
+/* Which nodes cannot be made an instance now: taken[k] for node k, a node
+ * a live instance is or one Slurm has down. */
 static void taken_nodes(const spw_daemon_t *d, uint8_t *taken)
 {
-    memset(taken, 0, d->nscloud);
+    memcpy(taken, d->scloud_down, d->nscloud);
     for (size_t i = 0; i < d->ninst; i++) {
         const dinst_t *x = &d->inst[i];
         if (x->snode && x->snode <= d->nscloud && spw_instance_state_live(x->in.state))
