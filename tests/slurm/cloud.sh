@@ -28,7 +28,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 1 --gpus 4 --cloud 3 \
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 29
+plan 31
 ok $rc "a Slurm cluster with 1 on-prem node and 3 cloud nodes is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -97,6 +97,7 @@ cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 1, slurm_partition: cloud}
 policy: {queue: fifo, backfill: easy, wait: "constant:6"}
 residency:
   restricted: {onprem: true}
+caps: {max_cloud_gpus: 1}
 teams:
   - {name: cv, monthly_usd: 0.001, on_exhausted: onprem_only}
 daemon:
@@ -117,7 +118,8 @@ chmod 600 "$T/daemon.env"
 a=$(submit ml --gpus 4 --name fill -- sleep 300)
 wait_for "$a" running 20
 ok $? "a 4-GPU job fills the on-prem node"
-b=$(submit ml --gpus 1 --name burst2 -- sh -c 'echo burst on $SLURMD_NODENAME')
+b=$(submit ml --gpus 1 --name burst2 -- sh -c 'sleep 3; echo burst on $SLURMD_NODENAME')
+b2=$(submit ml --gpus 1 --name capped -- sh -c 'echo again on $SLURMD_NODENAME')
 r=$(submit ml --gpus 1 --residency restricted --name resident -- sh -c 'echo resident on $SLURMD_NODENAME')
 h=$(submit cv --gpus 1 --name broke -- sh -c 'echo broke on $SLURMD_NODENAME')
 # The wait policy is about time: look 3 s after the submit (of its 6).
@@ -126,6 +128,9 @@ past() { [ "$(now_ms)" -ge "$1" ]; }
 wait_until 4 past $((t0 + 3000))
 [ "$(state_of "$b")" = queued ] && [ -z "$(squeue -h -p cloud -t PENDING,CONFIGURING,RUNNING -o %i)" ]
 ok $? "wait policy constant:6: 3 s after its submit the 1-GPU job still waits (state $(state_of "$b")), nothing in the cloud partition"
+wait_for "$b" running 60
+[ "$(state_of "$b2")" = queued ] && spw ml explain "$b2" 2>&1 | grep -q "cloud GPUs of its cap of 1"
+ok $? "while it runs in the cloud, the org cap max_cloud_gpus: 1 keeps the next one from bursting: $(spw ml explain "$b2" 2>&1 | grep -i cap | head -2)"
 wait_for "$b" succeeded 60
 ok $? "then it bursts to the cloud and succeeds"
 [ "$(field "$b" 'd["where"]')" = cloud ]
@@ -140,6 +145,8 @@ SPILLWAY_TOKEN=$ADMIN_TOKEN "$SPW" pools -o json >"$T/pools.json" 2>"$T/pools.er
 inst_ok=$(jpy "$T/pools.json" "[x for x in d['instances'] if x['id'] == '$iid' and x['slurm_node'] == 'c1' and abs(x['price_usd_per_h'] - 3.0) < 1e-9 and x['launched_ts'] is not None]" 2>&1)
 [ "$inst_ok" != "[]" ] && [ -n "$inst_ok" ] && [ "${inst_ok#\[}" != "$inst_ok" ]
 ok $? "spillway pools lists it: an instance of the flat offer at \$3/h, node c1: $inst_ok" || diag "$(cat "$T/pools.json" "$T/pools.err")"
+wait_for "$b2" succeeded 60 && spw ml logs "$b2" 2>&1 | grep -q "^again on c1$"
+ok $? "once it has ended, the capped one bursts onto the same instance, c1: $(spw ml logs "$b2" 2>&1)"
 cost=$(field "$b" 'd.get("cost_usd") or 0')
 python3 -c "import sys; sys.exit(0 if float('$cost') > 0 else 1)"
 ok $? "its cost is accounted as a cloud job's: \$$cost"
