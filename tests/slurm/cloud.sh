@@ -58,7 +58,7 @@ b=$(submit ml --gpus 4 --name burst -- sh -c 'echo burst on $SLURMD_NODENAME')
 wait_for "$b" running 20
 [ "$(field "$b" 'd["where"]')" = onprem ] && spw ml show "$b" | grep -q "burst/0"
 ok $? "the next one is placed on the cloud pool (burst/0): $(spw ml show "$b" | grep -i placement)"
-wait_for "$b" succeeded 60
+wait_for "$b" succeeded 120
 ok $? "Slurm powers a cloud node up through spillway and the job succeeds"
 grep -q "spillway slurm resume: c1 is up at 127.0.0.1" "$C/resume.log"
 ok $? "spillway slurm resume set c1's address and started its slurmd: $(cat "$C/resume.log" 2>/dev/null)"
@@ -128,10 +128,10 @@ past() { [ "$(now_ms)" -ge "$1" ]; }
 wait_until 4 past $((t0 + 3000))
 [ "$(state_of "$b")" = queued ] && [ -z "$(squeue -h -p cloud -t PENDING,CONFIGURING,RUNNING -o %i)" ]
 ok $? "wait policy constant:6: 3 s after its submit the 1-GPU job still waits (state $(state_of "$b")), nothing in the cloud partition"
-wait_for "$b" running 60
+wait_for "$b" running 120
 [ "$(state_of "$b2")" = queued ] && spw ml explain "$b2" 2>&1 | grep -q "cloud GPUs of its cap of 1"
 ok $? "while it runs in the cloud, the org cap max_cloud_gpus: 1 keeps the next one from bursting: $(spw ml explain "$b2" 2>&1 | grep -i cap | head -2)"
-wait_for "$b" succeeded 60
+wait_for "$b" succeeded 120
 ok $? "then it bursts to the cloud and succeeds"
 [ "$(field "$b" 'd["where"]')" = cloud ]
 ok $? "it ran as a cloud job (where: $(field "$b" 'd["where"]'))"
@@ -145,7 +145,7 @@ SPILLWAY_TOKEN=$ADMIN_TOKEN "$SPW" pools -o json >"$T/pools.json" 2>"$T/pools.er
 inst_ok=$(jpy "$T/pools.json" "[x for x in d['instances'] if x['id'] == '$iid' and x['slurm_node'] == 'c1' and abs(x['price_usd_per_h'] - 3.0) < 1e-9 and x['launched_ts'] is not None]" 2>&1)
 [ "$inst_ok" != "[]" ] && [ -n "$inst_ok" ] && [ "${inst_ok#\[}" != "$inst_ok" ]
 ok $? "spillway pools lists it: an instance of the flat offer at \$3/h, node c1: $inst_ok" || diag "$(cat "$T/pools.json" "$T/pools.err")"
-wait_for "$b2" succeeded 60 && spw ml logs "$b2" 2>&1 | grep -q "^again on c1$"
+wait_for "$b2" succeeded 120 && spw ml logs "$b2" 2>&1 | grep -q "^again on c1$"
 ok $? "once it has ended, the capped one bursts onto the same instance, c1: $(spw ml logs "$b2" 2>&1)"
 cost=$(field "$b" 'd.get("cost_usd") or 0')
 python3 -c "import sys; sys.exit(0 if float('$cost') > 0 else 1)"
