@@ -182,6 +182,10 @@ struct spw_daemon {
                                     SPW_DAEMON_SLURM_CLOUD_POOL); NULL = none */
     char **scloud_nodes;         /* owned: that partition's node names */
     size_t nscloud;              /* entries in scloud_nodes */
+    char *scloud_saved;          /* owned: STATE_DIR/slurm-cloud-nodes as read
+                                    at start ("INSTANCE NODE" lines), applied
+                                    to the recovered instances at the first
+                                    sync, then freed; NULL after */
     uint8_t *scloud_down;        /* owned, nscloud: 1 = Slurm has the node
                                     down, drained or failing (no instance is
                                     made that node) */

@@ -17,6 +17,7 @@
 
 #include "backends/slurm/slurm.h"
 #include "daemon/daemon_private.h"
+#include "util/file.h"
 
 #define LOCK(d) pthread_mutex_lock(&(d)->mu)
 #define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
@@ -52,11 +53,56 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
     d->nscloud = n;
     free(v);
     d->scloud_be = sb;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/slurm-cloud-nodes", d->state_dir);
+    spw_error_t e3;
+    size_t len;
+    d->scloud_saved = spw_read_file(path, &len, &e3);   /* none: a first start */
     return 0;
+}
+
+/* STATE_DIR/slurm-cloud-nodes: which node each live instance is, one
+ * "INSTANCE NODE" line each, rewritten whenever that changes, so that a
+ * daemon restarted (even after kill -9) still knows which instance a node
+ * is when Slurm resumes or suspends it. */
+static void save_nodes(const spw_daemon_t *d)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof(path), "%s/slurm-cloud-nodes", d->state_dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    for (size_t i = 0; i < d->ninst; i++) {
+        const dinst_t *x = &d->inst[i];
+        if (x->snode && x->snode <= d->nscloud && spw_instance_state_live(x->in.state))
+            fprintf(f, "%s %s\n", x->in.id, d->scloud_nodes[x->snode - 1]);
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        remove(tmp);
+}
+
+/* The bindings saved before a restart, onto the instances recovered. */
+static void restore_nodes(spw_daemon_t *d)
+{
+    char *save = NULL;
+    for (char *l = strtok_r(d->scloud_saved, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char id[SPW_INSTANCE_ID_MAX], node[64];
+        if (sscanf(l, "%31s %63s", id, node) != 2)
+            continue;
+        int k = spw_slurm_node_index(d->scloud_be, node);
+        for (size_t i = 0; k >= 0 && i < d->ninst; i++)
+            if (strcmp(d->inst[i].in.id, id) == 0 && spw_instance_state_live(d->inst[i].in.state))
+                d->inst[i].snode = (uint32_t)k + 1;
+    }
+    free(d->scloud_saved);
+    d->scloud_saved = NULL;
 }
 
 void spw_daemon_scloud_destroy(spw_daemon_t *d)
 {
+    free(d->scloud_saved);
+    d->scloud_saved = NULL;
     spw_slurm_destroy(d->scloud_be);   /* forgets its jobs, cancels none */
     d->scloud_be = NULL;
     for (size_t i = 0; i < d->nscloud; i++)
@@ -72,6 +118,8 @@ void spw_daemon_scloud_sync(spw_daemon_t *d)
 {
     if (!d->scloud_be)
         return;
+    if (d->scloud_saved)
+        restore_nodes(d);
     spw_slurm_node_t *v;
     size_t n;
     spw_error_t err;
@@ -132,6 +180,7 @@ int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j)
         x->snode = (uint32_t)k + 1;
     }
     free(taken);
+    save_nodes(d);
     return rc;
 }
 
@@ -219,6 +268,8 @@ int spw_daemon_slurm_node(spw_daemon_t *d, const spw_caller_t *who, const char *
             st = "busy";   /* bound again since Slurm found it idle: kept */
         else if (spw_daemon_inst_release(d, x, fmax(spw_daemon_clock(), d->now), err) < 0)
             status = 503;
+        else
+            save_nodes(d);
         json_object_set_new(*out, "state", json_string(st));
         if (status != 200) {
             json_decref(*out);

@@ -28,7 +28,7 @@ out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 1 --gpus 4 --cloud 3 \
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 31
+plan 33
 ok $rc "a Slurm cluster with 1 on-prem node and 3 cloud nodes is up" || { diag "$out"; exit 1; }
 export SLURM_CONF=$C/slurm.conf
 
@@ -131,6 +131,19 @@ ok $? "wait policy constant:6: 3 s after its submit the 1-GPU job still waits (s
 wait_for "$b" running 120
 [ "$(state_of "$b2")" = queued ] && spw ml explain "$b2" 2>&1 | grep -q "cloud GPUs of its cap of 1"
 ok $? "while it runs in the cloud, the org cap max_cloud_gpus: 1 keeps the next one from bursting: $(spw ml explain "$b2" 2>&1 | grep -i cap | head -2)"
+# kill -9 of the daemon while c1 is an instance: after the restart the
+# daemon still knows which instance c1 is (the suspend below releases it).
+kill -KILL "$DPID"
+wait "$DPID" 2>/dev/null
+start_daemon "$T/serve2.yaml" "$T/state2"
+ok $? "the daemon restarts after kill -9 while the burst runs on c1"
+printf 'export SPILLWAY_URL=%s SPILLWAY_TOKEN=%s\n' "$URL" "$ADMIN_TOKEN" >"$T/daemon.env"
+bound() {
+    SPILLWAY_TOKEN=$ADMIN_TOKEN "$SPW" pools -o json >"$T/pools.json" 2>/dev/null &&
+        [ "$(jpy "$T/pools.json" "[x['slurm_node'] for x in d['instances'] if x['state'] != 'released']")" = '["c1"]' ]
+}
+wait_until 10 bound
+ok $? "and its instance is still node c1: $(jpy "$T/pools.json" "[(x['id'], x['slurm_node']) for x in d['instances']]" 2>&1)"
 wait_for "$b" succeeded 120
 ok $? "then it bursts to the cloud and succeeds"
 [ "$(field "$b" 'd["where"]')" = cloud ]
