@@ -185,7 +185,7 @@ struct spw_daemon {
     char *scloud_saved;          /* owned: STATE_DIR/slurm-cloud-nodes as read
                                     at start ("INSTANCE NODE" lines), applied
                                     to the recovered instances at the first
-                                    sync, then freed; NULL after */
+                                    use of a binding, then freed; NULL after */
     uint8_t *scloud_down;        /* owned, nscloud: 1 = Slurm has the node
                                     down, drained or failing (no instance is
                                     made that node) */
@@ -318,7 +318,7 @@ void spw_daemon_scloud_destroy(spw_daemon_t *d);
  * (asks for the next read); never waits on Slurm. */
 void spw_daemon_scloud_sync(spw_daemon_t *d);
 /* Nodes of the partition that no live instance is and Slurm has up. */
-size_t spw_daemon_scloud_free(const spw_daemon_t *d);
+size_t spw_daemon_scloud_free(spw_daemon_t *d);
 /* Gives each instance of j that is no node yet a free node; 0, or -1 when
  * too few are free (those bound stay bound). */
 int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j);

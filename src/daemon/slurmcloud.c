@@ -145,10 +145,12 @@ static void taken_nodes(const spw_daemon_t *d, uint8_t *taken)
     }
 }
 
-size_t spw_daemon_scloud_free(const spw_daemon_t *d)
+size_t spw_daemon_scloud_free(spw_daemon_t *d)
 {
     if (!d->nscloud)
         return 0;
+    if (d->scloud_saved)
+        restore_nodes(d);
     uint8_t *taken = spw_xcalloc(d->nscloud, 1);
     taken_nodes(d, taken);
     size_t n = 0;
@@ -162,6 +164,8 @@ int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j)
 {
     if (!d->nscloud)
         return -1;
+    if (d->scloud_saved)
+        restore_nodes(d);
     uint8_t *taken = spw_xcalloc(d->nscloud, 1);
     taken_nodes(d, taken);
     int rc = 0;
@@ -205,6 +209,8 @@ char *spw_daemon_scloud_env(const spw_daemon_t *d, const djob_t *j)
 static dinst_t *node_inst(spw_daemon_t *d, const char *name, int *known)
 {
     *known = 0;
+    if (d->scloud_saved)
+        restore_nodes(d);
     for (size_t k = 0; k < d->nscloud; k++) {
         if (strcmp(d->scloud_nodes[k], name) != 0)
             continue;
