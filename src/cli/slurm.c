@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backends/slurm/slurm.h"
+#include "cli/client_private.h"
 
 static const char usage[] =
     "usage: spillway slurm nodes PARTITION [-o json]\n"
@@ -39,9 +40,18 @@ static const char usage[] =
     "  ResumeProgram=/usr/local/bin/spillway-slurm-resume   (runs: spillway slurm resume \"$1\")\n"
     "  SuspendProgram=/usr/local/bin/spillway-slurm-suspend\n"
     "\n"
-    "Environment: SPILLWAY_SLURM_NODEADDR (the address given to resumed nodes;\n"
-    "default 127.0.0.1), SPILLWAY_SLURMD (the slurmd to start; default slurmd on\n"
-    "PATH, else /usr/sbin/slurmd).\n"
+    "With $SPILLWAY_URL set (and an admin token in $SPILLWAY_TOKEN or\n"
+    "$SPILLWAY_TOKEN_FILE), resume and suspend go through the daemon, whose\n"
+    "cloud.slurm_partition is the partition: a node comes up only as the cloud\n"
+    "instance the daemon acquired for a job it burst there (its address is the\n"
+    "instance's; a node that is none is set DOWN with the daemon's reason), and\n"
+    "suspend releases that instance, which stops its billing.  Without it they\n"
+    "only start and stop slurmd here (a test cluster with no daemon).\n"
+    "\n"
+    "Environment: SPILLWAY_SLURM_NODEADDR (the address given to resumed nodes\n"
+    "whose instance has none; default 127.0.0.1), SPILLWAY_SLURMD (the slurmd to\n"
+    "start, the emulated instance; default slurmd on PATH, else /usr/sbin/slurmd;\n"
+    "'none': start nothing, the instance's image runs its own slurmd).\n"
     "\n"
     "Examples:\n"
     "  spillway slurm nodes gpu\n"
@@ -120,6 +130,43 @@ static int start_slurmd(const char *name, spw_error_t *err)
                       WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
+/* With a daemon ($SPILLWAY_URL set): POST /v1/slurm/nodes/NODE/WHAT.
+ * Returns 0 with its answer in *out (caller json_decref's), or -1 with the
+ * daemon's refusal (or why it did not answer) in err. */
+static int ask_daemon(const char *node, const char *what, json_t **out, spw_error_t *err)
+{
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    spw_client_t cl;
+    spw_client_open(&cl, &co, what[0] == 'r' ? "slurm resume" : "slurm suspend");
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "/%s", what);
+    char *path = spw_client_path(&cl, "/v1/slurm/nodes/", node, suffix);
+    spw_resp_t r;
+    int rc = spw_client_request(&cl, "POST", path, NULL, 0, NULL, &r);
+    free(path);
+    *out = NULL;
+    if (rc == SPW_CLI_OK) {
+        *out = json_loads(r.body, 0, NULL);
+    } else if (r.status > 0) {
+        json_t *e = json_loads(r.body, 0, NULL);
+        const char *msg = e ? spw_cli_jstr(json_object_get(e, "error"), "message") : NULL;
+        spw_errorf(err, "the daemon refuses: %s", msg ? msg : r.body);
+        json_decref(e);
+    } else {
+        spw_errorf(err, "the daemon at %s does not answer: %s", co.url, cl.errbuf);
+    }
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    return rc == SPW_CLI_OK && *out ? 0 : -1;
+}
+
+static int use_daemon(void)
+{
+    const char *url = getenv("SPILLWAY_URL");
+    return url && *url;
+}
+
 static int cmd_resume(spw_slurm_t *sb, const char *list)
 {
     spw_error_t err;
@@ -132,14 +179,31 @@ static int cmd_resume(spw_slurm_t *sb, const char *list)
     if (!addr || !*addr)
         addr = "127.0.0.1";
     int rc = 0;
+    const char *bin = getenv("SPILLWAY_SLURMD");
+    int own_slurmd = !bin || strcmp(bin, "none") != 0;
     for (size_t i = 0; hosts[i]; i++) {
-        char nn[160], na[160];
+        char nn[160], na[160], inst[200] = "";
+        const char *at = addr;
+        json_t *x = NULL;
+        int ok = 1;
+        /* With a daemon, the node must be an instance it acquired for a
+         * job it burst there; its address is the instance's. */
+        if (use_daemon()) {
+            ok = ask_daemon(hosts[i], "resume", &x, &err) == 0;
+            const char *ia = ok ? spw_cli_jstr(x, "addr") : NULL, *id = ok ? spw_cli_jstr(x, "instance") : NULL;
+            if (ia && *ia)
+                at = ia;
+            if (id)
+                snprintf(inst, sizeof(inst), " as instance %s", id);
+        }
         snprintf(nn, sizeof(nn), "nodename=%s", hosts[i]);
-        snprintf(na, sizeof(na), "nodeaddr=%s", addr);
+        snprintf(na, sizeof(na), "nodeaddr=%s", at);
         const char *upd[] = {"scontrol", "update", nn, na, "nodehostname=localhost", NULL};
-        int ok = spw_slurm_run(sb, upd, NULL, NULL, &err) == 0 && start_slurmd(hosts[i], &err) == 0;
+        ok = ok && spw_slurm_run(sb, upd, NULL, NULL, &err) == 0 &&
+             (!own_slurmd || start_slurmd(hosts[i], &err) == 0);
+        json_decref(x);
         if (ok) {
-            fprintf(stderr, "spillway slurm resume: %s is up at %s\n", hosts[i], addr);
+            fprintf(stderr, "spillway slurm resume: %s is up at %s%s\n", hosts[i], at, inst);
             continue;
         }
         rc = 1;
@@ -230,9 +294,23 @@ static int cmd_suspend(spw_slurm_t *sb, const char *list)
                 comm[0] = '\0';
             fclose(f);
         }
+        /* With a daemon: the node's instance is released (its billing
+         * stops), whatever became of its slurmd. */
+        char rel[240] = "";
+        if (use_daemon()) {
+            json_t *x = NULL;
+            if (ask_daemon(hosts[i], "suspend", &x, &err) < 0) {
+                fprintf(stderr, "spillway slurm suspend: %s: %s\n", hosts[i], err.text);
+                rc = 1;
+            } else {
+                const char *id = spw_cli_jstr(x, "instance"), *st = spw_cli_jstr(x, "state");
+                snprintf(rel, sizeof(rel), "; instance %s %s", id ? id : "-", st ? st : "?");
+            }
+            json_decref(x);
+        }
         if (pid <= 0 || strncmp(comm, "slurmd", 6) != 0 || exited(pid)) {
-            fprintf(stderr, "spillway slurm suspend: %s has no slurmd running (%s); nothing to stop\n",
-                    hosts[i], path);
+            fprintf(stderr, "spillway slurm suspend: %s has no slurmd running (%s); nothing to stop%s\n",
+                    hosts[i], path, rel);
             continue;
         }
         kill((pid_t)pid, SIGTERM);
@@ -245,7 +323,8 @@ static int cmd_suspend(spw_slurm_t *sb, const char *list)
         }
         if (!gone)
             kill((pid_t)pid, SIGKILL);
-        fprintf(stderr, "spillway slurm suspend: %s released (slurmd %ld stopped)\n", hosts[i], pid);
+        fprintf(stderr, "spillway slurm suspend: %s released (slurmd %ld stopped%s)\n", hosts[i], pid,
+                rel);
     }
     free(hosts[0]);
     free(hosts);

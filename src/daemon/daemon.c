@@ -755,7 +755,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
         void *be;
         int32_t bp = j->ej.state == SPW_JOB_ONPREM ? j->pool : spw_daemon_cloud_pool(d, j);
         const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, bp, &be);
-        if (bp == SPW_DAEMON_CLOUD_POOL)
+        if (bp == SPW_DAEMON_CLOUD_POOL || bp == SPW_DAEMON_SLURM_CLOUD_POOL)
             req.nodes = (uint32_t)j->ninst;
         rc = ops->launch(be, &req, &j->h, &err);
         if (rc == 0)
@@ -888,13 +888,16 @@ static void launch_cloud(spw_daemon_t *d, djob_t *j, double now)
             hu += (size_t)snprintf(hosts + hu, hcap - hu, "%s%s", k ? "," : "",
                                    d->inst[j->inst[k]].in.addr);
     }
+    /* Instances that are Slurm cloud nodes: the job is pinned to them. */
+    char *snodes = spw_daemon_scloud_env(d, j);
     const char *extra[] = {ids, nodes, place,
                            d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
-                           hosts, NULL};
+                           snodes ? snodes : hosts, snodes ? hosts : NULL, NULL};
     unwait(d, j);
     launch(d, j, g, ng, extra, now);
     free(ids);
     free(hosts);
+    free(snodes);
 }
 
 static int cloud_ready(const spw_daemon_t *d, const djob_t *j)
@@ -985,7 +988,16 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         spw_acquire_t req = {.offer = (size_t)j->offer, .count = n, .spot = j->ej.spot,
                              .job_id = j->id, .now_s = now};
         spw_error_t err;
-        if (d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
+        /* Instances that are Slurm cloud nodes: no more than the partition
+         * has nodes left (as a provider out of capacity). */
+        int arc = 0;
+        if (d->scloud_be && spw_daemon_scloud_free(d) < n) {
+            spw_errorf(&err, "Slurm cloud partition %s has %zu free node(s) for %u instance(s)",
+                       d->cfg->cloud_slurm_partition, spw_daemon_scloud_free(d), n);
+            errno = EAGAIN;
+            arc = -1;
+        }
+        if (arc < 0 || d->pv_ops->acquire(d->pv, &req, got, &err) < 0) {
             int e = errno;
             free(got);
             if (e == E2BIG || e == EINVAL) {
@@ -1016,6 +1028,8 @@ static void place_cloud(spw_daemon_t *d, djob_t *j, double now)
         }
         free(got);
     }
+    if (d->scloud_be && spw_daemon_scloud_bind(d, j) < 0)
+        say(d, "job %s: some of its instances are no Slurm cloud node (none free)", j->id);
     set_reason(j, "%s", spw_reason_text(j->ej.reason));
     char on[200];
     say(d, "job %s placed on %u x %s%s", j->id, want,
@@ -1222,11 +1236,30 @@ static void release_idle(spw_daemon_t *d, double now)
         x->in.ended_s = now;
         inst_save(d, x);
         spw_daemon_cloud_host_gone(d, x, now);
+        x->snode = 0;
         if (old)
             say(d, "instance %s released: it reached max_instance_lifetime_s (%.0f s)", x->in.id, life);
         else
             say(d, "instance %s released after %.0f s idle", x->in.id, now - x->idle_ts);
     }
+}
+
+/* An idle instance released on request (a Slurm cloud node suspended,
+ * slurmcloud.c): as release_idle does, at once. */
+int spw_daemon_inst_release(spw_daemon_t *d, dinst_t *x, double now, spw_error_t *err)
+{
+    if (!spw_instance_state_live(x->in.state))
+        return 0;
+    if (x->job_seq)
+        return spw_errorf(err, "instance %s runs job %s", x->in.id, d->jobs[x->job_seq]->id);
+    if (d->pv_ops->release(d->pv, &x->in, now, err) < 0 && errno != ENOENT)
+        return -1;
+    x->in.state = SPW_INSTANCE_RELEASED;
+    x->in.ended_s = now;
+    inst_save(d, x);
+    spw_daemon_cloud_host_gone(d, x, now);
+    say(d, "instance %s released: its Slurm cloud node was suspended", x->in.id);
+    return 0;
 }
 
 /* Money safety: a cloud attempt must not bill more than the worst case its
@@ -1585,9 +1618,10 @@ static void turn_locked(spw_daemon_t *d)
     spw_daemon_guard_flush(d);  /* the audit rows join the turn's commit */
     /* The cloud instances' hosts, the local backend, then each pool's own
      * (pools.c). */
-    for (int32_t p = SPW_DAEMON_CLOUD_POOL; p < (int32_t)d->fleet.npools; p++) {
+    for (int32_t p = SPW_DAEMON_SLURM_CLOUD_POOL; p < (int32_t)d->fleet.npools; p++) {
         void *be;
-        if (p == SPW_DAEMON_CLOUD_POOL && !d->cloud_be)
+        if ((p == SPW_DAEMON_CLOUD_POOL && !d->cloud_be) ||
+            (p == SPW_DAEMON_SLURM_CLOUD_POOL && !d->scloud_be))
             continue;
         const struct spw_backend_ops *ops = spw_daemon_pool_ops(d, p, &be);
         if (p >= 0 && ops == d->be_ops)
@@ -2965,6 +2999,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     d->pv = spw_emulated_create(&emo, err);
     free(eo);
     if (!d->pv)
+        goto error;
+    if (spw_daemon_scloud_setup(d, err) < 0)
         goto error;
     spw_emulated_defer_saves(d->pv, 1);  /* flushed once per turn */
     if (spw_store_begin(d->store, err) < 0)

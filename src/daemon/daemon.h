@@ -123,6 +123,13 @@ int spw_daemon_ready(spw_daemon_t *d, json_t **out, spw_error_t *err);
 /* GET /metrics: Prometheus text exposition (caller frees). */
 char *spw_daemon_metrics(spw_daemon_t *d);
 
+/* POST /v1/slurm/nodes/{node}/resume and .../suspend (admin only; Slurm's
+ * ResumeProgram and SuspendProgram, `spillway slurm resume|suspend`): the
+ * instance a cloud node of cloud.slurm_partition is (409 when it is none,
+ * 404 for a node not in the partition), or release of its idle instance. */
+int spw_daemon_slurm_node(spw_daemon_t *d, const spw_caller_t *who, const char *node, int resume,
+                          json_t **out, spw_error_t *err);
+
 /* POST /v1/admin/instances/{id}/preempt (admin only). */
 int spw_daemon_preempt(spw_daemon_t *d, const spw_caller_t *who, const char *instance_id,
                        json_t **out, spw_error_t *err);

@@ -656,6 +656,10 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     /* where its jobs run over ssh (daemon.emulated.boot_command); null
      * for an instance that is no host */
     json_object_set_new(o, "addr", x->in.addr[0] ? json_string(x->in.addr) : json_null());
+    /* the Slurm cloud node it is (cloud.slurm_partition), or null */
+    json_object_set_new(o, "slurm_node", x->snode && x->snode <= d->nscloud
+                                             ? json_string(d->scloud_nodes[x->snode - 1])
+                                             : json_null());
     return o;
 }
 

@@ -112,6 +112,8 @@ typedef struct dinst {
     double bound_ts;            /* when it was bound to that job */
     double idle_ts;             /* when it last became idle; NAN if busy */
     double bound_usd;           /* billed while bound to jobs, settled */
+    uint32_t snode;             /* the Slurm cloud node it is (index + 1 in
+                                   d->scloud_nodes; slurmcloud.c); 0 = none */
 } dinst_t;
 
 /* One submit waiting for the loop's group commit. */
@@ -174,6 +176,19 @@ struct spw_daemon {
                                     it runs (be_pool SPW_DAEMON_CLOUD_POOL);
                                     NULL = cloud jobs run on the local backend */
     char *cloud_hosts_dir;       /* owned; the boot command's HOSTS_DIR */
+    void *scloud_be;             /* spw_slurm_t of cloud.slurm_partition, whose
+                                    State=CLOUD nodes the cloud instances are
+                                    and which runs cloud jobs (be_pool
+                                    SPW_DAEMON_SLURM_CLOUD_POOL); NULL = none */
+    char **scloud_nodes;         /* owned: that partition's node names */
+    size_t nscloud;              /* entries in scloud_nodes */
+    char *scloud_saved;          /* owned: STATE_DIR/slurm-cloud-nodes as read
+                                    at start ("INSTANCE NODE" lines), applied
+                                    to the recovered instances at the first
+                                    use of a binding, then freed; NULL after */
+    uint8_t *scloud_down;        /* owned, nscloud: 1 = Slurm has the node
+                                    down, drained or failing (no instance is
+                                    made that node) */
     char *state_dir;             /* owned */
     char *log_dir;               /* owned: STATE_DIR/logs (a directory per
                                     job in it) */
@@ -292,6 +307,26 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
 
 /* Cloud instances as hosts (pools.c; docs/hosts.md, "Cloud instances"). */
 #define SPW_DAEMON_CLOUD_POOL (-2)
+/* Cloud instances as the State=CLOUD nodes of a Slurm partition
+ * (cloud.slurm_partition; slurmcloud.c, docs/slurm.md). */
+#define SPW_DAEMON_SLURM_CLOUD_POOL (-3)
+/* Makes d->scloud_be and reads its nodes when cloud.slurm_partition is set.
+ * 0, or -1 with err. */
+int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err);
+void spw_daemon_scloud_destroy(spw_daemon_t *d);
+/* Takes the partition's node states read on the backend's worker thread
+ * (asks for the next read); never waits on Slurm. */
+void spw_daemon_scloud_sync(spw_daemon_t *d);
+/* Nodes of the partition that no live instance is and Slurm has up. */
+size_t spw_daemon_scloud_free(spw_daemon_t *d);
+/* Gives each instance of j that is no node yet a free node; 0, or -1 when
+ * too few are free (those bound stay bound). */
+int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j);
+/* "SPILLWAY_SLURM_NODES=c1,c2": the nodes of j's instances (caller frees),
+ * or NULL when there is no Slurm cloud. */
+char *spw_daemon_scloud_env(const spw_daemon_t *d, const djob_t *j);
+/* Releases idle instance x at now (provider, store); 0, or -1 with err. */
+int spw_daemon_inst_release(spw_daemon_t *d, dinst_t *x, double now, spw_error_t *err);
 /* Makes d->cloud_be when daemon.emulated.boot_command is set: an ssh
  * backend whose hosts are the instances' addresses.  0, or -1 with err. */
 int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err);

@@ -221,6 +221,7 @@ void spw_daemon_pools_destroy(spw_daemon_t *d)
     free(d->pool_slurm_down);
     spw_ssh_destroy(d->cloud_be);
     d->cloud_be = NULL;
+    spw_daemon_scloud_destroy(d);
     d->pool_ops = NULL;
     d->pool_be = NULL;
     d->pool_slurm_down = NULL;
@@ -228,6 +229,10 @@ void spw_daemon_pools_destroy(spw_daemon_t *d)
 
 const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be)
 {
+    if (pool == SPW_DAEMON_SLURM_CLOUD_POOL && d->scloud_be) {
+        *be = d->scloud_be;
+        return &spw_slurm_ops;
+    }
     if (pool == SPW_DAEMON_CLOUD_POOL && d->cloud_be) {
         *be = d->cloud_be;
         return &spw_ssh_ops;
@@ -406,6 +411,7 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
     if (now - d->nodes_sync_ts < NODES_SYNC_S)
         return;
     d->nodes_sync_ts = now;
+    spw_daemon_scloud_sync(d);
     for (size_t p = 0; p < d->fleet.npools; p++) {
         if (is_ssh(d, p)) {
             ssh_sync(d, p);
@@ -486,6 +492,8 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
 
 int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j)
 {
+    if (d->scloud_be)
+        return SPW_DAEMON_SLURM_CLOUD_POOL;
     if (!d->cloud_be || j->ninst == 0)
         return -1;
     for (size_t k = 0; k < j->ninst; k++)

@@ -496,6 +496,26 @@ static void h_node_up(call_t *c, spw_route_resp_t *out)
     node_state(c, 0, out);
 }
 
+static void slurm_node(call_t *c, int resume, spw_route_resp_t *out)
+{
+    if (need_id(c, "node", out) < 0)
+        return;
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_slurm_node(c->d, &c->who, c->id, resume, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
+static void h_slurm_resume(call_t *c, spw_route_resp_t *out)
+{
+    slurm_node(c, 1, out);
+}
+
+static void h_slurm_suspend(call_t *c, spw_route_resp_t *out)
+{
+    slurm_node(c, 0, out);
+}
+
 static void h_pools(call_t *c, spw_route_resp_t *out)
 {
     json_t *obj = NULL;
@@ -611,6 +631,9 @@ static const route_t routes[] = {
     {"/v1/admin/instances/*/preempt", "POST", ALLOW_POST, 0, "preempt", no_params, h_preempt},
     {"/v1/admin/nodes/*/*/down", "POST", ALLOW_POST, 0, "node.down", no_params, h_node_down},
     {"/v1/admin/nodes/*/*/up", "POST", ALLOW_POST, 0, "node.up", no_params, h_node_up},
+    {"/v1/slurm/nodes/*/resume", "POST", ALLOW_POST, 0, "slurm.resume", no_params, h_slurm_resume},
+    {"/v1/slurm/nodes/*/suspend", "POST", ALLOW_POST, 0, "slurm.suspend", no_params,
+     h_slurm_suspend},
     {"/ui", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
     {"/ui/", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
     {"/ui/*", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},

@@ -582,9 +582,24 @@ static int str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char
 static int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
-                                       "regions", "boot_delay_s", NULL};
+                                       "regions", "boot_delay_s", "slurm_partition",
+                                       "slurm_conf", NULL};
     if (spw_ymap_check_keys(x->d, n, "cloud", keys, err) < 0)
         return -1;
+    const spw_ynode_t *spn = spw_ymap_get(n, "slurm_partition"), *scn = spw_ymap_get(n, "slurm_conf");
+    const char *sp = NULL, *sc = NULL;
+    if ((spn && spw_ynode_str(x->d, spn, "slurm_partition", &sp, err) < 0) ||
+        (scn && spw_ynode_str(x->d, scn, "slurm_conf", &sc, err) < 0))
+        return -1;
+    if (scn && !spn)
+        return at(x, scn, err, "%s", "cloud.slurm_conf needs cloud.slurm_partition (the Slurm "
+                  "partition of State=CLOUD nodes the cloud instances are)");
+    if (spn && !*sp)
+        return at(x, spn, err, "%s", "cloud.slurm_partition must name a Slurm partition");
+    if (sp)
+        x->cfg->cloud_slurm_partition = spw_xstrdup(sp);
+    if (sc)
+        x->cfg->cloud_slurm_conf = resolve(x->base_dir, sc);
     double boot = 0, price = 0;
     const spw_ynode_t *pn = spw_ymap_get(n, "price_usd_per_gpu_h"), *on = spw_ymap_get(n, "offers");
     if (spw_ymap_get(n, "boot_delay_s")
@@ -2238,6 +2253,10 @@ void spw_config_free(spw_config_t *cfg)
     cfg->npool_backends = 0;
     free(cfg->offers_path);
     cfg->offers_path = NULL;
+    free(cfg->cloud_slurm_partition);
+    cfg->cloud_slurm_partition = NULL;
+    free(cfg->cloud_slurm_conf);
+    cfg->cloud_slurm_conf = NULL;
     spw_daemon_conf_t *dc = &cfg->daemon;
     for (size_t i = 0; i < dc->ntokens; i++) {
         free(dc->tokens[i].name);

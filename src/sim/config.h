@@ -264,6 +264,14 @@ typedef struct spw_config {
     spw_fleet_t fleet;      /* pools, offers and GPU model names (owned) */
     spw_policy_t policy;    /* scheduling policy */
     char *offers_path;      /* catalog file read, or NULL (owned) */
+    char *cloud_slurm_partition; /* owned; cloud.slurm_partition: the daemon's
+                               cloud instances are the State=CLOUD nodes of
+                               this Slurm partition and its cloud jobs run
+                               there (docs/slurm.md); NULL = none.  `sim`
+                               ignores it */
+    char *cloud_slurm_conf; /* owned, resolved; cloud.slurm_conf: SLURM_CONF
+                               for that partition's commands; NULL = the
+                               daemon's environment */
     spw_daemon_conf_t daemon; /* the daemon: section (defaults when absent) */
     spw_spot_conf_t spot;   /* the spot: section */
     spw_failure_conf_t failures; /* failures: and pools' mtbf/mttr */

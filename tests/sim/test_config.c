@@ -1039,8 +1039,35 @@ static void test_tokens(void)
     unlink(cfgpath);
 }
 
+/* cloud.slurm_partition / slurm_conf: kept for the daemon (slurm_conf
+ * resolved against the config's directory); slurm_conf alone is an error
+ * that names the line. */
+static void test_slurm_cloud(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    const char *yaml = "onprem:\n  - {name: a, nodes: 1, gpus_per_node: 4}\n"
+                       "cloud:\n  price_usd_per_gpu_h: 3\n  slurm_partition: cloud\n"
+                       "  slurm_conf: etc/slurm.conf\n";
+    ok(load(&c, yaml, "/srv/spw", &err) == 0, "cloud.slurm_partition loads: %s", err.text);
+    ok(c.cloud_slurm_partition && strcmp(c.cloud_slurm_partition, "cloud") == 0,
+       "slurm_partition kept");
+    ok(c.cloud_slurm_conf && strcmp(c.cloud_slurm_conf, "/srv/spw/etc/slurm.conf") == 0,
+       "slurm_conf resolved against the config's directory: %s",
+       c.cloud_slurm_conf ? c.cloud_slurm_conf : "(null)");
+    ok(c.fleet.noffers == 1 && c.fleet.npools == 1, "the cloud is still the flat offer, no pool added");
+    spw_config_free(&c);
+    yaml = "onprem:\n  - {name: a, nodes: 1, gpus_per_node: 4}\n"
+           "cloud:\n  price_usd_per_gpu_h: 3\n  slurm_conf: /etc/slurm.conf\n";
+    ok(load(&c, yaml, NULL, &err) < 0 && strstr(err.text, "c.yaml:5:") &&
+           strstr(err.text, "needs cloud.slurm_partition"),
+       "slurm_conf without slurm_partition: %s", err.text);
+    spw_config_free(&c);
+}
+
 int main(void)
 {
+    test_slurm_cloud();
     test_job_users();
     test_home_without_pools();
     test_tokens();

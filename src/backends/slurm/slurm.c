@@ -696,8 +696,13 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         snprintf(timev, sizeof(timev), "--time=%lu:%02lu", secs / 60, secs % 60);
         argv[na++] = timev;
     }
-    char pin[100];
+    char pin[4200];
     const char *node = pinned_node(sb, req);
+    /* A cloud job is pinned to the cloud nodes its instances are
+     * (SPILLWAY_SLURM_NODES=c1,c2, the daemon's slurmcloud.c). */
+    for (size_t i = 0; req->env && req->env[i]; i++)
+        if (strncmp(req->env[i], "SPILLWAY_SLURM_NODES=", 21) == 0 && req->env[i][21])
+            node = req->env[i] + 21;
     if (node) {
         snprintf(pin, sizeof(pin), "--nodelist=%s", node);
         argv[na++] = pin;

@@ -1,0 +1,287 @@
+/* slurmcloud.c: cloud instances that are the State=CLOUD nodes of a Slurm
+ * partition (cloud.slurm_partition; docs/slurm.md, "Bursting to Slurm cloud
+ * nodes").  The engine bursts a job to a cloud offer as always (its wait
+ * policy, budgets, caps, rules and residency decide); the daemon acquires
+ * the instances from its provider, makes each one a node of the partition
+ * no live instance is, and submits the job there (SPILLWAY_SLURM_NODES pins
+ * it).  Slurm then powers the nodes up through its ResumeProgram, which asks
+ * the daemon which instance a node is (POST /v1/slurm/nodes/N/resume): a
+ * node that is no instance is refused, and the program sets it DOWN.  Its
+ * SuspendProgram releases the node's instance (.../suspend). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/slurm/slurm.h"
+#include "daemon/daemon_private.h"
+#include "util/file.h"
+
+#define LOCK(d) pthread_mutex_lock(&(d)->mu)
+#define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
+
+int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
+{
+    const char *part = d->cfg->cloud_slurm_partition;
+    if (!part)
+        return 0;
+    spw_slurm_opts_t o = {.partition = part, .slurm_conf = d->cfg->cloud_slurm_conf};
+    spw_error_t e2;
+    spw_slurm_t *sb = spw_slurm_create(&o, &e2);
+    if (!sb)
+        return spw_errorf(err, "cloud.slurm_partition %s: %s", part, e2.text);
+    spw_slurm_node_t *v;
+    size_t n;
+    if (spw_slurm_nodes(sb, &v, &n, &e2) < 0) {
+        spw_slurm_destroy(sb);
+        return spw_errorf(err, "cloud.slurm_partition %s: cannot read its nodes: %s", part, e2.text);
+    }
+    if (n == 0) {
+        free(v);
+        spw_slurm_destroy(sb);
+        return spw_errorf(err, "cloud.slurm_partition %s has no node", part);
+    }
+    spw_slurm_set_nodes(sb, v, n);
+    d->scloud_nodes = spw_xcalloc(n, sizeof(char *));
+    d->scloud_down = spw_xcalloc(n, 1);
+    for (size_t i = 0; i < n; i++) {
+        d->scloud_nodes[i] = spw_xstrdup(v[i].name);
+        d->scloud_down[i] = (uint8_t)(v[i].down != 0);
+    }
+    d->nscloud = n;
+    free(v);
+    d->scloud_be = sb;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/slurm-cloud-nodes", d->state_dir);
+    spw_error_t e3;
+    size_t len;
+    d->scloud_saved = spw_read_file(path, &len, &e3);   /* none: a first start */
+    return 0;
+}
+
+/* STATE_DIR/slurm-cloud-nodes: which node each live instance is, one
+ * "INSTANCE NODE" line each, rewritten whenever that changes, so that a
+ * daemon restarted (even after kill -9) still knows which instance a node
+ * is when Slurm resumes or suspends it. */
+static void save_nodes(const spw_daemon_t *d)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof(path), "%s/slurm-cloud-nodes", d->state_dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    for (size_t i = 0; i < d->ninst; i++) {
+        const dinst_t *x = &d->inst[i];
+        if (x->snode && x->snode <= d->nscloud && spw_instance_state_live(x->in.state))
+            fprintf(f, "%s %s\n", x->in.id, d->scloud_nodes[x->snode - 1]);
+    }
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        remove(tmp);
+}
+
+/* The bindings saved before a restart, onto the instances recovered. */
+static void restore_nodes(spw_daemon_t *d)
+{
+    char *save = NULL;
+    for (char *l = strtok_r(d->scloud_saved, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        char id[SPW_INSTANCE_ID_MAX], node[64];
+        if (sscanf(l, "%31s %63s", id, node) != 2)
+            continue;
+        int k = spw_slurm_node_index(d->scloud_be, node);
+        for (size_t i = 0; k >= 0 && i < d->ninst; i++)
+            if (strcmp(d->inst[i].in.id, id) == 0 && spw_instance_state_live(d->inst[i].in.state))
+                d->inst[i].snode = (uint32_t)k + 1;
+    }
+    free(d->scloud_saved);
+    d->scloud_saved = NULL;
+}
+
+void spw_daemon_scloud_destroy(spw_daemon_t *d)
+{
+    free(d->scloud_saved);
+    d->scloud_saved = NULL;
+    spw_slurm_destroy(d->scloud_be);   /* forgets its jobs, cancels none */
+    d->scloud_be = NULL;
+    for (size_t i = 0; i < d->nscloud; i++)
+        free(d->scloud_nodes[i]);
+    free(d->scloud_nodes);
+    d->scloud_nodes = NULL;
+    free(d->scloud_down);
+    d->scloud_down = NULL;
+    d->nscloud = 0;
+}
+
+void spw_daemon_scloud_sync(spw_daemon_t *d)
+{
+    if (!d->scloud_be)
+        return;
+    if (d->scloud_saved)
+        restore_nodes(d);
+    spw_slurm_node_t *v;
+    size_t n;
+    spw_error_t err;
+    if (spw_slurm_nodes_async(d->scloud_be, &v, &n, &err) <= 0)
+        return;   /* not read yet, or Slurm does not answer: keep what we know */
+    for (size_t i = 0; i < n; i++) {
+        int k = spw_slurm_node_index(d->scloud_be, v[i].name);
+        if (k >= 0 && (size_t)k < d->nscloud)
+            d->scloud_down[k] = (uint8_t)(v[i].down != 0);
+    }
+    free(v);
+}
+
+/* Which nodes cannot be made an instance now: taken[k] for node k, a node
+ * a live instance is or one Slurm has down. */
+static void taken_nodes(const spw_daemon_t *d, uint8_t *taken)
+{
+    memcpy(taken, d->scloud_down, d->nscloud);
+    for (size_t i = 0; i < d->ninst; i++) {
+        const dinst_t *x = &d->inst[i];
+        if (x->snode && x->snode <= d->nscloud && spw_instance_state_live(x->in.state))
+            taken[x->snode - 1] = 1;
+    }
+}
+
+size_t spw_daemon_scloud_free(spw_daemon_t *d)
+{
+    if (!d->nscloud)
+        return 0;
+    if (d->scloud_saved)
+        restore_nodes(d);
+    uint8_t *taken = spw_xcalloc(d->nscloud, 1);
+    taken_nodes(d, taken);
+    size_t n = 0;
+    for (size_t k = 0; k < d->nscloud; k++)
+        n += !taken[k];
+    free(taken);
+    return n;
+}
+
+int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j)
+{
+    if (!d->nscloud)
+        return -1;
+    if (d->scloud_saved)
+        restore_nodes(d);
+    uint8_t *taken = spw_xcalloc(d->nscloud, 1);
+    taken_nodes(d, taken);
+    int rc = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < j->ninst; i++) {
+        dinst_t *x = &d->inst[j->inst[i]];
+        if (x->snode)
+            continue;
+        while (k < d->nscloud && taken[k])
+            k++;
+        if (k == d->nscloud) {
+            rc = -1;
+            break;
+        }
+        taken[k] = 1;
+        x->snode = (uint32_t)k + 1;
+    }
+    free(taken);
+    save_nodes(d);
+    return rc;
+}
+
+char *spw_daemon_scloud_env(const spw_daemon_t *d, const djob_t *j)
+{
+    if (!d->scloud_be)
+        return NULL;
+    size_t cap = 32 + j->ninst * 66, used = 0;
+    char *s = spw_xmalloc(cap);
+    used += (size_t)snprintf(s, cap, "SPILLWAY_SLURM_NODES=");
+    for (size_t i = 0; i < j->ninst; i++) {
+        const dinst_t *x = &d->inst[j->inst[i]];
+        if (x->snode && x->snode <= d->nscloud)
+            used += (size_t)snprintf(s + used, cap - used, "%s%s", used > 21 ? "," : "",
+                                     d->scloud_nodes[x->snode - 1]);
+    }
+    return s;
+}
+
+/* The live instance that node `name` is, or NULL; *known: the partition
+ * has such a node. */
+static dinst_t *node_inst(spw_daemon_t *d, const char *name, int *known)
+{
+    *known = 0;
+    if (d->scloud_saved)
+        restore_nodes(d);
+    for (size_t k = 0; k < d->nscloud; k++) {
+        if (strcmp(d->scloud_nodes[k], name) != 0)
+            continue;
+        *known = 1;
+        for (size_t i = 0; i < d->ninst; i++)
+            if (d->inst[i].snode == k + 1 && spw_instance_state_live(d->inst[i].in.state))
+                return &d->inst[i];
+    }
+    return NULL;
+}
+
+static json_t *inst_json(const spw_daemon_t *d, const char *node, const dinst_t *x)
+{
+    json_t *o = json_object();
+    char on[200];
+    json_object_set_new(o, "node", json_string(node));
+    json_object_set_new(o, "instance", json_string(x->in.id));
+    json_object_set_new(o, "offer",
+                        json_string(spw_daemon_offer_name(&d->fleet.offers[x->in.offer], on, sizeof(on))));
+    json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
+    json_object_set_new(o, "addr", json_string(x->in.addr));
+    json_object_set_new(o, "job", x->job_seq ? json_string(d->jobs[x->job_seq]->id) : json_null());
+    return o;
+}
+
+int spw_daemon_slurm_node(spw_daemon_t *d, const spw_caller_t *who, const char *node, int resume,
+                          json_t **out, spw_error_t *err)
+{
+    if (!who->admin)
+        return spw_errorf(err, "powering Slurm cloud nodes up or down needs an admin token"), 403;
+    LOCK(d);
+    if (!d->scloud_be) {
+        UNLOCK(d);
+        return spw_errorf(err, "this daemon has no Slurm cloud partition (cloud.slurm_partition)"),
+               404;
+    }
+    int known;
+    dinst_t *x = node_inst(d, node, &known);
+    int status = 200;
+    if (!known) {
+        status = 404;
+        spw_errorf(err, "node %s is not in Slurm cloud partition %s", node,
+                   d->cfg->cloud_slurm_partition);
+    } else if (resume && !x) {
+        /* Slurm powers it up for a job spillway did not burst there (an
+         * sbatch to the cloud partition, or a placement since refused). */
+        status = 409;
+        spw_errorf(err, "no spillway instance is node %s (only jobs spillway bursts run on "
+                   "partition %s)", node, d->cfg->cloud_slurm_partition);
+    } else if (resume) {
+        *out = inst_json(d, node, x);
+        json_object_set_new(*out, "state", json_string("up"));
+    } else {
+        *out = x ? inst_json(d, node, x) : json_object();
+        if (!x)
+            json_object_set_new(*out, "node", json_string(node));
+        const char *st = "released";
+        if (!x)
+            st = "none";
+        else if (x->job_seq)
+            st = "busy";   /* bound again since Slurm found it idle: kept */
+        else if (spw_daemon_inst_release(d, x, fmax(spw_daemon_clock(), d->now), err) < 0)
+            status = 503;
+        else
+            save_nodes(d);
+        json_object_set_new(*out, "state", json_string(st));
+        if (status != 200) {
+            json_decref(*out);
+            *out = NULL;
+        }
+    }
+    UNLOCK(d);
+    return status;
+}
