@@ -11,8 +11,8 @@
 # and leaves spillway's pool.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-C=$T/cluster
+# shellcheck source=tests/slurm/slurm-lib
+. "$(dirname "$0")/slurm-lib"
 # Slurm runs these with its own environment: once $T/daemon.env exists (the
 # second daemon), resume and suspend go through that daemon.
 for w in resume suspend; do
@@ -23,14 +23,8 @@ exec "$SPW" slurm $w "\$1"
 EOF2
     chmod 755 "$T/$w-wrap"
 done
-out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 1 --gpus 4 --cloud 3 \
-    --resume "$T/resume-wrap" --suspend "$T/suspend-wrap" --suspend-time 10 2>&1)
-rc=$?
-if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
-trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 33
-ok $rc "a Slurm cluster with 1 on-prem node and 3 cloud nodes is up" || { diag "$out"; exit 1; }
-export SLURM_CONF=$C/slurm.conf
+slurm_up 33 "a Slurm cluster with 1 on-prem node and 3 cloud nodes is up" --nodes 1 --gpus 4 \
+    --cloud 3 --resume "$T/resume-wrap" --suspend "$T/suspend-wrap" --suspend-time 10
 
 "$SPW" slurm nodes cloud >"$T/nodes.txt" 2>&1
 grep -q "^c1 .*POWERED_DOWN .*yes" "$T/nodes.txt" && grep -q "^c2 .*POWERED_DOWN .*yes" "$T/nodes.txt"

@@ -9,15 +9,9 @@
 # twice; a slurmctld restart while jobs run loses nothing.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-C=$T/cluster
-out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 3 --gpus 4 --cloud 0 2>&1)
-rc=$?
-if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
-trap '"$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 39
-ok $rc "a Slurm cluster of 3 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
-export SLURM_CONF=$C/slurm.conf
+# shellcheck source=tests/slurm/slurm-lib
+. "$(dirname "$0")/slurm-lib"
+slurm_up 39 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:

@@ -7,15 +7,10 @@
 # being placed on n1, and runs on n1 once the foreign job has ended.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-C=$T/cluster
-out=$("$ROOT/scripts/slurm-cluster.sh" start "$C" --nodes 2 --gpus 4 --cloud 0 2>&1)
-rc=$?
-if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
-trap '[ -n "$fid" ] && scancel "$fid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 18
-ok $rc "a Slurm cluster of 2 nodes x 4 GPUs is up" || { diag "$out"; exit 1; }
-export SLURM_CONF=$C/slurm.conf
+# shellcheck source=tests/slurm/slurm-lib
+. "$(dirname "$0")/slurm-lib"
+SLURM_ON_EXIT='[ -n "$fid" ] && scancel "$fid" 2>/dev/null'
+slurm_up 18 "a Slurm cluster of 2 nodes x 4 GPUs is up" --nodes 2 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:

@@ -113,25 +113,8 @@ grep -q "instance $ia released after" "$DLOG"
 ok $? "the daemon says so: $(grep "instance $ia released" "$DLOG" | head -1)"
 
 # ---- a 2-node gang across two instances (TCP all-reduce) ------------------
-cat >"$T/allreduce.py" <<'PY'
-import os, socket, sys, time
-rank = int(os.environ['RANK']); world = int(os.environ['WORLD_SIZE'])
-addr = os.environ['MASTER_ADDR']; port = int(os.environ['MASTER_PORT'])
-if rank == 0:
-    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((addr, port)); srv.listen(world); total = rank + 1; peers = []
-    while len(peers) < world - 1:
-        c, _ = srv.accept(); total += int(c.recv(64).decode()); peers.append(c)
-    for c in peers: c.sendall(str(total).encode())
-else:
-    for i in range(300):
-        try: c = socket.create_connection((addr, port), timeout=5); break
-        except OSError: time.sleep(0.05)
-    c.sendall(str(rank + 1).encode()); total = int(c.recv(64).decode())
-print('rank %d of %d nodes %s on %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'],
-      os.environ['SPILLWAY_TEST_HOST'], total))
-sys.exit(0 if total == world * (world + 1) // 2 else 1)
-PY
+# Rank 0 sums RANK+1 of every rank over TCP (a copy: jobs run as spillway-job).
+cp "$ROOT/tests/ssh/allreduce.py" "$T/allreduce.py" && chmod 644 "$T/allreduce.py"
 # The system's python3: jobs run as spillway-job, which may not reach a
 # python3 installed under root's home.
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3

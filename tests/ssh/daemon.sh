@@ -69,24 +69,8 @@ ok $? "spillway logs shows its stdout, fetched from the host: $(head -1 "$T/logs
 ok $? "it ran on host $(host_of "$a" 1) under its launch token ($(rdirs "$a" "$(host_of "$a" 1)"))"
 
 # ---- 2-node gang, TCP all-reduce -----------------------------------------
-cat >"$T/allreduce.py" <<'PY'
-import os, socket, sys, time
-rank = int(os.environ['RANK']); world = int(os.environ['WORLD_SIZE'])
-addr = os.environ['MASTER_ADDR']; port = int(os.environ['MASTER_PORT'])
-if rank == 0:
-    srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((addr, port)); srv.listen(world); total = rank + 1; peers = []
-    while len(peers) < world - 1:
-        c, _ = srv.accept(); total += int(c.recv(64).decode()); peers.append(c)
-    for c in peers: c.sendall(str(total).encode())
-else:
-    for i in range(300):
-        try: c = socket.create_connection((addr, port), timeout=5); break
-        except OSError: time.sleep(0.05)
-    c.sendall(str(rank + 1).encode()); total = int(c.recv(64).decode())
-print('rank %d of %d nodes %s sum=%d' % (rank, world, os.environ['SPILLWAY_NODE_IPS'], total))
-sys.exit(0 if total == world * (world + 1) // 2 else 1)
-PY
+# Rank 0 sums RANK+1 of every rank over TCP (a copy: jobs run as spillway-job).
+cp "$ROOT/tests/ssh/allreduce.py" "$T/allreduce.py" && chmod 644 "$T/allreduce.py"
 # The system's python3: jobs run as spillway-job, which may not reach a
 # python3 installed under root's home.
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
@@ -94,7 +78,7 @@ g=$(submit ml --gpus 4 --name gang -- "$PY" "$T/allreduce.py")
 wait_for "$g" succeeded 40
 ok $? "a 4-GPU job (2 hosts of 2 GPUs) succeeds" || diag "$(spw ml logs "$g" 2>&1)" "$(cat "$DLOG")"
 spw ml logs "$g" >"$T/gang.out" 2>&1
-grep -q "^rank 0 of 2 nodes 10\.[0-9.]*,10\.[0-9.]* sum=3$" "$T/gang.out"
+grep -q "^rank 0 of 2 nodes 10\.[0-9.]*,10\.[0-9.]* on [0-3] sum=3$" "$T/gang.out"
 ok $? "rank 0 summed both ranks over TCP: $(head -1 "$T/gang.out")"
 n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
 [ "$n" = 2 ]
