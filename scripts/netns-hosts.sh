@@ -113,6 +113,23 @@ if [ "$cmd" = up ]; then
     [ "${4:-}" = --gpus ] && gpus=${5:-0}
 fi
 
+# mk_netns NS VR VH ROOT_ADDR HOST_ADDR STATE FAIL: namespace NS joined to the
+# root namespace by the veth pair VR (root end, ROOT_ADDR/30) and VH (in NS,
+# HOST_ADDR/30), both up, lo up in NS; what is made is appended to STATE (for
+# `down`); on an error FAIL (a function) is called with the reason.
+mk_netns() {
+    ip netns add "$1" || $7 "ip netns add $1 failed"
+    echo "netns $1" >>"$6"
+    ip link add "$2" type veth peer name "$3" || $7 "ip link add $2 failed"
+    echo "veth $2" >>"$6"
+    ip link set "$3" netns "$1" || $7 "cannot move $3 into $1"
+    ip addr add "$4/30" dev "$2" || $7 "address on $2"
+    ip link set "$2" up || $7 "link $2 up"
+    ip -n "$1" addr add "$5/30" dev "$3" || $7 "address on $3"
+    ip -n "$1" link set "$3" up || $7 "link $3 up"
+    ip -n "$1" link set lo up || $7 "lo up in $1"
+}
+
 # Waits (bounded, about 10 s) until the sshd at address $1 answers.
 wait_ssh() {
     t=0
@@ -174,16 +191,7 @@ add_host() {
     mkdir -p "$idir/spillway" "$idir/bin" || die "cannot create $idir"
     echo $slot >"$idir/slot"
     : >"$idir/state"
-    ip netns add "$ns" || afail "ip netns add $ns failed"
-    echo "netns $ns" >>"$idir/state"
-    ip link add "$vr" type veth peer name "$vh" || afail "ip link add $vr failed"
-    echo "veth $vr" >>"$idir/state"
-    ip link set "$vh" netns "$ns" || afail "cannot move $vh into $ns"
-    ip addr add "10.$X.$Y.$((4 * slot + 1))/30" dev "$vr" || afail "address on $vr"
-    ip link set "$vr" up || afail "link $vr up"
-    ip -n "$ns" addr add "$a/30" dev "$vh" || afail "address on $vh"
-    ip -n "$ns" link set "$vh" up || afail "link $vh up"
-    ip -n "$ns" link set lo up || afail "lo up in $ns"
+    mk_netns "$ns" "$vr" "$vh" "10.$X.$Y.$((4 * slot + 1))" "$a" "$idir/state" afail
     # Other hosts of DIR (a gang's ranks) through the root namespace, which
     # forwards on this veth only.
     echo 1 >"/proc/sys/net/ipv4/conf/$vr/forwarding" 2>/dev/null
@@ -263,16 +271,7 @@ while [ $i -lt $n ]; do
     b=$((4 * i + 2))
     hd=$dir/host-$i
     mkdir -p "$hd/spillway" "$hd/bin"
-    ip netns add "$ns" || fail "ip netns add $ns failed"
-    echo "netns $ns" >>"$dir/state"
-    ip link add "$vr" type veth peer name "$vh" || fail "ip link add $vr failed"
-    echo "veth $vr" >>"$dir/state"
-    ip link set "$vh" netns "$ns" || fail "cannot move $vh into $ns"
-    ip addr add "10.$X.$Y.$a/30" dev "$vr" || fail "address on $vr"
-    ip link set "$vr" up || fail "link $vr up"
-    ip -n "$ns" addr add "10.$X.$Y.$b/30" dev "$vh" || fail "address on $vh"
-    ip -n "$ns" link set "$vh" up || fail "link $vh up"
-    ip -n "$ns" link set lo up || fail "lo up in $ns"
+    mk_netns "$ns" "$vr" "$vh" "10.$X.$Y.$a" "10.$X.$Y.$b" "$dir/state" fail
     # Hosts reach each other (a gang's ranks talk to rank 0) through the root
     # namespace: a route to the whole /24 via the root end; the root
     # namespace forwards between these veths only if ip_forward is on, so
