@@ -112,16 +112,26 @@ stop_nodes() {
     done
 }
 
+# descendants PID...: every process below the PIDs (children, their
+# children...), by pid.
+descendants() {
+    local c
+    for c in $(pgrep -P "$(echo "$@" | tr ' ' ',')" 2>/dev/null); do
+        echo "$c"
+        descendants "$c"
+    done
+}
+
 # Job steps left behind (slurmstepd outlives a stopped slurmd): each
-# slurmstepd whose environment names this cluster's SLURM_CONF, and its
-# children (the job), by pid.
+# slurmstepd whose environment names this cluster's SLURM_CONF, and
+# everything below it (the batch script and what it started), by pid.
 stop_steps() {
     local p pid pids=""
     for p in /proc/[0-9]*; do
         pid=${p#/proc/}
         [ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || continue
         tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$D/slurm.conf" || continue
-        pids="$pids $pid $(pgrep -P "$pid" | tr '\n' ' ')"
+        pids="$pids $pid $(descendants "$pid" | tr '\n' ' ')"
     done
     [ -n "${pids// /}" ] || return 0
     kill -KILL $pids 2>/dev/null

@@ -7,8 +7,13 @@
 # after 10 s.  Stops everything it started, by pid.  About 40 s.
 set -u
 cd "$(dirname "$0")/.."
-[ -x ./spillway ] || make -j2 spillway >/dev/null || exit 1
-D=$(mktemp -d /tmp/spillway-slurm-demo.XXXXXX)
+# SPILLWAY_BIN: the spillway to run (tests pass theirs); default ./spillway.
+SPW=${SPILLWAY_BIN:-./spillway}
+[ -x "$SPW" ] || make -j2 spillway >/dev/null || exit 1
+D=$(mktemp -d "${TMPDIR:-/tmp}/spillway-slurm-demo.XXXXXX")
+# Jobs run as spillway-job when the daemon is root: they must pass through
+# $D to their checkpoint directories under the state dir.
+chmod 711 "$D"
 pid=
 stop() {
     [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -17,9 +22,13 @@ stop() {
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
-scripts/slurm-cluster.sh start "$D/cluster" --nodes 2 --gpus 4 --cloud 0 || exit 1
+# Exit 3 (this machine cannot run Slurm: not root, no slurmctld) is passed on.
+scripts/slurm-cluster.sh start "$D/cluster" --nodes 2 --gpus 4 --cloud 0 || exit $?
 export SLURM_CONF=$D/cluster/slurm.conf
-./spillway serve --config examples/slurm.yaml --state-dir "$D/state" --listen 127.0.0.1:0 \
+# The example holds API tokens: serve refuses a config others can read, and a
+# checkout leaves it 0644, so the demo runs a private copy.
+cp examples/slurm.yaml "$D/slurm.yaml" && chmod 600 "$D/slurm.yaml" || exit 1
+"$SPW" serve --config "$D/slurm.yaml" --state-dir "$D/state" --listen 127.0.0.1:0 \
     2>"$D/serve.log" &
 pid=$!
 for _ in $(seq 100); do
@@ -32,20 +41,20 @@ export SPILLWAY_URL=$url SPILLWAY_TOKEN=ml-team-token-0001
 echo "== daemon at $url; Slurm has 2 nodes x 4 GPUs:"
 sinfo -p onprem -o '%N %G %T'
 echo "== submitting a 2-node gang (8 GPUs), then five 2-GPU jobs of 15 s"
-./spillway submit --gpus 8 --name gang --est-runtime 4s -- \
+"$SPW" submit --gpus 8 --name gang --est-runtime 4s -- \
     sh -c 'echo "rank $RANK of $WORLD_SIZE on $SLURMD_NODENAME, master $MASTER_ADDR:$MASTER_PORT"; sleep 4'
 for i in 1 2 3 4 5; do
-    ./spillway submit --gpus 2 --name "train-$i" --est-runtime 15s -- \
+    "$SPW" submit --gpus 2 --name "train-$i" --est-runtime 15s -- \
         sh -c 'echo "training on $SLURMD_NODENAME GPUs $CUDA_VISIBLE_DEVICES"; sleep 15'
 done
 sleep 3
 echo "== spillway queue: the gang holds both nodes; the others wait"
-./spillway queue
+"$SPW" queue
 echo "== squeue: spillway's jobs in Slurm, the comment is the launch token"
 squeue -t all -o '%.4i %.10T %.24k %N'
 sleep 10
 echo "== 10 s later: four run in Slurm after the gang, the fifth waited 10 s and burst to the emulated cloud"
-./spillway queue
+"$SPW" queue --all
 squeue -t all -o '%.4i %.10T %.24k %N'
 echo "== spillway logs j-000001 (written by Slurm, read by spillway):"
-./spillway logs j-000001
+"$SPW" logs j-000001

@@ -2904,9 +2904,16 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
                    strerror(errno));
         goto error;
     }
-    if (spw_jobusers_switch(&d->users))
+    if (spw_jobusers_switch(&d->users)) {
         say(d, "jobs run as user %s (uid %ld)%s", d->users.dflt.name, (long)d->users.dflt.uid,
             d->users.nteams ? ", or their team's run_as user" : "");
+        char blocker[4096];
+        if (!spw_jobuser_reaches(&d->users.dflt, d->ckpt_dir, blocker, sizeof(blocker)))
+            say(d, "warning: jobs running as %s cannot reach their checkpoint directories "
+                "under %s: %s lets only its owner through; chmod o+x %s, or choose a "
+                "--state-dir they can reach (jobs without a workdir will fail to start)",
+                d->users.dflt.name, d->ckpt_dir, blocker, blocker);
+    }
     else
         say(d, "jobs run as this daemon's own user (uid %ld): they can read any file it can, "
             "its config among them; run the daemon as root for per-job users "

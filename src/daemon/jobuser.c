@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/jobuser.h"
@@ -141,4 +142,29 @@ void spw_jobusers_clear(spw_jobusers_t *us)
     free(us->team_names);
     free(us->env_pass);
     memset(us, 0, sizeof(*us));
+}
+
+int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap)
+{
+    char *real = u->set ? realpath(path, NULL) : NULL;
+    if (!real)
+        return 1;
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", real);
+    free(real);
+    /* Each ancestor, from the root down: "/", "/a", "/a/b" ... (not path). */
+    for (char *slash = dir; (slash = strchr(slash + 1, '/')) != NULL;) {
+        *slash = '\0';
+        struct stat st;
+        const char *at = dir[0] ? dir : "/";
+        if (stat(at, &st) == 0) {
+            mode_t need = st.st_uid == u->uid ? S_IXUSR : st.st_gid == u->gid ? S_IXGRP : S_IXOTH;
+            if (!(st.st_mode & need)) {
+                snprintf(blocker, cap, "%s", at);
+                return 0;
+            }
+        }
+        *slash = '/';
+    }
+    return 1;
 }

@@ -49,4 +49,11 @@ int spw_jobusers_switch(const spw_jobusers_t *us);
 /* Frees what init made.  NULL-safe. */
 void spw_jobusers_clear(spw_jobusers_t *us);
 
+/* Whether user u (set) can pass through every directory above path (links
+ * resolved): 1 yes (or u is not set, or path does not resolve); 0 no, with the first directory
+ * that stops it copied to blocker (cap bytes).  Reads modes only: ACLs and
+ * supplementary groups are not considered (jobs keep their primary group
+ * only). */
+int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap);
+
 #endif

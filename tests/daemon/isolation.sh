@@ -18,7 +18,7 @@ if ! id spillway-job >/dev/null 2>&1; then
     echo "1..0 # skip no spillway-job user (scripts/deps.sh creates it as root)"
     exit 0
 fi
-plan 22
+plan 24
 
 job_uid=$(id -u spillway-job)
 mkconfig "$T/serve.yaml" 2 never
@@ -31,6 +31,8 @@ ok $? "spillway serve starts as root with the default run_as"
 unset SPILLWAY_TOKEN OPERATOR_SECRET
 contains "$DLOG" "jobs run as user spillway-job"
 ok $? "its log says jobs run as spillway-job" || diag "$(cat "$DLOG")"
+! contains "$DLOG" "cannot reach their checkpoint"
+ok $? "and no warning about reaching the state dir (\$T is 0711)" || diag "$(cat "$DLOG")"
 
 # ---- who the job is, what it sees, what it can open ------------------------
 a=$(submit ml --gpus 1 --name probe -- sh -c '
@@ -128,6 +130,15 @@ r=$(submit ml --gpus 1 -- id -u)
 wait_for "$r" succeeded 10
 [ "$(spw ml logs "$r")" = 0 ]
 ok $? "and its jobs run as root"
+stop_daemon
+
+# ---- a state dir jobs cannot reach is said at start ---------------------------
+mkdir -m 700 "$T/private"
+start_daemon "$T/serve.yaml" "$T/private/state"
+contains "$DLOG" "warning: jobs running as spillway-job cannot reach their checkpoint directories" &&
+    contains "$DLOG" "chmod o+x $T/private"
+ok $? "a state dir under a 0700 directory: the daemon names the directory and the fix" ||
+    diag "$(cat "$DLOG")"
 stop_daemon
 
 # ---- a daemon that is not root runs jobs as itself ---------------------------
