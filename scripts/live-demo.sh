@@ -95,7 +95,7 @@ admin costs || fail "costs failed"
 echo "== audit log (admin): who did what, by token name"
 admin audit --limit 8 || fail "audit failed"
 echo "== dashboard: $url/ui (sign in with a token; admin-token-000003 sees everything)"
-echo "   this demo's daemon stops now; keep one with: ./spillway serve --config examples/serve.yaml"
+echo "   this demo's daemon stops now; keep one with: chmod 600 examples/serve.yaml; ./spillway serve --config examples/serve.yaml"
 echo "   (chmod 600 it first) and open http://127.0.0.1:8470/ui"
 if [ -f build/demo-report.html ]; then
     echo "== what-if report of the policy comparison: build/demo-report.html (opens offline)"
