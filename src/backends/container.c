@@ -86,12 +86,12 @@ static void add_set(spw_strbuf_t *s, char **argv)
 /* spw_unpack ARCHIVE CACHE: unpacks an OCI image archive once into
  * CACHE/KEY/rootfs (KEY from its path, size, mtime and inode) and prints
  * that path; or prints why not and fails.  CACHE must be the unpacking
- * user's own; it is made 0711, so that a job switched to another user
- * after the unpack (ssh run_as) can reach the root filesystem in it.  Layers are applied in the
+ * user's own (the job's: see spw_container_wrap); it is made 0711.  Layers are applied in the
  * manifest's order; a whiteout (.wh.NAME) removes NAME of the layers below
  * and an opaque one (.wh..wh..opq) empties its directory first, never
  * outside the root filesystem.  A multi-platform index takes its first
- * manifest.  The archive is trusted like the job's own code. */
+ * manifest.  The archive is trusted like the job's own code, and unpacked
+ * with its rights only. */
 static const char unpack_fn[] =
     "spw_unpack() {\n"
     "  uf=$1; uc=$2\n"
@@ -140,7 +140,8 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
     spw_strbuf_add(s, "; CK=");
     spw_strbuf_quote(s, c->ckpt ? c->ckpt : "");
     spw_strbuf_printf(s, "; IC=%s\n", c->cache_dir ? c->cache_dir
-                      : "\"${SPILLWAY_IMAGE_CACHE:-${TMPDIR:-/tmp}/spillway-images-$(id -u)}\"");
+                      : "\"${SPILLWAY_IMAGE_CACHE:-${TMPDIR:-/tmp}/spillway-images-"
+                        "${SPW_JOB_UID:-$(id -u)}}\"");
     spw_strbuf_add(s,
         "case $IMG in\n"
         "oci-archive:*) IK=archive; IF=${IMG#oci-archive:};;\n"
@@ -159,7 +160,15 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
     spw_strbuf_add(s, "; fi\nelse\n");
     spw_container_argv_free(cdi);
     spw_container_argv_free(dev);
-    spw_strbuf_add(s, unpack_fn);
+    /* The unpacking function, defined here and, for a job of another
+     * user, run as that user in a shell of its own. */
+    spw_strbuf_add(s, "UF=");
+    spw_strbuf_quote(s, unpack_fn);
+    spw_strbuf_add(s, "\neval \"$UF\"\n"
+        "if [ -n \"${SPW_JOB_UID:-}\" ] && [ \"$(id -u)\" != \"$SPW_JOB_UID\" ]; then\n"
+        "  spw_unpack_as() { setpriv --reuid=\"$SPW_JOB_UID\" --regid=\"$SPW_JOB_GID\""
+        " --clear-groups -- /bin/sh -c \"$UF\"'\nspw_unpack \"$1\" \"$2\"' spw-unpack \"$@\"; }\n"
+        "else spw_unpack_as() { spw_unpack \"$@\"; }; fi\n");
     spw_strbuf_add(s,
         "[ \"$IK\" != ref ] || die \"image $IMG is a registry reference, which needs podman on this"
         " host (not installed); give an unpacked root filesystem or an OCI archive to run it under"
@@ -167,7 +176,7 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
         "BW=$(command -v bwrap 2>/dev/null) || BW=/usr/bin/bwrap\n"
         "[ -x \"$BW\" ] || die \"the job names image $IMG, but this host has neither podman nor"
         " bubblewrap (bwrap) to run it\"\n"
-        "if [ \"$IK\" = archive ]; then UR=$(spw_unpack \"$IF\" \"$IC\") || die \"cannot unpack the"
+        "if [ \"$IK\" = archive ]; then UR=$(spw_unpack_as \"$IF\" \"$IC\") || die \"cannot unpack the"
         " OCI archive $IF: $UR\"; IMG=$UR; fi\n"
         "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
         "A=\"$(q \"$BW\")--tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent\"\n"

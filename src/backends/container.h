@@ -51,7 +51,12 @@ typedef struct spw_container {
  * job's command, "$@") with the command that runs it in c->image.  The
  * script must define `die` (called with a sentence when the host can run
  * neither podman nor bubblewrap, or the image is missing; it must not
- * return) before these lines run. */
+ * return) before these lines run.  When the script runs as root for a job
+ * of another user (ssh hosts), it sets SPW_JOB_UID and SPW_JOB_GID to that
+ * user's before these lines: an OCI archive is then unpacked as that user
+ * (setpriv), never as root, into that user's cache directory, so that a
+ * hostile archive (a layer's symlink leading out of the root filesystem)
+ * can write nowhere the job could not. */
 void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c);
 
 /* podman's command line for c, to which the job's command is appended:

@@ -18,7 +18,7 @@ out=$("$NET" up "$C" 4 --gpus 2 2>&1)
 rc=$?
 if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
 trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 39
+plan 40
 ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
@@ -108,15 +108,25 @@ if img=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") && chmod -R a+rX "$T/img"; 
     spw ml logs "$k" >"$T/boxed.out" 2>&1
     [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root\n%s' "$(id -u spillway-job)")" ]
     ok $? "it ran in the image's root filesystem, as its user: $(tr '\n' ' ' <"$T/boxed.out")"
-    # An OCI archive: unpacked by the login user (root) into the cache,
-    # then run as the job's user, who must reach it.
+    # An OCI archive: unpacked as the job's user (never the login user,
+    # root) into a cache of that user's.
+    mkdir -p "$T/jc" && chmod 777 "$T/jc"
     "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/image.tar"
-    k2=$(submit ml --gpus 1 --name boxed-oci --env SPILLWAY_IMAGE_CACHE="$T/imgcache" --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
+    k2=$(submit ml --gpus 1 --name boxed-oci --env SPILLWAY_IMAGE_CACHE="$T/jc/imgcache" --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
     wait_for "$k2" succeeded 30
     ok $? "a job naming an OCI archive succeeds as spillway-job" || diag "$(spw ml logs "$k2" 2>&1)"
     [ "$(spw ml logs "$k2" 2>&1 | tr '\n' ' ')" = "second layer whiteout " ]
     ok $? "in the unpacked layers: $(spw ml logs "$k2" 2>&1 | tr '\n' ' ')"
+    # A hostile archive whose layers write through a symlink out of the
+    # root filesystem, into a directory only root may write.
+    mkdir -p "$T/rootonly" && chmod 755 "$T/rootonly"
+    SPW_OCI_ESCAPE=$T/rootonly "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/evil.tar"
+    k3=$(submit ml --gpus 1 --name evil-oci --env SPILLWAY_IMAGE_CACHE="$T/jc/imgcache" --image "$T/img/evil.tar" -- true)
+    wait_for "$k3" succeeded 30 || wait_for "$k3" failed 5
+    [ -n "$(state_of "$k3")" ] && [ ! -e "$T/rootonly/pwned" ] && [ -s "$T/img/evil.tar" ]
+    ok $? "a hostile archive is unpacked as the job's user: nothing written outside its root ($(state_of "$k3"): $(spw ml show "$k3" 2>/dev/null | sed -n 's/^reason: *//p'))"
 else
+    ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"

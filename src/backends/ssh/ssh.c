@@ -1371,14 +1371,15 @@ static const char *env_value(const char *const *env, const char *name)
     return NULL;
 }
 
-/* Appends to a launch script the lines that make the job (not the shim,
- * which stays the login user so that the job cannot forge its exit record)
- * run as req's user: `setpriv` to that user's uid, its primary group alone,
+/* Appends to a launch script the lines that look up req's user, whom the job
+ * (not the shim, which stays the login user so that the job cannot forge its
+ * exit record) runs as through user_switch(): `setpriv` to that user's uid,
+ * its primary group alone,
  * as locally (jobuser.h).  The name is looked up on the host, where its
  * uid may differ from the daemon's.  Switching needs root as the login
  * user; root as the job's user is refused unless the daemon's own uid for
  * it is 0 too (daemon.allow_root_jobs). */
-static void user_wrap(spw_strbuf_t *s, const spw_launch_t *req)
+static void user_resolve(spw_strbuf_t *s, const spw_launch_t *req)
 {
     char uid[32];
     if (!req->user) {
@@ -1402,8 +1403,17 @@ static void user_wrap(spw_strbuf_t *s, const spw_launch_t *req)
         " exit 1; }\n"
         "  command -v setpriv >/dev/null 2>&1 || { echo \"E this job runs as $U, but setpriv"
         " (util-linux) is missing on this host\"; exit 1; }\n"
-        "  set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n"
-        "fi\n");
+        "fi\n"
+        /* What container.c's image unpacking runs as (container.h). */
+        "SPW_JOB_UID=$UI; SPW_JOB_GID=$UG\n");
+}
+
+/* Appends the line that makes the job's command ("$@") switch to the user
+ * user_resolve() looked up, after the container lines wrapped it. */
+static void user_switch(spw_strbuf_t *s)
+{
+    spw_strbuf_add(s, "[ \"$(id -u)\" = \"$UI\" ] ||"
+                      " set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n");
 }
 
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
@@ -1576,6 +1586,8 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             spw_strbuf_quote(&s, req->script);
             spw_strbuf_add(&s, "\n");
         }
+        if (req->set_user)
+            user_resolve(&s, req);
         if (image) {
             /* podman passes on the variables the launch exports. */
             const char **names = spw_xcalloc(24 + 1 + (req->env ? 0 : 0), sizeof(char *));
@@ -1612,6 +1624,8 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
                                   (const char *const *)names, NULL};
             spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");
+            if (!req->set_user)
+                spw_strbuf_add(&s, "SPW_JOB_UID=; SPW_JOB_GID=\n");
             spw_container_wrap(&s, &ct);
             for (size_t i = 0; i < nheap; i++)
                 free(heap[i]);
@@ -1619,7 +1633,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             free(names);
         }
         if (req->set_user)
-            user_wrap(&s, req);
+            user_switch(&s);
         spw_strbuf_add(&s, "S=");
         spw_strbuf_quote(&s, shim);
         spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
