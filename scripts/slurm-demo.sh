@@ -15,8 +15,26 @@ D=$(mktemp -d "${TMPDIR:-/tmp}/spillway-slurm-demo.XXXXXX")
 # $D to their checkpoint directories under the state dir.
 chmod 711 "$D"
 pid=
+# alive PID: whether PID still runs (a zombie, exited but not reaped, does not).
+alive() { kill -0 "$1" 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' "/proc/$1/status"; }
 stop() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    # Jobs outlive their daemon (by design): cancel the demo's own first, and
+    # wait until none runs, so that nothing of it is left (10 s at most).
+    if [ -n "${SPILLWAY_URL:-}" ] && alive "$pid"; then
+        for j in 1 2 3 4 5 6; do "$SPW" cancel "j-00000$j" >/dev/null 2>&1; done
+        i=0
+        while "$SPW" queue 2>/dev/null | grep -Eq ' (queued|placed|running) ' && [ $i -lt 100 ]; do
+            sleep 0.1; i=$((i + 1))
+        done
+    fi
+    # The daemon may take a while to stop (Slurm commands in flight end
+    # first, 30 s at most): wait for it by pid, then SIGKILL.
+    if [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; then
+        i=0
+        while alive "$pid" && [ $i -lt 400 ]; do sleep 0.1; i=$((i + 1)); done
+        alive "$pid" && kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    fi
     scripts/slurm-cluster.sh stop "$D/cluster" >/dev/null 2>&1
     rm -rf "$D"
 }
