@@ -113,6 +113,34 @@ if [ "$cmd" = up ]; then
     [ "${4:-}" = --gpus ] && gpus=${5:-0}
 fi
 
+# host_files HD ADDR NAME FAIL: host NAME's files in HD: its host key, an
+# sshd_config listening on ADDR:$PORT (keys of $dir/authorized_keys, its
+# session's SPILLWAY_HOST_DIR=HD/spillway and PATH with HD/bin first) and,
+# with --gpus, a fake nvidia-smi; FAIL (a function) is called on an error.
+host_files() {
+    ssh-keygen -q -t ed25519 -N '' -f "$1/ssh_host_ed25519_key" </dev/null || $4 "host key"
+    cat >"$1/sshd_config" <<CONF
+Port $PORT
+ListenAddress $2
+HostKey $1/ssh_host_ed25519_key
+AuthorizedKeysFile $dir/authorized_keys
+PidFile $1/sshd.pid
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+MaxSessions 100
+SetEnv SPILLWAY_HOST_DIR=$1/spillway PATH=$1/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SPILLWAY_TEST_HOST=$3
+CONF
+    if [ "$gpus" -gt 0 ]; then
+        printf '#!/bin/sh\n# fake nvidia-smi of test host %s: %s GPUs\ng=0; while [ $g -lt %s ]; do echo $g; g=$((g + 1)); done\n' \
+            "$3" "$gpus" "$gpus" >"$1/bin/nvidia-smi"
+        chmod +x "$1/bin/nvidia-smi"
+    fi
+}
+
 # mk_netns NS VR VH ROOT_ADDR HOST_ADDR STATE FAIL: namespace NS joined to the
 # root namespace by the veth pair VR (root end, ROOT_ADDR/30) and VH (in NS,
 # HOST_ADDR/30), both up, lo up in NS; what is made is appended to STATE (for
@@ -196,28 +224,7 @@ add_host() {
     # forwards on this veth only.
     echo 1 >"/proc/sys/net/ipv4/conf/$vr/forwarding" 2>/dev/null
     ip -n "$ns" route add "10.$X.$Y.0/24" via "10.$X.$Y.$((4 * slot + 1))" 2>/dev/null
-    ssh-keygen -q -t ed25519 -N '' -f "$idir/ssh_host_ed25519_key" </dev/null || afail "host key"
-    path=$idir/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-    cat >"$idir/sshd_config" <<CONF
-Port $PORT
-ListenAddress $a
-HostKey $idir/ssh_host_ed25519_key
-AuthorizedKeysFile $dir/authorized_keys
-PidFile $idir/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-MaxStartups 100:30:200
-MaxSessions 100
-SetEnv SPILLWAY_HOST_DIR=$idir/spillway PATH=$path SPILLWAY_TEST_HOST=$name
-CONF
-    if [ "$gpus" -gt 0 ]; then
-        printf '#!/bin/sh\n# fake nvidia-smi of test host %s: %s GPUs\ng=0; while [ $g -lt %s ]; do echo $g; g=$((g + 1)); done\n' \
-            "$name" "$gpus" "$gpus" >"$idir/bin/nvidia-smi"
-        chmod +x "$idir/bin/nvidia-smi"
-    fi
+    host_files "$idir" "$a" "$name" afail
     echo "pidfile $idir/sshd.pid" >>"$idir/state"
     mkdir -p /run/sshd
     ip netns exec "$ns" /usr/sbin/sshd -f "$idir/sshd_config" -E "$idir/sshd.log" </dev/null >&2 9>&- ||
@@ -276,31 +283,7 @@ while [ $i -lt $n ]; do
     # namespace: a route to the whole /24 via the root end; the root
     # namespace forwards between these veths only if ip_forward is on, so
     # instead every host gets its own route per peer below.
-    ssh-keygen -q -t ed25519 -N '' -f "$hd/ssh_host_ed25519_key" || fail "host key"
-    path=$hd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-    cat >"$hd/sshd_config" <<CONF
-Port $PORT
-ListenAddress 10.$X.$Y.$b
-HostKey $hd/ssh_host_ed25519_key
-AuthorizedKeysFile $dir/authorized_keys
-PidFile $hd/sshd.pid
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-MaxStartups 100:30:200
-MaxSessions 100
-SetEnv SPILLWAY_HOST_DIR=$hd/spillway PATH=$path SPILLWAY_TEST_HOST=$i
-CONF
-    if [ "$gpus" -gt 0 ]; then
-        cat >"$hd/bin/nvidia-smi" <<NV
-#!/bin/sh
-# fake nvidia-smi of test host $i: $gpus GPUs
-g=0; while [ \$g -lt $gpus ]; do echo \$g; g=\$((g + 1)); done
-NV
-        chmod +x "$hd/bin/nvidia-smi"
-    fi
+    host_files "$hd" "10.$X.$Y.$b" "$i" fail
     echo "pidfile $hd/sshd.pid" >>"$dir/state"
     ip netns exec "$ns" /usr/sbin/sshd -f "$hd/sshd_config" -E "$hd/sshd.log" ||
         fail "sshd of host $i did not start: $(tail -3 "$hd/sshd.log" 2>/dev/null)"
