@@ -254,6 +254,24 @@ int main(void)
        "cancelled job: %s %d (%s) after %.2f s", spw_exit_kind_name(x.kind), x.status,
        spw_exit_cause_name(x.cause), now() - t0);
 
+    /* Cancels sent the moment launch returns, a few times over: each must
+     * reach the job (the shim's pid file, which a cancel needs, is written
+     * only once the job is forked). */
+    int reached = 0;
+    for (int i = 0; i < 6; i++) {
+        char id[16], tok[32];
+        snprintf(id, sizeof(id), "jc%d", i);
+        snprintf(tok, sizeof(tok), "d1.jc%d.1", i);
+        if (launch(sb, id, tok, NULL, argv4, NULL, 1, 0, &h, &err) != 0 ||
+            spw_ssh_ops.cancel(sb, &h, now(), &err) != 0)
+            break;
+        if (!wait_exit(sb, id, &x, 20) || x.kind != SPW_EXIT_SIGNALED || x.status != SIGTERM)
+            break;
+        reached++;
+    }
+    ok(reached == 6, "6 cancels sent right after their launches all reached their jobs (%d did)",
+       reached);
+
     /* Cancel of a job that ignores SIGTERM: SIGKILL after the grace. */
     rc = launch(sb, "j5", "d1.j5.1", "trap '' TERM; while :; do sleep 0.1; done", NULL, NULL, 1,
                 0, &h, &err);

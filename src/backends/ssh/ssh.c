@@ -152,11 +152,14 @@ static const char prelude[] =
     " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
     "fence() { sig \"$1\" KILL; echo \"F $1\"; }\n";
 
-/* The shim: $1 is the rank directory, the rest the job's command. */
+/* The shim: $1 is the rank directory, the rest the job's command.  Its
+ * pid file, which launch waits for and sig() needs, is written only once
+ * the job is forked: a cancel that came between the two would reach only
+ * the shim, which ignores it, and the job would run on. */
 static const char shim[] =
     "D=$1; shift; trap : TERM INT HUP;"
-    " echo $$ >\"$D/pid.tmp\" && mv \"$D/pid.tmp\" \"$D/pid\";"
     " \"$@\" </dev/null >>\"$D/out\" 2>>\"$D/err\" & c=$!; st=;"
+    " echo $$ >\"$D/pid.tmp\" && mv \"$D/pid.tmp\" \"$D/pid\";"
     " while kill -0 $c 2>/dev/null; do wait $c; st=$?; done;"
     " [ -n \"$st\" ] || { wait $c; st=$?; };"
     " if [ \"$st\" -gt 128 ]; then r=\"signaled $((st - 128))\"; else r=\"exited $st\"; fi;"
