@@ -188,7 +188,8 @@ start_daemon "$T/serve.yaml" "$T/state"
 ok $? "the daemon is killed -9 with that sbatch in flight and restarted"
 second() { sq | grep "\.$p\.2 " | grep -q RUNNING; }
 wait_until 30 second && [ "$(state_of "$p")" = running ]
-ok $? "the job is requeued as never started, its attempt 2 runs: $(sq | grep "\.$p\." | tr '\n' ';')"
+ok $? "the job is requeued as never started, its attempt 2 runs: $(sq | grep "\.$p\." | tr '\n' ';')" ||
+    { diag "state: $(state_of "$p"); squeue: $(squeue -h -o '%i %T %r %k' | tr '\n' ';')"; grep "$p" "$DLOG" | sed 's/^/# /'; }
 rm -f "$T/hold"
 late_cancelled() { sq | grep "\.$p\.1 " | grep -q CANCELLED; }
 wait_until 30 late_cancelled

@@ -100,7 +100,13 @@ v=$(submit ml --gpus 4 --name stopping --retries 0 -- sleep 300)
 wait_for "$v" running 30 && wait_until 20 running_in_slurm "$v" 1
 node=$(sq | grep "\.$v\.1 " | awk '{print $4}')
 [ -n "$node" ]
-ok $? "a 4-GPU job runs on Slurm node '$node'"
+ok $? "a 4-GPU job runs on Slurm node '$node'" || {
+    diag "spillway: $(state_of "$v"): $(spw ml show "$v" 2>&1 | sed -n 's/^reason: *//p')"
+    diag "squeue: $(squeue -h -t all -o '%i %T %r %k %N' | tr '\n' ';')"
+    diag "sinfo: $(sinfo -h -N -o '%N %T %G' | tr '\n' ';')"
+    grep "$v\|Slurm\|slurm" "$DLOG" | tail -20 | sed 's/^/# /'
+    exit 1
+}
 touch "$T/noscancel"
 scontrol update nodename="$node" state=drain reason=spw-test-drain
 waiting() { grep -q "Slurm node $node " "$DLOG" && running_in_slurm "$v" 1 &&
