@@ -114,11 +114,21 @@ $(B)/tests/ssh/%: tests/ssh/%.c $(B)/libspillway.a tests/tap.h
 
 tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) spillway
 
+# The live test files: each starts its own daemons (spillway, Slurm, sshd
+# hosts, Prometheus, Chromium) on its own ports, directories and subnets,
+# so files run side by side.  Most of their time is spent waiting on those
+# daemons, not on the CPU: prove runs PROVE_JOBS files at once, the slowest
+# first so that the lanes end together.
+PROVE_JOBS ?= 2
+SLOW_TESTS = tests/slurm/cloud.sh tests/ssh/backend.sh tests/slurm/recovery.sh \
+	tests/slurm/daemon.sh tests/ssh/cloud.sh tests/daemon/spot_resume.sh
+LIVE_TESTS = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(wildcard tests/daemon/*.sh) \
+	$(wildcard tests/ui/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh))
+
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -e '' $(TEST_BIN) tests/cli/*.sh $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
-	    $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
+	prove -j$(PROVE_JOBS) -e '' $(LIVE_TESTS) $(TEST_BIN) tests/cli/*.sh
 
 # The live daemon tests (tests/daemon/*.sh, tests/ui/*.sh, and
 # tests/slurm/*.sh and tests/ssh/*.sh against a real Slurm and real sshd
@@ -129,8 +139,7 @@ san-daemon:
 	    build/san/tests/slurm/slurm_backend build/san/tests/ssh/ssh_backend
 	SPILLWAY=build/san/spillway SPW_SLURM_TEST_BIN=$(CURDIR)/build/san/tests/slurm/slurm_backend \
 	    SPW_SSH_TEST_BIN=$(CURDIR)/build/san/tests/ssh/ssh_backend \
-	    prove -e '' $(wildcard tests/daemon/*.sh) $(wildcard tests/ui/*.sh) \
-	    $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh)
+	    prove -j$(PROVE_JOBS) -e '' $(LIVE_TESTS)
 
 check-unit: $(TEST_BIN)
 	prove -e '' $(TEST_BIN)
@@ -144,21 +153,38 @@ valgrind: $(TEST_BIN)
 	        $$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
 	done; echo "valgrind: $(words $(TEST_BIN)) test programs clean"
 
-build/fuzz/%: fuzz/%.c $(LIB_SRC) build/gen/ui_assets.c
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ $< $(LIB_SRC) build/gen/ui_assets.c $(LDLIBS)
+# The library is compiled once for every fuzzer (with coverage for
+# libFuzzer, ASan and UBSan); each fuzzer is its one file linked to it.
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Isrc $(PKG_CFLAGS) -fsanitize=address,undefined \
+	-fno-sanitize-recover=undefined
+FUZZ_OBJ = $(LIB_SRC:%.c=build/fuzz/obj/%.o) build/fuzz/obj/gen/ui_assets.o
 
-fuzz: $(FUZZ_BIN)
-	@for f in $(FUZZ_BIN); do \
-	    name=$$(basename $$f); mkdir -p build/fuzz/work/$$name; \
-	    echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=0 \
-	        -artifact_prefix=build/fuzz/$$name- \
-	        build/fuzz/work/$$name fuzz/corpus/$$name >build/fuzz/$$name.log 2>&1 \
-	        || { tail -40 build/fuzz/$$name.log; exit 1; }; \
-	    grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$name.log | sed "s/^/fuzz: $$name: /"; \
-	done
+build/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+build/fuzz/obj/gen/ui_assets.o: build/gen/ui_assets.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/libspillway-fuzz.a: $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/fuzz/%: fuzz/%.c build/fuzz/libspillway-fuzz.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libspillway-fuzz.a $(LDLIBS)
+
+# Each fuzzer runs FUZZ_SECONDS; with make -j, several at once.
+.SECONDARY: $(FUZZ_BIN)
+fuzz: $(FUZZ_BIN:build/fuzz/%=fuzz-run-%)
+
+fuzz-run-%: build/fuzz/%
+	@name=$*; mkdir -p build/fuzz/work/$$name; \
+	echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
+	build/fuzz/$$name -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 -print_final_stats=0 \
+	    -artifact_prefix=build/fuzz/$$name- \
+	    build/fuzz/work/$$name fuzz/corpus/$$name >build/fuzz/$$name.log 2>&1 \
+	    || { tail -40 build/fuzz/$$name.log; exit 1; }; \
+	grep -E '^#[0-9]+[[:space:]]+DONE' build/fuzz/$$name.log | sed "s/^/fuzz: $$name: /"
 
 build/bench/%: bench/%.c build/libspillway.a
 	@mkdir -p $(dir $@)
@@ -170,4 +196,4 @@ bench: spillway $(BENCH_BIN)
 clean:
 	rm -rf build spillway
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
