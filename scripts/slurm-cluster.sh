@@ -189,6 +189,10 @@ cmd_start() {
         echo "SelectType=select/cons_tres"
         echo "SelectTypeParameters=CR_Core"
         echo "SchedulerType=sched/backfill"
+        # A job that has to wait (its pinned node still completing the job
+        # before) is tried again within seconds, not at the 30 s backfill
+        # and 60 s main passes of a default slurmctld.
+        echo "SchedulerParameters=sched_interval=2,bf_interval=1"
         echo "GresTypes=gpu"
         echo "JobAcctGatherType=jobacct_gather/none"
         echo "AccountingStorageType=accounting_storage/none"
