@@ -9,17 +9,10 @@
 # the running job is re-adopted, never started twice.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-NET=$ROOT/scripts/netns-hosts.sh
-C=$T/cluster
-command -v python3 >/dev/null || { echo "1..0 # SKIP python3 missing (scripts/deps.sh test)"; exit 0; }
+# shellcheck source=tests/ssh/ssh-lib
+. "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-out=$("$NET" up "$C" 4 --gpus 2 2>&1)
-rc=$?
-if [ $rc = 3 ]; then echo "1..0 # SKIP $out"; exit 0; fi
-trap '"$NET" down "$C" >/dev/null 2>&1; cleanup' EXIT
-plan 40
-ok $rc "4 hosts with sshd are up" || { diag "$out"; exit 1; }
+hosts_up 4 40 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
