@@ -10,8 +10,7 @@ STORM_ROUNDS=${SPW_STORM_ROUNDS:-8}
 STORM_JOBS=${SPW_STORM_JOBS:-30}
 
 mkconfig "$T/serve.yaml" 4 never
-start_daemon "$T/serve.yaml" "$T/state"
-ok $? "spillway serve starts (1 node x 4 GPU slots)"
+STORM_WHAT="1 node x 4 GPU slots"
 
 # shellcheck source=tests/daemon/storm-lib
 . "$(dirname "$0")/storm-lib"

@@ -19,14 +19,10 @@ onprem:
 policy: {queue: fifo, backfill: easy, wait: never}
 $(daemon_yaml)
 EOF2
-start_daemon "$T/serve.yaml" "$T/state"
-ok $? "spillway serve starts with a slurm pool of 2 nodes x 2 GPUs" || { diag "$(cat "$DLOG")"; exit 1; }
+STORM_WHAT="a slurm pool of 2 nodes x 2 GPUs" STORM_HOSTS="n[12]" STORM_JOBS=15 STORM_WAIT_S=180
 
-STORM_ROUNDS=8 STORM_JOBS=15 STORM_WAIT_S=180
 # shellcheck source=tests/daemon/storm-lib
 . "$ROOT/tests/daemon/storm-lib"
-grep -q " n[12]$" "$LEDGER"
-ok $? "the runs were on the Slurm nodes (their SLURMD_NODENAME in the ledger)" || diag "$(head -3 "$LEDGER")"
 # Slurm's own record: one Slurm job per launch token, never two.
 squeue -h -t all -o '%k' | grep -E '^[0-9a-f]{12}\.j-' | sort | uniq -d >"$T/dup"
 [ ! -s "$T/dup" ] && [ -n "$(squeue -h -t all -o '%k' | grep -E '^[0-9a-f]{12}\.j-')" ]
