@@ -310,7 +310,16 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
 /* Cloud instances as the State=CLOUD nodes of a Slurm partition
  * (cloud.slurm_partition; slurmcloud.c, docs/slurm.md). */
 #define SPW_DAEMON_SLURM_CLOUD_POOL (-3)
-/* Makes d->scloud_be and reads its nodes when cloud.slurm_partition is set.
+/* STATE_DIR/NAME: the nodes (names, GPUs) last read from a Slurm partition,
+ * written after each read at start and read back when Slurm does not answer
+ * (pools.c).  read: 0 with *out (caller frees) and *n, or -1 (none). */
+struct spw_slurm_node;
+void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
+                                  const struct spw_slurm_node *v, size_t n);
+int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
+                                struct spw_slurm_node **out, size_t *n);
+/* Makes d->scloud_be and reads its nodes when cloud.slurm_partition is set;
+ * while Slurm does not answer, the nodes as last read (a warning says so).
  * 0, or -1 with err. */
 int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err);
 void spw_daemon_scloud_destroy(spw_daemon_t *d);

@@ -51,19 +51,16 @@ static int ssh_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
     return 0;
 }
 
-/* STATE_DIR/slurm-nodes-POOL: the nodes (name and GPUs, one a line) the
- * daemon last read from Slurm for pool p, so that a daemon restarting
- * while slurmctld does not answer still knows its pool (and the jobs placed
- * on it keep their place until Slurm answers). */
-static void cache_path(const spw_daemon_t *d, size_t p, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/slurm-nodes-%s", d->state_dir, d->fleet.pools[p].name);
-}
-
-static void cache_write(const spw_daemon_t *d, size_t p, const spw_slurm_node_t *v, size_t n)
+/* STATE_DIR/NAME (slurm-nodes-POOL for a Slurm pool, slurm-cloud-partition
+ * for cloud.slurm_partition): the nodes (name and GPUs, one a line) the
+ * daemon last read from Slurm, so that a daemon restarting while slurmctld
+ * does not answer still knows them (and the jobs placed on them keep their
+ * place until Slurm answers). */
+void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
+                                  const struct spw_slurm_node *v, size_t n)
 {
     char path[4200], tmp[4300];
-    cache_path(d, p, path, sizeof(path));
+    snprintf(path, sizeof(path), "%s/%s", d->state_dir, name);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
@@ -74,27 +71,27 @@ static void cache_write(const spw_daemon_t *d, size_t p, const spw_slurm_node_t 
         unlink(tmp);
 }
 
-/* The cached nodes of pool p: 0 with *out (caller frees) and *n, or -1. */
-static int cache_read(const spw_daemon_t *d, size_t p, spw_slurm_node_t **out, size_t *n)
+int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
+                                struct spw_slurm_node **out, size_t *n)
 {
     char path[4200], line[256];
-    cache_path(d, p, path, sizeof(path));
+    snprintf(path, sizeof(path), "%s/%s", d->state_dir, name);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     size_t k = 0, cap = 8;
     spw_slurm_node_t *v = spw_xcalloc(cap, sizeof(*v));
     while (fgets(line, sizeof(line), f)) {
-        char name[64];
+        char nm[64];
         unsigned gpus;
-        if (sscanf(line, "%63s %u", name, &gpus) != 2)
+        if (sscanf(line, "%63s %u", nm, &gpus) != 2)
             continue;
         if (k == cap) {
             cap *= 2;
             v = spw_xrealloc(v, cap * sizeof(*v));
         }
         memset(&v[k], 0, sizeof(v[k]));
-        snprintf(v[k].name, sizeof(v[k].name), "%s", name);
+        snprintf(v[k].name, sizeof(v[k].name), "%s", nm);
         v[k].gpus = gpus;
         k++;
     }
@@ -116,9 +113,11 @@ static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
     spw_slurm_node_t *v;
     size_t n;
     spw_error_t e2;
+    char cache[200];
+    snprintf(cache, sizeof(cache), "slurm-nodes-%s", ps->name);
     if (spw_slurm_nodes(sb, &v, &n, &e2) == 0) {
-        cache_write(d, p, v, n);
-    } else if (cache_read(d, p, &v, &n) == 0) {
+        spw_daemon_slurm_cache_write(d, cache, v, n);
+    } else if (spw_daemon_slurm_cache_read(d, cache, &v, &n) == 0) {
         if (!d->quiet)
             fprintf(stderr, "spillway: pool %s: Slurm does not answer (%s); using its %zu "
                     "nodes as last read, until it does\n", ps->name, e2.text, n);

@@ -34,7 +34,15 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
         return spw_errorf(err, "cloud.slurm_partition %s: %s", part, e2.text);
     spw_slurm_node_t *v;
     size_t n;
-    if (spw_slurm_nodes(sb, &v, &n, &e2) < 0) {
+    if (spw_slurm_nodes(sb, &v, &n, &e2) == 0) {
+        spw_daemon_slurm_cache_write(d, "slurm-cloud-partition", v, n);
+    } else if (spw_daemon_slurm_cache_read(d, "slurm-cloud-partition", &v, &n) == 0) {
+        /* Up to the first read that works, no node counts as down: a node
+         * Slurm has down refuses its resume, and the job is placed again. */
+        if (!d->quiet)
+            fprintf(stderr, "spillway: cloud.slurm_partition %s: Slurm does not answer (%s); "
+                    "using its %zu nodes as last read, until it does\n", part, e2.text, n);
+    } else {
         spw_slurm_destroy(sb);
         return spw_errorf(err, "cloud.slurm_partition %s: cannot read its nodes: %s", part, e2.text);
     }

@@ -15,7 +15,7 @@
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
-slurm_up 18 "a Slurm cluster of 2 nodes x 4 GPUs is up" --nodes 2 --gpus 4 --cloud 0
+slurm_up 22 "a Slurm cluster of 2 nodes x 4 GPUs (and 1 cloud node) is up" --nodes 2 --gpus 4 --cloud 1
 
 # A scancel that fails while $T/noscancel exists (a controller that cannot
 # be reached for cancels), first on the daemon's PATH.
@@ -126,3 +126,22 @@ ok $? "and the job's next attempt runs in Slurm: $(sq | grep "\.$v\." | tr '\n' 
 ok $? "one live Slurm job for it"
 spw ml cancel "$v" >/dev/null 2>&1
 scontrol update nodename="$node" state=resume
+
+# ---- 3. cloud.slurm_partition while slurmctld is down ----------------------
+# The daemon with a cloud partition restarts while Slurm does not answer:
+# it starts, the partition's nodes as last read (STATE/slurm-cloud-partition).
+sed 's/^policy:/cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 1, slurm_partition: cloud}\npolicy:/' \
+    "$T/serve.yaml" >"$T/serve3.yaml"
+kill9_daemon
+start_daemon "$T/serve3.yaml" "$T/state3"
+ok $? "spillway serve starts with cloud.slurm_partition: cloud" || diag "$(cat "$DLOG")"
+kill9_daemon
+"$ROOT/scripts/slurm-cluster.sh" stop-ctld "$C"
+start_slow "$T/serve3.yaml" "$T/state3"
+ok $? "after kill -9 it starts again while slurmctld is down" || diag "$(cat "$DLOG")"
+grep -q "cloud.slurm_partition cloud: Slurm does not answer .*using its 1 nodes as last read" "$DLOG"
+ok $? "with the cloud partition's nodes as last read: $(grep 'slurm_partition cloud: Slurm does not' "$DLOG" | cut -c1-160)"
+"$ROOT/scripts/slurm-cluster.sh" start-ctld "$C" >/dev/null
+w=$(submit ml --gpus 1 --name after -- sh -c 'exit 0')
+wait_for "$w" succeeded 60
+ok $? "once slurmctld is back, a job runs"
