@@ -10,7 +10,7 @@
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
 SLURM_ON_EXIT='[ -n "$fid" ] && scancel "$fid" 2>/dev/null'
-slurm_up 18 "a Slurm cluster of 2 nodes x 4 GPUs is up" --nodes 2 --gpus 4 --cloud 0
+slurm_up 20 "a Slurm cluster of 2 nodes x 4 GPUs is up" --nodes 2 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:
@@ -99,3 +99,12 @@ ok $? "the running job cancelled meanwhile is cancelled through it: $(sq | grep 
 spw ml cancel "$c" >/dev/null 2>&1
 wait_for "$c" cancelled 60
 ok $? "and the other one once it runs"
+
+# ---- a foreign job array: each running task counted, once -----------------
+fid=$(sbatch --parsable --array=0-1 -p onprem -w n2 --gres=gpu:2 --comment=someone-else -o /dev/null --wrap 'sleep 300')
+both() { [ "$(squeue -h -j "$fid" -t RUNNING -o %A | wc -l)" = 2 ]; }
+wait_until 20 both
+ok $? "a foreign job array ($fid: $(squeue -h -j "$fid" -o %i | tr '\n' ' ')) runs 2 tasks of 2 GPUs on n2"
+seen2() { grep -q "Slurm node gpu/1: 4 GPUs held by jobs not submitted through spillway" "$DLOG"; }
+wait_until 15 seen2 && ! grep -q "Slurm node gpu/1: \([5-9]\|[1-9][0-9]\) GPUs held" "$DLOG"
+ok $? "the daemon counts both tasks, each once: $(grep 'gpu/1: .* not submitted' "$DLOG" | tail -1)"

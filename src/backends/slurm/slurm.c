@@ -1662,8 +1662,17 @@ static int job_alloc(spw_slurm_t *sb, long id, falloc_t *fa, spw_error_t *err)
     fa->id = id;
     fa->v = NULL;
     fa->n = 0;
+    /* Asked for an array's base id (or a het job's first component),
+     * scontrol shows every task (component), one line each: only the line
+     * of this id counts, the others are counted under their own ids. */
+    char want[48];
+    int wl = snprintf(want, sizeof(want), "JobId=%ld", id);
+    char *lsave = NULL;
+    char *line = strtok_r(o, "\n", &lsave);
+    while (line && (strncmp(line, want, (size_t)wl) != 0 || (line[wl] != ' ' && line[wl] != '\0')))
+        line = strtok_r(NULL, "\n", &lsave);
     char *save = NULL, *group = NULL;
-    for (char *t = strtok_r(o, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+    for (char *t = line ? strtok_r(line, " ", &save) : NULL; t; t = strtok_r(NULL, " ", &save)) {
         if (strncmp(t, "Nodes=", 6) == 0) {
             group = t + 6;
             continue;
@@ -1698,8 +1707,10 @@ static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreig
     *n = 0;
     char part[300];
     snprintf(part, sizeof(part), "--partition=%s", sb->partition);
+    /* %A: a job's own id, also for each task of an array (whose %i is
+     * "BASE_TASK") and each component of a het job ("LEADER+N"). */
     const char *argv[] = {"squeue", "--noheader", part, "--states=RUNNING,COMPLETING,CONFIGURING",
-                          "--format=%i\x1f%k", NULL};
+                          "--format=%A\x1f%k", NULL};
     char *o = NULL;
     if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
         free(o);
@@ -1720,7 +1731,7 @@ static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreig
         char *end;
         long id = strtol(line, &end, 10);
         if (id <= 0 || *end != '\0')
-            continue; /* an array or het job's "1_2": not counted */
+            continue;
         size_t k = 0;
         while (k < sb->nfalloc && sb->falloc[k].id != id)
             k++;
