@@ -1,4 +1,7 @@
-/* backend.c: names of the backend interface's enums. */
+/* backend.c: names of the backend interface's enums, and the queue helper
+ * of poll() and changed(). */
+#include <string.h>
+
 #include "backends/backend.h"
 
 #define SPW_NAME_ENTRY(a, s) s,
@@ -13,4 +16,15 @@ const char *spw_exit_kind_name(spw_exit_kind_t k)
 const char *spw_exit_cause_name(spw_exit_cause_t c)
 {
     return (int)c >= 0 && c < SPW_EXIT_CAUSE_COUNT ? exit_cause_names[c] : "?";
+}
+
+int spw_queue_take(void *queue, size_t *n, size_t elem, void *out, size_t max)
+{
+    size_t k = *n < max ? *n : max;
+    if (k == 0)
+        return 0;
+    memcpy(out, queue, k * elem);
+    memmove(queue, (char *)queue + k * elem, (*n - k) * elem);
+    *n -= k;
+    return (int)k;
 }

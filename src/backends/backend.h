@@ -208,4 +208,9 @@ struct spw_backend_ops {
     int (*changed)(void *be, spw_handle_t *out, size_t max);
 };
 
+/* Moves up to max items of elem bytes from the front of a queue of *n
+ * items into out, the rest to the front; returns how many moved (what a
+ * backend's poll() and changed() hand the daemon). */
+int spw_queue_take(void *queue, size_t *n, size_t elem, void *out, size_t max);
+
 #endif

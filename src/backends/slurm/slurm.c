@@ -1319,13 +1319,7 @@ static void sl_tick(void *be, double now_s)
 static int sl_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_slurm_t *sb = be;
-    size_t n = sb->nended < max ? sb->nended : max;
-    if (n == 0)
-        return 0;
-    memcpy(exits, sb->ended, n * sizeof(*exits));
-    memmove(sb->ended, sb->ended + n, (sb->nended - n) * sizeof(*exits));
-    sb->nended -= n;
-    return (int)n;
+    return spw_queue_take(sb->ended, &sb->nended, sizeof(*exits), exits, max);
 }
 
 static int sl_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
@@ -1425,13 +1419,7 @@ static int sl_find(void *be, const char *token, spw_handle_t *out, spw_error_t *
 static int sl_changed(void *be, spw_handle_t *out, size_t max)
 {
     spw_slurm_t *sb = be;
-    size_t n = sb->nchg < max ? sb->nchg : max;
-    if (n == 0)
-        return 0;
-    memcpy(out, sb->chg, n * sizeof(*out));
-    memmove(sb->chg, sb->chg + n, (sb->nchg - n) * sizeof(*out));
-    sb->nchg -= n;
-    return (int)n;
+    return spw_queue_take(sb->chg, &sb->nchg, sizeof(*out), out, max);
 }
 
 static void sl_destroy(void *be)

@@ -1823,13 +1823,7 @@ static void ssh_tick(void *be, double now_s)
 static int ssh_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_ssh_t *sb = be;
-    size_t n = sb->ndone < max ? sb->ndone : max;
-    if (n == 0)
-        return 0;
-    memcpy(exits, sb->done, n * sizeof(spw_exit_t));
-    memmove(sb->done, sb->done + n, (sb->ndone - n) * sizeof(spw_exit_t));
-    sb->ndone -= n;
-    return (int)n;
+    return spw_queue_take(sb->done, &sb->ndone, sizeof(*exits), exits, max);
 }
 
 static int ext_hosts_in(spw_ssh_t *sb, char *buf, uint32_t *hosts, size_t cap, spw_error_t *err);
