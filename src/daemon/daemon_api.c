@@ -729,9 +729,7 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(p->name));
         json_object_set_new(o, "kind", json_string("onprem"));
-        void *pbe;
-        json_object_set_new(o, "backend",
-                            json_string(spw_daemon_pool_ops(d, (int32_t)i, &pbe)->name));
+        json_object_set_new(o, "backend", json_string(spw_daemon_pool_backend(d, i)));
         json_object_set_new(o, "nodes", json_integer(p->nnodes));
         json_object_set_new(o, "gpu_model", p->model >= 0 ? json_string(d->fleet.models.name[p->model]) : json_null());
         json_object_set_new(o, "gpus", json_integer((json_int_t)total));

@@ -271,86 +271,21 @@ struct spw_daemon {
                                     started with the loop; NULL before */
 };
 
-/* daemon_api.c, for daemon.c: sets up the token table and the audit log
+extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
+
+/* A turn older than this (or 50 ticks, if longer), seconds: the loop is
+ * stuck and /healthz says so. */
+#define SPW_DAEMON_STALL_S 10.0
+
+/* guard.c, for daemon.c and turn.c: sets up the token table and the audit log
  * (after the store is open), writes the queued audit rows (in the turn's
  * transaction), and frees both. */
 int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err);
 void spw_daemon_guard_flush(spw_daemon_t *d);
 void spw_daemon_guard_free(spw_daemon_t *d);
 
-extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
 
-/* A turn older than this (or 50 ticks, if longer), seconds: the loop is
- * stuck and /healthz says so. */
-#define SPW_DAEMON_STALL_S 10.0
-/* pools.c: per-pool backends. */
-/* Creates the backend of every pool that names one; a Slurm pool's nodes
- * and GPUs are read from Slurm and replace the config's.  Call after the
- * fleet is copied, before the engine is made.  0, or -1 with err. */
-int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err);
-/* Node `node` of pool `pool` is going down: what the engine holds there for
- * jobs spillway did not submit (Slurm pools) is let go first, so the node
- * is empty of jobs as spw_engine_node_down wants. */
-void spw_daemon_pools_node_down(spw_daemon_t *d, size_t pool, uint32_t node, double now);
-/* Applies Slurm's node states (at most every 2 s, read on the backend's
- * worker thread): a node that went down, drained or not responding is
- * taken down (its jobs fail over), one that came back is brought up; and
- * holds in the engine the GPUs that foreign jobs (not submitted through
- * spillway) hold on each node. */
-void spw_daemon_pools_sync(spw_daemon_t *d, double now);
-void spw_daemon_pools_destroy(spw_daemon_t *d);
-/* The backend that runs job j's process (j->be_pool), into *be. */
-const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *j, void **be);
-/* The backend of pool `pool` (-1 = the local one, SPW_DAEMON_CLOUD_POOL =
- * the cloud instances' hosts), into *be. */
-const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be);
-
-/* Cloud instances as hosts (pools.c; docs/hosts.md, "Cloud instances"). */
-#define SPW_DAEMON_CLOUD_POOL (-2)
-/* Cloud instances as the State=CLOUD nodes of a Slurm partition
- * (cloud.slurm_partition; slurmcloud.c, docs/slurm.md). */
-#define SPW_DAEMON_SLURM_CLOUD_POOL (-3)
-/* STATE_DIR/NAME: the nodes (names, GPUs) last read from a Slurm partition,
- * written after each read at start and read back when Slurm does not answer
- * (pools.c).  read: 0 with *out (caller frees) and *n, or -1 (none). */
-struct spw_slurm_node;
-void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
-                                  const struct spw_slurm_node *v, size_t n);
-int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
-                                struct spw_slurm_node **out, size_t *n);
-/* Makes d->scloud_be and reads its nodes when cloud.slurm_partition is set;
- * while Slurm does not answer, the nodes as last read (a warning says so).
- * 0, or -1 with err. */
-int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err);
-void spw_daemon_scloud_destroy(spw_daemon_t *d);
-/* Takes the partition's node states read on the backend's worker thread
- * (asks for the next read); never waits on Slurm. */
-void spw_daemon_scloud_sync(spw_daemon_t *d);
-/* Nodes of the partition that no live instance is and Slurm has up. */
-size_t spw_daemon_scloud_free(spw_daemon_t *d);
-/* Gives each instance of j that is no node yet a free node; 0, or -1 when
- * too few are free (those bound stay bound). */
-int spw_daemon_scloud_bind(spw_daemon_t *d, djob_t *j);
-/* "SPILLWAY_SLURM_NODES=c1,c2": the nodes of j's instances (caller frees),
- * or NULL when there is no Slurm cloud. */
-char *spw_daemon_scloud_env(const spw_daemon_t *d, const djob_t *j);
-/* Releases idle instance x at now (provider, store); 0, or -1 with err. */
-int spw_daemon_inst_release(spw_daemon_t *d, dinst_t *x, double now, spw_error_t *err);
-/* Makes d->cloud_be when daemon.emulated.boot_command is set: an ssh
- * backend whose hosts are the instances' addresses.  0, or -1 with err. */
-int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err);
-/* The be_pool a cloud placement of j runs on: SPW_DAEMON_CLOUD_POOL when
- * every instance of j has an address and there is a cloud backend, else -1
- * (the local backend, as without hosts). */
-int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j);
-/* Instance x is ready (or found ready after a restart): its address from
- * the provider, and its host added to the cloud backend. */
-void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x);
-/* Instance x ended at now: its host leaves the cloud backend (jobs with a
- * rank there are lost). */
-void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now);
-
-/* daemon.c, for daemon_api.c. */
+/* The loop's rooms, for the API (each takes mu as the API holds it). */
 /* Health without taking mu: 0 healthy; 1 unhealthy (commits fail, or the
  * loop is stuck) or 2 the loop is not running, with a sentence in why.
  * *turn_age_s: seconds since the last turn ended (NAN when none). */
@@ -363,6 +298,8 @@ int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t 
  * gets the ids of the jobs interrupted, comma-separated. */
 int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
                        spw_error_t *err);
+/* The name of the backend that runs pool `pool`'s jobs ("local", "slurm"...). */
+const char *spw_daemon_pool_backend(spw_daemon_t *d, size_t pool);
 /* The pool index of a name, or -1. */
 int spw_daemon_pool_index(const spw_daemon_t *d, const char *name);
 /* A placed job's estimated end, unix seconds (NAN when it cannot tell):

@@ -16,7 +16,7 @@
 #include "backends/registry.h"
 #include "backends/slurm/slurm.h"
 #include "backends/ssh/ssh.h"
-#include "daemon/daemon_private.h"
+#include "daemon/loop_private.h"
 
 #define NODES_SYNC_S 2.0
 
@@ -242,6 +242,12 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
     }
     *be = d->be;
     return d->be_ops;
+}
+
+const char *spw_daemon_pool_backend(spw_daemon_t *d, size_t pool)
+{
+    void *be;
+    return spw_daemon_pool_ops(d, (int32_t)pool, &be)->name;
 }
 
 const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *j, void **be)

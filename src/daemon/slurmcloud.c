@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "backends/slurm/slurm.h"
-#include "daemon/daemon_private.h"
+#include "daemon/loop_private.h"
 #include "util/file.h"
 
 #define LOCK(d) pthread_mutex_lock(&(d)->mu)

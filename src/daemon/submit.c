@@ -1,0 +1,197 @@
+/* submit.c: submits: what a spec may ask of this fleet (GPU models, gang
+ * sizes), the group commit that turns queued submits into jobs in one
+ * transaction, and the held reasons written back each turn. */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/loop_private.h"
+
+/* Jobs the engine rejected in the last schedule (a budget ran out under
+ * on_exhausted: reject) end as rejected. */
+void dm_end_rejected(spw_daemon_t *d, spw_job_t **rej, size_t n, double now)
+{
+    for (size_t i = 0; i < n; i++) {
+        djob_t *j = (djob_t *)((char *)rej[i] - offsetof(djob_t, ej));
+        dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
+        dm_say(d, "job %s %s", j->id, j->reason);
+        dm_job_end(d, j, SPW_DJOB_REJECTED, now);
+    }
+}
+
+/* Queued jobs the engine held (a budget or cap had no room for their worst
+ * case) since they were last saved: their held count and reason are
+ * written, so they survive a restart and `show` says why. */
+void dm_save_held(spw_daemon_t *d)
+{
+    while (d->job_lo < d->njobs &&
+           (!d->jobs[d->job_lo] || spw_djob_state_terminal(d->jobs[d->job_lo]->st)))
+        d->job_lo++;
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        djob_t *j = d->jobs[s];
+        if (!j || j->ej.held == j->held_saved || spw_djob_state_terminal(j->st))
+            continue;
+        unsigned set = SPW_JU_MONEY;
+        if (j->st == SPW_DJOB_QUEUED &&
+            (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP ||
+             j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET)) {
+            dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
+            set |= SPW_JU_REASON;
+        }
+        dm_job_save(d, j, set);
+    }
+}
+
+/* Turns committed spec r into a job and hands it to the engine. */
+static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
+{
+    djob_t *j = dm_job_new(d, strtoll(r->id + 2, NULL, 10));
+    j->spec = *r->spec;
+    memset(r->spec, 0, sizeof(*r->spec));
+    j->team = spw_xstrdup(j->spec.team ? j->spec.team : "");
+    j->name = j->spec.name ? spw_xstrdup(j->spec.name) : NULL;
+    j->st = SPW_DJOB_QUEUED;
+    j->submit_ts = now;
+    j->gpus = j->spec.gpus;
+    j->gpu_mask = r->mask;
+    j->ej.submit_s = now;
+    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
+                                                       : j->spec.est_runtime_s;
+    j->ej.gpus = j->gpus;
+    j->ej.gpu_mask = j->gpu_mask;
+    j->ej.priority = j->spec.priority;
+    j->ej.gpus_per_node = j->spec.gpus_per_node;
+    j->ej.deadline_s = j->spec.deadline_s;
+    dm_job_gov(d, j);
+    if (isnan(d->since_ts))
+        d->since_ts = now;
+    spw_engine_submit(d->engine, &j->ej, now);
+    if (j->ej.state == SPW_JOB_UNSCHEDULABLE) {
+        dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
+        dm_job_end(d, j, SPW_DJOB_FAILED, now);
+    }
+    d->submitted++;
+}
+
+/* Commits every pending submit in one transaction and wakes the callers. */
+void dm_commit_submits(spw_daemon_t *d, double now)
+{
+    size_t n = 0;
+    for (subreq_t *r = d->subq; r; r = r->next)
+        n++;
+    if (!n)
+        return;
+    const spw_jobspec_t **specs = spw_xmalloc(n * sizeof(*specs));
+    char(*ids)[SPW_STORE_ID_LEN] = spw_xmalloc(n * sizeof(*ids));
+    size_t i = 0;
+    for (subreq_t *r = d->subq; r; r = r->next)
+        specs[i++] = r->spec;
+    spw_error_t err;
+    int rc = spw_store_submit_batch(d->store, specs, n, now, ids, &err);
+    if (rc < 0)
+        dm_note_commit(d, 0, err.text);
+    i = 0;
+    for (subreq_t *r = d->subq; r; r = r->next, i++) {
+        if (rc == 0) {
+            memcpy(r->id, ids[i], SPW_STORE_ID_LEN);
+            job_from_submit(d, r, now);
+            r->status = 201;
+        } else {
+            r->err = err;
+            r->status = 503;
+        }
+    }
+    d->subq = NULL;
+    d->subq_tail = &d->subq;
+    free(specs);
+    free(ids);
+    pthread_cond_broadcast(&d->committed);
+}
+
+int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r)
+{
+    if (d->stopping) {
+        spw_errorf(&r->err, "the daemon is shutting down");
+        return r->status = 503;
+    }
+    r->next = NULL;
+    *d->subq_tail = r;
+    d->subq_tail = &r->next;
+    if (!d->started) {
+        d->now = fmax(spw_daemon_clock(), d->now);
+        dm_commit_submits(d, d->now);
+        return r->status;
+    }
+    pthread_cond_signal(&d->wake);
+    while (!r->status)
+        pthread_cond_wait(&d->committed, &d->mu);
+    return r->status;
+}
+
+uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err)
+{
+    uint64_t mask = 0;
+    spw_models_t *m = &d->fleet.models;
+    for (size_t i = 0; i < s->n_gpu_models; i++) {
+        const char *want = s->gpu_models[i];
+        int k = spw_models_find(m, want);
+        if (k < 0) {
+            int any = 0;
+            for (int h = 0; h < m->n && !any; h++)
+                any = spw_model_accepts(want, m->name[h]);
+            if (!any)
+                continue;
+            k = spw_models_intern(m, want, strlen(want), err);
+            if (k < 0)
+                return 0;
+        }
+        mask |= 1ull << k;
+    }
+    if (s->n_gpu_models && !mask) {
+        char have[512] = "";
+        size_t used = 0;
+        for (int h = 0; h < m->n && used < sizeof(have); h++)
+            used += (size_t)snprintf(have + used, sizeof(have) - used, "%s%s", h ? ", " : "", m->name[h]);
+        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (the fleet has: %s)",
+                   s->gpu_models[0], m->n ? have : "no named models");
+        return 0;
+    }
+    return mask;
+}
+
+int spw_daemon_model_ok(const spw_models_t *m, uint64_t mask, int model)
+{
+    if (!mask || model < 0)
+        return 1;
+    for (int k = 0; k < m->n; k++)
+        if (mask >> k & 1 && spw_model_accepts(m->name[k], m->name[model]))
+            return 1;
+    return 0;
+}
+
+int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error_t *err)
+{
+    const spw_fleet_t *f = &d->fleet;
+    uint64_t most = 0;
+    for (size_t i = 0; i < f->npools; i++) {
+        if (!spw_daemon_model_ok(&f->models, mask, f->pools[i].model))
+            continue;
+        uint64_t total = d->pool_gpus[i];
+        if (total >= gpus)
+            return 0;
+        if (total > most)
+            most = total;
+    }
+    if (d->cfg->policy.wait.kind != SPW_WAIT_NEVER)
+        for (size_t i = 0; i < f->noffers; i++)
+            if (spw_daemon_model_ok(&f->models, mask, f->offers[i].model))
+                return 0;
+    return spw_errorf(err, "field 'gpus': %u GPUs is more than any pool can ever give (the largest that "
+                      "accepts the job has %" PRIu64 ")%s", gpus, most,
+                      d->cfg->policy.wait.kind == SPW_WAIT_NEVER ? " and the wait policy 'never' keeps jobs off the cloud"
+                      : f->noffers ? " and no cloud offer has its GPU model" : " and there is no cloud");
+}
