@@ -363,6 +363,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     if (d->pv_ops && d->pv)
         d->pv_ops->destroy(d->pv);
     spw_daemon_guard_free(d);
+    spw_daemon_api_free(d);
     spw_store_close(d->store);
     spw_engine_destroy(d->engine);
     for (size_t s = 0; s < d->njobs; s++)

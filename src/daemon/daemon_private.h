@@ -5,6 +5,7 @@
 #ifndef SPW_DAEMON_PRIVATE_H
 #define SPW_DAEMON_PRIVATE_H
 
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -283,6 +284,19 @@ extern const double spw_daemon_hist_le[SPW_HIST_BUCKETS];
 int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err);
 void spw_daemon_guard_flush(spw_daemon_t *d);
 void spw_daemon_guard_free(spw_daemon_t *d);
+/* api_jobs.c, for daemon.c: frees what the API keeps between calls (the
+ * per-team queue counts of max_queued_per_team). */
+void spw_daemon_api_free(spw_daemon_t *d);
+
+/* The API's calls hold mu while they read the loop's records. */
+#define LOCK(d) pthread_mutex_lock(&(d)->mu)
+#define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
+
+/* A timestamp as JSON: null when NAN (never happened). */
+static inline json_t *spw_daemon_ts_json(double t)
+{
+    return isnan(t) ? json_null() : json_real(t);
+}
 
 
 /* The loop's rooms, for the API (each takes mu as the API holds it). */
@@ -300,6 +314,13 @@ int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, ch
                        spw_error_t *err);
 /* The name of the backend that runs pool `pool`'s jobs ("local", "slurm"...). */
 const char *spw_daemon_pool_backend(spw_daemon_t *d, size_t pool);
+/* Slurm's ResumeProgram / SuspendProgram for node `node` of the Slurm cloud
+ * partition (slurmcloud.c): resume finds the live instance that the node is
+ * (*xp; 409 when none); suspend releases it unless a job is bound to it
+ * again.  200 with *state ("up", "released", "busy", "none") and *xp (NULL
+ * when no instance is the node), or 404, 409, 503 with err. */
+int spw_daemon_scloud_node(spw_daemon_t *d, const char *node, int resume, dinst_t **xp,
+                           const char **state, spw_error_t *err);
 /* The pool index of a name, or -1. */
 int spw_daemon_pool_index(const spw_daemon_t *d, const char *name);
 /* A placed job's estimated end, unix seconds (NAN when it cannot tell):

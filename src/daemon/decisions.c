@@ -9,6 +9,45 @@
 
 #include "daemon/loop_private.h"
 
+/* Every candidate the engine weighs for j now, as JSON: where it could go,
+ * whether it may, when it would start, what it would cost and why. */
+json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j)
+{
+    json_t *arr = json_array();
+    if (!j->gpus)
+        return arr;
+    if (!j->ej.gpus) {
+        j->ej.gpus = j->gpus;
+        j->ej.gpu_mask = j->gpu_mask;
+    }
+    size_t cap = d->fleet.npools + d->fleet.noffers + 1;
+    spw_candidate_t *c = spw_xmalloc(cap * sizeof(*c));
+    size_t n = spw_engine_explain(d->engine, &j->ej, d->now, c, cap);
+    char wtxt[48], on[200];
+    spw_wait_format(&d->cfg->policy.wait, wtxt, sizeof(wtxt));
+    for (size_t i = 0; i < n && i < cap; i++) {
+        json_t *o = json_object();
+        const char *kind = c[i].kind == SPW_CAND_ONPREM ? "onprem" : c[i].kind == SPW_CAND_WAIT ? "wait" : "cloud";
+        const char *name = c[i].kind == SPW_CAND_ONPREM ? d->fleet.pools[c[i].index].name
+                           : c[i].kind == SPW_CAND_WAIT
+                               ? wtxt
+                               : spw_daemon_offer_name(&d->fleet.offers[c[i].index], on, sizeof(on));
+        json_object_set_new(o, "kind", json_string(kind));
+        json_object_set_new(o, "name", json_string(name));
+        json_object_set_new(o, "ok", json_boolean(c[i].ok));
+        if (c[i].kind == SPW_CAND_CLOUD) {
+            json_object_set_new(o, "instances", json_integer(c[i].instances));
+            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        }
+        json_object_set_new(o, "est_start_ts", spw_daemon_ts_json(c[i].est_start_s));
+        json_object_set_new(o, "est_cost_usd", spw_daemon_ts_json(c[i].est_cost_usd));
+        json_object_set_new(o, "why", json_string(c[i].why));
+        json_array_append_new(arr, o);
+    }
+    free(c);
+    return arr;
+}
+
 void dm_record_decision(spw_daemon_t *d, djob_t *j, double now)
 {
     json_t *o = json_object();

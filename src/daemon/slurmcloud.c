@@ -19,9 +19,6 @@
 #include "daemon/loop_private.h"
 #include "util/file.h"
 
-#define LOCK(d) pthread_mutex_lock(&(d)->mu)
-#define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
-
 int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
 {
     const char *part = d->cfg->cloud_slurm_partition;
@@ -230,66 +227,42 @@ static dinst_t *node_inst(spw_daemon_t *d, const char *name, int *known)
     return NULL;
 }
 
-static json_t *inst_json(const spw_daemon_t *d, const char *node, const dinst_t *x)
+int spw_daemon_scloud_node(spw_daemon_t *d, const char *node, int resume, dinst_t **xp,
+                           const char **state, spw_error_t *err)
 {
-    json_t *o = json_object();
-    char on[200];
-    json_object_set_new(o, "node", json_string(node));
-    json_object_set_new(o, "instance", json_string(x->in.id));
-    json_object_set_new(o, "offer",
-                        json_string(spw_daemon_offer_name(&d->fleet.offers[x->in.offer], on, sizeof(on))));
-    json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
-    json_object_set_new(o, "addr", json_string(x->in.addr));
-    json_object_set_new(o, "job", x->job_seq ? json_string(d->jobs[x->job_seq]->id) : json_null());
-    return o;
-}
-
-int spw_daemon_slurm_node(spw_daemon_t *d, const spw_caller_t *who, const char *node, int resume,
-                          json_t **out, spw_error_t *err)
-{
-    if (!who->admin)
-        return spw_errorf(err, "powering Slurm cloud nodes up or down needs an admin token"), 403;
-    LOCK(d);
-    if (!d->scloud_be) {
-        UNLOCK(d);
+    *xp = NULL;
+    *state = NULL;
+    if (!d->scloud_be)
         return spw_errorf(err, "this daemon has no Slurm cloud partition (cloud.slurm_partition)"),
                404;
-    }
     int known;
     dinst_t *x = node_inst(d, node, &known);
-    int status = 200;
-    if (!known) {
-        status = 404;
-        spw_errorf(err, "node %s is not in Slurm cloud partition %s", node,
-                   d->cfg->cloud_slurm_partition);
-    } else if (resume && !x) {
+    *xp = x;
+    if (!known)
+        return spw_errorf(err, "node %s is not in Slurm cloud partition %s", node,
+                          d->cfg->cloud_slurm_partition),
+               404;
+    if (resume && !x)
         /* Slurm powers it up for a job spillway did not burst there (an
          * sbatch to the cloud partition, or a placement since refused). */
-        status = 409;
-        spw_errorf(err, "no spillway instance is node %s (only jobs spillway bursts run on "
-                   "partition %s)", node, d->cfg->cloud_slurm_partition);
-    } else if (resume) {
-        *out = inst_json(d, node, x);
-        json_object_set_new(*out, "state", json_string("up"));
-    } else {
-        *out = x ? inst_json(d, node, x) : json_object();
-        if (!x)
-            json_object_set_new(*out, "node", json_string(node));
-        const char *st = "released";
-        if (!x)
-            st = "none";
-        else if (x->job_seq)
-            st = "busy";   /* bound again since Slurm found it idle: kept */
-        else if (spw_daemon_inst_release(d, x, fmax(spw_daemon_clock(), d->now), err) < 0)
-            status = 503;
-        else
-            save_nodes(d);
-        json_object_set_new(*out, "state", json_string(st));
-        if (status != 200) {
-            json_decref(*out);
-            *out = NULL;
-        }
+        return spw_errorf(err, "no spillway instance is node %s (only jobs spillway bursts run "
+                          "on partition %s)", node, d->cfg->cloud_slurm_partition),
+               409;
+    if (resume) {
+        *state = "up";
+        return 200;
     }
-    UNLOCK(d);
-    return status;
+    if (!x) {
+        *state = "none";
+        return 200;
+    }
+    if (x->job_seq) {
+        *state = "busy";   /* bound again since Slurm found it idle: kept */
+        return 200;
+    }
+    if (spw_daemon_inst_release(d, x, fmax(spw_daemon_clock(), d->now), err) < 0)
+        return 503;
+    save_nodes(d);
+    *state = "released";
+    return 200;
 }

@@ -1,0 +1,226 @@
+/* api_metrics.c: /metrics, the Prometheus text exposition of the queue,
+ * pools, instances, costs and the loop's own timings. */
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "daemon/api_private.h"
+#include "util/version.h"
+
+/* ---- metrics -------------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+} sbuf_t;
+
+static void put(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf_t *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(n > 0 ? n : 0);
+        b->s = spw_xrealloc(b->s, b->cap);
+    }
+}
+
+/* Label values are names from the config: escape \ " and newlines anyway. */
+static const char *esc(const char *s, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (; *s && o + 3 < len; s++) {
+        if (*s == '\\' || *s == '"') {
+            buf[o++] = '\\';
+            buf[o++] = *s;
+        } else if (*s == '\n') {
+            buf[o++] = '\\';
+            buf[o++] = 'n';
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+char *spw_daemon_metrics(spw_daemon_t *d)
+{
+    sbuf_t b = {spw_xmalloc(4096), 0, 4096};
+    char e1[256], e2[256], e3[256];
+    LOCK(d);
+    double now = d->now;
+    size_t np = d->fleet.npools;
+    /* jobs by state and pool (np = not placed on-prem: "" or the offer's provider) */
+    uint64_t *cnt = spw_xcalloc((np + 1) * SPW_DJOB_STATE_COUNT, sizeof(uint64_t));
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (j)
+            cnt[(size_t)(j->pool >= 0 ? j->pool : (int32_t)np) * SPW_DJOB_STATE_COUNT + j->st]++;
+    }
+    put(&b, "# HELP spillway_jobs Jobs known to the daemon, by state and on-prem pool (\"\" = not on-prem).\n");
+    put(&b, "# TYPE spillway_jobs gauge\n");
+    for (size_t p = 0; p <= np; p++)
+        for (int st = 0; st < SPW_DJOB_STATE_COUNT; st++)
+            if (cnt[p * SPW_DJOB_STATE_COUNT + st] || p == np)
+                put(&b, "spillway_jobs{state=\"%s\",pool=\"%s\"} %" PRIu64 "\n",
+                    spw_djob_state_name((spw_djob_state_t)st),
+                    p < np ? esc(d->fleet.pools[p].name, e1, sizeof(e1)) : "",
+                    cnt[p * SPW_DJOB_STATE_COUNT + st]);
+    free(cnt);
+    put(&b, "# HELP spillway_jobs_submitted_total Jobs committed by this daemon process.\n");
+    put(&b, "# TYPE spillway_jobs_submitted_total counter\n");
+    put(&b, "spillway_jobs_submitted_total %" PRIu64 "\n", d->submitted);
+    /* interruptions, summed over the jobs' records (they survive restarts) */
+    uint64_t preempt = 0, restarts = 0, failed = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j)
+            continue;
+        preempt += j->ej.preemptions;
+        restarts += j->ej.restarts;
+        failed += j->ej.failures;
+    }
+    put(&b, "# HELP spillway_preemptions_total Cloud attempts whose capacity was taken back (spot preemptions).\n");
+    put(&b, "# TYPE spillway_preemptions_total counter\n");
+    put(&b, "spillway_preemptions_total %" PRIu64 "\n", preempt);
+    put(&b, "# HELP spillway_node_failures_total On-prem nodes taken down by this daemon process.\n");
+    put(&b, "# TYPE spillway_node_failures_total counter\n");
+    put(&b, "spillway_node_failures_total %" PRIu64 "\n", d->node_failures);
+    put(&b, "# HELP spillway_jobs_interrupted_by_failure_total On-prem attempts ended by a node failure.\n");
+    put(&b, "# TYPE spillway_jobs_interrupted_by_failure_total counter\n");
+    put(&b, "spillway_jobs_interrupted_by_failure_total %" PRIu64 "\n", failed);
+    put(&b, "# HELP spillway_restarts_total Attempts begun after an interruption or a move to spot.\n");
+    put(&b, "# TYPE spillway_restarts_total counter\n");
+    put(&b, "spillway_restarts_total %" PRIu64 "\n", restarts);
+    put(&b, "# HELP spillway_nodes_down On-prem nodes out of service, by pool.\n");
+    put(&b, "# TYPE spillway_nodes_down gauge\n");
+    for (size_t p = 0; p < np; p++) {
+        uint64_t down = 0;
+        for (uint32_t n = 0; n < d->fleet.pools[p].nnodes; n++)
+            down += d->node_down[p][n] != 0;
+        put(&b, "spillway_nodes_down{pool=\"%s\"} %" PRIu64 "\n",
+            esc(d->fleet.pools[p].name, e1, sizeof(e1)), down);
+    }
+    put(&b, "# HELP spillway_queue_length Jobs waiting in the engine's queue.\n");
+    put(&b, "# TYPE spillway_queue_length gauge\n");
+    put(&b, "spillway_queue_length %zu\n", spw_engine_queued(d->engine));
+    put(&b, "# HELP spillway_pool_gpus On-prem GPUs by pool and state.\n");
+    put(&b, "# TYPE spillway_pool_gpus gauge\n");
+    for (size_t p = 0; p < np; p++) {
+        esc(d->fleet.pools[p].name, e1, sizeof(e1));
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"busy\"} %" PRIu64 "\n", e1, d->pool_busy[p]);
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, api_pool_free_gpus(d, p));
+        put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"down\"} %" PRIu64 "\n", e1, api_pool_down_gpus(d, p));
+    }
+    put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
+    put(&b, "# TYPE spillway_cloud_instances gauge\n");
+    const char *emu = d->pv_ops->emulated ? "true" : "false";
+    offer_tally_t *t = api_tally_offers(d, now);
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        const size_t *live = t[i].by_state;
+        char on[200];
+        spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
+        for (int st = 0; st < SPW_INSTANCE_STATE_COUNT; st++)
+            if (live[st] && spw_instance_state_live((spw_instance_state_t)st))
+                put(&b, "spillway_cloud_instances{provider=\"%s\",offer=\"%s\",state=\"%s\",emulated=\"%s\"} %zu\n",
+                    esc(d->fleet.offers[i].provider, e1, sizeof(e1)), esc(on, e2, sizeof(e2)),
+                    spw_instance_state_name((spw_instance_state_t)st), emu, live[st]);
+    }
+    put(&b, "# HELP spillway_spend_usd_total Dollars spent: amortised on-prem GPU cost and cloud billing.\n");
+    put(&b, "# TYPE spillway_spend_usd_total counter\n");
+    double onprem = 0;
+    for (size_t s = 1; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j)
+            continue;
+        onprem += spw_daemon_job_onprem_usd(d, j, now);
+    }
+    put(&b, "spillway_spend_usd_total{kind=\"onprem\",provider=\"onprem\",emulated=\"false\"} %.6f\n", onprem);
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        double usd;
+        size_t n;
+        if (api_provider_total(d, t, i, &usd, &n) == 0 && n > 0)
+            put(&b, "spillway_spend_usd_total{kind=\"cloud\",provider=\"%s\",emulated=\"%s\"} %.6f\n",
+                esc(d->fleet.offers[i].provider, e3, sizeof(e3)), emu, usd);
+    }
+    free(t);
+    /* budgets: each team of the config over its current period */
+    const spw_gov_t *g = &d->fleet.gov;
+    if (g->nteams) {
+        spw_govrt_t *rt = spw_engine_gov(d->engine);
+        uint64_t *held = spw_xcalloc(g->nteams, sizeof(uint64_t));
+        for (size_t s = d->job_lo; s < d->njobs; s++) {
+            const djob_t *j = d->jobs[s];
+            if (j && j->st == SPW_DJOB_QUEUED && j->ej.team && j->ej.team <= g->nteams &&
+                (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP))
+                held[j->ej.team - 1]++;
+        }
+        spw_team_ledger_t *L = spw_xcalloc(g->nteams, sizeof(*L));
+        for (size_t i = 0; i < g->nteams; i++)
+            spw_govrt_ledger(rt, (int)i, now, &L[i]);
+        put(&b, "# HELP spillway_team_budget_usd A team's budget for its current period (+Inf = none).\n");
+        put(&b, "# TYPE spillway_team_budget_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++) {
+            if (isfinite(L[i].budget_usd))
+                put(&b, "spillway_team_budget_usd{team=\"%s\"} %.6f\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)), L[i].budget_usd);
+            else
+                put(&b, "spillway_team_budget_usd{team=\"%s\"} +Inf\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)));
+        }
+        put(&b, "# HELP spillway_team_spend_usd Spend settled against a team's budget in its current period.\n");
+        put(&b, "# TYPE spillway_team_spend_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_team_spend_usd{team=\"%s\"} %.6f\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), L[i].settled_usd);
+        put(&b, "# HELP spillway_team_reserved_usd Worst cases a team's live cloud placements reserve in its current period.\n");
+        put(&b, "# TYPE spillway_team_reserved_usd gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_team_reserved_usd{team=\"%s\"} %.6f\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), L[i].reserved_usd);
+        put(&b, "# HELP spillway_jobs_held Queued jobs whose cloud burst a budget or cap holds now.\n");
+        put(&b, "# TYPE spillway_jobs_held gauge\n");
+        for (size_t i = 0; i < g->nteams; i++)
+            put(&b, "spillway_jobs_held{team=\"%s\"} %" PRIu64 "\n",
+                esc(g->teams[i].name, e1, sizeof(e1)), held[i]);
+        free(L);
+        free(held);
+    }
+    put(&b, "# HELP spillway_decision_seconds Time the engine took for one scheduling decision (a turn).\n");
+    put(&b, "# TYPE spillway_decision_seconds histogram\n");
+    uint64_t acc = 0;
+    for (int i = 0; i < SPW_HIST_BUCKETS; i++) {
+        acc += d->turn_hist[i];
+        put(&b, "spillway_decision_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", spw_daemon_hist_le[i], acc);
+    }
+    acc += d->turn_hist[SPW_HIST_BUCKETS];
+    put(&b, "spillway_decision_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", acc);
+    put(&b, "spillway_decision_seconds_sum %.9f\n", d->turn_sum_s);
+    put(&b, "spillway_decision_seconds_count %" PRIu64 "\n", d->turns);
+    pthread_mutex_lock(&d->hmu);
+    uint64_t cfail = d->commit_failures;
+    int failing = d->commit_failing;
+    pthread_mutex_unlock(&d->hmu);
+    put(&b, "# HELP spillway_commit_failures_total Scheduler turns (and cancels) whose database commit failed; nothing they placed was launched.\n");
+    put(&b, "# TYPE spillway_commit_failures_total counter\n");
+    put(&b, "spillway_commit_failures_total %" PRIu64 "\n", cfail);
+    put(&b, "# HELP spillway_commit_failing 1 while the last commit failed (/healthz is 503).\n");
+    put(&b, "# TYPE spillway_commit_failing gauge\n");
+    put(&b, "spillway_commit_failing %d\n", failing);
+    put(&b, "# HELP spillway_http_requests_total HTTP requests answered, by status class.\n");
+    put(&b, "# TYPE spillway_http_requests_total counter\n");
+    for (int c = 1; c <= 5; c++)
+        put(&b, "spillway_http_requests_total{code=\"%dxx\"} %" PRIu64 "\n", c, d->http_codes[c]);
+    UNLOCK(d);
+    return b.s;
+}

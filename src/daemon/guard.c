@@ -1,0 +1,146 @@
+/* guard.c: who may call the API: the token table (swapped whole on a
+ * SIGHUP reload, old generations kept so borrowed names never dangle),
+ * callers resolved from tokens, and the audit log of what they did. */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/audit.h"
+#include "daemon/daemon_private.h"
+
+/* ---- auth --------------------------------------------------------------- */
+
+/* Compares without an early exit, so timing does not reveal a prefix. */
+static int same_secret(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+    return diff == 0;
+}
+
+/* The current token table (NULL until guard_init). */
+static dtokens_t *tokens_now(spw_daemon_t *d)
+{
+    return __atomic_load_n(&d->tokens, __ATOMIC_ACQUIRE);
+}
+
+static dtokens_t *tokens_copy(const spw_token_t *v, size_t n)
+{
+    dtokens_t *t = spw_xcalloc(1, sizeof(*t));
+    t->v = spw_xcalloc(n ? n : 1, sizeof(*t->v));
+    t->n = n;
+    for (size_t i = 0; i < n; i++) {
+        t->v[i].name = spw_xstrdup(v[i].name ? v[i].name : "token");
+        t->v[i].token = spw_xstrdup(v[i].token);
+        t->v[i].team = v[i].team ? spw_xstrdup(v[i].team) : NULL;
+        t->v[i].admin = v[i].admin;
+        t->v[i].revoked = v[i].revoked;
+    }
+    return t;
+}
+
+int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
+{
+    out->token_name = NULL;
+    if (!d->auth_required) {
+        out->team = NULL;
+        out->admin = 1;
+        return 0;
+    }
+    const dtokens_t *t = tokens_now(d);
+    int found = -1;
+    for (size_t i = 0; t && i < t->n; i++)
+        if (token && same_secret(token, t->v[i].token) && found < 0)
+            found = (int)i;
+    if (found < 0)
+        return -1;
+    out->token_name = t->v[found].name;
+    out->team = t->v[found].team;
+    out->admin = t->v[found].admin;
+    return t->v[found].revoked ? -1 : 0;
+}
+
+int spw_daemon_auth_required(const spw_daemon_t *d)
+{
+    return d->auth_required;
+}
+
+size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc)
+{
+    dtokens_t *t = tokens_copy(dc->tokens, dc->ntokens);
+    LOCK(d);  /* one writer at a time; readers do not take it */
+    t->older = d->tokens;
+    __atomic_store_n(&d->tokens, t, __ATOMIC_RELEASE);
+    UNLOCK(d);
+    size_t live = 0;
+    for (size_t i = 0; i < t->n; i++)
+        live += !t->v[i].revoked;
+    char what[64];
+    snprintf(what, sizeof(what), "%zu live, %zu revoked", live, t->n - live);
+    spw_daemon_audit(d, NULL, "tokens.reload", what, 200);
+    return live;
+}
+
+void spw_daemon_audit(spw_daemon_t *d, const spw_caller_t *who, const char *action,
+                      const char *target, int status)
+{
+    spw_audit_add(d->audit, spw_daemon_clock(), who ? who->token_name : "daemon",
+                  who ? who->team : NULL, action, target, status);
+}
+
+int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since_ts,
+                          const char *team, long limit, json_t **out, spw_error_t *err)
+{
+    if (!who->admin) {
+        spw_errorf(err, "the audit log needs an admin token");
+        return 403;
+    }
+    LOCK(d);
+    spw_error_t e2;
+    if (spw_audit_flush(d->audit, &e2) < 0) {
+        UNLOCK(d);
+        *err = e2;
+        return 503;
+    }
+    int rc = spw_audit_query(d->audit, since_ts, team, limit, out, err);
+    UNLOCK(d);
+    return rc < 0 ? 503 : 200;
+}
+
+int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &d->cfg->daemon;
+    d->auth_required = dc->ntokens > 0;
+    d->tokens = tokens_copy(dc->tokens, dc->ntokens);
+    if (!(d->audit = spw_audit_open(spw_store_db(d->store), err)))
+        return -1;
+    return 0;
+}
+
+void spw_daemon_guard_flush(spw_daemon_t *d)
+{
+    spw_error_t err;
+    if (d->audit && spw_audit_flush(d->audit, &err) < 0 && !d->quiet)
+        fprintf(stderr, "spillway: %s\n", err.text);
+}
+
+void spw_daemon_guard_free(spw_daemon_t *d)
+{
+    spw_audit_close(d->audit);
+    d->audit = NULL;
+    for (dtokens_t *t = d->tokens, *older; t; t = older) {
+        older = t->older;
+        for (size_t i = 0; i < t->n; i++) {
+            free(t->v[i].name);
+            explicit_bzero(t->v[i].token, strlen(t->v[i].token));
+            free(t->v[i].token);
+            free(t->v[i].team);
+        }
+        free(t->v);
+        free(t);
+    }
+    d->tokens = NULL;
+}
