@@ -1,6 +1,6 @@
 /* loop_private.h: what the rooms of the scheduler loop call of each other
  * (daemon.c, jobs.c, launch.c, decisions.c, cloud.c, submit.c, turn.c,
- * nodes.c, recover.c, pools.c, slurmcloud.c).  The HTTP API's files do not
+ * nodes.c, recover.c, pools.c, cloud_hosts.c, slurmcloud.c).  The HTTP API's files do not
  * include it: they see daemon_private.h only.  Every function here runs on
  * the loop's thread, or under spw_daemon.mu. */
 #ifndef SPW_DAEMON_LOOP_PRIVATE_H
@@ -185,7 +185,7 @@ const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *
  * the cloud instances' hosts), into *be. */
 const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool, void **be);
 
-/* Cloud instances as hosts (pools.c; docs/hosts.md, "Cloud instances"). */
+/* Cloud instances as hosts (cloud_hosts.c; docs/hosts.md, "Cloud instances"). */
 #define SPW_DAEMON_CLOUD_POOL (-2)
 /* Cloud instances as the State=CLOUD nodes of a Slurm partition
  * (cloud.slurm_partition; slurmcloud.c, docs/slurm.md). */
