@@ -1,8 +1,8 @@
 /* loop_private.h: what the rooms of the scheduler loop call of each other
  * (daemon.c, jobs.c, launch.c, decisions.c, cloud.c, submit.c, turn.c,
- * nodes.c, recover.c, pools.c, cloud_hosts.c, slurmcloud.c).  The HTTP API's files do not
- * include it: they see daemon_private.h only.  Every function here runs on
- * the loop's thread, or under spw_daemon.mu. */
+ * nodes.c, recover.c, pools.c, cloud_hosts.c, slurmcloud.c).  The HTTP
+ * API's files do not include it: they see daemon_private.h only.  Every
+ * function here runs on the loop's thread, or under spw_daemon.mu. */
 #ifndef SPW_DAEMON_LOOP_PRIVATE_H
 #define SPW_DAEMON_LOOP_PRIVATE_H
 
