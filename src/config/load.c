@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "sim/config.h"
+#include "config/config.h"
 #include "util/file.h"
 #include "sim/trace.h"
 #include "util/csv.h"
