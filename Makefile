@@ -32,11 +32,12 @@ endif
 UTIL_SRC = $(wildcard src/util/*.c)
 CORE_SRC = $(wildcard src/core/*.c)
 SIM_SRC  = $(wildcard src/sim/*.c)
+CONFIG_SRC = $(wildcard src/config/*.c)
 CLI_SRC  = $(wildcard src/cli/*.c)
 BACKEND_SRC = $(wildcard src/backends/*/*.c src/backends/*.c)
 DAEMON_SRC = $(wildcard src/daemon/*.c)
 PROVIDER_SRC = $(wildcard src/providers/*/*.c src/providers/*.c)
-LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC) $(PROVIDER_SRC)
+LIB_SRC  = $(UTIL_SRC) $(CORE_SRC) $(CONFIG_SRC) $(SIM_SRC) $(BACKEND_SRC) $(DAEMON_SRC) $(PROVIDER_SRC)
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/ui_assets.o
 # The dashboard's files, embedded into the binary by web/embed.c (a host
 # tool, built without sanitizers) as build/gen/ui_assets.c.

@@ -25,8 +25,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/config.h"
 #include "core/model.h"
-#include "sim/config.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
 #include "sim/trace.h"

@@ -27,10 +27,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/config.h"
 #include "core/engine.h"
 #include "core/gov.h"
 #include "core/model.h"
-#include "sim/config.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
 #include "util/rng.h"

@@ -45,9 +45,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/config.h"
 #include "core/engine.h"
 #include "core/model.h"
-#include "sim/config.h"
 #include "util/rng.h"
 
 #define NODES 1000

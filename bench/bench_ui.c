@@ -16,11 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/jobspec.h"
 #include "daemon/telemetry.h"
 #include "daemon/ui.h"
-#include "sim/config.h"
 
 static double mono_ms(void)
 {

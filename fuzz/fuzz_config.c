@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sim/config.h"
+#include "config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

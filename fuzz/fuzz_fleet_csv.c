@@ -13,8 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "core/model.h"
-#include "sim/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

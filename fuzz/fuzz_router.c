@@ -22,9 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/router.h"
-#include "sim/config.h"
 
 #define TEAM_TOKEN "fuzz-team-token-0123456789"
 #define ADMIN_TOKEN "fuzz-admin-token-0123456789"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "core/model.h"
-#include "sim/config.h"
 #include "sim/sim.h"
 #include "sim/trace.h"
 

@@ -17,7 +17,7 @@
 #include "cli/serve.h"
 #include "cli/slurm.h"
 #include "cli/spotjob_report.h"
-#include "sim/config.h"
+#include "config/config.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
 #include "sim/trace.h"

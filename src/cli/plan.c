@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli/plan.h"
-#include "sim/config.h"
+#include "config/config.h"
 #include "sim/plan.h"
 #include "sim/trace.h"
 

@@ -15,10 +15,10 @@
 
 #include "cli/client_private.h"
 #include "cli/policy.h"
+#include "config/config.h"
 #include "core/gov.h"
 #include "core/model.h"
 #include "daemon/jobspec.h"
-#include "sim/config.h"
 #include "util/file.h"
 
 static const char policy_usage[] =

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "sim/config.h"
+#include "config/config.h"
 #include "sim/sim.h"
 #include "sim/trace.h"
 

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "cli/serve.h"
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/http.h"
-#include "sim/config.h"
 
 /* Without --config: four GPU slots on this machine (or its real GPUs when
  * nvidia-smi finds some) and a flat-price emulated cloud. */

@@ -13,10 +13,10 @@
 
 #include <jansson.h>
 
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/http.h"
 #include "daemon/router.h"
-#include "sim/config.h"
 #include "tap.h"
 
 #define ML "Bearer ml-token-0123456789abcdef"

@@ -8,10 +8,10 @@
 
 #include <jansson.h>
 
+#include "config/config.h"
 #include "daemon/daemon.h"
 #include "daemon/router.h"
 #include "daemon/ui.h"
-#include "sim/config.h"
 #include "tap.h"
 
 #define ADMIN "Bearer admin-token-0123456789abcdef"

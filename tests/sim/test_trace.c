@@ -12,8 +12,8 @@
 
 #include "tap.h"
 #include "fleet.h"
+#include "config/config.h"
 #include "core/model.h"
-#include "sim/config.h"
 #include "sim/trace.h"
 
 static int load(spw_trace_t *t, spw_models_t *m, const char *csv, spw_trace_format_t fmt,

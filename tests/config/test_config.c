@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "config/config.h"
 #include "core/model.h"
-#include "sim/config.h"
 
 static int load(spw_config_t *c, const char *yaml, const char *base_dir, spw_error_t *err)
 {
