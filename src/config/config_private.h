@@ -1,4 +1,4 @@
-/* config_private.h: what the files of src/config/ share: the loading context, at() and
+/* config_private.h: what the files of src/config/ share: the loading context, cfg_at() and
  * the helpers of load.c, and the section readers load_doc calls.  Not for callers
  * outside src/config/ (they include config/config.h). */
 #ifndef SPW_CONFIG_PRIVATE_H
@@ -19,46 +19,46 @@ typedef struct ctx {
 
 /* load.c: helpers shared by the sections. */
 /* Formats "NAME:LINE:COL: message" for node n into err; returns -1. */
-int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
+int cfg_at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-char *resolve(const char *base_dir, const char *file);
-void free_strs(char **v, size_t n);
-int str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out,
+char *cfg_resolve(const char *base_dir, const char *file);
+void cfg_free_strs(char **v, size_t n);
+int cfg_str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out,
              spw_error_t *err);
-int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double hi,
+int cfg_num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double hi,
             double *out, spw_error_t *err);
-int owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
+int cfg_owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
                char ***out, size_t *cnt, spw_error_t *err);
 
 /* fleet.c: onprem pools, their ssh: maps (also daemon.emulated.ssh), cloud. */
-int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err);
-int ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
+int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err);
+int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
              spw_error_t *err);
-int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 
 /* policy.c: policy, spot, failures (and the pools' mtbf / mttr), performance. */
-int policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-void grow_rates(ctx_t *x);
-int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
-int spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+void cfg_grow_rates(ctx_t *x);
+int cfg_pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
+int cfg_spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 
 /* gov.c: governance sections; intern_name also for performance: classes. */
-int intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
+int cfg_intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
                 const char *what, const char *name, spw_error_t *err);
-int teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 
 /* daemon.c: the daemon section; user_value also for teams' run_as. */
-void daemon_defaults(spw_daemon_conf_t *dc);
-int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
-int user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
+void cfg_daemon_defaults(spw_daemon_conf_t *dc);
+int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
                spw_error_t *err);
 
 #endif

@@ -214,7 +214,7 @@ static int ssh_hosts(ctx_t *x, const spw_ynode_t *n, const char *pool, char ***o
     char **v = NULL;
     size_t cnt = 0;
     if (!hn == !fn)
-        return at(x, n, err, "pool '%s': an ssh pool needs 'hosts: [HOST, ...]' or "
+        return cfg_at(x, n, err, "pool '%s': an ssh pool needs 'hosts: [HOST, ...]' or "
                              "'hosts_file: FILE' (one of them)", pool);
     if (hn) {
         size_t k = hn->kind == SPW_Y_SEQ ? hn->n : 1;
@@ -223,7 +223,7 @@ static int ssh_hosts(ctx_t *x, const spw_ynode_t *n, const char *pool, char ***o
             const char *h;
             if (spw_ynode_str(x->d, hn->kind == SPW_Y_SEQ ? hn->items[i] : hn, "hosts", &h,
                               err) < 0) {
-                free_strs(v, cnt);
+                cfg_free_strs(v, cnt);
                 return -1;
             }
             v[cnt++] = spw_xstrdup(h);
@@ -232,13 +232,13 @@ static int ssh_hosts(ctx_t *x, const spw_ynode_t *n, const char *pool, char ***o
         const char *f;
         if (spw_ynode_str(x->d, fn, "hosts_file", &f, err) < 0)
             return -1;
-        char *path = resolve(x->base_dir, f);
+        char *path = cfg_resolve(x->base_dir, f);
         size_t len;
         spw_error_t e2;
         char *text = spw_read_file(path, &len, &e2);
         free(path);
         if (!text)
-            return at(x, fn, err, "pool '%s': %s", pool, e2.text);
+            return cfg_at(x, fn, err, "pool '%s': %s", pool, e2.text);
         char *save = NULL;
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             line += strspn(line, " \t\r");
@@ -253,15 +253,15 @@ static int ssh_hosts(ctx_t *x, const spw_ynode_t *n, const char *pool, char ***o
         free(text);
     }
     if (cnt == 0 || cnt > 256) {
-        free_strs(v, cnt);
-        return at(x, hn ? hn : fn, err, "pool '%s': an ssh pool needs 1 to 256 hosts", pool);
+        cfg_free_strs(v, cnt);
+        return cfg_at(x, hn ? hn : fn, err, "pool '%s': an ssh pool needs 1 to 256 hosts", pool);
     }
     for (size_t i = 0; i < cnt; i++)
         if (!v[i][0] || v[i][0] == '-' || strpbrk(v[i], " \t,'\"\\;&|$`")) {
             spw_error_t e2;
             spw_errorf(&e2, "pool '%s': '%s' is not a host name or address", pool, v[i]);
-            free_strs(v, cnt);
-            return at(x, hn ? hn : fn, err, "%s", e2.text);
+            cfg_free_strs(v, cnt);
+            return cfg_at(x, hn ? hn : fn, err, "%s", e2.text);
         }
     *out = v;
     *nout = cnt;
@@ -290,32 +290,32 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     }
     for (size_t i = 0; i < f->npools; i++)
         if (strcmp(f->pools[i].name, name) == 0)
-            return at(x, n, err, "two on-prem pools are named '%s'", name);
+            return cfg_at(x, n, err, "two on-prem pools are named '%s'", name);
     if (spw_ymap_get(n, "cost_usd_per_gpu_h")
         && spw_ynode_double(x->d, spw_ymap_get(n, "cost_usd_per_gpu_h"), "cost_usd_per_gpu_h", &cost, err) < 0)
         return -1;
     if (cost < 0)
-        return at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
+        return cfg_at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
                   "pool '%s': cost_usd_per_gpu_h must be >= 0", name);
     if (spw_ymap_get(n, "nodes_from")) {
         if (spw_ymap_get(n, "nodes") || spw_ymap_get(n, "gpus_per_node") || spw_ymap_get(n, "gpu"))
-            return at(x, n, err, "pool '%s': nodes_from replaces nodes, gpus_per_node and gpu; "
+            return cfg_at(x, n, err, "pool '%s': nodes_from replaces nodes, gpus_per_node and gpu; "
                                  "give one or the other", name);
         if (spw_ynode_str(x->d, spw_ymap_get(n, "nodes_from"), "nodes_from", &from, err) < 0)
             return -1;
-        char *path = resolve(x->base_dir, from);
+        char *path = cfg_resolve(x->base_dir, from);
         spw_error_t e2;
         int rc = spw_nodes_load(f, path, name, cost, &e2);
         free(path);
         if (rc < 0)
-            return at(x, spw_ymap_get(n, "nodes_from"), err, "%s", e2.text);
+            return cfg_at(x, spw_ymap_get(n, "nodes_from"), err, "%s", e2.text);
         return 0;
     }
     const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
     const spw_ynode_t *bk = spw_ymap_get(n, "backend");
     if (bk && bk->kind == SPW_Y_SCALAR && strcmp(bk->str, "local") != 0 &&
         strcmp(bk->str, "slurm") != 0 && strcmp(bk->str, "ssh") != 0)
-        return at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)", name,
+        return cfg_at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)", name,
                   bk->str);
     if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn && strcmp(bk->str, "slurm") == 0) {
         /* A Slurm pool's nodes are read from Slurm when the daemon starts;
@@ -331,7 +331,7 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
                 return -1;
             spw_error_t e2;
             if ((p->model = spw_models_intern(&f->models, gpu, strlen(gpu), &e2)) < 0)
-                return at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
+                return cfg_at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
         }
         return 0;
     }
@@ -342,9 +342,9 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         size_t nh = 0;
         if (ssh_hosts(x, n, name, &hl, &nh, err) < 0)
             return -1;
-        free_strs(hl, nh);
+        cfg_free_strs(hl, nh);
         if (nn && (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0 || nodes != (long)nh))
-            return at(x, nn, err, "pool '%s': an ssh pool has one node per host (%zu); leave "
+            return cfg_at(x, nn, err, "pool '%s': an ssh pool has one node per host (%zu); leave "
                                   "out 'nodes'", name, nh);
         nodes = (long)nh;
         gpn = 1;
@@ -354,24 +354,24 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         gn = gn ? gn : n;
     } else {
         if (!nn)
-            return at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
+            return cfg_at(x, n, err, "pool '%s': missing 'nodes' (how many nodes the pool has)", name);
         if (!gn)
-            return at(x, n, err, "pool '%s': missing 'gpus_per_node'", name);
+            return cfg_at(x, n, err, "pool '%s': missing 'gpus_per_node'", name);
         if (spw_ynode_int(x->d, nn, "nodes", &nodes, err) < 0
             || spw_ynode_int(x->d, gn, "gpus_per_node", &gpn, err) < 0)
             return -1;
     }
     if (nodes <= 0 || nodes > 10000000)
-        return at(x, nn, err, "pool '%s': nodes must be from 1 to 10000000", name);
+        return cfg_at(x, nn, err, "pool '%s': nodes must be from 1 to 10000000", name);
     if (gpn <= 0 || gpn > SPW_MAX_NODE_GPUS)
-        return at(x, gn, err, "pool '%s': gpus_per_node must be from 1 to 1024", name);
+        return cfg_at(x, gn, err, "pool '%s': gpus_per_node must be from 1 to 1024", name);
     int model = -1;
     if (spw_ymap_get(n, "gpu")) {
         if (spw_ynode_str(x->d, spw_ymap_get(n, "gpu"), "gpu", &gpu, err) < 0)
             return -1;
         spw_error_t e2;
         if ((model = spw_models_intern(&f->models, gpu, strlen(gpu), &e2)) < 0)
-            return at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
+            return cfg_at(x, spw_ymap_get(n, "gpu"), err, "%s", e2.text);
     }
     spw_pool_spec_t *p = add_pool(f, name);
     p->nnodes = (uint32_t)nodes;
@@ -384,13 +384,13 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
 }
 
 /* An ssh pool's `ssh:` map: user, key, known_hosts, port, down_after_s. */
-int ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
+int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
              spw_error_t *err)
 {
     static const char *const keys[] = {"user", "key", "known_hosts", "port", "down_after_s",
                                        NULL};
     if (m->kind != SPW_Y_MAP)
-        return at(x, m, err, "pool '%s': ssh must be a map (user, key, known_hosts, port, "
+        return cfg_at(x, m, err, "pool '%s': ssh must be a map (user, key, known_hosts, port, "
                              "down_after_s)", pool);
     if (spw_ymap_check_keys(x->d, m, "ssh", keys, err) < 0)
         return -1;
@@ -405,25 +405,25 @@ int ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_
     if ((v = spw_ymap_get(m, "key"))) {
         if (spw_ynode_str(x->d, v, "key", &s, err) < 0)
             return -1;
-        b->ssh_key = resolve(x->base_dir, s);
+        b->ssh_key = cfg_resolve(x->base_dir, s);
     }
     if ((v = spw_ymap_get(m, "known_hosts"))) {
         if (spw_ynode_str(x->d, v, "known_hosts", &s, err) < 0)
             return -1;
-        b->ssh_known_hosts = resolve(x->base_dir, s);
+        b->ssh_known_hosts = cfg_resolve(x->base_dir, s);
     }
     if ((v = spw_ymap_get(m, "port"))) {
         if (spw_ynode_int(x->d, v, "port", &port, err) < 0)
             return -1;
         if (port < 1 || port > 65535)
-            return at(x, v, err, "pool '%s': ssh port must be 1..65535", pool);
+            return cfg_at(x, v, err, "pool '%s': ssh port must be 1..65535", pool);
         b->ssh_port = (int)port;
     }
     if ((v = spw_ymap_get(m, "down_after_s"))) {
         if (spw_ynode_double(x->d, v, "down_after_s", &b->ssh_down_after_s, err) < 0)
             return -1;
         if (!(b->ssh_down_after_s > 0 && b->ssh_down_after_s <= 86400))
-            return at(x, v, err, "pool '%s': ssh down_after_s must be > 0 s and at most a day",
+            return cfg_at(x, v, err, "pool '%s': ssh down_after_s must be > 0 s and at most a day",
                       pool);
     }
     return 0;
@@ -448,21 +448,21 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
     while (names[k] && strcmp(names[k], be) != 0)
         k++;
     if (!names[k])
-        return at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)",
+        return cfg_at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)",
                   c->fleet.pools[start].name, be);
     if ((pn && spw_ynode_str(x->d, pn, "partition", &part, err) < 0) ||
         (cn && spw_ynode_str(x->d, cn, "cluster", &cluster, err) < 0) ||
         (sn && spw_ynode_str(x->d, sn, "slurm_conf", &conf, err) < 0))
         return -1;
     if (strcmp(be, "slurm") != 0 && (pn || cn || sn))
-        return at(x, pn ? pn : cn ? cn : sn, err,
+        return cfg_at(x, pn ? pn : cn ? cn : sn, err,
                   "pool '%s': partition, cluster and slurm_conf need 'backend: slurm'",
                   c->fleet.pools[start].name);
     if (strcmp(be, "slurm") == 0 && (!part || !part[0]))
-        return at(x, bn, err, "pool '%s': a slurm pool needs 'partition: NAME' (the Slurm "
+        return cfg_at(x, bn, err, "pool '%s': a slurm pool needs 'partition: NAME' (the Slurm "
                               "partition its jobs are submitted to)", c->fleet.pools[start].name);
     if (strcmp(be, "ssh") != 0 && (hn || hf || sshn))
-        return at(x, hn ? hn : hf ? hf : sshn, err,
+        return cfg_at(x, hn ? hn : hf ? hf : sshn, err,
                   "pool '%s': hosts, hosts_file and ssh need 'backend: ssh'",
                   c->fleet.pools[start].name);
     spw_pool_backend_conf_t sc;
@@ -472,8 +472,8 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
         if (ssh_hosts(x, n, pool, &sc.hosts, &sc.nhosts, err) < 0)
             return -1;
         sc.gpus_given = spw_ymap_get(n, "gpus_per_node") != NULL;
-        if (sshn && ssh_keys(x, sshn, pool, &sc, err) < 0) {
-            free_strs(sc.hosts, sc.nhosts);
+        if (sshn && cfg_ssh_keys(x, sshn, pool, &sc, err) < 0) {
+            cfg_free_strs(sc.hosts, sc.nhosts);
             free(sc.ssh_user);
             free(sc.ssh_key);
             free(sc.ssh_known_hosts);
@@ -490,7 +490,7 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
         b->backend = spw_xstrdup(be);
         b->partition = part ? spw_xstrdup(part) : NULL;
         b->cluster = cluster ? spw_xstrdup(cluster) : NULL;
-        b->slurm_conf = conf ? resolve(x->base_dir, conf) : NULL;
+        b->slurm_conf = conf ? cfg_resolve(x->base_dir, conf) : NULL;
         b->line = bn ? bn->line : n->line;
         /* ssh keys (one pool: start is the only index here) */
         b->hosts = sc.hosts;
@@ -518,7 +518,7 @@ static int owned_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo,
     if (spw_ynode_double(x->d, v, key, &d, err) < 0)
         return -1;
     if (!isfinite(d) || (strict ? !(d > lo) : !(d >= lo)))
-        return at(x, v, err, "%s must be %s %g (%s)", key, strict ? "more than" : "at least", lo,
+        return cfg_at(x, v, err, "%s must be %s %g (%s)", key, strict ? "more than" : "at least", lo,
                   what);
     *out = d;
     return 0;
@@ -536,7 +536,7 @@ static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t 
     spw_fleet_t *f = &x->cfg->fleet;
     const char *name = start < f->npools ? f->pools[start].name : "?";
     if (spw_ymap_get(n, "cost_usd_per_gpu_h"))
-        return at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
+        return cfg_at(x, spw_ymap_get(n, "cost_usd_per_gpu_h"), err,
                   "pool '%s': give cost_usd_per_gpu_h (the simple form: an amortised price per "
                   "GPU-hour) or owned: (purchase, power, space), not both", name);
     if (spw_ymap_check_keys(x->d, o, "an owned: map", keys, err) < 0)
@@ -552,7 +552,7 @@ static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t 
                 &m.node_usd_per_month, err) < 0)
         return -1;
     if (m.gpu_idle_w > m.gpu_busy_w && spw_ymap_get(o, "gpu_busy_w"))
-        return at(x, spw_ymap_get(o, "gpu_idle_w"), err,
+        return cfg_at(x, spw_ymap_get(o, "gpu_idle_w"), err,
                   "pool '%s': gpu_idle_w (%g W) is more than gpu_busy_w (%g W)", name,
                   m.gpu_idle_w, m.gpu_busy_w);
     for (size_t i = start; i < f->npools; i++) {
@@ -567,19 +567,19 @@ static int pool_owned(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t 
     return 0;
 }
 
-int pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
+int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 {
     size_t start = x->cfg->fleet.npools;
     if (pool_fleet(x, n, idx, err) < 0 || pool_owned(x, n, start, err) < 0)
         return -1;
     if (pool_backend(x, n, start, err) < 0)
         return -1;
-    return pool_rates(x, n, start, err);
+    return cfg_pool_rates(x, n, start, err);
 }
 
 /* ---- cloud -------------------------------------------------------------------- */
 
-int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
                                        "regions", "boot_delay_s", "slurm_partition",
@@ -592,32 +592,32 @@ int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         (scn && spw_ynode_str(x->d, scn, "slurm_conf", &sc, err) < 0))
         return -1;
     if (scn && !spn)
-        return at(x, scn, err, "%s", "cloud.slurm_conf needs cloud.slurm_partition (the Slurm "
+        return cfg_at(x, scn, err, "%s", "cloud.slurm_conf needs cloud.slurm_partition (the Slurm "
                   "partition of State=CLOUD nodes the cloud instances are)");
     if (spn && !*sp)
-        return at(x, spn, err, "%s", "cloud.slurm_partition must name a Slurm partition");
+        return cfg_at(x, spn, err, "%s", "cloud.slurm_partition must name a Slurm partition");
     if (sp)
         x->cfg->cloud_slurm_partition = spw_xstrdup(sp);
     if (sc)
-        x->cfg->cloud_slurm_conf = resolve(x->base_dir, sc);
+        x->cfg->cloud_slurm_conf = cfg_resolve(x->base_dir, sc);
     double boot = 0, price = 0;
     const spw_ynode_t *pn = spw_ymap_get(n, "price_usd_per_gpu_h"), *on = spw_ymap_get(n, "offers");
     if (spw_ymap_get(n, "boot_delay_s")
         && spw_ynode_double(x->d, spw_ymap_get(n, "boot_delay_s"), "boot_delay_s", &boot, err) < 0)
         return -1;
     if (boot < 0)
-        return at(x, spw_ymap_get(n, "boot_delay_s"), err, "%s", "boot_delay_s must be >= 0");
+        return cfg_at(x, spw_ymap_get(n, "boot_delay_s"), err, "%s", "boot_delay_s must be >= 0");
     if (pn && on)
-        return at(x, on, err, "%s",
+        return cfg_at(x, on, err, "%s",
                   "give either price_usd_per_gpu_h (a flat price) or offers (a catalog), not both");
     if ((spw_ymap_get(n, "providers") || spw_ymap_get(n, "regions")) && !on)
-        return at(x, n, err, "%s", "providers and regions filter a catalog: add 'offers: FILE'");
+        return cfg_at(x, n, err, "%s", "providers and regions filter a catalog: add 'offers: FILE'");
     spw_fleet_t *f = &x->cfg->fleet;
     if (pn) {
         if (spw_ynode_double(x->d, pn, "price_usd_per_gpu_h", &price, err) < 0)
             return -1;
         if (price < 0)
-            return at(x, pn, err, "%s", "price_usd_per_gpu_h must be >= 0");
+            return cfg_at(x, pn, err, "%s", "price_usd_per_gpu_h must be >= 0");
         f->offers = spw_xcalloc(1, sizeof(spw_offer_t));
         f->noffers = 1;
         spw_offer_t *o = &f->offers[0];
@@ -638,24 +638,24 @@ int cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (spw_ynode_str(x->d, on, "offers", &file, err) < 0)
         return -1;
     if (spw_ymap_get(n, "providers")
-        && str_list(x, spw_ymap_get(n, "providers"), "providers", &prov, err) < 0)
+        && cfg_str_list(x, spw_ymap_get(n, "providers"), "providers", &prov, err) < 0)
         return -1;
-    if (spw_ymap_get(n, "regions") && str_list(x, spw_ymap_get(n, "regions"), "regions", &reg, err) < 0) {
+    if (spw_ymap_get(n, "regions") && cfg_str_list(x, spw_ymap_get(n, "regions"), "regions", &reg, err) < 0) {
         free(prov);
         return -1;
     }
-    char *path = resolve(x->base_dir, file);
+    char *path = cfg_resolve(x->base_dir, file);
     spw_error_t e2;
     int rc = spw_offers_load(f, path, prov, reg, boot, &e2);
     free(prov);
     free(reg);
     if (rc < 0) {
         free(path);
-        return at(x, on, err, "%s", e2.text);
+        return cfg_at(x, on, err, "%s", e2.text);
     }
     if (f->noffers == 0) {
         free(path);
-        return at(x, on, err, "%s", "no offer in the catalog passes the providers/regions filters");
+        return cfg_at(x, on, err, "%s", "no offer in the catalog passes the providers/regions filters");
     }
     x->cfg->offers_path = path;
     return 0;

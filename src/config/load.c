@@ -1,6 +1,6 @@
 /* load.c: the one loader of the configuration file: checks the top-level keys and
  * reads each section in order; frees the config; checks the secrets' modes;
- * the helpers the section files share (at(), resolve(), number and list keys). */
+ * the helpers the section files share (cfg_at(), cfg_resolve(), number and list keys). */
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +14,7 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-char *resolve(const char *base_dir, const char *file)
+char *cfg_resolve(const char *base_dir, const char *file)
 {
     if (file[0] == '/' || !base_dir || !*base_dir || strcmp(base_dir, ".") == 0)
         return spw_xstrdup(file);
@@ -25,7 +25,7 @@ char *resolve(const char *base_dir, const char *file)
 }
 
 /* Formats "NAME:LINE:COL: message" for node n into err; returns -1. */
-int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
+int cfg_at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
 {
     char msg[sizeof(err->text)];
     va_list ap;
@@ -35,7 +35,7 @@ int at(ctx_t *x, const spw_ynode_t *n, spw_error_t *err, const char *fmt, ...)
     return spw_errorf(err, "%s:%d:%d: %s", spw_ydoc_name(x->d), n ? n->line : 0, n ? n->col : 0, msg);
 }
 
-void free_strs(char **v, size_t n)
+void cfg_free_strs(char **v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(v[i]);
@@ -43,7 +43,7 @@ void free_strs(char **v, size_t n)
 }
 
 /* Reads a list of strings (or one string) into a NULL-terminated array. */
-int str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out,
+int cfg_str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out,
              spw_error_t *err)
 {
     size_t cnt = n->kind == SPW_Y_SEQ ? n->n : 1;
@@ -58,7 +58,7 @@ int str_list(ctx_t *x, const spw_ynode_t *n, const char *what, const char ***out
 }
 
 /* A number >= lo (and <= hi) at key of map n, left as it is when absent. */
-int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double hi,
+int cfg_num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double hi,
             double *out, spw_error_t *err)
 {
     const spw_ynode_t *v = spw_ymap_get(n, key);
@@ -68,24 +68,24 @@ int num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, double h
     if (spw_ynode_double(x->d, v, key, &d, err) < 0)
         return -1;
     if (d < lo || d > hi)
-        return at(x, v, err, "%s must be between %g and %g", key, lo, hi);
+        return cfg_at(x, v, err, "%s must be between %g and %g", key, lo, hi);
     *out = d;
     return 0;
 }
 
 /* A non-empty list of strings (or one string) at key of map n, copied
  * into *out / *cnt; left as they are when absent. */
-int owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
+int cfg_owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
                char ***out, size_t *cnt, spw_error_t *err)
 {
     const spw_ynode_t *v = spw_ymap_get(n, key);
     if (!v)
         return 0;
     if (v->kind == SPW_Y_SEQ && v->n == 0)
-        return at(x, v, err, "%s: an empty list %s nothing; leave the key out instead", key,
+        return cfg_at(x, v, err, "%s: an empty list %s nothing; leave the key out instead", key,
                   strncmp(key, "deny", 4) == 0 ? "denies" : "allows");
     const char **tmp;
-    if (str_list(x, v, key, &tmp, err) < 0)
+    if (cfg_str_list(x, v, key, &tmp, err) < 0)
         return -1;
     size_t k = 0;
     while (tmp[k])
@@ -93,7 +93,7 @@ int owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what
     for (size_t i = 0; i < k; i++)
         if (!tmp[i][0]) {
             free(tmp);
-            return at(x, v->kind == SPW_Y_SEQ ? v->items[i] : v, err, "%s: an empty %s name", key,
+            return cfg_at(x, v->kind == SPW_Y_SEQ ? v->items[i] : v, err, "%s: an empty %s name", key,
                       what);
         }
     char **own = spw_xcalloc(k, sizeof(char *));
@@ -115,7 +115,7 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
     memset(cfg, 0, sizeof(*cfg));
     spw_fleet_init(&cfg->fleet);
     spw_policy_default(&cfg->policy);
-    daemon_defaults(&cfg->daemon);
+    cfg_daemon_defaults(&cfg->daemon);
     cfg->spot.seed = 1;
     ctx_t x = {.d = d, .base_dir = base_dir, .cfg = cfg};
     spw_ynode_t *root = spw_ydoc_root(d);
@@ -128,41 +128,41 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
     const spw_ynode_t *on = spw_ymap_get(root, "onprem");
     if (on) {
         if (on->kind == SPW_Y_MAP) {
-            if (pool_entry(&x, on, 0, err) < 0)
+            if (cfg_pool_entry(&x, on, 0, err) < 0)
                 goto error;
         } else if (on->kind == SPW_Y_SEQ) {
             for (size_t i = 0; i < on->n; i++)
-                if (pool_entry(&x, on->items[i], i, err) < 0)
+                if (cfg_pool_entry(&x, on->items[i], i, err) < 0)
                     goto error;
         } else {
-            at(&x, on, err, "%s", "onprem: expected a list of pools");
+            cfg_at(&x, on, err, "%s", "onprem: expected a list of pools");
             goto error;
         }
         if (cfg->failures.mtbf_s)
-            grow_rates(&x);
+            cfg_grow_rates(&x);
     }
     const spw_ynode_t *cn = spw_ymap_get(root, "cloud");
-    if (cn && cloud_section(&x, cn, err) < 0)
+    if (cn && cfg_cloud_section(&x, cn, err) < 0)
         goto error;
     const spw_ynode_t *pn = spw_ymap_get(root, "policy");
-    if (pn && policy_section(&x, pn, err) < 0)
+    if (pn && cfg_policy_section(&x, pn, err) < 0)
         goto error;
     const spw_ynode_t *dn = spw_ymap_get(root, "daemon");
-    if (dn && daemon_section(&x, dn, err) < 0)
+    if (dn && cfg_daemon_section(&x, dn, err) < 0)
         goto error;
     if (cfg->fleet.npools == 0 && cfg->fleet.noffers == 0) {
         spw_errorf(err, "%s: no on-prem pool and no cloud: add an 'onprem' or 'cloud' section",
                    spw_ydoc_name(d));
         goto error;
     }
-    if (performance_section(&x, spw_ymap_get(root, "performance"), err) < 0)
+    if (cfg_performance_section(&x, spw_ymap_get(root, "performance"), err) < 0)
         goto error;
     /* Spot capacity names offers and failures name pools: after the fleet. */
     const spw_ynode_t *sn = spw_ymap_get(root, "spot");
-    if (sn && spot_section(&x, sn, err) < 0)
+    if (sn && cfg_spot_section(&x, sn, err) < 0)
         goto error;
     const spw_ynode_t *fn = spw_ymap_get(root, "failures");
-    if (fn && failures_section(&x, fn, err) < 0)
+    if (fn && cfg_failures_section(&x, fn, err) < 0)
         goto error;
     /* Governance names pools, regions and GPU models, so it comes after
      * the fleet whatever the order in the file; residency before rules so
@@ -171,15 +171,16 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
         const char *key;
         int (*parse)(ctx_t *, const spw_ynode_t *, spw_error_t *);
     } gov_sections[] = {
-        {"teams", teams_section}, {"caps", caps_section}, {"residency", residency_section},
-        {"rules", rules_section}, {"data", data_section}, {"sim", sim_section},
+        {"teams", cfg_teams_section},         {"caps", cfg_caps_section},
+        {"residency", cfg_residency_section}, {"rules", cfg_rules_section},
+        {"data", cfg_data_section},           {"sim", cfg_sim_section},
     };
     for (size_t i = 0; i < sizeof(gov_sections) / sizeof(gov_sections[0]); i++) {
         const spw_ynode_t *gn = spw_ymap_get(root, gov_sections[i].key);
         if (gn && gov_sections[i].parse(&x, gn, err) < 0)
             goto error;
     }
-    if (perf_classes(&x, spw_ymap_get(root, "performance"), err) < 0)
+    if (cfg_perf_classes(&x, spw_ymap_get(root, "performance"), err) < 0)
         goto error;
     if (spw_gov_validate(&cfg->fleet.gov, &cfg->fleet, spw_ydoc_name(d), err) < 0)
         goto error;
@@ -225,7 +226,7 @@ void spw_config_free(spw_config_t *cfg)
         free(cfg->pool_backends[i].partition);
         free(cfg->pool_backends[i].cluster);
         free(cfg->pool_backends[i].slurm_conf);
-        free_strs(cfg->pool_backends[i].hosts, cfg->pool_backends[i].nhosts);
+        cfg_free_strs(cfg->pool_backends[i].hosts, cfg->pool_backends[i].nhosts);
         free(cfg->pool_backends[i].ssh_user);
         free(cfg->pool_backends[i].ssh_key);
         free(cfg->pool_backends[i].ssh_known_hosts);

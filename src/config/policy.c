@@ -11,7 +11,7 @@
 #include "util/timeparse.h"
 #include "util/yaml.h"
 
-int policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"queue", "scan", "backfill", "fit", "wait", NULL};
     spw_policy_t *p = &x->cfg->policy;
@@ -25,7 +25,7 @@ int policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ynode_str(x->d, v, key, &s, err) < 0)                          \
             return -1;                                                         \
         if (parse(s, &p->field, &e2) < 0)                                      \
-            return at(x, v, err, "%s", e2.text);                               \
+            return cfg_at(x, v, err, "%s", e2.text);                               \
     }
     POLICY_KEY("queue", spw_queue_order_parse, queue)
     POLICY_KEY("scan", spw_scan_parse, scan)
@@ -47,17 +47,17 @@ static int duration_value(ctx_t *x, const spw_ynode_t *v, const char *key, doubl
     if (spw_ynode_str(x->d, v, key, &s, err) < 0)
         return -1;
     if (spw_parse_duration(s, &d) < 0)
-        return at(x, v, err, "%s: expected seconds or a duration like 30m, 4h or 30d, got '%.40s'",
+        return cfg_at(x, v, err, "%s: expected seconds or a duration like 30m, 4h or 30d, got '%.40s'",
                   key, s);
     if (d < lo || d > hi)
-        return at(x, v, err, "%s is %.40s: it must be from %g to %g seconds", key, s, lo, hi);
+        return cfg_at(x, v, err, "%s is %.40s: it must be from %g to %g seconds", key, s, lo, hi);
     *out = d;
     return 0;
 }
 
 /* Gives cfg->failures.mtbf_s / mttr_s an entry (0 = never fails) for
  * every pool. */
-void grow_rates(ctx_t *x)
+void cfg_grow_rates(ctx_t *x)
 {
     spw_failure_conf_t *fc = &x->cfg->failures;
     size_t n = x->cfg->fleet.npools;
@@ -72,7 +72,7 @@ void grow_rates(ctx_t *x)
 
 /* Per-pool mean time between failures / to repair, for the pools [start,
  * npools) one onprem entry made. */
-int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
+int cfg_pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
 {
     spw_failure_conf_t *fc = &x->cfg->failures;
     const spw_fleet_t *f = &x->cfg->fleet;
@@ -81,16 +81,16 @@ int pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
     if (!bn && !rn)
         return 0;
     if (!bn)
-        return at(x, rn, err, "pool '%s': mttr needs mtbf (the mean time between failures of "
+        return cfg_at(x, rn, err, "pool '%s': mttr needs mtbf (the mean time between failures of "
                               "one node, e.g. mtbf: 30d)", f->pools[start].name);
     /* Up to about 3,000 years: a disk's quoted MTBF is in the millions of hours. */
     if (duration_value(x, bn, "mtbf", 0, 1e11, &mtbf, err) < 0
         || (rn && duration_value(x, rn, "mttr", 0, 3.1536e8, &mttr, err) < 0))
         return -1;
     if (!(mtbf > 0))
-        return at(x, bn, err, "pool '%s': mtbf must be more than 0 (leave it out for a pool "
+        return cfg_at(x, bn, err, "pool '%s': mtbf must be more than 0 (leave it out for a pool "
                               "that never fails)", f->pools[start].name);
-    grow_rates(x);
+    cfg_grow_rates(x);
     for (size_t i = start; i < f->npools; i++) {
         fc->mtbf_s[i] = mtbf;
         fc->mttr_s[i] = mttr;
@@ -119,7 +119,7 @@ static int interruption_rate(ctx_t *x, const spw_ynode_t *v, double *rate_per_h,
             *rate_per_h = -log(1 - interruption_buckets[i].monthly) / 730;
             return 0;
         }
-    return at(x, v, err, "interruption: expected a Spot Advisor bucket, \"<5%%\", \"5-10%%\", "
+    return cfg_at(x, v, err, "interruption: expected a Spot Advisor bucket, \"<5%%\", \"5-10%%\", "
                          "\"10-15%%\", \"15-20%%\" or \">20%%\" (quoted), got '%.40s'", s);
 }
 
@@ -155,13 +155,13 @@ static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *rn = spw_ymap_get(n, "preempt_rate_per_h");
     const spw_ynode_t *on = spw_ymap_get(n, "start_offset");
     if (!!tn + !!in + !!rn != 1)
-        return at(x, n, err, "%s", !tn && !in && !rn
+        return cfg_at(x, n, err, "%s", !tn && !in && !rn
                   ? "an availability entry needs one of trace: FILE.json, interruption: "
                     "\"5-10%\" (a Spot Advisor bucket) or preempt_rate_per_h: RATE"
                   : "an availability entry takes one of trace, interruption and "
                     "preempt_rate_per_h, not several");
     if (on && !tn)
-        return at(x, on, err, "%s", "start_offset is a position in an availability trace: it "
+        return cfg_at(x, on, err, "%s", "start_offset is a position in an availability trace: it "
                                     "goes with trace: FILE.json");
     sc->avail = spw_xrealloc(sc->avail, (sc->navail + 1) * sizeof(*sc->avail));
     spw_spot_avail_conf_t *a = &sc->avail[sc->navail++];
@@ -187,35 +187,35 @@ static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             spot_priced += !isnan(f->offers[i].spot_usd_per_h);
         }
     if (!f->noffers)
-        return at(x, n, err, "%s", "spot capacity for no cloud offer: add a cloud: section with "
+        return cfg_at(x, n, err, "%s", "spot capacity for no cloud offer: add a cloud: section with "
                                    "offers: FILE (a catalog with spot prices)");
     if (!matched)
-        return at(x, n, err, "this availability entry (%s) matches no cloud offer; check the "
+        return cfg_at(x, n, err, "this availability entry (%s) matches no cloud offer; check the "
                              "names against the catalog", want[0] ? want : "any offer");
     if (!spot_priced)
-        return at(x, n, err, "this availability entry (%s) matches %zu offers, none with a spot "
+        return cfg_at(x, n, err, "this availability entry (%s) matches %zu offers, none with a spot "
                              "price (catalog column spot_usd_per_h), so it has no effect",
                   want[0] ? want : "any offer", matched);
     if (tn) {
         const char *file;
         if (spw_ynode_str(x->d, tn, "trace", &file, err) < 0)
             return -1;
-        a->trace_path = resolve(x->base_dir, file);
+        a->trace_path = cfg_resolve(x->base_dir, file);
         spw_error_t e2;
         if (spw_spot_trace_load(a->trace_path, &a->trace, &e2) < 0)
-            return at(x, tn, err, "%s", e2.text);
+            return cfg_at(x, tn, err, "%s", e2.text);
         if (on && duration_value(x, on, "start_offset", 0, 3.1536e8, &a->start_offset_s, err) < 0)
             return -1;
     } else if (in) {
         if (interruption_rate(x, in, &a->preempt_rate_per_h, err) < 0)
             return -1;
-    } else if (num_key(x, n, "preempt_rate_per_h", 0, 3600, &a->preempt_rate_per_h, err) < 0) {
+    } else if (cfg_num_key(x, n, "preempt_rate_per_h", 0, 3600, &a->preempt_rate_per_h, err) < 0) {
         return -1;
     }
     return 0;
 }
 
-int spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"policy", "restart_overhead_s", "checkpoint_interval_s",
                                        "max_restarts", "recovery", "failover", "seed",
@@ -231,19 +231,19 @@ int spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ynode_str(x->d, v, "policy", &s, err) < 0)
             return -1;
         if (spw_spot_policy_parse(s, &p->spot_policy, &e2) < 0)
-            return at(x, v, err, "spot.policy: %s", e2.text);
+            return cfg_at(x, v, err, "spot.policy: %s", e2.text);
     }
     if ((v = spw_ymap_get(n, "recovery"))) {
         if (spw_ynode_str(x->d, v, "recovery", &s, err) < 0)
             return -1;
         if (spw_recovery_parse(s, &p->recovery, &e2) < 0)
-            return at(x, v, err, "spot.recovery: %s", e2.text);
+            return cfg_at(x, v, err, "spot.recovery: %s", e2.text);
     }
     if ((v = spw_ymap_get(n, "failover"))) {
         if (spw_ynode_str(x->d, v, "failover", &s, err) < 0)
             return -1;
         if (spw_failover_parse(s, &p->failover, &e2) < 0)
-            return at(x, v, err, "spot.failover: %s", e2.text);
+            return cfg_at(x, v, err, "spot.failover: %s", e2.text);
     }
     if ((v = spw_ymap_get(n, "restart_overhead_s"))
         && duration_value(x, v, "restart_overhead_s", 0, 3.1536e8, &p->restart_overhead_s,
@@ -262,20 +262,20 @@ int spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             p->max_restarts = UINT32_MAX;
         else if (v->kind != SPW_Y_SCALAR || spw_ynode_int(x->d, v, "max_restarts", &c, &e2) < 0
                  || c < 0 || c >= (long)UINT32_MAX)
-            return at(x, v, err, "max_restarts: expected a count of restarts from 0 or "
+            return cfg_at(x, v, err, "max_restarts: expected a count of restarts from 0 or "
                                  "unlimited, got '%.40s'", v->str ? v->str : "a list or map");
         else
             p->max_restarts = (uint32_t)c;
     }
     double seed = (double)sc->seed;
-    if (num_key(x, n, "seed", 0, 9007199254740992.0, &seed, err) < 0)
+    if (cfg_num_key(x, n, "seed", 0, 9007199254740992.0, &seed, err) < 0)
         return -1;
     if (seed != floor(seed))
-        return at(x, spw_ymap_get(n, "seed"), err, "%s", "seed must be a whole number");
+        return cfg_at(x, spw_ymap_get(n, "seed"), err, "%s", "seed must be a whole number");
     sc->seed = (uint64_t)seed;
     if ((v = spw_ymap_get(n, "availability"))) {
         if (v->kind != SPW_Y_SEQ)
-            return at(x, v, err, "%s", "availability: expected a list like '- {zone: us-east-1a, "
+            return cfg_at(x, v, err, "%s", "availability: expected a list like '- {zone: us-east-1a, "
                                        "trace: FILE.json}'");
         for (size_t i = 0; i < v->n; i++)
             if (avail_entry(x, v->items[i], err) < 0)
@@ -284,7 +284,7 @@ int spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-int failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"file", NULL};
     spw_failure_conf_t *fc = &x->cfg->failures;
@@ -293,18 +293,18 @@ int failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *v = spw_ymap_get(n, "file");
     const char *file;
     if (!v)
-        return at(x, n, err, "%s", "failures: needs file: FILE.csv (a CSV node,down_s,up_s); "
+        return cfg_at(x, n, err, "%s", "failures: needs file: FILE.csv (a CSV node,down_s,up_s); "
                                    "for random failures give pools mtbf and mttr instead");
     if (spw_ynode_str(x->d, v, "file", &file, err) < 0)
         return -1;
     if (!x->cfg->fleet.npools)
-        return at(x, v, err, "%s", "failures: there is no on-prem pool whose nodes could fail");
-    char *path = resolve(x->base_dir, file);
+        return cfg_at(x, v, err, "%s", "failures: there is no on-prem pool whose nodes could fail");
+    char *path = cfg_resolve(x->base_dir, file);
     spw_error_t e2;
     int rc = spw_failures_load(path, &x->cfg->fleet, &fc->list, &fc->n, &e2);
     free(path);
     if (rc < 0)
-        return at(x, v, err, "%s", e2.text);
+        return cfg_at(x, v, err, "%s", e2.text);
     return 0;
 }
 
@@ -315,7 +315,7 @@ static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char
                           double **tp, size_t *cnt, spw_error_t *err)
 {
     if (n->kind != SPW_Y_MAP)
-        return at(x, n, err, "%s: expected a map of GPU model to relative throughput, e.g. "
+        return cfg_at(x, n, err, "%s: expected a map of GPU model to relative throughput, e.g. "
                              "{T4: 0.16, H100: 2.2}", what);
     *names = spw_xmalloc((n->n ? n->n : 1) * sizeof(char *));
     *tp = spw_xmalloc((n->n ? n->n : 1) * sizeof(double));
@@ -325,7 +325,7 @@ static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char
         if (spw_ynode_double(x->d, n->items[i], n->keys[i], &v, err) < 0)
             return -1;
         if (!(v > 0) || !isfinite(v))
-            return at(x, n->items[i], err, "%s: throughput of %s must be more than 0", what,
+            return cfg_at(x, n->items[i], err, "%s: throughput of %s must be more than 0", what,
                       n->keys[i]);
         (*names)[*cnt] = spw_xstrdup(n->keys[i]);
         (*tp)[(*cnt)++] = v;
@@ -336,7 +336,7 @@ static int throughput_map(ctx_t *x, const spw_ynode_t *n, const char *what, char
 /* The performance: section (n may be NULL): the reference GPU runtimes are
  * measured on (default: the first on-prem pool's model; none = no
  * performance model) and throughputs that override the built-in table. */
-int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"reference", "throughput", "classes", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
@@ -364,7 +364,7 @@ int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     for (size_t i = 0; i < f->perf.n && !known; i++)
         known = spw_model_accepts(f->perf.names[i], ref);
     if (!known && rn)
-        return at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
+        return cfg_at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
                   "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
     if (known) {   /* a first pool of a model nobody rates: no performance model */
         f->perf.reference = spw_xstrdup(ref);
@@ -375,7 +375,7 @@ int performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 
 /* performance: classes: a throughput map per job class (after governance,
  * so a class named only here joins the classes rules and residency know). */
-int perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     const spw_ynode_t *cn = n ? spw_ymap_get(n, "classes") : NULL;
     spw_fleet_t *f = &x->cfg->fleet;
@@ -383,11 +383,11 @@ int perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (!cn)
         return 0;
     if (cn->kind != SPW_Y_MAP)
-        return at(x, cn, err, "%s", "performance: classes: expected a map of job class to a "
+        return cfg_at(x, cn, err, "%s", "performance: classes: expected a map of job class to a "
                                     "throughput map, e.g. {inference: {T4: 0.5}}");
     f->perf.classes = spw_xcalloc(cn->n ? cn->n : 1, sizeof(*f->perf.classes));
     for (size_t i = 0; i < cn->n; i++) {
-        int k = intern_name(x, cn->items[i], &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES,
+        int k = cfg_intern_name(x, cn->items[i], &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES,
                             "class", cn->keys[i], err);
         if (k < 0)
             return -1;

@@ -19,7 +19,7 @@
 
 #include "daemon/jobspec.h"
 #include "daemon/store.h"
-#include "sim/config.h"
+#include "config/config.h"
 #include "util/error.h"
 
 typedef struct spw_daemon spw_daemon_t;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "sim/config.h"
+#include "config/config.h"
 #include "util/error.h"
 
 /* The user jobs run as when the daemon is root and the config names none. */

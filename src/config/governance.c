@@ -1,4 +1,4 @@
-/* gov.c: governance: the teams, caps, residency, rules, data (datasets) and sim
+/* governance.c: governance: the teams, caps, residency, rules, data (datasets) and sim
  * (calendar start) sections, all landing in fleet.gov. */
 #include <ctype.h>
 #include <math.h>
@@ -33,21 +33,21 @@ static int name_value(ctx_t *x, const spw_ynode_t *n, const char *what, const ch
     if (spw_ynode_str(x->d, n, what, out, err) < 0)
         return -1;
     if (!is_name(*out))
-        return at(x, n, err, "%s '%.40s': use 1 to 64 letters, digits, '_', '.' or '-'", what,
+        return cfg_at(x, n, err, "%s '%.40s': use 1 to 64 letters, digits, '_', '.' or '-'", what,
                   *out);
     return 0;
 }
 
 /* Index of name in a table of owned strings, adding it when new; -1 with
  * an error at n when the table already holds max names. */
-int intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
+int cfg_intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
                 const char *what, const char *name, spw_error_t *err)
 {
     for (size_t i = 0; i < *cnt; i++)
         if (strcmp((*tab)[i], name) == 0)
             return (int)i;
     if (*cnt >= max)
-        return at(x, n, err, "more than %zu %s names in rules and residency; '%s' is one too many",
+        return cfg_at(x, n, err, "more than %zu %s names in rules and residency; '%s' is one too many",
                   max, what, name);
     *tab = spw_xrealloc(*tab, (*cnt + 1) * sizeof(char *));
     (*tab)[*cnt] = spw_xstrdup(name);
@@ -69,14 +69,14 @@ static int usd_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, i
     double d;
     if (spw_parse_double(p, strlen(p), &d) < 0) {
         if (strstr(key, "monthly") || strstr(key, "weekly"))
-            return at(x, v, err,
+            return cfg_at(x, v, err,
                       "budget in the wrong unit: write dollars as a number, e.g. %s: 5000 "
                       "(got '%.40s')", key, s);
-        return at(x, v, err, "%s: write dollars as a number, e.g. %s: 40 (got '%.40s')", key,
+        return cfg_at(x, v, err, "%s: write dollars as a number, e.g. %s: 40 (got '%.40s')", key,
                   key, s);
     }
     if (strict ? !(d > lo) : !(d >= lo))
-        return at(x, v, err, "%s must be %s %g dollars", key, strict ? "more than" : "at least",
+        return cfg_at(x, v, err, "%s must be %s %g dollars", key, strict ? "more than" : "at least",
                   lo);
     *out = d;
     return 0;
@@ -93,7 +93,7 @@ static int count_key(ctx_t *x, const spw_ynode_t *n, const char *key, double *ou
     if (spw_ynode_int(x->d, v, key, &c, err) < 0)
         return -1;
     if (c < 1 || c > 100000000)
-        return at(x, v, err, "%s must be a whole number from 1 to 100000000", key);
+        return cfg_at(x, v, err, "%s must be a whole number from 1 to 100000000", key);
     *out = (double)c;
     return 0;
 }
@@ -110,10 +110,10 @@ static int duration_key(ctx_t *x, const spw_ynode_t *n, const char *key, double 
     if (spw_ynode_str(x->d, v, key, &s, err) < 0)
         return -1;
     if (spw_parse_duration(s, &d) < 0)
-        return at(x, v, err, "%s: expected seconds or a duration like 24h, 7d or 1h30m, got '%.40s'",
+        return cfg_at(x, v, err, "%s: expected seconds or a duration like 24h, 7d or 1h30m, got '%.40s'",
                   key, s);
     if (d < lo || d > 3.1536e8)
-        return at(x, v, err, "%s must be from %g seconds to ten years", key, lo);
+        return cfg_at(x, v, err, "%s must be from %g seconds to ten years", key, lo);
     *out = d;
     return 0;
 }
@@ -140,21 +140,21 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *nn = spw_ymap_get(n, "name");
     const char *name;
     if (!nn)
-        return at(x, n, err, "%s", "a team needs 'name: NAME' (the team jobs name with team:)");
+        return cfg_at(x, n, err, "%s", "a team needs 'name: NAME' (the team jobs name with team:)");
     if (name_value(x, nn, "team name", &name, err) < 0)
         return -1;
     for (size_t i = 0; i < g->nteams; i++)
         if (strcmp(g->teams[i].name, name) == 0)
-            return at(x, nn, err, "two teams are named '%s' (first at line %d)", name,
+            return cfg_at(x, nn, err, "two teams are named '%s' (first at line %d)", name,
                       g->teams[i].line);
     if (g->nteams >= SPW_GOV_MAX_TEAMS)
-        return at(x, n, err, "more than %d teams; merge some (a rule's team set is %d bits)",
+        return cfg_at(x, n, err, "more than %d teams; merge some (a rule's team set is %d bits)",
                   SPW_GOV_MAX_TEAMS, SPW_GOV_MAX_TEAMS);
     const spw_ynode_t *ru = spw_ymap_get(n, "run_as");
     if (ru) {
         const char *user;
         spw_daemon_conf_t *dc = &x->cfg->daemon;
-        if (user_value(x, ru, "run_as", &user, err) < 0)
+        if (cfg_user_value(x, ru, "run_as", &user, err) < 0)
             return -1;
         dc->team_run_as = spw_xrealloc(dc->team_run_as,
                                        (dc->nteam_run_as + 1) * sizeof(*dc->team_run_as));
@@ -163,14 +163,14 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     }
     const spw_ynode_t *mn = spw_ymap_get(n, "monthly_usd"), *wn = spw_ymap_get(n, "weekly_usd");
     if (mn && wn)
-        return at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
+        return cfg_at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
     /* The egress cap covers cloud placements only (copies into on-prem
      * pools are paid and reported, not capped: docs/governance.md), hence
      * its name; max_egress_usd_per_month is its old name, still read. */
     const spw_ynode_t *en = spw_ymap_get(n, "max_cloud_egress_usd_per_month"),
                       *on = spw_ymap_get(n, "max_egress_usd_per_month");
     if (en && on)
-        return at(x, on, err, "team '%s': max_egress_usd_per_month is the old name of "
+        return cfg_at(x, on, err, "team '%s': max_egress_usd_per_month is the old name of "
                   "max_cloud_egress_usd_per_month; give only max_cloud_egress_usd_per_month", name);
     spw_team_spec_t t = {
         .line = n->line,
@@ -194,7 +194,7 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ynode_str(x->d, ev, "on_exhausted", &s, err) < 0)
             return -1;
         if (spw_exhausted_parse(s, &t.on_exhausted, &e2) < 0)
-            return at(x, ev, err, "team '%s': on_exhausted: %s", name, e2.text);
+            return cfg_at(x, ev, err, "team '%s': on_exhausted: %s", name, e2.text);
     }
     t.name = spw_xstrdup(name);
     g->teams = spw_xrealloc(g->teams, (g->nteams + 1) * sizeof(*g->teams));
@@ -202,17 +202,17 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-int teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     if (n->kind != SPW_Y_SEQ)
-        return at(x, n, err, "%s", "teams: expected a list like '- {name: ml, monthly_usd: 5000}'");
+        return cfg_at(x, n, err, "%s", "teams: expected a list like '- {name: ml, monthly_usd: 5000}'");
     for (size_t i = 0; i < n->n; i++)
         if (team_entry(x, n->items[i], err) < 0)
             return -1;
     return 0;
 }
 
-int caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"max_cloud_usd_per_h", "max_cloud_gpus",
                                        "default_max_runtime_s", NULL};
@@ -226,12 +226,12 @@ int caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-int residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"onprem", "regions", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (n->kind != SPW_Y_MAP)
-        return at(x, n, err, "%s",
+        return cfg_at(x, n, err, "%s",
                   "residency: expected a map of classes like 'eu: {onprem: true, regions: "
                   "[eu-west-1]}'");
     for (size_t i = 0; i < n->n; i++) {
@@ -239,17 +239,17 @@ int residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         const spw_ynode_t *v = n->items[i];
         spw_ynode_t pos = {.line = n->key_lines[i], .col = n->key_cols[i]};
         if (!is_name(name))
-            return at(x, &pos, err,
+            return cfg_at(x, &pos, err,
                       "residency '%.40s': use 1 to 64 letters, digits, '_', '.' or '-'", name);
         for (size_t k = 0; k < g->nresidencies; k++)
             if (strcmp(g->residencies[k].name, name) == 0)
-                return at(x, &pos, err, "residency '%s' is given twice (first at line %d)", name,
+                return cfg_at(x, &pos, err, "residency '%s' is given twice (first at line %d)", name,
                           g->residencies[k].line);
         char section[96];
         snprintf(section, sizeof(section), "residency '%s'", name);
         if (spw_ymap_check_keys(x->d, v, section, keys, err) < 0)
             return -1;
-        if (intern_name(x, &pos, &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES, "class", name,
+        if (cfg_intern_name(x, &pos, &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES, "class", name,
                         err) < 0)
             return -1;
         g->residencies = spw_xrealloc(g->residencies, (g->nresidencies + 1) * sizeof(*g->residencies));
@@ -262,7 +262,7 @@ int residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (on && spw_ynode_bool(x->d, on, "onprem", &r->onprem, err) < 0)
             return -1;
         if (rn && !(rn->kind == SPW_Y_SEQ && rn->n == 0)
-            && owned_list(x, v, "regions", "region", &r->regions, &r->nregions, err) < 0)
+            && cfg_owned_list(x, v, "regions", "region", &r->regions, &r->nregions, err) < 0)
             return -1;
     }
     return 0;
@@ -291,12 +291,12 @@ static int gpus_range(ctx_t *x, const spw_ynode_t *v, spw_rule_t *r, spw_error_t
         b = a;
     }
     if (!good)
-        return at(x, v, err, "gpus: expected a count (8), a range (\"1-8\"), \">=N\" or \"<=N\", "
+        return cfg_at(x, v, err, "gpus: expected a count (8), a range (\"1-8\"), \">=N\" or \"<=N\", "
                              "got '%.40s'", s);
     if (a < 1 || b < 1 || a > UINT32_MAX || b > UINT32_MAX)
-        return at(x, v, err, "gpus: counts must be from 1 to %u, got '%.40s'", UINT32_MAX, s);
+        return cfg_at(x, v, err, "gpus: counts must be from 1 to %u, got '%.40s'", UINT32_MAX, s);
     if (a > b)
-        return at(x, v, err, "gpus: the range '%.40s' is empty (write the smaller count first)", s);
+        return cfg_at(x, v, err, "gpus: the range '%.40s' is empty (write the smaller count first)", s);
     r->gpus_min = (uint32_t)a;
     r->gpus_max = (uint32_t)b;
     return 0;
@@ -314,7 +314,7 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
     if ((v = spw_ymap_get(m, "team"))) {
         size_t cnt = v->kind == SPW_Y_SEQ ? v->n : 1;
         if (cnt == 0)
-            return at(x, v, err, "rule '%s': team: an empty list matches nothing; leave it out",
+            return cfg_at(x, v, err, "rule '%s': team: an empty list matches nothing; leave it out",
                       r->name);
         for (size_t i = 0; i < cnt; i++) {
             const spw_ynode_t *t = v->kind == SPW_Y_SEQ ? v->items[i] : v;
@@ -326,12 +326,12 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
                 k++;
             if (k == g->nteams) {
                 if (!g->nteams)
-                    return at(x, t, err, "rule '%s': team '%.40s' is not in teams: (there is no "
+                    return cfg_at(x, t, err, "rule '%s': team '%.40s' is not in teams: (there is no "
                                          "teams: section; declare the team there)", r->name, name);
                 char known[160] = "";
                 join_names(known, sizeof(known), (const char *const *)&g->teams[0].name,
                            sizeof(g->teams[0]), g->nteams);
-                return at(x, t, err, "rule '%s': team '%.40s' is not in teams: (known: %s)",
+                return cfg_at(x, t, err, "rule '%s': team '%.40s' is not in teams: (known: %s)",
                           r->name, name, known);
             }
             r->teams |= 1ull << k;
@@ -340,14 +340,14 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
     if ((v = spw_ymap_get(m, "class"))) {
         size_t cnt = v->kind == SPW_Y_SEQ ? v->n : 1;
         if (cnt == 0)
-            return at(x, v, err, "rule '%s': class: an empty list matches nothing; leave it out",
+            return cfg_at(x, v, err, "rule '%s': class: an empty list matches nothing; leave it out",
                       r->name);
         for (size_t i = 0; i < cnt; i++) {
             const spw_ynode_t *c = v->kind == SPW_Y_SEQ ? v->items[i] : v;
             const char *name;
             if (name_value(x, c, "class", &name, err) < 0)
                 return -1;
-            int k = intern_name(x, c, &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES, "class",
+            int k = cfg_intern_name(x, c, &g->classes, &g->nclasses, SPW_GOV_MAX_CLASSES, "class",
                                 name, err);
             if (k < 0)
                 return -1;
@@ -356,7 +356,7 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
     }
     if ((v = spw_ymap_get(m, "labels"))) {
         if (v->kind != SPW_Y_MAP || v->n == 0)
-            return at(x, v, err, "rule '%s': labels: expected a map like {env: prod}", r->name);
+            return cfg_at(x, v, err, "rule '%s': labels: expected a map like {env: prod}", r->name);
         for (size_t i = 0; i < v->n; i++) {
             spw_ynode_t pos = {.line = v->key_lines[i], .col = v->key_cols[i]};
             const char *key = v->keys[i], *val;
@@ -364,11 +364,11 @@ static int rule_match(ctx_t *x, const spw_ynode_t *m, spw_rule_t *r, spw_error_t
                 return -1;
             if (!key[0] || strchr(key, '=') || !val[0] || strchr(val, '=')
                 || strlen(key) > 128 || strlen(val) > 128)
-                return at(x, &pos, err, "rule '%s': label %.40s: %.40s: keys and values must be "
+                return cfg_at(x, &pos, err, "rule '%s': label %.40s: %.40s: keys and values must be "
                                         "1 to 128 characters, without '='", r->name, key, val);
             char kv[260];
             snprintf(kv, sizeof(kv), "%.128s=%.128s", key, val);
-            int k = intern_name(x, &pos, &g->labels, &g->nlabels, SPW_GOV_MAX_LABELS, "label", kv,
+            int k = cfg_intern_name(x, &pos, &g->labels, &g->nlabels, SPW_GOV_MAX_LABELS, "label", kv,
                                 err);
             if (k < 0)
                 return -1;
@@ -390,7 +390,7 @@ static int rule_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     if (spw_ymap_check_keys(x->d, n, "a rule", keys, err) < 0)
         return -1;
     if (g->nrules >= SPW_GOV_MAX_RULES)
-        return at(x, n, err, "more than %d rules; merge some", SPW_GOV_MAX_RULES);
+        return cfg_at(x, n, err, "more than %d rules; merge some", SPW_GOV_MAX_RULES);
     char defname[32];
     const char *name = defname;
     snprintf(defname, sizeof(defname), "rule %zu", idx + 1);
@@ -399,11 +399,11 @@ static int rule_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         if (spw_ynode_str(x->d, nn, "name", &name, err) < 0)
             return -1;
         if (!name[0] || strlen(name) > 128)
-            return at(x, nn, err, "%s", "a rule's name must be 1 to 128 characters");
+            return cfg_at(x, nn, err, "%s", "a rule's name must be 1 to 128 characters");
     }
     for (size_t i = 0; i < g->nrules; i++)
         if (strcmp(g->rules[i].name, name) == 0)
-            return at(x, nn ? nn : n, err, "two rules are named '%s' (first at line %d)", name,
+            return cfg_at(x, nn ? nn : n, err, "two rules are named '%s' (first at line %d)", name,
                       g->rules[i].line);
     g->rules = spw_xrealloc(g->rules, (g->nrules + 1) * sizeof(*g->rules));
     spw_rule_t *r = &g->rules[g->nrules++];
@@ -422,41 +422,41 @@ static int rule_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
         if (spw_ynode_str(x->d, v, "placement", &s, err) < 0)
             return -1;
         if (spw_placement_parse(s, &r->placement, &e2) < 0)
-            return at(x, v, err, "rule '%s': placement: %s", r->name, e2.text);
+            return cfg_at(x, v, err, "rule '%s': placement: %s", r->name, e2.text);
     }
     if ((v = spw_ymap_get(n, "spot"))) {
         if (spw_ynode_str(x->d, v, "spot", &s, err) < 0)
             return -1;
         if (spw_spot_rule_parse(s, &r->spot, &e2) < 0)
-            return at(x, v, err, "rule '%s': spot: %s", r->name, e2.text);
+            return cfg_at(x, v, err, "rule '%s': spot: %s", r->name, e2.text);
     }
-    if (owned_list(x, n, "allow_providers", "provider", &r->allow_providers,
+    if (cfg_owned_list(x, n, "allow_providers", "provider", &r->allow_providers,
                    &r->n_allow_providers, err) < 0 ||
-        owned_list(x, n, "deny_providers", "provider", &r->deny_providers, &r->n_deny_providers,
+        cfg_owned_list(x, n, "deny_providers", "provider", &r->deny_providers, &r->n_deny_providers,
                    err) < 0 ||
-        owned_list(x, n, "allow_regions", "region", &r->allow_regions, &r->n_allow_regions,
+        cfg_owned_list(x, n, "allow_regions", "region", &r->allow_regions, &r->n_allow_regions,
                    err) < 0 ||
-        owned_list(x, n, "deny_regions", "region", &r->deny_regions, &r->n_deny_regions, err) < 0 ||
-        owned_list(x, n, "allow_families", "family", &r->allow_families, &r->n_allow_families,
+        cfg_owned_list(x, n, "deny_regions", "region", &r->deny_regions, &r->n_deny_regions, err) < 0 ||
+        cfg_owned_list(x, n, "allow_families", "family", &r->allow_families, &r->n_allow_families,
                    err) < 0 ||
-        owned_list(x, n, "deny_families", "family", &r->deny_families, &r->n_deny_families,
+        cfg_owned_list(x, n, "deny_families", "family", &r->deny_families, &r->n_deny_families,
                    err) < 0 ||
-        owned_list(x, n, "allow_gpus", "GPU model", &r->allow_gpus, &r->n_allow_gpus, err) < 0 ||
+        cfg_owned_list(x, n, "allow_gpus", "GPU model", &r->allow_gpus, &r->n_allow_gpus, err) < 0 ||
         usd_key(x, n, "max_usd_per_gpu_h", 0, 1, &r->max_usd_per_gpu_h, err) < 0)
         return -1;
     if (r->placement == SPW_PLACE_UNSET && r->spot == SPW_SPOT_UNSET && !r->n_allow_providers
         && !r->n_deny_providers && !r->n_allow_regions && !r->n_deny_regions
         && !r->n_allow_families && !r->n_deny_families && !r->n_allow_gpus
         && isinf(r->max_usd_per_gpu_h))
-        return at(x, n, err, "rule '%s' has no effect: give placement, spot, an allow_/deny_ "
+        return cfg_at(x, n, err, "rule '%s' has no effect: give placement, spot, an allow_/deny_ "
                              "list or max_usd_per_gpu_h", r->name);
     return 0;
 }
 
-int rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     if (n->kind != SPW_Y_SEQ)
-        return at(x, n, err, "%s",
+        return cfg_at(x, n, err, "%s",
                   "rules: expected a list like '- {match: {team: ml}, placement: onprem_only}'");
     for (size_t i = 0; i < n->n; i++)
         if (rule_entry(x, n->items[i], i, err) < 0)
@@ -480,7 +480,7 @@ static int site_value(ctx_t *x, const spw_ynode_t *v, const char *what, spw_site
         }
     const char *colon = strchr(s, ':');
     if (colon && (colon == s || !colon[1]))
-        return at(x, v, err, "%s: expected a pool, REGION or PROVIDER:REGION, got '%.40s'", what, s);
+        return cfg_at(x, v, err, "%s: expected a pool, REGION or PROVIDER:REGION, got '%.40s'", what, s);
     size_t plen = colon ? (size_t)(colon - s) : 0;
     const char *region = colon ? colon + 1 : s;
     int known = 0;
@@ -493,7 +493,7 @@ static int site_value(ctx_t *x, const spw_ynode_t *v, const char *what, spw_site
         if (f->npools)        /* pools is NULL without any */
             join_names(pools, sizeof(pools), (const char *const *)&f->pools[0].name,
                        sizeof(f->pools[0]), f->npools);
-        return at(x, v, err, "%s '%.40s' is neither an on-prem pool (%s) nor a region of a cloud "
+        return cfg_at(x, v, err, "%s '%.40s' is neither an on-prem pool (%s) nor a region of a cloud "
                              "offer; write a pool name or a region like aws:us-east-1",
                   what, s, f->npools ? pools : "there are none");
     }
@@ -517,25 +517,25 @@ static int dataset_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *sn = spw_ymap_get(n, "size_gb"), *rn = spw_ymap_get(n, "replicas");
     const char *name;
     if (!nn)
-        return at(x, n, err, "%s", "a dataset needs 'name: NAME' (what jobs write as data:)");
+        return cfg_at(x, n, err, "%s", "a dataset needs 'name: NAME' (what jobs write as data:)");
     if (name_value(x, nn, "dataset name", &name, err) < 0)
         return -1;
     for (size_t i = 0; i < g->ndatasets; i++)
         if (strcmp(g->datasets[i].name, name) == 0)
-            return at(x, nn, err, "two datasets are named '%s' (first at line %d)", name,
+            return cfg_at(x, nn, err, "two datasets are named '%s' (first at line %d)", name,
                       g->datasets[i].line);
     if (!sn)
-        return at(x, n, err, "dataset '%s': missing 'size_gb' (its size in gigabytes)", name);
+        return cfg_at(x, n, err, "dataset '%s': missing 'size_gb' (its size in gigabytes)", name);
     if (!hn)
-        return at(x, n, err, "dataset '%s': missing 'home' (a pool, or a region like "
+        return cfg_at(x, n, err, "dataset '%s': missing 'home' (a pool, or a region like "
                              "aws:us-east-1)", name);
     double size;
     if (spw_ynode_double(x->d, sn, "size_gb", &size, err) < 0)
         return -1;
     if (!(size > 0) || size > 1e9)
-        return at(x, sn, err, "dataset '%s': size_gb must be more than 0", name);
+        return cfg_at(x, sn, err, "dataset '%s': size_gb must be more than 0", name);
     if (rn && rn->kind != SPW_Y_SEQ && rn->kind != SPW_Y_SCALAR)
-        return at(x, rn, err, "dataset '%s': replicas: expected a list of pools or regions", name);
+        return cfg_at(x, rn, err, "dataset '%s': replicas: expected a list of pools or regions", name);
     g->datasets = spw_xrealloc(g->datasets, (g->ndatasets + 1) * sizeof(*g->datasets));
     spw_dataset_spec_t *ds = &g->datasets[g->ndatasets++];
     memset(ds, 0, sizeof(*ds));
@@ -557,7 +557,7 @@ static int dataset_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-int data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"bandwidth_gbps", "cache_ttl_s", "storage_usd_per_gb_month",
                                        "egress_usd_per_gb", "datasets", NULL};
@@ -571,7 +571,7 @@ int data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ynode_double(x->d, v, "bandwidth_gbps", &bw, err) < 0)
             return -1;
         if (!(bw > 0) || bw > 1e6)
-            return at(x, v, err, "%s", "bandwidth_gbps must be more than 0 (gigabits per second)");
+            return cfg_at(x, v, err, "%s", "bandwidth_gbps must be more than 0 (gigabits per second)");
         g->bandwidth_gbps = bw;
     }
     if (duration_key(x, n, "cache_ttl_s", 0, &g->cache_ttl_s, err) < 0 ||
@@ -588,7 +588,7 @@ int data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     }
     if ((v = spw_ymap_get(n, "datasets"))) {
         if (v->kind != SPW_Y_SEQ)
-            return at(x, v, err, "%s",
+            return cfg_at(x, v, err, "%s",
                       "datasets: expected a list like '- {name: imagenet, size_gb: 150, home: dc1}'");
         for (size_t i = 0; i < v->n; i++)
             if (dataset_entry(x, v->items[i], err) < 0)
@@ -597,7 +597,7 @@ int data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-int sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"start", NULL};
     if (spw_ymap_check_keys(x->d, n, "sim", keys, err) < 0)
@@ -616,7 +616,7 @@ int sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         s = full;
     }
     if (spw_parse_rfc3339(s, &t) < 0)
-        return at(x, v, err, "start: expected a date or an RFC 3339 time like 2026-11-01T00:00:00Z, "
+        return cfg_at(x, v, err, "start: expected a date or an RFC 3339 time like 2026-11-01T00:00:00Z, "
                              "got '%.40s'", v->str);
     x->cfg->fleet.gov.origin_s = t;
     return 0;

@@ -1,4 +1,4 @@
-/* daemon.c: the daemon section: listen, limits, tokens and tokens_file, who jobs run
+/* daemon_conf.c: the daemon section: listen, limits, tokens and tokens_file, who jobs run
  * as (run_as, job_env), the emulated cloud; and its defaults. */
 #include <ctype.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
                       *sn = spw_ymap_get(v, "ssh");
     const char *s;
     if (!b && (h || sn))
-        return at(x, h ? h : sn, err, "daemon.emulated: hosts_dir and ssh need boot_command "
+        return cfg_at(x, h ? h : sn, err, "daemon.emulated: hosts_dir and ssh need boot_command "
                                       "(the program that boots an instance, e.g. "
                                       "scripts/netns-hosts.sh)");
     if (!b)
@@ -25,17 +25,17 @@ static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
     if (spw_ynode_str(x->d, b, "boot_command", &s, err) < 0)
         return -1;
     free(dc->emulated_boot_command);
-    dc->emulated_boot_command = resolve(x->base_dir, s);
+    dc->emulated_boot_command = cfg_resolve(x->base_dir, s);
     if (h) {
         if (spw_ynode_str(x->d, h, "hosts_dir", &s, err) < 0)
             return -1;
         free(dc->emulated_hosts_dir);
-        dc->emulated_hosts_dir = resolve(x->base_dir, s);
+        dc->emulated_hosts_dir = cfg_resolve(x->base_dir, s);
     }
     if (sn) {
         spw_pool_backend_conf_t sc;
         memset(&sc, 0, sizeof(sc));
-        if (ssh_keys(x, sn, "(daemon.emulated)", &sc, err) < 0) {
+        if (cfg_ssh_keys(x, sn, "(daemon.emulated)", &sc, err) < 0) {
             free(sc.ssh_user);
             free(sc.ssh_key);
             free(sc.ssh_known_hosts);
@@ -63,11 +63,11 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
     if (spw_ynode_str(x->d, spw_ymap_get(n, "token"), "token", &tok, err) < 0)
         return -1;
     if (strlen(tok) < 16)
-        return at(x, spw_ymap_get(n, "token"), err, "%s",
+        return cfg_at(x, spw_ymap_get(n, "token"), err, "%s",
                   "token: use at least 16 characters (e.g. from `openssl rand -hex 16`)");
     for (const char *c = tok; *c; c++)
         if (*c <= ' ' || *c > '~')
-            return at(x, spw_ymap_get(n, "token"), err, "%s",
+            return cfg_at(x, spw_ymap_get(n, "token"), err, "%s",
                       "token: printable ASCII without spaces only");
     if (spw_ymap_get(n, "team") && spw_ynode_str(x->d, spw_ymap_get(n, "team"), "team", &team, err) < 0)
         return -1;
@@ -77,14 +77,14 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
         spw_ynode_bool(x->d, spw_ymap_get(n, "revoked"), "revoked", &revoked, err) < 0)
         return -1;
     if (!admin == !team)
-        return at(x, n, err, "%s", "a token needs either 'team: NAME' or 'admin: true' (not both)");
+        return cfg_at(x, n, err, "%s", "a token needs either 'team: NAME' or 'admin: true' (not both)");
     if (spw_ymap_get(n, "name")) {
         if (spw_ynode_str(x->d, spw_ymap_get(n, "name"), "name", &name, err) < 0)
             return -1;
         size_t len = strlen(name);
         if (len == 0 || len > 64 || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                  "0123456789._-") != len)
-            return at(x, spw_ymap_get(n, "name"), err,
+            return cfg_at(x, spw_ymap_get(n, "name"), err,
                       "name: 1 to 64 letters, digits, '.', '_' or '-', got '%s'", name);
     }
     t->name = name ? spw_xstrdup(name) : NULL;
@@ -97,7 +97,7 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
 
 /* A user name (as useradd takes them: a letter or '_' first, then letters,
  * digits, '_', '-' or '.', at most 32) at n, borrowed into *out. */
-int user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
+int cfg_user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
                spw_error_t *err)
 {
     const char *s;
@@ -108,7 +108,7 @@ int user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out
     for (size_t i = 1; good && i < len; i++)
         good = isalnum((unsigned char)s[i]) || strchr("_-.", s[i]);
     if (!good)
-        return at(x, n, err, "%s: '%.40s' is not a user name (a letter first, then letters, "
+        return cfg_at(x, n, err, "%s: '%.40s' is not a user name (a letter first, then letters, "
                   "digits, '_', '-' or '.'; create it with useradd)", key, s);
     *out = s;
     return 0;
@@ -118,7 +118,7 @@ int user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out
 static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     spw_daemon_conf_t *dc = &x->cfg->daemon;
-    if (owned_list(x, n, "job_env", "variable", &dc->job_env, &dc->njob_env, err) < 0)
+    if (cfg_owned_list(x, n, "job_env", "variable", &dc->job_env, &dc->njob_env, err) < 0)
         return -1;
     const spw_ynode_t *v = spw_ymap_get(n, "job_env");
     for (size_t i = 0; i < dc->njob_env; i++) {
@@ -129,11 +129,11 @@ static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         for (size_t k = 1; good && k < len; k++)
             good = isalnum((unsigned char)e[k]) || e[k] == '_' || (e[k] == '*' && k == len - 1);
         if (!good)
-            return at(x, at_n, err, "job_env: '%.40s' is not a variable name (letters, digits "
+            return cfg_at(x, at_n, err, "job_env: '%.40s' is not a variable name (letters, digits "
                       "and '_', optionally ending in '*' for a prefix)", e);
         int prefix = e[len - 1] == '*';
         if (prefix ? strncmp("SPILLWAY_TOKEN", e, len - 1) == 0 : strncmp(e, "SPILLWAY_", 9) == 0)
-            return at(x, at_n, err, "job_env: '%.40s' would pass the daemon's SPILLWAY_* "
+            return cfg_at(x, at_n, err, "job_env: '%.40s' would pass the daemon's SPILLWAY_* "
                       "variables (its tokens among them) to jobs; name the variables you need "
                       "instead", e);
     }
@@ -144,7 +144,7 @@ static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 static int token_list(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc, spw_error_t *err)
 {
     if (v->kind != SPW_Y_SEQ)
-        return at(x, v, err, "%s", "tokens: expected a list of {name: ..., token: ..., team: ...}");
+        return cfg_at(x, v, err, "%s", "tokens: expected a list of {name: ..., token: ..., team: ...}");
     dc->tokens = spw_xrealloc(dc->tokens, (dc->ntokens + v->n + 1) * sizeof(spw_token_t));
     for (size_t i = 0; i < v->n; i++) {
         spw_token_t *t = &dc->tokens[dc->ntokens];
@@ -154,9 +154,9 @@ static int token_list(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc, spw
         dc->ntokens++;
         for (size_t k = 0; k + 1 < dc->ntokens; k++) {
             if (strcmp(dc->tokens[k].token, t->token) == 0)
-                return at(x, v->items[i], err, "%s", "the same token is given twice");
+                return cfg_at(x, v->items[i], err, "%s", "the same token is given twice");
             if (t->name && dc->tokens[k].name && strcmp(dc->tokens[k].name, t->name) == 0)
-                return at(x, v->items[i], err, "the token name '%s' is given twice", t->name);
+                return cfg_at(x, v->items[i], err, "the token name '%s' is given twice", t->name);
         }
     }
     return 0;
@@ -204,7 +204,7 @@ static int tokens_file(ctx_t *x, spw_daemon_conf_t *dc, spw_error_t *err)
         if (spw_ymap_check_keys(doc, root, "the tokens file", keys, err) < 0)
             rc = -1;
         else if (!v)
-            rc = at(&fx, root, err, "%s", "expected 'tokens:' with a list of tokens");
+            rc = cfg_at(&fx, root, err, "%s", "expected 'tokens:' with a list of tokens");
         else
             rc = token_list(&fx, v, dc, err);
     } else {
@@ -214,7 +214,7 @@ static int tokens_file(ctx_t *x, spw_daemon_conf_t *dc, spw_error_t *err)
     return rc;
 }
 
-int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"listen", "state_dir", "gpus", "default_est_runtime_s",
                                        "kill_grace_s", "idle_timeout_s", "max_instance_lifetime_s", "tick_s",
@@ -240,14 +240,14 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         char *end;
         long port = colon ? strtol(colon + 1, &end, 10) : -1;
         if (!colon || colon == s || !colon[1] || *end || port < 1 || port > 65535)
-            return at(x, v, err, "listen: expected HOST:PORT like 127.0.0.1:8470, got '%s'", s);
+            return cfg_at(x, v, err, "listen: expected HOST:PORT like 127.0.0.1:8470, got '%s'", s);
         free(dc->listen);
         dc->listen = spw_xstrdup(s);
     }
     if ((v = spw_ymap_get(n, "state_dir"))) {
         if (spw_ynode_str(x->d, v, "state_dir", &s, err) < 0)
             return -1;
-        dc->state_dir = resolve(x->base_dir, s);
+        dc->state_dir = cfg_resolve(x->base_dir, s);
     }
     if ((v = spw_ymap_get(n, "gpus"))) {
         if (spw_ynode_str(x->d, v, "gpus", &s, err) < 0)
@@ -257,23 +257,23 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         else if (strcmp(s, "slots") == 0)
             dc->gpus_auto = 0;
         else
-            return at(x, v, err, "gpus: expected 'auto' (nvidia-smi) or 'slots' (gpus_per_node), got '%s'", s);
+            return cfg_at(x, v, err, "gpus: expected 'auto' (nvidia-smi) or 'slots' (gpus_per_node), got '%s'", s);
     }
     double body = (double)dc->max_body_bytes;
-    if (num_key(x, n, "default_est_runtime_s", 1, 3.1536e8, &dc->default_est_runtime_s, err) < 0 ||
-        num_key(x, n, "kill_grace_s", 0, 3600, &dc->kill_grace_s, err) < 0 ||
-        num_key(x, n, "idle_timeout_s", 0, 3.1536e8, &dc->idle_timeout_s, err) < 0 ||
-        num_key(x, n, "max_instance_lifetime_s", 0, 3.1536e8, &dc->max_instance_lifetime_s, err) < 0 ||
-        num_key(x, n, "tick_s", 0.001, 10, &dc->tick_s, err) < 0 ||
-        num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0 ||
-        num_key(x, n, "sample_s", 0.1, 3600, &dc->sample_s, err) < 0)
+    if (cfg_num_key(x, n, "default_est_runtime_s", 1, 3.1536e8, &dc->default_est_runtime_s, err) < 0 ||
+        cfg_num_key(x, n, "kill_grace_s", 0, 3600, &dc->kill_grace_s, err) < 0 ||
+        cfg_num_key(x, n, "idle_timeout_s", 0, 3.1536e8, &dc->idle_timeout_s, err) < 0 ||
+        cfg_num_key(x, n, "max_instance_lifetime_s", 0, 3.1536e8, &dc->max_instance_lifetime_s, err) < 0 ||
+        cfg_num_key(x, n, "tick_s", 0.001, 10, &dc->tick_s, err) < 0 ||
+        cfg_num_key(x, n, "max_body_bytes", 1024, 64 << 20, &body, err) < 0 ||
+        cfg_num_key(x, n, "sample_s", 0.1, 3600, &dc->sample_s, err) < 0)
         return -1;
     dc->max_body_bytes = (size_t)body;
     if ((v = spw_ymap_get(n, "idle_gpu"))) {
         const spw_ynode_t *a;
         if (spw_ymap_check_keys(x->d, v, "daemon.idle_gpu", ikeys, err) < 0 ||
-            num_key(x, v, "threshold_pct", 0, 100, &dc->idle_threshold_pct, err) < 0 ||
-            num_key(x, v, "window_s", 1, 3.1536e8, &dc->idle_window_s, err) < 0)
+            cfg_num_key(x, v, "threshold_pct", 0, 100, &dc->idle_threshold_pct, err) < 0 ||
+            cfg_num_key(x, v, "window_s", 1, 3.1536e8, &dc->idle_window_s, err) < 0)
             return -1;
         if ((a = spw_ymap_get(v, "action"))) {
             if (spw_ynode_str(x->d, a, "action", &s, err) < 0)
@@ -283,25 +283,25 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             else if (strcmp(s, "stop") == 0)
                 dc->idle_stop = 1;
             else
-                return at(x, a, err, "idle_gpu.action: expected 'flag' (show it) or 'stop' "
+                return cfg_at(x, a, err, "idle_gpu.action: expected 'flag' (show it) or 'stop' "
                                      "(cancel the job), got '%s'", s);
         }
     }
     double hdr = dc->max_header_bytes ? (double)dc->max_header_bytes : 16384;
     double conns = dc->max_connections ? dc->max_connections : 1024;
     double per_ip = dc->max_connections_per_ip ? dc->max_connections_per_ip : 64;
-    if (num_key(x, n, "max_header_bytes", 1024, 1 << 20, &hdr, err) < 0 ||
-        num_key(x, n, "request_timeout_s", 0.5, 3600, &dc->request_timeout_s, err) < 0 ||
-        num_key(x, n, "max_connections", 4, 65536, &conns, err) < 0 ||
-        num_key(x, n, "max_connections_per_ip", 1, 65536, &per_ip, err) < 0)
+    if (cfg_num_key(x, n, "max_header_bytes", 1024, 1 << 20, &hdr, err) < 0 ||
+        cfg_num_key(x, n, "request_timeout_s", 0.5, 3600, &dc->request_timeout_s, err) < 0 ||
+        cfg_num_key(x, n, "max_connections", 4, 65536, &conns, err) < 0 ||
+        cfg_num_key(x, n, "max_connections_per_ip", 1, 65536, &per_ip, err) < 0)
         return -1;
     dc->max_header_bytes = (size_t)hdr;
     dc->max_connections = (uint32_t)conns;
     dc->max_connections_per_ip = (uint32_t)per_ip;
     double lim[3] = {dc->max_gpus_per_job, dc->max_instances_per_job, dc->max_queued_per_team};
-    if (num_key(x, n, "max_gpus_per_job", 0, 1e6, &lim[0], err) < 0 ||
-        num_key(x, n, "max_instances_per_job", 0, 1e6, &lim[1], err) < 0 ||
-        num_key(x, n, "max_queued_per_team", 0, 1e9, &lim[2], err) < 0)
+    if (cfg_num_key(x, n, "max_gpus_per_job", 0, 1e6, &lim[0], err) < 0 ||
+        cfg_num_key(x, n, "max_instances_per_job", 0, 1e6, &lim[1], err) < 0 ||
+        cfg_num_key(x, n, "max_queued_per_team", 0, 1e9, &lim[2], err) < 0)
         return -1;
     dc->max_gpus_per_job = (uint32_t)lim[0];
     dc->max_instances_per_job = (uint32_t)lim[1];
@@ -313,14 +313,14 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ynode_str(x->d, v, "tokens_file", &s, err) < 0)
             return -1;
         if (!*s)
-            return at(x, v, err, "%s", "tokens_file: expected a file name");
-        dc->tokens_file = resolve(x->base_dir, s);
+            return cfg_at(x, v, err, "%s", "tokens_file: expected a file name");
+        dc->tokens_file = cfg_resolve(x->base_dir, s);
         if (tokens_file(x, dc, err) < 0)
             return -1;
     }
     token_default_names(dc);
     if ((v = spw_ymap_get(n, "run_as"))) {
-        if (user_value(x, v, "run_as", &s, err) < 0)
+        if (cfg_user_value(x, v, "run_as", &s, err) < 0)
             return -1;
         free(dc->run_as);
         dc->run_as = spw_xstrdup(s);
@@ -334,9 +334,9 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)
             return -1;
         double seed = (double)dc->emulated_seed, cap = 0;
-        if (num_key(x, v, "seed", 0, 9007199254740992.0, &seed, err) < 0 ||
-            num_key(x, v, "capacity", 0, 1e6, &cap, err) < 0 ||
-            num_key(x, v, "preempt_rate_per_h", 0, 3600, &dc->emulated_preempt_rate_per_h, err) < 0)
+        if (cfg_num_key(x, v, "seed", 0, 9007199254740992.0, &seed, err) < 0 ||
+            cfg_num_key(x, v, "capacity", 0, 1e6, &cap, err) < 0 ||
+            cfg_num_key(x, v, "preempt_rate_per_h", 0, 3600, &dc->emulated_preempt_rate_per_h, err) < 0)
             return -1;
         dc->emulated_seed = (uint64_t)seed;
         dc->emulated_capacity = (uint32_t)cap;
@@ -346,7 +346,7 @@ int daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
-void daemon_defaults(spw_daemon_conf_t *dc)
+void cfg_daemon_defaults(spw_daemon_conf_t *dc)
 {
     dc->listen = spw_xstrdup("127.0.0.1:8470");
     dc->gpus_auto = 1;
