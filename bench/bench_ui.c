@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ui: %s\n", err.text);
         return 1;
     }
-    spw_caller_t admin = {NULL, 1};
+    spw_caller_t admin = {.team = NULL, .admin = 1};
     static const char spec_text[] = "{\"run\": [\"true\"], \"gpus\": 1, \"team\": \"ml\"}";
     double t0 = mono_ms();
     for (long i = 0; i < queue; i++) {
