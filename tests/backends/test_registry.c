@@ -18,6 +18,19 @@
 
 static char tmp[256];            /* scratch directory, removed at the end */
 
+/* Makes c->name and checks that the registry gave the table `want`. */
+static int made(const spw_backend_conf_t *c, const struct spw_backend_ops *want,
+                const struct spw_backend_ops **ops, void **be, const char *what)
+{
+    spw_error_t err = {""};
+    int rc = spw_backend_create(c, ops, be, &err);
+    if (!ok(rc == 0 && *ops == want, "%s by name", what)) {
+        diag("%s", err.text);
+        return 0;
+    }
+    return 1;
+}
+
 static void test_names(void)
 {
     spw_backend_conf_t c = {.name = "pbs", .log_dir = tmp};
@@ -48,11 +61,8 @@ static void test_local(void)
     void *be = NULL;
     spw_error_t err = {""};
 
-    if (!ok(spw_backend_create(&c, &ops, &be, &err) == 0 && ops == &spw_local_ops,
-            "local by name")) {
-        diag("%s", err.text);
+    if (!made(&c, &spw_local_ops, &ops, &be, "local"))
         return;
-    }
     is(ops->version, SPW_BACKEND_VERSION, "its table has version %d", SPW_BACKEND_VERSION);
     ok(SPW_BACKEND_HAS(ops, 4, detect_gpus) && SPW_BACKEND_HAS(ops, 4, read_exit),
        "it detects GPUs and reads exit records");
@@ -75,7 +85,8 @@ static void test_local(void)
     ops->destroy(be);
 
     c.run_dir = NULL;
-    ok(spw_backend_create(&c, &ops, &be, &err) == 0, "local without run_dir");
+    if (!made(&c, &spw_local_ops, &ops, &be, "local without run_dir"))
+        return;
     ok(ops->find(be, token, &h, &err) < 0, "then find() cannot answer: %s", err.text);
     errno = 0;
     ok(ops->read_exit(be, token, "reg", &k, &st) < 0 && errno == EINVAL,
@@ -94,11 +105,8 @@ static void test_slurm(void)
     void *be = NULL;
     spw_error_t err = {""};
 
-    if (!ok(spw_backend_create(&c, &ops, &be, &err) == 0 && ops == &spw_slurm_ops,
-            "slurm by name, no cluster needed")) {
-        diag("%s", err.text);
+    if (!made(&c, &spw_slurm_ops, &ops, &be, "slurm (no cluster needed)"))
         return;
-    }
     ok(SPW_BACKEND_HAS(ops, 4, nodes) && SPW_BACKEND_HAS(ops, 4, nodes_async) &&
        SPW_BACKEND_HAS(ops, 4, set_nodes) && SPW_BACKEND_HAS(ops, 4, node_index) &&
        SPW_BACKEND_HAS(ops, 4, foreign_async), "it has the node inventory");
@@ -126,11 +134,8 @@ static void test_ssh(void)
     spw_error_t err = {""};
     spw_backend_host_t hi;
 
-    if (!ok(spw_backend_create(&c, &ops, &be, &err) == 0 && ops == &spw_ssh_ops,
-            "ssh with dynamic hosts by name, none yet")) {
-        diag("%s", err.text);
+    if (!made(&c, &spw_ssh_ops, &ops, &be, "ssh with dynamic hosts, none yet"))
         return;
-    }
     ok(SPW_BACKEND_HAS(ops, 4, host_count) && SPW_BACKEND_HAS(ops, 4, host_info) &&
        SPW_BACKEND_HAS(ops, 4, host_add) && SPW_BACKEND_HAS(ops, 4, host_remove),
        "it has hosts");
