@@ -46,6 +46,14 @@ typedef struct spw_backend_conf {
 /* The names known, NULL-terminated, for messages. */
 extern const char *const spw_backend_names[];
 
+/* The backends of the roles the daemon fills itself, so that it names a
+ * role, not a backend: the one that runs jobs on this machine (the
+ * daemon's own, and a pool's that names none), and the one that runs jobs
+ * on plain hosts that come and go (a cloud's instances; make it with
+ * conf.dynamic = 1). */
+#define SPW_BACKEND_THIS_MACHINE "local"
+#define SPW_BACKEND_HOSTS "ssh"
+
 /* Makes the backend named c->name: 0 with *ops and *be (free with
  * (*ops)->destroy), or -1 with a sentence in err (an unknown name, which
  * lists the known ones; bad options) and nothing made. */

@@ -56,7 +56,8 @@ static void test_local(void)
     char run_dir[300], token[96];
     snprintf(run_dir, sizeof(run_dir), "%s/run", tmp);
     mkdir(run_dir, 0700);
-    spw_backend_conf_t c = {.name = "local", .log_dir = tmp, .run_dir = run_dir, .grace_s = 1};
+    spw_backend_conf_t c = {.name = SPW_BACKEND_THIS_MACHINE, .log_dir = tmp, .run_dir = run_dir,
+                            .grace_s = 1};
     const struct spw_backend_ops *ops = NULL;
     void *be = NULL;
     spw_error_t err = {""};
@@ -128,7 +129,7 @@ static void test_slurm(void)
 
 static void test_ssh(void)
 {
-    spw_backend_conf_t c = {.name = "ssh", .log_dir = tmp, .dynamic = 1, .grace_s = 1};
+    spw_backend_conf_t c = {.name = SPW_BACKEND_HOSTS, .log_dir = tmp, .dynamic = 1, .grace_s = 1};
     const struct spw_backend_ops *ops = NULL;
     void *be = NULL;
     spw_error_t err = {""};
