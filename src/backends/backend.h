@@ -1,6 +1,7 @@
 /* backend.h: the versioned interface through which the daemon launches, signals
- * and reaps jobs inside a pool (local processes today; Slurm and Kubernetes
- * later, each one folder implementing struct spw_backend_ops). */
+ * and reaps jobs inside a pool (local processes, ssh hosts, Slurm; Kubernetes
+ * next), each one folder implementing struct spw_backend_ops, made by name in
+ * registry.h.  The daemon knows a backend only through this table. */
 #ifndef SPW_BACKENDS_BACKEND_H
 #define SPW_BACKENDS_BACKEND_H
 
@@ -13,7 +14,18 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 3
+#define SPW_BACKEND_VERSION 4
+/* Version 2 added find() and the launch token; version 3 changed(); version
+ * 4 the optional members of a node inventory (nodes, nodes_async, set_nodes,
+ * node_index, foreign_async), of hosts that come and go (host_count,
+ * host_info, host_add, host_remove) and of this machine (detect_gpus,
+ * read_exit), so that the daemon asks the table, not a concrete backend. */
+
+/* Whether ops (not NULL) has member m, one added in version v:
+ * SPW_BACKEND_HAS(ops, 4, nodes).  A pool whose backend has `nodes` takes
+ * its nodes from the backend's inventory; one whose backend has
+ * `host_info`, from its hosts. */
+#define SPW_BACKEND_HAS(ops, v, m) ((ops)->version >= (v) && (ops)->m != NULL)
 
 /* Longest launch token, bytes, including the NUL.  A launch token names one
  * attempt of one job of one daemon: "DAEMONID.JOBID.ATTEMPT" (the daemon id
@@ -135,6 +147,48 @@ typedef struct spw_exit {
                                    its message); unset for other kinds */
 } spw_exit_t;
 
+/* ---- Nodes and hosts (version 4) -------------------------------------- */
+
+/* One node of a backend's inventory (a node of a Slurm partition; of a
+ * Kubernetes cluster next), as the cluster reports it.  A plain value. */
+typedef struct spw_backend_node {
+    char name[64];              /* the cluster's node name ("n1") */
+    uint32_t gpus;              /* GPUs it offers (Slurm: its gres, gpu:TYPE:N
+                                   or gpu:N) */
+    char gpu_type[32];          /* their model (TYPE); "" if untyped */
+    char features[128];         /* its features, comma-separated */
+    char state[48];             /* the cluster's word for its state (Slurm:
+                                   base state "idle", "mixed", "down", ...,
+                                   then "+FLAG" for DRAIN, POWERED_DOWN...) */
+    int down;                   /* 1: down, drained, draining, failing or not
+                                   responding: takes no new work (a cloud
+                                   node powered down is not: the cluster
+                                   powers it up when a job needs it) */
+    char reason[128];           /* why, when the cluster says */
+} spw_backend_node_t;
+
+/* GPUs that jobs this daemon did not launch hold on one node of the
+ * inventory (submitted to the cluster behind spillway's back). */
+typedef struct spw_backend_foreign {
+    char name[64];              /* the node's name, as in spw_backend_node_t */
+    uint32_t gpus;              /* GPUs of running foreign jobs on it */
+} spw_backend_foreign_t;
+
+/* One host of a backend that runs jobs on a list of machines (ssh). */
+typedef struct spw_backend_host {
+    const char *addr;           /* its address, as configured or added;
+                                   borrowed from the backend until its next
+                                   host_add() or destroy() */
+    uint32_t gpus;              /* GPU slots; for a host whose count was not
+                                   given, counted again in the round that
+                                   brings it back up after it was down */
+    uint32_t used;              /* slots held by tracked jobs */
+    int up;                     /* 1: answered within the backend's down
+                                   delay */
+    double last_ok_s;           /* daemon clock of its last answer, seconds;
+                                   0 = never */
+} spw_backend_host_t;
+
 /* The function table.  `be` is the backend's own state, made by its
  * create function (e.g. spw_local_create).  No member takes a callback; results
  * come back as values.  A member that fails leaves no side effects: no process
@@ -206,6 +260,87 @@ struct spw_backend_ops {
      * then, so that a restart before it requeues the job as never started.
      * NULL: handles never change after launch(). */
     int (*changed)(void *be, spw_handle_t *out, size_t max);
+
+    /* ---- version 4 ---- */
+
+    /* Every member below is optional: NULL where the backend has no such
+     * thing (check with SPW_BACKEND_HAS).  A node inventory (slurm): */
+
+    /* The nodes of the backend's pool as the cluster reports them now, in
+     * the cluster's order, powered-down cloud nodes included.  Blocks on
+     * the cluster (at most the backend's command timeout): for start-up and
+     * the CLI, not the loop.  Returns 0 with *out (caller frees) and *n, or
+     * -1 with a sentence in err (the cluster does not answer). */
+    int (*nodes)(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err);
+
+    /* The same, read in the background so that the caller never waits on
+     * the cluster: returns 1 with the list the last read gave (*out, caller
+     * frees, and *n), -1 with err when that read failed, 0 when no read has
+     * finished since the last call; each call that takes a result asks for
+     * the next read. */
+    int (*nodes_async)(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err);
+
+    /* Names the pool's nodes in the order the daemon numbers them (copied;
+     * only their names are read).  Then a one-node launch whose env holds
+     * SPILLWAY_PLACEMENT=POOL/INDEX runs on node INDEX, where the engine
+     * placed it. */
+    void (*set_nodes)(void *be, const spw_backend_node_t *nodes, size_t n);
+
+    /* The index of node `name` among those set_nodes() named, or -1. */
+    int (*node_index)(void *be, const char *name);
+
+    /* The GPUs held, node by node, by the running jobs of the pool whose
+     * launch token does not start with own_prefix (this daemon's
+     * "DAEMONID."): jobs someone gave the cluster behind spillway's back.
+     * Read in the background like nodes_async (the same answers; *out lists
+     * only nodes with GPUs held). */
+    int (*foreign_async)(void *be, const char *own_prefix, spw_backend_foreign_t **out,
+                         size_t *n, spw_error_t *err);
+
+    /* Hosts (ssh): */
+
+    /* Number of hosts, removed ones included (indexes stay stable: a
+     * removed host keeps its slot, shown down, while a job or fence names
+     * it). */
+    size_t (*host_count)(void *be);
+
+    /* Host i's state into *out (0 <= i < host_count()). */
+    void (*host_info)(void *be, size_t i, spw_backend_host_t *out);
+
+    /* On a backend made with dynamic hosts (registry.h: conf.dynamic), for
+     * the daemon's cloud instances: makes addr a host with `gpus` slots
+     * (1..64, not detected), up until it stops answering.  Adding a host
+     * that is there is a no-op; an address removed before comes back as a
+     * new host.  Returns 0, or -1 with err. */
+    int (*host_add)(void *be, const char *addr, uint32_t gpus, spw_error_t *err);
+
+    /* Takes addr away for good at now_s (its machine is gone): nothing more
+     * runs there, and every job with a rank there is lost at once (poll()
+     * reports it LOST), without fencing.  Returns 0, or -1 if addr is no
+     * host. */
+    int (*host_remove)(void *be, const char *addr, double now_s);
+
+    /* This machine (local): */
+
+    /* Counts the GPUs of the machine the backend runs jobs on (local:
+     * nvidia-smi, at most 10 s).  Their indices are 0 .. *count-1.
+     * Returns 0 with *count (which may be 0), or -1 with *count = 0 and a
+     * sentence in err saying why there is no answer, so that the caller
+     * can fall back to the configured slots. */
+    int (*detect_gpus)(void *be, uint32_t *count, spw_error_t *err);
+
+    /* The exit record a launch left behind, read once its process is gone
+     * (adopt() failed with ESRCH, or find() returned 0), even if the daemon
+     * that launched it is gone too: the launch with `token`, or, when token
+     * is NULL or "", the last launch of job_id without a token (records of
+     * an older spillway).  Returns 0 with *kind EXITED (*status the exit
+     * code) or SIGNALED (*status the signal number), or -1 with errno
+     * ENOENT when there is no record (never started, killed with SIGKILL,
+     * or still running), EPROTO when it is malformed, EINVAL for a
+     * malformed token or job id or a backend made without the directory
+     * the record lives in, or another errno from reading it. */
+    int (*read_exit)(void *be, const char *token, const char *job_id, spw_exit_kind_t *kind,
+                     int *status);
 };
 
 /* Moves up to max items of elem bytes from the front of a queue of *n

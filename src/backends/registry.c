@@ -1,6 +1,7 @@
 /* registry.c: backends by name (see registry.h). */
 #include "backends/registry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "backends/local/local.h"
@@ -11,13 +12,15 @@ const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
 
 static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
 {
-    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir};
+    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir, .run_dir = c->run_dir};
     return spw_local_create(&lo, err);
 }
 
 static void *make_slurm(const spw_backend_conf_t *c, spw_error_t *err)
 {
-    spw_slurm_opts_t so = {.partition = c->partition, .slurm_conf = c->slurm_conf};
+    spw_slurm_opts_t so = {.partition = c->partition,
+                           .slurm_conf = c->slurm_conf,
+                           .cmd_timeout_s = c->cmd_timeout_s};
     return spw_slurm_create(&so, err);
 }
 
@@ -32,7 +35,9 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .port = c->ssh_port,
                          .log_dir = c->log_dir,
                          .grace_s = c->grace_s,
-                         .down_after_s = c->down_after_s};
+                         .cmd_timeout_s = c->cmd_timeout_s,
+                         .down_after_s = c->down_after_s,
+                         .dynamic = c->dynamic};
     return spw_ssh_create(&so, err);
 }
 
@@ -50,7 +55,7 @@ int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops
                        spw_error_t *err)
 {
     for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
-        if (strcmp(registry[i].name, c->name) != 0)
+        if (!c->name || strcmp(registry[i].name, c->name) != 0)
             continue;
         void *b = registry[i].make(c, err);
         if (!b)
@@ -59,5 +64,9 @@ int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops
         *be = b;
         return 0;
     }
-    return spw_errorf(err, "unknown backend '%s' (known: local, slurm, ssh)", c->name);
+    char known[128] = "";
+    for (size_t i = 0; spw_backend_names[i]; i++)
+        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+                 spw_backend_names[i]);
+    return spw_errorf(err, "unknown backend '%s' (known: %s)", c->name ? c->name : "", known);
 }

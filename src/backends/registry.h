@@ -1,5 +1,9 @@
-/* registry.h: backends by name, so that each pool of the daemon's config
- * can name the backend that runs its jobs (`backend: local` or `slurm`). */
+/* registry.h: backends by name, the only place that names a concrete
+ * backend: the daemon's local backend, each pool of its config (`backend:
+ * local`, `slurm` or `ssh`), the hosts of its cloud instances (ssh with
+ * dynamic hosts) and its Slurm cloud partition are all made here, and used
+ * through struct spw_backend_ops alone (backend.h; SPW_BACKEND_HAS tells
+ * what a backend can do). */
 #ifndef SPW_BACKENDS_REGISTRY_H
 #define SPW_BACKENDS_REGISTRY_H
 
@@ -8,30 +12,51 @@
 #include "backends/backend.h"
 #include "util/error.h"
 
-/* What any backend may need; each takes the members it knows.  All
- * borrowed for the call only. */
+/* What any backend may need; each takes the members it knows and ignores
+ * the others.  All borrowed for the call only. */
 typedef struct spw_backend_conf {
-    const char *name;           /* "local", "slurm" or "ssh" */
-    const char *log_dir;        /* the daemon's log directory */
-    double grace_s;             /* local: SIGTERM to SIGKILL on cancel */
+    const char *name;           /* one of spw_backend_names */
+    const char *log_dir;        /* the daemon's log directory (local: where
+                                   exit records of jobs without a token are
+                                   read; ssh: required) */
+    const char *run_dir;        /* local: existing directory, private to the
+                                   daemon, for launch fences and exit
+                                   records by token; NULL = launches with a
+                                   token fail */
+    double grace_s;             /* local, ssh: SIGTERM to SIGKILL on cancel,
+                                   seconds */
+    double cmd_timeout_s;       /* slurm, ssh: limit of one command, seconds;
+                                   0 = the backend's default */
     const char *partition;      /* slurm: the partition; required */
     const char *slurm_conf;     /* slurm: SLURM_CONF; NULL = environment */
     const char *const *hosts;   /* ssh: the hosts, nhosts of them */
     size_t nhosts;              /* ssh: entries in hosts */
     const uint32_t *host_gpus;  /* ssh: GPU slots per host; NULL = detect */
+    int dynamic;                /* ssh: 1 = hosts come and go (host_add,
+                                   host_remove: the daemon's cloud
+                                   instances); nhosts may then be 0 */
     const char *ssh_user;       /* ssh: login user; NULL = ssh's default */
     const char *ssh_key;        /* ssh: private key file; NULL = default */
     const char *ssh_known_hosts; /* ssh: known_hosts file; NULL = default */
     int ssh_port;               /* ssh: port; 0 = 22 */
-    double down_after_s;        /* ssh: a host silent this long is down; 0 = 10 */
+    double down_after_s;        /* ssh: a host silent this long is down,
+                                   seconds; 0 = 10 */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */
 extern const char *const spw_backend_names[];
 
+/* The backends of the roles the daemon fills itself, so that it names a
+ * role, not a backend: the one that runs jobs on this machine (the
+ * daemon's own, and a pool's that names none), and the one that runs jobs
+ * on plain hosts that come and go (a cloud's instances; make it with
+ * conf.dynamic = 1). */
+#define SPW_BACKEND_THIS_MACHINE "local"
+#define SPW_BACKEND_HOSTS "ssh"
+
 /* Makes the backend named c->name: 0 with *ops and *be (free with
- * (*ops)->destroy), or -1 with a sentence in err (unknown name, bad
- * options). */
+ * (*ops)->destroy), or -1 with a sentence in err (an unknown name, which
+ * lists the known ones; bad options) and nothing made. */
 int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops **ops, void **be,
                        spw_error_t *err);
 

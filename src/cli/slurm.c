@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
 #include "backends/slurm/slurm.h"
 #include "cli/client_private.h"
 
@@ -331,12 +332,12 @@ static int cmd_suspend(spw_slurm_t *sb, const char *list)
     return rc;
 }
 
-static int cmd_nodes(spw_slurm_t *sb, int json)
+static int cmd_nodes(const struct spw_backend_ops *ops, void *be, int json)
 {
-    spw_slurm_node_t *v;
+    spw_backend_node_t *v;
     size_t n;
     spw_error_t err;
-    if (spw_slurm_nodes(sb, &v, &n, &err) < 0) {
+    if (ops->nodes(be, &v, &n, &err) < 0) {
         fprintf(stderr, "spillway slurm nodes: %s\n", err.text);
         return 1;
     }
@@ -372,24 +373,28 @@ int spw_cli_slurm(int argc, char **argv)
         fprintf(stderr, "spillway slurm %s: expected one argument\n\n%s", sub, usage);
         return 2;
     }
-    spw_slurm_opts_t o = {.partition = argv[2], .cmd_timeout_s = 20};
+    /* The backend a `backend: slurm` pool on that partition has (resume
+     * and suspend give a hostlist instead: they run no job, only scontrol,
+     * which is Slurm's own and so through spw_slurm_run). */
+    spw_backend_conf_t bc = {.name = "slurm", .partition = argv[2], .cmd_timeout_s = 20};
+    const struct spw_backend_ops *ops;
+    void *be;
     spw_error_t err;
-    spw_slurm_t *sb = spw_slurm_create(&o, &err);
-    if (!sb) {
+    if (spw_backend_create(&bc, &ops, &be, &err) < 0) {
         fprintf(stderr, "spillway slurm: %s\n", err.text);
         return 2;
     }
     int rc;
     if (strcmp(sub, "resume") == 0)
-        rc = cmd_resume(sb, argv[2]);
+        rc = cmd_resume(be, argv[2]);
     else if (strcmp(sub, "suspend") == 0)
-        rc = cmd_suspend(sb, argv[2]);
+        rc = cmd_suspend(be, argv[2]);
     else if (strcmp(sub, "nodes") == 0)
-        rc = cmd_nodes(sb, json);
+        rc = cmd_nodes(ops, be, json);
     else {
         fprintf(stderr, "spillway slurm: unknown command '%s' (nodes, resume, suspend)\n\n%s", sub, usage);
         rc = 2;
     }
-    spw_slurm_destroy(sb);
+    ops->destroy(be);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* provider.h: the versioned interface through which the daemon acquires,
  * watches and releases cloud instances (the emulated cloud today; command
  * scripts and native AWS / GCP / Azure later, each one folder implementing
- * struct spw_provider_ops), and the plain values it trades in. */
+ * struct spw_provider_ops, made by name in registry.h), and the plain values
+ * it trades in.  The daemon knows a provider only through this table. */
 #ifndef SPW_PROVIDERS_PROVIDER_H
 #define SPW_PROVIDERS_PROVIDER_H
 
@@ -13,9 +14,15 @@
 /* The version of struct spw_provider_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_PROVIDER_VERSION 2
+#define SPW_PROVIDER_VERSION 3
 /* Version 2 added: spw_instance_t.addr (how to reach a ready instance), the
- * describe member, and LOST from poll() for an instance whose boot failed. */
+ * describe member, and LOST from poll() for an instance whose boot failed.
+ * Version 3: the optional members preempt, defer_saves and flush, so that
+ * the daemon needs no call of a concrete provider. */
+
+/* Whether ops (not NULL) has member m, one added in version v:
+ * SPW_PROVIDER_HAS(ops, 3, preempt). */
+#define SPW_PROVIDER_HAS(ops, v, m) ((ops)->version >= (v) && (ops)->m != NULL)
 
 /* Buffer sizes of the strings copied into an instance, bytes, NUL included.
  * A provider refuses (at create) offers whose names do not fit, so acquire()
@@ -37,6 +44,26 @@
  * Offers: a provider is created with the fleet's offer array (spw_offer_t,
  * core/model.h), borrowed until it is destroyed; requests and instances name
  * an offer by its index in that array. */
+
+/* How one offer of an emulated cloud behaves (a provider with
+ * ops.emulated honours these; a real cloud's offers behave as the cloud
+ * does).  Offers without an entry keep the defaults: no capacity limit, no
+ * preemption rate, no availability trace. */
+typedef struct spw_offer_emulation {
+    size_t offer;               /* index into the provider's offers; at most
+                                   one entry per offer */
+    uint32_t capacity;          /* most live instances of the offer at once
+                                   (spot and on-demand); 0 = unlimited */
+    double preempt_rate_per_h;  /* spot preemptions per instance-hour, >= 0;
+                                   0 = none from a rate */
+    int rate_ondemand;          /* 1: the rate also stops on-demand instances
+                                   (emulated failures), so a daemon that buys
+                                   only on-demand still sees preemptions */
+    const char *trace_path;     /* spot availability trace file, or NULL */
+    double trace_start_s;       /* daemon clock at which the trace's tick 0
+                                   begins, seconds (a start offset into the
+                                   trace is a start time before now) */
+} spw_offer_emulation_t;
 
 /* ---- Instances ------------------------------------------------------- */
 
@@ -198,6 +225,29 @@ struct spw_provider_ops {
      * with errno ENOENT if the provider has no such instance.  Never
      * blocks. */
     int (*describe)(void *pv, const char *id, spw_instance_t *out, spw_error_t *err);
+
+    /* ---- version 3: optional, NULL where the provider has no such thing
+     * (check with SPW_PROVIDER_HAS) ---- */
+
+    /* The admin command of an emulated cloud: preempts live instance
+     * instance_id at now_s (spot or not), queueing a PREEMPTED event for
+     * poll().  Returns 0, or -1 with a sentence in err and nothing changed:
+     * errno ENOENT (no such instance), ESRCH (it has already ended) or the
+     * errno of a failed save.  NULL for a real cloud. */
+    int (*preempt)(void *pv, const char *instance_id, double now_s, spw_error_t *err);
+
+    /* Deferred saves (on = 1): a change no longer writes the provider's
+     * state at once; flush() does, when anything changed, so that the
+     * daemon writes it once per turn, before its own commit.  What changed
+     * after the last flush is lost to a crash (instances the daemon then no
+     * longer finds in the provider's state are treated as gone); destroy()
+     * flushes.  NULL (both) for a provider whose state is the cloud's. */
+    void (*defer_saves)(void *pv, int on);
+
+    /* Writes what changed since the last flush.  Returns 0 (also when
+     * nothing changed), or -1 with a sentence in err (the state stays
+     * marked as changed, for the next flush). */
+    int (*flush)(void *pv, spw_error_t *err);
 };
 
 #endif

@@ -833,6 +833,16 @@ static void test_adopt_shim(void)
     rc = spw_local_read_exit(tmp, "orph-done", &k, &st);
     ok(rc == 0 && k == SPW_EXIT_EXITED && st == 4,
        "but spw_local_read_exit still tells exit 4 (%s %d)", spw_exit_kind_name(k), st);
+    /* The same through the table (version 4): no token, by job id. */
+    k = SPW_EXIT_LOST;
+    st = -1;
+    rc = ops->version >= 4 && ops->read_exit ? ops->read_exit(lb, NULL, "orph-done", &k, &st) : -1;
+    ok(rc == 0 && k == SPW_EXIT_EXITED && st == 4, "and so does the table's read_exit (%s %d)",
+       spw_exit_kind_name(k), st);
+    ok(ops->read_exit(lb, "", "orph-done", &k, &st) == 0 && st == 4, "an empty token is none");
+    errno = 0;
+    ok(ops->read_exit(blind, NULL, "orph-done", &k, &st) < 0 && errno == EINVAL,
+       "a backend without log_dir cannot read it (EINVAL)");
     ok(no_children(), "none of them was ever our child");
     spw_local_destroy(blind);
     spw_local_destroy(lb);
@@ -896,7 +906,7 @@ static void test_tokens(void)
     snprintf(tokA, sizeof(tokA), "aaaaaaaaaaaa.%s.1", idA);
     snprintf(tokB, sizeof(tokB), "aaaaaaaaaaaa.%s.2", idA);
     snprintf(tokOther, sizeof(tokOther), "bbbbbbbbbbbb.%s.1", idA);
-    is(ops->version, 2, "the local backend implements version 2");
+    ok(ops->version >= 2, "the local backend implements version 2 (it has %d)", ops->version);
     ok(ops->find != NULL, "with find()");
 
     spw_local_t *lb = spw_local_create(&(spw_local_opts_t){.grace_s = 0.3, .run_dir = rundir},
@@ -950,6 +960,14 @@ static void test_tokens(void)
        "the fence holds the exit record (%s %d)", spw_exit_kind_name(k), st);
     ok(spw_local_read_exit_token(rundir, tokB, &k, &st) < 0 &&
            errno == ENOENT, "a fence find() made has none");
+    k = SPW_EXIT_LOST;
+    st = -1;
+    rc = ops->read_exit(lb2, tokA, idA, &k, &st);
+    ok(rc == 0 && k == SPW_EXIT_EXITED && st == 6,
+       "the table's read_exit reads it by token (%s %d)", spw_exit_kind_name(k), st);
+    errno = 0;
+    ok(ops->read_exit(lb2, tokB, idA, &k, &st) < 0 && errno == ENOENT,
+       "and finds none in find()'s fence, whatever the job id's record");
     snprintf(name, sizeof(name), "%s.out", idA);
     ok(strstr(slurp(tmp, name, buf, sizeof(buf)), tokA) != NULL,
        "SPILLWAY_LAUNCH_TOKEN is in the job's environment");
@@ -1117,6 +1135,8 @@ static void test_detect_gpus(void)
     char dir[2048], path[4096];
     spw_error_t err = {""};
     int n = -1;
+    uint32_t m = 0;
+    spw_local_t *lb = spw_local_create(NULL, NULL);
 
     if (spw_local_detect_gpus(&n, &err) == 0)
         diag("this machine: nvidia-smi reports %d GPU(s)", n);
@@ -1138,12 +1158,17 @@ static void test_detect_gpus(void)
     if (!ok(spw_local_detect_gpus(&n, &err) == 0, "fake nvidia-smi with 4 GPUs"))
         diag("%s", err.text);
     is(n, 4, "4 GPUs counted");
+    n = ops->version >= 4 && ops->detect_gpus ? ops->detect_gpus(lb, &m, &err) : -1;
+    ok(n == 0 && m == 4, "the table's detect_gpus counts the same (%u)", m);
 
     write_script(dir, "nvidia-smi",
                  "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"; exit 9");
     ok(spw_local_detect_gpus(&n, &err) < 0 && n == 0, "failing nvidia-smi: -1 and 0 GPUs");
     is_str(err.text, "nvidia-smi failed (exit 9): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
            "its message is passed on");
+    m = 7;
+    ok(ops->detect_gpus(lb, &m, &err) < 0 && m == 0 && strstr(err.text, "(exit 9)"),
+       "the table's detect_gpus fails the same: %s", err.text);
 
     write_script(dir, "nvidia-smi", "echo 'No devices were found'");
     if (!ok(spw_local_detect_gpus(&n, &err) < 0 && strstr(err.text, "'No devices were found'"),
@@ -1153,6 +1178,7 @@ static void test_detect_gpus(void)
     if (old)
         setenv("PATH", old, 1);
     free(old);
+    spw_local_destroy(lb);
 }
 
 static void rm_rf(const char *dir)

@@ -2,7 +2,8 @@
  * second billing with hand-computed costs, release, injected, rate-driven and
  * trace-driven spot preemption, capacity limits, bad trace files, failed saves
  * that leave nothing behind, and reconcile() after a kill -9 and a new
- * provider made over the same state dir. */
+ * provider made over the same state dir; made by name through the provider
+ * registry, and its version 3 members through the table. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,6 +20,7 @@
 #include "tap.h"
 #include "providers/provider.h"
 #include "providers/emulated/emulated.h"
+#include "providers/registry.h"
 #include "util/spot_trace.h"
 
 static char tmp[1024];          /* scratch directory, removed at the end */
@@ -44,7 +46,7 @@ static void init_offers(void)
     offers[3] = (spw_offer_t){s_azure, s_eus, s_empty, s_nc, -1, 1, 3.00, 0.50, 0};
 }
 
-static spw_emulated_t *make(const spw_emulated_offer_opts_t *oo, size_t noo, uint64_t seed,
+static spw_emulated_t *make(const spw_offer_emulation_t *oo, size_t noo, uint64_t seed,
                             const char *state_dir, spw_error_t *err)
 {
     spw_emulated_opts_t o = {
@@ -248,7 +250,7 @@ static void test_inject(void)
  * the preemption times in instance order in times[]. */
 static int rate_run(uint64_t seed, size_t n, double rate_per_h, double *times)
 {
-    spw_emulated_offer_opts_t oo = {.offer = 3, .preempt_rate_per_h = rate_per_h};
+    spw_offer_emulation_t oo = {.offer = 3, .preempt_rate_per_h = rate_per_h};
     spw_error_t err;
     spw_emulated_t *em = make(&oo, 1, seed, NULL, &err);
     spw_instance_t *in = calloc(1000, sizeof(*in));
@@ -297,7 +299,7 @@ static void test_rate(void)
               "(got %.1f)", sum / n);
 
     /* On-demand instances of the same offer never draw a preemption. */
-    spw_emulated_offer_opts_t oo = {.offer = 3, .preempt_rate_per_h = 1000};
+    spw_offer_emulation_t oo = {.offer = 3, .preempt_rate_per_h = 1000};
     spw_error_t err;
     spw_emulated_t *em = make(&oo, 1, 7, NULL, &err);
     spw_instance_t in[50];
@@ -326,7 +328,7 @@ static void test_trace(void)
     write_file("drop.json",
                "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [2, 2, 2, 0, 0, 2]}",
                path, sizeof(path));
-    spw_emulated_offer_opts_t oo = {.offer = 2, .trace_path = path, .trace_start_s = 0};
+    spw_offer_emulation_t oo = {.offer = 2, .trace_path = path, .trace_start_s = 0};
     spw_emulated_t *em = make(&oo, 1, 1, NULL, &err);
     ok(em != NULL, "create with a trace: %s", err.text);
     ok(acquire(em, 2, 2, 1, "sj", 10, in, &err) == 0, "2 spot instances at 10 s (tick 0: 2)");
@@ -375,7 +377,7 @@ static void test_trace(void)
     write_file("partial.json",
                "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [2, 2, 1, 1]}",
                path2, sizeof(path2));
-    spw_emulated_offer_opts_t oo2 = {.offer = 2, .trace_path = path2, .trace_start_s = 0};
+    spw_offer_emulation_t oo2 = {.offer = 2, .trace_path = path2, .trace_start_s = 0};
     em = make(&oo2, 1, 1, NULL, &err);
     ok(acquire(em, 2, 1, 1, "old", 10, in, &err) == 0 &&
        acquire(em, 2, 1, 1, "new", 20, in + 1, &err) == 0, "spot at 10 s and at 20 s");
@@ -408,7 +410,7 @@ static void test_trace(void)
 
 static void test_capacity(void)
 {
-    spw_emulated_offer_opts_t oo = {.offer = 1, .capacity = 2};
+    spw_offer_emulation_t oo = {.offer = 1, .capacity = 2};
     spw_error_t err = {{0}};
     spw_emulated_t *em = make(&oo, 1, 1, NULL, &err);
     spw_instance_t in[4];
@@ -467,7 +469,7 @@ static void test_bad_traces(void)
 
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         write_file(cases[k].name, cases[k].text, path, sizeof(path));
-        spw_emulated_offer_opts_t oo = {.offer = 2, .trace_path = path};
+        spw_offer_emulation_t oo = {.offer = 2, .trace_path = path};
         spw_emulated_t *em;
         memset(&err, 0, sizeof(err));
         em = make(&oo, 1, 1, NULL, &err);
@@ -476,18 +478,18 @@ static void test_bad_traces(void)
         spw_emulated_destroy(em);
     }
     snprintf(path, sizeof(path), "%s/absent.json", tmp);
-    spw_emulated_offer_opts_t oo = {.offer = 2, .trace_path = path};
+    spw_offer_emulation_t oo = {.offer = 2, .trace_path = path};
     ok(!make(&oo, 1, 1, NULL, &err) && strstr(err.text, path) &&
        strstr(err.text, "No such file"), "missing trace file: %s", err.text);
     write_file("ok.json", "{\"metadata\":{\"gap_seconds\":60},\"data\":[1]}", path,
                sizeof(path));
-    spw_emulated_offer_opts_t oo2 = {.offer = 1, .trace_path = path};
+    spw_offer_emulation_t oo2 = {.offer = 1, .trace_path = path};
     ok(!make(&oo2, 1, 1, NULL, &err) && strstr(err.text, "no spot price"),
        "a trace on an offer without a spot price: %s", err.text);
-    spw_emulated_offer_opts_t dup[2] = {{.offer = 0, .capacity = 1}, {.offer = 0, .capacity = 2}};
+    spw_offer_emulation_t dup[2] = {{.offer = 0, .capacity = 1}, {.offer = 0, .capacity = 2}};
     ok(!make(dup, 2, 1, NULL, &err) && strstr(err.text, "twice"), "settings twice: %s",
        err.text);
-    spw_emulated_offer_opts_t neg = {.offer = 0, .preempt_rate_per_h = -1};
+    spw_offer_emulation_t neg = {.offer = 0, .preempt_rate_per_h = -1};
     ok(!make(&neg, 1, 1, NULL, &err) && strstr(err.text, "preempt_rate_per_h"),
        "negative rate: %s", err.text);
 }
@@ -496,7 +498,7 @@ static void test_bad_traces(void)
  * by SIGKILL with its provider never destroyed. */
 static void child_then_die(const char *dir)
 {
-    spw_emulated_offer_opts_t oo = {.offer = 3, .preempt_rate_per_h = 0.5};
+    spw_offer_emulation_t oo = {.offer = 3, .preempt_rate_per_h = 0.5};
     spw_error_t err;
     spw_emulated_t *em = make(&oo, 1, 99, dir, &err);
     spw_instance_t in[8];
@@ -587,7 +589,7 @@ static void test_restart(void)
 
     /* The rate-driven preemption drawn before the kill still happens, at the
      * same time a provider with the same seed would have drawn. */
-    spw_emulated_offer_opts_t oo = {.offer = 3, .preempt_rate_per_h = 0.5};
+    spw_offer_emulation_t oo = {.offer = 3, .preempt_rate_per_h = 0.5};
     spw_emulated_t *ref = make(&oo, 1, 99, NULL, &err);
     spw_inst_event_t rev[4];
     double want = NAN, got = NAN;
@@ -725,6 +727,62 @@ static void test_deferred(void)
         all_released &= got[k].state == SPW_INSTANCE_RELEASED;
     ok(all_released, "a new provider reads the flushed state: 40 released (%zu)", n);
     spw_emulated_destroy(em);
+}
+
+/* ---- the registry and the version 3 members ---------------------------- */
+
+/* Made by name with the knobs the daemon gives it (providers/registry.h);
+ * deferred saves, flush and the admin preempt through the table alone. */
+static void test_registry(void)
+{
+    char dir[sizeof(tmp) + 16];
+    snprintf(dir, sizeof(dir), "%s/registry", tmp);
+    mkdir(dir, 0700);
+    spw_offer_emulation_t oo = {.offer = 1, .capacity = 1};
+    spw_provider_conf_t c = {.type = "aws", .offers = offers, .noffers = 4, .state_dir = dir,
+                             .offer_emulation = &oo, .noffer_emulation = 1, .seed = 7};
+    const struct spw_provider_ops *pops = NULL;
+    void *pv = NULL;
+    spw_error_t err = {{0}};
+    spw_instance_t in[2];
+    spw_inst_event_t ev[8];
+
+    ok(spw_provider_create(&c, &pops, &pv, &err) < 0 && !pops && !pv,
+       "an unknown provider is refused, nothing made");
+    is_str(err.text, "unknown provider 'aws' (known: emulated)",
+           "the message lists the known names");
+    is_str(spw_provider_names[0], "emulated", "the names known start with emulated");
+    c.type = "emulated";
+    c.boot_command = "/bin/true";
+    ok(spw_provider_create(&c, &pops, &pv, &err) < 0 && strstr(err.text, "needs a hosts_dir"),
+       "bad options are the provider's message: %s", err.text);
+    c.boot_command = NULL;
+    if (!ok(spw_provider_create(&c, &pops, &pv, &err) == 0 && pops == &spw_emulated_ops,
+            "emulated by name")) {
+        diag("%s", err.text);
+        return;
+    }
+    ok(SPW_PROVIDER_HAS(pops, 3, preempt) && SPW_PROVIDER_HAS(pops, 3, defer_saves) &&
+       SPW_PROVIDER_HAS(pops, 3, flush), "its table has preempt, defer_saves and flush");
+    ok(acquire(pv, 1, 1, 0, "j-reg", 0, in, &err) == 0, "an instance of offer 1");
+    errno = 0;
+    ok(acquire(pv, 1, 1, 0, "j-reg2", 0, in + 1, &err) < 0 && errno == EAGAIN,
+       "a second one: EAGAIN, the capacity of 1 given through the registry");
+    pops->defer_saves(pv, 1);
+    ok(acquire(pv, 0, 1, 1, "j-reg3", 0, in + 1, &err) == 0, "a spot instance of offer 0");
+    ok(!saved_has(dir, in[1].id), "saves deferred through the table: not written yet");
+    ok(pops->flush(pv, &err) == 0 && saved_has(dir, in[1].id), "the table's flush writes it");
+    ok(pops->preempt(pv, in[1].id, 100, &err) == 0, "the table's preempt at 100");
+    size_t n = pops->poll(pv, 200, ev, 8);
+    ok(n >= 1 && ev[n - 1].kind == SPW_INST_EV_PREEMPTED &&
+       strcmp(ev[n - 1].instance_id, in[1].id) == 0 && ev[n - 1].time_s == 100,
+       "poll() reports it PREEMPTED at 100");
+    errno = 0;
+    ok(pops->preempt(pv, in[1].id, 300, &err) < 0 && errno == ESRCH,
+       "preempting it again: ESRCH (%s)", err.text);
+    ok(!saved_has(dir, "preempted"), "the preemption is not written before the flush");
+    ok(pops->flush(pv, &err) == 0 && saved_has(dir, "preempted"), "and is after it");
+    pops->destroy(pv);
 }
 
 /* ---- instances as hosts (boot_command) --------------------------------- */
@@ -881,6 +939,7 @@ int main(void)
     test_restart();
     test_retention();
     test_deferred();
+    test_registry();
     test_hosts();
     rm_rf(tmp);
     return done_testing();

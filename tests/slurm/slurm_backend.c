@@ -126,7 +126,7 @@ int main(void)
         return done_testing();
 
     /* ---- nodes ---- */
-    spw_slurm_node_t *nodes = NULL;
+    spw_backend_node_t *nodes = NULL;
     size_t nn = 0;
     int rc = spw_slurm_nodes(sb, &nodes, &nn, &err);
     ok(rc == 0 && nn == 3, "sinfo: 3 nodes in onprem (%zu) %s", nn, rc ? err.text : "");
@@ -137,6 +137,21 @@ int main(void)
     ok(good, "each has 4 GPUs of type a100, feature onprem, and is up (n1: %u %s '%s' %s)",
        nn ? nodes[0].gpus : 0, nn ? nodes[0].gpu_type : "", nn ? nodes[0].features : "",
        nn ? nodes[0].state : "");
+    {
+        /* The same through the table (version 4), as the daemon reads it. */
+        const struct spw_backend_ops *ops = &spw_slurm_ops;
+        spw_backend_node_t *v = NULL;
+        size_t n2 = 0;
+        rc = SPW_BACKEND_HAS(ops, 4, nodes) ? ops->nodes(sb, &v, &n2, &err) : -1;
+        ok(rc == 0 && n2 == nn && nn && strcmp(v[0].name, nodes[0].name) == 0,
+           "the table's nodes() reads the same %zu nodes", n2);
+        if (rc == 0 && n2) {
+            ops->set_nodes(sb, v, n2);
+            ok(ops->node_index(sb, v[n2 - 1].name) == (int)n2 - 1,
+               "set_nodes() then node_index() of %s: %zu", v[n2 - 1].name, n2 - 1);
+        }
+        free(v);
+    }
     free(nodes);
 
     /* ---- submit -> run -> exit code -> logs ---- */

@@ -189,7 +189,7 @@ int main(void)
     ok(sb != NULL, "create with 4 hosts: %s", err.text);
     if (!sb)
         return done_testing();
-    spw_ssh_host_info_t hi;
+    spw_backend_host_t hi;
     spw_ssh_host(sb, 3, &hi);
     is(hi.gpus, 2, "GPUs of host 3 detected through nvidia-smi on the host");
     const char *bad_hosts[] = {"10.0.0.1; rm -rf /"};
@@ -632,7 +632,7 @@ int main(void)
            spw_exit_kind_name(x.kind));
         ok(db && spw_ssh_host_add(db, hosts[2], 1, &err) == 0, "the address comes back as a host: %s",
            err.text);
-        spw_ssh_host_info_t hi2;
+        spw_backend_host_t hi2;
         if (db)
             spw_ssh_host(db, 1, &hi2);
         ok(db && hi2.up, "and is up");

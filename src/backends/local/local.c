@@ -275,6 +275,23 @@ int spw_local_read_exit_token(const char *run_dir, const char *token, spw_exit_k
     return parse_exit(buf, kind, status);
 }
 
+/* The exit record of the launch with token, else (no token) of job_id's
+ * last launch: what poll() reads for a job that is not our child. */
+static int read_record(const spw_local_t *lb, const char *token, const char *job_id,
+                       spw_exit_kind_t *kind, int *status)
+{
+    if (token && token[0])
+        return spw_local_read_exit_token(lb->run_dir, token, kind, status);
+    return spw_local_read_exit(lb->log_dir, job_id, kind, status);
+}
+
+/* The table's read_exit (version 4). */
+static int local_read_exit(void *be, const char *token, const char *job_id,
+                           spw_exit_kind_t *kind, int *status)
+{
+    return read_record(be, token, job_id, kind, status);
+}
+
 /* Whether an adopted job's process is still the one that was started. */
 typedef enum ident { IDENT_ALIVE, IDENT_ZOMBIE, IDENT_GONE, IDENT_REUSED } ident_t;
 
@@ -1328,10 +1345,7 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
     /* Not our child, so its status went to whoever reaped it; but the shim
      * recorded the job's outcome before it ended (unless SIGKILL ended it
      * too).  The record is this launch's: launch() removed any older one. */
-    if (j->h.token[0] ? lb->run_dir && spw_local_read_exit_token(lb->run_dir, j->h.token,
-                                                                  &x->kind, &x->status) == 0
-                      : lb->log_dir && spw_local_read_exit(lb->log_dir, j->h.job_id, &x->kind,
-                                                           &x->status) == 0)
+    if (read_record(lb, j->h.token, j->h.job_id, &x->kind, &x->status) == 0)
         return 1;
     x->kind = SPW_EXIT_LOST;
     x->status = -1;
@@ -1531,8 +1545,18 @@ static void local_destroy(void *be)
     spw_local_destroy(be);
 }
 
+/* The table's detect_gpus (version 4): this machine's GPUs, whatever the
+ * backend. */
+static int local_detect_gpus(void *be, uint32_t *count, spw_error_t *err)
+{
+    int n = 0, rc = spw_local_detect_gpus(&n, err);
+    (void)be;
+    *count = n > 0 ? (uint32_t)n : 0;
+    return rc;
+}
+
 const struct spw_backend_ops spw_local_ops = {
-    .version = 2,
+    .version = SPW_BACKEND_VERSION,
     .name = "local",
     .launch = local_launch,
     .signal = local_signal,
@@ -1542,4 +1566,7 @@ const struct spw_backend_ops spw_local_ops = {
     .adopt = local_adopt,
     .destroy = local_destroy,
     .find = local_find,
+    .changed = NULL,            /* handles never change after launch() */
+    .detect_gpus = local_detect_gpus,
+    .read_exit = local_read_exit,
 };

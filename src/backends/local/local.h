@@ -97,7 +97,11 @@ typedef struct spw_local_opts {
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */
 
-/* The function table; use it with a backend from spw_local_create. */
+/* The function table; use it with a backend from spw_local_create.  Of the
+ * version 4 members it has detect_gpus (spw_local_detect_gpus) and
+ * read_exit (spw_local_read_exit_token with a token, in opts.run_dir;
+ * spw_local_read_exit without, in opts.log_dir), and no node inventory nor
+ * hosts.  changed() is NULL: a handle is whole when launch() returns. */
 extern const struct spw_backend_ops spw_local_ops;
 
 /* Makes a local backend with no jobs.  opts may be NULL for defaults.  Returns

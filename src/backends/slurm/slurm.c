@@ -111,7 +111,7 @@ struct spw_slurm {
         int done;               /* a result waits for the caller */
         int rc;                 /* 0, or -1 (err) */
         char *out;              /* owned: the command's output (jobs, nodes) */
-        spw_slurm_foreign_t *fv; /* owned: the foreign allocations */
+        spw_backend_foreign_t *fv; /* owned: the foreign allocations */
         size_t fn;              /* entries in fv */
         char err[256];          /* why it failed */
     } slot[3];                  /* SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN */
@@ -141,7 +141,7 @@ enum { SLOT_JOBS, SLOT_NODES, SLOT_FOREIGN, NSLOTS };
 /* The allocation of one foreign running job: GPUs per node. */
 typedef struct falloc {
     long id;                    /* Slurm job id */
-    spw_slurm_foreign_t *v;     /* owned: its nodes and GPUs on each */
+    spw_backend_foreign_t *v;     /* owned: its nodes and GPUs on each */
     size_t n;
     int seen;                   /* listed by the last foreign read */
 } falloc_t;
@@ -506,7 +506,7 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     free(sb);
 }
 
-void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n)
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_backend_node_t *nodes, size_t n)
 {
     for (size_t i = 0; i < sb->nnodes; i++)
         free(sb->nodes[i]);
@@ -996,7 +996,7 @@ static void apply_ops(spw_slurm_t *sb)
 
 /* ---- the worker thread ------------------------------------------------------ */
 
-static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_backend_foreign_t **out,
                        size_t *n, spw_error_t *err);
 
 static void *worker_main(void *arg)
@@ -1019,7 +1019,7 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&sb->wmu);
         spw_error_t err = {{0}};
         char *o = NULL;
-        spw_slurm_foreign_t *fv = NULL;
+        spw_backend_foreign_t *fv = NULL;
         size_t fn = 0;
         int rc;
         if (k == SLOT_JOBS) {
@@ -1427,6 +1427,33 @@ static void sl_destroy(void *be)
     spw_slurm_destroy(be);
 }
 
+/* The node inventory (version 4): the functions of slurm.h. */
+static int sl_nodes(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err)
+{
+    return spw_slurm_nodes(be, out, n, err);
+}
+
+static int sl_nodes_async(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err)
+{
+    return spw_slurm_nodes_async(be, out, n, err);
+}
+
+static void sl_set_nodes(void *be, const spw_backend_node_t *nodes, size_t n)
+{
+    spw_slurm_set_nodes(be, nodes, n);
+}
+
+static int sl_node_index(void *be, const char *name)
+{
+    return spw_slurm_node_index(be, name);
+}
+
+static int sl_foreign_async(void *be, const char *own_prefix, spw_backend_foreign_t **out,
+                            size_t *n, spw_error_t *err)
+{
+    return spw_slurm_foreign_async(be, own_prefix, out, n, err);
+}
+
 const struct spw_backend_ops spw_slurm_ops = {
     .version = SPW_BACKEND_VERSION,
     .name = "slurm",
@@ -1439,14 +1466,19 @@ const struct spw_backend_ops spw_slurm_ops = {
     .destroy = sl_destroy,
     .find = sl_find,
     .changed = sl_changed,
+    .nodes = sl_nodes,
+    .nodes_async = sl_nodes_async,
+    .set_nodes = sl_set_nodes,
+    .node_index = sl_node_index,
+    .foreign_async = sl_foreign_async,
 };
 
 /* ---- nodes ----------------------------------------------------------------- */
 
-static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t *n,
+static int nodes_parse(spw_slurm_t *sb, char *o, spw_backend_node_t **out, size_t *n,
                        spw_error_t *err);
 
-int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err)
+int spw_slurm_nodes(spw_slurm_t *sb, spw_backend_node_t **out, size_t *n, spw_error_t *err)
 {
     *out = NULL;
     *n = 0;
@@ -1461,7 +1493,7 @@ int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_erro
 
 /* Takes slot k's result if one is there (1, or -1 with err when the read
  * failed) and asks for the next; 0 when none is there yet. */
-static int take(spw_slurm_t *sb, int k, char **o, spw_slurm_foreign_t **fv, size_t *fn,
+static int take(spw_slurm_t *sb, int k, char **o, spw_backend_foreign_t **fv, size_t *fn,
                 spw_error_t *err)
 {
     struct aslot *a = &sb->slot[k];
@@ -1484,7 +1516,7 @@ static int take(spw_slurm_t *sb, int k, char **o, spw_slurm_foreign_t **fv, size
     return done ? (rc < 0 ? -1 : 1) : 0;
 }
 
-int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err)
+int spw_slurm_nodes_async(spw_slurm_t *sb, spw_backend_node_t **out, size_t *n, spw_error_t *err)
 {
     *out = NULL;
     *n = 0;
@@ -1497,7 +1529,7 @@ int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, sp
     return nodes_parse(sb, o, out, n, err) == 0 ? 1 : -1;
 }
 
-int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_backend_foreign_t **out,
                             size_t *n, spw_error_t *err)
 {
     *out = NULL;
@@ -1512,7 +1544,7 @@ int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_slurm_f
 }
 
 /* Reads sinfo --json's output o (takes it). */
-static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t *n,
+static int nodes_parse(spw_slurm_t *sb, char *o, spw_backend_node_t **out, size_t *n,
                        spw_error_t *err)
 {
     *out = NULL;
@@ -1535,7 +1567,7 @@ static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t 
         json_decref(root);
         return spw_errorf(err, "sinfo --json gave no node list");
     }
-    spw_slurm_node_t *v = spw_xcalloc(json_array_size(nodes) + 1, sizeof(*v));
+    spw_backend_node_t *v = spw_xcalloc(json_array_size(nodes) + 1, sizeof(*v));
     size_t k = 0, i;
     json_t *nd;
     json_array_foreach(nodes, i, nd)
@@ -1547,7 +1579,7 @@ static int nodes_parse(spw_slurm_t *sb, char *o, spw_slurm_node_t **out, size_t 
                                              strcmp(json_string_value(p), sb->partition) == 0) in = 1;
         if (!in)
             continue;
-        spw_slurm_node_t *x = &v[k++];
+        spw_backend_node_t *x = &v[k++];
         snprintf(x->name, sizeof(x->name), "%s", jstr(nd, "name"));
         snprintf(x->features, sizeof(x->features), "%s", jstr(nd, "features"));
         snprintf(x->state, sizeof(x->state), "%s", jstr(nd, "state"));
@@ -1622,7 +1654,7 @@ static uint32_t gres_gpus(const char *g)
 }
 
 /* Adds GPUs to node `name` of a list. */
-static void add_alloc(spw_slurm_foreign_t **v, size_t *n, const char *name, uint32_t gpus)
+static void add_alloc(spw_backend_foreign_t **v, size_t *n, const char *name, uint32_t gpus)
 {
     for (size_t i = 0; i < *n; i++)
         if (strcmp((*v)[i].name, name) == 0) {
@@ -1688,7 +1720,7 @@ static int job_alloc(spw_slurm_t *sb, long id, falloc_t *fa, spw_error_t *err)
 }
 
 /* One foreign read (the worker's; only it touches sb->falloc). */
-static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_backend_foreign_t **out,
                        size_t *n, spw_error_t *err)
 {
     *out = NULL;
@@ -1738,7 +1770,7 @@ static int foreign_run(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreig
     }
     free(o);
     /* Forget the jobs that ended; sum the others by node. */
-    spw_slurm_foreign_t *v = NULL;
+    spw_backend_foreign_t *v = NULL;
     size_t nv = 0;
     for (size_t i = 0; i < sb->nfalloc;) {
         falloc_t *fa = &sb->falloc[i];

@@ -80,22 +80,18 @@ typedef struct spw_slurm_opts {
                                    seconds; 0 = 1 */
 } spw_slurm_opts_t;
 
-/* One node of a partition, as Slurm reports it. */
-typedef struct spw_slurm_node {
-    char name[64];              /* Slurm node name ("n1") */
-    uint32_t gpus;              /* GPUs of its gres (gpu:TYPE:N or gpu:N) */
-    char gpu_type[32];          /* TYPE of that gres; "" if untyped */
-    char features[128];         /* its features, comma-separated */
-    char state[48];             /* base state ("idle", "mixed", "down", ...),
-                                   then "+FLAG" for DRAIN, POWERED_DOWN... */
-    int down;                   /* 1: down, drained, draining, failing or not
-                                   responding: takes no new work (a cloud
-                                   node powered down is not: Slurm powers
-                                   it up when a job needs it) */
-    char reason[128];           /* why, when Slurm says */
-} spw_slurm_node_t;
+/* The old names of backend.h's spw_backend_node_t and
+ * spw_backend_foreign_t, for the daemon until it uses the interface's
+ * version 4 members instead of the functions below (then remove them); the
+ * macro keeps its `struct spw_slurm_node` the same type meanwhile. */
+#define spw_slurm_node spw_backend_node
+typedef spw_backend_node_t spw_slurm_node_t;
+typedef spw_backend_foreign_t spw_slurm_foreign_t;
 
-/* The function table; use it with a backend from spw_slurm_create. */
+/* The function table; use it with a backend from spw_slurm_create.  Of the
+ * version 4 members it has the node inventory (nodes, nodes_async,
+ * set_nodes, node_index, foreign_async: the functions below), and no hosts
+ * nor detect_gpus or read_exit. */
 extern const struct spw_backend_ops spw_slurm_ops;
 
 /* Makes a Slurm backend with no jobs.  Runs nothing (a cluster that is not
@@ -122,29 +118,23 @@ uint64_t spw_slurm_syncs(const spw_slurm_t *sb);
 /* The nodes of the backend's partition (`sinfo --json`), in Slurm's order,
  * cloud nodes that are powered down included.  Returns 0 with *out (caller
  * frees) and *n, or -1 with a sentence in err (Slurm unreachable). */
-int spw_slurm_nodes(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err);
+int spw_slurm_nodes(spw_slurm_t *sb, spw_backend_node_t **out, size_t *n, spw_error_t *err);
 
 /* Names the partition's nodes in the order the daemon numbers them
  * (copied).  Then a one-node launch whose env holds
  * SPILLWAY_PLACEMENT=POOL/INDEX is pinned to node INDEX (--nodelist), so
  * that Slurm runs it where the engine placed it. */
-void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_slurm_node_t *nodes, size_t n);
+void spw_slurm_set_nodes(spw_slurm_t *sb, const spw_backend_node_t *nodes, size_t n);
 
 /* The index of a node name among those set, or -1. */
 int spw_slurm_node_index(const spw_slurm_t *sb, const char *name);
-
-/* GPUs that jobs spillway did not submit hold on one node. */
-typedef struct spw_slurm_foreign {
-    char name[64];              /* Slurm node name */
-    uint32_t gpus;              /* GPUs of running foreign jobs on it */
-} spw_slurm_foreign_t;
 
 /* spw_slurm_nodes, read on the backend's worker thread so that the caller
  * never waits on Slurm: returns 1 with the list that the last read gave
  * (*out, caller frees, and *n), -1 with err when that read failed, 0 when
  * no read has finished since the last call; each call that takes a result
  * asks for the next read. */
-int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, spw_error_t *err);
+int spw_slurm_nodes_async(spw_slurm_t *sb, spw_backend_node_t **out, size_t *n, spw_error_t *err);
 
 /* The GPUs held, node by node, by the running jobs of the partition whose
  * comment does not start with own_prefix (this daemon's "DAEMONID."):
@@ -153,7 +143,7 @@ int spw_slurm_nodes_async(spw_slurm_t *sb, spw_slurm_node_t **out, size_t *n, sp
  * nodes with GPUs held): one squeue per read, plus one `scontrol -d show
  * job` per foreign job not seen yet (allocations are kept while a job
  * runs). */
-int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_slurm_foreign_t **out,
+int spw_slurm_foreign_async(spw_slurm_t *sb, const char *own_prefix, spw_backend_foreign_t **out,
                             size_t *n, spw_error_t *err);
 
 /* Runs a Slurm command (thread-safe: the worker runs them too) (argv[0] looked up in bin_dir or PATH) with the

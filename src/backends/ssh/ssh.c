@@ -653,7 +653,7 @@ size_t spw_ssh_host_count(const spw_ssh_t *sb) { return sb->nhosts; }
 
 const char *spw_ssh_control_dir(const spw_ssh_t *sb) { return sb->control_dir; }
 
-void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out)
+void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_backend_host_t *out)
 {
     const host_t *h = &sb->hosts[i];
     out->addr = h->addr;
@@ -2106,6 +2106,21 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
 
 static void ssh_destroy(void *be) { spw_ssh_destroy(be); }
 
+/* Hosts (version 4): the functions of ssh.h. */
+static size_t ssh_host_count(void *be) { return spw_ssh_host_count(be); }
+
+static void ssh_host_info(void *be, size_t i, spw_backend_host_t *out) { spw_ssh_host(be, i, out); }
+
+static int ssh_host_add(void *be, const char *addr, uint32_t gpus, spw_error_t *err)
+{
+    return spw_ssh_host_add(be, addr, gpus, err);
+}
+
+static int ssh_host_remove(void *be, const char *addr, double now_s)
+{
+    return spw_ssh_host_remove(be, addr, now_s);
+}
+
 const struct spw_backend_ops spw_ssh_ops = {
     .version = SPW_BACKEND_VERSION,
     .name = "ssh",
@@ -2117,4 +2132,8 @@ const struct spw_backend_ops spw_ssh_ops = {
     .adopt = ssh_adopt,
     .destroy = ssh_destroy,
     .find = ssh_find,
+    .host_count = ssh_host_count,
+    .host_info = ssh_host_info,
+    .host_add = ssh_host_add,
+    .host_remove = ssh_host_remove,
 };

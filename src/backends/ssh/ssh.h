@@ -96,25 +96,22 @@ typedef struct spw_ssh_opts {
                                    0 = 10 */
     int no_multiplex;           /* 1: no ControlMaster (one TCP connection per
                                    command) */
-    int dynamic;                /* 1: hosts come and go (spw_ssh_host_add,
-                                   spw_ssh_host_remove; the daemon's cloud
-                                   instances); nhosts may be 0 */
+    int dynamic;                /* 1: hosts come and go (host_add and
+                                   host_remove of the table, or
+                                   spw_ssh_host_add, spw_ssh_host_remove;
+                                   the daemon's cloud instances); nhosts
+                                   may be 0 */
 } spw_ssh_opts_t;
 
-/* One host as the backend sees it. */
-typedef struct spw_ssh_host_info {
-    const char *addr;           /* as configured; borrowed from the backend */
-    uint32_t gpus;              /* GPU slots; for a host whose count was not
-                                   given, counted again with nvidia-smi in
-                                   the round that brings it back up after
-                                   it was down */
-    uint32_t used;              /* slots held by tracked jobs */
-    int up;                     /* 1: answered within down_after_s */
-    double last_ok_s;           /* daemon clock of its last answer, seconds;
-                                   0 = never */
-} spw_ssh_host_info_t;
+/* The old name of backend.h's spw_backend_host_t, for the daemon until it
+ * uses the interface's version 4 members instead of the functions below
+ * (then remove it). */
+typedef spw_backend_host_t spw_ssh_host_info_t;
 
-/* The function table; use it with a backend from spw_ssh_create. */
+/* The function table; use it with a backend from spw_ssh_create.  Of the
+ * version 4 members it has the hosts (host_count, host_info, host_add,
+ * host_remove: the functions below), and no node inventory nor
+ * detect_gpus or read_exit. */
 extern const struct spw_backend_ops spw_ssh_ops;
 
 /* Makes an ssh backend with no jobs.  Detects the GPUs of every host whose
@@ -132,7 +129,7 @@ size_t spw_ssh_count(const spw_ssh_t *sb);
 
 /* Number of hosts, and host i's state (0 <= i < count). */
 size_t spw_ssh_host_count(const spw_ssh_t *sb);
-void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_ssh_host_info_t *out);
+void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_backend_host_t *out);
 
 /* Dynamic hosts (a daemon's cloud instances, opts.dynamic).  host_add makes
  * addr a host with `gpus` slots (1..64; no detection), up until it stops

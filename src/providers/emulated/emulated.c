@@ -1278,7 +1278,7 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
     }
 
     for (size_t k = 0; k < opts->noffer_opts; k++) {
-        const spw_emulated_offer_opts_t *oo = &opts->offer_opts[k];
+        const spw_offer_emulation_t *oo = &opts->offer_opts[k];
         offer_emu_t *e;
         if (oo->offer >= opts->noffers) {
             spw_errorf(err, "emulated provider: settings for offer %zu, but there are "
@@ -1383,6 +1383,16 @@ static int em_describe(void *pv, const char *id, spw_instance_t *out, spw_error_
     return 0;
 }
 
+/* The version 3 members: the functions of emulated.h. */
+static int em_preempt(void *pv, const char *instance_id, double now_s, spw_error_t *err)
+{
+    return spw_emulated_preempt(pv, instance_id, now_s, err);
+}
+
+static void em_defer_saves(void *pv, int on) { spw_emulated_defer_saves(pv, on); }
+
+static int em_flush(void *pv, spw_error_t *err) { return spw_emulated_flush(pv, err); }
+
 const struct spw_provider_ops spw_emulated_ops = {
     .version = SPW_PROVIDER_VERSION,
     .name = "emulated",
@@ -1393,4 +1403,7 @@ const struct spw_provider_ops spw_emulated_ops = {
     .reconcile = em_reconcile,
     .destroy = em_destroy,
     .describe = em_describe,
+    .preempt = em_preempt,
+    .defer_saves = em_defer_saves,
+    .flush = em_flush,
 };

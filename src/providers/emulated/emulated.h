@@ -65,28 +65,14 @@
 
 typedef struct spw_emulated spw_emulated_t;
 
-/* Emulation settings of one offer; offers without any keep the defaults (no
- * capacity limit, no rate, no trace). */
-typedef struct spw_emulated_offer_opts {
-    size_t offer;               /* index into spw_emulated_opts.offers; at most
-                                   one entry per offer */
-    uint32_t capacity;          /* most live instances of the offer at once
-                                   (spot and on-demand); 0 = unlimited */
-    double preempt_rate_per_h;  /* spot preemptions per instance-hour, >= 0;
-                                   0 = none from a rate */
-    int rate_ondemand;          /* 1: the rate also stops on-demand instances
-                                   (emulated failures), so a daemon that buys
-                                   only on-demand still sees preemptions */
-    const char *trace_path;     /* spot availability trace file, or NULL */
-    double trace_start_s;       /* daemon clock at which the trace's tick 0
-                                   begins, seconds (a start offset into the
-                                   trace is a start time before now) */
-} spw_emulated_offer_opts_t;
+/* The old name of provider.h's spw_offer_emulation_t, for the daemon until
+ * it makes its provider through providers/registry.h (then remove it). */
+typedef spw_offer_emulation_t spw_emulated_offer_opts_t;
 
 typedef struct spw_emulated_opts {
     const spw_offer_t *offers;  /* the fleet's offers, borrowed until destroy */
     size_t noffers;             /* entries in offers */
-    const spw_emulated_offer_opts_t *offer_opts; /* borrowed for the call */
+    const spw_offer_emulation_t *offer_opts; /* borrowed for the call */
     size_t noffer_opts;         /* entries in offer_opts */
     uint64_t seed;              /* seeds the preemption draws; ignored when
                                    the state dir holds a saved generator */
@@ -107,7 +93,9 @@ typedef struct spw_emulated_opts {
 #define SPW_EMULATED_STATE_FILE "emulated.json"
 #define SPW_EMULATED_LOCK_FILE "emulated.lock"
 
-/* The function table; use it with a provider from spw_emulated_create. */
+/* The function table; use it with a provider from spw_emulated_create.  It
+ * has the version 3 members preempt, defer_saves and flush (the functions
+ * below). */
 extern const struct spw_provider_ops spw_emulated_ops;
 
 /* Makes an emulated provider: loads every trace, and with a state dir locks it
