@@ -18,8 +18,9 @@
 /* Version 2 added find() and the launch token; version 3 changed(); version
  * 4 the optional members of a node inventory (nodes, nodes_async, set_nodes,
  * node_index, foreign_async), of hosts that come and go (host_count,
- * host_info, host_add, host_remove) and of this machine (detect_gpus,
- * read_exit), so that the daemon asks the table, not a concrete backend. */
+ * host_info, host_add, host_remove), of this machine (detect_gpus,
+ * read_exit) and of a cluster's own tools (run), so that the daemon and
+ * the CLI ask the table, not a concrete backend. */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_BACKEND_HAS(ops, 4, nodes).  A pool whose backend has `nodes` takes
@@ -341,6 +342,16 @@ struct spw_backend_ops {
      * the record lives in, or another errno from reading it. */
     int (*read_exit)(void *be, const char *token, const char *job_id, spw_exit_kind_t *kind,
                      int *status);
+
+    /* A cluster's own tools (slurm): */
+
+    /* Runs one of the cluster's own commands (Slurm: scontrol, sinfo; argv[0]
+     * looked up as the backend looks up its commands) with the backend's
+     * configuration (SLURM_CONF) and command timeout, stdin from `in` (NULL =
+     * none).  Thread-safe.  Returns its exit status (0..255) with *out
+     * (caller frees, NUL-terminated; out may be NULL) holding its stdout, or
+     * -1 with a sentence in err (not found, timed out, killed). */
+    int (*run)(void *be, const char *const *argv, const char *in, char **out, spw_error_t *err);
 };
 
 /* Moves up to max items of elem bytes from the front of a queue of *n

@@ -53,6 +53,9 @@ extern const char *const spw_backend_names[];
  * conf.dynamic = 1). */
 #define SPW_BACKEND_THIS_MACHINE "local"
 #define SPW_BACKEND_HOSTS "ssh"
+/* The backend of a partition whose powered-down cloud nodes the daemon's
+ * cloud instances become (cloud.slurm_partition). */
+#define SPW_BACKEND_CLOUD_NODES "slurm"
 
 /* Makes the backend named c->name: 0 with *ops and *be (free with
  * (*ops)->destroy), or -1 with a sentence in err (an unknown name, which

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "backends/registry.h"
-#include "backends/slurm/slurm.h"
 #include "cli/client_private.h"
 
 static const char usage[] =
@@ -60,11 +59,17 @@ static const char usage[] =
 
 /* The host names of a Slurm hostlist ("c[1-3],d1"), NULL-terminated (caller
  * frees the array and its [0] buffer), or NULL with err. */
-static char **hostnames(spw_slurm_t *sb, const char *list, spw_error_t *err)
+/* The backend whose cluster's own commands (scontrol) run. */
+typedef struct spw_tool {
+    const struct spw_backend_ops *ops;
+    void *be;
+} spw_tool_t;
+
+static char **hostnames(const spw_tool_t *sb, const char *list, spw_error_t *err)
 {
     const char *argv[] = {"scontrol", "show", "hostnames", list, NULL};
     char *o = NULL;
-    if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
+    if (sb->ops->run(sb->be, argv, NULL, &o, err) != 0) {
         free(o);
         return NULL;
     }
@@ -168,7 +173,7 @@ static int use_daemon(void)
     return url && *url;
 }
 
-static int cmd_resume(spw_slurm_t *sb, const char *list)
+static int cmd_resume(const spw_tool_t *sb, const char *list)
 {
     spw_error_t err;
     char **hosts = hostnames(sb, list, &err);
@@ -200,7 +205,7 @@ static int cmd_resume(spw_slurm_t *sb, const char *list)
         snprintf(nn, sizeof(nn), "nodename=%s", hosts[i]);
         snprintf(na, sizeof(na), "nodeaddr=%s", at);
         const char *upd[] = {"scontrol", "update", nn, na, "nodehostname=localhost", NULL};
-        ok = ok && spw_slurm_run(sb, upd, NULL, NULL, &err) == 0 &&
+        ok = ok && sb->ops->run(sb->be, upd, NULL, NULL, &err) == 0 &&
              (!own_slurmd || start_slurmd(hosts[i], &err) == 0);
         json_decref(x);
         if (ok) {
@@ -212,7 +217,7 @@ static int cmd_resume(spw_slurm_t *sb, const char *list)
         snprintf(reason, sizeof(reason), "reason=spillway: %.200s", err.text);
         const char *down[] = {"scontrol", "update", nn, "state=down", reason, NULL};
         spw_error_t e2;
-        spw_slurm_run(sb, down, NULL, NULL, &e2);
+        sb->ops->run(sb->be, down, NULL, NULL, &e2);
         fprintf(stderr, "spillway slurm resume: %s did not come up (%s); set DOWN\n", hosts[i],
                 err.text);
     }
@@ -237,11 +242,11 @@ static int exited(long pid)
 }
 
 /* SlurmdPidFile of the cluster, with %n still in it, into buf. */
-static int pid_file_pattern(spw_slurm_t *sb, char *buf, size_t len, spw_error_t *err)
+static int pid_file_pattern(const spw_tool_t *sb, char *buf, size_t len, spw_error_t *err)
 {
     const char *argv[] = {"scontrol", "show", "config", NULL};
     char *o = NULL;
-    if (spw_slurm_run(sb, argv, NULL, &o, err) != 0) {
+    if (sb->ops->run(sb->be, argv, NULL, &o, err) != 0) {
         free(o);
         return -1;
     }
@@ -259,7 +264,7 @@ static int pid_file_pattern(spw_slurm_t *sb, char *buf, size_t len, spw_error_t 
     return 0;
 }
 
-static int cmd_suspend(spw_slurm_t *sb, const char *list)
+static int cmd_suspend(const spw_tool_t *sb, const char *list)
 {
     spw_error_t err;
     char pattern[4096];
@@ -375,8 +380,8 @@ int spw_cli_slurm(int argc, char **argv)
     }
     /* The backend a `backend: slurm` pool on that partition has (resume
      * and suspend give a hostlist instead: they run no job, only scontrol,
-     * which is Slurm's own and so through spw_slurm_run). */
-    spw_backend_conf_t bc = {.name = "slurm", .partition = argv[2], .cmd_timeout_s = 20};
+     * which is Slurm's own and so through the backend's run()). */
+    spw_backend_conf_t bc = {.name = SPW_BACKEND_CLOUD_NODES, .partition = argv[2], .cmd_timeout_s = 20};
     const struct spw_backend_ops *ops;
     void *be;
     spw_error_t err;
@@ -384,11 +389,15 @@ int spw_cli_slurm(int argc, char **argv)
         fprintf(stderr, "spillway slurm: %s\n", err.text);
         return 2;
     }
+    spw_tool_t tool = {.ops = ops, .be = be};
     int rc;
-    if (strcmp(sub, "resume") == 0)
-        rc = cmd_resume(be, argv[2]);
+    if (!SPW_BACKEND_HAS(ops, 4, run)) {
+        fprintf(stderr, "spillway slurm: backend %s runs no cluster command\n", ops->name);
+        rc = 2;
+    } else if (strcmp(sub, "resume") == 0)
+        rc = cmd_resume(&tool, argv[2]);
     else if (strcmp(sub, "suspend") == 0)
-        rc = cmd_suspend(be, argv[2]);
+        rc = cmd_suspend(&tool, argv[2]);
     else if (strcmp(sub, "nodes") == 0)
         rc = cmd_nodes(ops, be, json);
     else {

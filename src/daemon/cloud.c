@@ -366,10 +366,10 @@ int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t 
     if (!spw_instance_state_live(x->in.state))
         return spw_errorf(err, "instance %s has already ended (%s)", instance_id,
                           spw_instance_state_name(x->in.state)), 409;
-    if (!d->pv_ops->emulated)
+    if (!SPW_PROVIDER_HAS(d->pv_ops, 3, preempt))
         return spw_errorf(err, "only emulated instances can be preempted by hand"), 400;
     double now = fmax(spw_daemon_clock(), d->now);
-    if (spw_emulated_preempt(d->pv, instance_id, now, err) < 0)
+    if (d->pv_ops->preempt(d->pv, instance_id, now, err) < 0)
         return errno == ENOENT ? 404 : 409;
     pthread_cond_signal(&d->wake);
     return 200;

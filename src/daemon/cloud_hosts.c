@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/ssh/ssh.h"
+#include "backends/registry.h"
 #include "daemon/loop_private.h"
 
 static char *in_dir(const char *dir, const char *name)
@@ -26,19 +26,20 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
                                      : in_dir(d->cloud_hosts_dir, "id_ed25519");
     char *kh = dc->emulated_ssh_known_hosts ? spw_xstrdup(dc->emulated_ssh_known_hosts)
                                             : in_dir(d->cloud_hosts_dir, "known_hosts");
-    spw_ssh_opts_t o = {.dynamic = 1,
-                        .user = dc->emulated_ssh_user ? dc->emulated_ssh_user : "root",
-                        .key = key,
-                        .known_hosts = kh,
-                        .port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
-                        .log_dir = d->log_dir,
-                        .grace_s = dc->kill_grace_s,
-                        .down_after_s = dc->emulated_ssh_down_after_s};
+    spw_backend_conf_t bc = {.name = SPW_BACKEND_HOSTS,
+                             .dynamic = 1,
+                             .ssh_user = dc->emulated_ssh_user ? dc->emulated_ssh_user : "root",
+                             .ssh_key = key,
+                             .ssh_known_hosts = kh,
+                             .ssh_port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
+                             .log_dir = d->log_dir,
+                             .grace_s = dc->kill_grace_s,
+                             .down_after_s = dc->emulated_ssh_down_after_s};
     spw_error_t e2;
-    d->cloud_be = spw_ssh_create(&o, &e2);
+    int rc = spw_backend_create(&bc, &d->cloud_ops, &d->cloud_be, &e2);
     free(key);
     free(kh);
-    if (!d->cloud_be)
+    if (rc < 0)
         return spw_errorf(err, "daemon.emulated: the cloud instances' ssh backend: %s", e2.text);
     return 0;
 }
@@ -69,7 +70,7 @@ void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
     if (!x->in.addr[0])
         return;
     uint32_t g = d->fleet.offers[x->in.offer].gpus;
-    if (spw_ssh_host_add(d->cloud_be, x->in.addr, g ? g : 1, &err) < 0 && !d->quiet)
+    if (d->cloud_ops->host_add(d->cloud_be, x->in.addr, g ? g : 1, &err) < 0 && !d->quiet)
         fprintf(stderr, "spillway: instance %s (%s): %s\n", x->in.id, x->in.addr, err.text);
     else if (!d->quiet)
         fprintf(stderr, "spillway: instance %s is host %s\n", x->in.id, x->in.addr);
@@ -78,5 +79,5 @@ void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
 void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now)
 {
     if (d->cloud_be && x->in.addr[0])
-        (void)spw_ssh_host_remove(d->cloud_be, x->in.addr, now);
+        (void)d->cloud_ops->host_remove(d->cloud_be, x->in.addr, now);
 }

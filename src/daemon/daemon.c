@@ -16,9 +16,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "backends/local/local.h"
+#include "backends/registry.h"
 #include "daemon/loop_private.h"
 #include "daemon/ui.h"
+#include "providers/registry.h"
 
 double spw_daemon_clock(void)
 {
@@ -148,15 +149,16 @@ static void detect_gpus(spw_daemon_t *d)
 {
     if (!d->cfg->daemon.gpus_auto || d->fleet.npools != 1 || d->fleet.pools[0].nnodes != 1)
         return;
-    int count;
+    uint32_t count;
     spw_error_t err;
-    if (spw_local_detect_gpus(&count, &err) < 0) {
+    if (!SPW_BACKEND_HAS(d->be_ops, 4, detect_gpus) ||
+        d->be_ops->detect_gpus(d->be, &count, &err) < 0) {
         dm_say(d, "no GPU detected (%s); pool %s uses its %u configured slots", err.text,
                d->fleet.pools[0].name, d->fleet.pools[0].node_gpus[0]);
         return;
     }
     if (count > 0 && count <= 64) {
-        dm_say(d, "nvidia-smi found %d GPU(s): pool %s uses them", count, d->fleet.pools[0].name);
+        dm_say(d, "nvidia-smi found %u GPU(s): pool %s uses them", count, d->fleet.pools[0].name);
         d->fleet.pools[0].node_gpus[0] = (uint16_t)count;
     }
 }
@@ -232,6 +234,14 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         dm_say(d, "jobs run as this daemon's own user (uid %ld): they can read any file it can, "
                "its config among them; run the daemon as root for per-job users "
                "(docs/daemon.md)", (long)geteuid());
+    /* The backend of this machine: cloud jobs without hosts and pools that
+     * name no backend run on it. */
+    spw_backend_conf_t bc = {.name = SPW_BACKEND_THIS_MACHINE,
+                             .log_dir = d->log_dir,
+                             .run_dir = d->run_dir,
+                             .grace_s = cfg->daemon.kill_grace_s};
+    if (spw_backend_create(&bc, &d->be_ops, &d->be, err) < 0)
+        goto error;
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);
@@ -264,13 +274,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         goto error;
     if (spw_store_daemon_id(d->store, d->daemon_id, err) < 0)
         goto error;
-    spw_local_opts_t lo = {.grace_s = cfg->daemon.kill_grace_s, .log_dir = d->log_dir,
-                           .run_dir = d->run_dir};
-    d->be_ops = &spw_local_ops;
-    if (!(d->be = spw_local_create(&lo, err)))
-        goto error;
     dm_spot_setup(d);
-    spw_emulated_offer_opts_t *eo = spw_xcalloc(d->fleet.noffers + 1, sizeof(*eo));
+    spw_offer_emulation_t *eo = spw_xcalloc(d->fleet.noffers + 1, sizeof(*eo));
     for (size_t i = 0; i < d->fleet.noffers; i++) {
         eo[i].offer = i;
         eo[i].capacity = cfg->daemon.emulated_capacity;
@@ -286,11 +291,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
             eo[i].rate_ondemand = 1;   /* preemptions hit on-demand instances too */
         }
     }
-    spw_emulated_opts_t emo = {
+    spw_provider_conf_t pc = {
+        .type = SPW_PROVIDER_DEFAULT,
         .offers = d->fleet.offers,
         .noffers = d->fleet.noffers,
-        .offer_opts = eo,
-        .noffer_opts = d->fleet.noffers,
+        .offer_emulation = eo,
+        .noffer_emulation = d->fleet.noffers,
         .seed = cfg->daemon.emulated_seed,
         .state_dir = d->state_dir,
     };
@@ -309,21 +315,23 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
             free(eo);
             goto error;
         }
-        emo.boot_command = cfg->daemon.emulated_boot_command;
-        emo.hosts_dir = d->cloud_hosts_dir;
+        pc.boot_command = cfg->daemon.emulated_boot_command;
+        pc.hosts_dir = d->cloud_hosts_dir;
         if (spw_daemon_cloud_setup(d, err) < 0) {
             free(eo);
             goto error;
         }
     }
-    d->pv_ops = &spw_emulated_ops;
-    d->pv = spw_emulated_create(&emo, err);
+    int made = spw_provider_create(&pc, &d->pv_ops, &d->pv, err);
     free(eo);
-    if (!d->pv)
+    if (made < 0)
         goto error;
     if (spw_daemon_scloud_setup(d, err) < 0)
         goto error;
-    spw_emulated_defer_saves(d->pv, 1);  /* flushed once per turn */
+    /* A provider that saves its state saves it once per turn, before the
+     * turn's commit (turn.c). */
+    if (SPW_PROVIDER_HAS(d->pv_ops, 3, defer_saves))
+        d->pv_ops->defer_saves(d->pv, 1);
     if (spw_store_begin(d->store, err) < 0)
         goto error;
     if (dm_recover(d, err) < 0 || dm_restore_nodes(d, err) < 0) {

@@ -14,7 +14,6 @@
 #include "daemon/daemon.h"
 #include "daemon/jobuser.h"
 #include "daemon/store.h"
-#include "providers/emulated/emulated.h"
 #include "providers/provider.h"
 
 /* One job the daemon knows (all of them, ended ones included, so lists and
@@ -172,12 +171,17 @@ struct spw_daemon {
     double unsure_ts;            /* when recheck_unsure last asked */
     const struct spw_provider_ops *pv_ops;
     void *pv;
-    void *cloud_be;              /* spw_ssh_t: the hosts of cloud instances
-                                    (daemon.emulated.boot_command), whose jobs
-                                    it runs (be_pool SPW_DAEMON_CLOUD_POOL);
-                                    NULL = cloud jobs run on the local backend */
+    const struct spw_backend_ops *cloud_ops; /* cloud_be's table */
+    void *cloud_be;              /* the backend of plain hosts (registry:
+                                    SPW_BACKEND_HOSTS) whose hosts are the
+                                    cloud instances (daemon.emulated.
+                                    boot_command), whose jobs it runs (be_pool
+                                    SPW_DAEMON_CLOUD_POOL); NULL = cloud jobs
+                                    run on the local backend */
     char *cloud_hosts_dir;       /* owned; the boot command's HOSTS_DIR */
-    void *scloud_be;             /* spw_slurm_t of cloud.slurm_partition, whose
+    const struct spw_backend_ops *scloud_ops; /* scloud_be's table */
+    void *scloud_be;             /* the Slurm backend of cloud.slurm_partition
+                                    (registry: SPW_BACKEND_CLOUD_NODES), whose
                                     State=CLOUD nodes the cloud instances are
                                     and which runs cloud jobs (be_pool
                                     SPW_DAEMON_SLURM_CLOUD_POOL); NULL = none */

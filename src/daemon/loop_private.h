@@ -193,11 +193,10 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
 /* STATE_DIR/NAME: the nodes (names, GPUs) last read from a Slurm partition,
  * written after each read at start and read back when Slurm does not answer
  * (pools.c).  read: 0 with *out (caller frees) and *n, or -1 (none). */
-struct spw_slurm_node;
 void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
-                                  const struct spw_slurm_node *v, size_t n);
+                                  const spw_backend_node_t *v, size_t n);
 int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
-                                struct spw_slurm_node **out, size_t *n);
+                                spw_backend_node_t **out, size_t *n);
 /* Makes d->scloud_be and reads its nodes when cloud.slurm_partition is set;
  * while Slurm does not answer, the nodes as last read (a warning says so).
  * 0, or -1 with err. */

@@ -13,34 +13,37 @@
 #include <unistd.h>
 
 #include "backends/registry.h"
-#include "backends/slurm/slurm.h"
-#include "backends/ssh/ssh.h"
 #include "daemon/loop_private.h"
 
 #define NODES_SYNC_S 2.0
 
-static int is_slurm(const spw_daemon_t *d, size_t p)
+/* Pool p's backend keeps a node inventory (Slurm): its nodes, their
+ * states and the jobs behind spillway's back come from the cluster. */
+static int is_inventory(const spw_daemon_t *d, size_t p)
 {
-    return d->pool_ops && d->pool_ops[p] && strcmp(d->pool_ops[p]->name, "slurm") == 0;
+    return d->pool_ops && d->pool_ops[p] && SPW_BACKEND_HAS(d->pool_ops[p], 4, nodes);
 }
 
-static int is_ssh(const spw_daemon_t *d, size_t p)
+/* Pool p's backend runs jobs on a list of hosts (ssh): its nodes are the
+ * hosts, up while they answer. */
+static int is_hosts(const spw_daemon_t *d, size_t p)
 {
-    return d->pool_ops && d->pool_ops[p] && d->pool_ops[p] == &spw_ssh_ops;
+    return d->pool_ops && d->pool_ops[p] && SPW_BACKEND_HAS(d->pool_ops[p], 4, host_info);
 }
 
 /* An ssh pool's nodes are its hosts, with the GPUs the backend detected
  * (or gpus_per_node). */
 static int ssh_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
 {
-    spw_ssh_t *sb = d->pool_be[p];
+    const struct spw_backend_ops *ops = d->pool_ops[p];
+    void *sb = d->pool_be[p];
     spw_pool_spec_t *ps = &d->fleet.pools[p];
-    size_t k = spw_ssh_host_count(sb);
+    size_t k = ops->host_count(sb);
     if (k != ps->nnodes)
         return spw_errorf(err, "pool %s: %zu hosts for %u nodes", ps->name, k, ps->nnodes);
     for (size_t i = 0; i < k; i++) {
-        spw_ssh_host_info_t hi;
-        spw_ssh_host(sb, i, &hi);
+        spw_backend_host_t hi;
+        ops->host_info(sb, i, &hi);
         if (hi.gpus == 0 || hi.gpus > 64)
             return spw_errorf(err, "pool %s: host %s has %u GPUs (nvidia-smi); give the pool "
                               "gpus_per_node (1 to 64) to run jobs there anyway", ps->name,
@@ -56,7 +59,7 @@ static int ssh_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
  * does not answer still knows them (and the jobs placed on them keep their
  * place until Slurm answers). */
 void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
-                                  const struct spw_slurm_node *v, size_t n)
+                                  const spw_backend_node_t *v, size_t n)
 {
     char path[4200], tmp[4300];
     snprintf(path, sizeof(path), "%s/%s", d->state_dir, name);
@@ -71,7 +74,7 @@ void spw_daemon_slurm_cache_write(const spw_daemon_t *d, const char *name,
 }
 
 int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
-                                struct spw_slurm_node **out, size_t *n)
+                                spw_backend_node_t **out, size_t *n)
 {
     char path[4200], line[256];
     snprintf(path, sizeof(path), "%s/%s", d->state_dir, name);
@@ -79,7 +82,7 @@ int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
     if (!f)
         return -1;
     size_t k = 0, cap = 8;
-    spw_slurm_node_t *v = spw_xcalloc(cap, sizeof(*v));
+    spw_backend_node_t *v = spw_xcalloc(cap, sizeof(*v));
     while (fgets(line, sizeof(line), f)) {
         char nm[64];
         unsigned gpus;
@@ -107,14 +110,15 @@ int spw_daemon_slurm_cache_read(const spw_daemon_t *d, const char *name,
 /* Replaces pool p's nodes by Slurm's (nodes without a GPU are left out). */
 static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
 {
-    spw_slurm_t *sb = d->pool_be[p];
+    const struct spw_backend_ops *ops = d->pool_ops[p];
+    void *sb = d->pool_be[p];
     spw_pool_spec_t *ps = &d->fleet.pools[p];
-    spw_slurm_node_t *v;
+    spw_backend_node_t *v;
     size_t n;
     spw_error_t e2;
     char cache[200];
     snprintf(cache, sizeof(cache), "slurm-nodes-%s", ps->name);
-    if (spw_slurm_nodes(sb, &v, &n, &e2) == 0) {
+    if (ops->nodes(sb, &v, &n, &e2) == 0) {
         spw_daemon_slurm_cache_write(d, cache, v, n);
     } else if (spw_daemon_slurm_cache_read(d, cache, &v, &n) == 0) {
         if (!d->quiet)
@@ -133,7 +137,7 @@ static int slurm_nodes(spw_daemon_t *d, size_t p, spw_error_t *err)
         return spw_errorf(err, "pool %s: its Slurm partition has no node with GPUs "
                                "(gres/gpu) of at most 64", ps->name);
     }
-    spw_slurm_set_nodes(sb, v, k);
+    ops->set_nodes(sb, v, k);
     ps->nnodes = (uint32_t)k;
     ps->node_gpus = spw_xrealloc(ps->node_gpus, k * sizeof(uint16_t));
     free(d->node_used[p]);
@@ -161,7 +165,7 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
     d->nodes_sync_ts = -INFINITY;
     for (size_t p = 0; p < d->fleet.npools && p < cfg->npool_backends; p++) {
         const spw_pool_backend_conf_t *b = &cfg->pool_backends[p];
-        if (!b->backend || strcmp(b->backend, "local") == 0)
+        if (!b->backend || strcmp(b->backend, SPW_BACKEND_THIS_MACHINE) == 0)
             continue;
         uint32_t *hg = NULL;
         if (b->gpus_given && b->nhosts) {
@@ -187,9 +191,9 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
         free(hg);
         if (rc < 0)
             return spw_errorf(err, "pool %s: %s", d->fleet.pools[p].name, e2.text);
-        if (is_ssh(d, p) && ssh_nodes(d, p, err) < 0)
+        if (is_hosts(d, p) && ssh_nodes(d, p, err) < 0)
             return -1;
-        if (is_slurm(d, p) && slurm_nodes(d, p, err) < 0)
+        if (is_inventory(d, p) && slurm_nodes(d, p, err) < 0)
             return -1;
     }
     return 0;
@@ -217,7 +221,8 @@ void spw_daemon_pools_destroy(spw_daemon_t *d)
     free(d->pool_ops);
     free(d->pool_be);
     free(d->pool_slurm_down);
-    spw_ssh_destroy(d->cloud_be);
+    if (d->cloud_be)
+        d->cloud_ops->destroy(d->cloud_be);
     d->cloud_be = NULL;
     spw_daemon_scloud_destroy(d);
     d->pool_ops = NULL;
@@ -229,11 +234,11 @@ const struct spw_backend_ops *spw_daemon_pool_ops(spw_daemon_t *d, int32_t pool,
 {
     if (pool == SPW_DAEMON_SLURM_CLOUD_POOL && d->scloud_be) {
         *be = d->scloud_be;
-        return &spw_slurm_ops;
+        return d->scloud_ops;
     }
     if (pool == SPW_DAEMON_CLOUD_POOL && d->cloud_be) {
         *be = d->cloud_be;
-        return &spw_ssh_ops;
+        return d->cloud_ops;
     }
     if (pool >= 0 && (size_t)pool < d->fleet.npools && d->pool_ops && d->pool_ops[pool]) {
         *be = d->pool_be[pool];
@@ -259,7 +264,7 @@ const struct spw_backend_ops *spw_daemon_job_ops(spw_daemon_t *d, const djob_t *
  * so the engine brings it back with that capacity.  The count stays within
  * the largest node of the pool (the engine sized its tables by it).
  * Returns 0, or -1 when the host has no GPU now (it stays down; said once). */
-static int ssh_regpus(spw_daemon_t *d, size_t p, uint32_t i, const spw_ssh_host_info_t *hi)
+static int ssh_regpus(spw_daemon_t *d, size_t p, uint32_t i, const spw_backend_host_t *hi)
 {
     spw_pool_spec_t *ps = &d->fleet.pools[p];
     uint16_t was = ps->node_gpus[i], most = 0;
@@ -298,11 +303,12 @@ static int ssh_regpus(spw_daemon_t *d, size_t p, uint32_t i, const spw_ssh_host_
  * again (after its fenced jobs were killed) brings it back. */
 static void ssh_sync(spw_daemon_t *d, size_t p)
 {
-    spw_ssh_t *sb = d->pool_be[p];
-    size_t k = spw_ssh_host_count(sb);
+    const struct spw_backend_ops *ops = d->pool_ops[p];
+    void *sb = d->pool_be[p];
+    size_t k = ops->host_count(sb);
     for (size_t i = 0; i < k && i < d->fleet.pools[p].nnodes; i++) {
-        spw_ssh_host_info_t hi;
-        spw_ssh_host(sb, i, &hi);
+        spw_backend_host_t hi;
+        ops->host_info(sb, i, &hi);
         uint8_t down = (uint8_t)!hi.up;
         if (d->pool_slurm_down[p] == NULL)
             d->pool_slurm_down[p] = spw_xcalloc(k, sizeof(uint8_t));
@@ -384,18 +390,19 @@ void spw_daemon_pools_node_down(spw_daemon_t *d, size_t pool, uint32_t node, dou
  * holds them in the engine.  Slurm unreachable: kept as they were. */
 static void foreign_sync(spw_daemon_t *d, size_t p, double now)
 {
-    spw_slurm_t *sb = d->pool_be[p];
-    spw_slurm_foreign_t *v;
+    const struct spw_backend_ops *ops = d->pool_ops[p];
+    void *sb = d->pool_be[p];
+    spw_backend_foreign_t *v;
     size_t n;
     spw_error_t err;
     char own[16];
     snprintf(own, sizeof(own), "%s.", d->daemon_id);
-    if (spw_slurm_foreign_async(sb, own, &v, &n, &err) <= 0)
+    if (!SPW_BACKEND_HAS(ops, 4, foreign_async) || ops->foreign_async(sb, own, &v, &n, &err) <= 0)
         return;   /* no new read yet, or Slurm unreachable: keep what we know */
     uint32_t nn = d->fleet.pools[p].nnodes;
     uint32_t *want = spw_xcalloc(nn ? nn : 1, sizeof(uint32_t));
     for (size_t i = 0; i < n; i++) {
-        int k = spw_slurm_node_index(sb, v[i].name);
+        int k = ops->node_index(sb, v[i].name);
         if (k >= 0 && (uint32_t)k < nn)
             want[k] += v[i].gpus;
     }
@@ -417,25 +424,26 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
     d->nodes_sync_ts = now;
     spw_daemon_scloud_sync(d);
     for (size_t p = 0; p < d->fleet.npools; p++) {
-        if (is_ssh(d, p)) {
+        if (is_hosts(d, p)) {
             ssh_sync(d, p);
             continue;
         }
-        if (!is_slurm(d, p))
+        if (!is_inventory(d, p))
             continue;
-        spw_slurm_t *sb = d->pool_be[p];
-        spw_slurm_node_t *v;
+        const struct spw_backend_ops *ops = d->pool_ops[p];
+        void *sb = d->pool_be[p];
+        spw_backend_node_t *v;
         size_t n;
         spw_error_t err;
         /* Read on the backend's worker thread: a slow slurmctld never
          * holds the loop; a read that has not finished yet, or failed
          * (unreachable), keeps what we know. */
-        if (spw_slurm_nodes_async(sb, &v, &n, &err) <= 0) {
+        if (ops->nodes_async(sb, &v, &n, &err) <= 0) {
             foreign_sync(d, p, now);
             continue;
         }
         for (size_t i = 0; i < n; i++) {
-            int k = spw_slurm_node_index(sb, v[i].name);
+            int k = ops->node_index(sb, v[i].name);
             if (k < 0 || (uint32_t)k >= d->fleet.pools[p].nnodes)
                 continue;
             uint8_t down = (uint8_t)(v[i].down != 0);

@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends/local/local.h"
 #include "daemon/loop_private.h"
 
 /* How often attempts whose backend could not tell whether they run are
@@ -382,8 +381,8 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
     int status;
     /* The exit record of the attempt its intent names (by token); rows
      * from before schema 4 have theirs by job id. */
-    int known = j->token[0] ? spw_local_read_exit_token(d->run_dir, j->token, &kind, &status) == 0
-                            : spw_local_read_exit(d->log_dir, j->id, &kind, &status) == 0;
+    int known = SPW_BACKEND_HAS(d->be_ops, 4, read_exit) &&
+                d->be_ops->read_exit(d->be, j->token, j->id, &kind, &status) == 0;
     if (known) {
         if (j->attempts == 0)
             j->attempts = 1;   /* launched in the instant before it was recorded */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/slurm/slurm.h"
+#include "backends/registry.h"
 #include "daemon/loop_private.h"
 #include "util/file.h"
 
@@ -24,14 +24,17 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
     const char *part = d->cfg->cloud_slurm_partition;
     if (!part)
         return 0;
-    spw_slurm_opts_t o = {.partition = part, .slurm_conf = d->cfg->cloud_slurm_conf};
+    spw_backend_conf_t bc = {.name = SPW_BACKEND_CLOUD_NODES,
+                             .partition = part,
+                             .slurm_conf = d->cfg->cloud_slurm_conf};
     spw_error_t e2;
-    spw_slurm_t *sb = spw_slurm_create(&o, &e2);
-    if (!sb)
+    const struct spw_backend_ops *ops;
+    void *sb;
+    if (spw_backend_create(&bc, &ops, &sb, &e2) < 0)
         return spw_errorf(err, "cloud.slurm_partition %s: %s", part, e2.text);
-    spw_slurm_node_t *v;
+    spw_backend_node_t *v;
     size_t n;
-    if (spw_slurm_nodes(sb, &v, &n, &e2) == 0) {
+    if (ops->nodes(sb, &v, &n, &e2) == 0) {
         spw_daemon_slurm_cache_write(d, "slurm-cloud-partition", v, n);
     } else if (spw_daemon_slurm_cache_read(d, "slurm-cloud-partition", &v, &n) == 0) {
         /* Up to the first read that works, no node counts as down: a node
@@ -40,15 +43,15 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
             fprintf(stderr, "spillway: cloud.slurm_partition %s: Slurm does not answer (%s); "
                     "using its %zu nodes as last read, until it does\n", part, e2.text, n);
     } else {
-        spw_slurm_destroy(sb);
+        ops->destroy(sb);
         return spw_errorf(err, "cloud.slurm_partition %s: cannot read its nodes: %s", part, e2.text);
     }
     if (n == 0) {
         free(v);
-        spw_slurm_destroy(sb);
+        ops->destroy(sb);
         return spw_errorf(err, "cloud.slurm_partition %s has no node", part);
     }
-    spw_slurm_set_nodes(sb, v, n);
+    ops->set_nodes(sb, v, n);
     d->scloud_nodes = spw_xcalloc(n, sizeof(char *));
     d->scloud_down = spw_xcalloc(n, 1);
     for (size_t i = 0; i < n; i++) {
@@ -57,6 +60,7 @@ int spw_daemon_scloud_setup(spw_daemon_t *d, spw_error_t *err)
     }
     d->nscloud = n;
     free(v);
+    d->scloud_ops = ops;
     d->scloud_be = sb;
     char path[4200];
     snprintf(path, sizeof(path), "%s/slurm-cloud-nodes", d->state_dir);
@@ -95,7 +99,7 @@ static void restore_nodes(spw_daemon_t *d)
         char id[SPW_INSTANCE_ID_MAX], node[64];
         if (sscanf(l, "%31s %63s", id, node) != 2)
             continue;
-        int k = spw_slurm_node_index(d->scloud_be, node);
+        int k = d->scloud_ops->node_index(d->scloud_be, node);
         for (size_t i = 0; k >= 0 && i < d->ninst; i++)
             if (strcmp(d->inst[i].in.id, id) == 0 && spw_instance_state_live(d->inst[i].in.state))
                 d->inst[i].snode = (uint32_t)k + 1;
@@ -108,7 +112,8 @@ void spw_daemon_scloud_destroy(spw_daemon_t *d)
 {
     free(d->scloud_saved);
     d->scloud_saved = NULL;
-    spw_slurm_destroy(d->scloud_be);   /* forgets its jobs, cancels none */
+    if (d->scloud_be)
+        d->scloud_ops->destroy(d->scloud_be);   /* forgets its jobs, cancels none */
     d->scloud_be = NULL;
     for (size_t i = 0; i < d->nscloud; i++)
         free(d->scloud_nodes[i]);
@@ -125,13 +130,13 @@ void spw_daemon_scloud_sync(spw_daemon_t *d)
         return;
     if (d->scloud_saved)
         restore_nodes(d);
-    spw_slurm_node_t *v;
+    spw_backend_node_t *v;
     size_t n;
     spw_error_t err;
-    if (spw_slurm_nodes_async(d->scloud_be, &v, &n, &err) <= 0)
+    if (d->scloud_ops->nodes_async(d->scloud_be, &v, &n, &err) <= 0)
         return;   /* not read yet, or Slurm does not answer: keep what we know */
     for (size_t i = 0; i < n; i++) {
-        int k = spw_slurm_node_index(d->scloud_be, v[i].name);
+        int k = d->scloud_ops->node_index(d->scloud_be, v[i].name);
         if (k >= 0 && (size_t)k < d->nscloud)
             d->scloud_down[k] = (uint8_t)(v[i].down != 0);
     }

@@ -145,9 +145,10 @@ static void turn_locked(spw_daemon_t *d)
                          "from on demand to spot", now);
     free(copy);
     dm_save_held(d);
-    /* The emulated cloud's state file: once per turn, before the commit. */
-    if (d->pv_ops->emulated && spw_emulated_flush(d->pv, &err) < 0)
-        dm_say(d, "cannot save the emulated cloud's state: %s", err.text);
+    /* The provider's state (the emulated cloud's file): once per turn,
+     * before the commit. */
+    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush) && d->pv_ops->flush(d->pv, &err) < 0)
+        dm_say(d, "cannot save the %s cloud's state: %s", d->pv_ops->name, err.text);
     int failing;
     pthread_mutex_lock(&d->hmu);
     failing = d->commit_failing;

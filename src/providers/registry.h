@@ -39,6 +39,10 @@ typedef struct spw_provider_conf {
                                    required with it */
 } spw_provider_conf_t;
 
+/* The provider of a daemon whose config names no cloud account: the
+ * emulated cloud, whose instances are records (or namespaces with sshd). */
+#define SPW_PROVIDER_DEFAULT "emulated"
+
 /* The names known, NULL-terminated, for messages. */
 extern const char *const spw_provider_names[];
 

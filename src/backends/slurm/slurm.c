@@ -1454,6 +1454,12 @@ static int sl_foreign_async(void *be, const char *own_prefix, spw_backend_foreig
     return spw_slurm_foreign_async(be, own_prefix, out, n, err);
 }
 
+static int sl_run(void *be, const char *const *argv, const char *in, char **out,
+                  spw_error_t *err)
+{
+    return spw_slurm_run(be, argv, in, out, err);
+}
+
 const struct spw_backend_ops spw_slurm_ops = {
     .version = SPW_BACKEND_VERSION,
     .name = "slurm",
@@ -1471,6 +1477,7 @@ const struct spw_backend_ops spw_slurm_ops = {
     .set_nodes = sl_set_nodes,
     .node_index = sl_node_index,
     .foreign_async = sl_foreign_async,
+    .run = sl_run,
 };
 
 /* ---- nodes ----------------------------------------------------------------- */
