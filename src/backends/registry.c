@@ -1,12 +1,10 @@
 /* registry.c: backends by name (see registry.h). */
 #include "backends/registry.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "backends/local/local.h"
 #include "backends/slurm/slurm.h"
 #include "backends/ssh/ssh.h"
+#include "util/names.h"
 
 const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
 
@@ -41,32 +39,32 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
     return spw_ssh_create(&so, err);
 }
 
+/* In the order of spw_backend_names[]. */
 static const struct {
-    const char *name;
     const struct spw_backend_ops *ops;
     void *(*make)(const spw_backend_conf_t *c, spw_error_t *err);
 } registry[] = {
-    {"local", &spw_local_ops, make_local},
-    {"slurm", &spw_slurm_ops, make_slurm},
-    {"ssh", &spw_ssh_ops, make_ssh},
+    {&spw_local_ops, make_local},
+    {&spw_slurm_ops, make_slurm},
+    {&spw_ssh_ops, make_ssh},
 };
+_Static_assert(sizeof(registry) / sizeof(registry[0]) ==
+                   sizeof(spw_backend_names) / sizeof(spw_backend_names[0]) - 1,
+               "one registry entry per name");
 
 int spw_backend_create(const spw_backend_conf_t *c, const struct spw_backend_ops **ops, void **be,
                        spw_error_t *err)
 {
-    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
-        if (!c->name || strcmp(registry[i].name, c->name) != 0)
-            continue;
-        void *b = registry[i].make(c, err);
-        if (!b)
-            return -1;
-        *ops = registry[i].ops;
-        *be = b;
-        return 0;
+    int k = spw_names_find(spw_backend_names, c->name);
+    if (k < 0) {
+        char known[128];
+        return spw_errorf(err, "unknown backend '%s' (known: %s)", c->name ? c->name : "",
+                          spw_names_join(spw_backend_names, known, sizeof(known)));
     }
-    char known[128] = "";
-    for (size_t i = 0; spw_backend_names[i]; i++)
-        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
-                 spw_backend_names[i]);
-    return spw_errorf(err, "unknown backend '%s' (known: %s)", c->name ? c->name : "", known);
+    void *made = registry[k].make(c, err);
+    if (!made)
+        return -1;
+    *ops = registry[k].ops;
+    *be = made;
+    return 0;
 }

@@ -1,10 +1,8 @@
 /* registry.c: providers by name (see registry.h). */
 #include "providers/registry.h"
 
-#include <stdio.h>
-#include <string.h>
-
 #include "providers/emulated/emulated.h"
+#include "util/names.h"
 
 const char *const spw_provider_names[] = {"emulated", NULL};
 
@@ -21,30 +19,30 @@ static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
     return spw_emulated_create(&eo, err);
 }
 
+/* In the order of spw_provider_names[]. */
 static const struct {
-    const char *name;
     const struct spw_provider_ops *ops;
     void *(*make)(const spw_provider_conf_t *c, spw_error_t *err);
 } registry[] = {
-    {"emulated", &spw_emulated_ops, make_emulated},
+    {&spw_emulated_ops, make_emulated},
 };
+_Static_assert(sizeof(registry) / sizeof(registry[0]) ==
+                   sizeof(spw_provider_names) / sizeof(spw_provider_names[0]) - 1,
+               "one registry entry per name");
 
 int spw_provider_create(const spw_provider_conf_t *c, const struct spw_provider_ops **ops,
                         void **pv, spw_error_t *err)
 {
-    for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++) {
-        if (!c->type || strcmp(registry[i].name, c->type) != 0)
-            continue;
-        void *p = registry[i].make(c, err);
-        if (!p)
-            return -1;
-        *ops = registry[i].ops;
-        *pv = p;
-        return 0;
+    int k = spw_names_find(spw_provider_names, c->type);
+    if (k < 0) {
+        char known[128];
+        return spw_errorf(err, "unknown provider '%s' (known: %s)", c->type ? c->type : "",
+                          spw_names_join(spw_provider_names, known, sizeof(known)));
     }
-    char known[128] = "";
-    for (size_t i = 0; spw_provider_names[i]; i++)
-        snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
-                 spw_provider_names[i]);
-    return spw_errorf(err, "unknown provider '%s' (known: %s)", c->type ? c->type : "", known);
+    void *made = registry[k].make(c, err);
+    if (!made)
+        return -1;
+    *ops = registry[k].ops;
+    *pv = made;
+    return 0;
 }

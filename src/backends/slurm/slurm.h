@@ -80,14 +80,6 @@ typedef struct spw_slurm_opts {
                                    seconds; 0 = 1 */
 } spw_slurm_opts_t;
 
-/* The old names of backend.h's spw_backend_node_t and
- * spw_backend_foreign_t, for the daemon until it uses the interface's
- * version 4 members instead of the functions below (then remove them); the
- * macro keeps its `struct spw_slurm_node` the same type meanwhile. */
-#define spw_slurm_node spw_backend_node
-typedef spw_backend_node_t spw_slurm_node_t;
-typedef spw_backend_foreign_t spw_slurm_foreign_t;
-
 /* The function table; use it with a backend from spw_slurm_create.  Of the
  * version 4 members it has the node inventory (nodes, nodes_async,
  * set_nodes, node_index, foreign_async: the functions below), and no hosts

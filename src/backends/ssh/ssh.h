@@ -103,11 +103,6 @@ typedef struct spw_ssh_opts {
                                    may be 0 */
 } spw_ssh_opts_t;
 
-/* The old name of backend.h's spw_backend_host_t, for the daemon until it
- * uses the interface's version 4 members instead of the functions below
- * (then remove it). */
-typedef spw_backend_host_t spw_ssh_host_info_t;
-
 /* The function table; use it with a backend from spw_ssh_create.  Of the
  * version 4 members it has the hosts (host_count, host_info, host_add,
  * host_remove: the functions below), and no node inventory nor

@@ -65,10 +65,6 @@
 
 typedef struct spw_emulated spw_emulated_t;
 
-/* The old name of provider.h's spw_offer_emulation_t, for the daemon until
- * it makes its provider through providers/registry.h (then remove it). */
-typedef spw_offer_emulation_t spw_emulated_offer_opts_t;
-
 typedef struct spw_emulated_opts {
     const spw_offer_t *offers;  /* the fleet's offers, borrowed until destroy */
     size_t noffers;             /* entries in offers */
