@@ -22,27 +22,13 @@ start_daemon "$T/serve.yaml" "$T/state"
 ok $? "serve starts with request_timeout_s 4, 32 connections per address, 100 in all"
 port=${URL##*:}
 
-cat >"$T/slow.py" <<'PY'
-import socket, sys, time
-port, token = int(sys.argv[1]), sys.argv[2]
-slow = []
-t0 = time.monotonic()
-for i in range(300):
-    s = socket.socket()
-    s.settimeout(5)
-    s.bind(("127.0.0.2", 0))
-    try:
-        s.connect(("127.0.0.1", port))
-        s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        slow.append(s)
-    except OSError:
-        s.close()
-print("opened", len(slow), "in %.2f s" % (time.monotonic() - t0))
-time.sleep(0.5)
-
-def request():
+# spw_request(PORT, TOKEN, SRC): one GET /v1/jobs from address SRC on a new
+# connection: (seconds, status line); spw_slow(SRC, N, PORT): N slow ones.
+cat >"$T/spwreq.py" <<'PY'
+import socket, time
+def spw_request(port, token, src="127.0.0.1", timeout=10):
     t = time.monotonic()
-    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(src, 0))
     c.sendall(("GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
                "Connection: close\r\n\r\n" % token).encode())
     data = b""
@@ -53,6 +39,33 @@ def request():
         data += b
     c.close()
     return time.monotonic() - t, data.split(b"\r\n", 1)[0].decode()
+def spw_slow(src, n, port):
+    """n connections from src that sent the first lines of a request only"""
+    out = []
+    for i in range(n):
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind((src, 0))
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            out.append(s)
+        except OSError:
+            s.close()
+    return out
+PY
+cat >"$T/slow.py" <<'PY'
+import socket, sys, time
+sys.path.insert(0, sys.argv[3])
+from spwreq import spw_request, spw_slow
+port, token = int(sys.argv[1]), sys.argv[2]
+t0 = time.monotonic()
+slow = spw_slow("127.0.0.2", 300, port)
+print("opened", len(slow), "in %.2f s" % (time.monotonic() - t0))
+time.sleep(0.5)
+
+def request():
+    return spw_request(port, token)
 
 def drip():
     for s in slow:
@@ -98,7 +111,7 @@ print("open_after_deadline", still, "at %.1f s" % (time.monotonic() - t0))
 for s in slow:
     s.close()
 PY
-python3 "$T/slow.py" "$port" "$ML_TOKEN" >"$T/slow.out" 2>&1
+python3 "$T/slow.py" "$port" "$ML_TOKEN" "$T" >"$T/slow.out" 2>&1
 sed 's/^/# /' "$T/slow.out" >&2
 worst=$(sed -n 's/^worst //p' "$T/slow.out")
 [ -n "$worst" ] && ! grep -q BAD "$T/slow.out" &&
@@ -115,44 +128,25 @@ ok $? "every slow connection is cut once its request is late (request_timeout_s)
 # past 32 per address and 100 in all), then 5 requests from each of them.
 cat >"$T/same.py" <<'PY'
 import socket, sys, time
+sys.path.insert(0, sys.argv[3])
+from spwreq import spw_request, spw_slow
 port, token = int(sys.argv[1]), sys.argv[2]
 addrs = ["127.0.0.%d" % i for i in range(3, 7)]
 slow = []
 t0 = time.monotonic()
 for a in addrs:
-    for i in range(40):
-        s = socket.socket()
-        s.settimeout(5)
-        s.bind((a, 0))
-        try:
-            s.connect(("127.0.0.1", port))
-            s.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-            slow.append(s)
-        except OSError:
-            s.close()
+    slow += spw_slow(a, 40, port)
 opened = time.monotonic() - t0
 good = tries = 0
 for k in range(5):
     for a in addrs:
         tries += 1
         try:
-            c = socket.socket()
-            c.settimeout(3)
-            c.bind((a, 0))
-            c.connect(("127.0.0.1", port))
-            c.sendall(("GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                       "Authorization: Bearer %s\r\nConnection: close\r\n\r\n" % token).encode())
-            data = b""
-            while True:
-                b = c.recv(65536)
-                if not b:
-                    break
-                data += b
-            c.close()
-            if data.startswith(b"HTTP/1.1 200"):
+            status = spw_request(port, token, a, 3)[1]
+            if " 200 " in status + " ":
                 good += 1
             else:
-                print("BAD", a, data[:40])
+                print("BAD", a, status)
         except OSError as e:
             print("BAD", a, e)
 probed = time.monotonic() - t0
@@ -171,7 +165,7 @@ print("in_time", 1 if probed < 3.5 else 0)
 for s in slow:
     s.close()
 PY
-python3 "$T/same.py" "$port" "$ML_TOKEN" >"$T/same.out" 2>&1
+python3 "$T/same.py" "$port" "$ML_TOKEN" "$T" >"$T/same.out" 2>&1
 sed 's/^/# /' "$T/same.out" >&2
 grep -q "^good 20 of 20$" "$T/same.out" && grep -q "^in_time 1$" "$T/same.out"
 ok $? "with 160 slow connections from 127.0.0.3-6 open, 20 requests from those addresses all answer 200"

@@ -191,6 +191,18 @@ static void test_auth(void)
     ok(!strstr(R.body, SECRET), "the token is not echoed in the 401");
 }
 
+/* Checks that d was made (what) and makes it the daemon requests go to;
+ * returns the one it replaces (NULL when d is NULL). */
+static spw_daemon_t *swap_daemon(spw_daemon_t *d, const char *what)
+{
+    ok(d != NULL, "%s", what);
+    if (!d)
+        return NULL;
+    spw_daemon_t *keep = D;
+    D = d;
+    return keep;
+}
+
 static void test_forgery(void)
 {
     static const char body[] = "{\"run\": [\"true\"], \"gpus\": 1}";
@@ -226,11 +238,9 @@ static void test_metrics_auth(void)
                                   "    - {token: ml-token-0123456789abcdef, team: ml}\n"
                                   "    - {token: prom-token-0123456789abcdef, metrics: true}\n"
                                   "    - {token: admin-token-0123456789abcdef, admin: true}\n");
-    ok(d != NULL, "a daemon with metrics_auth and a metrics token");
+    spw_daemon_t *keep = swap_daemon(d, "a daemon with metrics_auth and a metrics token");
     if (!d)
         return;
-    spw_daemon_t *keep = D;
-    D = d;
     is(req("GET", "/metrics", NULL, NULL), 401, "metrics_auth: /metrics without a token: 401");
     is(req("GET", "/metrics", ML, NULL), 403, "... with a team token: 403");
     is(req("GET", "/metrics", "Bearer prom-token-0123456789abcdef", NULL), 200,
@@ -498,11 +508,9 @@ static void test_open_daemon(void)
 {
     spw_config_t cfg;
     spw_daemon_t *d = make_daemon(&cfg, "open", "cloud:\n  price_usd_per_gpu_h: 2.5\n", "");
-    ok(d != NULL, "a daemon with no tokens and a cloud");
+    spw_daemon_t *keep = swap_daemon(d, "a daemon with no tokens and a cloud");
     if (!d)
         return;
-    spw_daemon_t *keep = D;
-    D = d;
     is(req("GET", "/v1/jobs", NULL, NULL), 200, "no tokens: no header needed");
     is(req("GET", "/v1/jobs", "Bearer whatever-whatever", NULL), 200, "and any header is fine");
     is(req("POST", "/v1/admin/instances/emu-i-000009/preempt", NULL, NULL), 404,

@@ -30,29 +30,28 @@ EOT
 write_tokens false
 
 # ---- file modes ---------------------------------------------------------------
+# serve_refused: `serve` of serve.yaml exits 1 at once (30 s at most, so an
+# old build that starts does not hang the file); its stderr in $T/err.
+serve_refused() {
+    timeout 30 "$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" \
+        --listen 127.0.0.1:0 >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc -eq 1 ] || diag "rc $rc"
+    [ $rc -eq 1 ]
+}
 chmod 644 "$T/serve.yaml"
 chmod 600 "$T/tokens.yaml"
-"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
-    >/dev/null 2>"$T/err"
-rc=$?
-[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/serve.yaml" && contains "$T/err" "0644"
+serve_refused && contains "$T/err" "chmod 600 $T/serve.yaml" && contains "$T/err" "0644"
 ok $? "serve refuses a config with inline tokens that others can read, naming chmod 600" ||
-    diag "rc $rc: $(cat "$T/err")"
+    diag "$(cat "$T/err")"
 chmod 600 "$T/serve.yaml"
 chmod 640 "$T/tokens.yaml"
-"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
-    >/dev/null 2>"$T/err"
-rc=$?
-[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/tokens.yaml"
-ok $? "serve refuses a tokens_file readable by its group" || diag "rc $rc: $(cat "$T/err")"
+serve_refused && contains "$T/err" "chmod 600 $T/tokens.yaml"
+ok $? "serve refuses a tokens_file readable by its group" || diag "$(cat "$T/err")"
 chmod 600 "$T/tokens.yaml"
 chown 65534 "$T/tokens.yaml"
-timeout 30 "$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
-    >/dev/null 2>"$T/err"
-rc=$?
-[ $rc -eq 1 ] && contains "$T/err" "owned by uid 65534" && contains "$T/err" "chown"
-ok $? "serve refuses a tokens_file owned by another user, naming chown" ||
-    diag "rc $rc: $(cat "$T/err")"
+serve_refused && contains "$T/err" "owned by uid 65534" && contains "$T/err" "chown"
+ok $? "serve refuses a tokens_file owned by another user, naming chown" || diag "$(cat "$T/err")"
 chown 0 "$T/tokens.yaml"
 
 start_daemon "$T/serve.yaml" "$T/state"
