@@ -617,7 +617,7 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
                 (c->auth ? strlen(c->auth) : 0) + strlen(ct) + 200;
     char *head = spw_xmalloc(hn);
     int hl = snprintf(head, hn,
-                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: spillway-cli\r\n"
+                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: spillway-cli\r\nX-Spillway-Client: cli\r\n"
                       "Accept: application/json\r\n%s%sContent-Length: %zu\r\n\r\n",
                       method, c->prefix, path, c->hosthdr, c->auth ? c->auth : "", ct,
                       body ? body_len : 0);

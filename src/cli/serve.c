@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/serve.h"
@@ -65,9 +67,48 @@ static const char serve_usage[] =
     "  SPILLWAY_TOKEN_FILE=~/.spillway-token spillway submit --gpus 1 -- python3 train.py\n"
     "  spillway queue; spillway costs\n";
 
+/* A config or tokens file changed less than this long ago may be in the
+ * middle of a rewrite in place: a reload waits until both have been still
+ * this long, but no longer than TOKENS_WAIT_S in all. */
+#define TOKENS_SETTLE_S 1.0
+#define TOKENS_WAIT_S 10.0
+#define TOKENS_POLL_US 200000
+
+/* Seconds since path was last changed (a large number when it cannot be
+ * asked). */
+static double changed_ago_s(const char *path)
+{
+    struct stat sb;
+    struct timespec now;
+    if (!path || stat(path, &sb) < 0)
+        return 1e9;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (double)(now.tv_sec - sb.st_mtim.tv_sec) +
+           (double)(now.tv_nsec - sb.st_mtim.tv_nsec) * 1e-9;
+}
+
+/* spw_config_load of config once it and its tokens_file have stayed
+ * unchanged for TOKENS_SETTLE_S (or TOKENS_WAIT_S passed). */
+static int load_settled(spw_config_t *fresh, const char *config, spw_error_t *err)
+{
+    for (double waited = 0;; waited += TOKENS_POLL_US * 1e-6) {
+        int rc = spw_config_load(fresh, config, err);
+        double ago = changed_ago_s(config);
+        if (rc == 0 && fresh->daemon.tokens_file) {
+            double t = changed_ago_s(fresh->daemon.tokens_file);
+            ago = t < ago ? t : ago;
+        }
+        if (ago >= TOKENS_SETTLE_S || waited >= TOKENS_WAIT_S)
+            return rc;
+        if (rc == 0)
+            spw_config_free(fresh);
+        usleep(TOKENS_POLL_US);
+    }
+}
+
 /* SIGHUP: reads the config (and its tokens_file) again and swaps in its
  * tokens; anything else in the file needs a restart.  A file that does not
- * load or is not private keeps the old table. */
+ * load, is not private, or changes while it is read keeps the old table. */
 static void reload_tokens(spw_daemon_t *d, const char *config)
 {
     spw_config_t fresh;
@@ -76,7 +117,7 @@ static void reload_tokens(spw_daemon_t *d, const char *config)
         fprintf(stderr, "spillway: SIGHUP: no --config file to reload tokens from\n");
         return;
     }
-    if (spw_config_load(&fresh, config, &err) < 0) {
+    if (load_settled(&fresh, config, &err) < 0) {
         fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
         spw_daemon_audit(d, NULL, "tokens.reload", "config does not load", 500);
         return;
@@ -89,9 +130,14 @@ static void reload_tokens(spw_daemon_t *d, const char *config)
         fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
         spw_daemon_audit(d, NULL, "tokens.reload", "tokens not private", 500);
     } else {
-        size_t live = spw_daemon_reload_tokens(d, &fresh.daemon);
+        size_t kept = 0;
+        size_t live = spw_daemon_reload_tokens(d, &fresh.daemon, &kept);
         fprintf(stderr, "spillway: SIGHUP: tokens reloaded from %s: %zu live, %zu revoked\n",
                 config, live, fresh.daemon.ntokens - live);
+        if (kept)
+            fprintf(stderr, "spillway: SIGHUP: %zu token(s) revoked before stay revoked although "
+                            "the file no longer says so; a revoked token comes back only with a "
+                            "restart\n", kept);
     }
     fflush(stderr);
     spw_config_free(&fresh);
@@ -172,6 +218,8 @@ int spw_cli_serve(int argc, char **argv)
         .max_connections = cfg.daemon.max_connections,
         .max_connections_per_ip = cfg.daemon.max_connections_per_ip,
         .max_header_bytes = cfg.daemon.max_header_bytes,
+        .allowed_hosts = (const char *const *)cfg.daemon.allowed_hosts,
+        .nallowed_hosts = cfg.daemon.nallowed_hosts,
     };
     if (spw_daemon_start(d, &err) < 0 ||
         !(h = spw_http_start_opts(d, listen_addr, &hopts, &err))) {

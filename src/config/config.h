@@ -116,6 +116,8 @@ typedef struct spw_token {
     char *token;            /* owned; the bearer secret, >= 16 characters */
     char *team;             /* owned; NULL for admin */
     int admin;              /* 1: sees and cancels every job, may preempt */
+    int metrics;            /* 1: `metrics: true`: may read /metrics only
+                               (neither team nor admin) */
     int revoked;            /* 1: `revoked: true`: answered 401, audited */
 } spw_token_t;
 
@@ -146,6 +148,15 @@ typedef struct spw_daemon_conf {
                                    answer), else it is cut; 30 */
     uint32_t max_connections;   /* open HTTP connections in all; 1024 */
     uint32_t max_connections_per_ip; /* from one address; 64 */
+    char **allowed_hosts;       /* owned; Host header names (or NAME:PORT)
+                                   served besides IP literals, localhost and
+                                   the machine's host name */
+    size_t nallowed_hosts;
+    int metrics_auth;           /* 1: /metrics needs an admin or metrics
+                                   token; 0 (default) = open */
+    int metrics_per_job;        /* 1: /metrics has per-job series (job ids
+                                   and teams); 0 (default) = per GPU and
+                                   per team only */
     spw_token_t *tokens;        /* owned; none = no auth (loopback only);
                                    the inline ones first, then tokens_file's */
     size_t ntokens;

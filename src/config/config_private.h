@@ -30,6 +30,13 @@ int cfg_num_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, doub
 int cfg_owned_list(ctx_t *x, const spw_ynode_t *n, const char *key, const char *what,
                char ***out, size_t *cnt, spw_error_t *err);
 
+/* daemon_conf.c: 0 when sb (of path, a `what` holding API tokens) is a
+ * regular file owned by root or this process's user, with no group or
+ * other permission bits; else -1 with a sentence saying how to fix it. */
+struct stat;
+int cfg_private_stat(const char *path, const char *what, const struct stat *sb,
+                     spw_error_t *err);
+
 /* fleet.c: onprem pools, their ssh: maps (also daemon.emulated.ssh), cloud. */
 int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err);
 int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,

@@ -1,9 +1,14 @@
 /* daemon_conf.c: the daemon section: listen, limits, tokens and tokens_file, who jobs run
  * as (run_as, job_env), the emulated cloud; and its defaults. */
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config_private.h"
 #include "util/yaml.h"
@@ -55,11 +60,12 @@ static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
 
 static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error_t *err)
 {
-    static const char *const keys[] = {"name", "token", "team", "admin", "revoked", NULL};
+    static const char *const keys[] = {"name", "token", "team", "admin", "metrics", "revoked",
+                                       NULL};
     if (spw_ymap_check_keys(x->d, n, "a token", keys, err) < 0)
         return -1;
     const char *tok, *team = NULL, *name = NULL;
-    int admin = 0, revoked = 0;
+    int admin = 0, metrics = 0, revoked = 0;
     if (spw_ynode_str(x->d, spw_ymap_get(n, "token"), "token", &tok, err) < 0)
         return -1;
     if (strlen(tok) < 16)
@@ -73,11 +79,15 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
         return -1;
     if (spw_ymap_get(n, "admin") && spw_ynode_bool(x->d, spw_ymap_get(n, "admin"), "admin", &admin, err) < 0)
         return -1;
+    if (spw_ymap_get(n, "metrics") &&
+        spw_ynode_bool(x->d, spw_ymap_get(n, "metrics"), "metrics", &metrics, err) < 0)
+        return -1;
     if (spw_ymap_get(n, "revoked") &&
         spw_ynode_bool(x->d, spw_ymap_get(n, "revoked"), "revoked", &revoked, err) < 0)
         return -1;
-    if (!admin == !team)
-        return cfg_at(x, n, err, "%s", "a token needs either 'team: NAME' or 'admin: true' (not both)");
+    if ((team != NULL) + admin + metrics != 1)
+        return cfg_at(x, n, err, "%s", "a token needs exactly one of 'team: NAME', 'admin: true' "
+                                       "or 'metrics: true' (reads /metrics only)");
     if (spw_ymap_get(n, "name")) {
         if (spw_ynode_str(x->d, spw_ymap_get(n, "name"), "name", &name, err) < 0)
             return -1;
@@ -91,6 +101,7 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
     t->token = spw_xstrdup(tok);
     t->team = team ? spw_xstrdup(team) : NULL;
     t->admin = admin;
+    t->metrics = metrics;
     t->revoked = revoked;
     return 0;
 }
@@ -140,6 +151,27 @@ static int job_env_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     return 0;
 }
 
+/* daemon.allowed_hosts: names the Host header may carry (NAME or NAME:PORT,
+ * as a browser writes them), for a DNS name or a reverse proxy in front. */
+static int allowed_hosts_key(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    spw_daemon_conf_t *dc = &x->cfg->daemon;
+    if (cfg_owned_list(x, n, "allowed_hosts", "host name", &dc->allowed_hosts,
+                       &dc->nallowed_hosts, err) < 0)
+        return -1;
+    const spw_ynode_t *v = spw_ymap_get(n, "allowed_hosts");
+    for (size_t i = 0; i < dc->nallowed_hosts; i++) {
+        const char *h = dc->allowed_hosts[i];
+        size_t len = strlen(h);
+        if (len == 0 || len > 255 ||
+            strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-:[]") != len)
+            return cfg_at(x, v && v->kind == SPW_Y_SEQ ? v->items[i] : v, err,
+                          "allowed_hosts: '%.60s' is not a host name (like spillway.example.com "
+                          "or spillway.example.com:443)", h);
+    }
+    return 0;
+}
+
 /* Appends the token entries of list v (a YAML sequence) to dc->tokens. */
 static int token_list(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc, spw_error_t *err)
 {
@@ -170,7 +202,7 @@ static void token_default_names(spw_daemon_conf_t *dc)
         spw_token_t *t = &dc->tokens[i];
         if (t->name)
             continue;
-        const char *base = t->admin ? "admin" : t->team;
+        const char *base = t->admin ? "admin" : t->metrics ? "metrics" : t->team;
         char buf[160];
         for (unsigned k = 1;; k++) {
             snprintf(buf, sizeof(buf), "%.140s-%u", base, k);
@@ -184,11 +216,87 @@ static void token_default_names(spw_daemon_conf_t *dc)
     }
 }
 
+int cfg_private_stat(const char *path, const char *what, const struct stat *sb,
+                     spw_error_t *err)
+{
+    if (!S_ISREG(sb->st_mode))
+        return spw_errorf(err, "%s: the %s is not a regular file", path, what);
+    if (sb->st_uid != 0 && sb->st_uid != geteuid()) {
+        const struct passwd *pw = getpwuid(geteuid());
+        return spw_errorf(err, "%s: the %s (it holds API tokens) is owned by uid %u, which could "
+                               "change them; make it the daemon's: chown %s %s",
+                          path, what, (unsigned)sb->st_uid, pw ? pw->pw_name : "root", path);
+    }
+    if (sb->st_mode & (S_IRWXG | S_IRWXO))
+        return spw_errorf(err, "%s: mode %04o lets other users read or change the %s (it holds "
+                               "API tokens); make it private to the daemon's user: chmod 600 %s",
+                          path, (unsigned)(sb->st_mode & 07777), what, path);
+    return 0;
+}
+
+/* The whole of the tokens file at path (malloc'd, *len bytes), read from one
+ * open file whose owner and mode pass cfg_private_stat and that did not
+ * change while it was read (a file being rewritten in place is refused, so
+ * a reload never takes half of it); NULL with err. */
+static char *read_tokens_file(const char *path, size_t *len, spw_error_t *err)
+{
+    struct stat a, b;
+    char *buf = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        spw_errorf(err, "%s: cannot read the tokens file: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &a) < 0) {
+        spw_errorf(err, "%s: cannot check the tokens file: %s", path, strerror(errno));
+        goto error;
+    }
+    if (cfg_private_stat(path, "tokens file", &a, err) < 0)
+        goto error;
+    size_t cap = (size_t)a.st_size + 1, n = 0;
+    buf = spw_xmalloc(cap + 1);
+    for (;;) {
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            spw_errorf(err, "%s: cannot read the tokens file: %s", path, strerror(errno));
+            goto error;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if (n == cap) {
+            cap *= 2;
+            buf = spw_xrealloc(buf, cap + 1);
+        }
+    }
+    if (fstat(fd, &b) < 0 || (off_t)n != b.st_size || a.st_size != b.st_size ||
+        a.st_mtim.tv_sec != b.st_mtim.tv_sec || a.st_mtim.tv_nsec != b.st_mtim.tv_nsec) {
+        spw_errorf(err, "%s: the tokens file changed while it was read; write the new tokens "
+                        "to another file and rename it over this one", path);
+        goto error;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+error:
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
 /* Reads daemon.tokens_file: a YAML list of tokens, or a map whose
  * `tokens:` is that list. */
 static int tokens_file(ctx_t *x, spw_daemon_conf_t *dc, spw_error_t *err)
 {
-    spw_ydoc_t *doc = spw_ydoc_load_file(dc->tokens_file, err);
+    size_t len = 0;
+    char *text = read_tokens_file(dc->tokens_file, &len, err);
+    if (!text)
+        return -1;
+    spw_ydoc_t *doc = spw_ydoc_load_mem(dc->tokens_file, text, len, err);
+    free(text);
     if (!doc)
         return -1;
     ctx_t fx = *x;
@@ -224,7 +332,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "request_timeout_s", "max_connections",
                                        "max_connections_per_ip", "emulated", "run_as",
                                        "allow_root_jobs", "job_env", "sample_s",
-                                       "idle_gpu", NULL};
+                                       "idle_gpu", "allowed_hosts", "metrics_auth",
+                                       "metrics_per_job", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -328,7 +437,13 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if ((v = spw_ymap_get(n, "allow_root_jobs")) &&
         spw_ynode_bool(x->d, v, "allow_root_jobs", &dc->allow_root_jobs, err) < 0)
         return -1;
-    if (job_env_key(x, n, err) < 0)
+    if (job_env_key(x, n, err) < 0 || allowed_hosts_key(x, n, err) < 0)
+        return -1;
+    if ((v = spw_ymap_get(n, "metrics_auth")) &&
+        spw_ynode_bool(x->d, v, "metrics_auth", &dc->metrics_auth, err) < 0)
+        return -1;
+    if ((v = spw_ymap_get(n, "metrics_per_job")) &&
+        spw_ynode_bool(x->d, v, "metrics_per_job", &dc->metrics_per_job, err) < 0)
         return -1;
     if ((v = spw_ymap_get(n, "emulated"))) {
         if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)

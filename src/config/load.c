@@ -255,6 +255,9 @@ void spw_config_free(spw_config_t *cfg)
     for (size_t i = 0; i < dc->njob_env; i++)
         free(dc->job_env[i]);
     free(dc->job_env);
+    for (size_t i = 0; i < dc->nallowed_hosts; i++)
+        free(dc->allowed_hosts[i]);
+    free(dc->allowed_hosts);
     free(dc->run_as);
     free(dc->emulated_boot_command);
     free(dc->emulated_hosts_dir);
@@ -287,19 +290,14 @@ void spw_config_free(spw_config_t *cfg)
 
 /* ---- secrets ------------------------------------------------------------- */
 
-/* 0 when path is a regular file no one but its owner may read or write. */
+/* 0 when path is a regular file owned by root or the daemon's user that
+ * no one but its owner may read or write. */
 static int private_file(const char *path, const char *what, spw_error_t *err)
 {
     struct stat sb;
     if (stat(path, &sb) < 0)
         return spw_errorf(err, "%s: cannot check the %s: %s", path, what, strerror(errno));
-    if (!S_ISREG(sb.st_mode))
-        return spw_errorf(err, "%s: the %s is not a regular file", path, what);
-    if (sb.st_mode & (S_IRWXG | S_IRWXO))
-        return spw_errorf(err, "%s: mode %04o lets other users read or change the %s (it holds "
-                               "API tokens); make it private to the daemon's user: chmod 600 %s",
-                          path, (unsigned)(sb.st_mode & 07777), what, path);
-    return 0;
+    return cfg_private_stat(path, what, &sb, err);
 }
 
 int spw_config_check_secrets(const spw_config_t *cfg, spw_error_t *err)

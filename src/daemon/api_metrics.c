@@ -53,6 +53,12 @@ static const char *esc(const char *s, char *buf, size_t len)
     return buf;
 }
 
+void spw_daemon_metrics_conf(const spw_daemon_t *d, int *auth, int *per_job)
+{
+    *auth = d->cfg->daemon.metrics_auth;
+    *per_job = d->cfg->daemon.metrics_per_job;
+}
+
 char *spw_daemon_metrics(spw_daemon_t *d)
 {
     sbuf_t b = {spw_xmalloc(4096), 0, 4096};

@@ -29,6 +29,8 @@ typedef struct spw_daemon spw_daemon_t;
 typedef struct spw_caller {
     const char *team;   /* the token's team; NULL = admin (sees all) */
     int admin;          /* 1: may see and cancel every job, preempt */
+    int metrics;        /* 1: a metrics token: may read /metrics and
+                           nothing else (team is NULL, admin 0) */
     const char *token_name; /* the token's name, for the audit log; NULL
                            when there is no token (open daemon) or it is
                            unknown.  Set for a revoked token too (auth
@@ -122,6 +124,9 @@ int spw_daemon_ready(spw_daemon_t *d, json_t **out, spw_error_t *err);
 
 /* GET /metrics: Prometheus text exposition (caller frees). */
 char *spw_daemon_metrics(spw_daemon_t *d);
+/* daemon.metrics_auth (1: /metrics needs an admin or metrics token) and
+ * daemon.metrics_per_job (1: series naming jobs are included). */
+void spw_daemon_metrics_conf(const spw_daemon_t *d, int *auth, int *per_job);
 
 /* POST /v1/slurm/nodes/{node}/resume and .../suspend (admin only; Slurm's
  * ResumeProgram and SuspendProgram, `spillway slurm resume|suspend`): the
@@ -144,9 +149,13 @@ int spw_daemon_node(spw_daemon_t *d, const spw_caller_t *who, const char *pool,
                     const char *index, int down, json_t **out, spw_error_t *err);
 
 /* Replaces the token table with dc's tokens (a config loaded again on
- * SIGHUP); requests after the call see only the new table.  Audited as
- * `tokens.reload`.  Returns the number of live (not revoked) tokens. */
-size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc);
+ * SIGHUP); requests after the call see only the new table.  A token the
+ * current table marks revoked stays revoked whatever dc says (until a
+ * restart), so a file caught half-rewritten cannot bring one back; their
+ * number goes to *kept_revoked when not NULL.  Audited as `tokens.reload`.
+ * Returns the number of live (not revoked) tokens. */
+size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc,
+                                size_t *kept_revoked);
 
 /* Records one audited action (audit.h) by caller who (NULL = the daemon
  * itself) with the HTTP status answered. */

@@ -37,6 +37,7 @@ static dtokens_t *tokens_copy(const spw_token_t *v, size_t n)
         t->v[i].token = spw_xstrdup(v[i].token);
         t->v[i].team = v[i].team ? spw_xstrdup(v[i].team) : NULL;
         t->v[i].admin = v[i].admin;
+        t->v[i].metrics = v[i].metrics;
         t->v[i].revoked = v[i].revoked;
     }
     return t;
@@ -60,6 +61,7 @@ int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
     out->token_name = t->v[found].name;
     out->team = t->v[found].team;
     out->admin = t->v[found].admin;
+    out->metrics = t->v[found].metrics;
     return t->v[found].revoked ? -1 : 0;
 }
 
@@ -68,18 +70,29 @@ int spw_daemon_auth_required(const spw_daemon_t *d)
     return d->auth_required;
 }
 
-size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc)
+size_t spw_daemon_reload_tokens(spw_daemon_t *d, const spw_daemon_conf_t *dc,
+                                size_t *kept_revoked)
 {
     dtokens_t *t = tokens_copy(dc->tokens, dc->ntokens);
+    size_t kept = 0;
     LOCK(d);  /* one writer at a time; readers do not take it */
+    for (size_t i = 0; i < t->n; i++)
+        for (size_t k = 0; !t->v[i].revoked && d->tokens && k < d->tokens->n; k++)
+            if (d->tokens->v[k].revoked && same_secret(t->v[i].token, d->tokens->v[k].token)) {
+                t->v[i].revoked = 1;
+                kept++;
+            }
     t->older = d->tokens;
     __atomic_store_n(&d->tokens, t, __ATOMIC_RELEASE);
     UNLOCK(d);
     size_t live = 0;
     for (size_t i = 0; i < t->n; i++)
         live += !t->v[i].revoked;
-    char what[64];
-    snprintf(what, sizeof(what), "%zu live, %zu revoked", live, t->n - live);
+    char what[96];
+    snprintf(what, sizeof(what), "%zu live, %zu revoked (%zu kept revoked)", live, t->n - live,
+             kept);
+    if (kept_revoked)
+        *kept_revoked = kept;
     spw_daemon_audit(d, NULL, "tokens.reload", what, 200);
     return live;
 }

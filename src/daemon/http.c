@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,12 +31,23 @@
  * max_body_bytes before the connection is cut. */
 #define HTTP_DISCARD_FACTOR 64
 
-/* One open connection, for the request deadline. */
+/* Sockets MHD may hold beyond max_connections: those cut (evicted or
+ * late) whose thread has not closed them yet. */
+#define HTTP_CUT_SLACK(max) ((max) / 4 + 16)
+
+/* Every response says nosniff and is never framed; JSON and text get a
+ * policy that allows nothing (the dashboard's pages bring their own). */
+#define HTTP_CSP_NONE "default-src 'none'; frame-ancestors 'none'"
+
+/* One open connection, for the request deadline and the connection caps. */
 typedef struct http_conn {
     int fd;                     /* its socket (MHD owns it) */
+    struct in_addr ip;          /* the client's address */
     double deadline;            /* CLOCK_MONOTONIC seconds by which the
                                    request being read must be in; 0 = none
                                    (being answered, or already cut) */
+    int cut;                    /* 1: shut down (late or evicted); MHD
+                                   closes it soon, it no longer counts */
     struct http_conn *prev, *next;
 } http_conn_t;
 
@@ -44,6 +56,11 @@ struct spw_http {
     spw_daemon_t *d;            /* borrowed */
     size_t max_body_bytes;      /* larger uploads are answered 413 */
     double request_timeout_s;   /* see spw_http_opts_t */
+    unsigned max_conn;          /* open connections in all (not cut) */
+    unsigned per_ip;            /* open connections from one address */
+    char **hosts;               /* owned copies of opts->allowed_hosts */
+    size_t nhosts;
+    char hostname[256];         /* this machine's name (gethostname) */
     int port;                   /* bound port */
     pthread_mutex_t mu;         /* guards conns and stop */
     pthread_cond_t wake;        /* wakes the watchdog to stop */
@@ -71,8 +88,12 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ai =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         http_conn_t *c = spw_xcalloc(1, sizeof(*c));
         c->fd = ci ? (int)ci->connect_fd : -1;
+        if (ai && ai->client_addr && ai->client_addr->sa_family == AF_INET)
+            c->ip = ((const struct sockaddr_in *)(const void *)ai->client_addr)->sin_addr;
         c->deadline = mono_s() + h->request_timeout_s;
         pthread_mutex_lock(&h->mu);
         c->next = h->conns;
@@ -96,6 +117,69 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
 }
 
+/* Shuts c down (the lock held): its thread sees the end of the stream and
+ * MHD closes it. */
+static void cut_locked(http_conn_t *c)
+{
+    if (c->fd >= 0)
+        shutdown(c->fd, SHUT_RDWR);
+    c->deadline = 0;
+    c->cut = 1;
+}
+
+/* MHD asks before it takes a connection from addr.  At a cap (from addr,
+ * or in all) the oldest connection still waiting for its request (slow,
+ * or idle between requests) is cut to make room, so that slow clients of
+ * an address cannot lock its other clients out; only when every counted
+ * connection is busy answering is the new one refused. */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    spw_http_t *h = cls;
+    struct in_addr ip = {0};
+    if (addr && len >= sizeof(struct sockaddr_in) && addr->sa_family == AF_INET)
+        ip = ((const struct sockaddr_in *)(const void *)addr)->sin_addr;
+    enum MHD_Result ok = MHD_YES;
+    pthread_mutex_lock(&h->mu);
+    unsigned all = 0, mine = 0;
+    http_conn_t *old_all = NULL, *old_mine = NULL;
+    for (http_conn_t *c = h->conns; c; c = c->next) {
+        if (c->cut)
+            continue;
+        int same = c->ip.s_addr == ip.s_addr;
+        all++;
+        mine += (unsigned)same;
+        if (c->deadline <= 0)
+            continue;  /* being answered */
+        if (!old_all || c->deadline < old_all->deadline)
+            old_all = c;
+        if (same && (!old_mine || c->deadline < old_mine->deadline))
+            old_mine = c;
+    }
+    if (mine >= h->per_ip) {
+        if (old_mine) {
+            cut_locked(old_mine);
+            all--;
+            if (old_all == old_mine)
+                old_all = NULL;
+        } else {
+            ok = MHD_NO;
+        }
+    }
+    if (ok == MHD_YES && all >= h->max_conn) {
+        if (!old_all) {  /* the oldest other one, cut_locked above excluded */
+            for (http_conn_t *c = h->conns; c; c = c->next)
+                if (!c->cut && c->deadline > 0 && (!old_all || c->deadline < old_all->deadline))
+                    old_all = c;
+        }
+        if (old_all)
+            cut_locked(old_all);
+        else
+            ok = MHD_NO;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
 /* Sets the deadline of conn's connection: 0 = none, else now + timeout. */
 static void set_deadline(spw_http_t *h, struct MHD_Connection *conn, int on)
 {
@@ -105,7 +189,8 @@ static void set_deadline(spw_http_t *h, struct MHD_Connection *conn, int on)
     if (!c)
         return;
     pthread_mutex_lock(&h->mu);
-    c->deadline = on ? mono_s() + h->request_timeout_s : 0;
+    if (!c->cut)
+        c->deadline = on ? mono_s() + h->request_timeout_s : 0;
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -118,10 +203,8 @@ static void *watchdog_main(void *arg)
     while (!h->stop) {
         double now = mono_s();
         for (http_conn_t *c = h->conns; c; c = c->next)
-            if (c->deadline > 0 && now > c->deadline && c->fd >= 0) {
-                shutdown(c->fd, SHUT_RDWR);
-                c->deadline = 0;
-            }
+            if (c->deadline > 0 && now > c->deadline)
+                cut_locked(c);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 500000000L;
@@ -243,6 +326,31 @@ static void add_header(struct MHD_Response *resp, const char *name, const char *
         MHD_add_response_header(resp, name, value);
 }
 
+/* 1 when host (a Host header's value) names this daemon: an IP address
+ * (a browser sends one only when the user typed it), localhost, this
+ * machine's name, or a name of daemon.allowed_hosts.  A name a page's own
+ * DNS points here (DNS rebinding) is none of these. */
+static int host_served(const spw_http_t *h, const char *host)
+{
+    if (!host || !*host || host[0] == '[')
+        return 1;  /* HTTP/1.0 without Host, or an IPv6 literal */
+    char name[256];
+    size_t n = strcspn(host, ":");
+    if (n >= sizeof(name))
+        return 0;
+    memcpy(name, host, n);
+    name[n] = '\0';
+    struct in_addr a;
+    if (inet_pton(AF_INET, name, &a) == 1 || strcasecmp(name, "localhost") == 0 ||
+        (n > 10 && strcasecmp(name + n - 10, ".localhost") == 0) ||
+        (h->hostname[0] && strcasecmp(name, h->hostname) == 0))
+        return 1;
+    for (size_t i = 0; i < h->nhosts; i++)
+        if (strcasecmp(h->hosts[i], strchr(h->hosts[i], ':') ? host : name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Routes the gathered request and queues the answer. */
 static enum MHD_Result answer(spw_http_t *h, struct MHD_Connection *conn, http_req_t *r,
                               const char *url, const char *method)
@@ -259,10 +367,16 @@ static enum MHD_Result answer(spw_http_t *h, struct MHD_Connection *conn, http_r
         .query = q.kv,
         .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_AUTHORIZATION),
+        .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_CONTENT_TYPE),
+        .client = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Spillway-Client"),
         .body = r->body,
         .body_len = r->len,
         .body_too_large = r->too_large,
     };
+    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host_served(h, host))
+        req.host_refused = host;
     spw_route_resp_t out;
     spw_route(h->d, &req, &out);
     free(q.kv);
@@ -283,6 +397,9 @@ static enum MHD_Result answer(spw_http_t *h, struct MHD_Connection *conn, http_r
     add_header(resp, MHD_HTTP_HEADER_ALLOW, out.allow);
     add_header(resp, "X-Spillway-Offset", out.offset);
     add_header(resp, "X-Spillway-Job-State", out.job_state);
+    add_header(resp, "X-Content-Type-Options", "nosniff");
+    add_header(resp, "X-Frame-Options", "DENY");
+    add_header(resp, "Content-Security-Policy", out.csp ? out.csp : HTTP_CSP_NONE);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)out.status, resp);
     MHD_destroy_response(resp);
     if (ret == MHD_YES)
@@ -362,6 +479,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- the server --------------------------------------------------------- */
 
+static void free_hosts(spw_http_t *h)
+{
+    for (size_t i = 0; i < h->nhosts; i++)
+        free(h->hosts[i]);
+    free(h->hosts);
+}
+
 spw_http_t *spw_http_start(spw_daemon_t *d, const char *listen_addr, size_t max_body_bytes,
                            spw_error_t *err)
 {
@@ -390,9 +514,13 @@ spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
     h->max_body_bytes = opts->max_body_bytes ? opts->max_body_bytes : (size_t)1 << 20;
     h->request_timeout_s = opts->request_timeout_s > 0 ? opts->request_timeout_s
                                                        : HTTP_REQUEST_TIMEOUT_S;
-    unsigned max_conn = opts->max_connections ? opts->max_connections : HTTP_MAX_CONNECTIONS;
-    unsigned per_ip = opts->max_connections_per_ip ? opts->max_connections_per_ip
-                                                   : HTTP_MAX_PER_IP;
+    h->max_conn = opts->max_connections ? opts->max_connections : HTTP_MAX_CONNECTIONS;
+    h->per_ip = opts->max_connections_per_ip ? opts->max_connections_per_ip : HTTP_MAX_PER_IP;
+    h->hosts = spw_xcalloc(opts->nallowed_hosts + 1, sizeof(char *));
+    for (size_t i = 0; i < opts->nallowed_hosts; i++)
+        h->hosts[h->nhosts++] = spw_xstrdup(opts->allowed_hosts[i]);
+    if (gethostname(h->hostname, sizeof(h->hostname) - 1) < 0)
+        h->hostname[0] = '\0';
     size_t header_bytes = opts->max_header_bytes ? opts->max_header_bytes : HTTP_MAX_HEADER_BYTES;
     /* MHD's idle limit, whole seconds: it also bounds a client that stops
      * reading its answer. */
@@ -400,12 +528,11 @@ spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->wake, NULL);
     h->mhd = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, accept_policy, h,
         on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-        MHD_OPTION_CONNECTION_LIMIT, max_conn,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_CONNECTION_LIMIT, h->max_conn + HTTP_CUT_SLACK(h->max_conn),
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes,
         MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK,
         MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
@@ -413,6 +540,7 @@ spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
         close(fd);
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->mu);
+        free_hosts(h);
         free(h);
         spw_errorf(err, "cannot start the HTTP server on %s", listen_addr);
         return NULL;
@@ -453,5 +581,6 @@ void spw_http_stop(spw_http_t *h)
     }
     pthread_cond_destroy(&h->wake);
     pthread_mutex_destroy(&h->mu);
+    free_hosts(h);
     free(h);
 }

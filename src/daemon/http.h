@@ -32,9 +32,19 @@ typedef struct spw_http_opts {
                                    connection is cut; also the idle limit of
                                    a kept-alive connection; default 30 */
     unsigned max_connections;   /* open connections in all; default 1024 */
-    unsigned max_connections_per_ip; /* from one address; default 64 */
+    unsigned max_connections_per_ip; /* from one address; default 64.  At
+                                   either cap the oldest connection still
+                                   waiting for its request is cut for the
+                                   new one; only when all are being
+                                   answered is the new one refused */
     size_t max_header_bytes;    /* request line and headers; larger: 431
                                    (libmicrohttpd); default 16 KiB */
+    const char *const *allowed_hosts; /* borrowed for the call (copied):
+                                   Host names (NAME, or NAME:PORT to match
+                                   the header whole) served besides IP
+                                   addresses, localhost and the machine's
+                                   name; others get 421 */
+    size_t nallowed_hosts;
 } spw_http_opts_t;
 
 /* spw_http_start with every bound given. */

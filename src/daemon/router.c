@@ -39,13 +39,20 @@ typedef struct call {
 
 typedef void (*handler_f)(call_t *c, spw_route_resp_t *out);
 
+/* Who may call a route. */
+#define ROUTE_TOKEN 0    /* any team or admin token (none when open) */
+#define ROUTE_OPEN 1     /* no token */
+#define ROUTE_METRICS 2  /* /metrics: no token, or with daemon.metrics_auth
+                            an admin or metrics token */
+
 /* One route: a path pattern, a method and what answers it. */
 typedef struct route {
     const char *pattern;             /* path; "*" stands for one id segment
                                         (at most two of them) */
     const char *method;              /* "GET" (HEAD too) or "POST" */
     const char *allow;               /* Allow header for this pattern */
-    int open;                        /* 1: no token needed (healthz, metrics) */
+    int open;                        /* ROUTE_TOKEN, ROUTE_OPEN (healthz, the
+                                        dashboard's files) or ROUTE_METRICS */
     const char *action;              /* audit log action (mutating calls);
                                         NULL = not audited */
     const char *const *params;       /* accepted query keys, NULL-terminated;
@@ -77,6 +84,8 @@ static const char *reason(int status)
     case 405: return "method not allowed";
     case 409: return "conflict";
     case 413: return "request body too large";
+    case 415: return "unsupported media type";
+    case 421: return "misdirected request";
     case 429: return "too many requests";
     case 503: return "service unavailable";
     default: return "internal error";
@@ -313,6 +322,8 @@ static void h_ready(call_t *c, spw_route_resp_t *out)
 
 static void h_metrics(call_t *c, spw_route_resp_t *out)
 {
+    int auth = 0, per_job = 0;
+    spw_daemon_metrics_conf(c->d, &auth, &per_job);
     char *text = spw_daemon_metrics(c->d);
     if (!text) {
         resp_error(out, 503, "the metrics are unavailable");
@@ -320,7 +331,7 @@ static void h_metrics(call_t *c, spw_route_resp_t *out)
     }
     spw_ui_t *ui = spw_daemon_ui(c->d);
     if (ui) {  /* the dashboard sampler's gauges: queue age, GPU telemetry */
-        char *more = spw_ui_metrics(ui);
+        char *more = spw_ui_metrics(ui, per_job);
         size_t n1 = strlen(text), n2 = strlen(more);
         text = spw_xrealloc(text, n1 + n2 + 1);
         memcpy(text + n1, more, n2 + 1);
@@ -344,6 +355,11 @@ static void h_ui_file(call_t *c, spw_route_resp_t *out)
     char *body = spw_xmalloc((size_t)a->len + 1);
     memcpy(body, a->data, (size_t)a->len + 1);
     resp_set(out, 200, a->content_type, body, (size_t)a->len);
+    /* The page's own script and style only; inline style attributes are
+     * the charts' colours; never framed (clickjacking). */
+    out->csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+               "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+               "frame-ancestors 'none'";
 }
 
 /* A JSON view of the dashboard's sampler, as the caller may see it. */
@@ -616,9 +632,9 @@ static const char *const audit_params[] = {"since", "team", "limit", NULL};
 #define ALLOW_POST "POST"
 
 static const route_t routes[] = {
-    {"/healthz", "GET", ALLOW_GET, 1, NULL, NULL, h_health},
-    {"/readyz", "GET", ALLOW_GET, 1, NULL, NULL, h_ready},
-    {"/metrics", "GET", ALLOW_GET, 1, NULL, NULL, h_metrics},
+    {"/healthz", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_health},
+    {"/readyz", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ready},
+    {"/metrics", "GET", ALLOW_GET, ROUTE_METRICS, NULL, NULL, h_metrics},
     {"/v1/jobs", "GET", "GET, HEAD, POST", 0, NULL, list_params, h_list},
     {"/v1/jobs", "POST", "GET, HEAD, POST", 0, "submit", no_params, h_submit},
     {"/v1/jobs/*", "GET", ALLOW_GET, 0, NULL, no_params, h_job},
@@ -634,9 +650,9 @@ static const route_t routes[] = {
     {"/v1/slurm/nodes/*/resume", "POST", ALLOW_POST, 0, "slurm.resume", no_params, h_slurm_resume},
     {"/v1/slurm/nodes/*/suspend", "POST", ALLOW_POST, 0, "slurm.suspend", no_params,
      h_slurm_suspend},
-    {"/ui", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
-    {"/ui/", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
-    {"/ui/*", "GET", ALLOW_GET, 1, NULL, NULL, h_ui_file},
+    {"/ui", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
+    {"/ui/", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
+    {"/ui/*", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
     {"/v1/ui/series", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_series},
     {"/v1/ui/telemetry", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_telemetry},
 };
@@ -669,6 +685,44 @@ static const route_t *find_route(call_t *c, spw_route_resp_t *out)
     return NULL;
 }
 
+/* 1 when a media type (a Content-Type value) is application/json or
+ * application/yaml, parameters aside: types a page on another origin cannot
+ * send without the browser asking first (CORS preflight). */
+static int api_media_type(const char *ct)
+{
+    if (!ct)
+        return 0;
+    ct += strspn(ct, " \t");
+    size_t n = strcspn(ct, " \t;");
+    return (n == 16 && strncasecmp(ct, "application/json", n) == 0) ||
+           (n == 16 && strncasecmp(ct, "application/yaml", n) == 0);
+}
+
+/* 421 for a Host the daemon does not serve (DNS rebinding): 0, or -1 with
+ * out filled. */
+static int host_ok(const spw_route_req_t *req, spw_route_resp_t *out)
+{
+    if (!req->host_refused)
+        return 0;
+    resp_error(out, 421, "the Host header '%.100s' is not a name this daemon serves; use its "
+                         "address, or add the name to daemon.allowed_hosts", req->host_refused);
+    return -1;
+}
+
+/* 415 for a mutating call a browser could send from another origin without
+ * asking first: 0, or -1 with out filled. */
+static int forgery_ok(const spw_route_req_t *req, spw_route_resp_t *out)
+{
+    const char *m = req->method ? req->method : "";
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || api_media_type(req->content_type) ||
+        (req->client && *req->client))
+        return 0;
+    resp_error(out, 415, "a %.10s needs 'Content-Type: application/json' (or application/yaml) "
+                         "or an 'X-Spillway-Client' header; a page on another site cannot send "
+                         "these, so forged requests are refused", m);
+    return -1;
+}
+
 void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *out)
 {
     call_t c;
@@ -676,13 +730,29 @@ void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *ou
     memset(out, 0, sizeof(*out));
     c.d = d;
     c.req = req;
+    if (host_ok(req, out) < 0)
+        return;
     const route_t *r = find_route(&c, out);
     if (!r)
         return;
+    if (forgery_ok(req, out) < 0)
+        goto audit;
     if (c.id_ok && c.id[0])
         snprintf(c.target, sizeof(c.target), "%s%s%s", c.id, c.id2[0] ? "/" : "", c.id2);
-    if (!r->open && authenticate(&c, out) < 0)
+    int auth = 0, per_job = 0;
+    if (r->open == ROUTE_METRICS)
+        spw_daemon_metrics_conf(d, &auth, &per_job);
+    if ((r->open == ROUTE_TOKEN || auth) && authenticate(&c, out) < 0)
         goto audit;
+    if (r->open == ROUTE_TOKEN && c.who.metrics) {
+        resp_error(out, 403, "a metrics token may read /metrics only");
+        goto audit;
+    }
+    if (auth && !c.who.admin && !c.who.metrics) {
+        resp_error(out, 403, "/metrics needs an admin token or a metrics token "
+                             "(daemon.metrics_auth is on)");
+        goto audit;
+    }
     if (req->body_too_large) {
         resp_error(out, 413, "the request body is larger than daemon.max_body_bytes");
         goto audit;

@@ -35,6 +35,12 @@ typedef struct spw_route_req {
                                     NULL for "?key" without '='; the whole
                                     array may be NULL when there is none */
     const char *authorization;   /* the Authorization header's value, or NULL */
+    const char *content_type;    /* the Content-Type header's value, or NULL */
+    const char *client;          /* the X-Spillway-Client header's value, or
+                                    NULL (the CLI sends it) */
+    const char *host_refused;    /* the Host header's value when it names no
+                                    host the daemon serves (http.c decides),
+                                    else NULL */
     const char *body;            /* the upload, not NUL-terminated; may be
                                     NULL when body_len is 0 */
     size_t body_len;             /* bytes at body */
@@ -55,6 +61,9 @@ typedef struct spw_route_resp {
     const char *allow;           /* static Allow value (on 405), or NULL */
     char offset[24];             /* X-Spillway-Offset value (logs), or "" */
     const char *job_state;       /* static X-Spillway-Job-State (logs), or NULL */
+    const char *csp;             /* static Content-Security-Policy of a
+                                    dashboard page, or NULL (http.c then
+                                    sends one that allows nothing) */
 } spw_route_resp_t;
 
 /* Answers one request against d, filling *out (which need not be
@@ -62,8 +71,13 @@ typedef struct spw_route_resp {
  * problem becomes an HTTP error response.  Thread-safe as the daemon API
  * is; blocks while a submit commits.
  *
- * Order of checks: unknown path 404, wrong method 405, then (except for
- * /healthz and /metrics) the bearer token 401, then an oversized body 413,
+ * Order of checks: a Host the daemon does not serve 421, a mutating call
+ * (not GET or HEAD) without an application/json or application/yaml
+ * Content-Type or an X-Spillway-Client header 415, unknown path 404, wrong
+ * method 405, then (except for /healthz, the dashboard's files, and
+ * /metrics unless daemon.metrics_auth) the bearer token 401, a metrics
+ * token anywhere but /metrics or a team token on /metrics 403, then an
+ * oversized body 413,
  * then unknown or malformed query parameters 400, then the daemon.  The
  * token is never copied into the response.  Every answer to a mutating
  * call (submit, cancel, preempt, node down/up), refusals included, is

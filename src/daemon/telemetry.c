@@ -393,37 +393,62 @@ static __attribute__((format(printf, 3, 4))) void put(char **buf, size_t *len, c
     *len += (size_t)n;
 }
 
-char *spw_telemetry_metrics(spw_telemetry_t *t)
+char *spw_telemetry_metrics(spw_telemetry_t *t, int per_job)
 {
     char *b = spw_xstrdup("");
     size_t n = 0;
     pthread_mutex_lock(&t->mu);
     if (t->ngpus) {
-        put(&b, &n, "# HELP spillway_gpu_utilization_percent GPU utilisation from nvidia-smi, by GPU and the job holding it.\n"
-                    "# TYPE spillway_gpu_utilization_percent gauge\n");
+        put(&b, &n, "# HELP spillway_gpu_utilization_percent GPU utilisation from nvidia-smi, by GPU%s.\n"
+                    "# TYPE spillway_gpu_utilization_percent gauge\n",
+            per_job ? " and the job holding it" : "");
         for (size_t i = 0; i < t->ngpus; i++) {
             const tjob_t *j = job_of(t, t->gpus[i].index);
-            put(&b, &n, "spillway_gpu_utilization_percent{gpu=\"%d\",job=\"%s\"} %.1f\n",
-                t->gpus[i].index, j ? j->id : "", t->gpus[i].util_pct);
+            if (per_job)
+                put(&b, &n, "spillway_gpu_utilization_percent{gpu=\"%d\",job=\"%s\"} %.1f\n",
+                    t->gpus[i].index, j ? j->id : "", t->gpus[i].util_pct);
+            else
+                put(&b, &n, "spillway_gpu_utilization_percent{gpu=\"%d\"} %.1f\n",
+                    t->gpus[i].index, t->gpus[i].util_pct);
         }
-        put(&b, &n, "# HELP spillway_gpu_memory_used_bytes GPU memory in use, by GPU and the job holding it.\n"
-                    "# TYPE spillway_gpu_memory_used_bytes gauge\n");
+        put(&b, &n, "# HELP spillway_gpu_memory_used_bytes GPU memory in use, by GPU%s.\n"
+                    "# TYPE spillway_gpu_memory_used_bytes gauge\n",
+            per_job ? " and the job holding it" : "");
         for (size_t i = 0; i < t->ngpus; i++) {
             const tjob_t *j = job_of(t, t->gpus[i].index);
-            put(&b, &n, "spillway_gpu_memory_used_bytes{gpu=\"%d\",job=\"%s\"} %.0f\n",
-                t->gpus[i].index, j ? j->id : "", t->gpus[i].mem_used_mib * 1048576.0);
+            if (per_job)
+                put(&b, &n, "spillway_gpu_memory_used_bytes{gpu=\"%d\",job=\"%s\"} %.0f\n",
+                    t->gpus[i].index, j ? j->id : "", t->gpus[i].mem_used_mib * 1048576.0);
+            else
+                put(&b, &n, "spillway_gpu_memory_used_bytes{gpu=\"%d\"} %.0f\n",
+                    t->gpus[i].index, t->gpus[i].mem_used_mib * 1048576.0);
         }
         put(&b, &n, "# HELP spillway_gpu_memory_total_bytes GPU memory, by GPU.\n"
                     "# TYPE spillway_gpu_memory_total_bytes gauge\n");
         for (size_t i = 0; i < t->ngpus; i++)
             put(&b, &n, "spillway_gpu_memory_total_bytes{gpu=\"%d\"} %.0f\n", t->gpus[i].index,
                 t->gpus[i].mem_total_mib * 1048576.0);
-        put(&b, &n, "# HELP spillway_job_gpu_idle 1 for a running job whose GPUs stayed under daemon.idle_gpu.threshold_pct for window_s.\n"
-                    "# TYPE spillway_job_gpu_idle gauge\n");
-        for (size_t k = 0; k < t->njobs; k++)
-            if (t->jobs[k].measured)
-                put(&b, &n, "spillway_job_gpu_idle{job=\"%s\",team=\"%s\"} %d\n", t->jobs[k].id,
-                    t->jobs[k].team, t->jobs[k].idle);
+        put(&b, &n, "# HELP spillway_jobs_gpu_idle Running jobs of a team flagged for idle GPUs (daemon.idle_gpu).\n"
+                    "# TYPE spillway_jobs_gpu_idle gauge\n");
+        for (size_t k = 0; k < t->njobs; k++) {
+            size_t first = 0, idle = 0;
+            while (strcmp(t->jobs[first].team, t->jobs[k].team) != 0)
+                first++;
+            if (first < k || !t->jobs[k].measured)
+                continue;  /* each team once, at its first measured job */
+            for (size_t m = k; m < t->njobs; m++)
+                idle += t->jobs[m].measured && t->jobs[m].idle &&
+                        strcmp(t->jobs[m].team, t->jobs[k].team) == 0;
+            put(&b, &n, "spillway_jobs_gpu_idle{team=\"%s\"} %zu\n", t->jobs[k].team, idle);
+        }
+        if (per_job) {
+            put(&b, &n, "# HELP spillway_job_gpu_idle 1 for a running job whose GPUs stayed under daemon.idle_gpu.threshold_pct for window_s.\n"
+                        "# TYPE spillway_job_gpu_idle gauge\n");
+            for (size_t k = 0; k < t->njobs; k++)
+                if (t->jobs[k].measured)
+                    put(&b, &n, "spillway_job_gpu_idle{job=\"%s\",team=\"%s\"} %d\n",
+                        t->jobs[k].id, t->jobs[k].team, t->jobs[k].idle);
+        }
     }
     if (t->have)
         put(&b, &n, "# HELP spillway_idle_gpu_jobs_flagged_total Jobs flagged for idle GPUs by this daemon process.\n"

@@ -54,7 +54,9 @@ void spw_telemetry_poll(spw_telemetry_t *t, double now_ts);
  * A team caller sees its own jobs and their GPUs, and the GPUs of no job. */
 json_t *spw_telemetry_json(spw_telemetry_t *t, const struct spw_caller *who);
 
-/* Prometheus text of the last sample (caller frees; "" before any). */
-char *spw_telemetry_metrics(spw_telemetry_t *t);
+/* Prometheus text of the last sample (caller frees; "" before any): per
+ * GPU and per team; with per_job also the series that name jobs (their ids
+ * and teams, which other teams cannot see through the API). */
+char *spw_telemetry_metrics(spw_telemetry_t *t, int per_job);
 
 #endif

@@ -304,7 +304,7 @@ json_t *spw_ui_telemetry(spw_ui_t *u, const spw_caller_t *who)
     return spw_telemetry_json(u->tel, who);
 }
 
-char *spw_ui_metrics(spw_ui_t *u)
+char *spw_ui_metrics(spw_ui_t *u, int per_job)
 {
     pthread_mutex_lock(&u->mu);
     double wait_s = u->oldest_wait_s, idle_usd = u->idle_usd_per_h;
@@ -324,7 +324,7 @@ char *spw_ui_metrics(spw_ui_t *u)
                  "# TYPE spillway_cloud_idle_usd_per_hour gauge\n"
                  "spillway_cloud_idle_usd_per_hour %.6f\n",
                  wait_s, idle, idle_usd);
-    char *tel = spw_telemetry_metrics(u->tel);
+    char *tel = spw_telemetry_metrics(u->tel, per_job);
     size_t n1 = strlen(head), n2 = strlen(tel);
     char *out = spw_xmalloc(n1 + n2 + 1);
     memcpy(out, head, n1);

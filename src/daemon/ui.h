@@ -64,8 +64,8 @@ json_t *spw_ui_series(spw_ui_t *u, const struct spw_caller *who);
 json_t *spw_ui_telemetry(spw_ui_t *u, const struct spw_caller *who);
 
 /* Prometheus text for the sampler's own metrics (queue age, GPU
- * utilisation and memory, idle jobs), appended to /metrics.  Caller frees;
- * "" when there is nothing. */
-char *spw_ui_metrics(spw_ui_t *u);
+ * utilisation and memory, idle jobs), appended to /metrics; per_job as
+ * spw_telemetry_metrics.  Caller frees; "" when there is nothing. */
+char *spw_ui_metrics(spw_ui_t *u, int per_job);
 
 #endif

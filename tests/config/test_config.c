@@ -1015,7 +1015,40 @@ static void test_tokens(void)
        "a tokens file its group can read: refused (%s)", err.text);
     chmod(tokpath, 0600);
     spw_config_free(&c);
+    if (geteuid() == 0) {
+        /* owned by another user, who could change the tokens: refused
+         * when read (start, SIGHUP) and by the secrets check */
+        ok(chown(tokpath, 12345, (gid_t)-1) == 0, "the tokens file given to uid 12345");
+        is(spw_config_load(&c, cfgpath, &err), -1, "a tokens file owned by another user: refused");
+        ok(strstr(err.text, "uid 12345") && strstr(err.text, "chown"), "%s", err.text);
+        ok(chown(tokpath, 0, (gid_t)-1) == 0, "given back to root");
+    } else {
+        ok(1, "# SKIP the owner check needs root");
+        ok(1, "# SKIP");
+        ok(1, "# SKIP");
+        ok(1, "# SKIP");
+    }
 
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  metrics_auth: true\n  metrics_per_job: true\n"
+                "  allowed_hosts: [spillway.example.com, 'proxy.example.com:443']\n"
+                "  tokens:\n    - {token: pppppppppppppppppp, metrics: true}\n", "/tmp", &err),
+       0, "metrics_auth, metrics_per_job, allowed_hosts and a metrics token: %s", err.text);
+    ok(c.daemon.metrics_auth && c.daemon.metrics_per_job && c.daemon.nallowed_hosts == 2 &&
+           strcmp(c.daemon.allowed_hosts[1], "proxy.example.com:443") == 0 &&
+           c.daemon.tokens[0].metrics && !c.daemon.tokens[0].team && !c.daemon.tokens[0].admin &&
+           strcmp(c.daemon.tokens[0].name, "metrics-1") == 0,
+       "they are read; an unnamed metrics token is metrics-1");
+    spw_config_free(&c);
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  tokens:\n    - {token: pppppppppppppppppp, team: ml, metrics: true}\n",
+            "/tmp", &err),
+       -1, "a token with both team and metrics: error");
+    ok(strstr(err.text, "exactly one of") != NULL, "%s", err.text);
+    is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
+                "daemon:\n  allowed_hosts: ['evil host']\n", "/tmp", &err),
+       -1, "an allowed_hosts entry that is no host name: error");
+    ok(strstr(err.text, "allowed_hosts") != NULL, "%s", err.text);
     is(load(&c, "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\n"
                 "daemon:\n  tokens:\n    - {name: x, team: ml, token: aaaaaaaaaaaaaaaaaa}\n"
                 "    - {name: x, team: cv, token: bbbbbbbbbbbbbbbbbb}\n", "/tmp", &err),

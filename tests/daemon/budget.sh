@@ -47,7 +47,7 @@ race() {
         # shellcheck disable=SC2059
         printf "$JOB" "$i" >"$T/job.$i.json"
         curl -s -m 10 -o "$T/sub.$i" -w '%{http_code}' -H "Authorization: Bearer $ML_TOKEN" \
-            --data-binary "@$T/job.$i.json" "$URL/v1/jobs" >"$T/code.$i" &
+            -H "Content-Type: application/json" --data-binary "@$T/job.$i.json" "$URL/v1/jobs" >"$T/code.$i" &
         rc_pids="$rc_pids $!"
     done
     # shellcheck disable=SC2086

@@ -92,7 +92,7 @@ pids=
 for i in $(seq 1 10); do
     printf '{"run": ["sleep", "2"], "gpus": 1, "name": "c-%s"}' "$i" >"$T/c.$i.json"
     curl -s -m 10 -o "$T/c.$i.out" -w '%{http_code}' -H "Authorization: Bearer $CV_TOKEN" \
-        --data-binary "@$T/c.$i.json" "$URL/v1/jobs" >"$T/c.$i.code" &
+        -H "Content-Type: application/json" --data-binary "@$T/c.$i.json" "$URL/v1/jobs" >"$T/c.$i.code" &
     pids="$pids $!"
 done
 # shellcheck disable=SC2086

@@ -210,7 +210,7 @@ ok $? "one job holds both GPUs, another waits"
 dd if=/dev/zero of="$SMALL/fill" bs=64k 2>/dev/null
 full_503() {
     code=$(curl -s -m 5 -o "$T/full.body" -w '%{http_code}' -H "Authorization: Bearer $ML_TOKEN" \
-        --data-binary '{"run": ["true"], "gpus": 1}' "$URL/v1/jobs")
+        -H "Content-Type: application/json" --data-binary '{"run": ["true"], "gpus": 1}' "$URL/v1/jobs")
     [ "$code" = 503 ]
 }
 wait_until 10 full_503

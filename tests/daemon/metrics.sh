@@ -2,16 +2,22 @@
 # metrics.sh: GET /metrics of a live daemon passes `promtool check metrics`
 # and has the documented series (jobs, pool GPUs, the decision histogram,
 # spend, emulated cloud instances); then a real Prometheus scrapes it and
-# its spillway_queue_length matches the daemon's queue.
+# its spillway_queue_length matches the daemon's queue.  The daemon runs
+# with daemon.metrics_auth: /metrics answers 401 without a token and 403 to
+# a team token; Prometheus scrapes it with a metrics token (which reads
+# nothing else).  No series names a job (metrics_per_job is off).
 #
 # Under `wait: runtime:1` a job waits for on-prem up to once its estimated
 # runtime: a 2-GPU job fills the node, a 1-GPU job estimated at 1 s bursts
 # to the emulated cloud, and a 2-GPU job estimated at 1 h stays queued.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 16
+plan 19
 
+PROM_TOKEN=prom-scrape-token-5c1e2a9b
 mkconfig "$T/serve.yaml" 2 runtime:1
+printf '    - {name: prometheus, token: %s, metrics: true}\n  metrics_auth: true\n' \
+    "$PROM_TOKEN" >>"$T/serve.yaml"
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts (1 node x 2 slots, wait runtime:1)"
 
@@ -23,9 +29,22 @@ wait_for "$hog" running 5 && wait_until 8 cloud_running && [ "$(state_of "$q" cv
 ok $? "one job runs on-prem, one on the emulated cloud, one is queued" ||
     diag "$hog $(state_of "$hog"), $cl $(state_of "$cl"), $q $(state_of "$q" cv)"
 
-curl -s -m 5 -o "$T/metrics.txt" -w '%{http_code} %{content_type}' "$URL/metrics" >"$T/mcode"
+http GET /metrics none
+c1=$code
+http GET /metrics ml
+[ "$c1" = 401 ] && [ "$code" = 403 ]
+ok $? "metrics_auth: GET /metrics without a token is 401, with a team token 403 ($c1, $code)"
+printf '%s\n' "$PROM_TOKEN" >"$T/prom.tok"
+chmod 600 "$T/prom.tok"
+curl -s -m 5 -o "$T/metrics.txt" -w '%{http_code} %{content_type}' \
+    -H "Authorization: Bearer $PROM_TOKEN" "$URL/metrics" >"$T/mcode"
 grep -q '^200 text/plain' "$T/mcode"
-ok $? "GET /metrics needs no token: 200, text/plain ($(cat "$T/mcode"))"
+ok $? "GET /metrics with the metrics token: 200, text/plain ($(cat "$T/mcode"))"
+spw "$PROM_TOKEN" queue >"$T/out" 2>"$T/err"
+[ $? -ne 0 ] && contains "$T/err" "403"
+ok $? "the metrics token reads nothing else (queue: 403)" || diag "$(cat "$T/err")"
+! grep -q -e "$hog" -e "$cl" -e "$q" "$T/metrics.txt"
+ok $? "no series names a job id (metrics_per_job is off by default)"
 
 # missing WHAT: a skip on a developer's machine, a failure in CI, where
 # scripts/deps.sh installs prometheus (and promtool) for the tests.
@@ -78,6 +97,9 @@ global:
 scrape_configs:
   - job_name: spillway
     scrape_interval: 1s
+    authorization:
+      type: Bearer
+      credentials_file: $T/prom.tok
     static_configs:
       - targets: ['127.0.0.1:$dport']
 EOF

@@ -26,7 +26,7 @@ echo "$URL" >"$T/url"
         url=$(cat "$T/url")
         rm -f "$T/sub.body"
         code=$(curl -s -m 5 -o "$T/sub.body" -w '%{http_code}' -H "Authorization: Bearer $ML_TOKEN" \
-            --data-binary "{\"run\": [\"true\"], \"gpus\": 1, \"name\": \"n-$n\"}" "$url/v1/jobs")
+            -H "Content-Type: application/json" --data-binary "{\"run\": [\"true\"], \"gpus\": 1, \"name\": \"n-$n\"}" "$url/v1/jobs")
         id=$(sed -n 's/.*"id": *"\([^"]*\)".*/\1/p' "$T/sub.body" 2>/dev/null)
         if [ "$code" = 201 ] && [ -n "$id" ]; then
             echo "$id" >>"$T/acked"

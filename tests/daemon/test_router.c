@@ -60,6 +60,11 @@ static spw_daemon_t *make_daemon(spw_config_t *cfg, const char *sub, const char 
     return d;
 }
 
+/* Headers of the requests req_full sends: what the CLI sends by default. */
+static const char *req_client = "test";
+static const char *req_ctype;
+static const char *req_host_refused;
+
 /* Sends one request to D: target is PATH[?k=v&k2=v2] (no decoding).
  * Fills R and J; returns the status. */
 static int req_full(const char *method, const char *target, const char *auth,
@@ -89,6 +94,7 @@ static int req_full(const char *method, const char *target, const char *auth,
     spw_route_req_t rq = {
         .method = method, .path = path, .query = kv, .authorization = auth,
         .body = body, .body_len = body ? strlen(body) : 0, .body_too_large = too_large,
+        .client = req_client, .content_type = req_ctype, .host_refused = req_host_refused,
     };
     spw_route_resp_clear(&R);
     json_decref(J);
@@ -183,6 +189,71 @@ static void test_auth(void)
        "scheme in any case, spaces around the token");
     is(req("GET", "/v1/pools", "Bearer " SECRET " extra", NULL), 401, "two words after Bearer: 401");
     ok(!strstr(R.body, SECRET), "the token is not echoed in the 401");
+}
+
+/* Checks that d was made (what) and makes it the daemon requests go to;
+ * returns the one it replaces (NULL when d is NULL). */
+static spw_daemon_t *swap_daemon(spw_daemon_t *d, const char *what)
+{
+    ok(d != NULL, "%s", what);
+    if (!d)
+        return NULL;
+    spw_daemon_t *keep = D;
+    D = d;
+    return keep;
+}
+
+static void test_forgery(void)
+{
+    static const char body[] = "{\"run\": [\"true\"], \"gpus\": 1}";
+    req_client = NULL;
+    is(req("POST", "/v1/jobs", ML, body), 415, "a submit with no Content-Type: 415");
+    ok(strstr(msg(), "application/json") && strstr(msg(), "X-Spillway-Client"),
+       "the 415 says what to send: %s", msg());
+    req_ctype = "text/plain";
+    is(req("POST", "/v1/jobs", ML, body), 415, "a text/plain submit (what a form can send): 415");
+    req_ctype = "application/x-www-form-urlencoded";
+    is(req("POST", "/v1/jobs/j-000001/cancel", ML, NULL), 415, "a form-encoded cancel: 415");
+    req_ctype = "Application/JSON; charset=utf-8";
+    ok(strncmp(submit(ML, body), "j-", 2) == 0, "application/json (any case, parameters): 201");
+    req_ctype = "application/yaml";
+    ok(strncmp(submit(ML, "run: [true]\ngpus: 1\n"), "j-", 2) == 0, "application/yaml: 201");
+    req_ctype = NULL;
+    is(req("GET", "/v1/jobs", ML, NULL), 200, "a GET needs neither");
+    req_client = "test";
+    ok(strncmp(submit(ML, body), "j-", 2) == 0, "X-Spillway-Client alone (the CLI): 201");
+    req_host_refused = "rebound.example:8470";
+    is(req("GET", "/v1/jobs", ML, NULL), 421, "a Host http.c refused: 421");
+    ok(strstr(msg(), "rebound.example:8470") != NULL, "the 421 names the Host: %s", msg());
+    is(req("GET", "/healthz", NULL, NULL), 421, "... on the open paths too");
+    req_host_refused = NULL;
+}
+
+static void test_metrics_auth(void)
+{
+    spw_config_t cfg;
+    spw_daemon_t *d = make_daemon(&cfg, "metrics", "",
+                                  "  metrics_auth: true\n"
+                                  "  tokens:\n"
+                                  "    - {token: ml-token-0123456789abcdef, team: ml}\n"
+                                  "    - {token: prom-token-0123456789abcdef, metrics: true}\n"
+                                  "    - {token: admin-token-0123456789abcdef, admin: true}\n");
+    spw_daemon_t *keep = swap_daemon(d, "a daemon with metrics_auth and a metrics token");
+    if (!d)
+        return;
+    is(req("GET", "/metrics", NULL, NULL), 401, "metrics_auth: /metrics without a token: 401");
+    is(req("GET", "/metrics", ML, NULL), 403, "... with a team token: 403");
+    is(req("GET", "/metrics", "Bearer prom-token-0123456789abcdef", NULL), 200,
+       "... with the metrics token: 200");
+    is(req("GET", "/metrics", ADMIN, NULL), 200, "... with an admin token: 200");
+    is(req("GET", "/v1/jobs", "Bearer prom-token-0123456789abcdef", NULL), 403,
+       "the metrics token reads nothing else (403)");
+    is(req("POST", "/v1/jobs", "Bearer prom-token-0123456789abcdef", "{}"), 403,
+       "... and submits nothing");
+    is(req("GET", "/healthz", NULL, NULL), 200, "/healthz stays open");
+    D = keep;
+    spw_daemon_destroy(d);
+    spw_config_free(&cfg);
 }
 
 static void test_paths(void)
@@ -437,11 +508,9 @@ static void test_open_daemon(void)
 {
     spw_config_t cfg;
     spw_daemon_t *d = make_daemon(&cfg, "open", "cloud:\n  price_usd_per_gpu_h: 2.5\n", "");
-    ok(d != NULL, "a daemon with no tokens and a cloud");
+    spw_daemon_t *keep = swap_daemon(d, "a daemon with no tokens and a cloud");
     if (!d)
         return;
-    spw_daemon_t *keep = D;
-    D = d;
     is(req("GET", "/v1/jobs", NULL, NULL), 200, "no tokens: no header needed");
     is(req("GET", "/v1/jobs", "Bearer whatever-whatever", NULL), 200, "and any header is fine");
     is(req("POST", "/v1/admin/instances/emu-i-000009/preempt", NULL, NULL), 404,
@@ -541,7 +610,7 @@ static void *client_main(void *arg)
     static const char body[] = "{\"run\": [\"true\"], \"gpus\": 1}";
     char req[512], buf[4096];
     snprintf(req, sizeof(req),
-             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n"
+             "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\nAuthorization: %s\r\n"
              "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
              ML, strlen(body), body);
     int fd = connect_to(c->port);
@@ -567,22 +636,22 @@ static void test_http(void)
     int port = spw_http_port(h);
     ok(port > 0, "bound port %d", port);
 
-    is(http_once(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", buf,
+    is(http_once(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\nConnection: close\r\n\r\n", buf,
                  sizeof(buf)), 200, "GET /healthz over HTTP");
     ok(strcasestr(buf, "Content-Type: application/json") != NULL, "JSON content type");
-    is(http_once(port, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf)), 401,
+    is(http_once(port, "GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\n\r\n", buf, sizeof(buf)), 401,
        "no token over HTTP: 401");
     ok(strcasestr(buf, "WWW-Authenticate: Bearer") != NULL, "with WWW-Authenticate");
-    is(http_once(port, "DELETE /v1/pools HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf)), 405,
+    is(http_once(port, "DELETE /v1/pools HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\n\r\n", buf, sizeof(buf)), 405,
        "wrong method over HTTP: 405");
     ok(strcasestr(buf, "Allow: GET, HEAD") != NULL, "with Allow");
-    is(http_once(port, "GET /v1/jobs?state=queued&limit=1 HTTP/1.1\r\nHost: x\r\n"
+    is(http_once(port, "GET /v1/jobs?state=queued&limit=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\n"
                        "Authorization: " ADMIN "\r\n\r\n", buf, sizeof(buf)), 200,
        "query parameters reach the router");
-    is(http_once(port, "GET /v1/jobs?limit=0 HTTP/1.1\r\nHost: x\r\n"
+    is(http_once(port, "GET /v1/jobs?limit=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\n"
                        "Authorization: " ADMIN "\r\n\r\n", buf, sizeof(buf)), 400,
        "and are validated");
-    is(http_once(port, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: " ML "\r\n"
+    is(http_once(port, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\nAuthorization: " ML "\r\n"
                        "Content-Length: 1000000\r\n\r\n{", buf, sizeof(buf)), 413,
        "Content-Length over the limit: 413 before the body is sent");
 
@@ -591,7 +660,7 @@ static void test_http(void)
     memset(big, 'x', sizeof(big));
     int fd = connect_to(port);
     char head[512];
-    snprintf(head, sizeof(head), "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n"
+    snprintf(head, sizeof(head), "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\nAuthorization: %s\r\n"
              "Transfer-Encoding: chunked\r\n\r\n%zx\r\n", ML, sizeof(big));
     int sent = fd >= 0 && send_all(fd, head, strlen(head)) == 0
                && send_all(fd, big, sizeof(big)) == 0 && send_all(fd, "\r\n0\r\n\r\n", 7) == 0;
@@ -602,7 +671,7 @@ static void test_http(void)
     /* Logs headers. */
     const char *id = submit(ML, "run: [true]\ngpus: 1\n");
     char rq[512];
-    snprintf(rq, sizeof(rq), "GET /v1/jobs/%s/logs HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n\r\n",
+    snprintf(rq, sizeof(rq), "GET /v1/jobs/%s/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Spillway-Client: test\r\nAuthorization: %s\r\n\r\n",
              id, ML);
     is(http_once(port, rq, buf, sizeof(buf)), 200, "logs over HTTP");
     ok(strcasestr(buf, "X-Spillway-Offset: 0") && strcasestr(buf, "X-Spillway-Job-State: queued"),
@@ -622,10 +691,27 @@ static void test_http(void)
     }
     is(created, 8 * CLIENT_SUBMITS, "8 keep-alive clients: every submit got 201");
 
-    is(http_once(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf)), 200,
-       "metrics over HTTP");
+    is(http_once(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", buf, sizeof(buf)),
+       200, "metrics over HTTP");
     ok(strstr(buf, "spillway_http_requests_total{code=\"4") != NULL,
        "requests are counted by status");
+    ok(strcasestr(buf, "\r\nX-Content-Type-Options: nosniff\r\n") &&
+       strcasestr(buf, "\r\nX-Frame-Options: DENY\r\n") &&
+       strcasestr(buf, "\r\nContent-Security-Policy: default-src 'none'"),
+       "every answer says nosniff, X-Frame-Options: DENY and a CSP allowing nothing");
+    is(http_once(port, "GET /ui/ HTTP/1.1\r\nHost: localhost\r\n\r\n", buf, sizeof(buf)), 200,
+       "the dashboard with Host: localhost");
+    ok(strcasestr(buf, "\r\nContent-Security-Policy: default-src 'none'; script-src 'self'") &&
+       strcasestr(buf, "frame-ancestors 'none'") && strcasestr(buf, "X-Frame-Options: DENY"),
+       "the dashboard's page has its own CSP (its scripts only, never framed)");
+    is(http_once(port, "GET /healthz HTTP/1.1\r\nHost: evil.example:8470\r\n\r\n", buf,
+                 sizeof(buf)), 421, "a Host the daemon does not serve (DNS rebinding): 421");
+    ok(strstr(buf, "daemon.allowed_hosts") != NULL, "... naming daemon.allowed_hosts");
+    is(http_once(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n", buf, sizeof(buf)),
+       200, "an IP address as Host is served");
+    is(http_once(port, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: " ML "\r\n"
+                       "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", buf,
+                 sizeof(buf)), 415, "a text/plain submit (a form on another site) over HTTP: 415");
 
     char where[64];
     snprintf(where, sizeof(where), "127.0.0.1:%d", port);
@@ -666,6 +752,8 @@ int main(void)
     if (D) {
         test_open_endpoints();
         test_auth();
+        test_forgery();
+        test_metrics_auth();
         test_paths();
         test_submit_errors();
         test_submit_and_get();

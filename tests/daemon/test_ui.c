@@ -106,7 +106,7 @@ int main(void)
        strcmp(json_string_value(json_object_get(json_array_get(t, 0), "team")), "ml") == 0,
        "a team sees its own team's row only");
     json_decref(s);
-    char *m = spw_ui_metrics(u);
+    char *m = spw_ui_metrics(u, 1);
     ok(strstr(m, "spillway_queue_oldest_wait_seconds 0.000\n") &&
        strstr(m, "spillway_cloud_instances_idle 0\n"), "the sampler's metrics");
     free(m);

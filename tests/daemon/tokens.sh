@@ -4,13 +4,16 @@
 # chmod line); tokens have names, several per team, from the config and a
 # private tokens_file; a token marked `revoked: true` and reloaded with
 # SIGHUP gets 401 right after, without a restart, while the other tokens
-# keep working; every mutating call (refusals too) lands in the audit log
+# keep working; a tokens file owned by another user is refused; a tokens
+# file rewritten in place (not renamed) and reloaded half-written never
+# brings a revoked token back, and a half that does not parse keeps the old
+# table; every mutating call (refusals too) lands in the audit log
 # with the token's name and never the secret; `spillway audit` (admin only)
 # shows it; the CLI reads --token-file and SPILLWAY_TOKEN_FILE and warns
 # that --token is visible in ps.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 24
+plan 28
 
 ML2_TOKEN=ml-second-token-a61c0e
 CI_TOKEN=ml-ci-token-3b27d9f4
@@ -27,29 +30,36 @@ EOT
 write_tokens false
 
 # ---- file modes ---------------------------------------------------------------
+# serve_refused: `serve` of serve.yaml exits 1 at once (30 s at most, so an
+# old build that starts does not hang the file); its stderr in $T/err.
+serve_refused() {
+    timeout 30 "$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" \
+        --listen 127.0.0.1:0 >/dev/null 2>"$T/err"
+    rc=$?
+    [ $rc -eq 1 ] || diag "rc $rc"
+    [ $rc -eq 1 ]
+}
 chmod 644 "$T/serve.yaml"
 chmod 600 "$T/tokens.yaml"
-"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
-    >/dev/null 2>"$T/err"
-rc=$?
-[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/serve.yaml" && contains "$T/err" "0644"
+serve_refused && contains "$T/err" "chmod 600 $T/serve.yaml" && contains "$T/err" "0644"
 ok $? "serve refuses a config with inline tokens that others can read, naming chmod 600" ||
-    diag "rc $rc: $(cat "$T/err")"
+    diag "$(cat "$T/err")"
 chmod 600 "$T/serve.yaml"
 chmod 640 "$T/tokens.yaml"
-"$SPW" serve --config "$T/serve.yaml" --state-dir "$T/state0" --listen 127.0.0.1:0 \
-    >/dev/null 2>"$T/err"
-rc=$?
-[ $rc -eq 1 ] && contains "$T/err" "chmod 600 $T/tokens.yaml"
-ok $? "serve refuses a tokens_file readable by its group" || diag "rc $rc: $(cat "$T/err")"
+serve_refused && contains "$T/err" "chmod 600 $T/tokens.yaml"
+ok $? "serve refuses a tokens_file readable by its group" || diag "$(cat "$T/err")"
 chmod 600 "$T/tokens.yaml"
+chown 65534 "$T/tokens.yaml"
+serve_refused && contains "$T/err" "owned by uid 65534" && contains "$T/err" "chown"
+ok $? "serve refuses a tokens_file owned by another user, naming chown" || diag "$(cat "$T/err")"
+chown 0 "$T/tokens.yaml"
 
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "serve starts once both files are private"
 
 # ---- several named tokens per team ---------------------------------------------
-a=$(submit "$CI_TOKEN" --gpus 1 --name from-ci -- sleep 30)
-b=$(submit "$ML2_TOKEN" --gpus 1 --name from-ml2 -- sleep 30)
+a=$(submit "$CI_TOKEN" --gpus 1 --name from-ci -- sleep 600)
+b=$(submit "$ML2_TOKEN" --gpus 1 --name from-ml2 -- sleep 600)
 [ -n "$a" ] && [ -n "$b" ] && [ "$(field "$a" 'd["team"]')" = ml ] &&
     [ "$(field "$b" 'd["team"]')" = ml ]
 ok $? "two tokens of team ml from the tokens file both submit as ml ($a, $b)"
@@ -102,6 +112,66 @@ chmod 600 "$T/tokens.yaml"
 http GET /v1/jobs "$ML2_TOKEN"
 [ "$code" = 200 ]
 ok $? "... and the valid tokens still work"
+
+# A tokens file rewritten in place, as an editor or `cat >` does, and a HUP
+# while it is half-written.  The whole file revokes ml-ci on its own line.
+cat >"$T/whole.yaml" <<EOT
+tokens:
+  - name: ml-ci
+    team: ml
+    token: $CI_TOKEN
+    revoked: true
+  - {team: ml, token: $ML2_TOKEN}
+EOT
+cat >"$T/inplace.py" <<'PY'
+import os, sys, time
+path, whole, cut, ready, go = sys.argv[1:6]
+data = open(whole, "rb").read()
+cut = data.index(cut.encode())
+fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+os.write(fd, data[:cut])
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.05)
+os.write(fd, data[cut:])
+os.close(fd)
+PY
+# inplace CUT: rewrites tokens.yaml in place up to CUT, HUPs the daemon
+# while it is cut there, waits for the reload to say something, then
+# finishes the file.
+inplace() {
+    rm -f "$T/ready" "$T/go"
+    n0=$(grep -c "SIGHUP" "$DLOG")
+    python3 "$T/inplace.py" "$T/tokens.yaml" "$T/whole.yaml" "$1" "$T/ready" "$T/go" &
+    ip_pid=$!
+    wait_until 60 test -e "$T/ready" || diag "the writer did not start"
+    kill -HUP "$DPID"
+    wait_until 60 sh -c "[ \$(grep -c SIGHUP '$DLOG') -gt $n0 ]"
+    http GET /v1/jobs "$CI_TOKEN"
+    ip_ci=$code
+    http GET /v1/jobs "$ML2_TOKEN"
+    ip_ml2=$code
+    touch "$T/go"
+    wait "$ip_pid"
+}
+inplace "    revoked: true"
+[ "$ip_ci" = 401 ] && contains "$DLOG" "stay revoked"
+ok $? "a HUP while the file is cut before ml-ci's 'revoked: true': ml-ci stays revoked (401)" ||
+    diag "ml-ci got $ip_ci; $(tail -3 "$DLOG")"
+n0=$(grep -c "tokens reloaded" "$DLOG")
+kill -HUP "$DPID"
+wait_until 20 sh -c "[ \$(grep -c 'tokens reloaded' '$DLOG') -gt $n0 ]"
+http GET /v1/jobs "$ML2_TOKEN"
+c2=$code
+http GET /v1/jobs "$CI_TOKEN"
+[ "$c2" = 200 ] && [ "$code" = 401 ]
+ok $? "once the file is whole, a HUP loads it: ml-2 works, ml-ci is still 401"
+k0=$(grep -c "keeping the current tokens" "$DLOG")
+inplace "token: $ML2_TOKEN}"
+[ "$ip_ci" = 401 ] && [ "$ip_ml2" = 200 ] &&
+    [ "$(grep -c "keeping the current tokens" "$DLOG")" -gt "$k0" ]
+ok $? "a HUP while the file is cut mid-entry: the old table stays (ml-ci 401, ml-2 200)" ||
+    diag "ml-ci $ip_ci, ml-2 $ip_ml2; $(grep SIGHUP "$DLOG")"
 
 # ---- the audit log ------------------------------------------------------------
 spw ml cancel "$b" >/dev/null 2>&1

@@ -9,12 +9,7 @@
 # shellcheck source=tests/ui/ui-lib
 . "$(dirname "$0")/ui-lib"
 
-CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
-if [ -z "$CHROMIUM" ]; then
-    echo "1..0 # skip chromium is not installed (Debian package chromium; make deps-test)"
-    exit 0
-fi
-export CHROMIUM
+need_chromium
 plan 16
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"

@@ -41,11 +41,12 @@ j=$(submit ml --gpus 1 --name t --est-runtime 1m -- sleep 60)
 wait_for "$j" running 5
 have_gpu_metrics() {
     curl -s -m 5 "$URL/metrics" >"$T/metrics" &&
-        grep -q "^spillway_gpu_utilization_percent{gpu=\"0\",job=\"$j\"} 70" "$T/metrics" &&
-        grep -q '^spillway_job_gpu_idle' "$T/metrics"
+        grep -q '^spillway_gpu_utilization_percent{gpu="0"} 70' "$T/metrics" &&
+        grep -q '^spillway_jobs_gpu_idle{team="ml"} 0' "$T/metrics"
 }
-wait_until 10 have_gpu_metrics
-ok $? "/metrics has GPU utilisation per GPU and job from nvidia-smi" || diag "$(grep gpu "$T/metrics")"
+wait_until 10 have_gpu_metrics && ! grep -q "$j" "$T/metrics"
+ok $? "/metrics has GPU utilisation per GPU from nvidia-smi and idle jobs per team, naming no job" ||
+    diag "$(grep gpu "$T/metrics")"
 
 # Names used by the rules and the dashboard, less recording rules (a:b).
 python3 - "$D/prometheus/spillway-rules.yml" "$T/grafana-exprs" "$T/metrics" <<'PYEOF' >"$T/missing"

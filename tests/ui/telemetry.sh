@@ -3,13 +3,15 @@
 # daemon's PATH) and the idle-GPU rule with action: stop: a job whose GPUs
 # stay at 0% for window_s is flagged and cancelled, a busy one is left
 # alone; a job that gets busy again is no longer idle; a failing
-# nvidia-smi is reported, not fatal.
+# nvidia-smi is reported, not fatal.  With daemon.metrics_per_job the
+# per-job series are on /metrics.
 # shellcheck source=tests/ui/ui-lib
 . "$(dirname "$0")/ui-lib"
 plan 7
 
 fake_gpus 90 90 0 0
 mkconfig_ui "$T/t.yaml" never stop
+echo "  metrics_per_job: true" >>"$T/t.yaml"
 start_daemon "$T/t.yaml" "$T/state"
 ok $? "spillway serve starts with idle_gpu {threshold_pct: 5, window_s: 1, action: stop}"
 
@@ -38,8 +40,9 @@ ok $? "telemetry maps GPUs 0-1 to the busy job with their utilisation and memory
 
 curl -s -m 5 "$URL/metrics" >"$T/m.txt"
 grep -q '^spillway_idle_gpu_jobs_stopped_total 1$' "$T/m.txt" &&
-    grep -q "^spillway_job_gpu_idle{job=\"$busy\",team=\"ml\"} 0$" "$T/m.txt"
-ok $? "/metrics counts one job stopped for idle GPUs, and the busy job is not idle" ||
+    grep -q "^spillway_job_gpu_idle{job=\"$busy\",team=\"ml\"} 0$" "$T/m.txt" &&
+    grep -q "^spillway_gpu_utilization_percent{gpu=\"0\",job=\"$busy\"} 90" "$T/m.txt"
+ok $? "/metrics counts one job stopped for idle GPUs, and (metrics_per_job) the busy job is not idle" ||
     diag "$(grep idle "$T/m.txt")"
 
 http GET /v1/ui/telemetry cv
