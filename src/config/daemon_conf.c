@@ -224,7 +224,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "request_timeout_s", "max_connections",
                                        "max_connections_per_ip", "emulated", "run_as",
                                        "allow_root_jobs", "job_env", "sample_s",
-                                       "idle_gpu", NULL};
+                                       "idle_gpu", "share_run_as", "job_pids_max",
+                                       "job_memory_mib", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -328,6 +329,15 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if ((v = spw_ymap_get(n, "allow_root_jobs")) &&
         spw_ynode_bool(x->d, v, "allow_root_jobs", &dc->allow_root_jobs, err) < 0)
         return -1;
+    if ((v = spw_ymap_get(n, "share_run_as")) &&
+        spw_ynode_bool(x->d, v, "share_run_as", &dc->share_run_as, err) < 0)
+        return -1;
+    double jl[2] = {dc->job_pids_max, dc->job_memory_mib};
+    if (cfg_num_key(x, n, "job_pids_max", 0, 4194304, &jl[0], err) < 0 ||
+        cfg_num_key(x, n, "job_memory_mib", 0, 1 << 30, &jl[1], err) < 0)
+        return -1;
+    dc->job_pids_max = (uint32_t)jl[0];
+    dc->job_memory_mib = (uint64_t)jl[1];
     if (job_env_key(x, n, err) < 0)
         return -1;
     if ((v = spw_ymap_get(n, "emulated"))) {
@@ -359,4 +369,5 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->idle_threshold_pct = 5;
     dc->idle_window_s = 1800;
     dc->emulated_seed = 1;
+    dc->job_pids_max = 4096;
 }

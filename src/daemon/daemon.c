@@ -208,7 +208,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(abs);
     if (mkdir_p(d->ckpt_dir, err) < 0)
         goto error;
-    if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0)
+    if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0 ||
+        spw_jobusers_check_shared(&d->users, cfg, err) < 0)
         goto error;
     /* Jobs never need the logs (the API serves them) nor the database; a
      * job of another user must only be able to pass through the state dir

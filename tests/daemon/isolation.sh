@@ -18,7 +18,7 @@ if ! id spillway-job >/dev/null 2>&1; then
     echo "1..0 # skip no spillway-job user (scripts/deps.sh creates it as root)"
     exit 0
 fi
-plan 24
+plan 31
 
 job_uid=$(id -u spillway-job)
 mkconfig "$T/serve.yaml" 2 never
@@ -69,9 +69,11 @@ grep -q '^db denied$' "$T/a.out" && grep -q '^logs denied$' "$T/a.out" &&
 ok $? "nor the database, nor list the logs or the state dir" || diag "$(cat "$T/a.out")"
 grep -q '^checkpoint written$' "$T/a.out"
 ok $? "it writes its own checkpoint directory"
-ckpt=$(realpath "$T/state")/checkpoints/$a
+ckpt=$(realpath "$T/state")/checkpoints/team-ml/$a
 [ "$(stat -c '%u %a' "$ckpt")" = "$job_uid 700" ]
 ok $? "which is its user's, mode 0700 ($(stat -c '%U %a' "$ckpt"))"
+[ "$(stat -c '%u %g %a' "$(dirname "$ckpt")")" = "0 $(id -g spillway-job) 710" ]
+ok $? "inside its team's directory, root's and passable by the team's group alone ($(stat -c '%U %G %a' "$(dirname "$ckpt")"))"
 grep -q "^cwd=$ckpt\$" "$T/a.out"
 ok $? "without a workdir it starts in that directory" || diag "$(grep cwd "$T/a.out")"
 [ "$(stat -c '%a' "$T/state/spillway.db")" != "" ] &&
@@ -121,6 +123,49 @@ sed -i 's/job_env: \[SPW_DTEST\]/job_env: [SPW_DTEST, SPILLWAY_TOKEN]/' "$T/tok.
 chmod 600 "$T/tok.yaml"
 refuses "$T/tok.yaml" "job_env"
 ok $? "job_env naming SPILLWAY_TOKEN is a config error" || diag "$(cat "$T/refused.err")"
+
+# ---- teams isolated from each other -------------------------------------------
+# Two teams on the default run_as would share one user: a job of one could
+# read the other's environment from /proc, overwrite its checkpoint and kill
+# it.  Refused unless share_run_as; with a user per team, each attack fails.
+mkconfig "$T/shared.yaml" 2 never
+sed -i '/share_run_as: true/d' "$T/shared.yaml"
+refuses "$T/shared.yaml" "teams 'ml' and 'cv' would both run their jobs as user spillway-job"
+ok $? "two teams on the default run_as: serve refuses to start" || diag "$(cat "$T/refused.err")"
+grep -q "give 'cv' a user of its own (teams: run_as: USER) or set daemon.share_run_as: true" "$T/refused.err"
+ok $? "naming both fixes (a run_as per team, or share_run_as: true)" || diag "$(cat "$T/refused.err")"
+mkconfig "$T/twoteam.yaml" 2 never
+sed -i '/share_run_as: true/d' "$T/twoteam.yaml"
+printf 'teams:\n  - name: cv\n    run_as: nobody\n' >>"$T/twoteam.yaml"
+start_daemon "$T/twoteam.yaml" "$T/state-2t"
+ok $? "with a run_as of its own for cv the daemon starts"
+v=$(submit ml --gpus 1 --env API_KEY=ml-secret-key -- sh -c \
+    'echo v1 >"$SPILLWAY_CHECKPOINT_DIR/model"; echo $$ >"$SPILLWAY_CHECKPOINT_DIR/pid"; exec sleep 60')
+wait_for "$v" running 10
+vck=$(realpath "$T/state-2t")/checkpoints/team-ml/$v
+wait_until 10 test -s "$vck/pid"
+vpid=$(cat "$vck/pid")
+tr '\0' '\n' <"/proc/$vpid/environ" | grep -q '^API_KEY=ml-secret-key$'
+ok $? "ml's victim job runs with its API key (pid $vpid)"
+x=$(submit cv --gpus 1 -- sh -c '
+    tr "\0" "\n" <"/proc/$1/environ" 2>/dev/null | grep -q API_KEY && echo "environ read" || echo "environ denied"
+    echo evil >"$2/model" 2>/dev/null && echo "ckpt written" || echo "ckpt denied"
+    ls "$2" >/dev/null 2>&1 && echo "ckpt listed" || echo "ckpt unlisted"
+    ls "$(dirname "$2")" >/dev/null 2>&1 && echo "team dir listed" || echo "team dir unlisted"
+    kill -9 "$1" 2>/dev/null && echo "killed" || echo "kill denied"
+' attack "$vpid" "$vck")
+wait_for "$x" succeeded 10 cv
+spw cv logs "$x" >"$T/x.out" 2>&1
+grep -q '^environ denied$' "$T/x.out" && grep -q '^ckpt denied$' "$T/x.out" &&
+    grep -q '^ckpt unlisted$' "$T/x.out" && grep -q '^team dir unlisted$' "$T/x.out" &&
+    grep -q '^kill denied$' "$T/x.out"
+ok $? "cv's job cannot read ml's environment, reach its checkpoints or kill it" ||
+    diag "$(cat "$T/x.out")"
+[ "$(cat "$vck/model")" = v1 ] && is_state "$v" running ml
+ok $? "ml's checkpoint is intact and its job still running"
+spw admin cancel "$v" >/dev/null 2>&1
+wait_for "$v" cancelled 10
+stop_daemon
 
 # ---- allowed root jobs ------------------------------------------------------
 printf '  allow_root_jobs: true\n' >>"$T/root.yaml"
