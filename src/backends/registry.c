@@ -12,7 +12,12 @@ const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
 
 static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
 {
-    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir, .run_dir = c->run_dir};
+    spw_local_opts_t lo = {.grace_s = c->grace_s,
+                           .log_dir = c->log_dir,
+                           .run_dir = c->run_dir,
+                           .cgroups = 1,
+                           .pids_max = c->job_pids_max,
+                           .memory_mib = c->job_memory_mib};
     return spw_local_create(&lo, err);
 }
 

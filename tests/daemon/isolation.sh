@@ -18,10 +18,11 @@ if ! id spillway-job >/dev/null 2>&1; then
     echo "1..0 # skip no spillway-job user (scripts/deps.sh creates it as root)"
     exit 0
 fi
-plan 31
+plan 37
 
 job_uid=$(id -u spillway-job)
 mkconfig "$T/serve.yaml" 2 never
+printf '  job_pids_max: 64\n  job_memory_mib: 64\n' >>"$T/serve.yaml"
 chmod 600 "$T/serve.yaml"
 # The daemon's own environment holds a token and a secret of its operator:
 # neither may reach a job.
@@ -89,6 +90,46 @@ spw ml logs "$b" >"$T/b.out" 2>&1
 grep -q 'Permission denied' "$T/b.out"
 ok $? "a job cannot read the log directory (where another job's output is)" ||
     diag "$(cat "$T/b.out")"
+
+# ---- a job's processes end with the job (its cgroup) ---------------------------
+# A child that calls setsid leaves the job's process group; it must still end
+# when the job exits and when it is cancelled, or it would keep its GPU
+# (CUDA_VISIBLE_DEVICES) while the next job gets it.  Tested on cgroup v1.
+contains "$DLOG" "jobs run in a cgroup each (cgroup v" && contains "$DLOG" "processes 64, memory 64 MiB"
+ok $? "the daemon says once that jobs run in a cgroup each, with their limits" ||
+    diag "$(grep -i cgroup "$DLOG")"
+ORPHAN='setsid sh -c "echo \$\$ >\"\$SPILLWAY_CHECKPOINT_DIR/orphan\"; exec sleep 300" </dev/null >/dev/null 2>&1 &
+while [ ! -s "$SPILLWAY_CHECKPOINT_DIR/orphan" ]; do sleep 0.05; done
+echo "sid $(ps -o sid= -p $$) orphan-sid $(ps -o sid= -p "$(cat "$SPILLWAY_CHECKPOINT_DIR/orphan")")"'
+# orphan_gone JOB: the process its setsid child wrote down is no more.
+orphan_gone() {
+    og=$(cat "$T/state/checkpoints/team-ml/$1/orphan" 2>/dev/null)
+    [ -n "$og" ] && [ "$(tr '\0' ' ' <"/proc/$og/cmdline" 2>/dev/null)" != "sleep 300 " ]
+}
+e=$(submit ml --gpus 1 -- sh -c "$ORPHAN")
+wait_for "$e" succeeded 10
+spw ml logs "$e" >"$T/e.out" 2>&1
+sids=$(sed -n 's/^sid *\([0-9]*\) orphan-sid *\([0-9]*\)$/\1 \2/p' "$T/e.out")
+[ -n "$sids" ] && [ "${sids% *}" != "${sids#* }" ]
+ok $? "a job's child leaves its session with setsid (sessions $sids)" || diag "$(cat "$T/e.out")"
+wait_until 5 orphan_gone "$e"
+ok $? "and ends when the job exits" || diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+c=$(submit ml --gpus 1 -- sh -c "$ORPHAN; exec sleep 300")
+wait_for "$c" running 10 && wait_until 10 test -s "$T/state/checkpoints/team-ml/$c/orphan"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 10 && wait_until 5 orphan_gone "$c"
+ok $? "a setsid child ends with its job's cancel" || diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+f=$(submit ml --gpus 1 -- sh -c 'n=0; while [ $n -lt 100 ]; do sleep 30 & n=$((n + 1)); done; echo forked 100')
+wait_until 10 is_state "$f" succeeded ml
+spw ml logs "$f" >"$T/f.out" 2>&1
+spw ml logs "$f" --stderr >>"$T/f.out" 2>&1
+! grep -q "^forked 100" "$T/f.out" && grep -qi "cannot fork" "$T/f.out"
+ok $? "job_pids_max: 64 stops a job forking 100 processes" || diag "$(cat "$T/f.out")"
+m=$(submit ml --gpus 1 -- python3 -c 'b = b"x" * (200 << 20); print("allocated")')
+wait_until 20 is_state "$m" failed ml
+spw ml logs "$m" >"$T/m.out" 2>&1
+! grep -q allocated "$T/m.out"
+ok $? "job_memory_mib: 64 stops a job filling 200 MiB ($(state_of "$m" ml))" || diag "$(cat "$T/m.out")"
 stop_daemon
 
 # ---- refusals at start ------------------------------------------------------
