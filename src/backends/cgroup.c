@@ -337,3 +337,31 @@ int spw_cgroup_kill(const spw_cgroups_t *cg, const char *name)
     }
     return -1;
 }
+
+void spw_cgroup_shell(spw_strbuf_t *s, uint32_t pids_max, uint64_t memory_mib,
+                      const uint32_t *gpus, size_t ngpus)
+{
+    char own[16 * 12 + 2] = " ";
+    for (size_t i = 0; i < ngpus && strlen(own) + 12 < sizeof(own); i++)
+        snprintf(own + strlen(own), sizeof(own) - strlen(own), "%u ", gpus[i]);
+    unsigned long long mem = (unsigned long long)memory_mib << 20;
+    spw_strbuf_printf(s,
+        "G=; C=/sys/fs/cgroup; P=%u; M=%llu\n"
+        "if [ -f $C/cgroup.controllers ] && grep -qw pids $C/cgroup.controllers; then\n"
+        "  for x in $C $C/" PARENT "; do mkdir -p $x && { echo '+pids +memory' >$x/cgroup.subtree_control"
+        " || echo +pids >$x/cgroup.subtree_control; } 2>/dev/null; done\n"
+        "  mkdir $C/" PARENT "/$T 2>/dev/null && G=$C/" PARENT "/$T &&"
+        " { [ $P = 0 ] || echo $P >$G/pids.max; [ $M = 0 ] || echo $M >$G/memory.max; }\n"
+        "elif [ -f $C/pids/cgroup.procs ] && mkdir -p $C/pids/" PARENT " &&"
+        " mkdir $C/pids/" PARENT "/$T 2>/dev/null; then\n"
+        "  G=$C/pids/" PARENT "/$T; [ $P = 0 ] || echo $P >$G/pids.max\n"
+        "  x=$C/memory/" PARENT "/$T; if [ -f $C/memory/cgroup.procs ] && mkdir -p $x; then"
+        " G=\"$G $x\"; [ $M = 0 ] || echo $M >$x/memory.limit_in_bytes; fi\n"
+        "  x=$C/devices/" PARENT "/$T; if [ -f $C/devices/cgroup.procs ] && mkdir -p $x; then"
+        " G=\"$G $x\"; for f in /dev/nvidia[0-9]*; do [ -c \"$f\" ] || continue;"
+        " case '%s' in *\" ${f#/dev/nvidia} \"*) continue;; esac;"
+        " echo \"c $((0x$(stat -c %%t \"$f\"))):$((0x$(stat -c %%T \"$f\"))) rwm\" >$x/devices.deny;"
+        " done; fi\n"
+        "fi\n"
+        "echo \"$G\" >\"$D/cg\"\n", pids_max, mem, own);
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/strbuf.h"
 
 typedef enum spw_cgroup_kind {
     SPW_CGROUP_NONE = 0,        /* no usable controller: process groups only */
@@ -67,5 +68,27 @@ int spw_cgroup_signal(const spw_cgroups_t *cg, const char *name, int sig);
  * forked meanwhile included), then removes it.  0, or -1 when some
  * process was still there after a second. */
 int spw_cgroup_kill(const spw_cgroups_t *cg, const char *name);
+
+/* Appends to a host's launch script (sh, run as root) the lines that make
+ * the job's cgroup named $T, the same layout and limits as above, and write
+ * its directories (the pids one, or the v2 one, first; nothing when the
+ * host has no usable controller) into "$D/cg", which SPW_CGROUP_SHELL_KILL
+ * and the job's start read.  gpus are the job's GPUs on that host. */
+void spw_cgroup_shell(spw_strbuf_t *s, uint32_t pids_max, uint64_t memory_mib,
+                      const uint32_t *gpus, size_t ngpus);
+
+/* sh function `cgk RANKDIR SIG`: sends SIG to every process of the cgroup
+ * named in RANKDIR/cg; with KILL, until none is left, then removes it. */
+#define SPW_CGROUP_SHELL_KILL                                                  \
+    "cgk() { g=$(cut -d' ' -f1 \"$1/cg\" 2>/dev/null); [ -n \"$g\" ] || return 0; n=0;" \
+    " while [ $n -lt 300 ]; do l=$(cat \"$g/cgroup.procs\" 2>/dev/null); [ -n \"$l\" ] ||" \
+    " break; kill \"-$2\" $l 2>/dev/null; [ \"$2\" = KILL ] || return 0; sleep 0.01;" \
+    " n=$((n + 1)); done; [ \"$2\" = KILL ] || return 0;" \
+    " for x in $(cat \"$1/cg\"); do rmdir \"$x\" 2>/dev/null; done; return 0; }\n"
+
+/* sh words that start "$@" as a job inside the cgroup named in "$D/cg". */
+#define SPW_CGROUP_SHELL_JOIN                                                  \
+    "( for g in $(cat \"$D/cg\" 2>/dev/null); do echo 0 >\"$g/cgroup.procs\" || exit 125;" \
+    " done; exec \"$@\" )"
 
 #endif

@@ -42,7 +42,9 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .grace_s = c->grace_s,
                          .cmd_timeout_s = c->cmd_timeout_s,
                          .down_after_s = c->down_after_s,
-                         .dynamic = c->dynamic};
+                         .dynamic = c->dynamic,
+                         .job_pids_max = c->job_pids_max,
+                         .job_memory_mib = c->job_memory_mib};
     return spw_ssh_create(&so, err);
 }
 
