@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backends/cgroup.h"
+#include "util/file.h"
 
 #define PARENT "spillway"       /* the directory every job's cgroup is in */
 
@@ -70,20 +71,19 @@ static int mk(const char *dir)
 /* Whether the v2 file root/cgroup.controllers lists both pids and memory. */
 static int v2_controllers(const char *root, int *memory)
 {
-    char path[256], buf[512];
+    char path[256];
     snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
-    FILE *f = fopen(path, "re");
-    if (!f)
+    size_t len;
+    char *buf = spw_read_file(path, &len, NULL);
+    if (!buf)
         return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     int pids = 0;
     *memory = 0;
     for (char *save = NULL, *w = strtok_r(buf, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
         pids |= strcmp(w, "pids") == 0;
         *memory |= strcmp(w, "memory") == 0;
     }
+    free(buf);
     return pids;
 }
 
@@ -163,16 +163,7 @@ void spw_cgroups_describe(const spw_cgroups_t *cg, char *buf, size_t len)
 
 int spw_cgroup_name_ok(const char *name)
 {
-    size_t n = strlen(name);
-    if (n < 1 || n > 200 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
+    return spw_safe_name(name, 201);
 }
 
 /* Denies, in the v1 devices cgroup dir, each /dev/nvidiaN not in gpus. */

@@ -45,7 +45,7 @@ void spw_cgroups_init(spw_cgroups_t *cg, const char *root, uint32_t pids_max,
 void spw_cgroups_describe(const spw_cgroups_t *cg, char *buf, size_t len);
 
 /* Whether name is usable as a cgroup name: 1 to 200 letters, digits, '.',
- * '_' or '-', not "." nor "..". */
+ * '_' or '-', not starting with '.' (spw_safe_name). */
 int spw_cgroup_name_ok(const char *name);
 
 /* Makes cgroup `name` with cg's limits, and in the devices controller denies

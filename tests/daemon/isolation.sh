@@ -98,14 +98,6 @@ ok $? "a job cannot read the log directory (where another job's output is)" ||
 contains "$DLOG" "jobs run in a cgroup each (cgroup v" && contains "$DLOG" "processes 64, memory 64 MiB"
 ok $? "the daemon says once that jobs run in a cgroup each, with their limits" ||
     diag "$(grep -i cgroup "$DLOG")"
-ORPHAN='setsid sh -c "echo \$\$ >\"\$SPILLWAY_CHECKPOINT_DIR/orphan\"; exec sleep 300" </dev/null >/dev/null 2>&1 &
-while [ ! -s "$SPILLWAY_CHECKPOINT_DIR/orphan" ]; do sleep 0.05; done
-echo "sid $(ps -o sid= -p $$) orphan-sid $(ps -o sid= -p "$(cat "$SPILLWAY_CHECKPOINT_DIR/orphan")")"'
-# orphan_gone JOB: the process its setsid child wrote down is no more.
-orphan_gone() {
-    og=$(cat "$T/state/checkpoints/team-ml/$1/orphan" 2>/dev/null)
-    [ -n "$og" ] && [ "$(tr '\0' ' ' <"/proc/$og/cmdline" 2>/dev/null)" != "sleep 300 " ]
-}
 e=$(submit ml --gpus 1 -- sh -c "$ORPHAN")
 wait_for "$e" succeeded 10
 spw ml logs "$e" >"$T/e.out" 2>&1

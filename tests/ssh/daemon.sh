@@ -95,13 +95,6 @@ ok $? "its exit record was written by the shim as the login user, out of the job
 
 # ---- a job's processes end with the job (its cgroup on the host, v1 here) -----
 # A child that calls setsid leaves the job's process group but not its cgroup.
-ORPHAN='setsid sh -c "echo \$\$ >\"\$SPILLWAY_CHECKPOINT_DIR/orphan\"; exec sleep 300" </dev/null >/dev/null 2>&1 &
-while [ ! -s "$SPILLWAY_CHECKPOINT_DIR/orphan" ]; do sleep 0.05; done
-echo "sid $(ps -o sid= -p $$) orphan-sid $(ps -o sid= -p "$(cat "$SPILLWAY_CHECKPOINT_DIR/orphan")")"'
-orphan_gone() {
-    og=$(cat "$T/state/checkpoints/team-ml/$1/orphan" 2>/dev/null)
-    [ -n "$og" ] && [ "$(tr '\0' ' ' <"/proc/$og/cmdline" 2>/dev/null)" != "sleep 300 " ]
-}
 e=$(submit ml --gpus 1 --name orphan-exit -- sh -c "$ORPHAN")
 wait_for "$e" succeeded 30
 sids=$(spw ml logs "$e" 2>&1 | sed -n 's/^sid *\([0-9]*\) orphan-sid *\([0-9]*\)$/\1 \2/p')
