@@ -33,7 +33,10 @@
 # listens on port 2222 of the host end; ssh user root.
 #
 # The namespaces share this machine's filesystem: a job "on host I" sees the
-# same files as the daemon.  Each host's sshd sets SPILLWAY_HOST_DIR to its
+# same files as the daemon, and its cgroups (sshd is started with nsenter
+# --net, not `ip netns exec`, which remounts /sys and so hides
+# /sys/fs/cgroup: jobs on the hosts get their cgroup as on a real host).
+# Each host's sshd sets SPILLWAY_HOST_DIR to its
 # own DIR/host-I/spillway, so the ssh backend's per-host state (exit records,
 # logs, token files) stays apart as it would on separate machines.  With
 # --gpus G, each host gets a fake `nvidia-smi` (in DIR/host-I/bin, first in
@@ -227,7 +230,7 @@ add_host() {
     host_files "$idir" "$a" "$name" afail
     echo "pidfile $idir/sshd.pid" >>"$idir/state"
     mkdir -p /run/sshd
-    ip netns exec "$ns" /usr/sbin/sshd -f "$idir/sshd_config" -E "$idir/sshd.log" </dev/null >&2 9>&- ||
+    nsenter --net=/run/netns/"$ns" /usr/sbin/sshd -f "$idir/sshd_config" -E "$idir/sshd.log" </dev/null >&2 9>&- ||
         afail "sshd did not start: $(tail -3 "$idir/sshd.log" 2>/dev/null)"
     # known_hosts: this address's new key instead of a former holder's.
     grep -v "^\[$a\]:$PORT " "$dir/known_hosts" >"$dir/known_hosts.tmp"
@@ -285,7 +288,7 @@ while [ $i -lt $n ]; do
     # instead every host gets its own route per peer below.
     host_files "$hd" "10.$X.$Y.$b" "$i" fail
     echo "pidfile $hd/sshd.pid" >>"$dir/state"
-    ip netns exec "$ns" /usr/sbin/sshd -f "$hd/sshd_config" -E "$hd/sshd.log" ||
+    nsenter --net=/run/netns/"$ns" /usr/sbin/sshd -f "$hd/sshd_config" -E "$hd/sshd.log" ||
         fail "sshd of host $i did not start: $(tail -3 "$hd/sshd.log" 2>/dev/null)"
     echo "10.$X.$Y.$b" >>"$dir/hosts"
     echo "[10.$X.$Y.$b]:$PORT $(cut -d' ' -f1,2 "$hd/ssh_host_ed25519_key.pub")" >>"$dir/known_hosts"

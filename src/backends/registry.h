@@ -41,6 +41,10 @@ typedef struct spw_backend_conf {
     int ssh_port;               /* ssh: port; 0 = 22 */
     double down_after_s;        /* ssh: a host silent this long is down,
                                    seconds; 0 = 10 */
+    uint32_t job_pids_max;      /* local, ssh: processes per job (its
+                                   cgroup's pids.max); 0 = no limit */
+    uint64_t job_memory_mib;    /* local, ssh: memory per job, MiB (its
+                                   cgroup's limit); 0 = no limit */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */

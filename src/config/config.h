@@ -167,6 +167,15 @@ typedef struct spw_daemon_conf {
     spw_team_user_t *team_run_as; /* owned; teams: entries' run_as */
     size_t nteam_run_as;
     int allow_root_jobs;        /* 1: a job may run as root (uid 0) */
+    int share_run_as;           /* 1: teams may share a job user (the
+                                   default one included); 0: a root daemon
+                                   refuses to start when two known teams
+                                   would run as one user */
+    uint32_t job_pids_max;      /* processes (tasks) one job may have at
+                                   once, through its cgroup; 4096; 0 = no
+                                   limit */
+    uint64_t job_memory_mib;    /* memory one job may use, MiB, through its
+                                   cgroup; 0 = no limit */
     char **job_env;             /* owned; names (or PREFIX*) of the daemon's
                                    variables jobs inherit, besides the
                                    defaults (PATH, LANG, LC_*, TZ, ...) */

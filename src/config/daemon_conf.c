@@ -333,7 +333,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "max_connections_per_ip", "emulated", "run_as",
                                        "allow_root_jobs", "job_env", "sample_s",
                                        "idle_gpu", "allowed_hosts", "metrics_auth",
-                                       "metrics_per_job", NULL};
+                                       "metrics_per_job", "share_run_as", "job_pids_max",
+                                       "job_memory_mib", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -445,6 +446,15 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if ((v = spw_ymap_get(n, "metrics_per_job")) &&
         spw_ynode_bool(x->d, v, "metrics_per_job", &dc->metrics_per_job, err) < 0)
         return -1;
+    if ((v = spw_ymap_get(n, "share_run_as")) &&
+        spw_ynode_bool(x->d, v, "share_run_as", &dc->share_run_as, err) < 0)
+        return -1;
+    double jl[2] = {dc->job_pids_max, dc->job_memory_mib};
+    if (cfg_num_key(x, n, "job_pids_max", 0, 4194304, &jl[0], err) < 0 ||
+        cfg_num_key(x, n, "job_memory_mib", 0, 1 << 30, &jl[1], err) < 0)
+        return -1;
+    dc->job_pids_max = (uint32_t)jl[0];
+    dc->job_memory_mib = (uint64_t)jl[1];
     if ((v = spw_ymap_get(n, "emulated"))) {
         if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)
             return -1;
@@ -474,4 +484,5 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->idle_threshold_pct = 5;
     dc->idle_window_s = 1800;
     dc->emulated_seed = 1;
+    dc->job_pids_max = 4096;
 }

@@ -278,7 +278,7 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
                         : iv == SPW_CKPT_CONTINUOUS ? json_string("continuous")
                                                     : json_real(iv));
     char ckpt[4200];
-    snprintf(ckpt, sizeof(ckpt), "%s/%s", d->ckpt_dir, j->id);
+    dm_ckpt_path(d, j, ckpt, sizeof(ckpt));
     json_object_set_new(o, "checkpoint_dir", json_string(ckpt));
     /* deadline: whether the work left, after a restart overhead, still
      * ends in time at the current placement (or starting now) */

@@ -34,6 +34,8 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
                              .ssh_port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
                              .log_dir = d->log_dir,
                              .grace_s = dc->kill_grace_s,
+                             .job_pids_max = dc->job_pids_max,
+                             .job_memory_mib = dc->job_memory_mib,
                              .down_after_s = dc->emulated_ssh_down_after_s};
     spw_error_t e2;
     int rc = spw_backend_create(&bc, &d->cloud_ops, &d->cloud_be, &e2);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "backends/cgroup.h"
 #include "backends/registry.h"
 #include "daemon/loop_private.h"
 #include "daemon/ui.h"
@@ -208,7 +209,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     free(abs);
     if (mkdir_p(d->ckpt_dir, err) < 0)
         goto error;
-    if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0)
+    if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0 ||
+        spw_jobusers_check_shared(&d->users, cfg, err) < 0)
         goto error;
     /* Jobs never need the logs (the API serves them) nor the database; a
      * job of another user must only be able to pass through the state dir
@@ -239,9 +241,19 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spw_backend_conf_t bc = {.name = SPW_BACKEND_THIS_MACHINE,
                              .log_dir = d->log_dir,
                              .run_dir = d->run_dir,
-                             .grace_s = cfg->daemon.kill_grace_s};
+                             .grace_s = cfg->daemon.kill_grace_s,
+                             .job_pids_max = cfg->daemon.job_pids_max,
+                             .job_memory_mib = cfg->daemon.job_memory_mib};
     if (spw_backend_create(&bc, &d->be_ops, &d->be, err) < 0)
         goto error;
+    {
+        /* The local and ssh backends detect the same (cgroup.h); said once. */
+        spw_cgroups_t cg;
+        char line[400];
+        spw_cgroups_init(&cg, NULL, cfg->daemon.job_pids_max, cfg->daemon.job_memory_mib);
+        spw_cgroups_describe(&cg, line, sizeof(line));
+        dm_say(d, "%s", line);
+    }
     if (copy_fleet(d, &cfg->fleet, err) < 0)
         goto error;
     detect_gpus(d);

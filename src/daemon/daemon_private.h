@@ -350,4 +350,10 @@ const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len);
 double spw_daemon_clock(void);
 json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);
 
+/* Job j's checkpoint directory into buf (len bytes), absolute:
+ * STATE_DIR/checkpoints/team-TEAM/JOBID (no-team/JOBID for jobs without a
+ * team), or STATE_DIR/checkpoints/JOBID where an older daemon made that
+ * one.  Nothing is created (launch.c does, at launch). */
+void dm_ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len);
+
 #endif

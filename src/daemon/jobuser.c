@@ -118,6 +118,52 @@ error:
     return -1;
 }
 
+/* Adds team name t to the set names[0..*n) unless it is there. */
+static void team_add(const char **names, size_t *n, const char *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(names[i], t) == 0)
+            return;
+    names[(*n)++] = t;
+}
+
+int spw_jobusers_check_shared(const spw_jobusers_t *us, const spw_config_t *cfg,
+                              spw_error_t *err)
+{
+    const spw_daemon_conf_t *dc = &cfg->daemon;
+    const spw_gov_t *g = &cfg->fleet.gov;
+    if (!spw_jobusers_switch(us) || dc->share_run_as)
+        return 0;
+    /* The teams the daemon knows: its teams: entries and its tokens'. */
+    const char **names = spw_xcalloc(g->nteams + dc->ntokens + us->nteams + 1, sizeof(char *));
+    size_t n = 0;
+    for (size_t i = 0; i < g->nteams; i++)
+        team_add(names, &n, g->teams[i].name);
+    for (size_t i = 0; i < dc->ntokens; i++)
+        team_add(names, &n, dc->tokens[i].team);
+    for (size_t i = 0; i < us->nteams; i++)
+        team_add(names, &n, us->team_names[i]);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        for (size_t k = i + 1; k < n && rc == 0; k++) {
+            const spw_jobuser_t *a = spw_jobusers_for(us, names[i]);
+            const spw_jobuser_t *b = spw_jobusers_for(us, names[k]);
+            if (a->uid != b->uid)
+                continue;
+            int dflt = a == &us->dflt || b == &us->dflt;
+            rc = spw_errorf(err,
+                            "teams '%s' and '%s' would both run their jobs as user %s%s, "
+                            "reaching each other's processes and checkpoints; give '%s' a "
+                            "user of its own (teams: run_as: USER) or set "
+                            "daemon.share_run_as: true", names[i], names[k], a->name,
+                            dflt ? " (the default run_as)" : "", names[k]);
+        }
+    free(names);
+    return rc;
+}
+
 const spw_jobuser_t *spw_jobusers_for(const spw_jobusers_t *us, const char *team)
 {
     for (size_t i = 0; team && i < us->nteams; i++)

@@ -40,6 +40,13 @@ typedef struct spw_jobusers {
  * sentence saying what to change, and *us left empty. */
 int spw_jobusers_init(spw_jobusers_t *us, const spw_daemon_conf_t *dc, spw_error_t *err);
 
+/* Whether the teams cfg knows (its teams: entries and its tokens') run as
+ * users of their own, as us resolved them from cfg: 0 when they do, or us
+ * does not switch users, or daemon.share_run_as allows sharing; -1 with a
+ * sentence naming two teams that would share a user, and how to fix it. */
+int spw_jobusers_check_shared(const spw_jobusers_t *us, const spw_config_t *cfg,
+                              spw_error_t *err);
+
 /* The user jobs of `team` (NULL or "" = none) run as; borrowed from us. */
 const spw_jobuser_t *spw_jobusers_for(const spw_jobusers_t *us, const char *team);
 

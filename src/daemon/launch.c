@@ -64,13 +64,35 @@ static int real_dir(const char *path)
     return -1;
 }
 
-/* The job's checkpoint directory, STATE_DIR/checkpoints/JOBID (absolute),
- * into buf; created (once) when create is set.  0, or -1 with err. */
-static int ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len, int create,
-                     spw_error_t *err)
+void dm_ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len)
 {
+    struct stat sb;
+    /* A job checkpointed before directories were per team keeps its own. */
     snprintf(buf, len, "%s/%s", d->ckpt_dir, j->id);
-    if (!create || real_dir(buf) == 0)
+    if (lstat(buf, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return;
+    if (j->team && j->team[0])
+        snprintf(buf, len, "%s/team-%s/%s", d->ckpt_dir, j->team, j->id);
+    else
+        snprintf(buf, len, "%s/no-team/%s", d->ckpt_dir, j->id);
+}
+
+/* Job j's checkpoint directory (dm_ckpt_path) into buf, created with its
+ * team's directory: that one is root's (the daemon's) and passable by the
+ * team's job user alone (mode 0710, its group), so a job of another team
+ * cannot even reach the directory, let alone read it.  0, or -1 with err. */
+static int ckpt_create(const spw_daemon_t *d, const djob_t *j, const spw_jobuser_t *u,
+                       char *buf, size_t len, spw_error_t *err)
+{
+    dm_ckpt_path(d, j, buf, len);
+    char *slash = strrchr(buf, '/');
+    *slash = '\0';
+    int rc = strcmp(buf, d->ckpt_dir) == 0 ? 0 : real_dir(buf);
+    if (rc == 0 && strcmp(buf, d->ckpt_dir) != 0)
+        rc = u->set ? (chown(buf, geteuid(), u->gid) < 0 || chmod(buf, 0710) < 0 ? -1 : 0)
+                    : chmod(buf, 0700);
+    *slash = '/';
+    if (rc == 0 && real_dir(buf) == 0)
         return 0;
     return spw_errorf(err, "cannot create its checkpoint directory %s: %s", buf,
                       strerror(errno));
@@ -147,7 +169,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
     j->pend_gpus = NULL;
     j->pend_extra = NULL;
     j->pending = 0;
-    int rc = ckpt_path(d, j, dir, sizeof(dir), 1, &err);
+    int rc = ckpt_create(d, j, u, dir, sizeof(dir), &err);
     if (rc == 0)
         rc = job_log_dir(d, j, logs, sizeof(logs), &err);
     char **env = NULL;

@@ -74,7 +74,7 @@ wait_for "$b" succeeded 20
 ok $? "a spec file with image: and a script succeeds"
 [ "$(cat "$T/work/result.txt" 2>/dev/null)" = "in spillway test image" ]
 ok $? "it wrote into its workdir, mounted read-write: '$(cat "$T/work/result.txt" 2>/dev/null)'"
-[ "$(cat "$T/state/checkpoints/$b/state" 2>/dev/null)" = saved ]
+[ "$(cat "$T/state/checkpoints/team-ml/$b/state" 2>/dev/null)" = saved ]
 ok $? "and into its checkpoint directory"
 spw ml logs "$b" 2>&1 | grep -q "No such file"
 ok $? "the host's /etc/hostname is not visible inside"

@@ -18,10 +18,11 @@ if ! id spillway-job >/dev/null 2>&1; then
     echo "1..0 # skip no spillway-job user (scripts/deps.sh creates it as root)"
     exit 0
 fi
-plan 24
+plan 37
 
 job_uid=$(id -u spillway-job)
 mkconfig "$T/serve.yaml" 2 never
+printf '  job_pids_max: 64\n  job_memory_mib: 64\n' >>"$T/serve.yaml"
 chmod 600 "$T/serve.yaml"
 # The daemon's own environment holds a token and a secret of its operator:
 # neither may reach a job.
@@ -69,9 +70,11 @@ grep -q '^db denied$' "$T/a.out" && grep -q '^logs denied$' "$T/a.out" &&
 ok $? "nor the database, nor list the logs or the state dir" || diag "$(cat "$T/a.out")"
 grep -q '^checkpoint written$' "$T/a.out"
 ok $? "it writes its own checkpoint directory"
-ckpt=$(realpath "$T/state")/checkpoints/$a
+ckpt=$(realpath "$T/state")/checkpoints/team-ml/$a
 [ "$(stat -c '%u %a' "$ckpt")" = "$job_uid 700" ]
 ok $? "which is its user's, mode 0700 ($(stat -c '%U %a' "$ckpt"))"
+[ "$(stat -c '%u %g %a' "$(dirname "$ckpt")")" = "0 $(id -g spillway-job) 710" ]
+ok $? "inside its team's directory, root's and passable by the team's group alone ($(stat -c '%U %G %a' "$(dirname "$ckpt")"))"
 grep -q "^cwd=$ckpt\$" "$T/a.out"
 ok $? "without a workdir it starts in that directory" || diag "$(grep cwd "$T/a.out")"
 [ "$(stat -c '%a' "$T/state/spillway.db")" != "" ] &&
@@ -87,6 +90,38 @@ spw ml logs "$b" >"$T/b.out" 2>&1
 grep -q 'Permission denied' "$T/b.out"
 ok $? "a job cannot read the log directory (where another job's output is)" ||
     diag "$(cat "$T/b.out")"
+
+# ---- a job's processes end with the job (its cgroup) ---------------------------
+# A child that calls setsid leaves the job's process group; it must still end
+# when the job exits and when it is cancelled, or it would keep its GPU
+# (CUDA_VISIBLE_DEVICES) while the next job gets it.  Tested on cgroup v1.
+contains "$DLOG" "jobs run in a cgroup each (cgroup v" && contains "$DLOG" "processes 64, memory 64 MiB"
+ok $? "the daemon says once that jobs run in a cgroup each, with their limits" ||
+    diag "$(grep -i cgroup "$DLOG")"
+e=$(submit ml --gpus 1 -- sh -c "$ORPHAN")
+wait_for "$e" succeeded 10
+spw ml logs "$e" >"$T/e.out" 2>&1
+sids=$(sed -n 's/^sid *\([0-9]*\) orphan-sid *\([0-9]*\)$/\1 \2/p' "$T/e.out")
+[ -n "$sids" ] && [ "${sids% *}" != "${sids#* }" ]
+ok $? "a job's child leaves its session with setsid (sessions $sids)" || diag "$(cat "$T/e.out")"
+wait_until 5 orphan_gone "$e"
+ok $? "and ends when the job exits" || diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+c=$(submit ml --gpus 1 -- sh -c "$ORPHAN; exec sleep 300")
+wait_for "$c" running 10 && wait_until 10 test -s "$T/state/checkpoints/team-ml/$c/orphan"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 10 && wait_until 5 orphan_gone "$c"
+ok $? "a setsid child ends with its job's cancel" || diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+f=$(submit ml --gpus 1 -- sh -c 'n=0; while [ $n -lt 100 ]; do sleep 30 & n=$((n + 1)); done; echo forked 100')
+wait_until 10 is_state "$f" succeeded ml
+spw ml logs "$f" >"$T/f.out" 2>&1
+spw ml logs "$f" --stderr >>"$T/f.out" 2>&1
+! grep -q "^forked 100" "$T/f.out" && grep -qi "cannot fork" "$T/f.out"
+ok $? "job_pids_max: 64 stops a job forking 100 processes" || diag "$(cat "$T/f.out")"
+m=$(submit ml --gpus 1 -- python3 -c 'b = b"x" * (200 << 20); print("allocated")')
+wait_until 20 is_state "$m" failed ml
+spw ml logs "$m" >"$T/m.out" 2>&1
+! grep -q allocated "$T/m.out"
+ok $? "job_memory_mib: 64 stops a job filling 200 MiB ($(state_of "$m" ml))" || diag "$(cat "$T/m.out")"
 stop_daemon
 
 # ---- refusals at start ------------------------------------------------------
@@ -121,6 +156,49 @@ sed -i 's/job_env: \[SPW_DTEST\]/job_env: [SPW_DTEST, SPILLWAY_TOKEN]/' "$T/tok.
 chmod 600 "$T/tok.yaml"
 refuses "$T/tok.yaml" "job_env"
 ok $? "job_env naming SPILLWAY_TOKEN is a config error" || diag "$(cat "$T/refused.err")"
+
+# ---- teams isolated from each other -------------------------------------------
+# Two teams on the default run_as would share one user: a job of one could
+# read the other's environment from /proc, overwrite its checkpoint and kill
+# it.  Refused unless share_run_as; with a user per team, each attack fails.
+mkconfig "$T/shared.yaml" 2 never
+sed -i '/share_run_as: true/d' "$T/shared.yaml"
+refuses "$T/shared.yaml" "teams 'ml' and 'cv' would both run their jobs as user spillway-job"
+ok $? "two teams on the default run_as: serve refuses to start" || diag "$(cat "$T/refused.err")"
+grep -q "give 'cv' a user of its own (teams: run_as: USER) or set daemon.share_run_as: true" "$T/refused.err"
+ok $? "naming both fixes (a run_as per team, or share_run_as: true)" || diag "$(cat "$T/refused.err")"
+mkconfig "$T/twoteam.yaml" 2 never
+sed -i '/share_run_as: true/d' "$T/twoteam.yaml"
+printf 'teams:\n  - name: cv\n    run_as: nobody\n' >>"$T/twoteam.yaml"
+start_daemon "$T/twoteam.yaml" "$T/state-2t"
+ok $? "with a run_as of its own for cv the daemon starts"
+v=$(submit ml --gpus 1 --env API_KEY=ml-secret-key -- sh -c \
+    'echo v1 >"$SPILLWAY_CHECKPOINT_DIR/model"; echo $$ >"$SPILLWAY_CHECKPOINT_DIR/pid"; exec sleep 60')
+wait_for "$v" running 10
+vck=$(realpath "$T/state-2t")/checkpoints/team-ml/$v
+wait_until 10 test -s "$vck/pid"
+vpid=$(cat "$vck/pid")
+tr '\0' '\n' <"/proc/$vpid/environ" | grep -q '^API_KEY=ml-secret-key$'
+ok $? "ml's victim job runs with its API key (pid $vpid)"
+x=$(submit cv --gpus 1 -- sh -c '
+    tr "\0" "\n" <"/proc/$1/environ" 2>/dev/null | grep -q API_KEY && echo "environ read" || echo "environ denied"
+    echo evil >"$2/model" 2>/dev/null && echo "ckpt written" || echo "ckpt denied"
+    ls "$2" >/dev/null 2>&1 && echo "ckpt listed" || echo "ckpt unlisted"
+    ls "$(dirname "$2")" >/dev/null 2>&1 && echo "team dir listed" || echo "team dir unlisted"
+    kill -9 "$1" 2>/dev/null && echo "killed" || echo "kill denied"
+' attack "$vpid" "$vck")
+wait_for "$x" succeeded 10 cv
+spw cv logs "$x" >"$T/x.out" 2>&1
+grep -q '^environ denied$' "$T/x.out" && grep -q '^ckpt denied$' "$T/x.out" &&
+    grep -q '^ckpt unlisted$' "$T/x.out" && grep -q '^team dir unlisted$' "$T/x.out" &&
+    grep -q '^kill denied$' "$T/x.out"
+ok $? "cv's job cannot read ml's environment, reach its checkpoints or kill it" ||
+    diag "$(cat "$T/x.out")"
+[ "$(cat "$vck/model")" = v1 ] && is_state "$v" running ml
+ok $? "ml's checkpoint is intact and its job still running"
+spw admin cancel "$v" >/dev/null 2>&1
+wait_for "$v" cancelled 10
+stop_daemon
 
 # ---- allowed root jobs ------------------------------------------------------
 printf '  allow_root_jobs: true\n' >>"$T/root.yaml"

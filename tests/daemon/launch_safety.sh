@@ -109,7 +109,7 @@ start_daemon "$T/fifo.yaml" "$T/f"
 ok $? "a daemon for the FIFO row (jobs as the daemon's user)"
 L=$T/f/logs
 mkdir -p "$T/elsewhere-ckpt"
-j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003 && ln -s $T/elsewhere-ckpt $T/f/checkpoints/j-000003")
+j1=$(submit ml --gpus 1 -- sh -c "mkdir -p $L/j-000002 && mkfifo $L/j-000002/j-000002.out && ln -s $T/stolen $L/j-000002/j-000002.err && ln -s $T/elsewhere $L/j-000003 && ln -s $T/elsewhere-ckpt $T/f/checkpoints/team-ml/j-000003")
 wait_for "$j1" succeeded 5 && [ -p "$L/j-000002/j-000002.out" ] && [ -L "$L/j-000003" ]
 ok $? "a job plants a FIFO, a link and a linked directory"
 t0=$(now_ms)
@@ -123,7 +123,7 @@ ok $? "/healthz answers 200"
 [ -f "$L/j-000002/j-000002.out" ] && [ ! -p "$L/j-000002/j-000002.out" ] &&
     [ "$(spw ml logs "$j2" 2>/dev/null)" = mine ] && [ ! -e "$T/stolen" ] &&
     [ -d "$L/j-000003" ] && [ ! -L "$L/j-000003" ] && [ ! -e "$T/elsewhere" ] &&
-    [ ! -L "$T/f/checkpoints/j-000003" ] && [ -f "$T/f/checkpoints/j-000003/state" ] &&
+    [ ! -L "$T/f/checkpoints/team-ml/j-000003" ] && [ -f "$T/f/checkpoints/team-ml/j-000003/state" ] &&
     [ -z "$(ls "$T/elsewhere-ckpt")" ]
 ok $? "logs are regular files in real directories, the checkpoint directory is real; nothing went through the links"
 stop_daemon "$DPID"

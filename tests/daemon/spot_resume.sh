@@ -105,7 +105,7 @@ show_json "$job" "$T/a1.json"
 json_check "$T/a1.json" '
 assert d["where"] == "cloud" and d["spot"] is True and d["attempts"] == 1, d
 assert d["spec"]["spot"] == "always" and d["checkpoint_interval_s"] == "continuous", d
-assert d["checkpoint_dir"].endswith("/checkpoints/" + d["id"]), d["checkpoint_dir"]'
+assert d["checkpoint_dir"].endswith("/checkpoints/team-ml/" + d["id"]), d["checkpoint_dir"]'
 ok $? "it runs on spot capacity, attempt 1, with its checkpoint directory"
 inst=$(jpy "$T/a1.json" 'd["instances"][0]')
 dir=$(jpy "$T/a1.json" 'd["checkpoint_dir"]')

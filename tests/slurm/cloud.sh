@@ -97,6 +97,7 @@ teams:
 daemon:
   tick_s: 0.05
   idle_timeout_s: 600
+  share_run_as: true
   tokens:
     - {token: $ML_TOKEN, team: ml}
     - {token: $CV_TOKEN, team: cv}

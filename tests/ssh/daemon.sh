@@ -12,7 +12,7 @@
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 40 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 43 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -35,6 +35,7 @@ teams:
 daemon:
   tick_s: 0.05
   kill_grace_s: 1
+  job_pids_max: 64
   tokens:
     - {token: $ML_TOKEN, team: ml}
     - {token: $CV_TOKEN, team: cv}
@@ -91,6 +92,26 @@ ok $? "it ran as its team's run_as (nobody), not as the ssh login user root: $(s
 vh=$(host_of "$v" 1)
 [ "$(stat -c %U "$C/host-$vh/spillway/jobs/$(rdirs "$v" "$vh")/exit" 2>/dev/null)" = root ]
 ok $? "its exit record was written by the shim as the login user, out of the job's reach"
+
+# ---- a job's processes end with the job (its cgroup on the host, v1 here) -----
+# A child that calls setsid leaves the job's process group but not its cgroup.
+e=$(submit ml --gpus 1 --name orphan-exit -- sh -c "$ORPHAN")
+wait_for "$e" succeeded 30
+sids=$(spw ml logs "$e" 2>&1 | sed -n 's/^sid *\([0-9]*\) orphan-sid *\([0-9]*\)$/\1 \2/p')
+[ -n "$sids" ] && [ "${sids% *}" != "${sids#* }" ] && wait_until 10 orphan_gone "$e"
+ok $? "a setsid child of a job on a host ends when the job exits (sessions $sids)" ||
+    diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+c=$(submit ml --gpus 1 --name orphan-cancel -- sh -c "$ORPHAN; exec sleep 300")
+wait_for "$c" running 30 && wait_until 20 test -s "$T/state/checkpoints/team-ml/$c/orphan"
+spw ml cancel "$c" >/dev/null 2>&1
+wait_for "$c" cancelled 30 && wait_until 10 orphan_gone "$c"
+ok $? "and when it is cancelled" || diag "still there: $(ps -o pid,sid,user,args -p "$og")"
+f=$(submit ml --gpus 1 --name forks -- sh -c 'n=0; while [ $n -lt 100 ]; do sleep 30 & n=$((n + 1)); done; echo forked 100')
+wait_until 30 is_state "$f" succeeded ml
+spw ml logs "$f" --stderr >"$T/f.out" 2>&1
+spw ml logs "$f" >>"$T/f.out" 2>&1
+! grep -q "^forked 100" "$T/f.out" && grep -qi "cannot fork" "$T/f.out"
+ok $? "job_pids_max: 64 holds on the host: a job cannot fork 100 processes" || diag "$(cat "$T/f.out")"
 
 # ---- a job in a container image (bubblewrap on the host) -------------------
 mkdir -p "$T/img" && chmod 755 "$T/img"

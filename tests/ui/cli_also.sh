@@ -43,6 +43,7 @@ daemon:
   gpus: slots
   tick_s: 0.05
   kill_grace_s: 1
+  share_run_as: true
   tokens:
     - {token: $ML_TOKEN, team: ml}
     - {token: $CV_TOKEN, team: cv}

@@ -22,6 +22,7 @@
 
 #include "util/file.h"
 #include "util/strbuf.h"
+#include "backends/cgroup.h"
 #include "backends/container.h"
 #include "backends/local/local.h"
 
@@ -48,6 +49,8 @@ struct spw_local {
     job_t *jobs;                /* tracked jobs in launch/adopt order, owned */
     size_t njobs;               /* entries used in jobs */
     size_t cap;                 /* entries allocated in jobs */
+    spw_cgroups_t cg;           /* a cgroup per job (named by its launch
+                                   token), or kind NONE: process groups */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -308,17 +311,31 @@ static ident_t identify(const spw_handle_t *h)
     return pi.state == 'Z' || pi.state == 'X' ? IDENT_ZOMBIE : IDENT_ALIVE;
 }
 
-/* Sends sig to the job's process group.  For our own children the group id is
- * safe to use: the leader is not reaped until poll(), so its pid, which is
- * the group id, cannot be reused.  For an adopted job we first check the
- * leader's identity; if it is gone altogether we still signal the group, to
- * reach processes it left behind, accepting the small chance that the id was
- * reused meanwhile by a new group leader. */
-static int signal_group(const job_t *j, int sig)
+/* Sends sig to the job's cgroup (every process it started, one that left
+ * the session among them) and to its process group.  For our own children
+ * the group id is safe to use: the leader is not reaped until poll(), so its
+ * pid, which is the group id, cannot be reused.  For an adopted job we first
+ * check the leader's identity; if it is gone altogether we still signal the
+ * group, to reach processes it left behind, accepting the small chance that
+ * the id was reused meanwhile by a new group leader.  The cgroup, named by
+ * the launch token, is this job's alone whatever happened to the pids. */
+static int signal_group(const spw_local_t *lb, const job_t *j, int sig)
 {
+    int n = j->h.token[0] ? spw_cgroup_signal(&lb->cg, j->h.token, sig) : -1;
     if (!j->own && identify(&j->h) == IDENT_REUSED)
-        return errno = ESRCH, -1;
-    return kill(-j->h.pgid, sig);
+        return n > 0 ? 0 : (errno = ESRCH, -1);
+    int rc = kill(-j->h.pgid, sig);
+    return rc == 0 || n > 0 ? 0 : -1;
+}
+
+/* Ends every process of job j: its cgroup (emptied and removed) and its
+ * process group (unless the group id may be someone else's now). */
+static void kill_all(const spw_local_t *lb, const job_t *j, int group)
+{
+    if (j->h.token[0])
+        spw_cgroup_kill(&lb->cg, j->h.token);
+    if (group)
+        kill(-j->h.pgid, SIGKILL);
 }
 
 static job_t *find_job(spw_local_t *lb, const spw_handle_t *h)
@@ -387,6 +404,8 @@ typedef struct child_plan {
     int fence_fd;               /* RUN_DIR/TOKEN, exclusively flocked: the
                                    shim keeps it open (and so the lock held)
                                    until it ends; -1 = no fence */
+    int cg_fds[SPW_CGROUP_MAX_FDS]; /* the job's cgroup.procs files, which
+                                   the job (not the shim) joins; -1 = none */
 } child_plan_t;
 
 static void __attribute__((noreturn)) child_fail(int fd, int stage, int e)
@@ -470,6 +489,8 @@ static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep)
     /* The shim stays the daemon's user (it writes the exit record where the
      * job cannot); the job drops to its own user, keeping no supplementary
      * group of the daemon's, before it touches its workdir. */
+    if (spw_cgroup_join(c->cg_fds) < 0)
+        child_fail(rep, STAGE_SETUP, errno);
     if (c->set_user) {
         if (setgroups(1, &c->gid) < 0 || setgid(c->gid) < 0 || setuid(c->uid) < 0)
             child_fail(rep, STAGE_USER, errno);
@@ -998,7 +1019,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     char *fence_path = NULL;
     const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
     int in_fd = -1, out_fd = -1, err_fd = -1, pipefd[2] = {-1, -1}, dir_fd = -1, fence_fd = -1;
-    int out_created = 0, err_created = 0;
+    int out_created = 0, err_created = 0, cg_made = 0;
+    int cg_fds[SPW_CGROUP_MAX_FDS] = {-1, -1, -1};
     child_plan_t plan;
     child_report_t rep;
     spw_handle_t h;
@@ -1064,6 +1086,13 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         spw_errorf(err, "job %s: cannot make a pipe: %s", req->job_id, strerror(errno));
         goto error;
     }
+    /* Its cgroup, named by the launch token, which a restarted daemon
+     * knows too. */
+    if (req->token && lb->cg.kind != SPW_CGROUP_NONE) {
+        if (spw_cgroup_create(&lb->cg, req->token, req->gpus, req->ngpus, cg_fds, err) < 0)
+            goto error;
+        cg_made = 1;
+    }
 
     envp = build_env(req, owned);
     memset(&plan, 0, sizeof(plan));
@@ -1094,6 +1123,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     plan.fence_fd = fence_fd;
     plan.exit_path = exit_path;
     plan.exit_tmp = exit_tmp;
+    memcpy(plan.cg_fds, cg_fds, sizeof(cg_fds));
     max_fd = sysconf(_SC_OPEN_MAX);
     plan.max_fd = max_fd < 1024 ? 1024 : max_fd > 65536 ? 65536 : (int)max_fd;
 
@@ -1115,6 +1145,11 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     close(pipefd[1]);
     pipefd[1] = -1;
+    for (int i = 0; i < SPW_CGROUP_MAX_FDS; i++)
+        if (cg_fds[i] >= 0) {
+            close(cg_fds[i]);
+            cg_fds[i] = -1;
+        }
     if (fence_fd >= 0) {
         close(fence_fd);  /* the shim holds the lock now */
         fence_fd = -1;
@@ -1190,6 +1225,11 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     return 0;
 
 error:
+    for (int i = 0; i < SPW_CGROUP_MAX_FDS; i++)
+        if (cg_fds[i] >= 0)
+            close(cg_fds[i]);
+    if (cg_made)
+        spw_cgroup_kill(&lb->cg, req->token);
     if (pipefd[0] >= 0)
         close(pipefd[0]);
     if (pipefd[1] >= 0)
@@ -1239,7 +1279,7 @@ static int local_signal(void *be, const spw_handle_t *h, int signum, spw_error_t
 
     if (!j)
         return not_tracked(h, err);
-    if (signal_group(j, signum) < 0) {
+    if (signal_group(be, j, signum) < 0) {
         int e = errno;
         spw_errorf(err, "cannot signal job %s (process group %ld): %s", j->h.job_id,
                    (long)j->h.pgid, strerror(e));
@@ -1255,12 +1295,12 @@ static void start_stop(const spw_local_t *lb, job_t *j, spw_exit_cause_t cause,
     j->cause = cause;
     j->term_s = now_s;
     if (lb->grace_s <= 0) {
-        signal_group(j, SIGKILL);
+        signal_group(lb, j, SIGKILL);
         j->killed = 1;
         return;
     }
-    signal_group(j, SIGTERM);
-    signal_group(j, SIGCONT);  /* a stopped job could not act on TERM */
+    signal_group(lb, j, SIGTERM);
+    signal_group(lb, j, SIGCONT);  /* a stopped job could not act on TERM */
 }
 
 static int local_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
@@ -1289,7 +1329,7 @@ static void local_tick(void *be, double now_s)
             if (j->h.max_runtime_s > 0 && now_s >= j->h.started_s + j->h.max_runtime_s)
                 start_stop(lb, j, SPW_CAUSE_MAX_RUNTIME, now_s);
         } else if (!j->killed && now_s >= j->term_s + lb->grace_s) {
-            signal_group(j, SIGKILL);
+            signal_group(lb, j, SIGKILL);
             j->killed = 1;
         }
     }
@@ -1320,7 +1360,7 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
             return 0;
         /* The leader is a zombie, so its pid (the group id) is still ours:
          * clear out whatever it left running, then reap it. */
-        kill(-j->h.pgid, SIGKILL);
+        kill_all(lb, j, 1);
         while (waitpid(j->h.pid, &st, 0) < 0 && errno == EINTR)
             ;
         if (si.si_code == CLD_EXITED) {
@@ -1337,10 +1377,11 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
         return 0;
     case IDENT_ZOMBIE:
     case IDENT_GONE:
-        kill(-j->h.pgid, SIGKILL);
+        kill_all(lb, j, 1);
         break;
     case IDENT_REUSED:
-        break;  /* the group id may now be someone else's: leave it */
+        kill_all(lb, j, 0);  /* the group id may now be someone else's */
+        break;
     }
     /* Not our child, so its status went to whoever reaped it; but the shim
      * recorded the job's outcome before it ended (unless SIGKILL ended it
@@ -1522,6 +1563,8 @@ spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
     lb->grace_s = grace_s;
     lb->log_dir = opts && opts->log_dir ? spw_xstrdup(opts->log_dir) : NULL;
     lb->run_dir = opts && opts->run_dir ? spw_xstrdup(opts->run_dir) : NULL;
+    if (opts && opts->cgroups)
+        spw_cgroups_init(&lb->cg, NULL, opts->pids_max, opts->memory_mib);
     return lb;
 }
 

@@ -93,6 +93,14 @@ typedef struct spw_local_opts {
                                    records by token (see "Launch tokens");
                                    NULL = launches with a token fail and
                                    find() cannot answer */
+    int cgroups;                /* 1: each job launched with a token runs in
+                                   a cgroup of its own (cgroup.h), where
+                                   this process is root and a controller is
+                                   usable; 0 = process groups only */
+    uint32_t pids_max;          /* with cgroups: processes per job; 0 = no
+                                   limit */
+    uint64_t memory_mib;        /* with cgroups: memory per job, MiB; 0 = no
+                                   limit */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/cgroup.h"
 #include "backends/container.h"
 #include "backends/ssh/ssh.h"
 #include "util/file.h"
@@ -115,6 +116,8 @@ struct spw_ssh {
     char *log_dir;              /* owned */
     char control_dir[128];      /* ControlPath directory; "" = no multiplexing */
     double grace_s, cmd_timeout_s, sync_interval_s, down_after_s; /* seconds */
+    uint32_t job_pids_max;      /* processes per job (its cgroup); 0 = none */
+    uint64_t job_memory_mib;    /* memory per job, MiB (its cgroup); 0 = none */
     job_t **jobs;               /* tracked, owned */
     size_t njobs, cap;          /* used, allocated */
     spw_exit_t *done;           /* exits waiting for poll(), owned */
@@ -138,7 +141,9 @@ static const char prelude[] =
     "R=${SPILLWAY_HOST_DIR:-$HOME/.spillway}; J=$R/jobs; B=" STR(ROUND_MAX) "\n"
     "alive() { p=$(cat \"$J/$1/pid\" 2>/dev/null) || return 1; [ -n \"$p\" ] &&"
     " kill -0 \"$p\" 2>/dev/null && grep -qF \"$1\" \"/proc/$p/cmdline\" 2>/dev/null; }\n"
-    "sig() { alive \"$1\" && kill \"-$2\" \"-$(cat \"$J/$1/pid\")\" 2>/dev/null; return 0; }\n"
+    SPW_CGROUP_SHELL_KILL
+    "sig() { alive \"$1\" && kill \"-$2\" \"-$(cat \"$J/$1/pid\")\" 2>/dev/null; cgk \"$J/$1\" \"$2\";"
+    " return 0; }\n"
     /* chunk DIR FILE OFF: the bytes of FILE past OFF, in records of at
      * most CHUNK_MAX, while the round's budget B lasts; "M DIR FILE" when
      * some are left for the next round. */
@@ -157,14 +162,15 @@ static const char prelude[] =
  * the job is forked: a cancel that came between the two would reach only
  * the shim, which ignores it, and the job would run on. */
 static const char shim[] =
+    SPW_CGROUP_SHELL_KILL
     "D=$1; shift; trap : TERM INT HUP;"
-    " \"$@\" </dev/null >>\"$D/out\" 2>>\"$D/err\" & c=$!; st=;"
+    " " SPW_CGROUP_SHELL_JOIN " </dev/null >>\"$D/out\" 2>>\"$D/err\" & c=$!; st=;"
     " echo $$ >\"$D/pid.tmp\" && mv \"$D/pid.tmp\" \"$D/pid\";"
     " while kill -0 $c 2>/dev/null; do wait $c; st=$?; done;"
     " [ -n \"$st\" ] || { wait $c; st=$?; };"
     " if [ \"$st\" -gt 128 ]; then r=\"signaled $((st - 128))\"; else r=\"exited $st\"; fi;"
     " echo \"$r\" >\"$D/exit.tmp\" && mv \"$D/exit.tmp\" \"$D/exit\";"
-    " trap '' TERM; kill -KILL 0";
+    " trap '' TERM; cgk \"$D\" KILL; kill -KILL 0";
 
 /* ---- running ssh ------------------------------------------------------ */
 
@@ -492,6 +498,8 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     sb->port = o->port > 0 ? o->port : 22;
     sb->log_dir = spw_xstrdup(o->log_dir);
     sb->grace_s = o->grace_s >= 0 ? o->grace_s : 10;
+    sb->job_pids_max = o->job_pids_max;
+    sb->job_memory_mib = o->job_memory_mib;
     sb->cmd_timeout_s = o->cmd_timeout_s > 0 ? o->cmd_timeout_s : 20;
     sb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
     sb->down_after_s = o->down_after_s > 0 ? o->down_after_s : 10;
@@ -1540,6 +1548,15 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         spw_strbuf_printf(&s, "if [ -e \"$R/fence/%s\" ]; then echo \"E launch token %s was fenced by a "
                   "restarted daemon\"; exit 1; fi\n", req->token, req->token);
         spw_strbuf_printf(&s, "echo '%s' >\"$D/token\"; echo '%s' >\"$D/hosts\"\n", req->token, ips);
+        {
+            /* Its cgroup on the host, before anything of the spec's. */
+            uint32_t own[MAX_SLOTS];
+            size_t nown = 0;
+            for (uint32_t g = 0; g < MAX_SLOTS; g++)
+                if (bits[k] >> g & 1)
+                    own[nown++] = g;
+            spw_cgroup_shell(&s, sb->job_pids_max, sb->job_memory_mib, own, nown);
+        }
         if (req->workdir) {
             spw_strbuf_add(&s, "W=");
             spw_strbuf_quote(&s, req->workdir);

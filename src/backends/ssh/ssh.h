@@ -101,6 +101,10 @@ typedef struct spw_ssh_opts {
                                    spw_ssh_host_add, spw_ssh_host_remove;
                                    the daemon's cloud instances); nhosts
                                    may be 0 */
+    uint32_t job_pids_max;      /* processes per job, through its cgroup on
+                                   the host (cgroup.h); 0 = no limit */
+    uint64_t job_memory_mib;    /* memory per job, MiB, likewise; 0 = no
+                                   limit */
 } spw_ssh_opts_t;
 
 /* The function table; use it with a backend from spw_ssh_create.  Of the
