@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
-slurm_up 39 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
+slurm_up 44 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:
@@ -68,10 +68,10 @@ pool_nodes() { spw ml show "$a" -o json | python3 -c 'import json,sys; print(jso
 # It used to run as root with sbatch --export=ALL: the daemon's whole
 # environment, and the admin token in the 0600 config (issue 20).
 id spillway-job >/dev/null 2>&1 || diag "no spillway-job user: the next checks fail (scripts/deps.sh creates it)"
-h=$(submit ml --gpus 1 --name hostile -- sh -c 'id -un; echo "token=${SPILLWAY_TOKEN:-none} aws=${AWS_SECRET_ACCESS_KEY:-none} dtest=${SPW_DTEST:-none}"; cat "$0" >/dev/null 2>&1 && echo read-config || echo config-denied' "$T/serve.yaml")
+h=$(submit ml --gpus 1 --name hostile -- sh -c 'id -un; echo "token=${SPILLWAY_TOKEN:-none} aws=${AWS_SECRET_ACCESS_KEY:-none} dtest=${SPW_DTEST:-none}"; cat "$0" >/dev/null 2>&1 && echo read-config || echo config-denied; echo "$SPILLWAY_PLACEMENT $SLURMD_NODENAME"' "$T/serve.yaml")
 wait_for "$h" succeeded 30
 ok $? "a job reading the daemon's secrets runs" || diag "$(spw ml logs "$h" 2>&1)"
-[ "$(spw ml logs "$h" 2>/dev/null | tr '\n' ' ')" = "spillway-job token=none aws=none dtest=none config-denied " ]
+[ "$(spw ml logs "$h" 2>/dev/null | head -3 | tr '\n' ' ')" = "spillway-job token=none aws=none dtest=none config-denied " ]
 ok $? "Slurm ran it as spillway-job, without the daemon's environment, unable to read the config: $(spw ml logs "$h" 2>&1 | tr '\n' ' ')"
 grep -q "jobs run as user spillway-job" "$DLOG"
 ok $? "and the daemon's log says so: $(grep 'jobs run as' "$DLOG")"
@@ -83,10 +83,14 @@ else
     grep -q "SPILLWAY_SLURM_NODES is reserved" "$T/sub.err"
 fi
 ok $? "a job whose env sets SPILLWAY_SLURM_NODES is refused at submit, naming it: $(head -c 160 "$T/sub.err")"
+# Its placement (gpu/K: node K of the pool's n1..n3) and where Slurm ran it.
+hp=$(spw ml logs "$h" 2>/dev/null | sed -n 4p)
+hnode=${hp#* } hp=${hp%% *}
 hn=$(sq | grep "\.$h\.1 " | awk '{print $4}')
-hw=$(field "$h" 'd.get("where","")')
-[ -n "$hn" ] && case $hw in *"$hn"*) true ;; *) false ;; esac
-ok $? "Slurm ran the job on the node spillway placed it on ($hn; where: $hw)"
+hk=${hp##*/}
+case $hk in '' | *[!0-9]*) hk=-9 ;; esac
+[ -n "$hn" ] && [ "$hn" = "$hnode" ] && [ "n$((hk + 1))" = "$hn" ]
+ok $? "Slurm ran the job on the node spillway placed it on (placement $hp, ran on $hnode, squeue: $hn)"
 
 # ---- gang of 2 nodes ----------------------------------------------------
 g=$(submit ml --gpus 8 --name gang -- sh -c 'echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT')
