@@ -1447,9 +1447,13 @@ static char *image_cache(const spw_launch_t *req)
 static void job_env_apply(spw_strbuf_t *s, const spw_launch_t *req)
 {
     spw_strbuf_t names = {0};
-    for (const char *const *e = req->env; e && *e; e++)
-        spw_strbuf_printf(&names, "%s%.*s", names.s ? " " : "", (int)(strchr(*e, '=') - *e),
-                          *e);
+    for (const char *const *e = req->env; e && *e; e++) {
+        int nl = (int)(strchr(*e, '=') - *e), later = 0;
+        for (const char *const *f = e + 1; *f && !later; f++)  /* the last one is exported */
+            later = strncmp(*f, *e, (size_t)nl + 1) == 0;
+        if (!later)
+            spw_strbuf_printf(&names, "%s%.*s", names.s ? " " : "", nl, *e);
+    }
     if (!names.s)
         return;
     spw_strbuf_add(s, "set -- /bin/sh -c 'for v in $1; do eval \"export $v=\\\"\\$SPW_E_$v\\\";"
