@@ -437,8 +437,17 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
         n++;
     sb->envp = spw_xcalloc(n + 2, sizeof(char *));
     size_t k = 0;
+    /* Slurm's commands run with what they need of the daemon's variables
+     * and nothing else: sbatch passes its environment to the job
+     * (--export=ALL), so the daemon's tokens and secrets must not be in it.
+     * (--export=NONE would make Slurm 22.05 load the user's login
+     * environment on the node, su - USER, for up to 8 s per job.) */
+    static const char *const cmd_pass[] = {"PATH", "TZ", "LANG", "LANGUAGE", "LC_*", "SLURM_*",
+                                           "SBATCH_*", "SQUEUE_*", "SCANCEL_*", "SINFO_*",
+                                           "SCONTROL_*", NULL};
     for (size_t i = 0; i < n; i++)
-        if (!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+        if ((!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0) &&
+            spw_env_passes(cmd_pass, environ[i]))
             sb->envp[k++] = spw_xstrdup(environ[i]);
     if (o->slurm_conf) {
         size_t len = strlen(o->slurm_conf) + 12;
@@ -607,8 +616,9 @@ static char *batch_script(const spw_launch_t *req)
     spw_strbuf_add(&b, "#!/bin/sh\n# spillway job ");
     spw_strbuf_add(&b, req->job_id);
     spw_strbuf_add(&b, "\n");
-    /* sbatch runs with --export=NONE: the job sees Slurm's SLURM_* and what
-     * is written here, quoted: the daemon's variables env_pass lets through,
+    /* sbatch runs in a scrubbed environment (PATH, TZ, the locale, Slurm's
+     * own settings): the job sees that, Slurm's SLURM_* and what is
+     * written here, quoted: the daemon's variables env_pass lets through,
      * then the job's own (which win), then spillway's. */
     for (size_t i = 0; environ && environ[i]; i++)
         if (valid_env_name(environ[i]) && spw_env_passes(req->env_pass, environ[i]))
@@ -633,8 +643,6 @@ static char *batch_script(const spw_launch_t *req)
         }
     }
     if (req->nodes > 1) {
-        /* The steps inherit the job's variables, not sbatch's NONE. */
-        spw_strbuf_add(&b, "export SLURM_EXPORT_ENV=ALL\n");
         spw_strbuf_add(&b, "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
                     "export MASTER_ADDR\n"
                     "export MASTER_PORT=$((29500 + SLURM_JOB_ID % 1000))\n"
@@ -735,7 +743,7 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         argv[na++] = gres;
     argv[na++] = "--no-requeue";
     argv[na++] = "--open-mode=append";
-    argv[na++] = "--export=NONE";
+    argv[na++] = "--export=ALL";  /* sbatch's scrubbed environment (create) */
     argv[na++] = outp;
     argv[na++] = errp;
     if (req->max_runtime_s > 0) {
