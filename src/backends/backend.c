@@ -28,3 +28,21 @@ int spw_queue_take(void *queue, size_t *n, size_t elem, void *out, size_t max)
     *n -= k;
     return (int)k;
 }
+
+int spw_env_passes(const char *const *pass, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    size_t nl = eq ? (size_t)(eq - entry) : strlen(entry);
+    if (!pass)
+        return 1;
+    for (; *pass; pass++) {
+        size_t pl = strlen(*pass);
+        if (pl && (*pass)[pl - 1] == '*') {
+            if (nl >= pl - 1 && strncmp(entry, *pass, pl - 1) == 0)
+                return 1;
+        } else if (pl == nl && strncmp(entry, *pass, nl) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -354,6 +354,11 @@ struct spw_backend_ops {
     int (*run)(void *be, const char *const *argv, const char *in, char **out, spw_error_t *err);
 };
 
+/* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job
+ * under spw_launch_t.env_pass `pass`: pass is NULL (all may), or names it,
+ * or holds a "PREFIX*" it starts with. */
+int spw_env_passes(const char *const *pass, const char *entry);
+
 /* Moves up to max items of elem bytes from the front of a queue of *n
  * items into out, the rest to the front; returns how many moved (what a
  * backend's poll() and changed() hand the daemon). */

@@ -583,6 +583,46 @@ static int env_cmp(const void *a, const void *b)
                   ((const spw_env_var_t *)b)->key);
 }
 
+/* Names a job's env may not set, and why (docs/daemon.md, "What a job can
+ * reach").  Exact names, or a prefix when the entry ends in '*'. */
+static const struct {
+    const char *name;
+    const char *why;
+} reserved_env[] = {
+    {"SPILLWAY_IMAGE_CACHE", NULL},  /* the one SPILLWAY_ name a job sets */
+    {"SPILLWAY_*", "spillway sets its SPILLWAY_ variables itself, and they steer the "
+                   "placement"},
+    {"CUDA_VISIBLE_DEVICES", "set by spillway to the GPUs it assigns"},
+    {"RANK", "set by the backend for each rank of a job"},
+    {"NODE_RANK", "set by the backend for each rank of a job"},
+    {"LOCAL_RANK", "set by the backend for each rank of a job"},
+    {"WORLD_SIZE", "set by the backend for each rank of a job"},
+    {"LOCAL_WORLD_SIZE", "set by the backend for each rank of a job"},
+    {"MASTER_ADDR", "set by the backend for each rank of a job"},
+    {"MASTER_PORT", "set by the backend for each rank of a job"},
+    {"SLURM_*", "set by Slurm on a Slurm pool"},
+    {"SPW_*", "a variable of the ssh backend's launch script"},
+};
+
+/* The launch script's own one- and two-letter variables on ssh hosts. */
+static const char *const script_vars[] = {"B", "D", "J", "R", "S", "T", "U", "W",
+                                          "UI", "UG", "IC", "IF", "IK", "UF", "UR", "BW",
+                                          "CK", "IMG"};
+
+const char *spw_jobspec_env_reserved(const char *name)
+{
+    for (size_t i = 0; i < sizeof(reserved_env) / sizeof(reserved_env[0]); i++) {
+        const char *r = reserved_env[i].name;
+        size_t n = strlen(r);
+        if (r[n - 1] == '*' ? strncmp(name, r, n - 1) == 0 : strcmp(name, r) == 0)
+            return reserved_env[i].why;
+    }
+    for (size_t i = 0; i < sizeof(script_vars) / sizeof(script_vars[0]); i++)
+        if (strcmp(name, script_vars[i]) == 0)
+            return "a variable of the ssh backend's launch script";
+    return NULL;
+}
+
 static int f_env(const pctx_t *c, const spw_ynode_t *n, const char *field,
                  spw_jobspec_t *s)
 {
@@ -601,9 +641,10 @@ static int f_env(const pctx_t *c, const spw_ynode_t *n, const char *field,
             return field_error(c, &pos, field, "'%.40s' is not a valid "
                                "variable name (letters, digits and '_', "
                                "not starting with a digit)", k);
-        if (strcmp(k, "CUDA_VISIBLE_DEVICES") == 0)
-            return field_error(c, &pos, field, "CUDA_VISIBLE_DEVICES is set "
-                               "by spillway to the GPUs it assigns");
+        const char *why = spw_jobspec_env_reserved(k);
+        if (why)
+            return field_error(c, &pos, field, "%s is reserved: %s; remove "
+                               "it from env", k, why);
         if (n->items[i]->kind != SPW_Y_SCALAR)
             return field_error(c, n->items[i], field, "%s: expected a "
                                "string, got %s", k, kind_name(n->items[i]));

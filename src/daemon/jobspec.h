@@ -103,6 +103,13 @@ typedef struct spw_jobspec {
                                   no container */
 } spw_jobspec_t;
 
+/* Why a job's env may not set variable `name` (a static sentence), or NULL
+ * when it may: spillway's own SPILLWAY_* (but SPILLWAY_IMAGE_CACHE),
+ * CUDA_VISIBLE_DEVICES, the rank variables and SLURM_* the backends set,
+ * and the ssh launch script's own variables.  The parser refuses them; the
+ * daemon drops them from specs stored before they were refused. */
+const char *spw_jobspec_env_reserved(const char *name);
+
 /* Parses and validates one job spec.  data is JSON when its first
  * non-whitespace byte is '{', YAML otherwise; len bytes are read (data need
  * not be NUL-terminated).  name labels messages (a file name, "request").

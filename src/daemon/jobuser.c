@@ -214,3 +214,44 @@ int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker,
     }
     return 1;
 }
+
+/* "NAME=VALUE", newly allocated. */
+static char *env_kv(const char *name, const char *value)
+{
+    size_t len = strlen(name) + strlen(value) + 2;
+    char *s = spw_xmalloc(len);
+    snprintf(s, len, "%s=%s", name, value);
+    return s;
+}
+
+char **spw_jobenv_build(const spw_jobuser_t *u, const spw_env_var_t *env, size_t nenv,
+                        const char *const *own, const char *const *extra)
+{
+    size_t nown = 0, nextra = 0, n = 0;
+    while (own && own[nown])
+        nown++;
+    while (extra && extra[nextra])
+        nextra++;
+    char **out = spw_xcalloc(nenv + nown + nextra + 4, sizeof(char *));
+    if (u->set) {  /* its user's, not the daemon's; the spec may override */
+        out[n++] = env_kv("HOME", u->home);
+        out[n++] = env_kv("USER", u->name);
+        out[n++] = env_kv("LOGNAME", u->name);
+    }
+    for (size_t i = 0; i < nenv; i++)
+        if (!spw_jobspec_env_reserved(env[i].key))
+            out[n++] = env_kv(env[i].key, env[i].value);
+    for (size_t i = 0; i < nown; i++)
+        out[n++] = spw_xstrdup(own[i]);
+    for (size_t i = 0; i < nextra; i++)
+        out[n++] = spw_xstrdup(extra[i]);
+    out[n] = NULL;
+    return out;
+}
+
+void spw_jobenv_free(char **env)
+{
+    for (char **e = env; e && *e; e++)
+        free(*e);
+    free(env);
+}

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "config/config.h"
+#include "daemon/jobspec.h"
 #include "util/error.h"
 
 /* The user jobs run as when the daemon is root and the config names none. */
@@ -62,5 +63,19 @@ void spw_jobusers_clear(spw_jobusers_t *us);
  * supplementary groups are not considered (jobs keep their primary group
  * only). */
 int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap);
+
+/* The variables a job is launched with, for every backend: u's HOME, USER
+ * and LOGNAME (when u is set), then the spec's env[0..nenv) without the
+ * names spw_jobspec_env_reserved() refuses (a spec stored before they were
+ * refused keeps none of them), then own and extra (NULL-terminated
+ * "NAME=VALUE", spillway's; either may be NULL), later ones winning.  The
+ * daemon's own variables are not in it: backends add those env_pass lets
+ * through where the job runs beside the daemon (spw_launch_t.env_pass).
+ * Returns a NULL-terminated array; caller frees with spw_jobenv_free. */
+char **spw_jobenv_build(const spw_jobuser_t *u, const spw_env_var_t *env, size_t nenv,
+                        const char *const *own, const char *const *extra);
+
+/* Frees what spw_jobenv_build returned.  NULL-safe. */
+void spw_jobenv_free(char **env);
 
 #endif

@@ -36,15 +36,6 @@ static char *gpu_list(const uint32_t *g, size_t n)
     return s;
 }
 
-/* "NAME=VALUE", newly allocated. */
-static char *env_kv(const char *name, const char *value)
-{
-    size_t len = strlen(name) + strlen(value) + 2;
-    char *s = spw_xmalloc(len);
-    snprintf(s, len, "%s=%s", name, value);
-    return s;
-}
-
 /* Makes directory `path` (0750) as the daemon's own: never a link, since a
  * job may have left one, or a FIFO, at a future job's name; whatever else is
  * found there is replaced by a real directory.  0, or -1 with errno. */
@@ -173,7 +164,6 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
     if (rc == 0)
         rc = job_log_dir(d, j, logs, sizeof(logs), &err);
     char **env = NULL;
-    size_t nenv = 0;
     /* The job's user owns its checkpoint directory, and no one else may
      * look into it (jobs of other teams may run as other users). */
     if (rc == 0 && u->set && (chown(dir, u->uid, u->gid) < 0 || chmod(dir, 0700) < 0))
@@ -188,22 +178,8 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             snprintf(interval, sizeof(interval), "SPILLWAY_CHECKPOINT_INTERVAL_S=continuous");
         else
             snprintf(interval, sizeof(interval), "SPILLWAY_CHECKPOINT_INTERVAL_S=%.17g", iv);
-        const char *own[] = {ckpt, attempt, restarts, interval};
-        size_t nown = sizeof(own) / sizeof(own[0]), nextra = 0;
-        while (extra && extra[nextra])
-            nextra++;
-        env = spw_xcalloc(s->nenv + nown + nextra + 4, sizeof(char *));
-        if (u->set) {  /* its user's, not the daemon's; the spec may override */
-            env[nenv++] = env_kv("HOME", u->home);
-            env[nenv++] = env_kv("USER", u->name);
-            env[nenv++] = env_kv("LOGNAME", u->name);
-        }
-        for (size_t i = 0; i < s->nenv; i++)
-            env[nenv++] = env_kv(s->env[i].key, s->env[i].value);
-        for (size_t i = 0; i < nown; i++)
-            env[nenv++] = spw_xstrdup(own[i]);
-        for (size_t i = 0; i < nextra; i++)
-            env[nenv++] = spw_xstrdup(extra[i]);
+        const char *own[] = {ckpt, attempt, restarts, interval, NULL};
+        env = spw_jobenv_build(u, s->env, s->nenv, own, (const char *const *)extra);
         spw_launch_t req = {
             .job_id = j->id,
             .argv = s->run_kind == SPW_RUN_ARGV ? (const char *const *)s->argv : NULL,
@@ -244,9 +220,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
          * its token) instead of failing it as ended. */
         async = rc == 0 && !j->h.ext[0] && ops->version >= 3 && ops->changed;
     }
-    for (size_t i = 0; i < nenv; i++)
-        free(env[i]);
-    free(env);
+    spw_jobenv_free(env);
     free(g);
     for (char **e = extra; e && *e; e++)
         free(*e);

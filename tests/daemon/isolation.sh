@@ -18,7 +18,7 @@ if ! id spillway-job >/dev/null 2>&1; then
     echo "1..0 # skip no spillway-job user (scripts/deps.sh creates it as root)"
     exit 0
 fi
-plan 37
+plan 40
 
 job_uid=$(id -u spillway-job)
 mkconfig "$T/serve.yaml" 2 never
@@ -122,6 +122,28 @@ wait_until 20 is_state "$m" failed ml
 spw ml logs "$m" >"$T/m.out" 2>&1
 ! grep -q allocated "$T/m.out"
 ok $? "job_memory_mib: 64 stops a job filling 200 MiB ($(state_of "$m" ml))" || diag "$(cat "$T/m.out")"
+# ---- a hostile env: PATH and LD_PRELOAD reach only the job's user -----------
+EV=$T/evil
+mkdir -p "$EV" && chmod 777 "$EV" && : >"$EV/ran" && chmod 666 "$EV/ran"
+for c in id sh cat env setpriv; do
+    printf '#!/bin/sh\necho "$(/usr/bin/id -u) %s" >>%s/ran\nexec /usr/bin/%s "$@"\n' "$c" "$EV" "$c" >"$EV/$c"
+    chmod 755 "$EV/$c"
+done
+pl=
+if command -v cc >/dev/null 2>&1; then
+    printf '#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void evil(void) { FILE *f = fopen("%s/ran", "a"); if (f) { fprintf(f, "%%d preload\\n", (int)geteuid()); fclose(f); } }\n' "$EV" >"$EV/evil.c"
+    cc -shared -fPIC -o "$EV/evil.so" "$EV/evil.c" && chmod 755 "$EV/evil.so" && pl=$EV/evil.so
+fi
+e=$(submit ml --gpus 1 --env PATH="$EV:/usr/bin:/bin" ${pl:+--env LD_PRELOAD="$pl"} -- id -u)
+wait_for "$e" succeeded 10
+[ "$(spw ml logs "$e" 2>&1)" = "$job_uid" ] && grep -q "^$job_uid id\$" "$EV/ran" && ! grep -q '^0 ' "$EV/ran"
+ok $? "a job's PATH${pl:+ and LD_PRELOAD} reach only its own process, nothing of root's: $(sort "$EV/ran" | uniq -c | tr '\n' ' ')"
+# Names spillway sets itself are refused at submit, naming them.
+printf '{"run": ["true"], "gpus": 1, "env": {"SPILLWAY_PLACEMENT": "x/0"}}' >"$T/res.json"
+http POST /v1/jobs ml "$T/res.json"
+http_is 400 "SPILLWAY_PLACEMENT is reserved" "a spec whose env sets SPILLWAY_PLACEMENT is refused with 400, naming it"
+! spw ml submit --gpus 1 --env D=/tmp -- true >/dev/null 2>"$T/d.err" && contains "$T/d.err" "D is reserved"
+ok $? "spillway submit --env D=... is refused, naming D: $(head -c 120 "$T/d.err")"
 stop_daemon
 
 # ---- refusals at start ------------------------------------------------------

@@ -330,12 +330,29 @@ static void test_errors(void)
         {"t.json", "{\"run\": [\"x\"], \"gpus\": 1, \"env\": {\"A-B\": \"1\"}}",
          "t.json:1:35: field 'env': 'A-B' is not a valid variable name *"},
         {"t.yaml", "run: [x]\ngpus: 1\nenv: {CUDA_VISIBLE_DEVICES: '0'}\n",
-         "t.yaml:3:7: field 'env': CUDA_VISIBLE_DEVICES is set by spillway "
-         "to the GPUs it assigns"},
-        {"t.yaml", "run: [x]\ngpus: 1\nenv: {A: [1]}\n",
-         "t.yaml:3:10: field 'env': A: expected a string, got a list"},
-        {"t.yaml", "run: [x]\ngpus: 1\nenv: {A: 1, A: 2}\n",
-         "t.yaml:3:6: field 'env': variable 'A' is given twice"},
+         "t.yaml:3:7: field 'env': CUDA_VISIBLE_DEVICES is reserved: set by "
+         "spillway to the GPUs it assigns; remove it from env"},
+        /* Names spillway, Slurm or the ssh launch script set themselves: a
+         * job naming them steered the placement or the root part of the
+         * launch (issue 20). */
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {SPILLWAY_SLURM_NODES: n2}\n",
+         "t.yaml:3:7: field 'env': SPILLWAY_SLURM_NODES is reserved: spillway "
+         "sets its SPILLWAY_ variables itself, and they steer the placement; "
+         "remove it from env"},
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {OK: 1, D: /root}\n",
+         "t.yaml:3:14: field 'env': D is reserved: a variable of the ssh "
+         "backend's launch script; remove it from env"},
+        {"t.json", "{\"run\": [\"x\"], \"gpus\": 1, \"env\": {\"SLURM_JOB_ID\": \"1\"}}",
+         "t.json:1:35: field 'env': SLURM_JOB_ID is reserved: set by Slurm *"},
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {MASTER_PORT: '1'}\n",
+         "t.yaml:3:7: field 'env': MASTER_PORT is reserved: set by the "
+         "backend for each rank of a job; remove it from env"},
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {SPW_JOB_UID: '0'}\n",
+         "t.yaml:3:7: field 'env': SPW_JOB_UID is reserved: *"},
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {X: [1]}\n",
+         "t.yaml:3:10: field 'env': X: expected a string, got a list"},
+        {"t.yaml", "run: [x]\ngpus: 1\nenv: {X: 1, X: 2}\n",
+         "t.yaml:3:6: field 'env': variable 'X' is given twice"},
         {"t.yaml", "run: [x]\ngpus: 1\nenv: [A]\n",
          "t.yaml:3:6: field 'env': expected a mapping of names to strings, "
          "got a list"},
@@ -712,6 +729,22 @@ static void test_image(void)
     }
 }
 
+/* PATH, LD_* and friends are the job's own business (they reach only the
+ * process that runs as the job's user); names spillway sets are not. */
+static void test_env_reserved(void)
+{
+    static const char *const mine[] = {"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "BASH_ENV",
+                                       "PYTHONPATH", "HOME", "SPILLWAY_IMAGE_CACHE", "DD",
+                                       "SPILLWAY"};
+    static const char *const theirs[] = {"SPILLWAY_PLACEMENT", "SPILLWAY_SSH_HOSTS",
+                                         "SPILLWAY_CHECKPOINT_DIR", "SPILLWAY_JOB_ID", "T",
+                                         "J", "R", "B", "UI", "SLURM_NODELIST", "RANK"};
+    for (size_t i = 0; i < sizeof(mine) / sizeof(mine[0]); i++)
+        ok(spw_jobspec_env_reserved(mine[i]) == NULL, "env %s is the job's own", mine[i]);
+    for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
+        ok(spw_jobspec_env_reserved(theirs[i]) != NULL, "env %s is reserved", theirs[i]);
+}
+
 int main(void)
 {
     test_full();
@@ -724,5 +757,6 @@ int main(void)
     test_durations();
     test_times();
     test_image();
+    test_env_reserved();
     return done_testing();
 }

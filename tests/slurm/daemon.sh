@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
-slurm_up 39 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
+slurm_up 44 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:
@@ -34,8 +34,12 @@ daemon:
     - {token: $ML_TOKEN, team: ml}
     - {token: $ADMIN_TOKEN, admin: true}
 EOF2
+# The daemon runs as root with secrets in its environment, as an operator's
+# would: a job must see none of them (issue 20).
+export AWS_SECRET_ACCESS_KEY="spw-test-secret-$$" SPILLWAY_TOKEN="$ADMIN_TOKEN"
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts with a slurm pool" || exit 1
+unset AWS_SECRET_ACCESS_KEY SPILLWAY_TOKEN
 spw ml pools -o json >"$T/pools.json" 2>&1
 json_check "$T/pools.json" '
 p = [x for x in d["pools"] if x["name"] == "gpu"][0]
@@ -59,6 +63,34 @@ spw ml logs "$a" >"$T/logs.out" 2>&1
 grep -q "^hello slurm on n[1-3] gpus=0,1$" "$T/logs.out"
 ok $? "spillway logs shows its stdout (Slurm wrote it): $(head -1 "$T/logs.out")"
 pool_nodes() { spw ml show "$a" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin).get("where",""))'; }
+
+# ---- a hostile job under a root daemon ----------------------------------
+# It used to run as root with sbatch --export=ALL: the daemon's whole
+# environment, and the admin token in the 0600 config (issue 20).
+id spillway-job >/dev/null 2>&1 || diag "no spillway-job user: the next checks fail (scripts/deps.sh creates it)"
+h=$(submit ml --gpus 1 --name hostile -- sh -c 'id -un; echo "token=${SPILLWAY_TOKEN:-none} aws=${AWS_SECRET_ACCESS_KEY:-none} dtest=${SPW_DTEST:-none}"; cat "$0" >/dev/null 2>&1 && echo read-config || echo config-denied; echo "$SPILLWAY_PLACEMENT $SLURMD_NODENAME"' "$T/serve.yaml")
+wait_for "$h" succeeded 30
+ok $? "a job reading the daemon's secrets runs" || diag "$(spw ml logs "$h" 2>&1)"
+[ "$(spw ml logs "$h" 2>/dev/null | head -3 | tr '\n' ' ')" = "spillway-job token=none aws=none dtest=none config-denied " ]
+ok $? "Slurm ran it as spillway-job, without the daemon's environment, unable to read the config: $(spw ml logs "$h" 2>&1 | tr '\n' ' ')"
+grep -q "jobs run as user spillway-job" "$DLOG"
+ok $? "and the daemon's log says so: $(grep 'jobs run as' "$DLOG")"
+# A job's env may not steer its placement (SPILLWAY_SLURM_NODES overrode
+# spillway's --nodelist).
+if spw ml submit --gpus 1 --env SPILLWAY_SLURM_NODES=n2 -- true >"$T/sub.out" 2>"$T/sub.err"; then
+    false
+else
+    grep -q "SPILLWAY_SLURM_NODES is reserved" "$T/sub.err"
+fi
+ok $? "a job whose env sets SPILLWAY_SLURM_NODES is refused at submit, naming it: $(head -c 160 "$T/sub.err")"
+# Its placement (gpu/K: node K of the pool's n1..n3) and where Slurm ran it.
+hp=$(spw ml logs "$h" 2>/dev/null | sed -n 4p)
+hnode=${hp#* } hp=${hp%% *}
+hn=$(sq | grep "\.$h\.1 " | awk '{print $4}')
+hk=${hp##*/}
+case $hk in '' | *[!0-9]*) hk=-9 ;; esac
+[ -n "$hn" ] && [ "$hn" = "$hnode" ] && [ "n$((hk + 1))" = "$hn" ]
+ok $? "Slurm ran the job on the node spillway placed it on (placement $hp, ran on $hnode, squeue: $hn)"
 
 # ---- gang of 2 nodes ----------------------------------------------------
 g=$(submit ml --gpus 8 --name gang -- sh -c 'echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT')

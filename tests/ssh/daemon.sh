@@ -12,7 +12,7 @@
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 43 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 49 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -112,6 +112,55 @@ spw ml logs "$f" --stderr >"$T/f.out" 2>&1
 spw ml logs "$f" >>"$T/f.out" 2>&1
 ! grep -q "^forked 100" "$T/f.out" && grep -qi "cannot fork" "$T/f.out"
 ok $? "job_pids_max: 64 holds on the host: a job cannot fork 100 processes" || diag "$(cat "$T/f.out")"
+
+# ---- a hostile env: nothing a job's variables name runs as root ------------
+# The login user on the hosts is root (to switch users).  A job's env used to
+# be exported into the launch script before its own commands: PATH made the
+# root part run a job's `id`, LD_PRELOAD loaded a job's library into root
+# processes, and D redirected the shim's rank directory (issue 20).
+EV=$T/evil
+mkdir -p "$EV" && chmod 777 "$EV"
+: >"$EV/ran" && chmod 666 "$EV/ran"
+# What a previous job could have left: commands the launch script and the
+# shim use, each noting the uid that ran it.
+for c in id mkdir cat mv rm setpriv setsid sleep kill grep env command; do
+    printf '#!/bin/sh\necho "$(/usr/bin/id -u) %s" >>%s/ran\nexec /usr/bin/%s "$@"\n' "$c" "$EV" "$c" >"$EV/$c"
+    chmod 755 "$EV/$c"
+done
+p=$(submit ml --gpus 1 --name evil-path --env PATH="$EV:/usr/bin:/bin" -- id -u)
+wait_for "$p" succeeded 30
+ok $? "a job whose env puts its own directory first in PATH runs" || diag "$(spw ml logs "$p" 2>&1)" "$(cat "$EV/ran")"
+[ "$(spw ml logs "$p" 2>&1)" = "$(id -u spillway-job)" ] && ! grep -q '^0 ' "$EV/ran" &&
+    grep -q "^$(id -u spillway-job) id\$" "$EV/ran"
+ok $? "its PATH reached only its own process (as $(id -u spillway-job)); no command of its directory ran as root: $(sort "$EV/ran" | uniq -c | tr '\n' ' ')"
+if command -v cc >/dev/null 2>&1; then
+    printf '#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void evil(void) { FILE *f = fopen("%s/preload", "a"); if (f) { fprintf(f, "%%d\\n", (int)geteuid()); fclose(f); } }\n' "$EV" >"$EV/evil.c"
+    cc -shared -fPIC -o "$EV/evil.so" "$EV/evil.c" && chmod 755 "$EV/evil.so"
+    : >"$EV/preload" && chmod 666 "$EV/preload"
+    l=$(submit ml --gpus 1 --name evil-preload --env LD_PRELOAD="$EV/evil.so" -- sh -c 'id -u')
+    wait_for "$l" succeeded 30
+    ok $? "a job whose env sets LD_PRELOAD to a library of its own runs" || diag "$(spw ml logs "$l" 2>&1)"
+    ! grep -qx 0 "$EV/preload" && grep -qx "$(id -u spillway-job)" "$EV/preload"
+    ok $? "the library loaded only into processes of the job's user, none with euid 0 (euids: $(sort "$EV/preload" | uniq -c | tr '\n' ' '))"
+else
+    ok 0 "# SKIP no C compiler to build a preload library"
+    ok 0 "# SKIP no C compiler to build a preload library"
+fi
+# The launch script's own variables, and spillway's, are refused at submit.
+mkdir -p "$T/rootonly-d" && chmod 700 "$T/rootonly-d"
+mkdir -p "$EV/d" && ln -sfn "$T/rootonly-d" "$EV/d/x"
+bad=
+for v in D T J R B SPILLWAY_SSH_HOSTS SPILLWAY_PLACEMENT; do
+    if spw ml submit --gpus 1 --env "$v=$EV/d" -- true >"$T/sub.out" 2>"$T/sub.err" ||
+        ! grep -q "$v is reserved" "$T/sub.err"; then
+        bad="$bad $v"
+    fi
+done
+[ -z "$bad" ] && [ -z "$(ls -A "$T/rootonly-d")" ]
+ok $? "a job whose env names D, T, J, R, B or SPILLWAY_* is refused at submit, naming it${bad:+ (not:$bad)}: $(head -c 160 "$T/sub.err")"
+printf '{"run": ["true"], "gpus": 1, "env": {"D": "%s"}}' "$EV/d" >"$T/d.json"
+http POST /v1/jobs ml "$T/d.json"
+http_is 400 "D is reserved" "the API answers 400 naming D"
 
 # ---- a job in a container image (bubblewrap on the host) -------------------
 mkdir -p "$T/img" && chmod 755 "$T/img"

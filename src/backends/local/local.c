@@ -724,25 +724,6 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
 /* Builds the job's environment (see local.h).  The array is owned by the
  * caller; the strings are borrowed from environ and req except *owned, a
  * NULL-terminated list of what the caller frees. */
-/* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job:
- * pass is NULL (all may), or names it, or holds a "PREFIX*" it starts with. */
-static int env_passes(const char *const *pass, const char *entry)
-{
-    size_t nl = env_name_len(entry);
-    if (!pass)
-        return 1;
-    for (; *pass; pass++) {
-        size_t pl = strlen(*pass);
-        if (pl && (*pass)[pl - 1] == '*') {
-            if (nl >= pl - 1 && strncmp(entry, *pass, pl - 1) == 0)
-                return 1;
-        } else if (pl == nl && strncmp(entry, *pass, nl) == 0) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static char **build_env(const spw_launch_t *req, char **owned)
 {
     size_t nenv = 0, njob = 0, n = 0, no = 0;
@@ -756,7 +737,7 @@ static char **build_env(const spw_launch_t *req, char **owned)
     envp = spw_xcalloc(nenv + njob + 5, sizeof(*envp));
 
     for (char **e = environ; e && *e; e++) {
-        int skip = !env_passes(req->env_pass, *e);
+        int skip = !spw_env_passes(req->env_pass, *e);
         for (size_t r = 0; r < NRESERVED && !skip; r++)
             skip = env_name_is(*e, reserved_env[r]);
         if (req->workdir && env_name_is(*e, "PWD"))

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -436,8 +437,17 @@ spw_slurm_t *spw_slurm_create(const spw_slurm_opts_t *o, spw_error_t *err)
         n++;
     sb->envp = spw_xcalloc(n + 2, sizeof(char *));
     size_t k = 0;
+    /* Slurm's commands run with what they need of the daemon's variables
+     * and nothing else: sbatch passes its environment to the job
+     * (--export=ALL), so the daemon's tokens and secrets must not be in it.
+     * (--export=NONE would make Slurm 22.05 load the user's login
+     * environment on the node, su - USER, for up to 8 s per job.) */
+    static const char *const cmd_pass[] = {"PATH", "TZ", "LANG", "LANGUAGE", "LC_*", "SLURM_*",
+                                           "SBATCH_*", "SQUEUE_*", "SCANCEL_*", "SINFO_*",
+                                           "SCONTROL_*", NULL};
     for (size_t i = 0; i < n; i++)
-        if (!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+        if ((!o->slurm_conf || strncmp(environ[i], "SLURM_CONF=", 11) != 0) &&
+            spw_env_passes(cmd_pass, environ[i]))
             sb->envp[k++] = spw_xstrdup(environ[i]);
     if (o->slurm_conf) {
         size_t len = strlen(o->slurm_conf) + 12;
@@ -590,6 +600,15 @@ static int valid_env_name(const char *kv)
     return 1;
 }
 
+/* "export NAME='VALUE'" for entry "NAME=VALUE" (a valid name). */
+static void export_kv(spw_strbuf_t *b, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    spw_strbuf_printf(b, "export %.*s=", (int)(eq - entry), entry);
+    spw_strbuf_quote(b, eq + 1);
+    spw_strbuf_add(b, "\n");
+}
+
 /* The batch script of req (see slurm.h). */
 static char *batch_script(const spw_launch_t *req)
 {
@@ -597,12 +616,15 @@ static char *batch_script(const spw_launch_t *req)
     spw_strbuf_add(&b, "#!/bin/sh\n# spillway job ");
     spw_strbuf_add(&b, req->job_id);
     spw_strbuf_add(&b, "\n");
-    for (size_t i = 0; req->env && req->env[i]; i++) {
-        const char *eq = strchr(req->env[i], '=');
-        spw_strbuf_printf(&b, "export %.*s=", (int)(eq - req->env[i]), req->env[i]);
-        spw_strbuf_quote(&b, eq + 1);
-        spw_strbuf_add(&b, "\n");
-    }
+    /* sbatch runs in a scrubbed environment (PATH, TZ, the locale, Slurm's
+     * own settings): the job sees that, Slurm's SLURM_* and what is
+     * written here, quoted: the daemon's variables env_pass lets through,
+     * then the job's own (which win), then spillway's. */
+    for (size_t i = 0; environ && environ[i]; i++)
+        if (valid_env_name(environ[i]) && spw_env_passes(req->env_pass, environ[i]))
+            export_kv(&b, environ[i]);
+    for (size_t i = 0; req->env && req->env[i]; i++)
+        export_kv(&b, req->env[i]);
     spw_strbuf_add(&b, "export SPILLWAY_JOB_ID=");
     spw_strbuf_quote(&b, req->job_id);
     spw_strbuf_add(&b, "\nexport SPILLWAY_LAUNCH_TOKEN=");
@@ -636,6 +658,42 @@ static char *batch_script(const spw_launch_t *req)
     }
     free(cmd.s);
     return b.s;
+}
+
+/* Makes req's log files JOBID.out and .err in req->log_dir for the job's
+ * user, who opens them on the node (slurmstepd writes them as the job's
+ * user): made here by root if missing (never through a link), owned by the
+ * user, mode 0600; the directory, and the daemon's logs directory above
+ * it, let the user through (0711) but not list or create.  0, or -1 with
+ * err. */
+static int user_logs(const spw_launch_t *req, spw_error_t *err)
+{
+    char up[4096];
+    snprintf(up, sizeof(up), "%s", req->log_dir);
+    char *slash = strrchr(up, '/');
+    struct stat st;
+    if (slash && slash != up)
+        *slash = '\0';
+    if (slash && slash != up && stat(up, &st) == 0 && (st.st_mode & 0011) != 0011)
+        chmod(up, (st.st_mode & 07777) | 0011);
+    if (chmod(req->log_dir, 0711) < 0)
+        return spw_errorf(err, "cannot let user %ld through the log directory %s: %s",
+                          (long)req->uid, req->log_dir, strerror(errno));
+    for (int k = 0; k < 2; k++) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s.%s", req->log_dir, req->job_id, k ? "err" : "out");
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                      O_NOCTTY, 0600);
+        if (fd < 0 || fchown(fd, req->uid, req->gid) < 0 || fchmod(fd, 0600) < 0) {
+            int e = errno;
+            if (fd >= 0)
+                close(fd);
+            return spw_errorf(err, "cannot hand the log file %s to user %ld: %s", path,
+                              (long)req->uid, strerror(e));
+        }
+        close(fd);
+    }
+    return 0;
 }
 
 static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
@@ -685,7 +743,7 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
         argv[na++] = gres;
     argv[na++] = "--no-requeue";
     argv[na++] = "--open-mode=append";
-    argv[na++] = "--export=ALL";
+    argv[na++] = "--export=ALL";  /* sbatch's scrubbed environment (create) */
     argv[na++] = outp;
     argv[na++] = errp;
     if (req->max_runtime_s > 0) {
@@ -710,6 +768,17 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
     if (req->workdir) {
         snprintf(wd, sizeof(wd), "--chdir=%s", req->workdir);
         argv[na++] = wd;
+    }
+    char uid[40], gid[40];
+    if (req->set_user) {
+        /* Root submits as the job's user (sbatch --uid/--gid, Slurm 22.05):
+         * the batch script runs as that user, never as root. */
+        snprintf(uid, sizeof(uid), "--uid=%ld", (long)req->uid);
+        snprintf(gid, sizeof(gid), "--gid=%ld", (long)req->gid);
+        argv[na++] = uid;
+        argv[na++] = gid;
+        if (user_logs(req, err) < 0)
+            return -1;
     }
     argv[na] = NULL;
 

@@ -1427,6 +1427,50 @@ static void user_switch(spw_strbuf_t *s)
                       " set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n");
 }
 
+/* The image cache directory a launch unpacks into, as shell words, when
+ * the job's env names one (SPILLWAY_IMAGE_CACHE, else TMPDIR): the root part
+ * of the launch reads no variable of the job's, so the choice is written
+ * into the script, quoted.  NULL: container.c's default.  Caller frees. */
+static char *image_cache(const spw_launch_t *req)
+{
+    const char *ic = env_value(req->env, "SPILLWAY_IMAGE_CACHE");
+    const char *tmp = env_value(req->env, "TMPDIR");
+    spw_strbuf_t b = {0};
+    if (ic && ic[0]) {
+        spw_strbuf_quote(&b, ic);
+    } else if (tmp && tmp[0]) {
+        spw_strbuf_quote(&b, tmp);
+        spw_strbuf_add(&b, "/spillway-images-\"${SPW_JOB_UID:-$(id -u)}\"");
+    }
+    return b.s;
+}
+
+/* Appends the line that applies the job's own variables to its command
+ * ("$@") alone.  The launch script and its shim run as the login user
+ * (root, to switch users): a job's PATH, LD_PRELOAD, IFS or a name like the
+ * script's own D must not reach them.  So the launch exports them renamed
+ * (SPW_E_NAME, which no program reads), and a shell that runs after the
+ * switch to the job's user (user_switch wraps it) exports them by their
+ * names and execs the job. */
+static void job_env_apply(spw_strbuf_t *s, const spw_launch_t *req)
+{
+    spw_strbuf_t names = {0};
+    for (const char *const *e = req->env; e && *e; e++) {
+        int nl = (int)(strchr(*e, '=') - *e), later = 0;
+        for (const char *const *f = e + 1; *f && !later; f++)  /* the last one is exported */
+            later = strncmp(*f, *e, (size_t)nl + 1) == 0;
+        if (!later)
+            spw_strbuf_printf(&names, "%s%.*s", names.s ? " " : "", nl, *e);
+    }
+    if (!names.s)
+        return;
+    spw_strbuf_add(s, "set -- /bin/sh -c 'for v in $1; do eval \"export $v=\\\"\\$SPW_E_$v\\\";"
+                      " unset SPW_E_$v\"; done; shift; exec \"$@\"' spw-env ");
+    spw_strbuf_quote(s, names.s);
+    spw_strbuf_add(s, " \"$@\"\n");
+    free(names.s);
+}
+
 static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
 {
     spw_ssh_t *sb = be;
@@ -1563,10 +1607,11 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             spw_strbuf_add(&s, "; cd \"$W\" 2>/dev/null || { echo \"E cannot enter the workdir $W on"
                        " this host\"; exit 1; }\n");
         }
+        /* The job's own variables travel renamed (job_env_apply). */
         for (const char *const *e = req->env; e && *e; e++) {
             const char *eq = strchr(*e, '=');
-            char name[256];
-            snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+            char name[300];
+            snprintf(name, sizeof(name), "SPW_E_%.*s", (int)(eq - *e), *e);
             add_export(&s, name, eq + 1);
         }
         cvd[0] = '\0';
@@ -1597,7 +1642,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 spw_strbuf_add(&s, " ");
                 spw_strbuf_quote(&s, *a);
             }
-            if (!image)
+            /* Looked up in the login's PATH: a job's own PATH is applied
+             * only as its user, so a job that sets one is not checked. */
+            if (!image && !env_value(req->env, "PATH"))
                 spw_strbuf_add(&s, "\ncommand -v \"$1\" >/dev/null 2>&1 || { echo \"E cannot run '$1': not"
                            " found on this host\"; exit 1; }");
             spw_strbuf_add(&s, "\n");
@@ -1641,8 +1688,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 if (bits[k] >> g & 1)
                     gl[ng++] = g;
             const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
+            char *cache = image_cache(req);
             spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
-                                  (const char *const *)names, NULL};
+                                  (const char *const *)names, cache};
             spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");
             if (!req->set_user)
                 spw_strbuf_add(&s, "SPW_JOB_UID=; SPW_JOB_GID=\n");
@@ -1651,7 +1699,9 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 free(heap[i]);
             free(heap);
             free(names);
+            free(cache);
         }
+        job_env_apply(&s, req);
         if (req->set_user)
             user_switch(&s);
         spw_strbuf_add(&s, "S=");
