@@ -152,6 +152,11 @@ static const char *const migrations[] = {
      * reaches each at (NULL for instances from before, and for instances
      * that are records only). */
     "ALTER TABLE instances ADD COLUMN addr TEXT;",
+    /* 5 -> 6: the GPU-hours each job settled, on-prem and in the cloud,
+     * so the costs view is the same after a restart (rows from before
+     * hold 0: their hours were never written). */
+    "ALTER TABLE jobs ADD COLUMN onprem_gpu_h REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cloud_gpu_h REAL NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -166,7 +171,8 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "attempts, reason, cost_usd, cloud_usd, reserved_usd, charge_ts, "        \
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
-    "preemptions, failures, last_offer, spot, launch_token, cancel_req"
+    "preemptions, failures, last_offer, spot, launch_token, cancel_req, "    \
+    "onprem_gpu_h, cloud_gpu_h"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id, addr"
@@ -214,7 +220,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "last_offer = CASE WHEN ?1 & 4096 THEN ?31 ELSE last_offer END, "       \
       "spot = CASE WHEN ?1 & 4096 THEN ?32 ELSE spot END, "                   \
       "launch_token = CASE WHEN ?1 & 8192 THEN ?33 ELSE launch_token END, "   \
-      "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END "       \
+      "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END, "      \
+      "onprem_gpu_h = CASE WHEN ?1 & 1024 THEN ?35 ELSE onprem_gpu_h END, "   \
+      "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END "      \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -802,6 +810,8 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_int(s, 32, u->spot != 0);
     bind_text(s, 33, u->launch_token);
     sqlite3_bind_int(s, 34, u->cancel_req != 0);
+    sqlite3_bind_double(s, 35, finite_or_0(u->onprem_gpu_h));
+    sqlite3_bind_double(s, 36, finite_or_0(u->cloud_gpu_h));
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -860,6 +870,8 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->spot = sqlite3_column_int(s, 34);
     j->launch_token = col_text(s, 35);
     j->cancel_req = sqlite3_column_int(s, 36);
+    j->onprem_gpu_h = sqlite3_column_double(s, 37);
+    j->cloud_gpu_h = sqlite3_column_double(s, 38);
     return 0;
 }
 

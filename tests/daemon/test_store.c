@@ -146,8 +146,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "5",
-           "schema_version table holds 5");
+    is_str(raw(db, "SELECT version FROM schema_version"), "6",
+           "schema_version table holds 6");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -198,6 +198,8 @@ static void test_jobs(void)
     u.attempts = 1;
     u.reason = "fits on-prem";
     u.cost_usd = 0.5;
+    u.onprem_gpu_h = 0.75;
+    u.cloud_gpu_h = 1.25;
     is(spw_store_job_update(st, "j-000001", &u, &err), 0, "update to running");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "get it")) {
         is(j.state, SPW_DJOB_RUNNING, "state running");
@@ -211,6 +213,7 @@ static void test_jobs(void)
         is(j.attempts, 1, "attempts");
         is_str(j.reason, "fits on-prem", "reason");
         is_double(j.cost_usd, 0.5, 0, "cost");
+        ok(j.onprem_gpu_h == 0.75 && j.cloud_gpu_h == 1.25, "GPU-hours with the cost (schema 6)");
         ok(!j.has_exit_code, "no exit code yet");
         spw_store_job_clear(&j);
     }
@@ -548,7 +551,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 5, "it is migrated to version 5");
+    is(spw_store_schema_version(st), 6, "it is migrated to version 6");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -715,7 +718,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 5, "to version 5");
+        is(spw_store_schema_version(st), 6, "to version 6");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -733,7 +736,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(5): run a newer spillway") != NULL, "newer schema message");
+              "(6): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
