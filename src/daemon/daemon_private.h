@@ -316,6 +316,11 @@ int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t 
  * gets the ids of the jobs interrupted, comma-separated. */
 int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
                        spw_error_t *err);
+/* Whether queued job j waits only because nodes are down or drained: no
+ * pool that takes it can hold it with the nodes in service, but one could
+ * with all its nodes.  1 with "waits: nodes POOL/N, ... are down" in buf,
+ * else 0. */
+int spw_daemon_waits_for_nodes(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len);
 /* The name of the backend that runs pool `pool`'s jobs ("local", "slurm"...). */
 const char *spw_daemon_pool_backend(spw_daemon_t *d, size_t pool);
 /* Slurm's ResumeProgram / SuspendProgram for node `node` of the Slurm cloud

@@ -75,6 +75,59 @@ int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, ch
     return 200;
 }
 
+/* Whether pool p could hold a job of `gpus` GPUs on its nodes in service
+ * (all its nodes when all_nodes): on one node, or over whole nodes when the
+ * job is larger than the largest node, as the engine places it. */
+static int pool_holds(const spw_daemon_t *d, size_t p, uint32_t gpus, int all_nodes)
+{
+    const spw_pool_spec_t *ps = &d->fleet.pools[p];
+    uint64_t total = 0;
+    uint32_t most = 0, most_up = 0;
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        if (ps->node_gpus[k] > most)
+            most = ps->node_gpus[k];
+        if (d->node_down[p][k] && !all_nodes)
+            continue;
+        total += ps->node_gpus[k];
+        if (ps->node_gpus[k] > most_up)
+            most_up = ps->node_gpus[k];
+    }
+    return gpus <= most ? most_up >= gpus : total >= gpus;
+}
+
+int spw_daemon_waits_for_nodes(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len)
+{
+    const spw_fleet_t *f = &d->fleet;
+    if (j->st != SPW_DJOB_QUEUED || !d->node_down)
+        return 0;
+    int wait = 0;
+    for (size_t p = 0; p < f->npools; p++) {
+        if (!spw_daemon_model_ok(&f->models, j->gpu_mask, f->pools[p].model))
+            continue;
+        if (pool_holds(d, p, j->gpus, 0))
+            return 0;
+        wait |= pool_holds(d, p, j->gpus, 1);
+    }
+    if (!wait)
+        return 0;
+    size_t used = (size_t)snprintf(buf, len, "waits: nodes ");
+    int first = 1;
+    for (size_t p = 0; p < f->npools && used < len; p++) {
+        if (!spw_daemon_model_ok(&f->models, j->gpu_mask, f->pools[p].model) ||
+            !pool_holds(d, p, j->gpus, 1))
+            continue;
+        for (uint32_t k = 0; k < f->pools[p].nnodes && used < len; k++)
+            if (d->node_down[p][k]) {
+                used += (size_t)snprintf(buf + used, len - used, "%s%s/%u", first ? "" : ", ",
+                                         f->pools[p].name, k);
+                first = 0;
+            }
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, " are down");
+    return 1;
+}
+
 int spw_daemon_pool_index(const spw_daemon_t *d, const char *name)
 {
     for (size_t i = 0; i < d->fleet.npools; i++)

@@ -5,10 +5,13 @@
 # waits for the node (which stays down across a daemon restart) and runs
 # on it again once it is up; under failover: burst a job whose deadline
 # cannot wait goes to the cloud while one without a deadline waits its
-# wait (an hour) on-prem.  Past spot.max_restarts the job fails.
+# wait (an hour) on-prem.  Past spot.max_restarts the job fails.  A job
+# submitted while a node is down, that fits the pool with all its nodes,
+# waits for it ("waits: nodes local/1 are down"): it neither fails nor
+# bursts as if it could never fit on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 29
+plan 35
 
 # failconfig FILE SLOTS WAIT FAILOVER
 failconfig() {
@@ -161,6 +164,44 @@ ok $? "once the node is up it runs there again and succeeds"
 spw ml logs "$pat" >"$T/p.log"
 from=$(resumed "$T/p.log" local/0 local/0 2>"$T/err")
 ok $? "it resumed from step $from" || diag "$(cat "$T/err")" "$(cat "$T/p.log")"
+stop_daemon "$DPID"
+
+# ---- submitted while a node is down -----------------------------------------
+
+# drainconfig FILE WAIT: 2 nodes x 1 slot; a 2-GPU job needs both.
+drainconfig() {
+    mkconfig "$1" 1 "$2"
+    sed -i 's/^    nodes: 1$/    nodes: 2/' "$1"
+}
+drainconfig "$T/d.yaml" never
+start_daemon "$T/d.yaml" "$T/state-d"
+spw admin admin node local/1 down >/dev/null 2>"$T/err"
+ok $? "2 nodes x 1 slot, wait never: node local/1 is down" || diag "$(cat "$T/err")"
+big=$(submit ml --gpus 2 --name both-nodes -- true)
+sleep 1
+show_json "$big" "$T/d1.json"
+json_check "$T/d1.json" '
+assert d["state"] == "queued", (d["state"], d["reason"])
+assert d["reason"].endswith("waits: nodes local/1 are down"), d["reason"]'
+ok $? "a 2-GPU job submitted meanwhile waits for the node, and says so" || diag "$(cat "$T/d1.json")"
+spw admin admin node local/1 up >/dev/null 2>&1 && wait_for "$big" succeeded 8
+ok $? "once the node is up it runs on both nodes and succeeds" || diag "$(state_of "$big")"
+stop_daemon "$DPID"
+
+drainconfig "$T/e.yaml" constant:3600
+start_daemon "$T/e.yaml" "$T/state-e"
+spw admin admin node local/0 down >/dev/null 2>"$T/err"
+ok $? "2 nodes x 1 slot, wait an hour, a cloud: node local/0 is down" || diag "$(cat "$T/err")"
+big=$(submit ml --gpus 2 --name both-nodes -- true)
+sleep 1.5
+show_json "$big" "$T/e1.json"
+json_check "$T/e1.json" '
+assert d["state"] == "queued" and d["where"] is None, (d["state"], d["where"], d["reason"])'
+ok $? "a 2-GPU job submitted meanwhile does not burst as if it could never fit on-prem" ||
+    diag "$(cat "$T/e1.json")"
+spw admin admin node local/0 up >/dev/null 2>&1 && wait_for "$big" succeeded 8 &&
+    [ "$(field "$big" 'd["where"]')" = onprem ]
+ok $? "once the node is up it runs on-prem and succeeds" || diag "$(cat "$DLOG")"
 stop_daemon "$DPID"
 
 # ---- max_restarts: 0 ---------------------------------------------------------
