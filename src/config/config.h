@@ -169,7 +169,8 @@ typedef struct spw_daemon_conf {
     uint32_t max_instances_per_job; /* cloud instances one job may take;
                                    0 = no limit beyond max_gpus_per_job */
     uint32_t max_queued_per_team; /* queued jobs one team may have; a submit
-                                   past it gets 429; 0 = no limit */
+                                   past it gets 429; 10000 unless given;
+                                   0 = no limit */
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */

@@ -359,4 +359,7 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->idle_threshold_pct = 5;
     dc->idle_window_s = 1800;
     dc->emulated_seed = 1;
+    /* One team's queue is bounded unless the config says 0: every queued
+     * job holds memory and a row until it ends. */
+    dc->max_queued_per_team = 10000;
 }
