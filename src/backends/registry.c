@@ -12,7 +12,8 @@ const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
 
 static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
 {
-    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir, .run_dir = c->run_dir};
+    spw_local_opts_t lo = {.grace_s = c->grace_s, .log_dir = c->log_dir, .run_dir = c->run_dir,
+                           .max_log_bytes = c->max_log_bytes};
     return spw_local_create(&lo, err);
 }
 
@@ -37,6 +38,7 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .grace_s = c->grace_s,
                          .cmd_timeout_s = c->cmd_timeout_s,
                          .down_after_s = c->down_after_s,
+                         .max_log_bytes = c->max_log_bytes,
                          .dynamic = c->dynamic};
     return spw_ssh_create(&so, err);
 }

@@ -41,6 +41,9 @@ typedef struct spw_backend_conf {
     int ssh_port;               /* ssh: port; 0 = 22 */
     double down_after_s;        /* ssh: a host silent this long is down,
                                    seconds; 0 = 10 */
+    uint64_t max_log_bytes;     /* local, ssh: bytes each of a job's log
+                                   files may reach; what comes after is
+                                   dropped behind a marker line; 0 = no cap */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */

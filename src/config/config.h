@@ -131,6 +131,14 @@ typedef struct spw_daemon_conf {
     char *listen;               /* owned "HOST:PORT"; default 127.0.0.1:8470 */
     char *state_dir;            /* owned, resolved against the config's
                                    directory; NULL = ./spillway-state */
+    char *log_dir;              /* owned, resolved likewise: jobs' logs;
+                                   NULL = STATE_DIR/logs */
+    uint64_t max_log_bytes;     /* bytes each log file of a job may reach;
+                                   64 MiB; 0 = no cap */
+    double min_free_mib;        /* below this many MiB free on the state
+                                   dir's (or log dir's) filesystem the
+                                   daemon is unhealthy and refuses submits;
+                                   256; 0 = not watched */
     int gpus_auto;              /* 1: the local pool takes the nvidia-smi
                                    count when nvidia-smi finds GPUs */
     double default_est_runtime_s; /* for specs without est_runtime; 3600 */

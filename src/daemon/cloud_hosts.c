@@ -33,6 +33,7 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
                              .ssh_known_hosts = kh,
                              .ssh_port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
                              .log_dir = d->log_dir,
+                             .max_log_bytes = dc->max_log_bytes,
                              .grace_s = dc->kill_grace_s,
                              .down_after_s = dc->emulated_ssh_down_after_s};
     spw_error_t e2;

@@ -184,8 +184,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
                      : cfg->daemon.state_dir ? cfg->daemon.state_dir : "spillway-state";
     d->state_dir = spw_xstrdup(sd);
     size_t len = strlen(sd) + 16;
-    d->log_dir = spw_xmalloc(len);
-    snprintf(d->log_dir, len, "%s/logs", sd);
+    if (cfg->daemon.log_dir) {
+        d->log_dir = spw_xstrdup(cfg->daemon.log_dir);
+    } else {
+        d->log_dir = spw_xmalloc(len);
+        snprintf(d->log_dir, len, "%s/logs", sd);
+    }
     d->run_dir = spw_xmalloc(len);
     snprintf(d->run_dir, len, "%s/run", sd);
     if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0 ||
@@ -239,7 +243,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     spw_backend_conf_t bc = {.name = SPW_BACKEND_THIS_MACHINE,
                              .log_dir = d->log_dir,
                              .run_dir = d->run_dir,
-                             .grace_s = cfg->daemon.kill_grace_s};
+                             .grace_s = cfg->daemon.kill_grace_s,
+                             .max_log_bytes = cfg->daemon.max_log_bytes};
     if (spw_backend_create(&bc, &d->be_ops, &d->be, err) < 0)
         goto error;
     if (copy_fleet(d, &cfg->fleet, err) < 0)

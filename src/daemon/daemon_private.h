@@ -219,6 +219,10 @@ struct spw_daemon {
     int commit_failing;          /* the last commit failed */
     char commit_err[256];        /* why */
     uint64_t commit_failures;    /* turns (and cancels) whose commit failed */
+    int disk_low;                /* the state (or log) filesystem has less
+                                    than daemon.min_free_mib free */
+    char disk_err[256];          /* why, as /healthz and 503s say it */
+    double disk_mono;            /* monotonic time of the last statvfs (mu) */
     int loop_running;            /* the loop thread runs its turns */
     djob_t **jobs;               /* by seq; jobs[0] unused */
     size_t njobs, capjobs;       /* highest seq + 1, capacity */

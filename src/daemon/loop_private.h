@@ -145,6 +145,9 @@ void dm_commit_submits(spw_daemon_t *d, double now);
 
 /* ---- turn.c ---------------------------------------------------------------- */
 /* Notes whether a commit worked, for /healthz. */
+/* Whether the state or log filesystem is below daemon.min_free_mib (as
+ * the loop last measured it, every 2 s): 1 with the reason in why. */
+int dm_disk_low(spw_daemon_t *d, char *why, size_t len);
 void dm_note_commit(spw_daemon_t *d, int ok, const char *why);
 
 /* ---- nodes.c --------------------------------------------------------------- */

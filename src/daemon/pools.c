@@ -175,6 +175,7 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
         }
         spw_backend_conf_t bc = {.name = b->backend,
                                  .log_dir = d->log_dir,
+                                 .max_log_bytes = cfg->daemon.max_log_bytes,
                                  .grace_s = cfg->daemon.kill_grace_s,
                                  .partition = b->partition,
                                  .slurm_conf = b->slurm_conf,

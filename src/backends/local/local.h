@@ -93,6 +93,11 @@ typedef struct spw_local_opts {
                                    records by token (see "Launch tokens");
                                    NULL = launches with a token fail and
                                    find() cannot answer */
+    uint64_t max_log_bytes;     /* bytes each of a job's JOBID.out and
+                                   JOBID.err may reach: the shim copies the
+                                   job's output there and drops the rest
+                                   behind one marker line; 0 = no cap (the
+                                   job writes the files itself) */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */
