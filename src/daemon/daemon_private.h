@@ -139,6 +139,15 @@ typedef struct dtokens {
 
 struct spw_audit;
 
+/* An error that may repeat every turn, said with a count rather than each
+ * time (dm_say_repeat). */
+typedef struct dm_repeat {
+    int on;                     /* it happened at the last report */
+    uint64_t count;             /* times since it was last said */
+    double said_ts;             /* when it was last said, daemon clock */
+} dm_repeat_t;
+
+
 struct spw_daemon {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t wake;         /* the loop sleeps on it */
@@ -219,6 +228,8 @@ struct spw_daemon {
     int commit_failing;          /* the last commit failed */
     char commit_err[256];        /* why */
     uint64_t commit_failures;    /* turns (and cancels) whose commit failed */
+    dm_repeat_t rep_flush;       /* the provider's state cannot be saved */
+    dm_repeat_t rep_save;        /* job records cannot be written */
     int disk_low;                /* the state (or log) filesystem has less
                                     than daemon.min_free_mib free */
     char disk_err[256];          /* why, as /healthz and 503s say it */

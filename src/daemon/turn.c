@@ -197,8 +197,12 @@ static void turn_locked(spw_daemon_t *d)
     dm_save_held(d);
     /* The provider's state (the emulated cloud's file): once per turn,
      * before the commit. */
-    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush) && d->pv_ops->flush(d->pv, &err) < 0)
-        dm_say(d, "cannot save the %s cloud's state: %s", d->pv_ops->name, err.text);
+    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush)) {
+        int bad = d->pv_ops->flush(d->pv, &err) < 0;
+        dm_say_repeat(d, &d->rep_flush, bad, now, "saving the cloud's state",
+                      "cannot save the %s cloud's state: %s", d->pv_ops->name,
+                      bad ? err.text : "");
+    }
     int failing;
     pthread_mutex_lock(&d->hmu);
     failing = d->commit_failing;
@@ -230,6 +234,7 @@ static void turn_locked(spw_daemon_t *d)
         return;   /* its launch intents wait for a commit that works */
     }
     dm_note_commit(d, 1, NULL);
+    dm_say_repeat(d, &d->rep_save, 0, now, "recording jobs", "%s", "");
     for (size_t i = 0; i < d->ntouched; i++)
         if (d->jobs[d->touched[i]])
             d->jobs[d->touched[i]]->touched = 0;
