@@ -326,8 +326,10 @@ int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
 int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);
-/* Takes node `node` of pool `pool` down (its jobs are interrupted) or
- * back up; 200, 404 or 409 with err.  *ids (caller frees, may be NULL)
+/* Takes node `node` of pool `pool` down (its jobs are interrupted; down 1:
+ * by an administrator, 2: its backend saw it fail, and brings it back when
+ * it answers, also after a restart) or back up (down 0); 200, 404 or 409
+ * with err.  *ids (caller frees, may be NULL)
  * gets the ids of the jobs interrupted, comma-separated. */
 int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
                        spw_error_t *err);

@@ -145,10 +145,18 @@ static int load_node(const spw_store_node_t *n, void *arg)
         return 0;
     }
     d->node_down[p][n->node] = 2;   /* down in the store; the engine not told yet */
+    if (n->by_backend && d->pool_ops && d->pool_ops[p] && d->pool_slurm_down) {
+        /* Its backend took it down: it comes back when the backend sees it
+         * answer again (pools.c), however many restarts later. */
+        if (!d->pool_slurm_down[p])
+            d->pool_slurm_down[p] = spw_xcalloc(d->fleet.pools[p].nnodes, sizeof(uint8_t));
+        d->pool_slurm_down[p][n->node] = 1;
+    }
     return 0;
 }
 
-/* After recovery: the nodes an administrator took down stay down. */
+/* After recovery: the nodes an administrator took down stay down; those
+ * their backend took down stay down until it sees them answer. */
 int dm_restore_nodes(spw_daemon_t *d, spw_error_t *err)
 {
     nodectx_t c = {d};

@@ -156,7 +156,11 @@ static const char *const migrations[] = {
      * so the costs view is the same after a restart (rows from before
      * hold 0: their hours were never written). */
     "ALTER TABLE jobs ADD COLUMN onprem_gpu_h REAL NOT NULL DEFAULT 0;"
-    "ALTER TABLE jobs ADD COLUMN cloud_gpu_h REAL NOT NULL DEFAULT 0;",
+    "ALTER TABLE jobs ADD COLUMN cloud_gpu_h REAL NOT NULL DEFAULT 0;"
+    /* ... and who took each node down: 1 = its backend saw it fail (it
+     * comes back when the backend sees it answer, also after a restart),
+     * 0 = an administrator (it stays down until one brings it back). */
+    "ALTER TABLE nodes ADD COLUMN by_backend INTEGER NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -243,10 +247,11 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "ORDER BY launched_ts, rowid")                                          \
     X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
       "WHERE state <> 'released' ORDER BY launched_ts, rowid")                \
-    X(NODE_DOWN, "INSERT OR REPLACE INTO nodes (pool, node, down_ts) "        \
-      "VALUES (?1, ?2, ?3)")                                                  \
+    X(NODE_DOWN, "INSERT OR REPLACE INTO nodes (pool, node, down_ts, "        \
+      "by_backend) VALUES (?1, ?2, ?3, ?4)")                                  \
     X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
-    X(NODE_LIST, "SELECT pool, node, down_ts FROM nodes ORDER BY pool, node") \
+    X(NODE_LIST, "SELECT pool, node, down_ts, by_backend FROM nodes "         \
+      "ORDER BY pool, node")                                                  \
     X(META_GET, "SELECT value FROM meta WHERE key = ?1")                      \
     X(META_PUT, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")   \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
@@ -1084,8 +1089,10 @@ int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
         return spw_errorf(err, "%s: invalid node record", st->path);
     sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, node);
-    if (down)
+    if (down) {
         sqlite3_bind_double(s, 3, finite_or_0(down_ts));
+        sqlite3_bind_int(s, 4, down == 2);
+    }
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -1106,6 +1113,7 @@ int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
         n.pool = col_text(s, 0);
         n.node = sqlite3_column_int64(s, 1);
         n.down_ts = sqlite3_column_double(s, 2);
+        n.by_backend = sqlite3_column_int(s, 3);
         if (!n.pool)
             continue;
         if (cb(&n, arg))

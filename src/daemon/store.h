@@ -339,10 +339,13 @@ typedef struct spw_store_node {
     const char *pool;              /* pool name, as in the config */
     int64_t node;                  /* index in the pool, 0-based */
     double down_ts;                /* when it went down, unix seconds */
+    int by_backend;                /* 1: its backend saw it fail (schema 6);
+                                      0: an administrator took it down */
 } spw_store_node_t;
 
-/* Records node `node` of `pool` as down since down_ts (down != 0), or up
- * (its row is removed).  Setting a state it already has is not an error. */
+/* Records node `node` of `pool` as down since down_ts (down 1: by an
+ * administrator, 2: its backend saw it fail), or up (down 0: its row is
+ * removed).  Setting a state it already has is not an error. */
 int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
                        int down, double down_ts, spw_error_t *err);
 

@@ -573,8 +573,8 @@ static int count_node(const spw_store_node_t *n, void *arg)
 {
     char *buf = arg;
     size_t used = strlen(buf);
-    snprintf(buf + used, 256 - used, "%s%s/%lld@%g", used ? " " : "", n->pool,
-             (long long)n->node, n->down_ts);
+    snprintf(buf + used, 256 - used, "%s%s/%lld@%g%s", used ? " " : "", n->pool,
+             (long long)n->node, n->down_ts, n->by_backend ? "(backend)" : "");
     return 0;
 }
 
@@ -619,16 +619,16 @@ static void test_progress_and_nodes(void)
     ok(spw_store_node_set(st, "dc1", 3, 1, 50, &err) == 0, "node dc1/3 down");
     ok(spw_store_node_set(st, "dc1", 0, 1, 60, &err) == 0, "node dc1/0 down");
     ok(spw_store_node_set(st, "dc1", 3, 1, 70, &err) == 0, "down again is not an error");
-    ok(spw_store_node_set(st, "a", 1, 1, 80, &err) == 0, "node a/1 down");
+    ok(spw_store_node_set(st, "a", 1, 2, 80, &err) == 0, "node a/1 down, by its backend");
     spw_store_node_list(st, count_node, list, &err);
-    is_str(list, "a/1@80 dc1/0@60 dc1/3@70", "listed by pool then index");
+    is_str(list, "a/1@80(backend) dc1/0@60 dc1/3@70", "listed by pool then index, with who");
     ok(spw_store_node_set(st, "dc1", 0, 0, 0, &err) == 0, "dc1/0 up");
     ok(spw_store_node_set(st, "zz", 0, 0, 0, &err) == 0, "up for a node never down is fine");
     spw_store_close(st);
     st = spw_store_open(db, NULL, &err);
     list[0] = '\0';
     spw_store_node_list(st, count_node, list, &err);
-    is_str(list, "a/1@80 dc1/3@70", "the down nodes survive a reopen");
+    is_str(list, "a/1@80(backend) dc1/3@70", "the down nodes survive a reopen, and who took them down");
     ok(spw_store_node_set(st, NULL, 0, 1, 0, &err) < 0, "a node needs a pool");
     spw_store_close(st);
     spw_jobspec_free(&a);
