@@ -168,37 +168,33 @@ stop_daemon "$DPID"
 
 # ---- submitted while a node is down -----------------------------------------
 
-# drainconfig FILE WAIT: 2 nodes x 1 slot; a 2-GPU job needs both.
-drainconfig() {
-    mkconfig "$1" 1 "$2"
-    sed -i 's/^    nodes: 1$/    nodes: 2/' "$1"
+# drained NAME WAIT NODE DESCRIPTION: a daemon with 2 nodes x 1 slot and
+# wait WAIT, node local/NODE taken down, then a 2-GPU job (it needs both)
+# submitted: sets $big, and its view a second later is in $T/NAME.json.
+drained() {
+    mkconfig "$T/$1.yaml" 1 "$2"
+    sed -i 's/^    nodes: 1$/    nodes: 2/' "$T/$1.yaml"
+    start_daemon "$T/$1.yaml" "$T/state-$1"
+    spw admin admin node "local/$3" down >/dev/null 2>"$T/err"
+    ok $? "$4: node local/$3 is down" || diag "$(cat "$T/err")"
+    big=$(submit ml --gpus 2 --name both-nodes -- true)
+    sleep 1.5
+    show_json "$big" "$T/$1.json"
 }
-drainconfig "$T/d.yaml" never
-start_daemon "$T/d.yaml" "$T/state-d"
-spw admin admin node local/1 down >/dev/null 2>"$T/err"
-ok $? "2 nodes x 1 slot, wait never: node local/1 is down" || diag "$(cat "$T/err")"
-big=$(submit ml --gpus 2 --name both-nodes -- true)
-sleep 1
-show_json "$big" "$T/d1.json"
-json_check "$T/d1.json" '
+drained d never 1 "2 nodes x 1 slot, wait never"
+json_check "$T/d.json" '
 assert d["state"] == "queued", (d["state"], d["reason"])
 assert d["reason"].endswith("waits: nodes local/1 are down"), d["reason"]'
-ok $? "a 2-GPU job submitted meanwhile waits for the node, and says so" || diag "$(cat "$T/d1.json")"
+ok $? "a 2-GPU job submitted meanwhile waits for the node, and says so" || diag "$(cat "$T/d.json")"
 spw admin admin node local/1 up >/dev/null 2>&1 && wait_for "$big" succeeded 8
 ok $? "once the node is up it runs on both nodes and succeeds" || diag "$(state_of "$big")"
 stop_daemon "$DPID"
 
-drainconfig "$T/e.yaml" constant:3600
-start_daemon "$T/e.yaml" "$T/state-e"
-spw admin admin node local/0 down >/dev/null 2>"$T/err"
-ok $? "2 nodes x 1 slot, wait an hour, a cloud: node local/0 is down" || diag "$(cat "$T/err")"
-big=$(submit ml --gpus 2 --name both-nodes -- true)
-sleep 1.5
-show_json "$big" "$T/e1.json"
-json_check "$T/e1.json" '
+drained e constant:3600 0 "2 nodes x 1 slot, wait an hour, a cloud"
+json_check "$T/e.json" '
 assert d["state"] == "queued" and d["where"] is None, (d["state"], d["where"], d["reason"])'
 ok $? "a 2-GPU job submitted meanwhile does not burst as if it could never fit on-prem" ||
-    diag "$(cat "$T/e1.json")"
+    diag "$(cat "$T/e.json")"
 spw admin admin node local/0 up >/dev/null 2>&1 && wait_for "$big" succeeded 8 &&
     [ "$(field "$big" 'd["where"]')" = onprem ]
 ok $? "once the node is up it runs on-prem and succeeds" || diag "$(cat "$DLOG")"
