@@ -364,4 +364,12 @@ int spw_env_passes(const char *const *pass, const char *entry);
  * backend's poll() and changed() hand the daemon). */
 int spw_queue_take(void *queue, size_t *n, size_t elem, void *out, size_t max);
 
+/* Appends n bytes of a job's output to log descriptor fd, of which *size
+ * bytes are written already, up to cap bytes (0 = no cap): the byte that
+ * reaches the cap is followed by one line "[spillway: log truncated at CAP
+ * bytes (daemon.max_log_bytes)]" and what comes after is dropped.  *size
+ * counts what the job wrote, marker aside.  Async-signal-safe (no
+ * allocation, no stdio): a backend's shim calls it between fork and exit. */
+void spw_log_write_capped(int fd, const char *data, size_t n, uint64_t *size, uint64_t cap);
+
 #endif

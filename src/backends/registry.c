@@ -13,6 +13,7 @@ static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
     spw_local_opts_t lo = {.grace_s = c->grace_s,
                            .log_dir = c->log_dir,
                            .run_dir = c->run_dir,
+                           .max_log_bytes = c->max_log_bytes,
                            .cgroups = 1,
                            .pids_max = c->job_pids_max,
                            .memory_mib = c->job_memory_mib};
@@ -40,6 +41,7 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .grace_s = c->grace_s,
                          .cmd_timeout_s = c->cmd_timeout_s,
                          .down_after_s = c->down_after_s,
+                         .max_log_bytes = c->max_log_bytes,
                          .dynamic = c->dynamic,
                          .job_pids_max = c->job_pids_max,
                          .job_memory_mib = c->job_memory_mib};

@@ -45,6 +45,9 @@ typedef struct spw_backend_conf {
                                    cgroup's pids.max); 0 = no limit */
     uint64_t job_memory_mib;    /* local, ssh: memory per job, MiB (its
                                    cgroup's limit); 0 = no limit */
+    uint64_t max_log_bytes;     /* local, ssh: bytes each of a job's log
+                                   files may reach; what comes after is
+                                   dropped behind a marker line; 0 = no cap */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */

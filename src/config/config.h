@@ -133,6 +133,14 @@ typedef struct spw_daemon_conf {
     char *listen;               /* owned "HOST:PORT"; default 127.0.0.1:8470 */
     char *state_dir;            /* owned, resolved against the config's
                                    directory; NULL = ./spillway-state */
+    char *log_dir;              /* owned, resolved likewise: jobs' logs;
+                                   NULL = STATE_DIR/logs */
+    uint64_t max_log_bytes;     /* bytes each log file of a job may reach;
+                                   64 MiB; 0 = no cap */
+    double min_free_mib;        /* below this many MiB free on the state
+                                   dir's (or log dir's) filesystem the
+                                   daemon is unhealthy and refuses submits;
+                                   256; 0 = not watched */
     int gpus_auto;              /* 1: the local pool takes the nvidia-smi
                                    count when nvidia-smi finds GPUs */
     double default_est_runtime_s; /* for specs without est_runtime; 3600 */
@@ -189,7 +197,8 @@ typedef struct spw_daemon_conf {
     uint32_t max_instances_per_job; /* cloud instances one job may take;
                                    0 = no limit beyond max_gpus_per_job */
     uint32_t max_queued_per_team; /* queued jobs one team may have; a submit
-                                   past it gets 429; 0 = no limit */
+                                   past it gets 429; 10000 unless given;
+                                   0 = no limit */
     uint64_t emulated_seed;     /* seeds emulated preemptions; 1 */
     uint32_t emulated_capacity; /* live instances per offer; 0 = unlimited */
     double emulated_preempt_rate_per_h; /* emulated preemptions per instance-hour; 0 */

@@ -334,7 +334,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "allow_root_jobs", "job_env", "sample_s",
                                        "idle_gpu", "allowed_hosts", "metrics_auth",
                                        "metrics_per_job", "share_run_as", "job_pids_max",
-                                       "job_memory_mib", NULL};
+                                       "job_memory_mib", "log_dir", "max_log_bytes",
+                                       "min_free_mib", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -359,6 +360,17 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             return -1;
         dc->state_dir = cfg_resolve(x->base_dir, s);
     }
+    if ((v = spw_ymap_get(n, "log_dir"))) {
+        if (spw_ynode_str(x->d, v, "log_dir", &s, err) < 0)
+            return -1;
+        free(dc->log_dir);
+        dc->log_dir = cfg_resolve(x->base_dir, s);
+    }
+    double logb = (double)dc->max_log_bytes;
+    if (cfg_num_key(x, n, "max_log_bytes", 0, 1e15, &logb, err) < 0 ||
+        cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0)
+        return -1;
+    dc->max_log_bytes = (uint64_t)logb;
     if ((v = spw_ymap_get(n, "gpus"))) {
         if (spw_ynode_str(x->d, v, "gpus", &s, err) < 0)
             return -1;
@@ -485,4 +497,9 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->idle_window_s = 1800;
     dc->emulated_seed = 1;
     dc->job_pids_max = 4096;
+    /* One team's queue is bounded unless the config says 0: every queued
+     * job holds memory and a row until it ends. */
+    dc->max_queued_per_team = 10000;
+    dc->max_log_bytes = 64ull << 20;
+    dc->min_free_mib = 256;
 }

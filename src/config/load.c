@@ -268,6 +268,7 @@ void spw_config_free(spw_config_t *cfg)
     free(dc->config_path);
     free(dc->listen);
     free(dc->state_dir);
+    free(dc->log_dir);
     memset(dc, 0, sizeof(*dc));
     spw_spot_conf_t *sc = &cfg->spot;
     for (size_t i = 0; i < sc->navail; i++) {

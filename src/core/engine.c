@@ -540,6 +540,17 @@ static int bit(const uint64_t *set, size_t i)
     return (int)(set[i >> 6] >> (i & 63) & 1);
 }
 
+/* GPUs of pool p as configured, nodes out of service included: whether a
+ * job can ever fit on-prem is judged on these, so a node down or drained
+ * when a job arrives makes it wait rather than fail or burst for good. */
+static uint64_t pool_configured_gpus(const pool_t *p)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < p->n; k++)
+        n += p->spec->node_gpus[k];
+    return n;
+}
+
 static void class_setup(spw_engine_t *e, jclass_t *c)
 {
     const spw_profile_t *pr = spw_govrt_profile(e->gov, c->profile);
@@ -557,7 +568,8 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
             if (!pool_accepts(e, p, c->mask))
                 continue;
             if (!bit(pr->pools, i)) {
-                c->denied |= local && (c->gpus <= p->maxcap || c->gpus <= p->total);
+                c->denied |= local && (c->gpus <= p->maxcap ||
+                                       c->gpus <= pool_configured_gpus(p));
                 continue;
             }
             double gb, tr;
@@ -566,7 +578,7 @@ static void class_setup(spw_engine_t *e, jclass_t *c)
             if (here != local)
                 continue;
             c->pools[c->npools++] = (uint32_t)i;
-            if (c->gpus <= p->maxcap || c->gpus <= p->total)
+            if (c->gpus <= p->maxcap || c->gpus <= pool_configured_gpus(p))
                 c->never_onprem = 0;
         }
     }
@@ -2599,9 +2611,13 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                      p->spec->name, e->fleet->models.name[p->spec->model], want);
         } else if (!bit(pr->pools, i)) {
             spw_govrt_why_not(e->gov, c->profile, (int)i, -1, x.why, sizeof(x.why));
-        } else if (g > p->maxcap && g > p->total) {
+        } else if (g > p->maxcap && g > pool_configured_gpus(p)) {
             snprintf(x.why, sizeof(x.why), "needs %u GPUs; pool %s has %llu in all", g,
-                     p->spec->name, (unsigned long long)p->total);
+                     p->spec->name, (unsigned long long)pool_configured_gpus(p));
+        } else if (g > p->maxcap && g > p->total) {
+            snprintf(x.why, sizeof(x.why), "needs %u GPUs; pool %s has %llu in service now "
+                     "(nodes are down): it waits for them", g, p->spec->name,
+                     (unsigned long long)p->total);
         } else if (g > p->maxcap ? p->full_gpus >= g : maxfree >= g) {
             x.ok = 1;
             x.est_start_s = now + tr;

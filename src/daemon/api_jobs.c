@@ -95,6 +95,19 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
     return most;
 }
 
+/* Why job j is where it is: its reason, or for a queued job that waits
+ * only for nodes out of service, which. */
+static json_t *reason_json(const spw_daemon_t *d, const djob_t *j)
+{
+    char buf[512], both[1100];
+    if (!spw_daemon_waits_for_nodes(d, j, buf, sizeof(buf)))
+        return j->reason ? json_string(j->reason) : json_null();
+    if (!j->reason)
+        return json_string(buf);
+    snprintf(both, sizeof(both), "%s; %s", j->reason, buf);
+    return json_string(both);
+}
+
 /* Queued jobs of one team, as of the last count. */
 typedef struct dteamq {
     char *team;                 /* owned */
@@ -286,7 +299,7 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_object_set_new(o, "deadline_ts", spw_daemon_ts_json(dl));
     json_object_set_new(o, "deadline_at_risk",
                         isnan(dl) ? json_null() : json_boolean(!(spw_daemon_est_end(d, j) <= dl)));
-    json_object_set_new(o, "reason", j->reason ? json_string(j->reason) : json_null());
+    json_object_set_new(o, "reason", reason_json(d, j));
     if (j->cancel_req)
         json_object_set_new(o, "cancel_requested", json_true());
     json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) + spw_daemon_job_cloud_usd(d, j, d->now)));
@@ -391,7 +404,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
     json_object_set_new(o, "id", json_string(j->id));
     json_object_set_new(o, "state", json_string(spw_djob_state_name(j->st)));
     json_object_set_new(o, "now_ts", json_real(d->now));
-    json_object_set_new(o, "reason", j->reason ? json_string(j->reason) : json_null());
+    json_object_set_new(o, "reason", reason_json(d, j));
     char *text = NULL;
     double ts;
     spw_error_t e2;

@@ -123,7 +123,18 @@ void dm_place_cloud(spw_daemon_t *d, djob_t *j, double now)
         /* Instances that are Slurm cloud nodes: no more than the partition
          * has nodes left (as a provider out of capacity). */
         int arc = 0;
-        if (d->scloud_be && spw_daemon_scloud_free(d) < n) {
+        char why[256];
+        /* Nothing is bought while the daemon cannot record what it buys:
+         * the last commit failed, or its disk is nearly full. */
+        pthread_mutex_lock(&d->hmu);
+        int failing = d->commit_failing;
+        pthread_mutex_unlock(&d->hmu);
+        if (failing || dm_disk_low(d, why, sizeof(why))) {
+            spw_errorf(&err, "no instance is bought while the daemon cannot record it (%s)",
+                       failing ? "its last commit failed" : why);
+            errno = EAGAIN;
+            arc = -1;
+        } else if (d->scloud_be && spw_daemon_scloud_free(d) < n) {
             spw_errorf(&err, "Slurm cloud partition %s has %zu free node(s) for %u instance(s)",
                        d->cfg->cloud_slurm_partition, spw_daemon_scloud_free(d), n);
             errno = EAGAIN;

@@ -5,6 +5,7 @@
  * clock, progress lines, offer names. */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +40,34 @@ void dm_say(spw_daemon_t *d, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+void dm_say_repeat(spw_daemon_t *d, dm_repeat_t *r, int failing, double now, const char *what,
+                   const char *fmt, ...)
+{
+    if (!failing) {
+        if (r->on)
+            dm_say(d, "%s works again (%" PRIu64 " more failure%s since last said)", what,
+                   r->count, r->count == 1 ? "" : "s");
+        r->on = 0;
+        r->count = 0;
+        return;
+    }
+    r->count++;
+    if (r->on && now - r->said_ts < DM_REPEAT_EVERY_S)
+        return;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (!r->on)
+        dm_say(d, "%s (said again every %.0f s while it lasts)", text, DM_REPEAT_EVERY_S);
+    else
+        dm_say(d, "%s (%" PRIu64 " times in the last %.0f s)", text, r->count, now - r->said_ts);
+    r->on = 1;
+    r->count = 0;
+    r->said_ts = now;
 }
 
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len)
@@ -185,8 +214,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
                      : cfg->daemon.state_dir ? cfg->daemon.state_dir : "spillway-state";
     d->state_dir = spw_xstrdup(sd);
     size_t len = strlen(sd) + 16;
-    d->log_dir = spw_xmalloc(len);
-    snprintf(d->log_dir, len, "%s/logs", sd);
+    if (cfg->daemon.log_dir) {
+        d->log_dir = spw_xstrdup(cfg->daemon.log_dir);
+    } else {
+        d->log_dir = spw_xmalloc(len);
+        snprintf(d->log_dir, len, "%s/logs", sd);
+    }
     d->run_dir = spw_xmalloc(len);
     snprintf(d->run_dir, len, "%s/run", sd);
     if (mkdir_p(d->state_dir, err) < 0 || mkdir_p(d->log_dir, err) < 0 ||
@@ -243,7 +276,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
                              .run_dir = d->run_dir,
                              .grace_s = cfg->daemon.kill_grace_s,
                              .job_pids_max = cfg->daemon.job_pids_max,
-                             .job_memory_mib = cfg->daemon.job_memory_mib};
+                             .job_memory_mib = cfg->daemon.job_memory_mib,
+                             .max_log_bytes = cfg->daemon.max_log_bytes};
     if (spw_backend_create(&bc, &d->be_ops, &d->be, err) < 0)
         goto error;
     {

@@ -139,6 +139,15 @@ typedef struct dtokens {
 
 struct spw_audit;
 
+/* An error that may repeat every turn, said with a count rather than each
+ * time (dm_say_repeat). */
+typedef struct dm_repeat {
+    int on;                     /* it happened at the last report */
+    uint64_t count;             /* times since it was last said */
+    double said_ts;             /* when it was last said, daemon clock */
+} dm_repeat_t;
+
+
 struct spw_daemon {
     pthread_mutex_t mu;          /* guards everything below */
     pthread_cond_t wake;         /* the loop sleeps on it */
@@ -219,6 +228,12 @@ struct spw_daemon {
     int commit_failing;          /* the last commit failed */
     char commit_err[256];        /* why */
     uint64_t commit_failures;    /* turns (and cancels) whose commit failed */
+    dm_repeat_t rep_flush;       /* the provider's state cannot be saved */
+    dm_repeat_t rep_save;        /* job records cannot be written */
+    int disk_low;                /* the state (or log) filesystem has less
+                                    than daemon.min_free_mib free */
+    char disk_err[256];          /* why, as /healthz and 503s say it */
+    double disk_mono;            /* monotonic time of the last statvfs (mu) */
     int loop_running;            /* the loop thread runs its turns */
     djob_t **jobs;               /* by seq; jobs[0] unused */
     size_t njobs, capjobs;       /* highest seq + 1, capacity */
@@ -311,11 +326,18 @@ int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
 int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);
-/* Takes node `node` of pool `pool` down (its jobs are interrupted) or
- * back up; 200, 404 or 409 with err.  *ids (caller frees, may be NULL)
+/* Takes node `node` of pool `pool` down (its jobs are interrupted; down 1:
+ * by an administrator, 2: its backend saw it fail, and brings it back when
+ * it answers, also after a restart) or back up (down 0); 200, 404 or 409
+ * with err.  *ids (caller frees, may be NULL)
  * gets the ids of the jobs interrupted, comma-separated. */
 int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, char **ids,
                        spw_error_t *err);
+/* Whether queued job j waits only because nodes are down or drained: no
+ * pool that takes it can hold it with the nodes in service, but one could
+ * with all its nodes.  1 with "waits: nodes POOL/N, ... are down" in buf,
+ * else 0. */
+int spw_daemon_waits_for_nodes(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len);
 /* The name of the backend that runs pool `pool`'s jobs ("local", "slurm"...). */
 const char *spw_daemon_pool_backend(spw_daemon_t *d, size_t pool);
 /* Slurm's ResumeProgram / SuspendProgram for node `node` of the Slurm cloud

@@ -158,10 +158,13 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .spot = j->last_spot,
         .launch_token = j->token[0] ? j->token : NULL,
         .cancel_req = j->cancel_req,
+        .onprem_gpu_h = j->onprem_gpu_h,
+        .cloud_gpu_h = j->cloud_gpu_h,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0) {
-        dm_say(d, "cannot record job %s: %s", j->id, err.text);
+        dm_say_repeat(d, &d->rep_save, 1, d->now, "recording jobs", "cannot record job %s: %s",
+                      j->id, err.text);
         d->write_failed = 1;
     } else if (set & SPW_JU_MONEY) {
         j->held_saved = j->ej.held;

@@ -24,6 +24,16 @@ void *dm_job_be(spw_daemon_t *d, const djob_t *j);
 /* A progress line on stderr ("spillway: ..."), unless the daemon is quiet. */
 void dm_say(spw_daemon_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* How often a repeating error is said again while it lasts, seconds. */
+#define DM_REPEAT_EVERY_S 300.0
+
+/* Reports whether the error of r happened now (failing, with its text in
+ * fmt): said once when it starts, then with a count every
+ * DM_REPEAT_EVERY_S while it lasts, and once when it ends (what, a few
+ * words, names it then). */
+void dm_say_repeat(spw_daemon_t *d, dm_repeat_t *r, int failing, double now, const char *what,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /* ---- jobs.c ---------------------------------------------------------------- */
 /* Replaces j's reason (why it is where it is). */
 void dm_set_reason(djob_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -145,6 +155,9 @@ void dm_commit_submits(spw_daemon_t *d, double now);
 
 /* ---- turn.c ---------------------------------------------------------------- */
 /* Notes whether a commit worked, for /healthz. */
+/* Whether the state or log filesystem is below daemon.min_free_mib (as
+ * the loop last measured it, every 2 s): 1 with the reason in why. */
+int dm_disk_low(spw_daemon_t *d, char *why, size_t len);
 void dm_note_commit(spw_daemon_t *d, int ok, const char *why);
 
 /* ---- nodes.c --------------------------------------------------------------- */

@@ -75,6 +75,59 @@ int spw_daemon_do_node(spw_daemon_t *d, size_t pool, uint32_t node, int down, ch
     return 200;
 }
 
+/* Whether pool p could hold a job of `gpus` GPUs on its nodes in service
+ * (all its nodes when all_nodes): on one node, or over whole nodes when the
+ * job is larger than the largest node, as the engine places it. */
+static int pool_holds(const spw_daemon_t *d, size_t p, uint32_t gpus, int all_nodes)
+{
+    const spw_pool_spec_t *ps = &d->fleet.pools[p];
+    uint64_t total = 0;
+    uint32_t most = 0, most_up = 0;
+    for (uint32_t k = 0; k < ps->nnodes; k++) {
+        if (ps->node_gpus[k] > most)
+            most = ps->node_gpus[k];
+        if (d->node_down[p][k] && !all_nodes)
+            continue;
+        total += ps->node_gpus[k];
+        if (ps->node_gpus[k] > most_up)
+            most_up = ps->node_gpus[k];
+    }
+    return gpus <= most ? most_up >= gpus : total >= gpus;
+}
+
+int spw_daemon_waits_for_nodes(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len)
+{
+    const spw_fleet_t *f = &d->fleet;
+    if (j->st != SPW_DJOB_QUEUED || !d->node_down)
+        return 0;
+    int wait = 0;
+    for (size_t p = 0; p < f->npools; p++) {
+        if (!spw_daemon_model_ok(&f->models, j->gpu_mask, f->pools[p].model))
+            continue;
+        if (pool_holds(d, p, j->gpus, 0))
+            return 0;
+        wait |= pool_holds(d, p, j->gpus, 1);
+    }
+    if (!wait)
+        return 0;
+    size_t used = (size_t)snprintf(buf, len, "waits: nodes ");
+    int first = 1;
+    for (size_t p = 0; p < f->npools && used < len; p++) {
+        if (!spw_daemon_model_ok(&f->models, j->gpu_mask, f->pools[p].model) ||
+            !pool_holds(d, p, j->gpus, 1))
+            continue;
+        for (uint32_t k = 0; k < f->pools[p].nnodes && used < len; k++)
+            if (d->node_down[p][k]) {
+                used += (size_t)snprintf(buf + used, len - used, "%s%s/%u", first ? "" : ", ",
+                                         f->pools[p].name, k);
+                first = 0;
+            }
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, " are down");
+    return 1;
+}
+
 int spw_daemon_pool_index(const spw_daemon_t *d, const char *name)
 {
     for (size_t i = 0; i < d->fleet.npools; i++)
@@ -92,10 +145,18 @@ static int load_node(const spw_store_node_t *n, void *arg)
         return 0;
     }
     d->node_down[p][n->node] = 2;   /* down in the store; the engine not told yet */
+    if (n->by_backend && d->pool_ops && d->pool_ops[p] && d->pool_slurm_down) {
+        /* Its backend took it down: it comes back when the backend sees it
+         * answer again (pools.c), however many restarts later. */
+        if (!d->pool_slurm_down[p])
+            d->pool_slurm_down[p] = spw_xcalloc(d->fleet.pools[p].nnodes, sizeof(uint8_t));
+        d->pool_slurm_down[p][n->node] = 1;
+    }
     return 0;
 }
 
-/* After recovery: the nodes an administrator took down stay down. */
+/* After recovery: the nodes an administrator took down stay down; those
+ * their backend took down stay down until it sees them answer. */
 int dm_restore_nodes(spw_daemon_t *d, spw_error_t *err)
 {
     nodectx_t c = {d};

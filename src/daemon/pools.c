@@ -175,6 +175,7 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
         }
         spw_backend_conf_t bc = {.name = b->backend,
                                  .log_dir = d->log_dir,
+                                 .max_log_bytes = cfg->daemon.max_log_bytes,
                                  .grace_s = cfg->daemon.kill_grace_s,
                                  .job_pids_max = cfg->daemon.job_pids_max,
                                  .job_memory_mib = cfg->daemon.job_memory_mib,
@@ -323,7 +324,7 @@ static void ssh_sync(spw_daemon_t *d, size_t p)
             continue;
         char *ids = NULL;
         spw_error_t err;
-        int st = spw_daemon_do_node(d, p, (uint32_t)i, down, &ids, &err);
+        int st = spw_daemon_do_node(d, p, (uint32_t)i, down ? 2 : 0, &ids, &err);
         if (!d->quiet)
             fprintf(stderr, "spillway: host %s (%s/%zu) %s%s\n", hi.addr, d->fleet.pools[p].name,
                     i, down ? "stopped answering ssh" : "answers again",
@@ -455,7 +456,7 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
             if (!d->node_down[p][k] == !down)
                 continue; /* already so (an administrator, or restored) */
             char *ids = NULL;
-            int st = spw_daemon_do_node(d, p, (uint32_t)k, down, &ids, &err);
+            int st = spw_daemon_do_node(d, p, (uint32_t)k, down ? 2 : 0, &ids, &err);
             if (!d->quiet)
                 fprintf(stderr, "spillway: Slurm node %s (%s/%d) is %s%s%s%s%s\n", v[i].name,
                         d->fleet.pools[p].name, k, down ? v[i].state : "back",

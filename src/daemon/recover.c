@@ -127,6 +127,8 @@ static int load_job(const spw_store_job_t *r, void *arg)
     j->gpus = spec.gpus;
     j->cloud_usd = r->cloud_usd;
     j->onprem_usd = r->cost_usd > r->cloud_usd ? r->cost_usd - r->cloud_usd : 0;
+    j->onprem_gpu_h = r->onprem_gpu_h;
+    j->cloud_gpu_h = r->cloud_gpu_h;
     j->charge_ts = r->charge_ts;
     j->led_usd = r->ledger_usd;
     j->led_egress_usd = r->ledger_egress_usd;

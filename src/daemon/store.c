@@ -152,6 +152,15 @@ static const char *const migrations[] = {
      * reaches each at (NULL for instances from before, and for instances
      * that are records only). */
     "ALTER TABLE instances ADD COLUMN addr TEXT;",
+    /* 5 -> 6: the GPU-hours each job settled, on-prem and in the cloud,
+     * so the costs view is the same after a restart (rows from before
+     * hold 0: their hours were never written). */
+    "ALTER TABLE jobs ADD COLUMN onprem_gpu_h REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE jobs ADD COLUMN cloud_gpu_h REAL NOT NULL DEFAULT 0;"
+    /* ... and who took each node down: 1 = its backend saw it fail (it
+     * comes back when the backend sees it answer, also after a restart),
+     * 0 = an administrator (it stays down until one brings it back). */
+    "ALTER TABLE nodes ADD COLUMN by_backend INTEGER NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -166,7 +175,8 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "attempts, reason, cost_usd, cloud_usd, reserved_usd, charge_ts, "        \
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
-    "preemptions, failures, last_offer, spot, launch_token, cancel_req"
+    "preemptions, failures, last_offer, spot, launch_token, cancel_req, "    \
+    "onprem_gpu_h, cloud_gpu_h"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id, addr"
@@ -214,7 +224,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "last_offer = CASE WHEN ?1 & 4096 THEN ?31 ELSE last_offer END, "       \
       "spot = CASE WHEN ?1 & 4096 THEN ?32 ELSE spot END, "                   \
       "launch_token = CASE WHEN ?1 & 8192 THEN ?33 ELSE launch_token END, "   \
-      "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END "       \
+      "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END, "      \
+      "onprem_gpu_h = CASE WHEN ?1 & 1024 THEN ?35 ELSE onprem_gpu_h END, "   \
+      "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END "      \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -235,10 +247,11 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "ORDER BY launched_ts, rowid")                                          \
     X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
       "WHERE state <> 'released' ORDER BY launched_ts, rowid")                \
-    X(NODE_DOWN, "INSERT OR REPLACE INTO nodes (pool, node, down_ts) "        \
-      "VALUES (?1, ?2, ?3)")                                                  \
+    X(NODE_DOWN, "INSERT OR REPLACE INTO nodes (pool, node, down_ts, "        \
+      "by_backend) VALUES (?1, ?2, ?3, ?4)")                                  \
     X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
-    X(NODE_LIST, "SELECT pool, node, down_ts FROM nodes ORDER BY pool, node") \
+    X(NODE_LIST, "SELECT pool, node, down_ts, by_backend FROM nodes "         \
+      "ORDER BY pool, node")                                                  \
     X(META_GET, "SELECT value FROM meta WHERE key = ?1")                      \
     X(META_PUT, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")   \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
@@ -802,6 +815,8 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_int(s, 32, u->spot != 0);
     bind_text(s, 33, u->launch_token);
     sqlite3_bind_int(s, 34, u->cancel_req != 0);
+    sqlite3_bind_double(s, 35, finite_or_0(u->onprem_gpu_h));
+    sqlite3_bind_double(s, 36, finite_or_0(u->cloud_gpu_h));
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -860,6 +875,8 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->spot = sqlite3_column_int(s, 34);
     j->launch_token = col_text(s, 35);
     j->cancel_req = sqlite3_column_int(s, 36);
+    j->onprem_gpu_h = sqlite3_column_double(s, 37);
+    j->cloud_gpu_h = sqlite3_column_double(s, 38);
     return 0;
 }
 
@@ -1072,8 +1089,10 @@ int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
         return spw_errorf(err, "%s: invalid node record", st->path);
     sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, node);
-    if (down)
+    if (down) {
         sqlite3_bind_double(s, 3, finite_or_0(down_ts));
+        sqlite3_bind_int(s, 4, down == 2);
+    }
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -1094,6 +1113,7 @@ int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
         n.pool = col_text(s, 0);
         n.node = sqlite3_column_int64(s, 1);
         n.down_ts = sqlite3_column_double(s, 2);
+        n.by_backend = sqlite3_column_int(s, 3);
         if (!n.pool)
             continue;
         if (cb(&n, arg))

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 5
+#define SPW_STORE_SCHEMA_VERSION 6
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -182,6 +182,10 @@ typedef struct spw_store_job {
                                       launch; NULL = never launched */
     int cancel_req;                /* an acknowledged cancel is pending: its
                                       process is being stopped */
+    /* ---- GPU-hours (schema 6; 0 in rows written before) ---- */
+    double onprem_gpu_h;           /* on-prem GPU-hours its ended attempts
+                                      settled */
+    double cloud_gpu_h;            /* cloud GPU-hours its ended attempts ran */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -210,7 +214,8 @@ enum {
     SPW_JU_EXIT = 1 << 7,       /* has_exit_code and exit_code */
     SPW_JU_ATTEMPTS = 1 << 8,
     SPW_JU_REASON = 1 << 9,
-    SPW_JU_COST = 1 << 10,      /* cost_usd and cloud_usd together */
+    SPW_JU_COST = 1 << 10,      /* cost_usd, cloud_usd, onprem_gpu_h and
+                                   cloud_gpu_h together */
     SPW_JU_MONEY = 1 << 11,     /* reserved_usd, charge_ts, egress_usd,
                                    egress_gb, held, ledger_usd and
                                    ledger_egress_usd together */
@@ -256,6 +261,8 @@ typedef struct spw_store_job_update {
     int spot;                      /* 0 or 1 */
     const char *launch_token;      /* borrowed; NULL clears (SPW_JU_LAUNCH) */
     int cancel_req;                /* 0 or 1 (SPW_JU_CANCEL) */
+    double onprem_gpu_h;           /* GPU-hours (with SPW_JU_COST) */
+    double cloud_gpu_h;            /* GPU-hours (with SPW_JU_COST) */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */
@@ -332,10 +339,13 @@ typedef struct spw_store_node {
     const char *pool;              /* pool name, as in the config */
     int64_t node;                  /* index in the pool, 0-based */
     double down_ts;                /* when it went down, unix seconds */
+    int by_backend;                /* 1: its backend saw it fail (schema 6);
+                                      0: an administrator took it down */
 } spw_store_node_t;
 
-/* Records node `node` of `pool` as down since down_ts (down != 0), or up
- * (its row is removed).  Setting a state it already has is not an error. */
+/* Records node `node` of `pool` as down since down_ts (down 1: by an
+ * administrator, 2: its backend saw it fail), or up (down 0: its row is
+ * removed).  Setting a state it already has is not an error. */
 int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
                        int down, double down_ts, spw_error_t *err);
 

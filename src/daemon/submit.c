@@ -118,6 +118,11 @@ int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r)
         spw_errorf(&r->err, "the daemon is shutting down");
         return r->status = 503;
     }
+    char why[256];
+    if (dm_disk_low(d, why, sizeof(why))) {
+        spw_errorf(&r->err, "%s", why);
+        return r->status = 503;
+    }
     r->next = NULL;
     *d->subq_tail = r;
     d->subq_tail = &r->next;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "daemon/loop_private.h"
@@ -45,6 +46,54 @@ void dm_note_commit(spw_daemon_t *d, int ok, const char *why)
         dm_say(d, "commits work again");
 }
 
+/* MiB free to the daemon on the filesystem of path; NAN if unknown. */
+static double free_mib(const char *path)
+{
+    struct statvfs sv;
+    if (statvfs(path, &sv) < 0)
+        return NAN;
+    return (double)sv.f_bavail * (double)sv.f_frsize / 1048576.0;
+}
+
+/* Every 2 s: whether the state dir's filesystem, or the log dir's, has
+ * fallen below daemon.min_free_mib (said once when it starts and once when
+ * it ends), for /healthz and for submits. */
+static void watch_disk(spw_daemon_t *d)
+{
+    double min = d->cfg->daemon.min_free_mib, t = mono();
+    if (!(min > 0) || t - d->disk_mono < 2)
+        return;
+    d->disk_mono = t;
+    const char *dirs[2] = {d->state_dir, d->log_dir}, *names[2] = {"state", "log"};
+    char why[256] = "";
+    for (int k = 0; k < 2 && !why[0]; k++) {
+        double mib = free_mib(dirs[k]);
+        if (mib < min)
+            snprintf(why, sizeof(why), "the %s filesystem (%s) has %.0f MiB free, below "
+                     "daemon.min_free_mib (%.0f): free space there", names[k], dirs[k], mib, min);
+    }
+    pthread_mutex_lock(&d->hmu);
+    int was = d->disk_low;
+    d->disk_low = why[0] != '\0';
+    if (why[0])
+        snprintf(d->disk_err, sizeof(d->disk_err), "%s", why);
+    pthread_mutex_unlock(&d->hmu);
+    if (why[0] && !was)
+        dm_say(d, "%s; submits get 503 and /healthz says so until it has", why);
+    else if (!why[0] && was)
+        dm_say(d, "the state and log filesystems have more than daemon.min_free_mib free again");
+}
+
+int dm_disk_low(spw_daemon_t *d, char *why, size_t len)
+{
+    pthread_mutex_lock(&d->hmu);
+    int low = d->disk_low;
+    if (low)
+        snprintf(why, len, "%s", d->disk_err);
+    pthread_mutex_unlock(&d->hmu);
+    return low;
+}
+
 static void note_turn(spw_daemon_t *d, double s)
 {
     size_t b = 0;
@@ -61,6 +110,7 @@ static void turn_locked(spw_daemon_t *d)
     if (now < d->now)
         now = d->now;   /* the engine needs a clock that never goes back */
     d->now = now;
+    watch_disk(d);
     dm_commit_submits(d, now);
     spw_daemon_pools_sync(d, now);
     spw_error_t err;
@@ -147,8 +197,12 @@ static void turn_locked(spw_daemon_t *d)
     dm_save_held(d);
     /* The provider's state (the emulated cloud's file): once per turn,
      * before the commit. */
-    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush) && d->pv_ops->flush(d->pv, &err) < 0)
-        dm_say(d, "cannot save the %s cloud's state: %s", d->pv_ops->name, err.text);
+    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush)) {
+        int bad = d->pv_ops->flush(d->pv, &err) < 0;
+        dm_say_repeat(d, &d->rep_flush, bad, now, "saving the cloud's state",
+                      "cannot save the %s cloud's state: %s", d->pv_ops->name,
+                      bad ? err.text : "");
+    }
     int failing;
     pthread_mutex_lock(&d->hmu);
     failing = d->commit_failing;
@@ -180,6 +234,7 @@ static void turn_locked(spw_daemon_t *d)
         return;   /* its launch intents wait for a commit that works */
     }
     dm_note_commit(d, 1, NULL);
+    dm_say_repeat(d, &d->rep_save, 0, now, "recording jobs", "%s", "");
     for (size_t i = 0; i < d->ntouched; i++)
         if (d->jobs[d->touched[i]])
             d->jobs[d->touched[i]]->touched = 0;
@@ -262,11 +317,14 @@ int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn
     double stall_s = fmax(SPW_DAEMON_STALL_S, 50 * d->cfg->daemon.tick_s);
     pthread_mutex_lock(&d->hmu);
     double age = d->loop_running ? mono() - d->turn_mono : NAN;
-    int failing = d->commit_failing, running = d->loop_running;
-    snprintf(why, len, "commits to the database fail: %s", d->commit_err);
+    int failing = d->commit_failing, running = d->loop_running, low = d->disk_low;
+    if (low)
+        snprintf(why, len, "%s", d->disk_err);
+    else
+        snprintf(why, len, "commits to the database fail: %s", d->commit_err);
     pthread_mutex_unlock(&d->hmu);
     *turn_age_s = age;
-    if (failing)
+    if (failing || low)
         return 1;
     if (!running) {
         snprintf(why, len, "the scheduler loop is not running");

@@ -946,6 +946,7 @@ static void test_emulated_hosts(void)
     is_str(c.daemon.emulated_ssh_user, "ops", "ssh user");
     is_str(c.daemon.emulated_ssh_key, "/etc/spw/k", "ssh key, resolved");
     ok(c.daemon.emulated_ssh_known_hosts == NULL, "known_hosts defaults (HOSTS_DIR's)");
+    is(c.daemon.max_queued_per_team, 10000, "max_queued_per_team defaults to 10000");
     ok(c.daemon.emulated_ssh_port == 2200 && c.daemon.emulated_ssh_down_after_s == 4,
        "ssh port and down_after_s");
     spw_config_free(&c);

@@ -10,10 +10,63 @@
 # log line, and nothing is retried.  A job on 8,000 one-GPU instances
 # (max_instances_per_job raised) boots, runs and has its instances released
 # while the API keeps answering: the emulated cloud writes its state once
-# per turn, not once per instance.
+# per turn, not once per instance.  Jobs cannot exhaust the daemon's disk:
+# with the logs on their own filesystem (daemon.log_dir, a small tmpfs
+# here) a job writing 5 MB keeps only daemon.max_log_bytes of it, with a
+# marker line; with that filesystem filled by hand below
+# daemon.min_free_mib, /healthz and submits answer 503 naming it, a job
+# whose wait for on-prem runs out meanwhile buys no cloud instance, and all
+# works again once it is freed.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 15
+plan 23
+
+# ---- logs: size cap, own directory, free space watched ---------------------
+mkdir -p "$T/joblogs"
+mount -t tmpfs -o size=8m spw-test-logs "$T/joblogs"
+trap 'umount "$T/joblogs" 2>/dev/null; cleanup' EXIT
+mkconfig "$T/l.yaml" 1 constant:4
+cat >>"$T/l.yaml" <<EOF
+  log_dir: $T/joblogs
+  max_log_bytes: 100000
+  min_free_mib: 4
+EOF
+start_daemon "$T/l.yaml" "$T/l"
+ok $? "serve starts with its logs on an 8 MiB tmpfs, max_log_bytes 100000, min_free_mib 4"
+loud=$(submit ml --gpus 1 --name loud -- sh -c 'head -c 5000000 /dev/zero | tr "\\000" a; echo; echo to-stderr >&2')
+wait_for "$loud" succeeded 20
+ok $? "a job writing 5 MB to stdout succeeds ($loud)" || diag "$(state_of "$loud")" "$(tail -3 "$DLOG")"
+out=$(find "$T/joblogs" -name "$loud.out")
+size=$(stat -c %s "$out" 2>/dev/null || echo missing)
+[ -n "$out" ] && [ "$size" -lt 100200 ] && [ "$size" -ge 100000 ] &&
+    tail -n 1 "$out" | grep -qx '\[spillway: log truncated at 100000 bytes (daemon.max_log_bytes)\]'
+ok $? "its log under log_dir holds 100000 bytes and the marker line ($size bytes)"
+spw ml logs "$loud" --stderr >"$T/loud.err" 2>&1 || spw ml logs "$loud" >"$T/loud.err" 2>&1
+contains "$T/loud.err" "to-stderr"
+ok $? "its stderr is kept apart" || diag "$(head -c 300 "$T/loud.err")"
+hold=$(submit ml --gpus 1 --name hold -- sleep 60)
+wait_for "$hold" running 10
+burst=$(submit ml --gpus 1 --name burst -- true)
+dd if=/dev/zero of="$T/joblogs/fill" bs=1M count=6 2>/dev/null
+low() { http GET /healthz admin; [ "$code" = 503 ]; }
+wait_until 8 low && contains "$T/http.body" "has" && contains "$T/http.body" "MiB free, below daemon.min_free_mib (4)"
+ok $? "with the log filesystem filled by hand, /healthz says 503 and why" || diag "$code $(cat "$T/http.body")"
+echo '{"run": ["true"], "gpus": 1}' >"$T/small.json"
+http POST /v1/jobs ml "$T/small.json"
+http_is 503 "below daemon.min_free_mib" "a submit then gets 503 with the same reason"
+refused() { field "$burst" 'd["reason"]' | grep -q "no instance is bought while the daemon cannot record it"; }
+wait_until 15 refused && ! grep -q "emu-i-" "$DLOG"
+ok $? "a job whose wait runs out meanwhile buys no cloud instance, and says why" ||
+    diag "$(field "$burst" 'd["reason"]')" "$(grep -i "emu-i\|acquire" "$DLOG" | head -3)"
+spw ml cancel "$burst" >/dev/null 2>&1
+spw ml cancel "$hold" >/dev/null 2>&1
+wait_for "$hold" cancelled 10
+rm -f "$T/joblogs/fill"
+fine() { http GET /healthz admin; [ "$code" = 200 ]; }
+wait_until 8 fine && http POST /v1/jobs ml "$T/small.json" && [ "$code" = 201 ]
+ok $? "once it is freed /healthz and submits work again" || diag "$code $(cat "$T/http.body")"
+stop_daemon "$DPID"
+umount "$T/joblogs" || diag "$(fuser -vm "$T/joblogs" 2>&1)"
 
 mkconfig "$T/a.yaml" 1 constant:0
 start_daemon "$T/a.yaml" "$T/a"

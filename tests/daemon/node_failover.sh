@@ -5,10 +5,13 @@
 # waits for the node (which stays down across a daemon restart) and runs
 # on it again once it is up; under failover: burst a job whose deadline
 # cannot wait goes to the cloud while one without a deadline waits its
-# wait (an hour) on-prem.  Past spot.max_restarts the job fails.
+# wait (an hour) on-prem.  Past spot.max_restarts the job fails.  A job
+# submitted while a node is down, that fits the pool with all its nodes,
+# waits for it ("waits: nodes local/1 are down"): it neither fails nor
+# bursts as if it could never fit on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 29
+plan 35
 
 # failconfig FILE SLOTS WAIT FAILOVER
 failconfig() {
@@ -161,6 +164,40 @@ ok $? "once the node is up it runs there again and succeeds"
 spw ml logs "$pat" >"$T/p.log"
 from=$(resumed "$T/p.log" local/0 local/0 2>"$T/err")
 ok $? "it resumed from step $from" || diag "$(cat "$T/err")" "$(cat "$T/p.log")"
+stop_daemon "$DPID"
+
+# ---- submitted while a node is down -----------------------------------------
+
+# drained NAME WAIT NODE DESCRIPTION: a daemon with 2 nodes x 1 slot and
+# wait WAIT, node local/NODE taken down, then a 2-GPU job (it needs both)
+# submitted: sets $big, and its view a second later is in $T/NAME.json.
+drained() {
+    mkconfig "$T/$1.yaml" 1 "$2"
+    sed -i 's/^    nodes: 1$/    nodes: 2/' "$T/$1.yaml"
+    start_daemon "$T/$1.yaml" "$T/state-$1"
+    spw admin admin node "local/$3" down >/dev/null 2>"$T/err"
+    ok $? "$4: node local/$3 is down" || diag "$(cat "$T/err")"
+    big=$(submit ml --gpus 2 --name both-nodes -- true)
+    sleep 1.5
+    show_json "$big" "$T/$1.json"
+}
+drained d never 1 "2 nodes x 1 slot, wait never"
+json_check "$T/d.json" '
+assert d["state"] == "queued", (d["state"], d["reason"])
+assert d["reason"].endswith("waits: nodes local/1 are down"), d["reason"]'
+ok $? "a 2-GPU job submitted meanwhile waits for the node, and says so" || diag "$(cat "$T/d.json")"
+spw admin admin node local/1 up >/dev/null 2>&1 && wait_for "$big" succeeded 8
+ok $? "once the node is up it runs on both nodes and succeeds" || diag "$(state_of "$big")"
+stop_daemon "$DPID"
+
+drained e constant:3600 0 "2 nodes x 1 slot, wait an hour, a cloud"
+json_check "$T/e.json" '
+assert d["state"] == "queued" and d["where"] is None, (d["state"], d["where"], d["reason"])'
+ok $? "a 2-GPU job submitted meanwhile does not burst as if it could never fit on-prem" ||
+    diag "$(cat "$T/e.json")"
+spw admin admin node local/0 up >/dev/null 2>&1 && wait_for "$big" succeeded 8 &&
+    [ "$(field "$big" 'd["where"]')" = onprem ]
+ok $? "once the node is up it runs on-prem and succeeds" || diag "$(cat "$DLOG")"
 stop_daemon "$DPID"
 
 # ---- max_restarts: 0 ---------------------------------------------------------

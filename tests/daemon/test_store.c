@@ -146,8 +146,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "5",
-           "schema_version table holds 5");
+    is_str(raw(db, "SELECT version FROM schema_version"), "6",
+           "schema_version table holds 6");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -198,6 +198,8 @@ static void test_jobs(void)
     u.attempts = 1;
     u.reason = "fits on-prem";
     u.cost_usd = 0.5;
+    u.onprem_gpu_h = 0.75;
+    u.cloud_gpu_h = 1.25;
     is(spw_store_job_update(st, "j-000001", &u, &err), 0, "update to running");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "get it")) {
         is(j.state, SPW_DJOB_RUNNING, "state running");
@@ -211,6 +213,7 @@ static void test_jobs(void)
         is(j.attempts, 1, "attempts");
         is_str(j.reason, "fits on-prem", "reason");
         is_double(j.cost_usd, 0.5, 0, "cost");
+        ok(j.onprem_gpu_h == 0.75 && j.cloud_gpu_h == 1.25, "GPU-hours with the cost (schema 6)");
         ok(!j.has_exit_code, "no exit code yet");
         spw_store_job_clear(&j);
     }
@@ -548,7 +551,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 5, "it is migrated to version 5");
+    is(spw_store_schema_version(st), 6, "it is migrated to version 6");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -570,8 +573,8 @@ static int count_node(const spw_store_node_t *n, void *arg)
 {
     char *buf = arg;
     size_t used = strlen(buf);
-    snprintf(buf + used, 256 - used, "%s%s/%lld@%g", used ? " " : "", n->pool,
-             (long long)n->node, n->down_ts);
+    snprintf(buf + used, 256 - used, "%s%s/%lld@%g%s", used ? " " : "", n->pool,
+             (long long)n->node, n->down_ts, n->by_backend ? "(backend)" : "");
     return 0;
 }
 
@@ -616,16 +619,16 @@ static void test_progress_and_nodes(void)
     ok(spw_store_node_set(st, "dc1", 3, 1, 50, &err) == 0, "node dc1/3 down");
     ok(spw_store_node_set(st, "dc1", 0, 1, 60, &err) == 0, "node dc1/0 down");
     ok(spw_store_node_set(st, "dc1", 3, 1, 70, &err) == 0, "down again is not an error");
-    ok(spw_store_node_set(st, "a", 1, 1, 80, &err) == 0, "node a/1 down");
+    ok(spw_store_node_set(st, "a", 1, 2, 80, &err) == 0, "node a/1 down, by its backend");
     spw_store_node_list(st, count_node, list, &err);
-    is_str(list, "a/1@80 dc1/0@60 dc1/3@70", "listed by pool then index");
+    is_str(list, "a/1@80(backend) dc1/0@60 dc1/3@70", "listed by pool then index, with who");
     ok(spw_store_node_set(st, "dc1", 0, 0, 0, &err) == 0, "dc1/0 up");
     ok(spw_store_node_set(st, "zz", 0, 0, 0, &err) == 0, "up for a node never down is fine");
     spw_store_close(st);
     st = spw_store_open(db, NULL, &err);
     list[0] = '\0';
     spw_store_node_list(st, count_node, list, &err);
-    is_str(list, "a/1@80 dc1/3@70", "the down nodes survive a reopen");
+    is_str(list, "a/1@80(backend) dc1/3@70", "the down nodes survive a reopen, and who took them down");
     ok(spw_store_node_set(st, NULL, 0, 1, 0, &err) < 0, "a node needs a pool");
     spw_store_close(st);
     spw_jobspec_free(&a);
@@ -715,7 +718,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 5, "to version 5");
+        is(spw_store_schema_version(st), 6, "to version 6");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -733,7 +736,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(5): run a newer spillway") != NULL, "newer schema message");
+              "(6): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 

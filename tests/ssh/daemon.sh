@@ -6,13 +6,15 @@
 # 2-node gang doing a TCP all-reduce; cancel stops the remote process; a
 # host cut off mid-job is taken down and its job fails over to another host,
 # the old copy killed when the link comes back; after kill -9 of the daemon
-# the running job is re-adopted, never started twice.
+# the running job is re-adopted, never started twice; a host taken down by
+# the backend before a kill -9 comes back up after the restart once it
+# answers.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 49 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 51 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -277,6 +279,21 @@ sleep 1
 n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$f" $i | wc -l))); done
 [ "$n" = 2 ] && alive_remote "$fh2" "$(rdirs "$f" "$fh2" | grep '\.2-r0$')"
 ok $? "exactly the 2 attempts' directories exist and attempt 2 still runs ($n)"
+# A host cut off and taken down, the daemon killed -9 meanwhile: once the
+# host answers, the restarted daemon brings it back up by itself.
+for x in 0 1 2 3; do [ "$x" != "$fh" ] && [ "$x" != "$fh2" ] && break; done
+"$NET" cut "$C" "$x"
+x_down() { grep -q "(hosts/$x) stopped answering ssh" "$DLOG"; }
+wait_until 30 x_down
+ok $? "idle host $x, cut off, is taken down" || diag "$(tail -5 "$DLOG")"
+kill9_daemon
+"$NET" mend "$C" "$x"
+start_daemon "$T/serve.yaml" "$T/state"
+x_up() { grep -q "(hosts/$x) answers again" "$DLOG" && spw admin pools -o json >"$T/pools.json" 2>/dev/null &&
+    [ "$(jpy "$T/pools.json" 'd["pools"][0]["nodes_down"]')" = "[]" ]; }
+wait_until 30 x_up
+ok $? "after a kill -9 and restart it comes back up once it answers" ||
+    diag "$(jpy "$T/pools.json" 'd["pools"][0]["nodes_down"]')" "$(grep "hosts/$x" "$DLOG")"
 spw ml cancel "$f" >/dev/null 2>&1
 wait_for "$f" cancelled 30
 ok $? "the re-adopted job is cancelled through the new daemon"

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,8 @@ struct spw_local {
                                    NULL = not read */
     char *run_dir;              /* launch fences and exit records by token,
                                    owned; NULL = no fences (and no find) */
+    uint64_t max_log_bytes;     /* cap of each log file (the shim copies
+                                   the job's output); 0 = none */
     job_t *jobs;                /* tracked jobs in launch/adopt order, owned */
     size_t njobs;               /* entries used in jobs */
     size_t cap;                 /* entries allocated in jobs */
@@ -406,6 +409,10 @@ typedef struct child_plan {
                                    until it ends; -1 = no fence */
     int cg_fds[SPW_CGROUP_MAX_FDS]; /* the job's cgroup.procs files, which
                                    the job (not the shim) joins; -1 = none */
+    uint64_t max_log_bytes;     /* > 0: the job writes to pipes and the
+                                   shim copies at most this many bytes to
+                                   each of out_fd and err_fd; 0 = the job
+                                   writes to them itself */
 } child_plan_t;
 
 static void __attribute__((noreturn)) child_fail(int fd, int stage, int e)
@@ -624,6 +631,78 @@ static int shim_keeps_default(int s)
     }
 }
 
+/* Closes every descriptor from 3 up but keep[0..nkeep) (ascending; -1
+ * entries ignored), below max_fd where close_range is missing. */
+static void shim_close_rest(const int *keep, int nkeep, int max_fd)
+{
+    int lo = 3, ok = 1;
+#ifdef CLOSE_RANGE_CLOEXEC
+    for (int i = 0; i < nkeep && ok; i++) {
+        if (keep[i] < lo)
+            continue;
+        ok = keep[i] == lo || close_range((unsigned)lo, (unsigned)keep[i] - 1, 0) == 0;
+        lo = keep[i] + 1;
+    }
+    ok = ok && close_range((unsigned)lo, ~0U, 0) == 0;
+#else
+    ok = 0;
+#endif
+    if (!ok)
+        for (int fd = 3; fd < max_fd; fd++) {
+            int kept = 0;
+            for (int i = 0; i < nkeep; i++)
+                kept |= fd == keep[i];
+            if (!kept)
+                close(fd);
+        }
+}
+
+/* The shim's copy of the job's output (max_log_bytes set): the job's
+ * stdout and stderr pipes, read at in[0] and in[1], go to the logs at 1
+ * and 2 up to the cap each, until the job has exited and its pipes are
+ * drained (a process it left behind that still writes is cut off a second
+ * later).  Returns the job's wait status. */
+static int shim_copy(pid_t job, const int in[2], uint64_t cap)
+{
+    struct pollfd pf[2] = {{.fd = in[0], .events = POLLIN}, {.fd = in[1], .events = POLLIN}};
+    uint64_t size[2] = {0, 0};
+    struct stat st;
+    char buf[65536];
+    int status = 0, exited = 0, after = 0;
+    for (int k = 0; k < 2; k++)
+        if (fstat(k + 1, &st) == 0)
+            size[k] = (uint64_t)st.st_size;   /* earlier attempts' output counts */
+    while (pf[0].fd >= 0 || pf[1].fd >= 0) {
+        int r = poll(pf, 2, 50);
+        if (r < 0 && errno != EINTR)
+            break;
+        for (int k = 0; k < 2 && r > 0; k++) {
+            if (pf[k].fd < 0 || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t n = read(pf[k].fd, buf, sizeof(buf));
+            if (n > 0) {
+                spw_log_write_capped(k + 1, buf, (size_t)n, &size[k], cap);
+            } else if (n == 0 || errno != EINTR) {
+                close(pf[k].fd);
+                pf[k].fd = -1;
+            }
+        }
+        if (!exited && waitpid(job, &status, WNOHANG) == job)
+            exited = 1;
+        /* After the job's exit: what is buffered is read; a writer it left
+         * behind gets 20 rounds (a second), then its pipes close. */
+        if (exited && (r == 0 || ++after > 20))
+            break;
+    }
+    for (int k = 0; k < 2; k++)
+        if (pf[k].fd >= 0)
+            close(pf[k].fd);
+    while (!exited && waitpid(job, &status, 0) < 0)
+        if (errno != EINTR)
+            _exit(127);  /* cannot happen: the job is our only child */
+    return status;
+}
+
 /* The shim, the first child: it makes the session and the log descriptors,
  * forks the job, waits for it, records its outcome and ends the same way.
  * It never execs, so it must shed every descriptor the daemon had open. */
@@ -634,6 +713,7 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     int rep = c->report_fd, in = c->in_fd, out = c->out_fd, errfd = c->err_fd;
     int fence = c->fence_fd;
     int st;
+    int pipes[2][2] = {{-1, -1}, {-1, -1}};   /* the job's stdout, stderr */
     pid_t job;
 
     /* Block everything while setting dispositions (a daemon handler must run
@@ -658,7 +738,13 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     /* The handle goes into the fence before the job exists. */
     if (fence >= 0 && shim_fence(fence) < 0)
         child_fail(rep, STAGE_SETUP, errno ? errno : EIO);
-    if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+    if (c->max_log_bytes)
+        for (int k = 0; k < 2; k++)
+            if (pipe2(pipes[k], O_CLOEXEC) < 0 || (pipes[k][0] = fd_above_stdio(pipes[k][0])) < 0 ||
+                (pipes[k][1] = fd_above_stdio(pipes[k][1])) < 0)
+                child_fail(rep, STAGE_SETUP, errno);
+    if (dup2(in, 0) < 0 || dup2(c->max_log_bytes ? pipes[0][1] : out, 1) < 0 ||
+        dup2(c->max_log_bytes ? pipes[1][1] : errfd, 2) < 0)
         child_fail(rep, STAGE_SETUP, errno);
 #ifdef CLOSE_RANGE_CLOEXEC
     /* Whatever the daemon left inheritable (sockets, the database) must not
@@ -674,32 +760,35 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
         job_run(c, rep);
 
     /* The shim keeps only 0-2 and its fence (whose lock says, for as long
-     * as the shim lives, that this launch is alive).  Dropping the report
-     * pipe lets the parent see EOF once the job's exec closes its copy;
-     * dropping the rest keeps a restarted daemon from finding its listen
-     * socket still held open. */
+     * as the shim lives, that this launch is alive), and with a log cap the
+     * read ends of the job's pipes, its 1 and 2 becoming the logs.
+     * Dropping the report pipe lets the parent see EOF once the job's exec
+     * closes its copy; dropping the rest keeps a restarted daemon from
+     * finding its listen socket still held open. */
+    if (c->max_log_bytes && (dup2(out, 1) < 0 || dup2(errfd, 2) < 0))
+        _exit(127);
     {
-        int lo = 3, ok = 1;
-#ifdef CLOSE_RANGE_CLOEXEC
-        if (fence >= 0)
-            ok = (fence == 3 || close_range(3, (unsigned)fence - 1, 0) == 0) &&
-                 close_range((unsigned)fence + 1, ~0U, 0) == 0;
-        else
-            ok = close_range(3, ~0U, 0) == 0;
-#else
-        ok = 0;
-#endif
-        if (!ok)
-            for (int fd = lo; fd < c->max_fd; fd++)
-                if (fd != fence)
-                    close(fd);
+        int keep[3] = {fence, pipes[0][0], pipes[1][0]};
+        for (int a = 0; a < 3; a++)   /* ascending, for shim_close_rest */
+            for (int b = a + 1; b < 3; b++)
+                if (keep[b] < keep[a]) {
+                    int t = keep[a];
+                    keep[a] = keep[b];
+                    keep[b] = t;
+                }
+        shim_close_rest(keep, 3, c->max_fd);
     }
     sigemptyset(&set);
     sigprocmask(SIG_SETMASK, &set, NULL);
 
-    while (waitpid(job, &st, 0) < 0)
-        if (errno != EINTR)
-            _exit(127);  /* cannot happen: the job is our only child */
+    if (c->max_log_bytes) {
+        int in2[2] = {pipes[0][0], pipes[1][0]};
+        st = shim_copy(job, in2, c->max_log_bytes);
+    } else {
+        while (waitpid(job, &st, 0) < 0)
+            if (errno != EINTR)
+                _exit(127);  /* cannot happen: the job is our only child */
+    }
     shim_record(c, fence, st);
     if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
@@ -1102,6 +1191,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     plan.err_fd = err_fd;
     plan.report_fd = pipefd[1];
     plan.fence_fd = fence_fd;
+    plan.max_log_bytes = lb->max_log_bytes;
     plan.exit_path = exit_path;
     plan.exit_tmp = exit_tmp;
     memcpy(plan.cg_fds, cg_fds, sizeof(cg_fds));
@@ -1546,6 +1636,7 @@ spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
     lb->run_dir = opts && opts->run_dir ? spw_xstrdup(opts->run_dir) : NULL;
     if (opts && opts->cgroups)
         spw_cgroups_init(&lb->cg, NULL, opts->pids_max, opts->memory_mib);
+    lb->max_log_bytes = opts ? opts->max_log_bytes : 0;
     return lb;
 }
 

@@ -101,6 +101,11 @@ typedef struct spw_local_opts {
                                    limit */
     uint64_t memory_mib;        /* with cgroups: memory per job, MiB; 0 = no
                                    limit */
+    uint64_t max_log_bytes;     /* bytes each of a job's JOBID.out and
+                                   JOBID.err may reach: the shim copies the
+                                   job's output there and drops the rest
+                                   behind one marker line; 0 = no cap (the
+                                   job writes the files itself) */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */

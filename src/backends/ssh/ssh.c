@@ -114,6 +114,7 @@ struct spw_ssh {
     char *user, *key, *known_hosts; /* ssh options, owned; NULL = default */
     int port;                   /* ssh port */
     char *log_dir;              /* owned */
+    uint64_t max_log_bytes;     /* cap of each local log file; 0 = none */
     char control_dir[128];      /* ControlPath directory; "" = no multiplexing */
     double grace_s, cmd_timeout_s, sync_interval_s, down_after_s; /* seconds */
     uint32_t job_pids_max;      /* processes per job (its cgroup); 0 = none */
@@ -497,6 +498,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     sb->known_hosts = dup_or_null(o->known_hosts);
     sb->port = o->port > 0 ? o->port : 22;
     sb->log_dir = spw_xstrdup(o->log_dir);
+    sb->max_log_bytes = o->max_log_bytes;
     sb->grace_s = o->grace_s >= 0 ? o->grace_s : 10;
     sb->job_pids_max = o->job_pids_max;
     sb->job_memory_mib = o->job_memory_mib;
@@ -894,15 +896,9 @@ static void log_append(spw_ssh_t *sb, job_t *j, uint32_t k, int err_file, const 
                   0640);
     if (fd < 0)
         return;
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = write(fd, data + off, n - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
+    struct stat st;
+    uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+    spw_log_write_capped(fd, data, n, &size, sb->max_log_bytes);
     close(fd);
 }
 

@@ -94,6 +94,9 @@ typedef struct spw_ssh_opts {
                                    one host, seconds; 0 = 1 */
     double down_after_s;        /* a host silent this long is down, seconds;
                                    0 = 10 */
+    uint64_t max_log_bytes;     /* bytes each local log file of a job may
+                                   reach; fetched output past it is dropped
+                                   behind one marker line; 0 = no cap */
     int no_multiplex;           /* 1: no ControlMaster (one TCP connection per
                                    command) */
     int dynamic;                /* 1: hosts come and go (host_add and
