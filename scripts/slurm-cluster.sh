@@ -22,8 +22,12 @@
 #
 # Fake GPUs: gres.conf File= paths are symlinks to /dev/null (Slurm drops
 # GPUs without files).  Authentication is auth/none, every daemon listens on
-# 127.0.0.1 on ports chosen free at start.  Processes are stopped by their
-# pid files (DIR/*.pid), slurmd before slurmctld.  Exits 3 with "SKIP ..."
+# 127.0.0.1 on ports chosen free at start, and every host is named by that
+# address (SlurmctldHost=localhost(127.0.0.1), NodeAddr=127.0.0.1 on each
+# node): nothing relies on this machine's host name resolving (as root the
+# daemons run in a UTS namespace named localhost: see named_localhost).
+# Processes are stopped by their pid files (DIR/*.pid), slurmd before
+# slurmctld.  Exits 3 with "SKIP ..."
 # when Slurm is not installed (scripts/deps.sh test installs it).
 set -uo pipefail
 export LC_ALL=C
@@ -85,9 +89,27 @@ fail() {
     exit 1
 }
 
+# named_localhost CMD...: runs CMD with the host name "localhost".  Every
+# daemon listens on 127.0.0.1 only (NoInAddrAny, NoCtldInAddrAny), and
+# Slurm finds that address by resolving the host name (gethostname), which
+# a fresh Debian root without "127.0.1.1 HOST" in /etc/hosts cannot do:
+# slurmctld then dies with 'Unable to resolve "HOST"'.  As root, CMD runs in
+# a UTS namespace of its own named localhost (only the name differs; jobs
+# under slurmd see that name too); otherwise the machine's host name must
+# resolve, and we say how to fix it when it does not.
+named_localhost() {
+    if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1; then
+        unshare --uts sh -c 'hostname localhost && exec "$@"' named-localhost "$@"
+        return
+    fi
+    getent hosts "$(uname -n)" >/dev/null ||
+        fail "host name $(uname -n) does not resolve, and Slurm binds to its address: run as root (a UTS namespace named localhost is used), or add '127.0.1.1 $(uname -n)' to /etc/hosts"
+    "$@"
+}
+
 start_ctld() {
     export SLURM_CONF=$D/slurm.conf
-    "$CTLD" -i -f "$D/slurm.conf" </dev/null >>"$D/slurmctld.out" 2>&1 || fail "slurmctld did not start"
+    named_localhost "$CTLD" -i -f "$D/slurm.conf" </dev/null >>"$D/slurmctld.out" 2>&1 || fail "slurmctld did not start"
     local i
     for ((i = 0; i < 150; i++)); do
         scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
@@ -99,7 +121,7 @@ start_ctld() {
 start_node() { # start_node NAME
     export SLURM_CONF=$D/slurm.conf
     pid_of "$D/slurmd-$1.pid" >/dev/null && return 0
-    "$SLURMD" -b -N "$1" -f "$D/slurm.conf" </dev/null >>"$D/slurmd-$1.out" 2>&1 ||
+    named_localhost "$SLURMD" -b -N "$1" -f "$D/slurm.conf" </dev/null >>"$D/slurmd-$1.out" 2>&1 ||
         fail "slurmd $1 did not start"
 }
 
@@ -167,7 +189,7 @@ cmd_start() {
     {
         echo "# throwaway cluster of scripts/slurm-cluster.sh"
         echo "ClusterName=spw"
-        echo "SlurmctldHost=localhost"
+        echo "SlurmctldHost=localhost(127.0.0.1)"
         echo "SlurmctldPort=$cport"
         echo "SlurmUser=$me"
         echo "SlurmdUser=$me"
