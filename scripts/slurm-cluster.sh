@@ -225,6 +225,10 @@ cmd_start() {
         echo "MinJobAge=300"
         echo "MaxJobCount=100000"
         echo "SlurmdTimeout=30"
+        # A client waits this long for slurmctld (default 10 s): tests stop
+        # slurmctld (SIGSTOP) for a few seconds, which a loaded machine can
+        # stretch past 10 s; below the daemon's 30 s limit of one command.
+        echo "MessageTimeout=20"
         echo "ResumeProgram=$D/resume"
         echo "SuspendProgram=$D/suspend"
         echo "SuspendTime=$stime"
