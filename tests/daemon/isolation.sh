@@ -246,7 +246,9 @@ mkdir -p "$T/nr" && chmod 777 "$T/nr"
 mkconfig "$T/nr/serve.yaml" 1 never
 printf '  run_as: nobody\n' >>"$T/nr/serve.yaml"
 chown spillway-job "$T/nr/serve.yaml" && chmod 600 "$T/nr/serve.yaml"
-runuser -u spillway-job -- "$SPW" serve --config "$T/nr/serve.yaml" --state-dir "$T/nr/st" \
+# A copy of the binary: spillway-job may not enter the clone.
+others_copy "$SPW"
+runuser -u spillway-job -- "$COPY" serve --config "$T/nr/serve.yaml" --state-dir "$T/nr/st" \
     --listen 127.0.0.1:0 </dev/null >/dev/null 2>"$T/nr.err"
 [ $? -ne 0 ] && grep -q "needs the daemon to run as root" "$T/nr.err"
 ok $? "a daemon not run as root refuses a run_as naming another user" ||

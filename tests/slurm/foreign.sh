@@ -56,7 +56,8 @@ ok $? "on n1: $(cat "$T/b.out")"
 # the loop nor the API waits on them: jobs are submitted and cancelled on
 # the Slurm pool while slurmctld is stopped, and Slurm gets them, once,
 # when it continues.  (The stop stays shorter than Slurm's MessageTimeout,
-# 10 s, so the sbatch in flight does not give up.)
+# 20 s in scripts/slurm-cluster.sh, so the sbatch in flight does not give
+# up, even when a loaded machine stretches the steps below.)
 cpid=$(cat "$C/slurmctld.pid")
 kill -STOP "$cpid"
 trap 'kill -CONT "$cpid" 2>/dev/null; "$ROOT/scripts/slurm-cluster.sh" stop "$C" >/dev/null 2>&1; cleanup' EXIT

@@ -79,7 +79,12 @@ ok $? "spillway serve starts with 2 ssh hosts and instances as hosts" || { diag 
 
 # Instance ids of job $1 (from its JSON), space-separated.
 insts() { show_json "$1" "$T/j.json" && jpy "$T/j.json" '" ".join(d["instances"])'; }
-live_ns() { ip netns list 2>/dev/null | grep -c '^spwc'; }
+# Namespaces of this file's instances only (other runs on this machine have
+# theirs): those the state files of $HD name that exist.
+live_ns() {
+    ip netns list 2>/dev/null | cut -d' ' -f1 >"$T/netns.all"
+    cat "$HD"/inst-*/state 2>/dev/null | sed -n 's/^netns //p' | grep -cxF -f "$T/netns.all"
+}
 ns_of() { sed -n 's/^netns //p' "$HD/inst-$1/state" 2>/dev/null; }
 remote_pid() { cat "$HD/inst-$1/spillway/jobs/$2/pid" 2>/dev/null; }
 rdirs() { ls "$HD/inst-$2/spillway/jobs" 2>/dev/null | grep "\.$1\.[0-9]*-r"; }
