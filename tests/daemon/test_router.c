@@ -47,6 +47,7 @@ static spw_daemon_t *make_daemon(spw_config_t *cfg, const char *sub, const char 
                      "daemon:\n"
                      "  state_dir: %s\n"
                      "  gpus: slots\n"
+                     "  share_run_as: true\n"
                      "%s",
                      top_extra, state, daemon_extra);
     if (spw_config_load_mem(cfg, "test.yaml", yaml, (size_t)n, dir, &err) < 0) {

@@ -39,7 +39,7 @@ int main(void)
                      "onprem:\n"
                      "  - {name: local, nodes: 1, gpus_per_node: 4, gpu: A100, cost_usd_per_gpu_h: 1.0}\n"
                      "teams:\n  - {name: ml, monthly_usd: 100}\n  - {name: bio, monthly_usd: 10}\n"
-                     "daemon:\n  state_dir: %s\n  gpus: slots\n  sample_s: 2\n"
+                     "daemon:\n  state_dir: %s\n  gpus: slots\n  sample_s: 2\n  share_run_as: true\n"
                      "  idle_gpu: {threshold_pct: 10, window_s: 60, action: stop}\n"
                      "  tokens:\n"
                      "    - {token: ml-token-0123456789abcdef, team: ml}\n"
