@@ -90,7 +90,13 @@ ok $? "spillway serve starts (1 slot, an emulated offer with a spot price, polic
 hog=$(submit ml --gpus 1 --name hog -- sleep 60.5)
 wait_for "$hog" running 5
 ok $? "a long job takes the only on-prem slot"
-job=$(submit ml "$T/job.yaml")
+# Its first attempt holds after step 5 until the test has preempted it
+# (the file go in its checkpoint directory), so the preemption lands
+# mid-run however slow the machine; a new attempt never waits.
+sed 's|^    echo "step $s"$|&\
+    if [ "$SPILLWAY_ATTEMPT" = 1 ] \&\& [ "$s" = 5 ]; then n=0; while [ ! -e "$d/go" ] \&\& [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done; fi|' "$T/job.yaml" >"$T/job1.yaml"
+grep -q 'd/go' "$T/job1.yaml" || echo "# job1.yaml has no gate" >&2
+job=$(submit ml "$T/job1.yaml")
 # stepped [N]: the job has saved its step N (2 unless given).
 stepped() { spw ml logs "$job" 2>/dev/null | grep -q "^step ${1:-2}\$"; }
 # The engine counts an attempt's progress from its modelled start, the
@@ -114,6 +120,7 @@ ok $? "the checkpoint directory exists under the state dir"
 
 spw admin admin preempt "$inst" >/dev/null 2>"$T/err"
 ok $? "spillway admin preempt $inst" || diag "$(cat "$T/err")"
+touch "$dir/go"
 wait_for "$job" succeeded 15
 ok $? "the job runs again and succeeds"
 spw ml logs "$job" >"$T/a.log"
