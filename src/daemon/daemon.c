@@ -247,8 +247,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         goto error;
     /* Jobs never need the logs (the API serves them) nor the database; a
      * job of another user must only be able to pass through the state dir
-     * to its own checkpoint directory. */
-    if (chmod(d->log_dir, 0700) < 0 ||
+     * to its own checkpoint directory.  The logs directory stays 0711 once
+     * a Slurm launch made it so (slurmstepd opens a job's log files as the
+     * job's user, through it): a restart must not lock those jobs out. */
+    struct stat lst;
+    mode_t lmode = stat(d->log_dir, &lst) == 0 && (lst.st_mode & 0011) == 0011 ? 0711 : 0700;
+    if (chmod(d->log_dir, lmode) < 0 ||
         chmod(d->state_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0 ||
         chmod(d->ckpt_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0) {
         spw_errorf(err, "cannot set the permissions of the state dir %s: %s", d->state_dir,
