@@ -13,7 +13,7 @@ mkconfig "$T/serve.yaml" 2 never
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts with tokens for ml, cv and an admin"
 
-m=$(submit ml --gpus 1 --name ml-private -- sh -c 'echo ml-secret-output; echo ml-err >&2; sleep 3')
+m=$(submit ml --gpus 1 --name ml-private -- sh -c 'echo ml-secret-output; echo ml-err >&2; exec sleep 120')
 c=$(submit cv --gpus 1 --name cv-job -- sleep 0.2)
 wait_for "$m" running 5 && [ -n "$c" ]
 ok $? "ml and cv each submit a job ($m, $c)"
