@@ -14,11 +14,18 @@
 /* The version of struct spw_provider_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_PROVIDER_VERSION 3
+#define SPW_PROVIDER_VERSION 4
 /* Version 2 added: spw_instance_t.addr (how to reach a ready instance), the
  * describe member, and LOST from poll() for an instance whose boot failed.
  * Version 3: the optional members preempt, defer_saves and flush, so that
- * the daemon needs no call of a concrete provider. */
+ * the daemon needs no call of a concrete provider.
+ * Version 4: real clouds, several accounts at once, no network on the
+ * scheduler thread.  spw_acquire_t.token (an idempotency key the daemon
+ * commits before it calls acquire); spw_instance_t.cloud_id and account;
+ * spw_inst_event_t.reason/block/block_s and the FAILED event; ops.async
+ * (acquire queues, the cloud answers later through poll()); the optional
+ * members list (every instance the account holds with spillway's tags,
+ * orphans included) and health (why the account cannot launch). */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_PROVIDER_HAS(ops, 3, preempt). */
@@ -35,6 +42,9 @@
 #define SPW_INSTANCE_ZONE_MAX 64
 #define SPW_INSTANCE_TYPE_MAX 64
 #define SPW_INSTANCE_ADDR_MAX 64
+#define SPW_INSTANCE_CLOUD_ID_MAX 64
+#define SPW_INSTANCE_ACCOUNT_MAX 32
+#define SPW_ACQUIRE_TOKEN_MAX 64   /* EC2's ClientToken is at most 64 ASCII */
 
 /* Time: every `now_s` below is the daemon's wall clock (seconds since the Unix
  * epoch), read once per loop turn, as in backend.h: wall clock rather than
@@ -92,6 +102,14 @@ typedef struct spw_acquire {
     const char *job_id;         /* job they are for, recorded in each instance;
                                    shorter than SPW_INSTANCE_JOB_MAX */
     double now_s;               /* the daemon's clock at the request, seconds */
+    const char *token;          /* (version 4) the acquisition's idempotency
+                                   key, [A-Za-z0-9._-], shorter than
+                                   SPW_ACQUIRE_TOKEN_MAX, committed by the
+                                   daemon before it calls acquire: asking
+                                   again with a token already asked (after a
+                                   restart) never buys twice but answers with
+                                   what the token bought (EC2: ClientToken);
+                                   NULL = none (providers before version 4) */
 } spw_acquire_t;
 
 /* One cloud instance, as the daemon persists it (SQLite) so that a restarted
@@ -120,6 +138,13 @@ typedef struct spw_instance {
                                        it is READY; "" = the provider gives
                                        none (the daemon then runs the job on
                                        its own host) */
+    char cloud_id[SPW_INSTANCE_CLOUD_ID_MAX];  /* (version 4) the cloud's own
+                                       id ("i-0abc..."), "" until the cloud
+                                       has answered (async providers) or
+                                       where it is id itself */
+    char account[SPW_INSTANCE_ACCOUNT_MAX];    /* (version 4) the cloud
+                                       account (cloud.accounts[].name) that
+                                       holds it; set by the daemon */
 } spw_instance_t;
 
 /* What instance i has cost up to now_s, USD: price_usd_per_h times the billed
@@ -139,12 +164,32 @@ double spw_instance_cost_usd(const spw_instance_t *i, double now_s);
  * daemon may not have recorded; LOST = the provider has no record of the
  * instance at all (it is not billing; when it stopped is unknown).  Since
  * version 2 poll() also returns LOST for an instance whose boot failed (it
- * stopped billing at the event's time; its job is placed again). */
+ * stopped billing at the event's time; its job is placed again).
+ * Version 4: FAILED, from an async provider, for an instance the cloud
+ * refused to make (it never billed); block and block_s say what the
+ * refusal rules out and for how long, reason says why in a sentence. */
+
+/* What a refused acquisition (FAILED) rules out, from the cloud's error
+ * code (providers/aws/ keeps EC2's table).  The daemon keeps blocked
+ * offers in a cache with the event's block_s as TTL; the engine re-picks
+ * the next allowed offer at once. */
+#define SPW_BLOCKS(X)                                                         \
+    X(NONE, "none")           /* a passing error: retried with backoff */     \
+    X(OFFER, "offer")         /* this offer in this zone and market */        \
+    X(FAMILY, "family")       /* the offer's instance family in its region */ \
+    X(ACCOUNT, "account")     /* every launch of the account (auth) */        \
+    X(JOB, "job")             /* the job's shape: it fails */
+#define SPW_ENUM_BLOCK(a, s) SPW_BLOCK_##a,
+typedef enum spw_block {
+    SPW_BLOCKS(SPW_ENUM_BLOCK) SPW_BLOCK_COUNT
+} spw_block_t;
+const char *spw_block_name(spw_block_t b);
 #define SPW_INST_EVENTS(X)                                                    \
     X(READY, "ready")                                                         \
     X(PREEMPTED, "preempted")                                                 \
     X(RELEASED, "released")                                                   \
-    X(LOST, "lost")
+    X(LOST, "lost")                                                           \
+    X(FAILED, "failed")
 #define SPW_ENUM_INST_EVENT(a, s) SPW_INST_EV_##a,
 typedef enum spw_inst_event_kind {
     SPW_INST_EVENTS(SPW_ENUM_INST_EVENT) SPW_INST_EVENT_COUNT
@@ -160,6 +205,14 @@ typedef struct spw_inst_event {
     double time_s;                      /* when it happened (not when it was
                                            polled), daemon clock; for LOST the
                                            now_s of reconcile() */
+    spw_block_t block;                  /* (version 4) FAILED: what the refusal
+                                           rules out; NONE otherwise */
+    double block_s;                     /* (version 4) FAILED: for how long,
+                                           seconds; 0 = the daemon's backoff */
+    char reason[256];                   /* (version 4) FAILED, LOST,
+                                           PREEMPTED: why, a sentence naming the
+                                           cloud's code ("InsufficientInstance
+                                           Capacity in us-east-1a"); "" = none */
 } spw_inst_event_t;
 
 /* ---- The function table ------------------------------------------------ */
@@ -175,6 +228,14 @@ struct spw_provider_ops {
     int emulated;               /* 1: no real cloud behind it; the daemon labels
                                    its pools, instances and costs "emulated"
                                    everywhere (API, metrics, dashboard) */
+    int async;                  /* (version 4) 1: acquire, release and
+                                   reconcile only queue work for the
+                                   provider's own threads (no network on the
+                                   caller's thread) and answer through
+                                   poll(): acquire returns the instances
+                                   BOOTING under ids the provider makes from
+                                   req->token, and a refusal comes back as
+                                   FAILED; 0: they act before returning */
 
     /* Acquires req->count instances of one offer and writes them to
      * out[0 .. count-1], each BOOTING with launched_s = req->now_s.  From then
@@ -248,6 +309,22 @@ struct spw_provider_ops {
      * nothing changed), or -1 with a sentence in err (the state stays
      * marked as changed, for the next flush). */
     int (*flush)(void *pv, spw_error_t *err);
+
+    /* ---- version 4: optional ---- */
+
+    /* Writes to out (up to max) every instance the account holds that
+     * carries this daemon's tags, live or not yet terminated, whether or
+     * not the daemon has a record of it (`spillway instances`, the orphan
+     * sweep at start), and sets *n to how many there are (more than max:
+     * call again with more room).  May block on the network: the daemon
+     * calls it from a thread of its own, never the scheduler's.  Returns 0,
+     * or -1 with a sentence in err. */
+    int (*list)(void *pv, spw_instance_t *out, size_t max, size_t *n, spw_error_t *err);
+
+    /* Why the account cannot launch now (AuthFailure, UnauthorizedOperation,
+     * OptInRequired: /healthz names it), written to why (size len); returns
+     * 0 when it can.  Never blocks. */
+    int (*health)(void *pv, char *why, size_t len);
 };
 
 #endif

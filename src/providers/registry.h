@@ -37,6 +37,25 @@ typedef struct spw_provider_conf {
                                    instances are records only */
     const char *hosts_dir;      /* emulated: HOSTS_DIR of boot_command;
                                    required with it */
+    /* ---- cloud accounts (cloud.accounts[] in docs/clouds.md) ---- */
+    const char *name;           /* the account's name (unique in the config);
+                                   NULL = the default emulated account */
+    const char *daemon_id;      /* the daemon's id, tagged on what it buys
+                                   (spillway:daemon) so that list() finds
+                                   this daemon's instances only */
+    const char *const *regions; /* NULL-terminated regions the account may
+                                   use; NULL = those of its offers */
+    const char *endpoint_url;   /* aws/gcp/azure: the API endpoint instead of
+                                   the cloud's (a fake, a private endpoint);
+                                   NULL = the standard one (AWS also honours
+                                   AWS_ENDPOINT_URL_EC2 and AWS_ENDPOINT_URL) */
+    int dry_run;                /* 1: mutating calls are permission checks
+                                   only (EC2 DryRun=true): nothing is bought */
+    const char *const *options; /* NULL-terminated "key=value" strings the
+                                   type reads (aws: image, subnet.ZONE,
+                                   security_groups, key_name, user,
+                                   ssh_public_key; command: acquire,
+                                   describe, release, list), NULL = none */
 } spw_provider_conf_t;
 
 /* The provider of a daemon whose config names no cloud account: the
