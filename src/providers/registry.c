@@ -1,10 +1,11 @@
 /* registry.c: providers by name (see registry.h). */
 #include "providers/registry.h"
 
+#include "providers/command/command.h"
 #include "providers/emulated/emulated.h"
 #include "util/names.h"
 
-const char *const spw_provider_names[] = {"emulated", NULL};
+const char *const spw_provider_names[] = {"emulated", "command", NULL};
 
 static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
 {
@@ -19,12 +20,24 @@ static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
     return spw_emulated_create(&eo, err);
 }
 
+static void *make_command(const spw_provider_conf_t *c, spw_error_t *err)
+{
+    spw_command_opts_t co = {.name = c->name,
+                             .daemon_id = c->daemon_id,
+                             .offers = c->offers,
+                             .noffers = c->noffers,
+                             .options = c->options,
+                             .dry_run = c->dry_run};
+    return spw_command_create(&co, err);
+}
+
 /* In the order of spw_provider_names[]. */
 static const struct {
     const struct spw_provider_ops *ops;
     void *(*make)(const spw_provider_conf_t *c, spw_error_t *err);
 } registry[] = {
     {&spw_emulated_ops, make_emulated},
+    {&spw_command_ops, make_command},
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) ==
                    sizeof(spw_provider_names) / sizeof(spw_provider_names[0]) - 1,
