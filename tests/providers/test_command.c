@@ -1,5 +1,5 @@
 /* test_command.c: the command cloud provider against a site's cloud written
- * in Python (tests/providers/site_cloud.py, the contract of command.h):
+ * in Python (scripts/command-cloud.py, the contract of command.h):
  * options refused with a sentence; acquire answers at once while the site's
  * command runs on the op thread; READY with the address from describe; the
  * same token asked again buys nothing; release reaches the site; a
@@ -21,7 +21,7 @@
 #include "providers/registry.h"
 
 static char dir[256];           /* the site's state, removed at the end */
-static char cmdopt[1024];       /* "command=python3 site_cloud.py DIR" */
+static char cmdopt[1024];       /* "command=python3 command-cloud.py DIR" */
 static char s_aws[] = "aws", s_r[] = "us-east-1", s_za[] = "us-east-1a", s_t[] = "g4dn.xlarge";
 static spw_offer_t offers[1];
 static double clock_s = 1000;   /* the daemon clock the test passes */
@@ -120,7 +120,7 @@ int main(void)
     snprintf(dir, sizeof(dir), "/tmp/spw-cmd-XXXXXX");
     if (!mkdtemp(dir))
         return perror("mkdtemp"), 1;
-    snprintf(cmdopt, sizeof(cmdopt), "command=/usr/bin/python3 %s/tests/providers/site_cloud.py %s",
+    snprintf(cmdopt, sizeof(cmdopt), "command=/usr/bin/python3 %s/scripts/command-cloud.py %s",
              here, dir);
     spw_error_t err;
 

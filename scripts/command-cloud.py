@@ -1,15 +1,29 @@
-"""site_cloud.py: a site's cloud for the command provider's tests, speaking
-the contract of src/providers/command/command.h.  usage: site_cloud.py DIR OP
-(stdin: the request).  DIR holds state.json (instances, tokens), calls.log (a
-line per call) and the files that steer it: `refuse` (a JSON error object:
-acquire answers it), `hang` (acquire sleeps 30 s), `preempt` (site ids that
-describe reports preempted)."""
+"""command-cloud.py: a site's cloud behind a `type: command` account (the
+contract of src/providers/command/command.h, docs/clouds.md), for tests and
+demos, and a starting point for a site's own wrapper.
+
+usage: command-cloud.py [--boot NETNS_HOSTS_SH HOSTS_DIR] DIR OP   (stdin: the request)
+(as an account's `command`: the provider appends OP)
+
+DIR holds state.json (instances, tokens) and calls.log (a line per call).
+With --boot, each instance is a real host: `NETNS_HOSTS_SH add HOSTS_DIR ID`
+boots a network namespace with sshd (scripts/netns-hosts.sh) and its address
+is the instance's; release runs `del`.  Without it instances are records
+with made-up addresses.  Files in DIR steer it (fault injection for tests):
+`refuse` (a JSON error object: acquire answers it and exits 1), `hang`
+(acquire sleeps 30 s first), `preempt` (site ids describe reports preempted,
+reason Server.SpotInstanceTermination)."""
 import json
 import os
+import subprocess
 import sys
 import time
 
-d, op = sys.argv[1], sys.argv[2]
+args = sys.argv[1:]
+boot = None
+if args[:1] == ["--boot"]:
+    boot, args = args[1:3], args[3:]
+d, op = args[0], args[1]
 req = json.load(sys.stdin)
 path = os.path.join(d, "state.json")
 st = json.load(open(path)) if os.path.exists(path) else {"next": 1, "inst": {}, "tokens": {}}
@@ -42,15 +56,20 @@ if op == "acquire":
         for sid in req["ids"]:
             iid = "site-%d" % st["next"]
             st["next"] += 1
+            addr = "10.9.0.%d" % st["next"]
+            if boot:
+                addr = subprocess.run(["sh", boot[0], "add", boot[1], iid], check=True,
+                                      stdout=subprocess.PIPE, text=True).stdout.strip()
             st["inst"][iid] = {"id": iid, "state": "booting", "spillway_id": sid,
-                               "job": req["job"], "token": t, "addr": "10.9.0.%d" % st["next"],
+                               "job": req["job"], "token": t, "addr": addr,
                                "zone": req["offer"]["zone"],
                                "instance_type": req["offer"]["instance_type"],
                                "spot": req["spot"], "daemon": req["tags"]["spillway:daemon"]}
             ids.append(iid)
         st["tokens"][t] = ids
     save()
-    print(json.dumps({"instances": [{"id": i, "state": st["inst"][i]["state"]}
+    print(json.dumps({"instances": [{"id": i, "state": st["inst"][i]["state"],
+                                     "addr": st["inst"][i]["addr"]}
                                     for i in st["tokens"][t]]}))
 elif op == "describe":
     pre = (flag("preempt") or "").split()
@@ -69,6 +88,8 @@ elif op == "describe":
 elif op == "release":
     for i in req["ids"]:
         if i in st["inst"]:
+            if boot and st["inst"][i]["state"] != "terminated":
+                subprocess.run(["sh", boot[0], "del", boot[1], i], check=True)
             st["inst"][i]["state"] = "terminated"
     save()
     print("{}")
