@@ -577,9 +577,12 @@ static double sim_ckpt(const char *s)
 
 /* The simulator's world from the config: one spot entry per offer that an
  * availability entry matches (the last such entry wins) and has a spot
- * price, the failure list and the pools' MTBF/MTTR.  *spot_out receives the
- * array w->spot points into (free it after the runs). */
-static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spot_t **spot_out)
+ * price, one refusal per offer and cloud.capacity_errors entry that
+ * matches it, the failure list and the pools' MTBF/MTTR.  *spot_out and
+ * *ref_out receive the arrays w->spot and w->refusals point into (free
+ * them after the runs). */
+static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spot_t **spot_out,
+                        spw_sim_refusal_t **ref_out)
 {
     const spw_fleet_t *f = &cfg->fleet;
     const spw_spot_conf_t *sc = &cfg->spot;
@@ -598,9 +601,21 @@ static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spo
             .preempt_rate_per_h = hit->trace_path ? 0 : hit->preempt_rate_per_h,
         };
     }
+    size_t nref = 0;
+    spw_sim_refusal_t *ref = spw_xcalloc(f->noffers * cfg->ncapacity_errors + 1, sizeof(*ref));
+    for (size_t c = 0; c < cfg->ncapacity_errors; c++)
+        for (size_t i = 0; i < f->noffers; i++) {
+            const spw_capacity_error_conf_t *ce = &cfg->capacity_errors[c];
+            if (spw_capacity_error_matches(ce, &f->offers[i]))
+                ref[nref++] = (spw_sim_refusal_t){.offer = i, .market = ce->market,
+                                                  .rate = ce->rate, .block = ce->block,
+                                                  .block_s = ce->block_s};
+        }
     *w = (spw_sim_world_t){
         .spot = spot,
         .nspot = nspot,
+        .refusals = ref,
+        .nrefusals = nref,
         .failures = cfg->failures.list,
         .nfailures = cfg->failures.n,
         .mtbf_s = cfg->failures.mtbf_s,
@@ -608,6 +623,7 @@ static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spo
         .seed = sc->seed,
     };
     *spot_out = spot;
+    *ref_out = ref;
 }
 
 /* Warnings about spot settings that are allowed but probably not meant. */
@@ -950,7 +966,8 @@ static int cmd_sim(int argc, char **argv)
     }
     spw_sim_world_t world;
     spw_sim_spot_t *spot;
-    build_world(&cfg, &world, &spot);
+    spw_sim_refusal_t *refusals;
+    build_world(&cfg, &world, &spot, &refusals);
     char *cmdline = join_args(argc, argv);
     spw_html_inputs_t hin = {.trace_path = trace, .config_path = config, .command = cmdline,
                              .cfg = &cfg};
@@ -958,6 +975,7 @@ static int cmd_sim(int argc, char **argv)
                            step, quiet, report, &hin);
     free(cmdline);
     free(spot);
+    free(refusals);
     spw_trace_free(&tr);
     spw_config_free(&cfg);
     return rc;

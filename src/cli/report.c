@@ -139,6 +139,7 @@ static void json_spot(FILE *f, const spw_sim_summary_t *s)
     jnum(f, "ondemand_gpu_hours", s->ondemand_gpu_hours, 0);
     jint(f, "jobs_spot", s->jobs_spot);
     jint(f, "preemptions", s->preemptions);
+    jint(f, "capacity_errors", s->capacity_errors);
     jint(f, "node_failures", s->node_failures);
     jint(f, "jobs_interrupted_by_failure", s->jobs_interrupted_by_failure);
     jint(f, "restarts", s->restarts);
@@ -259,7 +260,7 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
 static int spot_shown(const spw_sim_summary_t *s)
 {
     return s->jobs_spot || s->preemptions || s->node_failures || s->jobs_failed
-           || s->jobs_deadline || s->restarts;
+           || s->jobs_deadline || s->restarts || s->capacity_errors;
 }
 
 static void table_spot(FILE *f, const spw_report_row_t *r)
@@ -276,6 +277,9 @@ static void table_spot(FILE *f, const spw_report_row_t *r)
     fprintf(f, "  %-22s %zu spot preemption(s); %zu node failure(s), which ended %zu "
             "attempt(s)\n", "interruptions", s->preemptions, s->node_failures,
             s->jobs_interrupted_by_failure);
+    if (s->capacity_errors)
+        fprintf(f, "  %-22s %zu acquisitions refused (cloud.capacity_errors), each placed "
+                "again at once\n", "capacity errors", s->capacity_errors);
     fprintf(f, "  %-22s %zu restarts (%zu moves from on demand to spot), %.1f GPU-hours of "
             "work lost", "restarts", s->restarts, s->switches_to_spot, s->lost_gpu_hours);
     if (s->jobs_failed)
@@ -398,6 +402,7 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
         ROW("spot cost", money(s->spot_cost_usd, a, sizeof(a)));
         ROW("jobs on spot", CELL("%zu", s->jobs_spot));
         ROW("preemptions", CELL("%zu", s->preemptions));
+        ROW("capacity errors", CELL("%zu", s->capacity_errors));
         ROW("node failures", CELL("%zu", s->node_failures));
         ROW("restarts", CELL("%zu", s->restarts));
         ROW("moves to spot", CELL("%zu", s->switches_to_spot));

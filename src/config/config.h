@@ -244,6 +244,25 @@ typedef struct spw_spot_avail_conf {
 struct spw_config;
 int spw_spot_avail_of(const struct spw_config *cfg, const spw_offer_t *o);
 
+/* One entry of cloud.capacity_errors (docs/clouds.md): the simulator's
+ * (and the emulated cloud's) refusals to sell capacity, as a real cloud
+ * answers InsufficientInstanceCapacity: a share `rate` of the acquisitions
+ * of every offer it matches (provider, region, zone, instance_type; NULL =
+ * any), in a market, is refused, ruling out `block` for block_s. */
+typedef struct spw_capacity_error_conf {
+    char *provider, *region, *zone, *instance_type; /* owned or NULL */
+    int market;                 /* 1 spot, 0 on demand, -1 both */
+    double rate;                /* share of acquisitions refused, 0..1 */
+    spw_block_t block;          /* what a refusal rules out (not JOB) */
+    double block_s;             /* for how long, seconds; 300 */
+    char *code;                 /* the cloud's error code it stands for,
+                                   owned; "InsufficientInstanceCapacity" */
+    int line;                   /* in the config file, for messages */
+} spw_capacity_error_conf_t;
+
+/* Whether entry c applies to offer o. */
+int spw_capacity_error_matches(const spw_capacity_error_conf_t *c, const spw_offer_t *o);
+
 /* The spot: section (docs/spot.md); the policy part lands in
  * spw_config.policy (spot_policy, restart_overhead_s, max_restarts,
  * recovery, failover). */
@@ -303,6 +322,8 @@ typedef struct spw_config {
                                daemon's environment */
     spw_daemon_conf_t daemon; /* the daemon: section (defaults when absent) */
     spw_spot_conf_t spot;   /* the spot: section */
+    spw_capacity_error_conf_t *capacity_errors; /* owned: cloud.capacity_errors */
+    size_t ncapacity_errors;
     spw_failure_conf_t failures; /* failures: and pools' mtbf/mttr */
     spw_pool_backend_conf_t *pool_backends; /* owned; npool_backends entries
                                (pools past them, or entries with backend

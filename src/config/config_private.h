@@ -48,6 +48,7 @@ int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 void cfg_grow_rates(ctx_t *x);
 int cfg_pool_rates(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err);
 int cfg_spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_capacity_errors(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_failures_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);

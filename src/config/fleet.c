@@ -579,11 +579,18 @@ int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 
 /* ---- cloud -------------------------------------------------------------------- */
 
+/* cloud.capacity_errors, once the offers are known. */
+static int cloud_capacity_errors(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    const spw_ynode_t *v = spw_ymap_get(n, "capacity_errors");
+    return v ? cfg_capacity_errors(x, v, err) : 0;
+}
+
 int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
                                        "regions", "boot_delay_s", "slurm_partition",
-                                       "slurm_conf", NULL};
+                                       "slurm_conf", "capacity_errors", NULL};
     if (spw_ymap_check_keys(x->d, n, "cloud", keys, err) < 0)
         return -1;
     const spw_ynode_t *spn = spw_ymap_get(n, "slurm_partition"), *scn = spw_ymap_get(n, "slurm_conf");
@@ -630,10 +637,10 @@ int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         o->ondemand_usd_per_h = price;
         o->spot_usd_per_h = NAN;
         o->boot_delay_s = boot;
-        return 0;
+        return cloud_capacity_errors(x, n, err);
     }
     if (!on)
-        return 0;
+        return cloud_capacity_errors(x, n, err);
     const char *file, **prov = NULL, **reg = NULL;
     if (spw_ynode_str(x->d, on, "offers", &file, err) < 0)
         return -1;
@@ -658,5 +665,5 @@ int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         return cfg_at(x, on, err, "%s", "no offer in the catalog passes the providers/regions filters");
     }
     x->cfg->offers_path = path;
-    return 0;
+    return cloud_capacity_errors(x, n, err);
 }

@@ -282,6 +282,17 @@ void spw_config_free(spw_config_t *cfg)
     }
     free(sc->avail);
     memset(sc, 0, sizeof(*sc));
+    for (size_t i = 0; i < cfg->ncapacity_errors; i++) {
+        spw_capacity_error_conf_t *c = &cfg->capacity_errors[i];
+        free(c->provider);
+        free(c->region);
+        free(c->zone);
+        free(c->instance_type);
+        free(c->code);
+    }
+    free(cfg->capacity_errors);
+    cfg->capacity_errors = NULL;
+    cfg->ncapacity_errors = 0;
     spw_failure_conf_t *fc = &cfg->failures;
     free(fc->list);
     free(fc->mtbf_s);

@@ -123,13 +123,43 @@ static int interruption_rate(ctx_t *x, const spw_ynode_t *v, double *rate_per_h,
                          "\"10-15%%\", \"15-20%%\" or \">20%%\" (quoted), got '%.40s'", s);
 }
 
+/* Whether every field a selector names (provider, region, zone,
+ * instance_type; NULL = any) equals offer o's. */
+static int sel_matches(const char *provider, const char *region, const char *zone,
+                       const char *instance_type, const spw_offer_t *o)
+{
+    return (!provider || strcmp(provider, o->provider) == 0)
+           && (!region || strcmp(region, o->region) == 0)
+           && (!zone || strcmp(zone, o->zone) == 0)
+           && (!instance_type || strcmp(instance_type, o->instance_type) == 0);
+}
+
 /* Whether every field availability entry a names equals offer o's. */
 static int avail_matches(const spw_spot_avail_conf_t *a, const spw_offer_t *o)
 {
-    return (!a->provider || strcmp(a->provider, o->provider) == 0)
-           && (!a->region || strcmp(a->region, o->region) == 0)
-           && (!a->zone || strcmp(a->zone, o->zone) == 0)
-           && (!a->instance_type || strcmp(a->instance_type, o->instance_type) == 0);
+    return sel_matches(a->provider, a->region, a->zone, a->instance_type, o);
+}
+
+/* Reads the selector keys of entry n (provider, region, zone,
+ * instance_type) into *field[0..3] (owned copies; absent = NULL) and
+ * describes them in want ("zone us-east-1a, ..."), for messages. */
+static int offer_selector(ctx_t *x, const spw_ynode_t *n, char **field[4], char *want,
+                          size_t wantlen, spw_error_t *err)
+{
+    static const char *const sel[] = {"provider", "region", "zone", "instance_type"};
+    want[0] = '\0';
+    for (size_t k = 0; k < 4; k++) {
+        const spw_ynode_t *v = spw_ymap_get(n, sel[k]);
+        const char *s;
+        if (!v)
+            continue;
+        if (spw_ynode_str(x->d, v, sel[k], &s, err) < 0)
+            return -1;
+        *field[k] = spw_xstrdup(s);
+        size_t used = strlen(want);
+        snprintf(want + used, wantlen - used, "%s%s %.30s", used ? ", " : "", sel[k], s);
+    }
+    return 0;
 }
 
 int spw_spot_avail_of(const spw_config_t *cfg, const spw_offer_t *o)
@@ -146,7 +176,6 @@ static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     static const char *const keys[] = {"provider", "region", "zone", "instance_type", "trace",
                                        "start_offset", "interruption", "preempt_rate_per_h",
                                        NULL};
-    static const char *const sel[] = {"provider", "region", "zone", "instance_type"};
     spw_spot_conf_t *sc = &x->cfg->spot;
     const spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "a spot.availability entry", keys, err) < 0)
@@ -168,18 +197,9 @@ static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     memset(a, 0, sizeof(*a));
     a->line = n->line;
     char **field[] = {&a->provider, &a->region, &a->zone, &a->instance_type};
-    char want[160] = "";
-    for (size_t k = 0; k < 4; k++) {
-        const spw_ynode_t *v = spw_ymap_get(n, sel[k]);
-        const char *s;
-        if (!v)
-            continue;
-        if (spw_ynode_str(x->d, v, sel[k], &s, err) < 0)
-            return -1;
-        *field[k] = spw_xstrdup(s);
-        size_t used = strlen(want);
-        snprintf(want + used, sizeof(want) - used, "%s%s %.30s", used ? ", " : "", sel[k], s);
-    }
+    char want[160];
+    if (offer_selector(x, n, field, want, sizeof(want), err) < 0)
+        return -1;
     size_t matched = 0, spot_priced = 0;
     for (size_t i = 0; i < f->noffers; i++)
         if (avail_matches(a, &f->offers[i])) {
@@ -212,6 +232,87 @@ static int avail_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     } else if (cfg_num_key(x, n, "preempt_rate_per_h", 0, 3600, &a->preempt_rate_per_h, err) < 0) {
         return -1;
     }
+    return 0;
+}
+
+/* One entry of cloud.capacity_errors (docs/clouds.md). */
+static int capacity_error_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    static const char *const keys[] = {"provider", "region", "zone", "instance_type", "market",
+                                       "rate", "block", "block_s", "code", NULL};
+    if (spw_ymap_check_keys(x->d, n, "a cloud.capacity_errors entry", keys, err) < 0)
+        return -1;
+    spw_config_t *cfg = x->cfg;
+    cfg->capacity_errors = spw_xrealloc(cfg->capacity_errors,
+                                        (cfg->ncapacity_errors + 1) * sizeof(spw_capacity_error_conf_t));
+    spw_capacity_error_conf_t *c = &cfg->capacity_errors[cfg->ncapacity_errors++];
+    memset(c, 0, sizeof(*c));
+    c->line = n->line;
+    c->market = -1;
+    c->block = SPW_BLOCK_OFFER;
+    c->block_s = 300;
+    char **field[] = {&c->provider, &c->region, &c->zone, &c->instance_type};
+    char want[160];
+    if (offer_selector(x, n, field, want, sizeof(want), err) < 0)
+        return -1;
+    size_t matched = 0;
+    for (size_t i = 0; i < cfg->fleet.noffers; i++)
+        matched += spw_capacity_error_matches(c, &cfg->fleet.offers[i]);
+    if (!matched)
+        return cfg_at(x, n, err, "this capacity_errors entry (%s) matches no cloud offer; check "
+                      "the names against the catalog", want[0] ? want : "any offer");
+    const spw_ynode_t *v;
+    const char *s;
+    if (!spw_ymap_get(n, "rate"))
+        return cfg_at(x, n, err, "%s", "a capacity_errors entry needs rate: the share of "
+                      "acquisitions refused, from 0 to 1");
+    if (cfg_num_key(x, n, "rate", 0, 1, &c->rate, err) < 0 ||
+        cfg_num_key(x, n, "block_s", 1, 3.1536e8, &c->block_s, err) < 0)
+        return -1;
+    if ((v = spw_ymap_get(n, "market"))) {
+        if (spw_ynode_str(x->d, v, "market", &s, err) < 0)
+            return -1;
+        if (strcmp(s, "spot") == 0)
+            c->market = 1;
+        else if (strcmp(s, "on_demand") == 0)
+            c->market = 0;
+        else if (strcmp(s, "any") != 0)
+            return cfg_at(x, v, err, "market: expected spot, on_demand or any, got '%.40s'", s);
+    }
+    if ((v = spw_ymap_get(n, "block"))) {
+        spw_error_t e2;
+        if (spw_ynode_str(x->d, v, "block", &s, err) < 0)
+            return -1;
+        if (spw_block_parse(s, &c->block, &e2) < 0 || c->block == SPW_BLOCK_JOB)
+            return cfg_at(x, v, err, "block: expected none, offer, family or account (what the "
+                          "refusal rules out), got '%.40s'", s);
+    }
+    c->code = spw_xstrdup("InsufficientInstanceCapacity");
+    if ((v = spw_ymap_get(n, "code"))) {
+        if (spw_ynode_str(x->d, v, "code", &s, err) < 0)
+            return -1;
+        free(c->code);
+        c->code = spw_xstrdup(s);
+    }
+    return 0;
+}
+
+int spw_capacity_error_matches(const spw_capacity_error_conf_t *c, const spw_offer_t *o)
+{
+    return sel_matches(c->provider, c->region, c->zone, c->instance_type, o);
+}
+
+int cfg_capacity_errors(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
+{
+    if (n->kind != SPW_Y_SEQ)
+        return cfg_at(x, n, err, "%s", "capacity_errors: expected a list like '- {zone: "
+                      "us-east-1a, market: spot, rate: 0.3}'");
+    if (!x->cfg->fleet.noffers)
+        return cfg_at(x, n, err, "%s", "capacity_errors need cloud offers: add offers: FILE or "
+                      "price_usd_per_gpu_h");
+    for (size_t i = 0; i < n->n; i++)
+        if (capacity_error_entry(x, n->items[i], err) < 0)
+            return -1;
     return 0;
 }
 

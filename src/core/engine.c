@@ -2498,6 +2498,37 @@ void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, doubl
     /* Jobs that wait for it look again when it ends (wait_capacity). */
 }
 
+size_t spw_engine_block(spw_engine_t *e, size_t offer, int spot, spw_block_t what,
+                        double until_s)
+{
+    const spw_fleet_t *f = e->fleet;
+    if (offer >= f->noffers)
+        return 0;
+    if (what == SPW_BLOCK_NONE || what == SPW_BLOCK_OFFER) {
+        spw_engine_offer_unavailable(e, offer, spot, until_s);
+        return 1;
+    }
+    const spw_offer_t *o = &f->offers[offer];
+    size_t n = 0;
+    for (size_t k = 0; k < f->noffers; k++) {
+        const spw_offer_t *p = &f->offers[k];
+        if (strcmp(p->provider, o->provider) != 0)
+            continue;
+        if (what == SPW_BLOCK_FAMILY) {
+            if (strcmp(p->region, o->region) != 0 || !spw_offer_same_family(p, o))
+                continue;
+            spw_engine_offer_unavailable(e, k, spot, until_s);
+        } else if (what == SPW_BLOCK_ACCOUNT) {
+            spw_engine_offer_unavailable(e, k, 0, until_s);
+            spw_engine_offer_unavailable(e, k, 1, until_s);
+        } else {
+            return 0;  /* JOB: the caller fails the job; no offer is blocked */
+        }
+        n++;
+    }
+    return n;
+}
+
 static int restore(spw_engine_t *e, spw_job_t *j)
 {
     uint32_t ci = job_class(e, j);

@@ -114,6 +114,17 @@ uint32_t spw_engine_offer_held(const spw_engine_t *e, size_t offer, int spot);
  * before until_s; the caller chooses the backoff (the daemon doubles it). */
 void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, double until_s);
 
+/* A refusal of the cloud, classed (core/model.h): blocks, until until_s,
+ * what `what` rules out around `offer` (spot when spot != 0): NONE and
+ * OFFER that offer and kind; FAMILY every offer of the same provider,
+ * region and instance family (spw_offer_same_family), of that kind;
+ * ACCOUNT every offer of the provider, both kinds; JOB nothing (the
+ * caller fails the job).  Returns how many offers it blocked.  The
+ * daemon's blocked-offer cache and the simulator's capacity errors both
+ * come here, so that both re-pick the same next offer. */
+size_t spw_engine_block(spw_engine_t *e, size_t offer, int spot, spw_block_t what,
+                        double until_s);
+
 typedef enum spw_interrupt {
     SPW_INTERRUPT_PREEMPTED,     /* the provider took the cloud capacity back */
     SPW_INTERRUPT_NODE_FAILED,   /* an on-prem node it held went down */

@@ -17,6 +17,7 @@ static const char *const wait_names[] = {SPW_WAITS(SPW_NAME_ENTRY)};
 static const char *const spotmode_names[] = {SPW_SPOT_MODES(SPW_NAME_ENTRY)};
 static const char *const recovery_names[] = {SPW_RECOVERIES(SPW_NAME_ENTRY)};
 static const char *const failover_names[] = {SPW_FAILOVERS(SPW_NAME_ENTRY)};
+static const char *const block_names[] = {SPW_BLOCKS(SPW_NAME_ENTRY)};
 static const char *const jstate_names[] = {SPW_JOB_STATES(SPW_NAME_ENTRY)};
 static const char *const reason_texts[] = {SPW_REASONS(SPW_NAME_ENTRY)};
 
@@ -33,6 +34,7 @@ const char *spw_wait_kind_name(spw_wait_kind_t v) { return name_of(wait_names, S
 const char *spw_spot_mode_name(spw_spot_mode_t v) { return name_of(spotmode_names, SPW_SPOTMODE_COUNT, v); }
 const char *spw_recovery_name(spw_recovery_t v) { return name_of(recovery_names, SPW_RECOVERY_COUNT, v); }
 const char *spw_failover_name(spw_failover_t v) { return name_of(failover_names, SPW_FAILOVER_COUNT, v); }
+const char *spw_block_name(spw_block_t v) { return name_of(block_names, SPW_BLOCK_COUNT, v); }
 const char *spw_job_state_name(spw_job_state_t s) { return name_of(jstate_names, SPW_JOB_STATE_COUNT, s); }
 const char *spw_reason_text(spw_reason_t r) { return name_of(reason_texts, SPW_REASON_COUNT, r); }
 
@@ -68,6 +70,7 @@ SPW_PARSER(spw_fit_parse, spw_fit_t, "fit", fit_names, SPW_FIT_COUNT)
 SPW_PARSER(spw_spot_mode_parse, spw_spot_mode_t, "spot mode", spotmode_names, SPW_SPOTMODE_COUNT)
 SPW_PARSER(spw_recovery_parse, spw_recovery_t, "recovery", recovery_names, SPW_RECOVERY_COUNT)
 SPW_PARSER(spw_failover_parse, spw_failover_t, "failover", failover_names, SPW_FAILOVER_COUNT)
+SPW_PARSER(spw_block_parse, spw_block_t, "block", block_names, SPW_BLOCK_COUNT)
 
 int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err)
 {
@@ -382,4 +385,21 @@ void spw_job_reset(spw_job_t *j)
     j->restarts = j->preemptions = j->failures = 0;
     j->last_offer = -1;
     j->l = NULL;
+}
+
+/* The length of t's family prefix (spw_offer_same_family). */
+static size_t family_len(const char *t)
+{
+    const char *dot = strchr(t, '.');
+    if (dot)
+        return (size_t)(dot - t);
+    const char *dash = strrchr(t, '-'), *us = strrchr(t, '_');
+    const char *cut = dash > us ? dash : us;
+    return cut && cut != t ? (size_t)(cut - t) : strlen(t);
+}
+
+int spw_offer_same_family(const spw_offer_t *a, const spw_offer_t *b)
+{
+    size_t la = family_len(a->instance_type), lb = family_len(b->instance_type);
+    return la == lb && strncmp(a->instance_type, b->instance_type, la) == 0;
 }

@@ -58,6 +58,15 @@ int spw_model_accepts(const char *want, const char *have);
  * counted from the failure, or to the cloud at once when it has waited its
  * wait since submission or would now miss its deadline on-prem. */
 #define SPW_FAILOVERS(X) X(REQUEUE, "requeue") X(BURST, "burst")
+/* What a cloud's refusal to sell capacity rules out (an EC2 error code's
+ * class, a simulated capacity error), for how long the caller says:
+ * nothing but a retry after a backoff; the offer in its zone and market;
+ * the offer's instance family in its region (spw_offer_family); every
+ * offer of the account (of its provider); or the job itself (its shape
+ * can never be bought: it fails). */
+#define SPW_BLOCKS(X)                                                         \
+    X(NONE, "none") X(OFFER, "offer") X(FAMILY, "family") X(ACCOUNT, "account") \
+    X(JOB, "job")
 
 #define SPW_ENUM_QUEUE(a, s) SPW_QUEUE_##a,
 #define SPW_ENUM_SCAN(a, s) SPW_SCAN_##a,
@@ -67,6 +76,7 @@ int spw_model_accepts(const char *want, const char *have);
 #define SPW_ENUM_SPOTMODE(a, s) SPW_SPOTMODE_##a,
 #define SPW_ENUM_RECOVERY(a, s) SPW_RECOVERY_##a,
 #define SPW_ENUM_FAILOVER(a, s) SPW_FAILOVER_##a,
+#define SPW_ENUM_BLOCK(a, s) SPW_BLOCK_##a,
 typedef enum spw_queue_order { SPW_QUEUE_ORDERS(SPW_ENUM_QUEUE) SPW_QUEUE_COUNT } spw_queue_order_t;
 typedef enum spw_scan { SPW_SCANS(SPW_ENUM_SCAN) SPW_SCAN_COUNT } spw_scan_t;
 typedef enum spw_backfill { SPW_BACKFILLS(SPW_ENUM_BACKFILL) SPW_BACKFILL_COUNT } spw_backfill_t;
@@ -75,6 +85,7 @@ typedef enum spw_wait_kind { SPW_WAITS(SPW_ENUM_WAIT) SPW_WAIT_COUNT } spw_wait_
 typedef enum spw_spot_mode { SPW_SPOT_MODES(SPW_ENUM_SPOTMODE) SPW_SPOTMODE_COUNT } spw_spot_mode_t;
 typedef enum spw_recovery { SPW_RECOVERIES(SPW_ENUM_RECOVERY) SPW_RECOVERY_COUNT } spw_recovery_t;
 typedef enum spw_failover { SPW_FAILOVERS(SPW_ENUM_FAILOVER) SPW_FAILOVER_COUNT } spw_failover_t;
+typedef enum spw_block { SPW_BLOCKS(SPW_ENUM_BLOCK) SPW_BLOCK_COUNT } spw_block_t;
 
 const char *spw_queue_order_name(spw_queue_order_t v);
 const char *spw_scan_name(spw_scan_t v);
@@ -84,6 +95,7 @@ const char *spw_wait_kind_name(spw_wait_kind_t v);
 const char *spw_spot_mode_name(spw_spot_mode_t v);
 const char *spw_recovery_name(spw_recovery_t v);
 const char *spw_failover_name(spw_failover_t v);
+const char *spw_block_name(spw_block_t v);
 /* Parse a name; -1 when unknown (err lists the accepted names). */
 int spw_queue_order_parse(const char *s, spw_queue_order_t *out, spw_error_t *err);
 int spw_scan_parse(const char *s, spw_scan_t *out, spw_error_t *err);
@@ -92,6 +104,7 @@ int spw_fit_parse(const char *s, spw_fit_t *out, spw_error_t *err);
 int spw_spot_mode_parse(const char *s, spw_spot_mode_t *out, spw_error_t *err);
 int spw_recovery_parse(const char *s, spw_recovery_t *out, spw_error_t *err);
 int spw_failover_parse(const char *s, spw_failover_t *out, spw_error_t *err);
+int spw_block_parse(const char *s, spw_block_t *out, spw_error_t *err);
 
 /* When a queued job gives up on on-prem and bursts to the cloud. */
 typedef struct spw_wait {
@@ -201,6 +214,12 @@ typedef struct spw_offer {
     double spot_usd_per_h;      /* spot price of one instance for an hour; NAN if none */
     double boot_delay_s;        /* seconds from request to the job running */
 } spw_offer_t;
+
+/* Whether offers a and b are of one instance family: the instance type up
+ * to its first '.' ("p3" of "p3.2xlarge"), or, for types without a '.',
+ * up to the last '-' or '_' ("a2-highgpu" of "a2-highgpu-1g",
+ * "Standard_NC6s" of "Standard_NC6s_v3"), or the whole type. */
+int spw_offer_same_family(const spw_offer_t *a, const spw_offer_t *b);
 
 /* The GPU performance model (docs/config.md "GPU performance"): a job's
  * runtime is measured on the reference model and scales with relative

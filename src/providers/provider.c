@@ -36,14 +36,6 @@ const char *spw_inst_event_name(spw_inst_event_kind_t k)
     return (int)k >= 0 && k < SPW_INST_EVENT_COUNT ? inst_event_names[k] : "?";
 }
 
-#define SPW_BLOCK_STR(a, s) s,
-static const char *const block_names[] = {SPW_BLOCKS(SPW_BLOCK_STR)};
-
-const char *spw_block_name(spw_block_t b)
-{
-    return (int)b >= 0 && b < SPW_BLOCK_COUNT ? block_names[b] : "?";
-}
-
 double spw_instance_cost_usd(const spw_instance_t *i, double now_s)
 {
     double end = now_s;

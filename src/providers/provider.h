@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/model.h"
 #include "util/error.h"
 
 /* The version of struct spw_provider_ops this header describes.  Members are
@@ -169,21 +170,8 @@ double spw_instance_cost_usd(const spw_instance_t *i, double now_s);
  * refused to make (it never billed); block and block_s say what the
  * refusal rules out and for how long, reason says why in a sentence. */
 
-/* What a refused acquisition (FAILED) rules out, from the cloud's error
- * code (providers/aws/ keeps EC2's table).  The daemon keeps blocked
- * offers in a cache with the event's block_s as TTL; the engine re-picks
- * the next allowed offer at once. */
-#define SPW_BLOCKS(X)                                                         \
-    X(NONE, "none")           /* a passing error: retried with backoff */     \
-    X(OFFER, "offer")         /* this offer in this zone and market */        \
-    X(FAMILY, "family")       /* the offer's instance family in its region */ \
-    X(ACCOUNT, "account")     /* every launch of the account (auth) */        \
-    X(JOB, "job")             /* the job's shape: it fails */
-#define SPW_ENUM_BLOCK(a, s) SPW_BLOCK_##a,
-typedef enum spw_block {
-    SPW_BLOCKS(SPW_ENUM_BLOCK) SPW_BLOCK_COUNT
-} spw_block_t;
-const char *spw_block_name(spw_block_t b);
+/* What a refusal rules out (spw_block_t, SPW_BLOCK_*) is the engine's
+ * vocabulary: core/model.h (spw_engine_block applies it). */
 #define SPW_INST_EVENTS(X)                                                    \
     X(READY, "ready")                                                         \
     X(PREEMPTED, "preempted")                                                 \

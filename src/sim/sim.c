@@ -371,6 +371,7 @@ typedef struct sim {
     uint32_t *down;          /* per global node: failures in force (they nest) */
     spw_rng_t rng_spot;      /* random preemptions */
     spw_rng_t rng_fail;      /* MTBF failures and repairs */
+    spw_rng_t rng_refuse;    /* capacity errors */
     size_t running;          /* jobs placed and not yet ended */
     size_t finished;         /* jobs that will never change again */
     double progress_s;       /* last instant where a job moved */
@@ -633,6 +634,30 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
     s->progress_s = t;
 }
 
+/* Whether the cloud refuses placement j made at t (world refusals): then
+ * the job is back in the queue, what the refusal rules out is blocked, and
+ * the next schedule at t places it elsewhere. */
+static int refused(sim_t *s, spw_job_t *j, double t)
+{
+    const spw_sim_world_t *w = s->world;
+    if (j->state != SPW_JOB_CLOUD || !w)
+        return 0;
+    for (size_t k = 0; k < w->nrefusals; k++) {
+        const spw_sim_refusal_t *r = &w->refusals[k];
+        if (r->offer != (size_t)j->offer || (r->market >= 0 && r->market != !!j->spot))
+            continue;
+        if (spw_rng_uniform(&s->rng_refuse) >= r->rate)
+            continue;
+        int spot = j->spot;
+        size_t offer = (size_t)j->offer;
+        spw_engine_requeue(s->e, j, t);
+        spw_engine_block(s->e, offer, spot, r->block, t + r->block_s);
+        s->out->capacity_errors++;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the world: spot traces, random preemptions, node failures ------------------ */
 
 /* Queues the next tick of trace k whose count differs from the one in
@@ -802,6 +827,7 @@ static void world_start(sim_t *s, double t0)
     const spw_sim_world_t *w = s->world;
     spw_rng_seed(&s->rng_spot, w->seed);
     spw_rng_seed(&s->rng_fail, w->seed ^ 0x6A09E667F3BCC909ULL);
+    spw_rng_seed(&s->rng_refuse, w->seed ^ 0xBB67AE8584CAA73BULL);
     if (w->nspot) {
         s->offers = spw_xcalloc(s->fleet->noffers, sizeof(*s->offers));
         s->traces = spw_xcalloc(w->nspot, sizeof(*s->traces));
@@ -1081,7 +1107,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 opts->on_progress(opts->ctx, next, n);
         }
         spw_job_t **placed, **rejected, **moves;
-        size_t nmoves;
+        size_t nmoves, nrefused;
         do {
             size_t np = spw_engine_schedule(e, t, &placed);
             /* Rejected jobs end here, never placed; the summary counts them. */
@@ -1090,14 +1116,19 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 s.progress_s = t;
                 s.finished += nrej;
             }
-            for (size_t k = 0; k < np; k++)
-                on_placed(&s, placed[k], t);
+            nrefused = 0;
+            for (size_t k = 0; k < np; k++) {
+                if (refused(&s, placed[k], t))
+                    nrefused++;
+                else
+                    on_placed(&s, placed[k], t);
+            }
             /* On-demand jobs ahead of uniform progress move to free spot:
              * stopped cleanly here, re-placed by the next schedule. */
             nmoves = spw_engine_switches(e, &moves);
             for (size_t k = 0; k < nmoves; k++)
                 interrupt(&s, moves[k], SPW_INTERRUPT_SWITCH, t);
-        } while (nmoves);
+        } while (nmoves || nrefused);
         double org_usd_h, org_gpus;
         spw_govrt_org(spw_engine_gov(e), &org_usd_h, &org_gpus);
         if (org_usd_h > out->peak_cloud_usd_per_h)

@@ -48,8 +48,20 @@ typedef struct spw_sim_failure {
     double down_s, up_s;
 } spw_sim_failure_t;
 
-/* The world around the engine besides the jobs: spot capacity and on-prem
- * failures.  Everything borrowed for the call. */
+/* Capacity errors of one offer (cloud.capacity_errors): a share `rate` of
+ * its acquisitions in a market is refused, ruling out `block` around it
+ * for block_s (spw_engine_block), as a real cloud's InsufficientInstance
+ * Capacity does; the job is placed again at once, elsewhere. */
+typedef struct spw_sim_refusal {
+    size_t offer;               /* index into fleet->offers */
+    int market;                 /* 1 spot, 0 on demand, -1 both */
+    double rate;                /* share of acquisitions refused, 0..1 */
+    spw_block_t block;          /* what a refusal rules out (not JOB) */
+    double block_s;             /* for how long, seconds, > 0 */
+} spw_sim_refusal_t;
+
+/* The world around the engine besides the jobs: spot capacity, capacity
+ * errors and on-prem failures.  Everything borrowed for the call. */
 typedef struct spw_sim_world {
     const spw_sim_spot_t *spot;     /* per offer, at most one entry each */
     size_t nspot;
@@ -59,7 +71,11 @@ typedef struct spw_sim_world {
                                        time between failures of one node, or
                                        NULL; 0 or INFINITY = none */
     const double *mttr_s;           /* per pool mean time to repair; NULL = 0 */
-    uint64_t seed;                  /* seeds preemption and failure draws */
+    uint64_t seed;                  /* seeds preemption, failure and
+                                       capacity-error draws */
+    const spw_sim_refusal_t *refusals; /* in any order; several may name
+                                       one offer (each draws) */
+    size_t nrefusals;
 } spw_sim_world_t;
 
 typedef struct spw_sim_opts {
@@ -155,6 +171,8 @@ typedef struct spw_sim_summary {
     double ondemand_gpu_hours;   /* paid on-demand GPU-hours */
     size_t jobs_spot;            /* jobs that ran on spot at least once */
     size_t preemptions;          /* spot attempts preempted */
+    size_t capacity_errors;      /* cloud acquisitions refused (world
+                                    refusals), each re-placed at once */
     size_t node_failures;        /* on-prem node failures (events) */
     size_t jobs_interrupted_by_failure; /* attempts ended by a node failure */
     size_t restarts;             /* attempts begun after an interruption or a

@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 65
+plan 68
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -144,6 +144,35 @@ assert t["jobs_rejected"] > 0, "the $20 team should run out: %r" % t'
 ok $? "the \$20 team stays within its budget and has jobs rejected"
 contains "$T/g.err" "jobs of teams not in the config: ghost"
 ok $? "one warning line names the team the config lacks"
+
+# ---- capacity errors --------------------------------------------------------------
+# The same two offers, no on-prem pool: us-east-1 (the cheaper) refuses half
+# its acquisitions for 10 minutes each; the jobs it refuses run in us-west-2
+# at once.  Without the entry nothing is refused and none runs there.
+cat >"$T/ce.yaml" <<'YAML'
+cloud:
+  offers: offers.csv
+  boot_delay_s: 0
+  capacity_errors:
+    - {region: us-east-1, rate: 0.5, block_s: 600}
+policy: {wait: none}
+YAML
+"$SPW" gen --jobs 80 --rate 20 --runtime exp:1800 --gpus 1:1 --seed 5 >"$T/ce-jobs.csv"
+run_spw "$T/ce.json" "$T/ce.err" sim --trace "$T/ce-jobs.csv" --config "$T/ce.yaml" -o json \
+    --jobs-out "$T/ce-jobs-out.csv"
+ok "$rc" "sim with cloud.capacity_errors exits 0"
+json_check "$T/ce.json" '
+n = d["capacity_errors"]
+assert 0 < n < 80, n
+assert d["jobs_cloud"] == 80, d["jobs_cloud"]'
+r1=$?
+west=$(grep -c "us-west-2" "$T/ce-jobs-out.csv")
+[ "$r1" = 0 ] && [ "$west" -gt 0 ]
+ok $? "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["capacity_errors"])' \
+    "$T/ce.json") acquisitions refused, every job still runs; $west ran in us-west-2"
+run_spw "$T/ce.out" "$T/ce.err" sim --trace "$T/ce-jobs.csv" --config "$T/ce.yaml"
+contains "$T/ce.out" "capacity errors"
+ok $? "the table reports them"
 
 run_spw "$T/g.txt" "$T/g.err" sim --trace "$T/gov-jobs.csv" --config "$T/gov.yaml" -q
 contains "$T/g.txt" "governance (data gravity on):" && grep -E '^  tight +\$20\.00/month' "$T/g.txt" >/dev/null

@@ -1099,6 +1099,51 @@ static void test_slurm_cloud(void)
     spw_config_free(&c);
 }
 
+/* cloud.capacity_errors: entries matched to offers, defaults, and what is
+ * refused (catpath: the catalog of test_offers). */
+static void test_capacity_errors(void)
+{
+    char yaml[1024];
+    spw_config_t c;
+    spw_error_t err;
+    snprintf(yaml, sizeof(yaml),
+             "cloud:\n  offers: %s\n  capacity_errors:\n"
+             "    - {zone: use1-az1, market: spot, rate: 0.3}\n"
+             "    - {provider: gcp, rate: 1, block: family, block_s: 600, code: "
+             "InsufficientInstanceCapacity}\n", catpath);
+    is(load(&c, yaml, NULL, &err), 0, "capacity_errors: loads (%s)", err.text);
+    is(c.ncapacity_errors, 2, "capacity_errors: two entries");
+    const spw_capacity_error_conf_t *e = &c.capacity_errors[0];
+    ok(e->market == 1 && e->rate == 0.3 && e->block == SPW_BLOCK_OFFER && e->block_s == 300 &&
+           strcmp(e->code, "InsufficientInstanceCapacity") == 0,
+       "capacity_errors: spot, 0.3, defaults block offer for 300 s");
+    ok(spw_capacity_error_matches(e, &c.fleet.offers[0]) &&
+           !spw_capacity_error_matches(e, &c.fleet.offers[1]),
+       "capacity_errors: the zone selects the first offer only");
+    e = &c.capacity_errors[1];
+    ok(e->market == -1 && e->block == SPW_BLOCK_FAMILY && e->block_s == 600,
+       "capacity_errors: both markets, family, 600 s");
+    spw_config_free(&c);
+    static const struct {
+        const char *entry, *want;
+    } bad[] = {
+        {"{zone: nowhere, rate: 1}", "matches no cloud offer"},
+        {"{zone: use1-az1}", "needs rate"},
+        {"{rate: 2}", "rate"},
+        {"{rate: 1, block: job}", "expected none, offer, family or account"},
+        {"{rate: 1, market: cheap}", "expected spot, on_demand or any"},
+        {"{rate: 1, colour: red}", "colour"},
+        {"{rate: 1, block_s: 0}", "block_s"},
+    };
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        snprintf(yaml, sizeof(yaml), "cloud:\n  offers: %s\n  capacity_errors:\n    - %s\n",
+                 catpath, bad[k].entry);
+        ok(load(&c, yaml, NULL, &err) < 0 && strstr(err.text, "c.yaml:4") &&
+               strstr(err.text, bad[k].want),
+           "capacity_errors %s refused: %s", bad[k].entry, err.text);
+    }
+}
+
 int main(void)
 {
     test_slurm_cloud();
@@ -1113,6 +1158,7 @@ int main(void)
     if (write_temp(catpath, catalog) == 0) {
         test_governance();
         test_governance_errors();
+        test_capacity_errors();
         if (spot_files() == 0) {
             test_spot();
             test_spot_errors();

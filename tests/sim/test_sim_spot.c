@@ -784,6 +784,83 @@ static void test_rate(void)
     spw_fleet_clear(&f);
 }
 
+/* ---- 9b. capacity errors: a refused offer, its family, its account -------------- */
+
+/* Offers (on demand, no boot delay):
+ *   0 aws us-east-1 p3.2xlarge  $3/h      (the cheapest)
+ *   1 aws us-east-1 p3.8xlarge  $3.5/h    (same family)
+ *   2 aws us-east-1 g5.xlarge   $4/h      (another family)
+ *   3 gcp us-central1 a2-highgpu-1g $5/h  (another provider)
+ * One 1-GPU job of 1 h at t=0, no on-prem pool.  Offer 0 refuses every
+ * acquisition (rate 1) for 600 s with the block given: OFFER re-places it
+ * at once on offer 1, FAMILY on offer 2, ACCOUNT on offer 3; the cost is
+ * that offer's price for the hour; one capacity error each.  A second job
+ * at t=900, after the block: offer 0 is tried (and refused) again. */
+static void test_capacity_errors(void)
+{
+    static const struct {
+        spw_block_t block;
+        int offer;
+        double usd;
+    } c[] = {
+        {SPW_BLOCK_OFFER, 1, 3.5},
+        {SPW_BLOCK_FAMILY, 2, 4.0},
+        {SPW_BLOCK_ACCOUNT, 3, 5.0},
+    };
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_offer(&f, "aws", "us-east-1", "p3.2xlarge", NULL, 1, 3.0, NAN, 0);
+    add_offer(&f, "aws", "us-east-1", "p3.8xlarge", NULL, 1, 3.5, NAN, 0);
+    add_offer(&f, "aws", "us-east-1", "g5.xlarge", NULL, 1, 4.0, NAN, 0);
+    add_offer(&f, "gcp", "us-central1", "a2-highgpu-1g", NULL, 1, 5.0, NAN, 0);
+    spw_policy_t p = policy("none", SPW_SPOT_POLICY_GREEDY, 0);
+    double rt[2] = {3600, 3600};
+    for (size_t k = 0; k < 3; k++) {
+        spw_sim_refusal_t r = {.offer = 0, .market = -1, .rate = 1, .block = c[k].block,
+                               .block_s = 600};
+        spw_sim_world_t w = {.refusals = &r, .nrefusals = 1, .seed = 3};
+        spw_job_t j[2];
+        job_init(&j[0], "a", 0, rt[0], 1, 1);
+        job_init(&j[1], "b", 900, rt[1], 1, 2);
+        spw_sim_summary_t s;
+        is(run(&f, &p, j, rt, 1, &w, &s), 0, "capacity errors (%s): runs",
+           spw_block_name(c[k].block));
+        ok(j[0].state == SPW_JOB_DONE && j[0].offer == c[k].offer && j[0].start_s == 0,
+           "%s: re-placed at once on offer %d (got %d, started at %g s)",
+           spw_block_name(c[k].block), c[k].offer, j[0].offer, j[0].start_s);
+        is_double(j[0].cost_usd, c[k].usd, EPS, "%s: paid that offer's hour",
+                  spw_block_name(c[k].block));
+        is(s.capacity_errors, 1, "%s: one capacity error", spw_block_name(c[k].block));
+        job_init(&j[0], "a", 0, rt[0], 1, 1);
+        run(&f, &p, j, rt, 2, &w, &s);
+        is(s.capacity_errors, 2, "%s: a job after the block's 600 s is refused again",
+           spw_block_name(c[k].block));
+    }
+    /* A share: every job still ends; the same seed gives the same run. */
+    enum { N = 200 };
+    spw_job_t js[N], js2[N];
+    double rts[N];
+    for (size_t i = 0; i < N; i++) {
+        rts[i] = 600 + 60 * (double)(i % 7);
+        job_init(&js[i], "j", 30.0 * (double)i, rts[i], 1, (uint32_t)i);
+    }
+    memcpy(js2, js, sizeof(js));
+    spw_sim_refusal_t r = {.offer = 0, .market = 0, .rate = 0.5, .block = SPW_BLOCK_OFFER,
+                           .block_s = 60};
+    spw_sim_world_t w = {.refusals = &r, .nrefusals = 1, .seed = 11};
+    spw_sim_summary_t s, s2;
+    run(&f, &p, js, rts, N, &w, &s);
+    run(&f, &p, js2, rts, N, &w, &s2);
+    size_t done = 0, moved = 0;
+    for (size_t i = 0; i < N; i++) {
+        done += js[i].state == SPW_JOB_DONE;
+        moved += js[i].offer != 0;
+    }
+    ok(done == N && s.capacity_errors > 0 && s.capacity_errors < N && moved >= s.capacity_errors / 2,
+       "rate 0.5: all %d jobs end; %zu refused, %zu ran elsewhere", N, s.capacity_errors, moved);
+    ok(same_run(&s, &s2, js, js2, N), "rate 0.5: the same seed gives the same run");
+    spw_fleet_clear(&f);
+}
 
 /* ---- 10. the Safety Net is exact at every time scale ---------------------------------- */
 
@@ -876,6 +953,7 @@ int main(void)
     test_overlapping_failures();
     test_mtbf();
     test_rate();
+    test_capacity_errors();
     test_properties();
     test_safety_net_exact();
     return done_testing();
