@@ -4,10 +4,17 @@
 # bubblewrap in a root filesystem the test builds (tests/ssh/mkrootfs: no
 # registry): it sees the image's files, not the host's, with its workdir
 # and checkpoint directory mounted read-write.  An OCI image archive the
-# test writes (two layers, the second with a whiteout) is unpacked once
-# into a cache and run the same way.  The image is kept with the job across
-# a daemon restart.  A registry reference on a host without podman, and a
-# missing image, fail at launch with the reason.
+# test writes (two layers, the second with a whiteout) is unpacked once, by
+# the daemon's user, into its team's cache (STATE/images/team-ml/sha256-HEX,
+# HEX the archive's sha256), read-only to jobs, and run the same way.
+# Started as root, with team cv on a user of its own: a hostile cv job
+# plants a rootfs wherever it can where ml's job will look (and the test
+# leaves a job-writable entry there), and ml's job still runs the good
+# image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
+# 1,000 files) is refused with the bound and its config key in the job's
+# reason, as is a layer whose bytes do not match its digest.  The image is
+# kept with the job across a daemon restart.  A registry reference on a
+# host without podman, and a missing image, fail at launch with the reason.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,9 +46,16 @@ fi
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
 "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/image.tar" || { echo "1..0 # skip cannot write an OCI archive (tar, sha256sum)"; exit 0; }
-plan 21
+plan 34
 
 mkconfig "$T/serve.yaml" 2 never
+# Bounds small enough for the test's bombs, large enough for its image.
+printf '  image_max_bytes: 20000000\n  image_max_files: 400\n' >>"$T/serve.yaml"
+asroot=
+if [ "$(id -u)" = 0 ] && id spillway-job >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+    asroot=1
+    printf 'teams:\n  - name: cv\n    run_as: nobody\n' >>"$T/serve.yaml"
+fi
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts" || exit 1
 
@@ -86,18 +100,93 @@ ok $? "a probe job succeeds"
 [ "$(spw ml logs "$c" 2>&1 | tr '\n' ' ')" = "read-only host-hidden " ]
 ok $? "the image is read-only and the host's files are hidden: $(spw ml logs "$c" 2>&1 | tr '\n' ' ')"
 
-# ---- an OCI archive ---------------------------------------------------------
-job_dir "$T/cachep"
-d=$(submit ml --gpus 1 --env SPILLWAY_IMAGE_CACHE="$T/cachep/c" --image "$T/img/image.tar" -- /bin/sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout-applied')
+# ---- an OCI archive: the team's cache, keyed by the archive's sha256 -------
+K=$(sha256sum <"$T/img/image.tar" | cut -d' ' -f1)
+E=$T/state/images/team-ml/sha256-$K
+if [ -n "$asroot" ]; then
+    # Team cv (user nobody) knows the archive, so the key: it plants a root
+    # filesystem wherever it can where ml's job would look.
+    job_dir "$T/cvw"
+    h=$(submit cv --gpus 1 --name plant --workdir "$T/cvw" -- sh -c '
+        for d in "$1/team-ml/sha256-$2" "$1/team-ml" "$1/team-cv/sha256-$2" "$1/sha256-$2"; do
+            mkdir -p "$d/rootfs/etc" 2>/dev/null &&
+                echo TROJANED-BY-TEAM-CV >"$d/rootfs/etc/layer2" 2>/dev/null && echo "planted $d"
+        done; echo done' plant "$T/state/images" "$K")
+    wait_for "$h" succeeded 20 cv
+    ok $? "team cv's planting job ran (as nobody)"
+    [ "$(spw cv logs "$h" 2>&1)" = done ]
+    ok $? "it could plant nothing in the image caches: $(spw cv logs "$h" 2>&1 | tr '\n' ' ')"
+    # And an entry the job's user could write (an older layout or a copy by
+    # hand might leave one): never trusted.
+    mkdir -p "$E/rootfs/etc" && echo TROJANED-BY-TEAM-CV >"$E/rootfs/etc/layer2" && : >"$E/ok" &&
+        chown -R spillway-job "$E"
+else
+    ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
+    ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
+fi
+d=$(submit ml --gpus 1 --image "$T/img/image.tar" -- /bin/sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout-applied')
 wait_for "$d" succeeded 60
 ok $? "a job with an OCI archive image succeeds"
 [ "$(spw ml logs "$d" 2>&1 | tr '\n' ' ')" = "second layer whiteout-applied " ]
-ok $? "both layers applied in order, the whiteout honoured: $(spw ml logs "$d" 2>&1 | tr '\n' ' ' | head -c 300)"
-e=$(submit ml --gpus 1 --env SPILLWAY_IMAGE_CACHE="$T/cachep/c" --image "oci-archive:$T/img/image.tar" -- cat /etc/layer2)
+ok $? "both layers applied in order, the whiteout honoured, nothing planted ran: $(spw ml logs "$d" 2>&1 | tr '\n' ' ' | head -c 300)"
+[ -f "$E/rootfs/etc/layer2" ] && [ "$(stat -c %u "$E" "$E/ok" "$E/rootfs" "$E/rootfs/etc/layer2" | sort -u)" = "$(id -u)" ] &&
+    [ -z "$(find "$E" ! -type l -perm /022)" ]
+ok $? "it was unpacked into team ml's cache under the archive's sha256, the daemon's user's, writable by no one else" ||
+    diag "$(ls -lna "$E" "$E/rootfs" 2>&1)"
+e=$(submit ml --gpus 1 --image "oci-archive:$T/img/image.tar" -- cat /etc/layer2)
 wait_for "$e" succeeded 30
 ok $? "oci-archive:PATH runs the same image"
-[ "$(ls -d "$T"/cachep/c/*/rootfs 2>/dev/null | wc -l)" = 1 ]
-ok $? "it was unpacked once, into the image cache (SPILLWAY_IMAGE_CACHE)"
+[ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
+ok $? "it was unpacked once, and nothing else is left in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
+if [ -n "$asroot" ]; then
+    w=$(submit ml --gpus 1 -- sh -c 'echo x >"$1/rootfs/etc/layer2" 2>/dev/null && echo wrote-entry
+        mkdir "$1/../sha256-x" 2>/dev/null && echo wrote-cache; echo checked' w "$E")
+    wait_for "$w" succeeded 20
+    [ "$(spw ml logs "$w" 2>&1)" = checked ] && [ "$(cat "$E/rootfs/etc/layer2")" = "second layer" ]
+    ok $? "a job of ml cannot write its own team's cache: $(spw ml logs "$w" 2>&1 | tr '\n' ' ')"
+    c2=$(submit cv --gpus 1 --image "$T/img/image.tar" -- cat /etc/layer2)
+    wait_for "$c2" succeeded 30 cv
+    [ "$(spw cv logs "$c2" 2>&1)" = "second layer" ] && [ -d "$T/state/images/team-cv/sha256-$K/rootfs" ]
+    ok $? "team cv's job on the same archive runs from cv's own cache"
+else
+    ok 0 "# SKIP jobs run as the daemon's user (not root): they could write its files"
+    ok 0 "# SKIP no team user"
+fi
+
+# ---- archive bombs and altered blobs ----------------------------------------
+mkdir -p "$T/bomb/big" "$T/bomb/many" "$T/tam/l"
+truncate -s 100M "$T/bomb/big/zeros"
+i=0
+while [ $i -lt 1000 ]; do : >"$T/bomb/many/f$i"; i=$((i + 1)); done
+"$ROOT/tests/ssh/mkociarchive" "$T/bomb/big" "$T/img/big.tar" &&
+    "$ROOT/tests/ssh/mkociarchive" "$T/bomb/many" "$T/img/many.tar"
+[ "$(wc -c <"$T/img/big.tar")" -lt 1000000 ]
+ok $? "a 100 MB archive bomb weighs $(wc -c <"$T/img/big.tar") bytes"
+bb=$(submit ml --gpus 1 --image "$T/img/big.tar" -- true)
+wait_for "$bb" failed 60
+ok $? "a job on it fails"
+field "$bb" 'd["reason"]' | grep -q "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
+ok $? "its reason names the bound and the key to raise it: $(field "$bb" 'd["reason"]')"
+bm=$(submit ml --gpus 1 --image "$T/img/many.tar" -- true)
+wait_for "$bm" failed 60
+ok $? "a job on an archive of 1,000 files fails"
+field "$bm" 'd["reason"]' | grep -q "unpacks to more than 400 files (daemon.image_max_files): raise"
+ok $? "its reason names the bound and the key: $(field "$bm" 'd["reason"]')"
+# The image's second layer rewritten, under its old digest.
+tar -xf "$T/img/image.tar" -C "$T/tam" &&
+    for b in "$T"/tam/blobs/sha256/*; do
+        if tar -tf "$b" 2>/dev/null | grep -q layer2; then
+            tar -xf "$b" -C "$T/tam/l" && echo TROJANED >"$T/tam/l/etc/layer2" && tar -C "$T/tam/l" -cf "$b" etc
+        fi
+    done
+rm -rf "$T/tam/l" && tar -C "$T/tam" -cf "$T/img/altered.tar" . && chmod 644 "$T/img/altered.tar"
+ba=$(submit ml --gpus 1 --image "$T/img/altered.tar" -- cat /etc/layer2)
+wait_for "$ba" failed 60
+ok $? "a job on an archive whose layer does not match its digest fails"
+field "$ba" 'd["reason"]' | grep -q "the layer sha256:[0-9a-f]* of the OCI archive does not match its digest"
+ok $? "with the reason: $(field "$ba" 'd["reason"]')"
+[ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
+ok $? "none of them left anything in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
 
 # ---- what cannot run fails with the reason ----------------------------------
 f=$(submit ml --gpus 1 --image docker.io/library/busybox:1.36 -- true)
