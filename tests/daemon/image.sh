@@ -7,10 +7,10 @@
 # test writes (two layers, the second with a whiteout) is unpacked once, by
 # the daemon's user, into its team's cache (STATE/images/team-ml/sha256-HEX,
 # HEX the archive's sha256), read-only to jobs, and run the same way.
-# Started as root, with team cv on a user of its own: a hostile cv job
-# plants a rootfs wherever it can where ml's job will look (and the test
-# leaves a job-writable entry there), and ml's job still runs the good
-# image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
+# Started as root, with team cv on a user of its own and team nlp on ml's:
+# hostile cv and nlp jobs plant a rootfs wherever they can where ml's job
+# will look (and the test leaves a job-writable entry there), and ml's job
+# still runs the good image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
 # 1,000 files) is refused with the bound and its config key in the job's
 # reason, as is a layer whose bytes do not match its digest.  The image is
 # kept with the job across a daemon restart.  A registry reference on a
@@ -46,9 +46,12 @@ fi
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
 "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/image.tar" || { echo "1..0 # skip cannot write an OCI archive (tar, sha256sum)"; exit 0; }
-plan 34
+plan 36
 
 mkconfig "$T/serve.yaml" 2 never
+# Team nlp shares ml's user (mkconfig's share_run_as: true).
+NLP_TOKEN=nlp-secret-token-41b7e0
+printf '    - {token: %s, team: nlp}\n' "$NLP_TOKEN" >>"$T/serve.yaml"
 # Bounds small enough for the test's bombs, large enough for its image.
 printf '  image_max_bytes: 20000000\n  image_max_files: 400\n' >>"$T/serve.yaml"
 asroot=
@@ -116,6 +119,19 @@ if [ -n "$asroot" ]; then
     ok $? "team cv's planting job ran (as nobody)"
     [ "$(spw cv logs "$h" 2>&1)" = done ]
     ok $? "it could plant nothing in the image caches: $(spw cv logs "$h" 2>&1 | tr '\n' ' ')"
+    # Team nlp, on ml's own user, plants there too, and where the cache of
+    # old was: per uid, under a key computed from the archive's path, size,
+    # mtime and inode.
+    h2=$(submit "$NLP_TOKEN" --gpus 1 --name plant2 -- sh -c '
+        k=$(printf "%s %s" "$1" "$(stat -L -c "%s.%Y.%i" "$1")" | cksum | cut -d" " -f1)
+        for d in "${TMPDIR:-/tmp}/spillway-images-$(id -u)/$k" "$2/team-ml/sha256-$3" "$2/team-ml" "$2/sha256-$3"; do
+            mkdir -p "$d" 2>/dev/null && cp -R "$4" "$d/rootfs" 2>/dev/null &&
+                echo TROJANED-BY-TEAM-NLP >"$d/rootfs/etc/layer2" && echo "planted $d"
+        done; echo done' plant "$T/img/image.tar" "$T/state/images" "$K" "$rootfs")
+    wait_for "$h2" succeeded 20 "$NLP_TOKEN"
+    ok $? "team nlp's planting job ran (as ml's user)"
+    ! spw "$NLP_TOKEN" logs "$h2" 2>&1 | grep -q "^planted $T/state"
+    ok $? "it could plant nothing in the image caches either: $(spw "$NLP_TOKEN" logs "$h2" 2>&1 | tr '\n' ' ')"
     # And an entry the job's user could write (an older layout or a copy by
     # hand might leave one): never trusted.
     mkdir -p "$E/rootfs/etc" && echo TROJANED-BY-TEAM-CV >"$E/rootfs/etc/layer2" && : >"$E/ok" &&
@@ -123,12 +139,17 @@ if [ -n "$asroot" ]; then
 else
     ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
     ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
+    ok 0 "# SKIP team nlp's hostile job needs root"
+    ok 0 "# SKIP team nlp's hostile job needs root"
 fi
 d=$(submit ml --gpus 1 --image "$T/img/image.tar" -- /bin/sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout-applied')
 wait_for "$d" succeeded 60
 ok $? "a job with an OCI archive image succeeds"
 [ "$(spw ml logs "$d" 2>&1 | tr '\n' ' ')" = "second layer whiteout-applied " ]
 ok $? "both layers applied in order, the whiteout honoured, nothing planted ran: $(spw ml logs "$d" 2>&1 | tr '\n' ' ' | head -c 300)"
+# What nlp planted where the cache of old was: its own key, nobody else's.
+[ -n "$asroot" ] && spw "$NLP_TOKEN" logs "$h2" 2>&1 | sed -n 's,^planted \(.*/spillway-images-[0-9]*/[0-9]*\)$,\1,p' |
+    while read -r old; do rm -rf "$old"; done
 [ -f "$E/rootfs/etc/layer2" ] && [ "$(stat -c %u "$E" "$E/ok" "$E/rootfs" "$E/rootfs/etc/layer2" | sort -u)" = "$(id -u)" ] &&
     [ -z "$(find "$E" ! -type l -perm /022)" ]
 ok $? "it was unpacked into team ml's cache under the archive's sha256, the daemon's user's, writable by no one else" ||
