@@ -179,36 +179,28 @@ fi
     "$ROOT/tests/ssh/mkbadoci" altered "$T/img/altered.tar" "$T/img/image.tar"
 [ "$(wc -c <"$T/img/big.tar")" -lt 1000000 ]
 ok $? "a 100 MB archive bomb weighs $(wc -c <"$T/img/big.tar") bytes"
-bb=$(submit ml --gpus 1 --image "$T/img/big.tar" -- true)
-wait_for "$bb" failed 60
-ok $? "a job on it fails"
-field "$bb" 'd["reason"]' | grep -q "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
-ok $? "its reason names the bound and the key to raise it: $(field "$bb" 'd["reason"]')"
-bm=$(submit ml --gpus 1 --image "$T/img/many.tar" -- true)
-wait_for "$bm" failed 60
-ok $? "a job on an archive of 1,000 files fails"
-field "$bm" 'd["reason"]' | grep -q "unpacks to more than 400 files (daemon.image_max_files): raise"
-ok $? "its reason names the bound and the key: $(field "$bm" 'd["reason"]')"
+# refused IMAGE WHAT PATTERN: a job of ml on IMAGE fails (check "WHAT
+# fails"), with a reason that matches PATTERN (check "with the reason").
+refused() {
+    rj=$(submit ml --gpus 1 --image "$1" -- true)
+    wait_for "$rj" failed 60
+    ok $? "$2 fails"
+    field "$rj" 'd["reason"]' | grep -q "$3"
+    ok $? "with the reason: $(field "$rj" 'd["reason"]')"
+}
+refused "$T/img/big.tar" "a job on it" "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
+refused "$T/img/many.tar" "a job on an archive of 1,000 files" \
+    "unpacks to more than 400 files (daemon.image_max_files): raise"
 # The image's second layer rewritten, under its old digest.
-ba=$(submit ml --gpus 1 --image "$T/img/altered.tar" -- cat /etc/layer2)
-wait_for "$ba" failed 60
-ok $? "a job on an archive whose layer does not match its digest fails"
-field "$ba" 'd["reason"]' | grep -q "the layer sha256:[0-9a-f]* of the OCI archive does not match its digest"
-ok $? "with the reason: $(field "$ba" 'd["reason"]')"
+refused "$T/img/altered.tar" "a job on an archive whose layer does not match its digest" \
+    "the layer sha256:[0-9a-f]* of the OCI archive does not match its digest"
 [ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
 ok $? "none of them left anything in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
 
 # ---- what cannot run fails with the reason ----------------------------------
-f=$(submit ml --gpus 1 --image docker.io/library/busybox:1.36 -- true)
-wait_for "$f" failed 20
-ok $? "a registry reference on a host without podman fails"
-field "$f" 'd["reason"]' | grep -q "registry reference, which needs podman"
-ok $? "with the reason: $(field "$f" 'd["reason"]')"
-g=$(submit ml --gpus 1 --image "$T/img/nope" -- true)
-wait_for "$g" failed 20
-ok $? "a missing image fails"
-field "$g" 'd["reason"]' | grep -q "nope: No such file or directory"
-ok $? "with the reason: $(field "$g" 'd["reason"]')"
+refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
+    "registry reference, which needs podman"
+refused "$T/img/nope" "a missing image" "nope: No such file or directory"
 
 # ---- kept across a restart --------------------------------------------------
 stop_daemon
