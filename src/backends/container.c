@@ -1,5 +1,6 @@
 /* container.c: the shell fragment and the podman command line that run a
  * job in a container image, for the local and ssh backends (container.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,14 @@ static const char unpack_script[] =
     "if ! mv -T \"$t\" \"$e\"; then rm -rf \"$t\"; t=; good \"$e\" || fail \"cannot move the"
     " unpacked image into $c\"; fi\n"
     "echo \"$e/rootfs\"\n";
+
+void spw_container_team_dir(char *buf, size_t cap, const char *team)
+{
+    snprintf(buf, cap, "%s%s", team ? "team-" : "no-team", team ? team : "");
+    for (char *p = buf; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+            *p = '_';
+}
 
 const char *spw_container_unpack_script(void)
 {

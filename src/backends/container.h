@@ -34,6 +34,9 @@
  * (daemon.image_max_bytes, daemon.image_max_files). */
 #define SPW_IMAGE_MAX_BYTES (32ull << 30)   /* bytes: 32 GiB */
 #define SPW_IMAGE_MAX_FILES 1000000ull      /* entries */
+#define SPW_IMAGE_TEAM_DIR_MAX 300          /* bytes of a team's directory
+                                               name (spw_container_team_dir),
+                                               NUL included */
 
 /* What to wrap; everything borrowed for the call. */
 typedef struct spw_container {
@@ -84,6 +87,12 @@ const char *spw_container_unpack_script(void);
  * the bounds, and $SPW_JOB_UID / $SPW_JOB_GID as the job's user. */
 void spw_container_image_fn(spw_strbuf_t *s, const char *cache, uint64_t max_bytes,
                             uint64_t max_files);
+
+/* Writes into buf (cap bytes) the name of team's directory in an image
+ * cache: "team-TEAM", any character of TEAM but letters, digits, '_', '.'
+ * and '-' made '_' (a name from the config, never a path); "no-team" for
+ * NULL. */
+void spw_container_team_dir(char *buf, size_t cap, const char *team);
 
 /* podman's command line for c, to which the job's command is appended:
  * `podman run --rm --name spw-TOKEN --pull=missing --network=host

@@ -1074,15 +1074,15 @@ static int check_image(const spw_local_t *lb, const spw_launch_t *req, const cha
  * Free with spw_container_argv_free. */
 static char **unpack_argv(const spw_local_t *lb, const spw_launch_t *req, const char *path)
 {
-    char **v = spw_xcalloc(12, sizeof(char *)), buf[32];
+    char **v = spw_xcalloc(12, sizeof(char *)), buf[32], team[SPW_IMAGE_TEAM_DIR_MAX];
     size_t k = 0;
+    spw_container_team_dir(team, sizeof(team), req->team);
     v[k++] = spw_xstrdup("sh");
     v[k++] = spw_xstrdup("-c");
     v[k++] = spw_xstrdup(spw_container_unpack_script());
     v[k++] = spw_xstrdup("spw-unpack");
     v[k++] = spw_xstrdup(path);
-    v[k++] = join(lb->image_dir, strlen(lb->image_dir), req->team ? "/team-" : "/no-team",
-                  req->team ? req->team : "", "");
+    v[k++] = join(lb->image_dir, strlen(lb->image_dir), "/", team, "");
     snprintf(buf, sizeof(buf), "%" PRIu64, lb->image_max_bytes);
     v[k++] = spw_xstrdup(buf);
     snprintf(buf, sizeof(buf), "%" PRIu64, lb->image_max_files);

@@ -1435,10 +1435,10 @@ static void user_switch(spw_strbuf_t *s)
 static char *image_fn(const spw_ssh_t *sb, const spw_launch_t *req)
 {
     spw_strbuf_t cache = {0}, fn = {0};
+    char team[SPW_IMAGE_TEAM_DIR_MAX];
+    spw_container_team_dir(team, sizeof(team), req->team);
     spw_strbuf_add(&cache, "\"${SPILLWAY_IMAGE_DIR:-$R/images}\"/");
-    spw_strbuf_quote(&cache, req->team ? "team-" : "no-team");
-    if (req->team)
-        spw_strbuf_quote(&cache, req->team);
+    spw_strbuf_quote(&cache, team);
     spw_container_image_fn(&fn, cache.s, sb->image_max_bytes, sb->image_max_files);
     free(cache.s);
     return fn.s;
