@@ -94,6 +94,9 @@ typedef struct spw_launch {
                                    backend that switches users on another
                                    machine (ssh: uid numbers may differ
                                    there); NULL = not known */
+    const char *team;           /* the job's team: an OCI archive is unpacked
+                                   into that team's image cache alone
+                                   (container.h); NULL = none */
 } spw_launch_t;
 
 /* A running job, as the daemon persists it so that a restarted daemon can

@@ -1,5 +1,6 @@
 /* container.c: the shell fragment and the podman command line that run a
  * job in a container image, for the local and ssh backends (container.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,53 +84,170 @@ static void add_set(spw_strbuf_t *s, char **argv)
     spw_strbuf_add(s, " \"$@\"");
 }
 
-/* spw_unpack ARCHIVE CACHE: unpacks an OCI image archive once into
- * CACHE/KEY/rootfs (KEY from its path, size, mtime and inode) and prints
- * that path; or prints why not and fails.  CACHE must be the unpacking
- * user's own (the job's: see spw_container_wrap); it is made 0711.  Layers are applied in the
- * manifest's order; a whiteout (.wh.NAME) removes NAME of the layers below
- * and an opaque one (.wh..wh..opq) empties its directory first, never
+/* The trusted side's unpacker (container.h: spw_container_unpack_script).
+ * It reads the archive as the job's user (so that it unpacks nothing that
+ * user could not read), keys the cache by the sha256 of those bytes, and
+ * takes a hit only from an entry that is its own and that no one else may
+ * write (anything else there is removed).  On a miss it copies the archive
+ * into a private directory, lists it (files and directories only, within
+ * the bounds), unpacks it, checks every blob that index.json leads to
+ * (manifest, config, layers) against its sha256 name, lists the layers
+ * against the bounds and the free space before any is applied, applies
+ * them as the job's user (a layer's symlink then leads nowhere that user
+ * could not write), takes the tree over (no file of another user's in it,
+ * owned by the trusted side, readable, no write or set-id bit for anyone
+ * else) and renames it into place.  Whiteouts: .wh.NAME removes NAME of
+ * the layers below, .wh..wh..opq empties its directory first, never
  * outside the root filesystem.  A multi-platform index takes its first
- * manifest.  The archive is trusted like the job's own code, and unpacked
- * with its rights only. */
-static const char unpack_fn[] =
-    "spw_unpack() {\n"
-    "  uf=$1; uc=$2\n"
-    "  uk=$(printf '%s %s' \"$uf\" \"$(stat -L -c '%s.%Y.%i' \"$uf\")\" | cksum | cut -d' ' -f1)\n"
-    "  [ -d \"$uc/$uk/rootfs\" ] && { echo \"$uc/$uk/rootfs\"; return 0; }\n"
-    "  mkdir -p \"$uc\" 2>/dev/null; chmod 711 \"$uc\" 2>/dev/null\n"
-    "  [ -d \"$uc\" ] && [ -O \"$uc\" ] && [ ! -L \"$uc\" ] ||"
-    " { echo \"cache directory $uc is missing or not this user's own\"; return 1; }\n"
-    "  ut=$uc/.tmp.$$; rm -rf \"$ut\"; mkdir \"$ut\" \"$ut/oci\" \"$ut/rootfs\" ||"
-    " { echo \"cannot write $uc\"; return 1; }\n"
-    "  uerr() { echo \"$*\"; rm -rf \"$ut\"; return 1; }\n"
-    "  tar -xf \"$uf\" -C \"$ut/oci\" 2>\"$ut/log\" || { uerr \"tar: $(head -c 200 \"$ut/log\")\"; return 1; }\n"
-    "  ub=$ut/oci/blobs/sha256\n"
-    "  udig() { tr -d ' \\t\\r\\n' | grep -o '\"digest\":\"sha256:[0-9a-f]*\"' | sed 's/.*sha256://; s/\"$//'; }\n"
-    "  [ -f \"$ut/oci/index.json\" ] || { uerr \"no index.json: not an OCI image archive\"; return 1; }\n"
-    "  um=$(udig <\"$ut/oci/index.json\" | head -n 1)\n"
-    "  [ -n \"$um\" ] && [ -f \"$ub/$um\" ] || { uerr \"index.json names no manifest in the archive\"; return 1; }\n"
-    "  if tr -d ' \\t\\r\\n' <\"$ub/$um\" | grep -q '\"manifests\":'; then um=$(udig <\"$ub/$um\" | head -n 1);"
-    " [ -n \"$um\" ] && [ -f \"$ub/$um\" ] || { uerr \"the image index names no manifest in the archive\"; return 1; }; fi\n"
-    "  ul=$(tr -d ' \\t\\r\\n' <\"$ub/$um\" | sed -n 's/.*\"layers\":\\[\\([^]]*\\)\\].*/\\1/p' | udig)\n"
-    "  ur=$ut/rootfs\n"
-    "  for l in $ul; do\n"
-    "    [ -f \"$ub/$l\" ] || { uerr \"layer $l is not in the archive\"; return 1; }\n"
-    "    tar -tf \"$ub/$l\" >\"$ut/list\" 2>\"$ut/log\" || { uerr \"tar: $(head -c 200 \"$ut/log\")\"; return 1; }\n"
-    "    while IFS= read -r p; do p=${p#./}; n=${p##*/}; pd=${p%\"$n\"}\n"
-    "      case $n in .wh.*) ;; *) continue;; esac\n"
-    "      x=$(realpath -m \"$ur/$pd\"); case $x in \"$ur\"|\"$ur\"/*) ;; *) continue;; esac\n"
-    "      if [ \"$n\" = .wh..wh..opq ]; then find \"$x\" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null;"
-    " else rm -rf \"$x/${n#.wh.}\"; fi\n"
-    "    done <\"$ut/list\"\n"
-    "    tar -xf \"$ub/$l\" -C \"$ur\" --exclude='.wh.*' 2>\"$ut/log\" ||"
-    " { uerr \"tar: $(head -c 200 \"$ut/log\")\"; return 1; }\n"
+ * manifest. */
+static const char unpack_script[] =
+    "exec 2>/dev/null\n"
+    "f=$1 c=$2 mb=$3 mf=$4 ju=$5 jg=$6 why=$7 t=\n"
+    "umask 022\n"
+    "fail() { [ -n \"$t\" ] && rm -rf \"$t\"; [ -n \"$why\" ] && printf '%s\\n' \"$*\""
+    " >\"$why\"; echo \"$*\"; exit 1; }\n"
+    "if [ -n \"$ju\" ] && [ \"$ju\" != \"$(id -u)\" ]; then\n"
+    "  asu() { setpriv --reuid=\"$ju\" --regid=\"$jg\" --clear-groups -- \"$@\"; }\n"
+    "else ju=; asu() { \"$@\"; }; fi\n"
+    "mine() { [ -d \"$1\" ] && [ ! -L \"$1\" ] && [ -O \"$1\" ] && [ -z \"$(find \"$1\""
+    " -maxdepth 0 -perm /022)\" ]; }\n"
+    "p=${c%/*}\n"
+    "mkdir -p \"$p\"; mine \"$p\" || fail \"the image cache $p must be a directory of this"
+    " user's own that no one else may write\"\n"
+    "if [ -e \"$c\" ] || [ -L \"$c\" ]; then mine \"$c\" || rm -rf \"$c\"; fi\n"
+    "mkdir -p \"$c\"; chmod 711 \"$p\" \"$c\"; mine \"$c\" || fail \"cannot make the image"
+    " cache $c\"\n"
+    "asu test -d \"$c\" || fail \"the job's user cannot reach the image cache: let it through"
+    " the directories above ($c)\"\n"
+    "asu test -r \"$f\" || fail \"the job's user cannot read the OCI archive ($f)\"\n"
+    "find \"$c\" -mindepth 1 -maxdepth 1 -name '.tmp.*' -mmin +1440 -exec rm -rf {} +\n"
+    "good() { mine \"$1\" && mine \"$1/rootfs\" && [ -f \"$1/ok\" ] && [ ! -L \"$1/ok\" ] && ["
+    " -O \"$1/ok\" ]; }\n"
+    "k=$(asu cat -- \"$f\" | sha256sum) && k=${k%% *}\n"
+    "e=$c/sha256-$k\n"
+    "if good \"$e\"; then echo \"$e/rootfs\"; exit 0; fi\n"
+    "if [ -e \"$e\" ] || [ -L \"$e\" ]; then rm -rf \"$e\"; fi\n"
+    "t=$(mktemp -d \"$c/.tmp.XXXXXX\") || fail \"cannot write the image cache $c\"\n"
+    "asu cat -- \"$f\" | head -c \"$((mb + 1))\" >\"$t/a.tar\"\n"
+    "[ \"$(wc -c <\"$t/a.tar\")\" -le \"$mb\" ] ||\n"
+    "  fail \"the OCI archive is larger than $mb bytes (daemon.image_max_bytes): raise that"
+    " bound to run it ($f)\"\n"
+    "h=$(sha256sum <\"$t/a.tar\") && [ \"${h%% *}\" = \"$k\" ] || fail \"the OCI archive"
+    " changed while it was read ($f)\"\n"
+    "big() { fail \"the OCI archive unpacks to more than $mb bytes (daemon.image_max_bytes):"
+    " raise that bound to run it ($f)\"; }\n"
+    "many() { fail \"the OCI archive unpacks to more than $mf files (daemon.image_max_files):"
+    " raise that bound to run it ($f)\"; }\n"
+    "tot() {\n"
+    "  { tar --numeric-owner -tvf \"$1\" || echo \"spw-tar-failed\"; } | awk -v b=\"$2\" -v"
+    " n=\"$3\" -v mb=\"$mb\" -v mf=\"$mf\" -v plain=\"$4\" '\n"
+    "    $0 == \"spw-tar-failed\" { r = 5; exit }\n"
+    "    { n++; y = substr($1, 1, 1); if (y == \"-\") b += $3\n"
+    "      if (plain && y != \"-\" && y != \"d\") { r = 2; exit }\n"
+    "      if (b > mb) { r = 3; exit } if (n > mf) { r = 4; exit } }\n"
+    "    END { if (r) exit r; printf \"%.0f %.0f\\n\", b, n }'\n"
+    "}\n"
+    "x=$(tot \"$t/a.tar\" 0 0 1)\n"
+    "case $? in\n"
+    "0) ;; 2) fail \"the OCI archive holds a link or a special file, where an OCI layout has"
+    " files and directories only ($f)\";;\n"
+    "3) big;; 4) many;; *) fail \"the image is not a tar file, as an OCI archive is ($f)\";;\n"
+    "esac\n"
+    "mkdir \"$t/oci\" && tar --no-same-owner --no-same-permissions -xf \"$t/a.tar\" -C"
+    " \"$t/oci\" ||\n"
+    "  fail \"tar cannot unpack the OCI archive ($f)\"\n"
+    "rm -f \"$t/a.tar\"\n"
+    "ub=$t/oci/blobs/sha256\n"
+    "dig() { tr -d ' \\t\\r\\n' | grep -o '\"digest\":\"sha256:[0-9a-f]*\"' | sed"
+    " 's/.*sha256://; s/\"$//'; }\n"
+    "vb() {\n"
+    "  h=${1%\"${1#????????????}\"}\n"
+    "  case $1 in *[!0-9a-f]*|'') fail \"the OCI archive names its $2 by a digest that is not"
+    " sha256 ($f)\";; esac\n"
+    "  [ \"${#1}\" -eq 64 ] && [ -f \"$ub/$1\" ] && [ ! -L \"$ub/$1\" ] || fail \"the $2"
+    " sha256:$h is not in the OCI archive ($f)\"\n"
+    "  s=$(sha256sum <\"$ub/$1\") && s=${s%% *}\n"
+    "  [ \"$s\" = \"$1\" ] || fail \"the $2 sha256:$h of the OCI archive does not match its"
+    " digest: the archive is damaged or was altered ($f)\"\n"
+    "}\n"
+    "[ -f \"$t/oci/index.json\" ] || fail \"the image has no index.json: not an OCI archive"
+    " ($f)\"\n"
+    "m=$(dig <\"$t/oci/index.json\" | head -n 1)\n"
+    "vb \"$m\" manifest\n"
+    "if tr -d ' \\t\\r\\n' <\"$ub/$m\" | grep -q '\"manifests\":'; then m=$(dig <\"$ub/$m\" |"
+    " head -n 1); vb \"$m\" manifest; fi\n"
+    "g=$(tr -d ' \\t\\r\\n' <\"$ub/$m\" | sed -n 's/.*\"config\":{\\([^}]*\\)}.*/\\1/p' | dig)\n"
+    "[ -z \"$g\" ] || vb \"$g\" config\n"
+    "ls=$(tr -d ' \\t\\r\\n' <\"$ub/$m\" | sed -n 's/.*\"layers\":\\[\\([^]]*\\)\\].*/\\1/p' |"
+    " dig)\n"
+    "[ -n \"$ls\" ] || fail \"the manifest of the OCI archive names no layer ($f)\"\n"
+    "b=0 n=0\n"
+    "for l in $ls; do\n"
+    "  vb \"$l\" layer\n"
+    "  x=$(tot \"$ub/$l\" \"$b\" \"$n\" \"\")\n"
+    "  case $? in 0) ;; 3) big;; 4) many;; *) fail \"a layer of the OCI archive is not a tar"
+    " file ($f)\";; esac\n"
+    "  b=${x% *} n=${x#* }\n"
+    "done\n"
+    "av=$(df -Pk \"$c\" | awk 'NR == 2 { printf \"%.0f\", $4 * 1024 }')\n"
+    "[ -z \"$av\" ] || [ \"$b\" -le \"$av\" ] ||\n"
+    "  fail \"the OCI archive unpacks to $b bytes, more than the $av bytes free in the image"
+    " cache ($c)\"\n"
+    "mkdir \"$t/rootfs\" || fail \"cannot write the image cache $c\"\n"
+    "if [ -n \"$ju\" ]; then chown \"$ju:$jg\" \"$t/rootfs\" || fail \"cannot hand $t/rootfs"
+    " to the job's user\"; fi\n"
+    "chmod 700 \"$t/rootfs\"; chmod 711 \"$t\"\n"
+    "L='r=$1 ub=$2; shift 2\n"
+    "for l; do\n"
+    "  tar -tf \"$ub/$l\" | while IFS= read -r p; do p=${p#./} n=${p##*/}; pd=${p%\"$n\"}\n"
+    "    case $n in .wh.*) ;; *) continue;; esac\n"
+    "    x=$(realpath -m \"$r/$pd\"); case $x in \"$r\"|\"$r\"/*) ;; *) continue;; esac\n"
+    "    if [ \"$n\" = .wh..wh..opq ]; then find \"$x\" -mindepth 1 -maxdepth 1 -exec rm -rf"
+    " {} +; else rm -rf \"$x/${n#.wh.}\"; fi\n"
     "  done\n"
-    "  mkdir -p \"$ur/proc\" \"$ur/dev\" \"$ur/tmp\"; rm -rf \"$ut/oci\" \"$ut/list\" \"$ut/log\"\n"
-    "  mv -T \"$ut\" \"$uc/$uk\" 2>/dev/null || rm -rf \"$ut\"\n"
-    "  [ -d \"$uc/$uk/rootfs\" ] || { echo \"cannot move it into $uc\"; return 1; }\n"
-    "  echo \"$uc/$uk/rootfs\"\n"
-    "}\n";
+    "  tar -xf \"$ub/$l\" -C \"$r\" --no-same-owner --exclude=\".wh.*\" || exit 1\n"
+    "done\n"
+    "mkdir -p \"$r/proc\" \"$r/dev\" \"$r/tmp\"'\n"
+    "asu /bin/sh -c \"$L\" spw-layers \"$t/rootfs\" \"$ub\" $ls >\"$t/log\" 2>&1 ||\n"
+    "  fail \"cannot unpack the layers of the OCI archive: $(head -n 1 \"$t/log\" | head -c"
+    " 120) ($f)\"\n"
+    "chmod 700 \"$t\"\n"
+    "if [ -n \"$ju\" ]; then\n"
+    "  [ -z \"$(find \"$t/rootfs\" ! -user \"$ju\" -print -quit)\" ] ||\n"
+    "    fail \"the layers of the OCI archive link a file of another user's into the image ($f)\"\n"
+    "  chown -R -h \"$(id -u):$(id -g)\" \"$t/rootfs\" || fail \"cannot take over the unpacked"
+    " image in $t\"\n"
+    "fi\n"
+    "chmod -R a+rX,go-w,ug-s \"$t/rootfs\" || fail \"cannot make the unpacked image read-only"
+    " in $t\"\n"
+    "printf '%s\\n' \"$f\" >\"$t/ok\"; rm -rf \"$t/oci\" \"$t/log\"; chmod 711 \"$t\"\n"
+    "if ! mv -T \"$t\" \"$e\"; then rm -rf \"$t\"; t=; good \"$e\" || fail \"cannot move the"
+    " unpacked image into $c\"; fi\n"
+    "echo \"$e/rootfs\"\n";
+
+void spw_container_team_dir(char *buf, size_t cap, const char *team)
+{
+    snprintf(buf, cap, "%s%s", team ? "team-" : "no-team", team ? team : "");
+    for (char *p = buf; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
+            *p = '_';
+}
+
+const char *spw_container_unpack_script(void)
+{
+    return unpack_script;
+}
+
+void spw_container_image_fn(spw_strbuf_t *s, const char *cache, uint64_t max_bytes,
+                            uint64_t max_files)
+{
+    spw_strbuf_add(s, "UF=");
+    spw_strbuf_quote(s, unpack_script);
+    spw_strbuf_add(s, "\nspw_image() { /bin/sh -c \"$UF\" spw-unpack \"$1\" ");
+    spw_strbuf_add(s, cache);
+    spw_strbuf_printf(s, " %llu %llu \"${SPW_JOB_UID:-}\" \"${SPW_JOB_GID:-}\" ''; }\n",
+                      (unsigned long long)max_bytes, (unsigned long long)max_files);
+}
 
 void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
 {
@@ -139,9 +257,7 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
     spw_strbuf_quote(s, c->workdir ? c->workdir : "");
     spw_strbuf_add(s, "; CK=");
     spw_strbuf_quote(s, c->ckpt ? c->ckpt : "");
-    spw_strbuf_printf(s, "; IC=%s\n", c->cache_dir ? c->cache_dir
-                      : "\"${SPILLWAY_IMAGE_CACHE:-${TMPDIR:-/tmp}/spillway-images-"
-                        "${SPW_JOB_UID:-$(id -u)}}\"");
+    spw_strbuf_add(s, "\n");
     spw_strbuf_add(s,
         "case $IMG in\n"
         "oci-archive:*) IK=archive; IF=${IMG#oci-archive:};;\n"
@@ -160,15 +276,10 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
     spw_strbuf_add(s, "; fi\nelse\n");
     spw_container_argv_free(cdi);
     spw_container_argv_free(dev);
-    /* The unpacking function, defined here and, for a job of another
-     * user, run as that user in a shell of its own. */
-    spw_strbuf_add(s, "UF=");
-    spw_strbuf_quote(s, unpack_fn);
-    spw_strbuf_add(s, "\neval \"$UF\"\n"
-        "if [ -n \"${SPW_JOB_UID:-}\" ] && [ \"$(id -u)\" != \"$SPW_JOB_UID\" ]; then\n"
-        "  spw_unpack_as() { setpriv --reuid=\"$SPW_JOB_UID\" --regid=\"$SPW_JOB_GID\""
-        " --clear-groups -- /bin/sh -c \"$UF\"'\nspw_unpack \"$1\" \"$2\"' spw-unpack \"$@\"; }\n"
-        "else spw_unpack_as() { spw_unpack \"$@\"; }; fi\n");
+    if (c->image_fn)
+        spw_strbuf_add(s, c->image_fn);
+    else
+        spw_strbuf_add(s, "spw_image() { echo \"this backend keeps no image cache here\"; return 1; }\n");
     spw_strbuf_add(s,
         "[ \"$IK\" != ref ] || die \"image $IMG is a registry reference, which needs podman on this"
         " host (not installed); give an unpacked root filesystem or an OCI archive to run it under"
@@ -176,8 +287,7 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
         "BW=$(command -v bwrap 2>/dev/null) || BW=/usr/bin/bwrap\n"
         "[ -x \"$BW\" ] || die \"the job names image $IMG, but this host has neither podman nor"
         " bubblewrap (bwrap) to run it\"\n"
-        "if [ \"$IK\" = archive ]; then UR=$(spw_unpack_as \"$IF\" \"$IC\") || die \"cannot unpack the"
-        " OCI archive $IF: $UR\"; IMG=$UR; fi\n"
+        "if [ \"$IK\" = archive ]; then UR=$(spw_image \"$IF\") || die \"$UR\"; IMG=$UR; fi\n"
         "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"
         "A=\"$(q \"$BW\")--tmpfs / --proc /proc --dev /dev --tmpfs /tmp --unshare-pid --die-with-parent\"\n"
         "for e in \"$IMG\"/*; do b=${e##*/}; case $b in proc|dev|tmp) continue;; esac;"

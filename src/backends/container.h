@@ -9,9 +9,11 @@
  *   bubblewrap (bwrap);
  * - an absolute path to a file, or "oci-archive:PATH": an OCI image archive
  *   (`podman save --format oci-archive`, `skopeo copy ... oci-archive:`),
- *   run by podman when the host has it, else unpacked once with tar into a
- *   cache directory (layers applied in order, whiteouts honoured) and run
- *   under bubblewrap;
+ *   run by podman when the host has it, else unpacked once by the trusted
+ *   side (root, or the daemon's user) into its team's image cache, keyed by
+ *   the sha256 of the archive's bytes, every blob checked against its
+ *   digest, bounded in bytes and files (spw_container_unpack_script), and
+ *   run under bubblewrap from there, read-only;
  * - anything else: a registry reference, which needs podman on the host.
  * Under podman: --network=host, the GPUs as CDI devices (nvidia.com/gpu=N)
  * when the host has an NVIDIA CDI spec, else their /dev/nvidia* nodes.
@@ -28,6 +30,14 @@
 
 #include "util/strbuf.h"
 
+/* The bounds of an OCI archive when none is configured
+ * (daemon.image_max_bytes, daemon.image_max_files). */
+#define SPW_IMAGE_MAX_BYTES (32ull << 30)   /* bytes: 32 GiB */
+#define SPW_IMAGE_MAX_FILES 1000000ull      /* entries */
+#define SPW_IMAGE_TEAM_DIR_MAX 300          /* bytes of a team's directory
+                                               name (spw_container_team_dir),
+                                               NUL included */
+
 /* What to wrap; everything borrowed for the call. */
 typedef struct spw_container {
     const char *image;          /* as in the job spec; required */
@@ -39,25 +49,50 @@ typedef struct spw_container {
     size_t ngpus;               /* entries in gpus */
     const char *const *env_names; /* NULL-terminated names podman passes on
                                    from the launching shell (-e NAME) */
-    const char *cache_dir;      /* shell text (expanded, not quoted: the
-                                   backend's own, never the user's) of the
-                                   directory where OCI archives are unpacked,
-                                   e.g. "$R/images"; NULL = the job's
-                                   $SPILLWAY_IMAGE_CACHE, else
-                                   ${TMPDIR:-/tmp}/spillway-images-UID */
+    const char *image_fn;       /* sh text that defines `spw_image ARCHIVE`,
+                                   which prints the root filesystem the
+                                   trusted side unpacked ARCHIVE into, or a
+                                   sentence and fails (spw_container_image_fn
+                                   where the script runs as the trusted
+                                   side); NULL = OCI archives cannot run
+                                   without podman */
 } spw_container_t;
 
 /* Appends to s the sh lines that replace the positional parameters (the
  * job's command, "$@") with the command that runs it in c->image.  The
  * script must define `die` (called with a sentence when the host can run
  * neither podman nor bubblewrap, or the image is missing; it must not
- * return) before these lines run.  When the script runs as root for a job
- * of another user (ssh hosts), it sets SPW_JOB_UID and SPW_JOB_GID to that
- * user's before these lines: an OCI archive is then unpacked as that user
- * (setpriv), never as root, into that user's cache directory, so that a
- * hostile archive (a layer's symlink leading out of the root filesystem)
- * can write nowhere the job could not. */
+ * return) before these lines run. */
 void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c);
+
+/* The trusted side's OCI unpacker: a POSIX sh script (static text) for
+ * `sh -c SCRIPT NAME ARCHIVE CACHE MAX_BYTES MAX_FILES UID GID WHY`.  It
+ * runs as root (or as the daemon's user, where jobs run as that user too),
+ * reads ARCHIVE as UID:GID (empty: as itself), and prints the read-only
+ * root filesystem CACHE/sha256-HEX/rootfs, HEX the sha256 of the archive's
+ * bytes, unpacking it there first (layers applied as UID) unless a valid
+ * entry is there; or prints a sentence (also written to the file WHY
+ * unless empty) and exits 1: the archive is not readable by UID, not an
+ * OCI layout, a blob does not match its digest, or it is larger than
+ * MAX_BYTES, unpacks to more than MAX_BYTES or MAX_FILES entries (naming
+ * daemon.image_max_bytes / image_max_files) or more than the free space;
+ * checked before anything is unpacked.  CACHE's parent must exist or be
+ * creatable as the trusted side's own, writable by no one else; CACHE is
+ * the team's (made 0711). */
+const char *spw_container_unpack_script(void);
+
+/* Appends the definition of spw_image (see image_fn) for a script that
+ * runs as the trusted side: it runs spw_container_unpack_script with the
+ * cache directory CACHE (shell words, the backend's own, never the job's),
+ * the bounds, and $SPW_JOB_UID / $SPW_JOB_GID as the job's user. */
+void spw_container_image_fn(spw_strbuf_t *s, const char *cache, uint64_t max_bytes,
+                            uint64_t max_files);
+
+/* Writes into buf (cap bytes) the name of team's directory in an image
+ * cache: "team-TEAM", any character of TEAM but letters, digits, '_', '.'
+ * and '-' made '_' (a name from the config, never a path); "no-team" for
+ * NULL. */
+void spw_container_team_dir(char *buf, size_t cap, const char *team);
 
 /* podman's command line for c, to which the job's command is appended:
  * `podman run --rm --name spw-TOKEN --pull=missing --network=host

@@ -14,6 +14,9 @@ static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
                            .log_dir = c->log_dir,
                            .run_dir = c->run_dir,
                            .max_log_bytes = c->max_log_bytes,
+                           .image_dir = c->image_dir,
+                           .image_max_bytes = c->image_max_bytes,
+                           .image_max_files = c->image_max_files,
                            .cgroups = 1,
                            .pids_max = c->job_pids_max,
                            .memory_mib = c->job_memory_mib};
@@ -42,6 +45,8 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .cmd_timeout_s = c->cmd_timeout_s,
                          .down_after_s = c->down_after_s,
                          .max_log_bytes = c->max_log_bytes,
+                         .image_max_bytes = c->image_max_bytes,
+                         .image_max_files = c->image_max_files,
                          .dynamic = c->dynamic,
                          .job_pids_max = c->job_pids_max,
                          .job_memory_mib = c->job_memory_mib};

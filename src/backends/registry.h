@@ -48,6 +48,13 @@ typedef struct spw_backend_conf {
     uint64_t max_log_bytes;     /* local, ssh: bytes each of a job's log
                                    files may reach; what comes after is
                                    dropped behind a marker line; 0 = no cap */
+    const char *image_dir;      /* local: the trusted image cache, one
+                                   directory per team under it (container.h);
+                                   NULL = OCI archives need podman */
+    uint64_t image_max_bytes;   /* local, ssh: bytes an OCI archive and its
+                                   unpacked tree may reach; 0 = 32 GiB */
+    uint64_t image_max_files;   /* local, ssh: entries an OCI archive may
+                                   unpack to; 0 = 1,000,000 */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */

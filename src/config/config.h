@@ -137,6 +137,10 @@ typedef struct spw_daemon_conf {
                                    NULL = STATE_DIR/logs */
     uint64_t max_log_bytes;     /* bytes each log file of a job may reach;
                                    64 MiB; 0 = no cap */
+    uint64_t image_max_bytes;   /* bytes an OCI image archive, and the tree
+                                   it unpacks to, may reach; 32 GiB */
+    uint64_t image_max_files;   /* entries (files, directories, links) an
+                                   OCI image may unpack to; 1,000,000 */
     double min_free_mib;        /* below this many MiB free on the state
                                    dir's (or log dir's) filesystem the
                                    daemon is unhealthy and refuses submits;

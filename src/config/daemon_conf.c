@@ -335,7 +335,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "idle_gpu", "allowed_hosts", "metrics_auth",
                                        "metrics_per_job", "share_run_as", "job_pids_max",
                                        "job_memory_mib", "log_dir", "max_log_bytes",
-                                       "min_free_mib", NULL};
+                                       "min_free_mib", "image_max_bytes", "image_max_files",
+                                       NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -371,6 +372,12 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0)
         return -1;
     dc->max_log_bytes = (uint64_t)logb;
+    double img[2] = {(double)dc->image_max_bytes, (double)dc->image_max_files};
+    if (cfg_num_key(x, n, "image_max_bytes", 1, 1e15, &img[0], err) < 0 ||
+        cfg_num_key(x, n, "image_max_files", 1, 1e12, &img[1], err) < 0)
+        return -1;
+    dc->image_max_bytes = (uint64_t)img[0];
+    dc->image_max_files = (uint64_t)img[1];
     if ((v = spw_ymap_get(n, "gpus"))) {
         if (spw_ynode_str(x->d, v, "gpus", &s, err) < 0)
             return -1;
@@ -501,5 +508,7 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
      * job holds memory and a row until it ends. */
     dc->max_queued_per_team = 10000;
     dc->max_log_bytes = 64ull << 20;
+    dc->image_max_bytes = 32ull << 30;
+    dc->image_max_files = 1000000;
     dc->min_free_mib = 256;
 }

@@ -34,6 +34,8 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
                              .ssh_port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
                              .log_dir = d->log_dir,
                              .max_log_bytes = dc->max_log_bytes,
+                             .image_max_bytes = dc->image_max_bytes,
+                             .image_max_files = dc->image_max_files,
                              .grace_s = dc->kill_grace_s,
                              .job_pids_max = dc->job_pids_max,
                              .job_memory_mib = dc->job_memory_mib,

@@ -200,6 +200,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     if (!opts)
         opts = &none;
     spw_daemon_t *d = spw_xcalloc(1, sizeof(*d));
+    char *image_dir = NULL;     /* STATE_DIR/images, given to the local backend */
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->wake, NULL);
     pthread_cond_init(&d->committed, NULL);
@@ -239,8 +240,12 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     }
     d->ckpt_dir = spw_xmalloc(strlen(abs) + sizeof("/checkpoints"));
     sprintf(d->ckpt_dir, "%s/checkpoints", abs);
+    /* The OCI image caches, a directory per team, are this daemon's:
+     * its user unpacks archives there (container.h). */
+    image_dir = spw_xmalloc(strlen(abs) + sizeof("/images"));
+    sprintf(image_dir, "%s/images", abs);
     free(abs);
-    if (mkdir_p(d->ckpt_dir, err) < 0)
+    if (mkdir_p(d->ckpt_dir, err) < 0 || mkdir_p(image_dir, err) < 0)
         goto error;
     if (spw_jobusers_init(&d->users, &cfg->daemon, err) < 0 ||
         spw_jobusers_check_shared(&d->users, cfg, err) < 0)
@@ -254,7 +259,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     mode_t lmode = stat(d->log_dir, &lst) == 0 && (lst.st_mode & 0011) == 0011 ? 0711 : 0700;
     if (chmod(d->log_dir, lmode) < 0 ||
         chmod(d->state_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0 ||
-        chmod(d->ckpt_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0) {
+        chmod(d->ckpt_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0 ||
+        chmod(image_dir, spw_jobusers_switch(&d->users) ? 0711 : 0700) < 0) {
         spw_errorf(err, "cannot set the permissions of the state dir %s: %s", d->state_dir,
                    strerror(errno));
         goto error;
@@ -281,8 +287,14 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
                              .grace_s = cfg->daemon.kill_grace_s,
                              .job_pids_max = cfg->daemon.job_pids_max,
                              .job_memory_mib = cfg->daemon.job_memory_mib,
-                             .max_log_bytes = cfg->daemon.max_log_bytes};
-    if (spw_backend_create(&bc, &d->be_ops, &d->be, err) < 0)
+                             .max_log_bytes = cfg->daemon.max_log_bytes,
+                             .image_dir = image_dir,
+                             .image_max_bytes = cfg->daemon.image_max_bytes,
+                             .image_max_files = cfg->daemon.image_max_files};
+    int brc = spw_backend_create(&bc, &d->be_ops, &d->be, err);
+    free(image_dir);
+    image_dir = NULL;
+    if (brc < 0)
         goto error;
     {
         /* The local and ssh backends detect the same (cgroup.h); said once. */
@@ -399,6 +411,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     dm_sweep_run_dir(d);
     return d;
 error:
+    free(image_dir);
     spw_daemon_destroy(d);
     return NULL;
 }

@@ -202,6 +202,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
             .nodes = j->ej.nnodes,
             .image = s->image,
             .user = u->set ? u->name : NULL,
+            .team = j->team && j->team[0] ? j->team : NULL,
         };
         /* An on-prem placement runs on its pool's backend (pools.c), a
          * cloud one on its instances when they are hosts (one rank each). */

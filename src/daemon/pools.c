@@ -176,6 +176,8 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
         spw_backend_conf_t bc = {.name = b->backend,
                                  .log_dir = d->log_dir,
                                  .max_log_bytes = cfg->daemon.max_log_bytes,
+                                 .image_max_bytes = cfg->daemon.image_max_bytes,
+                                 .image_max_files = cfg->daemon.image_max_files,
                                  .grace_s = cfg->daemon.kill_grace_s,
                                  .job_pids_max = cfg->daemon.job_pids_max,
                                  .job_memory_mib = cfg->daemon.job_memory_mib,

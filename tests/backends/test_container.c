@@ -162,6 +162,15 @@ int main(void)
        "a missing image: %s", o);
     free(o);
 
+    /* A team's cache directory is named from the config, never a path. */
+    char td[SPW_IMAGE_TEAM_DIR_MAX];
+    spw_container_team_dir(td, sizeof(td), "ml");
+    is_str(td, "team-ml", "team ml's image cache is team-ml");
+    spw_container_team_dir(td, sizeof(td), "a/../b c");
+    is_str(td, "team-a_.._b_c", "a team name with a slash or a space stays one name");
+    spw_container_team_dir(td, sizeof(td), NULL);
+    is_str(td, "no-team", "jobs of no team share no-team");
+
     char cmd[200];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)

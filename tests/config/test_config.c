@@ -926,6 +926,30 @@ static void test_job_users(void)
     ERR("job_env not a name", yaml, "not a variable name");
 }
 
+/* daemon.image_max_bytes and image_max_files: defaults, values, bounds. */
+static void test_image_bounds(void)
+{
+    static const char base[] = "onprem:\n  nodes: 1\n  gpus_per_node: 1\n";
+    char yaml[1024];
+    spw_config_t c;
+    spw_error_t err;
+
+    if (!ok(load(&c, base, NULL, &err) == 0, "a config without image bounds loads"))
+        diag("%s", err.text);
+    ok(c.daemon.image_max_bytes == 32ull << 30 && c.daemon.image_max_files == 1000000,
+       "image_max_bytes defaults to 32 GiB, image_max_files to 1,000,000");
+    spw_config_free(&c);
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  image_max_bytes: 20000000\n"
+             "  image_max_files: 400\n", base);
+    if (!ok(load(&c, yaml, NULL, &err) == 0, "image bounds load"))
+        diag("%s", err.text);
+    ok(c.daemon.image_max_bytes == 20000000 && c.daemon.image_max_files == 400,
+       "image_max_bytes and image_max_files as given");
+    spw_config_free(&c);
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  image_max_files: 0\n", base);
+    ERR("image_max_files 0", yaml, "c.yaml:5:", "image_max_files");
+}
+
 /* daemon.emulated's boot_command, hosts_dir and ssh (instances as hosts). */
 static void test_emulated_hosts(void)
 {
@@ -1148,6 +1172,7 @@ int main(void)
 {
     test_slurm_cloud();
     test_job_users();
+    test_image_bounds();
     test_home_without_pools();
     test_tokens();
     test_emulated_hosts();

@@ -4,10 +4,17 @@
 # bubblewrap in a root filesystem the test builds (tests/ssh/mkrootfs: no
 # registry): it sees the image's files, not the host's, with its workdir
 # and checkpoint directory mounted read-write.  An OCI image archive the
-# test writes (two layers, the second with a whiteout) is unpacked once
-# into a cache and run the same way.  The image is kept with the job across
-# a daemon restart.  A registry reference on a host without podman, and a
-# missing image, fail at launch with the reason.
+# test writes (two layers, the second with a whiteout) is unpacked once, by
+# the daemon's user, into its team's cache (STATE/images/team-ml/sha256-HEX,
+# HEX the archive's sha256), read-only to jobs, and run the same way.
+# Started as root, with team cv on a user of its own and team nlp on ml's:
+# hostile cv and nlp jobs plant a rootfs wherever they can where ml's job
+# will look (and the test leaves a job-writable entry there), and ml's job
+# still runs the good image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
+# 1,000 files) is refused with the bound and its config key in the job's
+# reason, as is a layer whose bytes do not match its digest.  The image is
+# kept with the job across a daemon restart.  A registry reference on a
+# host without podman, and a missing image, fail at launch with the reason.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,9 +46,19 @@ fi
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
 "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/image.tar" || { echo "1..0 # skip cannot write an OCI archive (tar, sha256sum)"; exit 0; }
-plan 21
+plan 36
 
 mkconfig "$T/serve.yaml" 2 never
+# Team nlp shares ml's user (mkconfig's share_run_as: true).
+NLP_TOKEN=nlp-secret-token-41b7e0
+printf '    - {token: %s, team: nlp}\n' "$NLP_TOKEN" >>"$T/serve.yaml"
+# Bounds small enough for the test's bombs, large enough for its image.
+printf '  image_max_bytes: 20000000\n  image_max_files: 400\n' >>"$T/serve.yaml"
+asroot=
+if [ "$(id -u)" = 0 ] && id spillway-job >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
+    asroot=1
+    printf 'teams:\n  - name: cv\n    run_as: nobody\n' >>"$T/serve.yaml"
+fi
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts" || exit 1
 
@@ -86,30 +103,104 @@ ok $? "a probe job succeeds"
 [ "$(spw ml logs "$c" 2>&1 | tr '\n' ' ')" = "read-only host-hidden " ]
 ok $? "the image is read-only and the host's files are hidden: $(spw ml logs "$c" 2>&1 | tr '\n' ' ')"
 
-# ---- an OCI archive ---------------------------------------------------------
-job_dir "$T/cachep"
-d=$(submit ml --gpus 1 --env SPILLWAY_IMAGE_CACHE="$T/cachep/c" --image "$T/img/image.tar" -- /bin/sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout-applied')
+# ---- an OCI archive: the team's cache, keyed by the archive's sha256 -------
+K=$(sha256sum <"$T/img/image.tar" | cut -d' ' -f1)
+E=$T/state/images/team-ml/sha256-$K
+if [ -n "$asroot" ]; then
+    # Team cv (user nobody) knows the archive, so the key: it plants a root
+    # filesystem wherever it can where ml's job would look.
+    job_dir "$T/cvw"
+    h=$(submit cv --gpus 1 --name plant --workdir "$T/cvw" -- sh -c '
+        for d in "$1/team-ml/sha256-$2" "$1/team-ml" "$1/team-cv/sha256-$2" "$1/sha256-$2"; do
+            mkdir -p "$d/rootfs/etc" 2>/dev/null &&
+                echo TROJANED-BY-TEAM-CV >"$d/rootfs/etc/layer2" 2>/dev/null && echo "planted $d"
+        done; echo done' plant "$T/state/images" "$K")
+    wait_for "$h" succeeded 20 cv
+    ok $? "team cv's planting job ran (as nobody)"
+    [ "$(spw cv logs "$h" 2>&1)" = done ]
+    ok $? "it could plant nothing in the image caches: $(spw cv logs "$h" 2>&1 | tr '\n' ' ')"
+    # Team nlp, on ml's own user, plants there too, and where the cache of
+    # old was: per uid, under a key computed from the archive's path, size,
+    # mtime and inode.
+    h2=$(submit "$NLP_TOKEN" --gpus 1 --name plant2 -- sh -c '
+        k=$(printf "%s %s" "$1" "$(stat -L -c "%s.%Y.%i" "$1")" | cksum | cut -d" " -f1)
+        for d in "${TMPDIR:-/tmp}/spillway-images-$(id -u)/$k" "$2/team-ml/sha256-$3" "$2/team-ml" "$2/sha256-$3"; do
+            mkdir -p "$d" 2>/dev/null && cp -R "$4" "$d/rootfs" 2>/dev/null &&
+                echo TROJANED-BY-TEAM-NLP >"$d/rootfs/etc/layer2" && echo "planted $d"
+        done; echo done' plant "$T/img/image.tar" "$T/state/images" "$K" "$rootfs")
+    wait_for "$h2" succeeded 20 "$NLP_TOKEN"
+    ok $? "team nlp's planting job ran (as ml's user)"
+    ! spw "$NLP_TOKEN" logs "$h2" 2>&1 | grep -q "^planted $T/state"
+    ok $? "it could plant nothing in the image caches either: $(spw "$NLP_TOKEN" logs "$h2" 2>&1 | tr '\n' ' ')"
+    # And an entry the job's user could write (an older layout or a copy by
+    # hand might leave one): never trusted.
+    mkdir -p "$E/rootfs/etc" && echo TROJANED-BY-TEAM-CV >"$E/rootfs/etc/layer2" && : >"$E/ok" &&
+        chown -R spillway-job "$E"
+else
+    ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
+    ok 0 "# SKIP team cv's hostile job needs root (a user per team)"
+    ok 0 "# SKIP team nlp's hostile job needs root"
+    ok 0 "# SKIP team nlp's hostile job needs root"
+fi
+d=$(submit ml --gpus 1 --image "$T/img/image.tar" -- /bin/sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout-applied')
 wait_for "$d" succeeded 60
 ok $? "a job with an OCI archive image succeeds"
 [ "$(spw ml logs "$d" 2>&1 | tr '\n' ' ')" = "second layer whiteout-applied " ]
-ok $? "both layers applied in order, the whiteout honoured: $(spw ml logs "$d" 2>&1 | tr '\n' ' ' | head -c 300)"
-e=$(submit ml --gpus 1 --env SPILLWAY_IMAGE_CACHE="$T/cachep/c" --image "oci-archive:$T/img/image.tar" -- cat /etc/layer2)
+ok $? "both layers applied in order, the whiteout honoured, nothing planted ran: $(spw ml logs "$d" 2>&1 | tr '\n' ' ' | head -c 300)"
+# What nlp planted where the cache of old was: its own key, nobody else's.
+[ -n "$asroot" ] && spw "$NLP_TOKEN" logs "$h2" 2>&1 | sed -n 's,^planted \(.*/spillway-images-[0-9]*/[0-9]*\)$,\1,p' |
+    while read -r old; do rm -rf "$old"; done
+[ -f "$E/rootfs/etc/layer2" ] && [ "$(stat -c %u "$E" "$E/ok" "$E/rootfs" "$E/rootfs/etc/layer2" | sort -u)" = "$(id -u)" ] &&
+    [ -z "$(find "$E" ! -type l -perm /022)" ]
+ok $? "it was unpacked into team ml's cache under the archive's sha256, the daemon's user's, writable by no one else" ||
+    diag "$(ls -lna "$E" "$E/rootfs" 2>&1)"
+e=$(submit ml --gpus 1 --image "oci-archive:$T/img/image.tar" -- cat /etc/layer2)
 wait_for "$e" succeeded 30
 ok $? "oci-archive:PATH runs the same image"
-[ "$(ls -d "$T"/cachep/c/*/rootfs 2>/dev/null | wc -l)" = 1 ]
-ok $? "it was unpacked once, into the image cache (SPILLWAY_IMAGE_CACHE)"
+[ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
+ok $? "it was unpacked once, and nothing else is left in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
+if [ -n "$asroot" ]; then
+    w=$(submit ml --gpus 1 -- sh -c 'echo x >"$1/rootfs/etc/layer2" 2>/dev/null && echo wrote-entry
+        mkdir "$1/../sha256-x" 2>/dev/null && echo wrote-cache; echo checked' w "$E")
+    wait_for "$w" succeeded 20
+    [ "$(spw ml logs "$w" 2>&1)" = checked ] && [ "$(cat "$E/rootfs/etc/layer2")" = "second layer" ]
+    ok $? "a job of ml cannot write its own team's cache: $(spw ml logs "$w" 2>&1 | tr '\n' ' ')"
+    c2=$(submit cv --gpus 1 --image "$T/img/image.tar" -- cat /etc/layer2)
+    wait_for "$c2" succeeded 30 cv
+    [ "$(spw cv logs "$c2" 2>&1)" = "second layer" ] && [ -d "$T/state/images/team-cv/sha256-$K/rootfs" ]
+    ok $? "team cv's job on the same archive runs from cv's own cache"
+else
+    ok 0 "# SKIP jobs run as the daemon's user (not root): they could write its files"
+    ok 0 "# SKIP no team user"
+fi
+
+# ---- archive bombs and altered blobs ----------------------------------------
+"$ROOT/tests/ssh/mkbadoci" bytes "$T/img/big.tar" 100 && "$ROOT/tests/ssh/mkbadoci" files "$T/img/many.tar" 1000 &&
+    "$ROOT/tests/ssh/mkbadoci" altered "$T/img/altered.tar" "$T/img/image.tar"
+[ "$(wc -c <"$T/img/big.tar")" -lt 1000000 ]
+ok $? "a 100 MB archive bomb weighs $(wc -c <"$T/img/big.tar") bytes"
+# refused IMAGE WHAT PATTERN: a job of ml on IMAGE fails (check "WHAT
+# fails"), with a reason that matches PATTERN (check "with the reason").
+refused() {
+    rj=$(submit ml --gpus 1 --image "$1" -- true)
+    wait_for "$rj" failed 60
+    ok $? "$2 fails"
+    field "$rj" 'd["reason"]' | grep -q "$3"
+    ok $? "with the reason: $(field "$rj" 'd["reason"]')"
+}
+refused "$T/img/big.tar" "a job on it" "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
+refused "$T/img/many.tar" "a job on an archive of 1,000 files" \
+    "unpacks to more than 400 files (daemon.image_max_files): raise"
+# The image's second layer rewritten, under its old digest.
+refused "$T/img/altered.tar" "a job on an archive whose layer does not match its digest" \
+    "the layer sha256:[0-9a-f]* of the OCI archive does not match its digest"
+[ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
+ok $? "none of them left anything in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
 
 # ---- what cannot run fails with the reason ----------------------------------
-f=$(submit ml --gpus 1 --image docker.io/library/busybox:1.36 -- true)
-wait_for "$f" failed 20
-ok $? "a registry reference on a host without podman fails"
-field "$f" 'd["reason"]' | grep -q "registry reference, which needs podman"
-ok $? "with the reason: $(field "$f" 'd["reason"]')"
-g=$(submit ml --gpus 1 --image "$T/img/nope" -- true)
-wait_for "$g" failed 20
-ok $? "a missing image fails"
-field "$g" 'd["reason"]' | grep -q "nope: No such file or directory"
-ok $? "with the reason: $(field "$g" 'd["reason"]')"
+refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
+    "registry reference, which needs podman"
+refused "$T/img/nope" "a missing image" "nope: No such file or directory"
 
 # ---- kept across a restart --------------------------------------------------
 stop_daemon

@@ -14,7 +14,7 @@
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 51 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 56 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -38,6 +38,7 @@ daemon:
   tick_s: 0.05
   kill_grace_s: 1
   job_pids_max: 64
+  image_max_bytes: 20000000
   tokens:
     - {token: $ML_TOKEN, team: ml}
     - {token: $CV_TOKEN, team: cv}
@@ -173,27 +174,61 @@ if img=$("$ROOT/tests/ssh/mkrootfs" "$T/img/rootfs") && chmod -R a+rX "$T/img"; 
     spw ml logs "$k" >"$T/boxed.out" 2>&1
     [ "$(cat "$T/boxed.out")" = "$(printf 'spillway test image\nown-root\n%s' "$(id -u spillway-job)")" ]
     ok $? "it ran in the image's root filesystem, as its user: $(tr '\n' ' ' <"$T/boxed.out")"
-    # An OCI archive: unpacked as the job's user (never the login user,
-    # root) into a cache of that user's.
-    mkdir -p "$T/jc" && chmod 777 "$T/jc"
+    # An OCI archive: the root part of the launch unpacks it into team ml's
+    # cache on the host (under its SPILLWAY_HOST_DIR), keyed by the
+    # archive's sha256, the layers applied as the job's user.  Team cv
+    # (nobody) knows the archive, so the key: it first plants a root
+    # filesystem wherever it can where ml's job will look, on every host.
     "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/image.tar"
-    k2=$(submit ml --gpus 1 --name boxed-oci --env SPILLWAY_IMAGE_CACHE="$T/jc/imgcache" --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
+    K=$(sha256sum <"$T/img/image.tar" | cut -d' ' -f1)
+    pl=$(submit cv --gpus 1 --name plant -- sh -c 'for i in 0 1 2 3; do
+        for d in "$1/host-$i/spillway/images/team-ml/sha256-$2" "$1/host-$i/spillway/images/team-ml" \
+            "$1/host-$i/spillway/images"; do
+            mkdir -p "$d/rootfs/etc" 2>/dev/null &&
+                echo TROJANED-BY-TEAM-CV >"$d/rootfs/etc/layer2" 2>/dev/null && echo "planted $d"
+        done; done; echo done' plant "$C" "$K")
+    wait_for "$pl" succeeded 30 cv
+    ok $? "team cv's planting job ran (as nobody)"
+    [ "$(spw cv logs "$pl" 2>&1)" = done ]
+    ok $? "it could plant nothing in the hosts' image caches: $(spw cv logs "$pl" 2>&1 | tr '\n' ' ')"
+    k2=$(submit ml --gpus 1 --name boxed-oci --image "$T/img/image.tar" -- sh -c 'cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout')
     wait_for "$k2" succeeded 30
     ok $? "a job naming an OCI archive succeeds as spillway-job" || diag "$(spw ml logs "$k2" 2>&1)"
     [ "$(spw ml logs "$k2" 2>&1 | tr '\n' ' ')" = "second layer whiteout " ]
-    ok $? "in the unpacked layers: $(spw ml logs "$k2" 2>&1 | tr '\n' ' ')"
+    ok $? "in the unpacked layers, not cv's: $(spw ml logs "$k2" 2>&1 | tr '\n' ' ')"
+    hk=$(host_of "$k2" 1)
+    E=$C/host-$hk/spillway/images/team-ml/sha256-$K
+    [ -n "$hk" ] && [ "$(stat -c %u "$E" "$E/rootfs" "$E/rootfs/etc/layer2" | sort -u)" = 0 ] &&
+        [ -z "$(find "$E" ! -type l -perm /022)" ]
+    ok $? "unpacked on host $hk into team ml's cache under the archive's sha256, root's, writable by no one else" ||
+        diag "$(ls -lna "$E" "$E/rootfs" 2>&1)"
     # A hostile archive whose layers write through a symlink out of the
     # root filesystem, into a directory only root may write.
     mkdir -p "$T/rootonly" && chmod 755 "$T/rootonly"
     SPW_OCI_ESCAPE=$T/rootonly "$ROOT/tests/ssh/mkociarchive" "$img" "$T/img/evil.tar"
-    k3=$(submit ml --gpus 1 --name evil-oci --env SPILLWAY_IMAGE_CACHE="$T/jc/imgcache" --image "$T/img/evil.tar" -- true)
+    k3=$(submit ml --gpus 1 --name evil-oci --image "$T/img/evil.tar" -- true)
     # It may end either way (tar may refuse the escaping member): ended is
     # what is waited for; where its files went is what is checked.
     k3_over() { case $(state_of "$k3") in succeeded | failed) return 0 ;; esac; return 1; }
     wait_until 30 k3_over
     [ -n "$(state_of "$k3")" ] && [ ! -e "$T/rootonly/pwned" ] && [ -s "$T/img/evil.tar" ]
-    ok $? "a hostile archive is unpacked as the job's user: nothing written outside its root ($(state_of "$k3"): $(spw ml show "$k3" 2>/dev/null | sed -n 's/^reason: *//p'))"
+    ok $? "a hostile archive's layers are applied as the job's user: nothing written outside its root ($(state_of "$k3"): $(spw ml show "$k3" 2>/dev/null | sed -n 's/^reason: *//p'))"
+    # An archive bomb and an altered layer: refused before anything is
+    # unpacked, with the bound or the digest in the job's reason.
+    "$ROOT/tests/ssh/mkbadoci" bytes "$T/img/big.tar" 100 &&
+        "$ROOT/tests/ssh/mkbadoci" altered "$T/img/altered.tar" "$T/img/image.tar"
+    k4=$(submit ml --gpus 1 --name bomb --image "$T/img/big.tar" -- true)
+    wait_for "$k4" failed 60 && field "$k4" 'd["reason"]' | grep -q "unpacks to more than 20000000 bytes (daemon.image_max_bytes)"
+    ok $? "an archive of $(wc -c <"$T/img/big.tar") bytes unpacking to 100 MB fails naming the bound: $(field "$k4" 'd["reason"]')"
+    k5=$(submit ml --gpus 1 --name altered --image "$T/img/altered.tar" -- cat /etc/layer2)
+    wait_for "$k5" failed 60 && field "$k5" 'd["reason"]' | grep -q "of the OCI archive does not match its digest"
+    ok $? "an archive whose layer does not match its digest fails: $(field "$k5" 'd["reason"]')"
 else
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
+    ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"
     ok 0 "# SKIP no bubblewrap"

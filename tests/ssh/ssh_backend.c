@@ -366,14 +366,15 @@ int main(void)
         char *sv = spw_read_file(step, &sl, NULL);
         ok(sv && strcmp(sv, "saved\n") == 0, "it wrote its checkpoint directory (mounted)");
         free(sv);
-        /* An OCI archive, unpacked on the host into $R/images. */
+        /* An OCI archive, unpacked on the host into its team's cache,
+         * $R/images/team-ml. */
         const char *oci = getenv("SPW_TEST_OCI");
         if (oci) {
             char cache[1300];
-            snprintf(cache, sizeof(cache), "SPILLWAY_IMAGE_CACHE=%s/imgcache", T);
-            const char *envo[] = {ckenv, cache, NULL};
+            const char *envo[] = {ckenv, NULL};
             req.env = envo;
             req.image = oci;
+            req.team = "ml";
             req.job_id = "c3";
             req.token = "d1.c3.1";
             req.script = "cat /etc/layer2; cat /etc/spw-image 2>/dev/null || echo whiteout";
@@ -388,15 +389,19 @@ int main(void)
                     "whiteout honoured"))
                 diag("got: %s", o);
             free(o);
-            snprintf(cache, sizeof(cache), "%s/imgcache", T);
-            DIR *cd = opendir(cache);
             int entries = 0;
-            for (struct dirent *de; cd && (de = readdir(cd)) != NULL;)
-                entries += de->d_name[0] != '.';
-            if (cd)
-                closedir(cd);
-            ok(entries == 1, "unpacked once, into SPILLWAY_IMAGE_CACHE (%d entries)", entries);
+            for (int hi = 0; hi < 8; hi++) {
+                snprintf(cache, sizeof(cache), "%s/cluster/host-%d/spillway/images/team-ml", T, hi);
+                DIR *cd = opendir(cache);
+                for (struct dirent *de; cd && (de = readdir(cd)) != NULL;)
+                    entries += strncmp(de->d_name, "sha256-", 7) == 0;
+                if (cd)
+                    closedir(cd);
+            }
+            ok(entries == 1, "unpacked once, into the team's cache on its host (%d entries)",
+               entries);
             req.env = envc;
+            req.team = NULL;
         }
         req.image = NULL;
         /* SPILLWAY_IMAGE in the env: the older way, still honoured. */

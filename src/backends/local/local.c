@@ -54,6 +54,10 @@ struct spw_local {
     size_t cap;                 /* entries allocated in jobs */
     spw_cgroups_t cg;           /* a cgroup per job (named by its launch
                                    token), or kind NONE: process groups */
+    char *image_dir;            /* the trusted OCI image cache (a directory
+                                   per team under it), owned; NULL = none */
+    uint64_t image_max_bytes;   /* bound of an archive and its tree, bytes */
+    uint64_t image_max_files;   /* bound of the entries it unpacks to */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -413,6 +417,11 @@ typedef struct child_plan {
                                    shim copies at most this many bytes to
                                    each of out_fd and err_fd; 0 = the job
                                    writes to them itself */
+    char *const *unpack_argv;   /* the OCI unpacker (/bin/sh and
+                                   spw_container_unpack_script's words):
+                                   the shim runs it as its own user beside
+                                   the job, which reads its answer on
+                                   descriptor 3; NULL = none */
 } child_plan_t;
 
 static void __attribute__((noreturn)) child_fail(int fd, int stage, int e)
@@ -475,23 +484,29 @@ static int child_exec(const child_plan_t *c)
     return eacces ? EACCES : ENOENT;
 }
 
-/* The job itself, forked by the shim: it inherits the shim's session, process
- * group and descriptors 0-2, and every signal blocked. */
-static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep)
+/* Every disposition back to default (the shim ignores most signals, and
+ * ignoring survives exec), then unblock all.  Async-signal-safe. */
+static void signals_default(void)
 {
     struct sigaction dfl;
     sigset_t none;
 
-    /* Every disposition back to default (the shim ignores most signals, and
-     * ignoring survives exec), then unblock all: a job starts with a clean
-     * slate.  A signal sent to the group meanwhile stays pending, since a
-     * blocked signal is not discarded even while ignored. */
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     for (int s = 1; s < NSIG; s++)
         sigaction(s, &dfl, NULL);  /* fails harmlessly for KILL, STOP, ... */
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* The job itself, forked by the shim: it inherits the shim's session, process
+ * group and descriptors 0-2, and every signal blocked. */
+static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep, int img_fd)
+{
+    /* A job starts with a clean slate.  A signal sent to the group
+     * meanwhile stays pending, since a blocked signal is not discarded even
+     * while ignored. */
+    signals_default();
 
     /* The shim stays the daemon's user (it writes the exit record where the
      * job cannot); the job drops to its own user, keeping no supplementary
@@ -506,6 +521,14 @@ static void __attribute__((noreturn)) job_run(const child_plan_t *c, int rep)
     }
     if (c->workdir && chdir(c->workdir) < 0)
         child_fail(rep, STAGE_CHDIR, errno);
+    /* The unpacker's answer becomes descriptor 3 across the exec (the
+     * report pipe moved out of its way first). */
+    if (img_fd >= 0) {
+        if (rep == 3 && img_fd != 3 && (rep = fcntl(rep, F_DUPFD_CLOEXEC, 4)) < 0)
+            _exit(127);
+        if (img_fd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(img_fd, 3) < 0)
+            child_fail(rep, STAGE_SETUP, errno);
+    }
     child_fail(rep, STAGE_EXEC, child_exec(c));
 }
 
@@ -703,6 +726,32 @@ static int shim_copy(pid_t job, const int in[2], uint64_t cap)
     return status;
 }
 
+/* Starts the OCI unpacker of c (the trusted side: the shim's user, a
+ * clean environment, the shim's process group) with its output on a pipe;
+ * returns the pipe's read end (close-on-exec), which the job reads.  Async-
+ * signal-safe. */
+static int shim_unpack(const child_plan_t *c, int rep)
+{
+    static char *const env[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                "LC_ALL=C", NULL};
+    int up[2];
+    if (pipe2(up, O_CLOEXEC) < 0 || (up[0] = fd_above_stdio(up[0])) < 0 ||
+        (up[1] = fd_above_stdio(up[1])) < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+    pid_t u = fork();
+    if (u < 0)
+        child_fail(rep, STAGE_SETUP, errno);
+    if (u == 0) {
+        signals_default();
+        if (dup2(up[1], 1) < 0)
+            _exit(127);
+        execve("/bin/sh", c->unpack_argv, env);
+        _exit(127);
+    }
+    close(up[1]);
+    return up[0];
+}
+
 /* The shim, the first child: it makes the session and the log descriptors,
  * forks the job, waits for it, records its outcome and ends the same way.
  * It never execs, so it must shed every descriptor the daemon had open. */
@@ -753,11 +802,12 @@ static void __attribute__((noreturn)) shim_run(const child_plan_t *c)
     close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 #endif
 
+    int img_fd = c->unpack_argv ? shim_unpack(c, rep) : -1;
     job = fork();
     if (job < 0)
         child_fail(rep, STAGE_SETUP, errno);
     if (job == 0)
-        job_run(c, rep);
+        job_run(c, rep, img_fd);
 
     /* The shim keeps only 0-2 and its fence (whose lock says, for as long
      * as the shim lives, that this launch is alive), and with a log cap the
@@ -976,8 +1026,11 @@ static int have_program(const char *name)
 
 /* Checks that this machine can run req->image (container.h says how each
  * form runs), so that a launch it cannot run fails with the reason rather
- * than starting a job that dies at once. */
-static int check_image(const spw_launch_t *req, spw_error_t *err)
+ * than starting a job that dies at once.  *archive becomes the path of an
+ * OCI archive that the trusted side must unpack (no podman here), else
+ * NULL. */
+static int check_image(const spw_local_t *lb, const spw_launch_t *req, const char **archive,
+                       spw_error_t *err)
 {
     const char *img = req->image, *path = img;
     int podman = have_program("podman"), bwrap = have_program("bwrap");
@@ -1008,7 +1061,40 @@ static int check_image(const spw_launch_t *req, spw_error_t *err)
     if (!podman && !bwrap)
         return spw_errorf(err, "job %s: image %s needs podman or bubblewrap (bwrap) on this "
                           "host; neither is installed", req->job_id, img);
+    if (!podman && !lb->image_dir)
+        return spw_errorf(err, "job %s: image %s is an OCI archive, which needs podman or an "
+                          "image cache (the daemon's state dir) on this host", req->job_id, img);
+    *archive = podman ? NULL : path;
     return 0;
+}
+
+/* The words of req's OCI unpacker (container.h) for the archive at path:
+ * the team's cache under lb->image_dir, the bounds, the job's user, and
+ * RUN_DIR/TOKEN.image for the reason of a refusal (read by local_poll).
+ * Free with spw_container_argv_free. */
+static char **unpack_argv(const spw_local_t *lb, const spw_launch_t *req, const char *path)
+{
+    char **v = spw_xcalloc(12, sizeof(char *)), buf[32], team[SPW_IMAGE_TEAM_DIR_MAX];
+    size_t k = 0;
+    spw_container_team_dir(team, sizeof(team), req->team);
+    v[k++] = spw_xstrdup("sh");
+    v[k++] = spw_xstrdup("-c");
+    v[k++] = spw_xstrdup(spw_container_unpack_script());
+    v[k++] = spw_xstrdup("spw-unpack");
+    v[k++] = spw_xstrdup(path);
+    v[k++] = join(lb->image_dir, strlen(lb->image_dir), "/", team, "");
+    snprintf(buf, sizeof(buf), "%" PRIu64, lb->image_max_bytes);
+    v[k++] = spw_xstrdup(buf);
+    snprintf(buf, sizeof(buf), "%" PRIu64, lb->image_max_files);
+    v[k++] = spw_xstrdup(buf);
+    snprintf(buf, sizeof(buf), "%ld", (long)req->uid);
+    v[k++] = spw_xstrdup(req->set_user ? buf : "");
+    snprintf(buf, sizeof(buf), "%ld", (long)req->gid);
+    v[k++] = spw_xstrdup(req->set_user ? buf : "");
+    v[k++] = lb->run_dir && req->token ? join(lb->run_dir, strlen(lb->run_dir), "/", req->token,
+                                              ".image")
+                                       : spw_xstrdup("");
+    return v;
 }
 
 /* The command that runs the job in req->image: /bin/sh with the script of
@@ -1041,12 +1127,15 @@ static char **image_argv(const spw_launch_t *req)
     for (size_t i = 0; i < ne; i++)
         if (env_name_is(req->env[i], "SPILLWAY_CHECKPOINT_DIR"))
             ckpt = req->env[i] + sizeof("SPILLWAY_CHECKPOINT_DIR");
+    /* The shim's unpacker answers on descriptor 3 (shim_unpack). */
     spw_container_t c = {req->image, req->token, req->workdir, ckpt, req->gpus, req->ngpus,
-                         names, NULL};
+                         names,
+                         "spw_image() { IFS= read -r l <&3 || l=\"the image unpacker gave no answer ($1)\";"
+                         " echo \"$l\"; case $l in /*) ;; *) return 1;; esac; }\n"};
     spw_strbuf_t sb = {0};
     spw_strbuf_add(&sb, "die() { echo \"spillway: $*\" >&2; exit 126; }\n");
     spw_container_wrap(&sb, &c);
-    spw_strbuf_add(&sb, "exec \"$@\"\n");
+    spw_strbuf_add(&sb, "exec 3<&-; exec \"$@\"\n");
     for (size_t i = 0; i < ne; i++)
         free(heap[i]);
     free(heap);
@@ -1084,7 +1173,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
     static const char *const std_path = "/usr/local/bin:/bin:/usr/bin";
     spw_local_t *lb = be;
     char *owned[5] = {NULL};
-    char **envp = NULL, **img_argv = NULL;
+    char **envp = NULL, **img_argv = NULL, **unpack = NULL;
+    const char *archive = NULL;
     char *out_name = NULL, *err_name = NULL, *exit_path = NULL, *exit_tmp = NULL;
     char *fence_path = NULL;
     const char *sh_argv[4] = {"sh", "-c", NULL, NULL};
@@ -1100,7 +1190,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
 
     if (check_launch(lb, req, err) < 0)
         return -1;
-    if (req->image && check_image(req, err) < 0)
+    if (req->image && check_image(lb, req, &archive, err) < 0)
         return -1;
 
     out_name = join(req->job_id, strlen(req->job_id), ".out", "", "");
@@ -1170,6 +1260,8 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         img_argv = image_argv(req);
         plan.file = "/bin/sh";
         plan.argv = img_argv;
+        if (archive)
+            plan.unpack_argv = unpack = unpack_argv(lb, req, archive);
     } else if (req->script) {
         sh_argv[2] = req->script;
         plan.file = "/bin/sh";
@@ -1293,6 +1385,7 @@ static int local_launch(void *be, const spw_launch_t *req, spw_handle_t *out,
         free(*o);
     free(envp);
     free_image_argv(img_argv);
+    spw_container_argv_free(unpack);
     return 0;
 
 error:
@@ -1330,6 +1423,7 @@ error:
         free(*o);
     free(envp);
     free_image_argv(img_argv);
+    spw_container_argv_free(unpack);
     return -1;
 }
 
@@ -1464,6 +1558,29 @@ static int job_ended(const spw_local_t *lb, job_t *j, spw_exit_t *x)
     return 1;
 }
 
+/* A job whose OCI archive the trusted side refused (its image script
+ * exits 126) did not start: the unpacker wrote why in RUN_DIR/TOKEN.image
+ * (unpack_argv), which is removed here either way. */
+static void image_refusal(const spw_local_t *lb, spw_exit_t *x)
+{
+    char path[PATH_MAX], buf[sizeof(x->reason)];
+    if (!lb->run_dir || !x->handle.token[0])
+        return;
+    snprintf(path, sizeof(path), "%s/%s.image", lb->run_dir, x->handle.token);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    unlink(path);
+    if (n <= 0 || x->kind != SPW_EXIT_EXITED || x->status != 126)
+        return;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    x->kind = SPW_EXIT_NOT_STARTED;
+    snprintf(x->reason, sizeof(x->reason), "%s", buf);
+}
+
 static int local_poll(void *be, spw_exit_t *exits, size_t max)
 {
     spw_local_t *lb = be;
@@ -1471,6 +1588,7 @@ static int local_poll(void *be, spw_exit_t *exits, size_t max)
 
     while (i < lb->njobs && n < max) {
         if (job_ended(lb, &lb->jobs[i], &exits[n])) {
+            image_refusal(lb, &exits[n]);
             n++;
             lb->njobs--;
             memmove(&lb->jobs[i], &lb->jobs[i + 1], (lb->njobs - i) * sizeof(*lb->jobs));
@@ -1637,6 +1755,11 @@ spw_local_t *spw_local_create(const spw_local_opts_t *opts, spw_error_t *err)
     if (opts && opts->cgroups)
         spw_cgroups_init(&lb->cg, NULL, opts->pids_max, opts->memory_mib);
     lb->max_log_bytes = opts ? opts->max_log_bytes : 0;
+    lb->image_dir = opts && opts->image_dir ? spw_xstrdup(opts->image_dir) : NULL;
+    lb->image_max_bytes = opts && opts->image_max_bytes ? opts->image_max_bytes
+                          : SPW_IMAGE_MAX_BYTES;
+    lb->image_max_files = opts && opts->image_max_files ? opts->image_max_files
+                          : SPW_IMAGE_MAX_FILES;
     return lb;
 }
 
@@ -1647,6 +1770,7 @@ void spw_local_destroy(spw_local_t *lb)
     free(lb->jobs);
     free(lb->log_dir);
     free(lb->run_dir);
+    free(lb->image_dir);
     free(lb);
 }
 

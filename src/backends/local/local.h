@@ -106,6 +106,15 @@ typedef struct spw_local_opts {
                                    job's output there and drops the rest
                                    behind one marker line; 0 = no cap (the
                                    job writes the files itself) */
+    const char *image_dir;      /* the trusted OCI image cache (copied): a
+                                   job's archive is unpacked into
+                                   IMAGE_DIR/team-TEAM (container.h) by a
+                                   process of this one's user, not the
+                                   job's; NULL = archives need podman */
+    uint64_t image_max_bytes;   /* bytes an archive and its unpacked tree
+                                   may reach; 0 = 32 GiB */
+    uint64_t image_max_files;   /* entries an archive may unpack to; 0 =
+                                   1,000,000 */
 } spw_local_opts_t;
 
 #define SPW_LOCAL_GRACE_S 10.0  /* grace_s when opts is NULL */

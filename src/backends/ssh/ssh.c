@@ -115,6 +115,9 @@ struct spw_ssh {
     int port;                   /* ssh port */
     char *log_dir;              /* owned */
     uint64_t max_log_bytes;     /* cap of each local log file; 0 = none */
+    uint64_t image_max_bytes;   /* bound of an OCI archive and its tree on
+                                   a host, bytes */
+    uint64_t image_max_files;   /* bound of the entries it unpacks to */
     char control_dir[128];      /* ControlPath directory; "" = no multiplexing */
     double grace_s, cmd_timeout_s, sync_interval_s, down_after_s; /* seconds */
     uint32_t job_pids_max;      /* processes per job (its cgroup); 0 = none */
@@ -499,6 +502,8 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     sb->port = o->port > 0 ? o->port : 22;
     sb->log_dir = spw_xstrdup(o->log_dir);
     sb->max_log_bytes = o->max_log_bytes;
+    sb->image_max_bytes = o->image_max_bytes ? o->image_max_bytes : SPW_IMAGE_MAX_BYTES;
+    sb->image_max_files = o->image_max_files ? o->image_max_files : SPW_IMAGE_MAX_FILES;
     sb->grace_s = o->grace_s >= 0 ? o->grace_s : 10;
     sb->job_pids_max = o->job_pids_max;
     sb->job_memory_mib = o->job_memory_mib;
@@ -1423,22 +1428,20 @@ static void user_switch(spw_strbuf_t *s)
                       " set -- setpriv --reuid=\"$UI\" --regid=\"$UG\" --clear-groups -- \"$@\"\n");
 }
 
-/* The image cache directory a launch unpacks into, as shell words, when
- * the job's env names one (SPILLWAY_IMAGE_CACHE, else TMPDIR): the root part
- * of the launch reads no variable of the job's, so the choice is written
- * into the script, quoted.  NULL: container.c's default.  Caller frees. */
-static char *image_cache(const spw_launch_t *req)
+/* The definition of spw_image for a launch (container.h): the root part
+ * of the launch unpacks an OCI archive into the job's team's cache on the
+ * host, $SPILLWAY_IMAGE_DIR (the login's environment, never the job's)
+ * else $R/images, then team-TEAM.  Caller frees. */
+static char *image_fn(const spw_ssh_t *sb, const spw_launch_t *req)
 {
-    const char *ic = env_value(req->env, "SPILLWAY_IMAGE_CACHE");
-    const char *tmp = env_value(req->env, "TMPDIR");
-    spw_strbuf_t b = {0};
-    if (ic && ic[0]) {
-        spw_strbuf_quote(&b, ic);
-    } else if (tmp && tmp[0]) {
-        spw_strbuf_quote(&b, tmp);
-        spw_strbuf_add(&b, "/spillway-images-\"${SPW_JOB_UID:-$(id -u)}\"");
-    }
-    return b.s;
+    spw_strbuf_t cache = {0}, fn = {0};
+    char team[SPW_IMAGE_TEAM_DIR_MAX];
+    spw_container_team_dir(team, sizeof(team), req->team);
+    spw_strbuf_add(&cache, "\"${SPILLWAY_IMAGE_DIR:-$R/images}\"/");
+    spw_strbuf_quote(&cache, team);
+    spw_container_image_fn(&fn, cache.s, sb->image_max_bytes, sb->image_max_files);
+    free(cache.s);
+    return fn.s;
 }
 
 /* Appends the line that applies the job's own variables to its command
@@ -1684,7 +1687,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
                 if (bits[k] >> g & 1)
                     gl[ng++] = g;
             const char *ckd = env_value(req->env, "SPILLWAY_CHECKPOINT_DIR");
-            char *cache = image_cache(req);
+            char *cache = image_fn(sb, req);
             spw_container_t ct = {image, req->token, req->workdir, ckd, gl, ng,
                                   (const char *const *)names, cache};
             spw_strbuf_add(&s, "die() { echo \"E $*\"; exit 1; }\n");

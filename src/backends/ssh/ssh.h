@@ -108,6 +108,10 @@ typedef struct spw_ssh_opts {
                                    the host (cgroup.h); 0 = no limit */
     uint64_t job_memory_mib;    /* memory per job, MiB, likewise; 0 = no
                                    limit */
+    uint64_t image_max_bytes;   /* bytes an OCI archive and its unpacked
+                                   tree may reach on a host; 0 = 32 GiB */
+    uint64_t image_max_files;   /* entries an OCI archive may unpack to on
+                                   a host; 0 = 1,000,000 */
 } spw_ssh_opts_t;
 
 /* The function table; use it with a backend from spw_ssh_create.  Of the
