@@ -306,6 +306,21 @@ int spw_ec2_parse(const char *xml, size_t len, spw_ec2_result_t *out, spw_error_
     return 0;
 }
 
+int spw_aws_xml_text(const char *xml, size_t len, const char *const *path, char *out,
+                     size_t outlen)
+{
+    out[0] = '\0';
+    xmlDoc *doc = xmlReadMemory(xml, (int)len, "aws.xml", NULL,
+                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlNode *n = doc ? xmlDocGetRootElement(doc) : NULL;
+    for (size_t i = 0; n && path[i]; i++)
+        n = child(n, path[i]);
+    if (n)
+        text_of(n, NULL, out, outlen);
+    xmlFreeDoc(doc);
+    return n ? 0 : -1;
+}
+
 const char *spw_ec2_tag(const spw_ec2_instance_t *inst, const char *key)
 {
     for (size_t i = 0; i < inst->ntags; i++)

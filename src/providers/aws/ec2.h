@@ -131,6 +131,13 @@ void spw_ec2_result_clear(spw_ec2_result_t *r);
 /* The value of tag key on inst, NULL if it has none. */
 const char *spw_ec2_tag(const spw_ec2_instance_t *inst, const char *key);
 
+/* Copies the text at path (element names from below the root, NULL-
+ * terminated: {"AssumeRoleResult", "Credentials", "AccessKeyId", NULL}) of
+ * an XML answer to out (trimmed); returns 0, or -1 when the text is not XML
+ * or has no such element (out then ""). */
+int spw_aws_xml_text(const char *xml, size_t len, const char *const *path, char *out,
+                     size_t outlen);
+
 /* Parses "2011-03-07T12:17:19.000Z" to Unix seconds; -1 if malformed. */
 double spw_ec2_time_parse(const char *s);
 
