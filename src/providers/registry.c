@@ -1,10 +1,11 @@
 /* registry.c: providers by name (see registry.h). */
 #include "providers/registry.h"
 
+#include "providers/aws/aws.h"
 #include "providers/emulated/emulated.h"
 #include "util/names.h"
 
-const char *const spw_provider_names[] = {"emulated", NULL};
+const char *const spw_provider_names[] = {"emulated", "aws", NULL};
 
 static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
 {
@@ -19,12 +20,26 @@ static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
     return spw_emulated_create(&eo, err);
 }
 
+static void *make_aws(const spw_provider_conf_t *c, spw_error_t *err)
+{
+    spw_aws_opts_t ao = {.name = c->name,
+                         .offers = c->offers,
+                         .noffers = c->noffers,
+                         .daemon_id = c->daemon_id,
+                         .regions = c->regions,
+                         .endpoint_url = c->endpoint_url,
+                         .dry_run = c->dry_run,
+                         .options = c->options};
+    return spw_aws_create(&ao, err);
+}
+
 /* In the order of spw_provider_names[]. */
 static const struct {
     const struct spw_provider_ops *ops;
     void *(*make)(const spw_provider_conf_t *c, spw_error_t *err);
 } registry[] = {
     {&spw_emulated_ops, make_emulated},
+    {&spw_aws_ops, make_aws},
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) ==
                    sizeof(spw_provider_names) / sizeof(spw_provider_names[0]) - 1,

@@ -43,6 +43,7 @@ static void sample_answers(void)
     is_str(r.inst[0].state_reason, "pending", "  stateReason code");
     is_str(r.inst[0].zone, "us-east-1d", "  placement zone");
     is_str(r.inst[0].instance_type, "cc1.4xlarge", "  type");
+    is_double(r.inst[0].launch_s, 1311932808, 0, "  launchTime 2011-07-29T09:46:48.000Z");
     is_str(r.request_id, "7faf9500-67ef-484b-9fa5-73b6df638bc8", "  requestId");
     is_str(r.error_code, "", "  no error");
 

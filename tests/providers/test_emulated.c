@@ -739,7 +739,7 @@ static void test_registry(void)
     snprintf(dir, sizeof(dir), "%s/registry", tmp);
     mkdir(dir, 0700);
     spw_offer_emulation_t oo = {.offer = 1, .capacity = 1};
-    spw_provider_conf_t c = {.type = "aws", .offers = offers, .noffers = 4, .state_dir = dir,
+    spw_provider_conf_t c = {.type = "oracle", .offers = offers, .noffers = 4, .state_dir = dir,
                              .offer_emulation = &oo, .noffer_emulation = 1, .seed = 7};
     const struct spw_provider_ops *pops = NULL;
     void *pv = NULL;
@@ -749,7 +749,7 @@ static void test_registry(void)
 
     ok(spw_provider_create(&c, &pops, &pv, &err) < 0 && !pops && !pv,
        "an unknown provider is refused, nothing made");
-    is_str(err.text, "unknown provider 'aws' (known: emulated)",
+    is_str(err.text, "unknown provider 'oracle' (known: emulated, aws)",
            "the message lists the known names");
     is_str(spw_provider_names[0], "emulated", "the names known start with emulated");
     c.type = "emulated";

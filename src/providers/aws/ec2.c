@@ -216,6 +216,9 @@ static void parse_instance(const xmlNode *item, spw_ec2_instance_t *in)
     char life[16];
     text_of(item, "instanceLifecycle", life, sizeof(life));
     in->spot = strcmp(life, "spot") == 0;
+    char when[40];
+    text_of(item, "launchTime", when, sizeof(when));
+    in->launch_s = spw_ec2_time_parse(when);
     for (const xmlNode *t = child(child(item, "tagSet"), "item");
          t && in->ntags < SPW_EC2_MAX_TAGS; t = t->next) {
         if (!named(t, "item"))

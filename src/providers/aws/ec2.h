@@ -94,6 +94,7 @@ typedef struct spw_ec2_instance {
     char zone[64];              /* placement.availabilityZone */
     char client_token[72];      /* clientToken, "" */
     int spot;                   /* instanceLifecycle = spot */
+    double launch_s;            /* launchTime, Unix seconds; -1 = not given */
     spw_ec2_tag_t tags[SPW_EC2_MAX_TAGS];  /* tagSet, in order */
     size_t ntags;               /* entries in tags */
 } spw_ec2_instance_t;
