@@ -113,7 +113,14 @@ $(B)/tests/ssh/%: tests/ssh/%.c $(B)/libspillway.a tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
 
-tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) spillway
+# Programs driven by tests/providers/aws.sh against a fake EC2 endpoint.
+AWS_TEST_BIN = $(B)/tests/providers/aws_e2e
+
+$(B)/tests/providers/aws_e2e: tests/providers/aws_e2e.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
+tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) $(AWS_TEST_BIN) spillway
 
 # The live test files: each starts its own daemons (spillway, Slurm, sshd
 # hosts, Prometheus, Chromium) on its own ports, directories and subnets,
@@ -124,6 +131,7 @@ PROVE_JOBS ?= 2
 SLOW_TESTS = tests/slurm/cloud.sh tests/ssh/backend.sh tests/slurm/recovery.sh \
 	tests/slurm/daemon.sh tests/ssh/cloud.sh tests/daemon/spot_resume.sh
 LIVE_TESTS = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(wildcard tests/daemon/*.sh) \
+	$(wildcard tests/providers/*.sh) \
 	$(wildcard tests/ui/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh))
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
