@@ -18,17 +18,22 @@
 #include "tap.h"
 #include "providers/aws/creds.h"
 #include "util/file.h"
+#include "util/strbuf.h"
 
 extern char **environ;
 static char tmp[] = "/tmp/spw-aws-creds-XXXXXX";
 
+/* Writes text to tmp/name. */
 static void write_file(const char *name, const char *text)
 {
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", tmp, name);
-    FILE *f = fopen(path, "w");
-    fputs(text, f);
-    fclose(f);
+    spw_strbuf_t path = {0};
+    spw_strbuf_printf(&path, "%s/%s", tmp, name);
+    FILE *f = fopen(path.s, "w");
+    if (!f || fputs(text, f) < 0)
+        diag("cannot write %s", path.s);
+    if (f)
+        fclose(f);
+    free(path.s);
 }
 
 static void clear_env(void)

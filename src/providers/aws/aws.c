@@ -271,6 +271,30 @@ static int ec2_call(aws_t *a, const char *region, const char *body, spw_ec2_resu
     return rc;
 }
 
+/* Sends body (then frees it) to region and takes the lock back, for the
+ * caller to apply the answer under it.  Returns as ec2_call. */
+static int send_then_lock(aws_t *a, const char *region, spw_strbuf_t *body,
+                          spw_ec2_result_t *r, long *status, spw_error_t *err)
+{
+    int rc = ec2_call(a, region, body->s, r, status, err);
+    free(body->s);
+    pthread_mutex_lock(&a->mu);
+    return rc;
+}
+
+/* Queues w again after a backoff with jitter, if it has retries left;
+ * returns whether it did.  Under the lock. */
+static int retry_later(aws_t *a, const work_t *w)
+{
+    if (w->attempt >= SPW_AWS_MAX_RETRIES)
+        return 0;
+    work_t again = *w;
+    again.attempt++;
+    again.not_before = mono_s() + spw_aws_backoff_s(w->attempt, 0.5, 8.0, &a->rng);
+    push_work(a, &again);
+    return 1;
+}
+
 /* ---- RunInstances ---------------------------------------------------- */
 
 static int cmp_cloud(const void *x, const void *y)
@@ -338,14 +362,9 @@ static void run_done(aws_t *a, work_t *w, spw_ec2_result_t *r, long status, int 
         }
         return;
     }
-    if (cls->retry && w->attempt < SPW_AWS_MAX_RETRIES) {
-        /* The same ClientToken again: EC2 never buys twice for it. */
-        work_t again = *w;
-        again.attempt++;
-        again.not_before = mono_s() + spw_aws_backoff_s(w->attempt, 0.5, 8.0, &a->rng);
-        push_work(a, &again);
+    /* The same ClientToken again: EC2 never buys twice for it. */
+    if (cls->retry && retry_later(a, w))
         return;
-    }
     if (cls->block == SPW_BLOCK_ACCOUNT) {
         snprintf(a->block_why, sizeof(a->block_why), "%s", reason);
         a->block_until_s = a->clock_s + cls->ttl_s;
@@ -391,9 +410,7 @@ static void do_run(aws_t *a, work_t *w)
     spw_ec2_result_t r = {0};
     spw_error_t err = {{0}};
     long status = 0;
-    int rc = ec2_call(a, region, body.s, &r, &status, &err);
-    free(body.s);
-    pthread_mutex_lock(&a->mu);
+    int rc = send_then_lock(a, region, &body, &r, &status, &err);
     run_done(a, w, &r, status, rc, err.text);
     pthread_mutex_unlock(&a->mu);
     spw_ec2_result_clear(&r);
@@ -420,19 +437,12 @@ static void do_terminate(aws_t *a, work_t *w)
     spw_ec2_result_t r = {0};
     spw_error_t err = {{0}};
     long status = 0;
-    int rc = ec2_call(a, region, body.s, &r, &status, &err);
-    free(body.s);
-    pthread_mutex_lock(&a->mu);
+    int rc = send_then_lock(a, region, &body, &r, &status, &err);
     x = find_inst(a, w->id);
     const spw_ec2_error_class_t *cls =
         spw_ec2_error_classify(rc == 0 ? r.error_code : "", rc == 0 ? status : 599);
     int failed = rc < 0 || (r.error_code[0] && !cls->success);
-    if (x && failed && cls->retry && w->attempt < SPW_AWS_MAX_RETRIES) {
-        work_t again = *w;
-        again.attempt++;
-        again.not_before = mono_s() + spw_aws_backoff_s(w->attempt, 0.5, 8.0, &a->rng);
-        push_work(a, &again);
-    } else if (x) {
+    if (x && !(failed && cls->retry && retry_later(a, w))) {
         /* Done, or given up: the next describe asks again while EC2 still
          * shows it running. */
         x->terminating = 0;
@@ -670,18 +680,11 @@ static void *op_thread(void *arg)
             if (a->next_describe < wake)
                 wake = a->next_describe;
         }
-        /* Sleep until the earliest due item, new work, or stop. */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double d = wake - now;
-        if (d > 1.0)
-            d = 1.0;  /* a describe may become due through poll()'s clock */
-        ts.tv_sec += (time_t)d;
-        ts.tv_nsec += (long)((d - floor(d)) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        /* Sleep until the earliest due item, new work, or stop; at most a
+         * second, as a describe may become due through poll()'s clock. */
+        double until = wake < now + 1.0 ? wake : now + 1.0;
+        struct timespec ts = {.tv_sec = (time_t)until,
+                              .tv_nsec = (long)((until - floor(until)) * 1e9)};
         pthread_cond_timedwait(&a->cv, &a->mu, &ts);
     }
     pthread_mutex_unlock(&a->mu);
@@ -980,17 +983,12 @@ static void aws_destroy(void *pv)
     pthread_mutex_destroy(&a->cmu);
     pthread_cond_destroy(&a->cv);
     memset(&a->creds, 0, sizeof(a->creds));
-    free_strv(a->regions);
-    free_strv(a->opt_keys);
-    free_strv(a->opt_values);
-    free_strv(a->groups);
-    free(a->endpoint_url);
-    free(a->ssh_key);
-    free(a->profile);
-    free(a->inst);
-    free(a->work);
-    free(a->ev);
-    free(a);
+    char **lists[] = {a->regions, a->opt_keys, a->opt_values, a->groups};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+        free_strv(lists[i]);
+    void *owned[] = {a->endpoint_url, a->ssh_key, a->profile, a->inst, a->work, a->ev, a};
+    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+        free(owned[i]);
 }
 
 /* ---- Making it ------------------------------------------------------- */

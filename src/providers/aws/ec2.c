@@ -260,11 +260,11 @@ static void add_prices(const xmlNode *set, spw_ec2_result_t *r)
 
 void spw_ec2_result_clear(spw_ec2_result_t *r)
 {
-    if (!r)
-        return;
-    free(r->inst);
-    free(r->prices);
-    memset(r, 0, sizeof(*r));
+    if (r) {
+        free(r->inst);
+        free(r->prices);
+        *r = (spw_ec2_result_t){0};
+    }
 }
 
 int spw_ec2_parse(const char *xml, size_t len, spw_ec2_result_t *out, spw_error_t *err)
