@@ -15,6 +15,7 @@
 
 #include "providers/aws/creds.h"
 #include "providers/aws/ec2.h"
+#include "providers/aws/http.h"
 #include "providers/aws/errors.h"
 #include "util/file.h"
 #include "util/rng.h"
@@ -1145,6 +1146,7 @@ void *spw_aws_create(const spw_aws_opts_t *o, spw_error_t *err)
             goto error;
         }
     }
+    spw_aws_http_init();
     for (int i = 0; i < a->nthreads; i++) {
         if (pthread_create(&a->threads[i], NULL, op_thread, a) != 0) {
             a->nthreads = i;

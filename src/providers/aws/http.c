@@ -7,13 +7,21 @@
 #include <string.h>
 
 #include <curl/curl.h>
+#include <libxml/parser.h>
 
-/* libcurl's global set-up, once per process, before any thread uses it. */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+/* libcurl's and libxml2's global set-up, once per process, before any
+ * thread uses them. */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static void curl_init_once(void)
+static void init_libs(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    xmlInitParser();
+}
+
+void spw_aws_http_init(void)
+{
+    pthread_once(&init_once, init_libs);
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -46,7 +54,7 @@ static int exchange(const char *method, const char *url, struct curl_slist *hdr,
                     const char *body, long timeout_ms, long *status, spw_strbuf_t *resp,
                     spw_error_t *err)
 {
-    pthread_once(&curl_once, curl_init_once);
+    spw_aws_http_init();
     *status = 0;
     CURL *c = curl_easy_init();
     if (!c) {

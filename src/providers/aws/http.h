@@ -10,6 +10,11 @@
 #include "util/error.h"
 #include "util/strbuf.h"
 
+/* Sets up libcurl and libxml2 for use from several threads; once per
+ * process (later calls do nothing).  Call it before starting threads that
+ * use them (spw_aws_create does); the calls below also call it. */
+void spw_aws_http_init(void);
+
 /* Where and how to call. */
 typedef struct spw_aws_endpoint {
     const char *url;            /* "https://ec2.us-east-1.amazonaws.com" or
