@@ -154,6 +154,7 @@ int main(void)
     spw_error_t err = {{0}};
     spw_inst_event_t ev[32];
     spw_instance_t in[8], d;
+    json_t *st;
     void *a = make("d-e2e", 0, &err);
     if (!ok(a != NULL, "provider made against %s (%s)", url, err.text))
         return done_testing();
@@ -298,6 +299,29 @@ int main(void)
        "(%zu listed)",
        nl);
 
+    /* 7b. Pages: 12 instances, 5 a page. */
+    const char *popts[] = {"image=ami-0abc1234", "describe_s=0.2", "describe_page=5", NULL};
+    spw_aws_opts_t po = {.name = "pages", .offers = offers, .noffers = 3, .daemon_id = "d-pages",
+                         .endpoint_url = url, .options = popts};
+    void *pg = spw_aws_create(&po, &err);
+    spw_instance_t many[12];
+    ok(pg && acquire(pg, 1, 12, 0, "d-pages.job.a1", many, &err) == 0,
+       "describe_page=5: acquire 12 at once");
+    n = wait_events(pg, SPW_INST_EV_READY, 12, ev, 32);
+    ok(count_kind(ev, n, SPW_INST_EV_READY) == 12, "  all 12 READY, seen across 3 pages");
+    ok(ops->list(pg, ls, 32, &nl, &err) == 0 && nl == 12, "  list() follows NextToken: 12 (%zu)",
+       nl);
+    json_t *calls = json_object_get(st = fake("GET", "/_fake/state", NULL), "calls"), *c;
+    size_t k, paged = 0;
+    json_array_foreach(calls, k, c) {
+        json_t *p = json_object_get(c, "params");
+        paged += json_object_get(p, "NextToken") != NULL &&
+                 strcmp(json_string_value(json_object_get(p, "MaxResults")), "5") == 0;
+    }
+    json_decref(st);
+    ok(paged >= 4, "  DescribeInstances asked with NextToken and MaxResults 5 (%zu calls)", paged);
+    ops->destroy(pg);
+
     /* 8. An account-wide refusal: health names it, acquire refuses. */
     json_decref(fake("POST", "/_fake/inject",
                      "{\"action\": \"RunInstances\", \"code\": \"UnauthorizedOperation\", "
@@ -342,7 +366,7 @@ int main(void)
     }
 
     /* The fake found nothing to object to. */
-    json_t *st = fake("GET", "/_fake/state", NULL);
+    st = fake("GET", "/_fake/state", NULL);
     size_t nv = json_array_size(json_object_get(st, "violations"));
     size_t na = json_array_size(json_object_get(st, "auth_failures"));
     if (nv)

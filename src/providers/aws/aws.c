@@ -24,7 +24,6 @@
                                    this long is gone (EC2 is eventually
                                    consistent just after RunInstances) */
 #define MAX_THREADS 32          /* op threads per account, at most */
-#define DESCRIBE_PAGE 500       /* MaxResults of a describe page */
 
 /* ---- State ------------------------------------------------------------- */
 
@@ -75,6 +74,7 @@ typedef struct aws {
                                    private IP */
     long timeout_ms;            /* each EC2 call, ms */
     double describe_s;          /* seconds between describes of live instances */
+    int describe_page;          /* MaxResults of a describe page, 5..1000 */
     int nthreads;               /* op threads */
 
     pthread_mutex_t mu;         /* guards everything below */
@@ -468,7 +468,7 @@ static int describe_region(aws_t *a, const char *region, spw_ec2_result_t *all,
     spw_ec2_result_clear(all);
     for (int page = 0; page < 1000; page++) {
         spw_strbuf_t body = {0};
-        spw_ec2_describe_form(a->daemon_id, NULL, 0, next, DESCRIBE_PAGE, &body);
+        spw_ec2_describe_form(a->daemon_id, NULL, 0, next, a->describe_page, &body);
         spw_ec2_result_t r = {0};
         long status = 0;
         int rc = ec2_call(a, region, body.s, &r, &status, err);
@@ -996,7 +996,8 @@ static void aws_destroy(void *pv)
 
 static const char *const known_keys[] = {"image", "security_groups", "key_name",
                                          "ssh_public_key", "user", "address", "profile",
-                                         "timeout_s", "describe_s", "threads", NULL};
+                                         "timeout_s", "describe_s", "describe_page",
+                                         "threads", NULL};
 
 static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
 {
@@ -1019,7 +1020,7 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         if (!ok)
             return spw_errorf(err, "account %s: unknown option '%s' (known: image, image.REGION, "
                                    "subnet.ZONE, security_groups, key_name, ssh_public_key, user, "
-                                   "address, profile, timeout_s, describe_s, threads)",
+                                   "address, profile, timeout_s, describe_s, describe_page, threads)",
                               a->name, key);
     }
     const char *v;
@@ -1040,6 +1041,14 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         a->describe_s = strtod(v, NULL);
         if (!(a->describe_s >= 0.1 && a->describe_s <= 3600))
             return spw_errorf(err, "account %s: describe_s must be in [0.1, 3600], not '%s'",
+                              a->name, v);
+    }
+    a->describe_page = 500;
+    if ((v = opt(a, "describe_page"))) {
+        a->describe_page = atoi(v);
+        if (a->describe_page < 5 || a->describe_page > 1000)
+            return spw_errorf(err, "account %s: describe_page must be 5 to 1000 (EC2's "
+                                   "MaxResults), not '%s'",
                               a->name, v);
     }
     a->nthreads = 4;

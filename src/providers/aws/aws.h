@@ -31,7 +31,8 @@ typedef struct spw_aws_opts {
                                    image, image.REGION, subnet.ZONE,
                                    security_groups, key_name, ssh_public_key,
                                    user, address, profile, timeout_s,
-                                   describe_s, threads); NULL = none */
+                                   describe_s, describe_page, threads);
+                                   NULL = none */
 } spw_aws_opts_t;
 
 /* Makes the provider and starts its op threads.  Reads no credentials yet
