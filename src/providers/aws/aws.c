@@ -519,6 +519,28 @@ static void described_id(const spw_ec2_result_t *all, size_t i, char *id)
     spw_aws_instance_id(tok, k, id);
 }
 
+/* Records an instance EC2 shows with the token of sib's acquisition that
+ * the acquisition did not get (a second purchase an endpoint without
+ * ClientToken idempotency made, or one tagged by hand) as released, and
+ * terminates it: nothing billing that no one uses. */
+static void add_surplus(aws_t *a, size_t sib, const spw_ec2_instance_t *e)
+{
+    if (a->ninst == a->cap_inst) {
+        a->cap_inst = 2 * a->cap_inst + 16;
+        a->inst = spw_xrealloc(a->inst, a->cap_inst * sizeof(*a->inst));
+    }
+    ainst_t *x = &a->inst[a->ninst++];
+    *x = a->inst[sib];
+    snprintf(x->in.id, sizeof(x->in.id), "aws-%.26s", e->instance_id);
+    snprintf(x->in.cloud_id, sizeof(x->in.cloud_id), "%s", e->instance_id);
+    x->in.state = SPW_INSTANCE_RELEASED;
+    x->in.ended_s = a->clock_s;
+    x->ended = x->released = 1;
+    x->terminating = x->run_queued = x->settled = 0;
+    x->answered_s = a->clock_s;
+    queue_terminate(a, x);
+}
+
 static int state_gone(const char *s)
 {
     return strcmp(s, "shutting-down") == 0 || strcmp(s, "terminated") == 0 ||
@@ -529,15 +551,29 @@ static int state_gone(const char *s)
 static void describe_done(aws_t *a, const char *region, spw_ec2_result_t *all)
 {
     qsort(all->inst, all->ninst, sizeof(*all->inst), cmp_token_id);
-    /* Instances EC2 shows. */
-    unsigned char *matched = spw_xcalloc(a->ninst + 1, 1);
+    /* Instances EC2 shows (surplus ones may be added to the table). */
+    unsigned char *matched = spw_xcalloc(a->ninst + all->ninst + 1, 1);
     for (size_t i = 0; i < all->ninst; i++) {
         spw_ec2_instance_t *e = &all->inst[i];
         char id[SPW_INSTANCE_ID_MAX];
         described_id(all, i, id);
         ainst_t *x = find_cloud(a, e->instance_id);
         if (!x) {
+            const char *tok = spw_ec2_tag(e, SPW_EC2_TAG_TOKEN);
+            char id0[SPW_INSTANCE_ID_MAX];
+            spw_aws_instance_id(tok ? tok : "", 0, id0);
+            ainst_t *sib = tok ? find_inst(a, id0) : NULL;
             x = find_inst(a, id);
+            /* While its RunInstances is in flight, the answer says which
+             * instances the token bought. */
+            if (sib && sib->run_queued)
+                continue;
+            if (sib && sib->token[0] && (!x || x->in.cloud_id[0]) && !state_gone(e->state)) {
+                size_t at = a->ninst;
+                add_surplus(a, (size_t)(sib - a->inst), e);
+                matched[at] = 1;
+                continue;
+            }
             if (!x || x->in.cloud_id[0])
                 continue;   /* not ours to decide: list() shows it */
             /* Its RunInstances answer was lost (or a restart came between):
