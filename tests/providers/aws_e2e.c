@@ -420,6 +420,57 @@ int main(void)
     ok(paged >= 4, "  DescribeInstances asked with NextToken and MaxResults 5 (%zu calls)", paged);
     ops->destroy(pg);
 
+    /* 7c. A slow EC2 (0.5 to 1 s a call): acquire and poll never wait on
+     * it; the account's op threads work in parallel. */
+    json_decref(fake("POST", "/_fake/config", "{\"delay_s\": \"0.5:1\"}"));
+    const char *sopts[] = {"image=ami-0abc1234", "describe_s=0.2", "threads=8", NULL};
+    spw_aws_opts_t so = {.name = "slow", .offers = offers, .noffers = 3, .daemon_id = "d-slow",
+                         .endpoint_url = url, .options = sopts};
+    void *sl = spw_aws_create(&so, &err);
+    double worst = 0;
+    int queued = 0;
+    for (int j = 0; sl && j < 16; j++) {
+        char tk[32];
+        snprintf(tk, sizeof(tk), "d-slow.job-%d.a1", j);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        queued += acquire(sl, 1, 1, 0, tk, in, &err) == 0;
+        ops->poll(sl, now(), ev, 32);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double dt = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        worst = dt > worst ? dt : worst;
+    }
+    ok(queued == 16 && worst < 0.05,
+       "16 acquisitions against a slow EC2: acquire + poll at most %.1f ms each", worst * 1e3);
+    n = sl ? wait_events(sl, SPW_INST_EV_READY, 16, ev, 32) : 0;
+    st = fake("GET", "/_fake/state", NULL);
+    json_int_t inflight = json_integer_value(json_object_get(st, "max_in_flight"));
+    json_decref(st);
+    ok(count_kind(ev, n, SPW_INST_EV_READY) == 16 && inflight >= 6,
+       "  all 16 READY; up to %lld calls in flight at once (8 op threads)", (long long)inflight);
+    if (sl)
+        ops->destroy(sl);
+    json_decref(fake("POST", "/_fake/config", "{\"delay_s\": null}"));
+
+    /* 7d. The endpoint from AWS_ENDPOINT_URL_EC2, else AWS_ENDPOINT_URL. */
+    const char *vars[] = {"AWS_ENDPOINT_URL_EC2", "AWS_ENDPOINT_URL"};
+    for (int v = 0; v < 2; v++) {
+        setenv(vars[v], url, 1);
+        const char *eopts[] = {"image=ami-0abc1234", "describe_s=0.2", NULL};
+        spw_aws_opts_t eo = {.name = "env", .offers = offers, .noffers = 3,
+                             .daemon_id = "d-env", .options = eopts};
+        void *en = spw_aws_create(&eo, &err);
+        char tk[32];
+        snprintf(tk, sizeof(tk), "d-env.job.a%d", v);
+        ok(en && acquire(en, 0, 1, 0, tk, in, &err) == 0 &&
+               count_kind(ev, wait_events(en, SPW_INST_EV_READY, 1, ev, 32),
+                          SPW_INST_EV_READY) == 1,
+           "no endpoint_url: %s is the endpoint", vars[v]);
+        if (en)
+            ops->destroy(en);
+        unsetenv(vars[v]);
+    }
+
     /* 8. An account-wide refusal: health names it, acquire refuses. */
     json_decref(fake("POST", "/_fake/inject",
                      "{\"action\": \"RunInstances\", \"code\": \"UnauthorizedOperation\", "
