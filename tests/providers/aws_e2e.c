@@ -294,13 +294,14 @@ int main(void)
        "the same token again: the same instances");
     ops->destroy(a);
     a = make("d-e2e", 0, &err);
-    spw_instance_t known[2] = {in[0], in[1]};
+    spw_instance_t known[2] = {in[1], in[0]};  /* in the daemon's order, not k's */
     known[0].cloud_id[0] = known[1].cloud_id[0] = '\0';  /* kill -9 before the answer */
     size_t norph = 0;
     ok(a && ops->reconcile(a, known, 2, now(), NULL, 0, &norph, &err) == 0,
        "a new provider (a restart) adopts them without their cloud ids");
-    ok(acquire(a, 0, 2, 0, t1, again, &err) == 0 && strcmp(again[1].id, in[1].id) == 0,
-       "  acquire with the committed token: the same ids");
+    ok(acquire(a, 0, 2, 0, t1, again, &err) == 0 && strcmp(again[0].id, in[0].id) == 0 &&
+           strcmp(again[1].id, in[1].id) == 0,
+       "  acquire with the committed token: the same ids, in order");
     n = wait_events(a, SPW_INST_EV_READY, 2, ev, 32);
     ops->describe(a, in[0].id, &d, &err);
     ok(count_kind(ev, n, SPW_INST_EV_READY) == 2 && strncmp(d.cloud_id, "i-", 2) == 0,

@@ -310,9 +310,17 @@ static size_t acq_insts(aws_t *a, const char *token, ainst_t **out, size_t max)
     char id0[SPW_INSTANCE_ID_MAX];
     spw_aws_instance_id(token, 0, id0);
     size_t plen = strlen(id0) - 1, n = 0;  /* "aws-HASH-" */
-    for (size_t i = 0; i < a->ninst && n < max; i++)
-        if (strncmp(a->inst[i].in.id, id0, plen) == 0)
-            out[n++] = &a->inst[i];
+    for (size_t i = 0; i < a->ninst && n < max; i++) {
+        if (strncmp(a->inst[i].in.id, id0, plen) != 0)
+            continue;
+        /* Kept in k order (reconcile() adopts in the daemon's order). */
+        size_t j = n++;
+        while (j > 0 && out[j - 1]->k > a->inst[i].k) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = &a->inst[i];
+    }
     return n;
 }
 
@@ -776,19 +784,19 @@ static int aws_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
      * not known. */
     ainst_t *have[256];
     size_t n = acq_insts(a, req->token, have, 256);
+    if (n && n != req->count) {
+        pthread_mutex_unlock(&a->mu);
+        errno = EINVAL;
+        return spw_errorf(err, "account %s: token %s bought %zu instances, not %u", a->name,
+                          req->token, n, req->count);
+    }
     if (n) {
         int resend = 0;
         for (size_t i = 0; i < n; i++) {
-            out[i < req->count ? i : 0] = have[i]->in;
+            out[i] = have[i]->in;
             snprintf(have[i]->token, sizeof(have[i]->token), "%s", req->token);
             have[i]->count = (unsigned)n;
             resend |= !have[i]->ended && !have[i]->in.cloud_id[0] && !have[i]->run_queued;
-        }
-        if (n != req->count) {
-            pthread_mutex_unlock(&a->mu);
-            errno = EINVAL;
-            return spw_errorf(err, "account %s: token %s bought %zu instances, not %u", a->name,
-                              req->token, n, req->count);
         }
         if (resend) {
             work_t w = {.kind = WORK_RUN};
