@@ -61,7 +61,7 @@ jq_py() {
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list)) else v)' "$1" "$2"
 }
 
-plan_n=71
+plan_n=74
 echo "1..$plan_n"
 
 fake_ec2_start main --spot-prices 'g4dn.xlarge@us-east-1a=0.5261,g4dn.xlarge@us-east-1b=0.4100,g4dn.12xlarge@us-east-1a=1.9000,p3.2xlarge@us-west-2a=0.9180' \
@@ -69,15 +69,23 @@ fake_ec2_start main --spot-prices 'g4dn.xlarge@us-east-1a=0.5261,g4dn.xlarge@us-
 ok $? "the fake starts on 127.0.0.1 and writes its URL ($FAKE_EC2_URL)" || exit 1
 MAIN_URL=$FAKE_EC2_URL
 fake_ec2_env
-AWS="/usr/bin/aws --endpoint-url $MAIN_URL ec2"
-# cli OUT ARGS...: /usr/bin/aws ARGS against the fake, JSON to OUT, stderr to
-# OUT.err, its exit status in $rc.
+# cli OUT ARGS...: `aws --endpoint-url $ENDPOINT ec2 ARGS` run by Debian's
+# awscli, JSON to OUT, stderr to OUT.err, its exit status in $rc: in one
+# process (awscli_run, tests/fake/ec2-lib); cli_bin: the same through
+# /usr/bin/aws itself.
+ENDPOINT=$MAIN_URL
 cli() {
     cli_out=$1
     shift
-    $AWS --output json "$@" >"$cli_out" 2>"$cli_out.err"
+    awscli_run "$cli_out" --endpoint-url "$ENDPOINT" --output json ec2 "$@"
+}
+cli_bin() {
+    cli_out=$1
+    shift
+    /usr/bin/aws --endpoint-url "$ENDPOINT" --output json ec2 "$@" >"$cli_out" 2>"$cli_out.err"
     rc=$?
 }
+awscli_start
 # refused CODE OUT: the last cli call failed as a service error (awscli v2:
 # exit 254) naming CODE.
 refused() {
@@ -93,13 +101,13 @@ refused() {
 # R1_IDS (the instance ids) and RES1.
 awscli_checks() {
     ac_target=$1 ac_ami=$2 ac_subnet=$3
-    cli "$T/run1.json" run-instances --image-id "$ac_ami" --instance-type g4dn.xlarge --count 2 \
+    cli_bin "$T/run1.json" run-instances --image-id "$ac_ami" --instance-type g4dn.xlarge --count 2 \
         --client-token spw-launch-token-1 --subnet-id "$ac_subnet" --key-name spillway-key \
         --user-data '#cloud-config' --instance-market-options 'MarketType=spot' \
         --tag-specifications 'ResourceType=instance,Tags=[{Key=spillway:daemon,Value=d1},{Key=spillway:job,Value=j1},{Key=spillway:token,Value=spw-launch-token-1}]'
     [ "$rc" = 0 ] && [ "$(jq_py "$T/run1.json" 'len(d["Instances"])')" = 2 ] &&
         [ "$(jq_py "$T/run1.json" '" ".join(sorted({i["InstanceType"] + "/" + i.get("InstanceLifecycle", "-") + "/" + str(i["State"]["Code"]) for i in d["Instances"]}))')" = "g4dn.xlarge/spot/0" ]
-    ok $? "run-instances: 2 spot g4dn.xlarge instances, pending (code 0)" ||
+    ok $? "run-instances (/usr/bin/aws): 2 spot g4dn.xlarge instances, pending (code 0)" ||
         diag "$(cat "$T/run1.json" "$T/run1.json.err")"
     RES1=$(jq_py "$T/run1.json" 'd["ReservationId"]')
     R1_IDS=$(jq_py "$T/run1.json" '" ".join(sorted(i["InstanceId"] for i in d["Instances"]))')
@@ -173,10 +181,16 @@ awscli_checks() {
         n=$((n + 1))
     done
     distinct=$(/usr/bin/python3 -c 'import json,sys; ids=[i["InstanceId"] for f in open(sys.argv[1]).read().split() for r in json.load(open(f))["Reservations"] for i in r["Instances"]]; print(len(ids) if len(ids) == len(set(ids)) else -1)' "$T/pages")
-    [ "$n_all" -ge 9 ] && [ "${pages# }" = "$(/usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print(" ".join(["5"] * (n // 5) + ([str(n % 5)] if n % 5 else [])))' "$n_all")" ] &&
-        [ "$distinct" = "$n_all" ]
-    ok $? "describe-instances --max-results 5: pages of 5 ($pages) linked by NextToken, all $n_all instances once" ||
+    if [ "$n_all" -ge 9 ] && [ "${pages# }" = "$(/usr/bin/python3 -c 'import sys; n=int(sys.argv[1]); print(" ".join(["5"] * (n // 5) + ([str(n % 5)] if n % 5 else [])))' "$n_all")" ] &&
+        [ "$distinct" = "$n_all" ]; then
+        ok 0 "describe-instances --max-results 5: pages of 5 ($pages) linked by NextToken, all $n_all instances once"
+    elif [ "$ac_target" = moto ] && [ "${pages# }" = "$n_all" ]; then
+        tap_n=$((tap_n + 1))
+        echo "not ok $tap_n - describe-instances --max-results 5: pages of 5 # TODO moto ignores MaxResults (one page of $n_all)"
+    else
+        ok 1 "describe-instances --max-results 5: pages of 5 ($pages) linked by NextToken, all $n_all instances once"
         diag "pages:$pages, distinct $distinct of $n_all" "$(cat "$T/p1.json.err")"
+    fi
     cli "$T/pall2.json" describe-instances --page-size 5
     [ "$rc" = 0 ] && [ "$(jq_py "$T/pall2.json" 'len({i["InstanceId"] for r in d["Reservations"] for i in r["Instances"]})')" = "$n_all" ]
     ok $? "awscli's own paginator (--page-size 5) follows the NextTokens to all $n_all" ||
@@ -245,9 +259,9 @@ refused SpotMaxPriceTooLow "$T/mp.json"
 ok $? "a spot MaxPrice under the zone's price: SpotMaxPriceTooLow"
 
 # ---- signatures --------------------------------------------------------------
-AWS_SECRET_ACCESS_KEY=not-the-secret cli "$T/bad.json" describe-instances
+AWS_SECRET_ACCESS_KEY=not-the-secret cli_bin "$T/bad.json" describe-instances
 refused SignatureDoesNotMatch "$T/bad.json"
-ok $? "awscli with a wrong secret: refused, SignatureDoesNotMatch"
+ok $? "/usr/bin/aws with a wrong secret: refused, SignatureDoesNotMatch"
 AWS_ACCESS_KEY_ID=AKIDSOMEONEELSE cli "$T/bad2.json" describe-instances
 refused AuthFailure "$T/bad2.json"
 ok $? "awscli with an unknown access key: AuthFailure"
@@ -269,6 +283,68 @@ st=$(curl_ec2 'Action=DescribeInstances&Version=2016-11-15&Filter.1.Name=tag%3As
 [ "$st" = 200 ] && [ "$(grep -o '<instanceId>' "$T/c.xml" | wc -l)" = 7 ] &&
     grep -q '<DescribeInstancesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>' "$T/c.xml"
 ok $? "a POST signed by libcurl's SigV4 is accepted: 7 instances of j2, EC2's namespace and requestId" ||
+    diag "HTTP $st" "$(cat "$T/c.xml")"
+# The elements under each instance, against EC2's own answers (the jclouds
+# and libcloud samples in ../shared/data/contracts/ec2, when present).
+st=$(curl_ec2 'Action=DescribeInstances&Version=2016-11-15')
+C=$ROOT/../shared/data/contracts/ec2
+if [ "$st" = 200 ] && [ -d "$C" ]; then
+    /usr/bin/python3 - "$T/c.xml" "$C"/*/describe_instances*.xml "$C"/*/run_instances*.xml >"$T/paths.out" 2>&1 <<'EOF'
+# Paths of the elements under instancesSet/item, in the fake's answer and in
+# the samples: what the fake has beyond the samples, and whether the paths
+# a client reads are in both.
+import sys, xml.etree.ElementTree as ET
+def paths(f):
+    out = set()
+    def walk(e, p):
+        q = p + '/' + e.tag.split('}')[-1] if p else e.tag.split('}')[-1]
+        out.add(q)
+        for c in e:
+            walk(c, q)
+    for s in ET.parse(f).getroot().iter():
+        if s.tag.split('}')[-1] == 'instancesSet':
+            for item in s:
+                for c in item:
+                    walk(c, '')
+    return out
+fake = paths(sys.argv[1])
+ec2 = set().union(*(paths(f) for f in sys.argv[2:]))
+read = {'instanceId', 'imageId', 'instanceState/code', 'instanceState/name', 'instanceType',
+        'privateIpAddress', 'ipAddress', 'placement/availabilityZone', 'launchTime', 'keyName',
+        'tagSet/item/key', 'tagSet/item/value', 'stateReason/code', 'stateReason/message',
+        'clientToken', 'subnetId'}
+print('beyond:', ' '.join(sorted(fake - ec2)) or '-')
+print('missing:', ' '.join(sorted(read - fake)) or '-', '/', ' '.join(sorted(read - ec2)) or '-')
+EOF
+    # enaSupport is newer than the samples (it is in the model's Instance).
+    grep -qx 'beyond: enaSupport' "$T/paths.out" && grep -qx 'missing: - / -' "$T/paths.out"
+    ok $? "DescribeInstances: every element under an instance is one EC2's own answers (jclouds, libcloud samples) carry, and so are the ones a client reads" ||
+        diag "$(cat "$T/paths.out")"
+else
+    skip "no ../shared/data/contracts/ec2 samples to compare with (HTTP $st)"
+fi
+st=$(curl_ec2 'Action=TerminateInstances&Version=2016-11-15&InstanceId.1=i-0123456789abcdef0&DryRun=true')
+if [ -f "$C/jclouds/dry_run.xml" ]; then
+    /usr/bin/python3 - "$T/c.xml" "$C/jclouds/dry_run.xml" >"$T/dry.out" 2>&1 <<'EOF'
+# The same elements, in the same order, and the same code and message.
+import sys, xml.etree.ElementTree as ET
+def flat(f):
+    return [(e.tag, (e.text or '').strip() if e.tag in ('Code', 'Message') else '')
+            for e in ET.parse(f).getroot().iter()]
+print(flat(sys.argv[1]) == flat(sys.argv[2]))
+EOF
+    [ "$st" = 412 ] && [ "$(cat "$T/dry.out")" = True ]
+    ok $? "a DryRun answers HTTP 412 with the very error document of EC2's sample (jclouds dry_run.xml) but its RequestID" ||
+        diag "HTTP $st" "$(cat "$T/c.xml" "$T/dry.out")"
+else
+    skip "no ../shared/data/contracts/ec2/jclouds/dry_run.xml to compare with"
+fi
+st=$(curl -sS -o "$T/c.xml" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:ec2" \
+    --user "$FAKE_EC2_AKID:$FAKE_EC2_SECRET" -H 'X-Amz-Security-Token: a-session-token' \
+    -H 'Content-Type: application/x-www-form-urlencoded; charset=utf-8' \
+    --data 'Action=DescribeInstances&Version=2016-11-15&MaxResults=5' "$MAIN_URL/")
+[ "$st" = 200 ] && grep -q '<nextToken>' "$T/c.xml"
+ok $? "libcurl-signed with X-Amz-Security-Token as a header it signs (the provider's way): accepted" ||
     diag "HTTP $st" "$(cat "$T/c.xml")"
 st=$(curl -sS -o "$T/c.xml" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:ec2" \
     --user "$FAKE_EC2_AKID:$FAKE_EC2_SECRET" "$MAIN_URL/?Action=DescribeAvailabilityZones&Version=2016-11-15")
@@ -449,7 +525,7 @@ ok $? "over the whole file: only the 7 deliberate violations (also in the --log 
 if [ "$(id -u)" = 0 ] && [ -x /usr/sbin/sshd ] && ip netns list >/dev/null 2>&1; then
     fake_ec2_start hostsfake --boot-hosts "$ROOT/scripts/netns-hosts.sh" "$HD" --boot-delay-s 0.1
     ok $? "a second fake with --boot-hosts scripts/netns-hosts.sh starts" || diag "$(cat "$T/hostsfake/stderr")"
-    AWS="/usr/bin/aws --endpoint-url $FAKE_EC2_URL ec2"
+    ENDPOINT=$FAKE_EC2_URL
     ssh-keygen -q -t ed25519 -N '' -f "$T/userkey" </dev/null
     printf '#cloud-config\nssh_authorized_keys:\n  - %s\n' "$(cat "$T/userkey.pub")" >"$T/ud"
     cli "$T/h1.json" run-instances --image-id ami-0abcdef1234567890 --instance-type g4dn.xlarge --count 1 \
@@ -489,7 +565,7 @@ if command -v moto_server >/dev/null 2>&1; then
     MOTO_PID=$!
     moto_up() { curl -s -o /dev/null "http://127.0.0.1:$mport/"; }
     wait_until 60 moto_up
-    AWS="/usr/bin/aws --endpoint-url http://127.0.0.1:$mport ec2"
+    ENDPOINT=http://127.0.0.1:$mport
     cli "$T/mi.json" describe-images --owners amazon
     mami=$(jq_py "$T/mi.json" 'sorted(i["ImageId"] for i in d["Images"])[0]' 2>/dev/null)
     cli "$T/ms.json" describe-subnets --filters Name=availability-zone,Values=us-east-1b
