@@ -462,6 +462,7 @@ class Cloud:
         self.logf = open(args.log, 'a', buffering=1) if args.log else None
         self.stopping = False
         self.imds_tokens = set()
+        self.keys_lock = threading.Lock()   # DIR/authorized_keys appends
 
     def _load_prices(self, spec):
         if not spec:
@@ -557,12 +558,13 @@ class Cloud:
         else:
             err = r.stderr.decode()[-300:]
         if addr and keys:
-            ak = os.path.join(hd, 'authorized_keys')
-            have = open(ak).read() if os.path.exists(ak) else ''
-            with open(ak, 'a') as f:
-                for k in keys:
-                    if k not in have:
-                        f.write(k + '\n')
+            with self.keys_lock:
+                ak = os.path.join(hd, 'authorized_keys')
+                have = open(ak).read() if os.path.exists(ak) else ''
+                with open(ak, 'a') as f:
+                    for k in keys:
+                        if k not in have:
+                            f.write(k + '\n')
         with self.lock:
             if addr:
                 i['host'] = i['private_ip'] = i['public_ip'] = addr[0]
@@ -577,6 +579,11 @@ class Cloud:
 
     def _del_host(self, i):
         cmd, hd = self.args.boot_hosts
+        # A boot still in flight ends first: a `del` before its `add` would
+        # leave the host up.
+        bt = i.get('boot_thread')
+        if bt is not None and bt is not threading.current_thread():
+            bt.join(200)
         try:
             subprocess.run([cmd, 'del', hd, i['id']], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
@@ -593,7 +600,7 @@ class Cloud:
             live = [i for i in self.instances.values() if not i.get('deleted', True)
                     or i['state'] in ('pending', 'running')]
         for i in live:
-            self._del_host(i)
+            self._del_host(i)   # after its boot, if one is in flight
 
     # -- operations
     def _launch_zone(self, region, p, check=True):
@@ -712,8 +719,10 @@ class Cloud:
                 self.tokens[(region, token)] = (digest, rid)
         if self.args.boot_hosts:
             for iid in ids:
-                threading.Thread(target=self._boot_host, args=(self.instances[iid], keys),
-                                 daemon=True).start()
+                i = self.instances[iid]
+                i['boot_thread'] = threading.Thread(target=self._boot_host, args=(i, keys),
+                                                    daemon=True)
+                i['boot_thread'].start()
         return self._reservation(rid)
 
     def _instance_out(self, i):
