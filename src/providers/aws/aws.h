@@ -41,6 +41,9 @@ typedef struct spw_aws_opts {
  * no daemon id). */
 void *spw_aws_create(const spw_aws_opts_t *o, spw_error_t *err);
 
+/* The table.  Its destroy waits for the calls in flight (timeout_s each at
+ * most) and drops queued ones: a launch never sent is found by its token
+ * (or not at all) by the next provider; instances keep running. */
 extern const struct spw_provider_ops spw_aws_ops;
 
 /* The id the provider gives instance k (from 0) of the acquisition with
