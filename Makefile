@@ -15,9 +15,9 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 SAN     ?=
-PKGS     = yaml-0.1 sqlite3 jansson libmicrohttpd
+PKGS     = yaml-0.1 sqlite3 jansson libmicrohttpd libcurl openssl libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd -lcurl -lssl -lcrypto -lxml2)
 XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS   = $(PKG_LIBS) -lm -lpthread
 
@@ -113,7 +113,14 @@ $(B)/tests/ssh/%: tests/ssh/%.c $(B)/libspillway.a tests/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
 
-tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) spillway
+# Programs driven by tests/providers/aws.sh against a fake EC2 endpoint.
+AWS_TEST_BIN = $(B)/tests/providers/aws_e2e
+
+$(B)/tests/providers/aws_e2e: tests/providers/aws_e2e.c $(B)/libspillway.a tests/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(XCFLAGS) -Itests $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libspillway.a $(LDLIBS)
+
+tests: $(TEST_BIN) $(SLURM_TEST_BIN) $(SSH_TEST_BIN) $(AWS_TEST_BIN) spillway
 
 # The live test files: each starts its own daemons (spillway, Slurm, sshd
 # hosts, Prometheus, Chromium) on its own ports, directories and subnets,
@@ -124,7 +131,8 @@ PROVE_JOBS ?= 2
 SLOW_TESTS = tests/slurm/cloud.sh tests/ssh/backend.sh tests/slurm/recovery.sh \
 	tests/slurm/daemon.sh tests/ssh/cloud.sh tests/daemon/spot_resume.sh
 LIVE_TESTS = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(wildcard tests/daemon/*.sh) \
-	$(wildcard tests/ui/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh))
+	$(wildcard tests/ui/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh) \
+	$(wildcard tests/providers/*.sh))
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test

@@ -1,11 +1,12 @@
 /* registry.c: providers by name (see registry.h). */
 #include "providers/registry.h"
 
+#include "providers/aws/aws.h"
 #include "providers/command/command.h"
 #include "providers/emulated/emulated.h"
 #include "util/names.h"
 
-const char *const spw_provider_names[] = {"emulated", "command", NULL};
+const char *const spw_provider_names[] = {"emulated", "command", "aws", NULL};
 
 static void *make_emulated(const spw_provider_conf_t *c, spw_error_t *err)
 {
@@ -31,6 +32,19 @@ static void *make_command(const spw_provider_conf_t *c, spw_error_t *err)
     return spw_command_create(&co, err);
 }
 
+static void *make_aws(const spw_provider_conf_t *c, spw_error_t *err)
+{
+    spw_aws_opts_t ao = {.name = c->name,
+                         .offers = c->offers,
+                         .noffers = c->noffers,
+                         .daemon_id = c->daemon_id,
+                         .regions = c->regions,
+                         .endpoint_url = c->endpoint_url,
+                         .dry_run = c->dry_run,
+                         .options = c->options};
+    return spw_aws_create(&ao, err);
+}
+
 /* In the order of spw_provider_names[]. */
 static const struct {
     const struct spw_provider_ops *ops;
@@ -38,6 +52,7 @@ static const struct {
 } registry[] = {
     {&spw_emulated_ops, make_emulated},
     {&spw_command_ops, make_command},
+    {&spw_aws_ops, make_aws},
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) ==
                    sizeof(spw_provider_names) / sizeof(spw_provider_names[0]) - 1,
