@@ -25,7 +25,9 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     json_object_set_new(o, "ended_ts", spw_daemon_ts_json(x->in.ended_s));
     json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
     json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(&x->in, d->now)));
-    json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+    json_object_set_new(o, "emulated", json_boolean(dm_inst_emulated(d, x)));
+    json_object_set_new(o, "account", json_string(x->in.account));
+    json_object_set_new(o, "cloud_id", x->in.cloud_id[0] ? json_string(x->in.cloud_id) : json_null());
     /* where its jobs run over ssh (daemon.emulated.boot_command); null
      * for an instance that is no host */
     json_object_set_new(o, "addr", x->in.addr[0] ? json_string(x->in.addr) : json_null());
@@ -126,7 +128,12 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "ondemand_usd_per_h", json_real(f->ondemand_usd_per_h));
         json_object_set_new(o, "spot_usd_per_h", spw_daemon_ts_json(f->spot_usd_per_h));
         json_object_set_new(o, "boot_delay_s", json_real(f->boot_delay_s));
-        json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, i)));
+        const dacct_t *a = dm_acct_of_offer(d, i);
+        json_object_set_new(o, "account", a ? json_string(a->name) : json_null());
+        char bw[256];
+        const char *blocked = dm_offer_blocked(d, i, 0, bw, sizeof(bw));
+        json_object_set_new(o, "blocked", blocked ? json_string(blocked) : json_null());
         json_object_set_new(o, "instances_live", json_integer((json_int_t)live));
         json_array_append_new(offers, o);
     }
@@ -145,6 +152,28 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     json_object_set_new(*out, "pools", pools);
     json_object_set_new(*out, "offers", offers);
     json_object_set_new(*out, "instances", insts);
+    /* The cloud accounts, and the offers their refusals block now. */
+    json_t *accts = json_array();
+    for (size_t i = 0; i < d->nacct; i++) {
+        const dacct_t *a = &d->acct[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(a->name));
+        json_object_set_new(o, "type", json_string(a->conf ? a->conf->type : a->ops->name));
+        json_object_set_new(o, "emulated", json_boolean(a->ops->emulated));
+        json_object_set_new(o, "instances_live", json_integer((json_int_t)a->live));
+        json_object_set_new(o, "usd_per_h_live", json_real(a->live_usd_per_h));
+        json_object_set_new(o, "max_instances", a->conf && a->conf->max_instances
+                                                    ? json_integer(a->conf->max_instances)
+                                                    : json_null());
+        json_object_set_new(o, "max_usd_per_h", a->conf && a->conf->max_usd_per_h > 0
+                                                    ? json_real(a->conf->max_usd_per_h)
+                                                    : json_null());
+        json_object_set_new(o, "blocked", a->blocked_until > d->now ? json_string(a->blocked_why)
+                                                                    : json_null());
+        json_array_append_new(accts, o);
+    }
+    json_object_set_new(*out, "accounts", accts);
+    json_object_set_new(*out, "blocked", dm_blocked_json(d));
     return 200;
 }
 
@@ -356,7 +385,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
                 continue;
             json_t *o = json_object();
             json_object_set_new(o, "provider", json_string(prov));
-            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+            json_object_set_new(o, "emulated", json_boolean(dm_all_emulated(d)));
             json_object_set_new(o, "usd", json_real(usd));
             json_object_set_new(o, "instances", json_integer((json_int_t)n));
             json_array_append_new(provs, o);
@@ -439,6 +468,20 @@ int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
     json_object_set_new(*out, "version", json_string(SPW_VERSION));
     json_object_set_new(*out, "uptime_s", json_real(spw_daemon_clock() - d->started_ts));
     json_object_set_new(*out, "last_turn_age_s", isnan(age) ? json_null() : json_real(age));
+    /* A cloud account that cannot launch (auth): the daemon still works
+     * (on-prem, other accounts), so it is "degraded", not unhealthy, and
+     * says which account and why. */
+    char acct[256];
+    pthread_mutex_lock(&d->hmu);
+    snprintf(acct, sizeof(acct), "%s", d->acct_health);
+    pthread_mutex_unlock(&d->hmu);
+    if (acct[0]) {
+        json_object_set_new(*out, "cloud_accounts", json_string(acct));
+        if (!bad) {
+            json_object_set_new(*out, "status", json_string("degraded"));
+            json_object_set_new(*out, "reason", json_string(acct));
+        }
+    }
     /* Only if the loop does not hold the lock: health never waits on it. */
     if (pthread_mutex_trylock(&d->mu) == 0) {
         json_object_set_new(*out, "jobs_queued",

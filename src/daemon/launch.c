@@ -342,7 +342,7 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
     /* Instances that are Slurm cloud nodes: the job is pinned to them. */
     char *snodes = spw_daemon_scloud_env(d, j);
     const char *extra[] = {ids, nodes, place,
-                           d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
+                           dm_offer_emulated(d, (size_t)j->offer) ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
                            snodes ? snodes : hosts, snodes ? hosts : NULL, NULL};
     dm_unwait(d, j);
     launch(d, j, g, ng, extra, now);
@@ -353,6 +353,8 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
 
 int dm_cloud_ready(const spw_daemon_t *d, const djob_t *j)
 {
+    if (j->acq_pending)
+        return 0;   /* the rest of its instances are not asked yet */
     for (size_t k = 0; k < j->ninst; k++)
         if (d->inst[j->inst[k]].in.state != SPW_INSTANCE_READY)
             return 0;
