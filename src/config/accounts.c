@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config_private.h"
+#include "util/names.h"
 #include "util/strbuf.h"
 #include "util/yaml.h"
 
@@ -18,43 +19,35 @@ typedef enum {
 } opt_shape_t;
 
 typedef struct {
+    const char *type;   /* the account type that knows it */
     const char *key;    /* the config key */
     const char *opt;    /* the option name the provider reads
                            (providers/registry.h) */
     opt_shape_t shape;
 } opt_key_t;
 
-static const opt_key_t aws_keys[] = {
-    {"image", "image", OPT_SCALAR_OR_MAP},     /* ami-..., ssm:..., or region -> ami */
-    {"subnets", "subnet", OPT_MAP},            /* zone -> subnet id */
-    {"security_groups", "security_groups", OPT_LIST},
-    {"key_name", "key_name", OPT_SCALAR},
-    {"ssh_user", "user", OPT_SCALAR},
-    {"ssh_public_key", "ssh_public_key", OPT_SCALAR},
-    {NULL, NULL, OPT_SCALAR},
+/* Each type's own keys, by type. */
+static const opt_key_t type_keys[] = {
+    {"aws", "image", "image", OPT_SCALAR_OR_MAP},     /* ami-, ssm:, or region -> ami */
+    {"aws", "subnets", "subnet", OPT_MAP},            /* zone -> subnet id */
+    {"aws", "security_groups", "security_groups", OPT_LIST},
+    {"aws", "key_name", "key_name", OPT_SCALAR},
+    {"aws", "ssh_user", "user", OPT_SCALAR},
+    {"aws", "ssh_public_key", "ssh_public_key", OPT_SCALAR},
+    {"command", "acquire", "acquire", OPT_SCALAR},
+    {"command", "describe", "describe", OPT_SCALAR},
+    {"command", "release", "release", OPT_SCALAR},
+    {"command", "list", "list", OPT_SCALAR},
+    {"emulated", "capacity", "capacity", OPT_SCALAR},
+    {"emulated", "preempt_rate_per_h", "preempt_rate_per_h", OPT_SCALAR},
+    {"emulated", "seed", "seed", OPT_SCALAR},
+    {"emulated", "refuse", "refuse", OPT_MAP},       /* zone ("*" = any) -> error code */
 };
-static const opt_key_t command_keys[] = {
-    {"acquire", "acquire", OPT_SCALAR},
-    {"describe", "describe", OPT_SCALAR},
-    {"release", "release", OPT_SCALAR},
-    {"list", "list", OPT_SCALAR},
-    {NULL, NULL, OPT_SCALAR},
-};
-static const opt_key_t emulated_keys[] = {
-    {"capacity", "capacity", OPT_SCALAR},
-    {"preempt_rate_per_h", "preempt_rate_per_h", OPT_SCALAR},
-    {"seed", "seed", OPT_SCALAR},
-    {"refuse", "refuse", OPT_MAP},             /* zone ("*" = any) -> error code */
-    {NULL, NULL, OPT_SCALAR},
-};
+#define NTYPE_KEYS (sizeof(type_keys) / sizeof(type_keys[0]))
 
-static const struct {
-    const char *type;
-    const opt_key_t *keys;  /* NULL: a type not yet supported */
-} types[] = {
-    {"aws", aws_keys},     {"command", command_keys}, {"emulated", emulated_keys},
-    {"gcp", NULL},         {"azure", NULL},
-};
+/* The types known; gcp and azure are refused as not yet supported. */
+static const char *const types[] = {"aws", "command", "emulated", NULL};
+static const char *const types_later[] = {"gcp", "azure", NULL};
 
 static const char *const common_keys[] = {"name", "type", "regions", "max_instances",
                                           "max_usd_per_h", "dry_run", "endpoint_url", NULL};
@@ -149,23 +142,21 @@ static int account_entry(ctx_t *x, const spw_ynode_t *n, spw_account_conf_t *a, 
     a->name = spw_xstrdup(s);
     if (spw_ynode_str(x->d, tn, "type", &s, err) < 0)
         return -1;
-    size_t t = 0, nt = sizeof(types) / sizeof(types[0]);
-    while (t < nt && strcmp(types[t].type, s) != 0)
-        t++;
-    if (t == nt)
-        return cfg_at(x, tn, err, "cloud.accounts[%s]: unknown type '%.40s' (known: aws, "
-                      "command, emulated)", a->name, s);
-    if (!types[t].keys)
+    if (spw_names_find(types_later, s) >= 0)
         return cfg_at(x, tn, err, "cloud.accounts[%s]: type %s is not yet supported (aws, "
                       "command and emulated are)", a->name, s);
+    if (spw_names_find(types, s) < 0)
+        return cfg_at(x, tn, err, "cloud.accounts[%s]: unknown type '%.40s' (known: aws, "
+                      "command, emulated)", a->name, s);
     a->type = spw_xstrdup(s);
     /* The keys this type knows: the common ones and its own. */
     const char *known[32];
     size_t nk = 0;
     for (size_t i = 0; common_keys[i]; i++)
         known[nk++] = common_keys[i];
-    for (const opt_key_t *k = types[t].keys; k->key; k++)
-        known[nk++] = k->key;
+    for (size_t k = 0; k < NTYPE_KEYS; k++)
+        if (strcmp(type_keys[k].type, a->type) == 0)
+            known[nk++] = type_keys[k].key;
     known[nk] = NULL;
     char section[64];
     snprintf(section, sizeof(section), "cloud.accounts[%s] (type %s)", a->name, a->type);
@@ -198,8 +189,9 @@ static int account_entry(ctx_t *x, const spw_ynode_t *n, spw_account_conf_t *a, 
         a->endpoint_url = spw_xstrdup(s);
     }
     size_t nopt = 0;
-    for (const opt_key_t *k = types[t].keys; k->key; k++)
-        if ((v = spw_ymap_get(n, k->key)) && type_opt(x, k, v, a, &nopt, err) < 0)
+    for (size_t k = 0; k < NTYPE_KEYS; k++)
+        if (strcmp(type_keys[k].type, a->type) == 0 && (v = spw_ymap_get(n, type_keys[k].key)) &&
+            type_opt(x, &type_keys[k], v, a, &nopt, err) < 0)
             return -1;
     return 0;
 }

@@ -227,29 +227,22 @@ static void do_acquire(spw_daemon_t *d, djob_t *j, double now)
         dm_launch_cloud(d, j, now);
 }
 
+static void acquire_step(spw_daemon_t *d, djob_t *j, double now)
+{
+    if (!j->acq_pending)
+        return;
+    if (j->st != SPW_DJOB_PLACED || j->offer < 0) {
+        /* requeued, cancelled or ended since: never asked */
+        j->acq_pending = 0;
+        acq_forget(d, j->acq_token);
+        return;
+    }
+    do_acquire(d, j, now);
+}
+
 void dm_acquire_pending(spw_daemon_t *d, double now)
 {
-    if (!d->nacq)
-        return;
-    spw_error_t err;
-    int tx = spw_store_begin(d->store, &err) == 0;
-    for (size_t i = 0; i < d->nacq; i++) {
-        djob_t *j = d->jobs[d->acq[i]];
-        if (!j || !j->acq_pending)
-            continue;
-        if (j->st != SPW_DJOB_PLACED || j->offer < 0) {
-            /* requeued, cancelled or ended since: never asked */
-            j->acq_pending = 0;
-            acq_forget(d, j->acq_token);
-            continue;
-        }
-        do_acquire(d, j, now);
-    }
-    d->nacq = 0;
-    if (tx && spw_store_commit(d->store, &err) < 0) {
-        dm_say(d, "cannot record the instances just acquired: %s", err.text);
-        spw_store_rollback(d->store);
-    }
+    dm_after_commit(d, d->acq, &d->nacq, acquire_step, "the instances just acquired", now);
 }
 
 /* A cloud placement: reuses idle instances of the offer (of the same kind,

@@ -100,6 +100,12 @@ void dm_gc_run(spw_daemon_t *d);
  * Should that commit fail, recovery still finds each process by its
  * token. */
 void dm_launch_pending(spw_daemon_t *d, double now);
+/* What dm_launch_pending and dm_acquire_pending share: step() for each job
+ * of seqs[0 .. *n) still known, in a transaction of its own (committed; a
+ * failure is said as "cannot record WHAT"), then *n = 0. */
+void dm_after_commit(spw_daemon_t *d, const int64_t *seqs, size_t *n,
+                     void (*step)(spw_daemon_t *d, djob_t *j, double now), const char *what,
+                     double now);
 
 /* ---- decisions.c ----------------------------------------------------------- */
 /* Stores j's placement of now with every candidate the engine weighed. */

@@ -1148,13 +1148,11 @@ int spw_store_acq_list(spw_store_t *st, spw_store_acq_f cb, void *arg, spw_error
         if (cb(&a, arg))
             break;
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    int bad = rc != SQLITE_ROW && rc != SQLITE_DONE;
+    if (bad)
         db_error(st, err, "cannot list acquisitions");
-        done(s);
-        return -1;
-    }
     done(s);
-    return 0;
+    return bad ? -1 : 0;
 }
 
 /* ---- on-prem nodes ------------------------------------------------------ */
