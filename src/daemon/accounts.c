@@ -331,6 +331,27 @@ void dm_block_refusal(spw_daemon_t *d, size_t o, int spot, spw_block_t cls, doub
     }
 }
 
+void dm_release_all(spw_daemon_t *d, double now)
+{
+    size_t n = 0;
+    for (size_t k = d->inst_lo; k < d->ninst; k++) {
+        dinst_t *x = &d->inst[k];
+        const dacct_t *a = dm_acct_of_inst(d, x);
+        spw_error_t err;
+        if (!a || !spw_instance_state_live(x->in.state))
+            continue;
+        if (a->ops->release(a->pv, &x->in, now, &err) < 0 && errno != ENOENT) {
+            dm_say(d, "cannot release instance %s: %s", x->in.id, err.text);
+            continue;
+        }
+        x->in.state = SPW_INSTANCE_RELEASED;
+        x->in.ended_s = now;
+        dm_inst_save(d, x);
+        n++;
+    }
+    dm_say(d, "released %zu cloud instance(s) on stop (--release-all-on-stop)", n);
+}
+
 /* ---- events, saves, health -------------------------------------------- */
 
 void dm_accounts_poll(spw_daemon_t *d, double now)

@@ -453,6 +453,113 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     return 200;
 }
 
+/* ---- instances every account holds ------------------------------------- */
+
+/* What account a's provider lists (*got, caller frees; *n of them), or -1
+ * with err.  An async provider is asked without the daemon's lock (its
+ * list may wait on the network, and may be called beside the loop's
+ * calls); any other provider under it, so it never runs beside the loop. */
+static int acct_list(spw_daemon_t *d, const dacct_t *a, spw_instance_t **got, size_t *n,
+                     spw_error_t *err)
+{
+    size_t max = 64;
+    *got = NULL;
+    for (;;) {
+        *got = spw_xrealloc(*got, max * sizeof(spw_instance_t));
+        if (!a->ops->async)
+            LOCK(d);
+        int rc = a->ops->list(a->pv, *got, max, n, err);
+        if (!a->ops->async)
+            UNLOCK(d);
+        if (rc < 0)
+            return -1;
+        if (*n <= max)
+            return 0;
+        max = *n;
+    }
+}
+
+/* The daemon's live record of instance id of account ai, or NULL. */
+static dinst_t *known_live(spw_daemon_t *d, size_t ai, const char *id)
+{
+    for (size_t k = d->inst_lo; k < d->ninst; k++)
+        if (d->inst[k].acct == (int32_t)ai && spw_instance_state_live(d->inst[k].in.state) &&
+            strcmp(d->inst[k].in.id, id) == 0)
+            return &d->inst[k];
+    return NULL;
+}
+
+int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_orphans,
+                         json_t **out, spw_error_t *err)
+{
+    if (!who->admin)
+        return spw_errorf(err, "listing the cloud accounts' instances needs an admin token"), 403;
+    json_t *accts = json_array(), *insts = json_array(), *released = json_array();
+    double now = fmax(spw_daemon_clock(), d->now);
+    /* d->acct is made at start and never changes: safe to walk unlocked. */
+    for (size_t ai = 0; ai < d->nacct; ai++) {
+        const dacct_t *a = &d->acct[ai];
+        json_t *ao = json_object();
+        json_object_set_new(ao, "name", json_string(a->name));
+        json_object_set_new(ao, "type", json_string(a->conf ? a->conf->type : a->ops->name));
+        json_object_set_new(ao, "emulated", json_boolean(a->ops->emulated));
+        json_array_append_new(accts, ao);
+        if (!SPW_PROVIDER_HAS(a->ops, 4, list)) {
+            json_object_set_new(ao, "error", json_string("its provider cannot list instances"));
+            continue;
+        }
+        spw_instance_t *got;
+        size_t n;
+        spw_error_t e2;
+        if (acct_list(d, a, &got, &n, &e2) < 0) {
+            json_object_set_new(ao, "error", json_string(e2.text));
+            free(got);
+            continue;
+        }
+        LOCK(d);
+        for (size_t k = 0; k < n; k++) {
+            spw_instance_t *in = &got[k];
+            const dinst_t *x = known_live(d, ai, in->id);
+            char on[200];
+            json_t *o = json_object();
+            json_object_set_new(o, "account", json_string(a->name));
+            json_object_set_new(o, "id", json_string(in->id));
+            json_object_set_new(o, "cloud_id", in->cloud_id[0] ? json_string(in->cloud_id)
+                                                               : json_null());
+            json_object_set_new(o, "offer", json_string(in->offer < d->fleet.noffers
+                                    ? spw_daemon_offer_name(&d->fleet.offers[in->offer], on,
+                                                            sizeof(on))
+                                    : in->instance_type));
+            json_object_set_new(o, "zone", json_string(in->zone));
+            json_object_set_new(o, "state", json_string(spw_instance_state_name(in->state)));
+            json_object_set_new(o, "spot", json_boolean(in->spot));
+            /* spillway's tags: the job it was bought for */
+            json_object_set_new(o, "job_id", in->job_id[0] ? json_string(in->job_id) : json_null());
+            json_object_set_new(o, "launched_ts", json_real(in->launched_s));
+            json_object_set_new(o, "price_usd_per_h", json_real(in->price_usd_per_h));
+            json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(in, now)));
+            json_object_set_new(o, "orphan", json_boolean(x == NULL));
+            if (!x && release_orphans) {
+                if (a->ops->release(a->pv, in, now, &e2) < 0)
+                    json_object_set_new(o, "release_error", json_string(e2.text));
+                else
+                    json_array_append_new(released, json_string(in->id));
+            }
+            json_array_append_new(insts, o);
+        }
+        UNLOCK(d);
+        free(got);
+    }
+    *out = json_object();
+    json_object_set_new(*out, "accounts", accts);
+    json_object_set_new(*out, "instances", insts);
+    if (release_orphans)
+        json_object_set_new(*out, "released", released);
+    else
+        json_decref(released);
+    return 200;
+}
+
 int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
 {
     char why[400];

@@ -207,6 +207,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     d->cfg = cfg;
     spw_fleet_init(&d->fleet);
     d->quiet = opts->quiet;
+    d->release_all_on_stop = opts->release_all_on_stop;
     d->subq_tail = &d->subq;
     d->now = d->started_ts = spw_daemon_clock();
     d->since_ts = NAN;
@@ -403,6 +404,8 @@ void spw_daemon_destroy(spw_daemon_t *d)
     if (d->be_ops && d->be)
         d->be_ops->destroy(d->be);
     spw_daemon_pools_destroy(d);
+    if (d->release_all_on_stop && d->store)
+        dm_release_all(d, fmax(spw_daemon_clock(), d->now));
     dm_accounts_destroy(d);
     spw_daemon_guard_free(d);
     spw_daemon_api_free(d);

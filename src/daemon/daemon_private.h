@@ -313,6 +313,7 @@ struct spw_daemon {
     double started_ts;           /* when this daemon started */
     double since_ts;             /* first submit ever (costs period) */
     int quiet;                   /* no progress lines */
+    int release_all_on_stop;     /* serve --release-all-on-stop */
     /* metrics */
     uint64_t submitted;          /* jobs committed by this process */
     uint64_t node_failures;      /* nodes taken down by this process */

@@ -140,6 +140,10 @@ int dm_offer_by_name(const spw_daemon_t *d, const char *name);
  * offer (an offer none serves is never chosen); destroy frees them. */
 int dm_accounts_setup(spw_daemon_t *d, const spw_offer_emulation_t *eo, spw_error_t *err);
 void dm_accounts_destroy(spw_daemon_t *d);
+/* serve --release-all-on-stop: releases every live instance of every
+ * account at now and records it (jobs on them are left to the next
+ * daemon's recovery, which finds their instances gone). */
+void dm_release_all(spw_daemon_t *d, double now);
 /* 1 with a sentence in why when account a may not buy `inst` more
  * instances of offer o (spot or not) now: blocked, or at max_instances or
  * max_usd_per_h; else 0. */

@@ -11,10 +11,13 @@
 #   nothing (the provider answers what the token bought);
 # - a second daemon: an account-wide refusal (AuthFailure) blocks the
 #   account (no further launch there), /healthz names it, and jobs run on
-#   the other account.
+#   the other account;
+# - `spillway instances` lists what each account holds; an instance whose
+#   record is lost is released at start; --release-all-on-stop leaves
+#   nothing billing.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 19
+plan 23
 
 cat >"$T/offers.csv" <<EOF
 provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
@@ -174,4 +177,36 @@ EOF2
 ok $? "account lab was asked once, and that instance never billed: no launch after the refusal"
 http GET /healthz none
 http_is 200 "cloud account lab cannot launch: AuthFailure" "/healthz names the account and why (degraded, 200)"
+
+spw admin instances -o json >"$T/inst.json"
+json_check "$T/inst.json" "
+live = [i for i in d['instances'] if i['account'] == 'other']
+assert sorted(i['job_id'] for i in live) == sorted('$k1 $k2'.split()), live
+assert not any(i['orphan'] for i in d['instances']), d['instances']
+assert all(i['cost_usd'] > 0 and i['state'] in ('booting', 'ready') for i in live), live
+assert [a['name'] for a in d['accounts']] == ['lab', 'other'], d['accounts']"
+ok $? "instances -o json (admin): what each account holds, with job, state and cost; no orphan"
+spw ml instances >"$T/inst.err" 2>&1
+[ $? -ne 0 ] && contains "$T/inst.err" "admin token"
+ok $? "instances needs an admin token"
+
+# The orphan sweep at start: an instance whose record is lost (the row
+# removed after a kill -9) is released when the daemon starts again; and
+# --release-all-on-stop leaves nothing billing.
+kill9_daemon
+python3 - "$T/state2/spillway.db" "$k2" <<'EOF2'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("DELETE FROM instances WHERE job_id = ?", (sys.argv[2],))
+db.commit()
+EOF2
+SERVE_EXTRA=--release-all-on-stop start_daemon "$T/b.yaml" "$T/state2"
+grep -q "released instance other-i-[0-9]*, acquired before a crash but never recorded" "$DLOG"
+ok $? "the orphan (its record lost) is released at start" || diag "$(cat "$DLOG")"
 stop_daemon
+live_left=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["instances"]
+print(len([i for i in s if i["state"] in ("booting", "ready")]))' "$T/state2/accounts/other/emulated.json")
+[ "$live_left" = 0 ] && grep -q "released [0-9]* cloud instance(s) on stop" "$DLOG"
+ok $? "serve --release-all-on-stop: no instance left billing ($live_left live)"

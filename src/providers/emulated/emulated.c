@@ -1546,6 +1546,24 @@ static int em_preempt(void *pv, const char *instance_id, double now_s, spw_error
 
 static void em_defer_saves(void *pv, int on) { spw_emulated_defer_saves(pv, on); }
 
+/* Version 4 list: the live instances (the emulated cloud holds nothing
+ * else that bills).  The daemon calls it under its lock for a provider
+ * that is not async, so it never runs beside the loop's calls. */
+static int em_list(void *pv, spw_instance_t *out, size_t max, size_t *n, spw_error_t *err)
+{
+    const spw_emulated_t *em = pv;
+    (void)err;
+    size_t c = 0;
+    for (size_t k = 0; k < em->ninst; k++)
+        if (live(&em->inst[k])) {
+            if (c < max)
+                out[c] = em->inst[k].v;
+            c++;
+        }
+    *n = c;
+    return 0;
+}
+
 static int em_health(void *pv, char *why, size_t len)
 {
     const spw_emulated_t *em = pv;
@@ -1570,5 +1588,6 @@ const struct spw_provider_ops spw_emulated_ops = {
     .preempt = em_preempt,
     .defer_saves = em_defer_saves,
     .flush = em_flush,
+    .list = em_list,
     .health = em_health,
 };
