@@ -14,10 +14,14 @@
 #   the other account;
 # - `spillway instances` lists what each account holds; an instance whose
 #   record is lost is released at start; --release-all-on-stop leaves
-#   nothing billing.
+#   nothing billing;
+# - a third daemon: a family refusal (VcpuLimitExceeded) blocks the
+#   family in its region (the job runs on another family), and a refusal
+#   of the job's shape (InvalidParameterValue) fails the job with the
+#   cloud's reason.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 23
+plan 27
 
 cat >"$T/offers.csv" <<EOF
 provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
@@ -210,3 +214,33 @@ s = json.load(open(sys.argv[1]))["instances"]
 print(len([i for i in s if i["state"] in ("booting", "ready")]))' "$T/state2/accounts/other/emulated.json")
 [ "$live_left" = 0 ] && grep -q "released [0-9]* cloud instance(s) on stop" "$DLOG"
 ok $? "serve --release-all-on-stop: no instance left billing ($live_left live)"
+
+# A third daemon: refusals that block a family, and one that fails a job.
+cat >"$T/offers3.csv" <<EOF
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+fam,rf,f-a,p3.small,A100,1,1.00,
+fam,rf,f-b,p3.large,A100,1,1.20,
+fam,rg,g-a,g5.small,A100,1,1.50,
+shape,rs,s-a,x1.small,H100,1,1.00,
+EOF
+accounts_config "$T/c.yaml" "    - {name: fam, type: emulated, refuse: {f-a: VcpuLimitExceeded}}
+    - {name: shape, type: emulated, refuse: {'*': InvalidParameterValue}}"
+sed -i "s|offers: $T/offers.csv|offers: $T/offers3.csv|" "$T/c.yaml"
+start_daemon "$T/c.yaml" "$T/state3"
+ok $? "a third daemon: account fam refuses p3 in zone f-a (VcpuLimitExceeded), shape refuses every shape"
+blocker=$(submit ml --gpus 1 --name blocker -- sleep 60)
+wait_for "$blocker" running 5
+f1=$(submit ml --gpus 1 --model A100 --name f1 -- sleep 30)
+wait_for "$f1" running 10 && field "$f1" 'd["placement"]' | grep -q "g-a"
+ok $? "the A100 job runs on the other family (g5 in rg): $(field "$f1" 'd["placement"]')"
+spw ml pools -o json >"$T/pools3.json"
+json_check "$T/pools3.json" '
+blk = {b["offer"]: b["why"] for b in d["blocked"] if b["market"] == "ondemand"}
+fb = [w for o, w in blk.items() if "f-b" in o]
+assert fb and "family p3 in rf" in fb[0] and "VcpuLimitExceeded" in fb[0], blk
+assert not any("g-a" in o for o in blk), blk'
+ok $? "the whole family p3 in rf is blocked (zone f-b too, never asked), g5 is not"
+s1=$(submit ml --gpus 1 --model H100 --name s1 -- sleep 30)
+wait_for "$s1" failed 10 && field "$s1" 'd["reason"]' | grep -q "InvalidParameterValue"
+ok $? "the H100 job fails with the cloud's reason: $(field "$s1" 'd["reason"]')"
+stop_daemon
