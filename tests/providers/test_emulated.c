@@ -951,6 +951,9 @@ static void test_accounts(void)
     ok(pops->acquire(pv, &req, again, &err) == 0 && strcmp(again[0].id, in[0].id) == 0 &&
            strcmp(again[1].id, in[1].id) == 0, "the same token answers the same instances");
     is(spw_emulated_list(pv, again, 4), 2, "and buys nothing more");
+    size_t nl = 0;
+    ok(SPW_PROVIDER_HAS(pops, 4, list) && pops->list(pv, again, 4, &nl, &err) == 0 && nl == 2 &&
+           strcmp(again[0].id, in[0].id) == 0, "list: the live instances");
     req.count = 3;
     ok(pops->acquire(pv, &req, again, &err) < 0 && errno == EINVAL,
        "the token with another count is refused: %s", err.text);
