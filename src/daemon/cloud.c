@@ -209,6 +209,8 @@ static void do_acquire(spw_daemon_t *d, djob_t *j, double now)
                          .job_id = j->id, .now_s = now, .token = j->acq_token};
     spw_error_t err;
     j->acq_pending = 0;
+    /* Buying works again: the refusals said with a count end here. */
+    dm_say_repeat(d, &d->rep_nobuy, 0, now, "buying instances", "%s", "");
     int rc = a ? a->ops->acquire(a->pv, &req, got, &err)
                : (errno = EAGAIN, spw_errorf(&err, "no cloud account serves %s offers",
                                              d->fleet.offers[j->offer].provider));
