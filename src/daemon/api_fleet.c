@@ -12,6 +12,16 @@
 
 /* ---- pools, costs, health ----------------------------------------------------------- */
 
+/* A cloud account's name, type and whether it is emulated, as JSON. */
+static json_t *acct_json(const dacct_t *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(a->name));
+    json_object_set_new(o, "type", json_string(a->conf ? a->conf->type : a->ops->name));
+    json_object_set_new(o, "emulated", json_boolean(a->ops->emulated));
+    return o;
+}
+
 static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
 {
     char on[200];
@@ -156,10 +166,7 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
     json_t *accts = json_array();
     for (size_t i = 0; i < d->nacct; i++) {
         const dacct_t *a = &d->acct[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "name", json_string(a->name));
-        json_object_set_new(o, "type", json_string(a->conf ? a->conf->type : a->ops->name));
-        json_object_set_new(o, "emulated", json_boolean(a->ops->emulated));
+        json_t *o = acct_json(a);
         json_object_set_new(o, "instances_live", json_integer((json_int_t)a->live));
         json_object_set_new(o, "usd_per_h_live", json_real(a->live_usd_per_h));
         json_object_set_new(o, "max_instances", a->conf && a->conf->max_instances
@@ -499,10 +506,7 @@ int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_o
     /* d->acct is made at start and never changes: safe to walk unlocked. */
     for (size_t ai = 0; ai < d->nacct; ai++) {
         const dacct_t *a = &d->acct[ai];
-        json_t *ao = json_object();
-        json_object_set_new(ao, "name", json_string(a->name));
-        json_object_set_new(ao, "type", json_string(a->conf ? a->conf->type : a->ops->name));
-        json_object_set_new(ao, "emulated", json_boolean(a->ops->emulated));
+        json_t *ao = acct_json(a);
         json_array_append_new(accts, ao);
         if (!SPW_PROVIDER_HAS(a->ops, 4, list)) {
             json_object_set_new(ao, "error", json_string("its provider cannot list instances"));
