@@ -157,12 +157,8 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
             continue;
         json_array_append_new(insts, inst_json(d, x));
     }
-    UNLOCK(d);
-    *out = json_object();
-    json_object_set_new(*out, "pools", pools);
-    json_object_set_new(*out, "offers", offers);
-    json_object_set_new(*out, "instances", insts);
-    /* The cloud accounts, and the offers their refusals block now. */
+    /* The cloud accounts, and the offers their refusals block now (the
+     * loop writes them: read under the lock). */
     json_t *accts = json_array();
     for (size_t i = 0; i < d->nacct; i++) {
         const dacct_t *a = &d->acct[i];
@@ -179,8 +175,14 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
                                                                     : json_null());
         json_array_append_new(accts, o);
     }
+    json_t *blocked = dm_blocked_json(d);
+    UNLOCK(d);
+    *out = json_object();
+    json_object_set_new(*out, "pools", pools);
+    json_object_set_new(*out, "offers", offers);
+    json_object_set_new(*out, "instances", insts);
     json_object_set_new(*out, "accounts", accts);
-    json_object_set_new(*out, "blocked", dm_blocked_json(d));
+    json_object_set_new(*out, "blocked", blocked);
     return 200;
 }
 
