@@ -448,6 +448,13 @@ void dm_handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, double no
         x->in.state = SPW_INSTANCE_READY;
         x->in.ready_s = ev->time_s;
         d->backoff_s[2 * (size_t)x->in.offer + (x->in.spot != 0)] = 0;
+        /* The cloud's own id, once an asynchronous cloud has answered. */
+        const dacct_t *a = dm_acct_of_inst(d, x);
+        spw_instance_t now_in;
+        spw_error_t derr;
+        if (!x->in.cloud_id[0] && a && a->ops->version >= 2 && a->ops->describe &&
+            a->ops->describe(a->pv, x->in.id, &now_in, &derr) == 0 && now_in.cloud_id[0])
+            snprintf(x->in.cloud_id, sizeof(x->in.cloud_id), "%s", now_in.cloud_id);
         spw_daemon_cloud_host_up(d, x);
         dm_inst_save(d, x);
         if (j && !j->running && j->st == SPW_DJOB_PLACED && dm_cloud_ready(d, j))
