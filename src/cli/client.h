@@ -21,6 +21,7 @@ int spw_cli_logs(int argc, char **argv);
 int spw_cli_pools(int argc, char **argv);
 int spw_cli_costs(int argc, char **argv);
 int spw_cli_audit(int argc, char **argv);
+int spw_cli_instances(int argc, char **argv);
 int spw_cli_admin(int argc, char **argv);
 
 /* The --help texts, for `spillway help COMMAND`. */
@@ -33,6 +34,7 @@ extern const char spw_cli_logs_usage[];
 extern const char spw_cli_pools_usage[];
 extern const char spw_cli_costs_usage[];
 extern const char spw_cli_audit_usage[];
+extern const char spw_cli_instances_usage[];
 extern const char spw_cli_admin_usage[];
 
 #endif

@@ -522,6 +522,91 @@ int spw_cli_audit(int argc, char **argv)
     return show(&co, "audit", path, audit_table);
 }
 
+/* ---- instances ----------------------------------------------------------- */
+
+const char spw_cli_instances_usage[] =
+    "usage: spillway instances [--release-orphans] [OPTIONS]\n"
+    "\n"
+    "Every instance each cloud account holds with this daemon's tags, as the\n"
+    "clouds list them: its state, job, cost so far, and ORPHAN for one the\n"
+    "daemon has no live record of (bought before a crash, after a lost state\n"
+    "dir).  Needs an admin token.\n"
+    "\n"
+    "  --release-orphans    release the orphans (they stop billing)\n"
+    SPW_CLI_COMMON_HELP
+    "\n"
+    "Examples:\n"
+    "  spillway instances\n"
+    "  spillway instances -o json | jq '.instances[] | select(.orphan)'\n"
+    "  spillway instances --release-orphans\n"
+    SPW_CLI_EXIT_HELP;
+
+static void instances_table(const json_t *doc)
+{
+    size_t i;
+    json_t *o;
+    char a[64], g[64];
+    double now = spw_cli_now();
+    spw_table_t *t = spw_table_create("ACCOUNT|INSTANCE|CLOUD ID|OFFER|STATE|JOB|>AGE|>COST|ORPHAN");
+    json_array_foreach(json_object_get(doc, "instances"), i, o) {
+        double launched;
+        if (spw_cli_jnum(o, "launched_ts", &launched) == 0)
+            spw_cli_dur(now - launched, a, sizeof(a));
+        else
+            snprintf(a, sizeof(a), "-");
+        spw_table_row(t, spw_cli_jstr(o, "account"), spw_cli_jstr(o, "id"),
+                      spw_cli_jstr(o, "cloud_id"), spw_cli_jstr(o, "offer"),
+                      spw_cli_jstr(o, "state"), spw_cli_jstr(o, "job_id"), a,
+                      spw_cli_money(o, "cost_usd", g, sizeof(g)),
+                      spw_cli_jbool(o, "orphan") ? "yes" : "no");
+    }
+    if (spw_table_rows(t))
+        spw_table_print(t, stdout, 0);
+    else
+        printf("no cloud instances\n");
+    spw_table_destroy(t);
+    json_array_foreach(json_object_get(doc, "accounts"), i, o)
+        if (spw_cli_jstr(o, "error"))
+            printf("account %s: %s\n", spw_cli_jstr(o, "name"), spw_cli_jstr(o, "error"));
+    json_array_foreach(json_object_get(doc, "released"), i, o)
+        printf("released orphan %s\n", json_string_value(o));
+}
+
+int spw_cli_instances(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"release-orphans", no_argument, NULL, 'R'}, SPW_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
+    spw_cli_common_t co;
+    int c, release = 0;
+    spw_cli_common_init(&co);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(spw_cli_instances_usage, stdout);
+            return 0;
+        }
+        if (c == 'R')
+            release = 1;
+        else if (!spw_cli_common_opt(&co, "instances", c, optarg))
+            spw_cli_die_usage("instances", "unknown option");
+    }
+    if (optind < argc)
+        spw_cli_die_usage("instances", "unexpected argument");
+    if (!release)
+        return show(&co, "instances", "/v1/instances", instances_table);
+    json_t *doc;
+    int rc = spw_client_call(&co, "instances", "POST", "/v1/instances/release-orphans", "", "",
+                             &doc);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    if (co.json)
+        spw_cli_json_print(stdout, doc);
+    else
+        instances_table(doc);
+    json_decref(doc);
+    return spw_cli_flush("instances");
+}
+
 /* ---- admin --------------------------------------------------------------- */
 
 static int admin_preempt(int argc, char **argv)

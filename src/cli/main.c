@@ -66,6 +66,7 @@ static const char main_usage[] =
     "  pools     on-prem pools, cloud offers and the cloud instances up\n"
     "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
     "  audit     who did what: the daemon's audit log (admin)\n"
+    "  instances every instance the cloud accounts hold, orphans marked (admin)\n"
     "  admin     administration: 'spillway admin preempt INSTANCE_ID',\n"
     "            'spillway admin node POOL/INDEX down|up'\n"
     "  slurm     Slurm helpers: 'spillway slurm nodes PARTITION', and resume /\n"
@@ -1192,6 +1193,7 @@ static const command_t commands[] = {
     {"pools", spw_cli_pools, spw_cli_pools_usage},
     {"costs", spw_cli_costs, spw_cli_costs_usage},
     {"audit", spw_cli_audit, spw_cli_audit_usage},
+    {"instances", spw_cli_instances, spw_cli_instances_usage},
     {"admin", spw_cli_admin, spw_cli_admin_usage},
     {"slurm", spw_cli_slurm, NULL},  /* its usage: spw_cli_slurm --help */
 };

@@ -49,6 +49,8 @@ static const char serve_usage[] =
     "                     127.0.0.1:8470); port 0 picks a free one\n"
     "  --sync full        wait for fsync on every commit (survives power loss)\n"
     "  -q, --quiet        no progress lines on stderr\n"
+    "  --release-all-on-stop  on SIGTERM/SIGINT, release every cloud instance\n"
+    "                     the accounts hold for this daemon (nothing left billing)\n"
     "  -h, --help         this text\n"
     "\n"
     "The daemon prints 'listening on http://HOST:PORT' once it accepts\n"
@@ -149,6 +151,7 @@ int spw_cli_serve(int argc, char **argv)
         {"config", required_argument, 0, 'c'}, {"state-dir", required_argument, 0, 's'},
         {"listen", required_argument, 0, 'l'}, {"sync", required_argument, 0, 'y'},
         {"quiet", no_argument, 0, 'q'},        {"help", no_argument, 0, 'h'},
+        {"release-all-on-stop", no_argument, 0, 'R'},
         {0, 0, 0, 0},
     };
     const char *config = NULL, *listen_addr = NULL;
@@ -168,6 +171,7 @@ int spw_cli_serve(int argc, char **argv)
             dopts.sync_full = strcmp(optarg, "full") == 0;
             break;
         case 'q': dopts.quiet = 1; break;
+        case 'R': dopts.release_all_on_stop = 1; break;
         case 'h': fputs(serve_usage, stdout); return 0;
         default:
             fprintf(stderr, "(see 'spillway serve --help')\n");

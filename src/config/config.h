@@ -14,6 +14,8 @@
  *     providers: [aws, gcp]      # optional filters on the catalog
  *     regions: [us-east-1]
  *     boot_delay_s: 0
+ *     accounts:                  # docs/clouds.md; default: one emulated account
+ *       - {name: lab, type: emulated, regions: [us-east-1], max_instances: 8}
  *   policy:
  *     queue: fifo | sjf | priority
  *     scan: hol | skip
@@ -312,6 +314,29 @@ typedef struct spw_pool_backend_conf {
     int line;               /* in the config file, for messages */
 } spw_pool_backend_conf_t;
 
+/* Most entries in cloud.accounts, and the longest account name (it goes
+ * into instance ids and spw_instance_t.account). */
+#define SPW_MAX_ACCOUNTS 16
+#define SPW_ACCOUNT_NAME_MAX 20
+
+/* One entry of cloud.accounts (docs/clouds.md): a cloud account the daemon
+ * buys from, made by the provider registry from its type. */
+typedef struct spw_account_conf {
+    char *name;             /* owned; unique, [A-Za-z0-9_-], at most
+                               SPW_ACCOUNT_NAME_MAX bytes */
+    char *type;             /* owned; "aws", "command" or "emulated" */
+    char **regions;         /* owned, NULL-terminated; regions it may buy
+                               in; NULL = every region of its offers */
+    uint32_t max_instances; /* live instances at once; 0 = no limit */
+    double max_usd_per_h;   /* what its live instances may cost together,
+                               USD per hour; 0 = no limit */
+    int dry_run;            /* 1: mutating calls are permission checks only */
+    char *endpoint_url;     /* owned; the API endpoint; NULL = the cloud's */
+    char **options;         /* owned, NULL-terminated "key=value": the
+                               type's own keys (registry.h); NULL = none */
+    int line;               /* in the config file, for messages */
+} spw_account_conf_t;
+
 typedef struct spw_config {
     spw_fleet_t fleet;      /* pools, offers and GPU model names (owned) */
     spw_policy_t policy;    /* scheduling policy */
@@ -333,6 +358,10 @@ typedef struct spw_config {
                                (pools past them, or entries with backend
                                NULL, are local); NULL = every pool local */
     size_t npool_backends;
+    spw_account_conf_t *accounts; /* owned; cloud.accounts, naccounts
+                               entries; NULL = the one default emulated
+                               account (daemon.emulated) */
+    size_t naccounts;
 } spw_config_t;
 
 /* Loads a config file.  On error nothing is left allocated and err names

@@ -43,6 +43,10 @@ int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_back
              spw_error_t *err);
 int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 
+/* accounts.c: cloud.accounts (a list), and freeing it. */
+int cfg_accounts(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+void cfg_free_accounts(spw_config_t *cfg);
+
 /* policy.c: policy, spot, failures (and the pools' mtbf / mttr), performance. */
 int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 void cfg_grow_rates(ctx_t *x);

@@ -590,8 +590,10 @@ int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
                                        "regions", "boot_delay_s", "slurm_partition",
-                                       "slurm_conf", "capacity_errors", NULL};
+                                       "slurm_conf", "capacity_errors", "accounts", NULL};
     if (spw_ymap_check_keys(x->d, n, "cloud", keys, err) < 0)
+        return -1;
+    if (spw_ymap_get(n, "accounts") && cfg_accounts(x, spw_ymap_get(n, "accounts"), err) < 0)
         return -1;
     const spw_ynode_t *spn = spw_ymap_get(n, "slurm_partition"), *scn = spw_ymap_get(n, "slurm_conf");
     const char *sp = NULL, *sc = NULL;

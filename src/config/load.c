@@ -221,6 +221,7 @@ void spw_config_free(spw_config_t *cfg)
     if (!cfg)
         return;
     spw_fleet_clear(&cfg->fleet);
+    cfg_free_accounts(cfg);
     for (size_t i = 0; i < cfg->npool_backends; i++) {
         free(cfg->pool_backends[i].backend);
         free(cfg->pool_backends[i].partition);

@@ -12,6 +12,16 @@
 
 /* ---- pools, costs, health ----------------------------------------------------------- */
 
+/* A cloud account's name, type and whether it is emulated, as JSON. */
+static json_t *acct_json(const dacct_t *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(a->name));
+    json_object_set_new(o, "type", json_string(a->conf ? a->conf->type : a->ops->name));
+    json_object_set_new(o, "emulated", json_boolean(a->ops->emulated));
+    return o;
+}
+
 static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
 {
     char on[200];
@@ -25,7 +35,9 @@ static json_t *inst_json(spw_daemon_t *d, const dinst_t *x)
     json_object_set_new(o, "ended_ts", spw_daemon_ts_json(x->in.ended_s));
     json_object_set_new(o, "price_usd_per_h", json_real(x->in.price_usd_per_h));
     json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(&x->in, d->now)));
-    json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+    json_object_set_new(o, "emulated", json_boolean(dm_inst_emulated(d, x)));
+    json_object_set_new(o, "account", json_string(x->in.account));
+    json_object_set_new(o, "cloud_id", x->in.cloud_id[0] ? json_string(x->in.cloud_id) : json_null());
     /* where its jobs run over ssh (daemon.emulated.boot_command); null
      * for an instance that is no host */
     json_object_set_new(o, "addr", x->in.addr[0] ? json_string(x->in.addr) : json_null());
@@ -126,7 +138,12 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "ondemand_usd_per_h", json_real(f->ondemand_usd_per_h));
         json_object_set_new(o, "spot_usd_per_h", spw_daemon_ts_json(f->spot_usd_per_h));
         json_object_set_new(o, "boot_delay_s", json_real(f->boot_delay_s));
-        json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, i)));
+        const dacct_t *a = dm_acct_of_offer(d, i);
+        json_object_set_new(o, "account", a ? json_string(a->name) : json_null());
+        char bw[256];
+        const char *blocked = dm_offer_blocked(d, i, 0, bw, sizeof(bw));
+        json_object_set_new(o, "blocked", blocked ? json_string(blocked) : json_null());
         json_object_set_new(o, "instances_live", json_integer((json_int_t)live));
         json_array_append_new(offers, o);
     }
@@ -140,11 +157,32 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
             continue;
         json_array_append_new(insts, inst_json(d, x));
     }
+    /* The cloud accounts, and the offers their refusals block now (the
+     * loop writes them: read under the lock). */
+    json_t *accts = json_array();
+    for (size_t i = 0; i < d->nacct; i++) {
+        const dacct_t *a = &d->acct[i];
+        json_t *o = acct_json(a);
+        json_object_set_new(o, "instances_live", json_integer((json_int_t)a->live));
+        json_object_set_new(o, "usd_per_h_live", json_real(a->live_usd_per_h));
+        json_object_set_new(o, "max_instances", a->conf && a->conf->max_instances
+                                                    ? json_integer(a->conf->max_instances)
+                                                    : json_null());
+        json_object_set_new(o, "max_usd_per_h", a->conf && a->conf->max_usd_per_h > 0
+                                                    ? json_real(a->conf->max_usd_per_h)
+                                                    : json_null());
+        json_object_set_new(o, "blocked", a->blocked_until > d->now ? json_string(a->blocked_why)
+                                                                    : json_null());
+        json_array_append_new(accts, o);
+    }
+    json_t *blocked = dm_blocked_json(d);
     UNLOCK(d);
     *out = json_object();
     json_object_set_new(*out, "pools", pools);
     json_object_set_new(*out, "offers", offers);
     json_object_set_new(*out, "instances", insts);
+    json_object_set_new(*out, "accounts", accts);
+    json_object_set_new(*out, "blocked", blocked);
     return 200;
 }
 
@@ -356,7 +394,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
                 continue;
             json_t *o = json_object();
             json_object_set_new(o, "provider", json_string(prov));
-            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+            json_object_set_new(o, "emulated", json_boolean(dm_all_emulated(d)));
             json_object_set_new(o, "usd", json_real(usd));
             json_object_set_new(o, "instances", json_integer((json_int_t)n));
             json_array_append_new(provs, o);
@@ -424,6 +462,110 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     return 200;
 }
 
+/* ---- instances every account holds ------------------------------------- */
+
+/* What account a's provider lists (*got, caller frees; *n of them), or -1
+ * with err.  An async provider is asked without the daemon's lock (its
+ * list may wait on the network, and may be called beside the loop's
+ * calls); any other provider under it, so it never runs beside the loop. */
+static int acct_list(spw_daemon_t *d, const dacct_t *a, spw_instance_t **got, size_t *n,
+                     spw_error_t *err)
+{
+    size_t max = 64;
+    *got = NULL;
+    for (;;) {
+        *got = spw_xrealloc(*got, max * sizeof(spw_instance_t));
+        if (!a->ops->async)
+            LOCK(d);
+        int rc = a->ops->list(a->pv, *got, max, n, err);
+        if (!a->ops->async)
+            UNLOCK(d);
+        if (rc < 0)
+            return -1;
+        if (*n <= max)
+            return 0;
+        max = *n;
+    }
+}
+
+/* The daemon's live record of instance id of account ai, or NULL. */
+static dinst_t *known_live(spw_daemon_t *d, size_t ai, const char *id)
+{
+    for (size_t k = d->inst_lo; k < d->ninst; k++)
+        if (d->inst[k].acct == (int32_t)ai && spw_instance_state_live(d->inst[k].in.state) &&
+            strcmp(d->inst[k].in.id, id) == 0)
+            return &d->inst[k];
+    return NULL;
+}
+
+int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_orphans,
+                         json_t **out, spw_error_t *err)
+{
+    if (!who->admin)
+        return spw_errorf(err, "listing the cloud accounts' instances needs an admin token"), 403;
+    json_t *accts = json_array(), *insts = json_array(), *released = json_array();
+    double now = fmax(spw_daemon_clock(), d->now);
+    /* d->acct is made at start and never changes: safe to walk unlocked. */
+    for (size_t ai = 0; ai < d->nacct; ai++) {
+        const dacct_t *a = &d->acct[ai];
+        json_t *ao = acct_json(a);
+        json_array_append_new(accts, ao);
+        if (!SPW_PROVIDER_HAS(a->ops, 4, list)) {
+            json_object_set_new(ao, "error", json_string("its provider cannot list instances"));
+            continue;
+        }
+        spw_instance_t *got;
+        size_t n;
+        spw_error_t e2;
+        if (acct_list(d, a, &got, &n, &e2) < 0) {
+            json_object_set_new(ao, "error", json_string(e2.text));
+            free(got);
+            continue;
+        }
+        LOCK(d);
+        for (size_t k = 0; k < n; k++) {
+            spw_instance_t *in = &got[k];
+            const dinst_t *x = known_live(d, ai, in->id);
+            char on[200];
+            json_t *o = json_object();
+            json_object_set_new(o, "account", json_string(a->name));
+            json_object_set_new(o, "id", json_string(in->id));
+            json_object_set_new(o, "cloud_id", in->cloud_id[0] ? json_string(in->cloud_id)
+                                                               : json_null());
+            json_object_set_new(o, "offer", json_string(in->offer < d->fleet.noffers
+                                    ? spw_daemon_offer_name(&d->fleet.offers[in->offer], on,
+                                                            sizeof(on))
+                                    : in->instance_type));
+            json_object_set_new(o, "zone", json_string(in->zone));
+            json_object_set_new(o, "state", json_string(spw_instance_state_name(in->state)));
+            json_object_set_new(o, "spot", json_boolean(in->spot));
+            /* spillway's tags: the job it was bought for */
+            json_object_set_new(o, "job_id", in->job_id[0] ? json_string(in->job_id) : json_null());
+            json_object_set_new(o, "launched_ts", json_real(in->launched_s));
+            json_object_set_new(o, "price_usd_per_h", json_real(in->price_usd_per_h));
+            json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(in, now)));
+            json_object_set_new(o, "orphan", json_boolean(x == NULL));
+            if (!x && release_orphans) {
+                if (a->ops->release(a->pv, in, now, &e2) < 0)
+                    json_object_set_new(o, "release_error", json_string(e2.text));
+                else
+                    json_array_append_new(released, json_string(in->id));
+            }
+            json_array_append_new(insts, o);
+        }
+        UNLOCK(d);
+        free(got);
+    }
+    *out = json_object();
+    json_object_set_new(*out, "accounts", accts);
+    json_object_set_new(*out, "instances", insts);
+    if (release_orphans)
+        json_object_set_new(*out, "released", released);
+    else
+        json_decref(released);
+    return 200;
+}
+
 int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
 {
     char why[400];
@@ -439,6 +581,20 @@ int spw_daemon_health(spw_daemon_t *d, json_t **out, spw_error_t *err)
     json_object_set_new(*out, "version", json_string(SPW_VERSION));
     json_object_set_new(*out, "uptime_s", json_real(spw_daemon_clock() - d->started_ts));
     json_object_set_new(*out, "last_turn_age_s", isnan(age) ? json_null() : json_real(age));
+    /* A cloud account that cannot launch (auth): the daemon still works
+     * (on-prem, other accounts), so it is "degraded", not unhealthy, and
+     * says which account and why. */
+    char acct[256];
+    pthread_mutex_lock(&d->hmu);
+    snprintf(acct, sizeof(acct), "%s", d->acct_health);
+    pthread_mutex_unlock(&d->hmu);
+    if (acct[0]) {
+        json_object_set_new(*out, "cloud_accounts", json_string(acct));
+        if (!bad) {
+            json_object_set_new(*out, "status", json_string("degraded"));
+            json_object_set_new(*out, "reason", json_string(acct));
+        }
+    }
     /* Only if the loop does not hold the lock: health never waits on it. */
     if (pthread_mutex_trylock(&d->mu) == 0) {
         json_object_set_new(*out, "jobs_queued",

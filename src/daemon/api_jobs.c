@@ -274,7 +274,7 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
         p += n + (p[n] == ',');
     }
     json_object_set_new(o, "instances", inst);
-    json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && d->pv_ops->emulated));
+    json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && dm_offer_emulated(d, (size_t)j->offer)));
     json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
     json_object_set_new(o, "attempts", json_integer(j->attempts));
     /* interruptions: the engine's account of its attempts */

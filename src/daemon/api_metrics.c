@@ -130,18 +130,32 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     }
     put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
     put(&b, "# TYPE spillway_cloud_instances gauge\n");
-    const char *emu = d->pv_ops->emulated ? "true" : "false";
+    const char *emu = dm_all_emulated(d) ? "true" : "false";
     offer_tally_t *t = api_tally_offers(d, now);
     for (size_t i = 0; i < d->fleet.noffers; i++) {
         const size_t *live = t[i].by_state;
+        const char *oemu = dm_offer_emulated(d, i) ? "true" : "false";
         char on[200];
         spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
         for (int st = 0; st < SPW_INSTANCE_STATE_COUNT; st++)
             if (live[st] && spw_instance_state_live((spw_instance_state_t)st))
                 put(&b, "spillway_cloud_instances{provider=\"%s\",offer=\"%s\",state=\"%s\",emulated=\"%s\"} %zu\n",
                     esc(d->fleet.offers[i].provider, e1, sizeof(e1)), esc(on, e2, sizeof(e2)),
-                    spw_instance_state_name((spw_instance_state_t)st), emu, live[st]);
+                    spw_instance_state_name((spw_instance_state_t)st), oemu, live[st]);
     }
+    put(&b, "# HELP spillway_offer_blocked Offers a cloud's refusal blocks now (1), by offer, "
+        "market and why.\n");
+    put(&b, "# TYPE spillway_offer_blocked gauge\n");
+    for (size_t i = 0; i < d->fleet.noffers; i++)
+        for (int s = 0; s < 2; s++) {
+            if (!(d->blk_until[2 * i + (size_t)s] > now))
+                continue;
+            char on[200], e4[400];
+            spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
+            put(&b, "spillway_offer_blocked{offer=\"%s\",market=\"%s\",why=\"%s\"} 1\n",
+                esc(on, e2, sizeof(e2)), s ? "spot" : "ondemand",
+                esc(d->blk_why[2 * i + (size_t)s], e4, sizeof(e4)));
+        }
     put(&b, "# HELP spillway_spend_usd_total Dollars spent: amortised on-prem GPU cost and cloud billing.\n");
     put(&b, "# TYPE spillway_spend_usd_total counter\n");
     double onprem = 0;

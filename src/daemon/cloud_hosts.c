@@ -69,8 +69,9 @@ void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
         return;
     /* The provider's word; else (it cannot describe it) the address the
      * store kept. */
-    if (d->pv_ops->version >= 2 && d->pv_ops->describe &&
-        d->pv_ops->describe(d->pv, x->in.id, &now, &err) == 0 && now.addr[0])
+    const dacct_t *a = dm_acct_of_inst(d, x);
+    if (a && a->ops->version >= 2 && a->ops->describe &&
+        a->ops->describe(a->pv, x->in.id, &now, &err) == 0 && now.addr[0])
         snprintf(x->in.addr, sizeof(x->in.addr), "%s", now.addr);
     if (!x->in.addr[0])
         return;

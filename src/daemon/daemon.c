@@ -208,6 +208,7 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
     d->cfg = cfg;
     spw_fleet_init(&d->fleet);
     d->quiet = opts->quiet;
+    d->release_all_on_stop = opts->release_all_on_stop;
     d->subq_tail = &d->subq;
     d->now = d->started_ts = spw_daemon_clock();
     d->since_ts = NAN;
@@ -353,15 +354,6 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
             eo[i].rate_ondemand = 1;   /* preemptions hit on-demand instances too */
         }
     }
-    spw_provider_conf_t pc = {
-        .type = SPW_PROVIDER_DEFAULT,
-        .offers = d->fleet.offers,
-        .noffers = d->fleet.noffers,
-        .offer_emulation = eo,
-        .noffer_emulation = d->fleet.noffers,
-        .seed = cfg->daemon.emulated_seed,
-        .state_dir = d->state_dir,
-    };
     /* Instances that are real hosts (docs/hosts.md, "Cloud instances"). */
     if (cfg->daemon.emulated_boot_command) {
         if (cfg->daemon.emulated_hosts_dir) {
@@ -377,23 +369,17 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
             free(eo);
             goto error;
         }
-        pc.boot_command = cfg->daemon.emulated_boot_command;
-        pc.hosts_dir = d->cloud_hosts_dir;
         if (spw_daemon_cloud_setup(d, err) < 0) {
             free(eo);
             goto error;
         }
     }
-    int made = spw_provider_create(&pc, &d->pv_ops, &d->pv, err);
+    int made = dm_accounts_setup(d, eo, err);
     free(eo);
     if (made < 0)
         goto error;
     if (spw_daemon_scloud_setup(d, err) < 0)
         goto error;
-    /* A provider that saves its state saves it once per turn, before the
-     * turn's commit (turn.c). */
-    if (SPW_PROVIDER_HAS(d->pv_ops, 3, defer_saves))
-        d->pv_ops->defer_saves(d->pv, 1);
     if (spw_store_begin(d->store, err) < 0)
         goto error;
     if (dm_recover(d, err) < 0 || dm_restore_nodes(d, err) < 0) {
@@ -431,8 +417,9 @@ void spw_daemon_destroy(spw_daemon_t *d)
     if (d->be_ops && d->be)
         d->be_ops->destroy(d->be);
     spw_daemon_pools_destroy(d);
-    if (d->pv_ops && d->pv)
-        d->pv_ops->destroy(d->pv);
+    if (d->release_all_on_stop && d->store)
+        dm_release_all(d, fmax(spw_daemon_clock(), d->now));
+    dm_accounts_destroy(d);
     spw_daemon_guard_free(d);
     spw_daemon_api_free(d);
     spw_store_close(d->store);
@@ -460,6 +447,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     free(d->log_dir);
     free(d->run_dir);
     free(d->pend);
+    free(d->acq);
     free(d->touched);
     for (size_t i = 0; i < d->ngc; i++)
         free(d->gc[i]);

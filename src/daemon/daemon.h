@@ -43,6 +43,8 @@ typedef struct spw_daemon_opts {
     const char *state_dir;     /* --state-dir */
     int sync_full;             /* store commits wait for fsync */
     int quiet;                 /* no progress lines on stderr */
+    int release_all_on_stop;   /* --release-all-on-stop: destroy releases
+                                  every live cloud instance */
 } spw_daemon_opts_t;
 
 /* Makes the daemon from a loaded config (borrowed until destroy): opens or
@@ -110,6 +112,13 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
 
 /* GET /v1/pools, GET /healthz. */
 int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
+/* Every instance each cloud account holds with this daemon's tags (the
+ * providers' list, asked off the scheduler thread for async providers),
+ * with its state, cost so far and job, and `orphan` for those the daemon
+ * has no live record of; release_orphans: those are released (admin only;
+ * 403 otherwise). */
+int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_orphans,
+                         json_t **out, spw_error_t *err);
 /* GET /v1/costs?period=P: spend, budgets and caps for period P ("2026-11",
  * "2026-W47"; NULL or "" = the current month, each team's budget over its
  * own current period); 400 for a period that does not parse. */

@@ -103,6 +103,12 @@ typedef struct djob {
     uint32_t gpus;              /* GPUs asked (kept after the spec is freed) */
     uint64_t gpu_mask;          /* acceptable models over the fleet's table */
     struct djob *next_wait;     /* list of cloud jobs waiting for boots */
+    char acq_token[SPW_ACQUIRE_TOKEN_MAX]; /* its latest cloud acquisition's
+                                   token, "DAEMONID.JOBID.MS"; "" = none */
+    uint32_t acq_count;         /* instances that acquisition asks */
+    int acq_pending;            /* its intent is recorded, the provider not
+                                   yet asked (dm_acquire_pending, after the
+                                   turn's commit) */
 } djob_t;
 
 /* One cloud instance the daemon has acquired (ended ones kept for costs). */
@@ -114,7 +120,28 @@ typedef struct dinst {
     double bound_usd;           /* billed while bound to jobs, settled */
     uint32_t snode;             /* the Slurm cloud node it is (index + 1 in
                                    d->scloud_nodes; slurmcloud.c); 0 = none */
+    int32_t acct;               /* the account that holds it (index into
+                                   d->acct; in.account is its name); -1 =
+                                   one the config no longer has */
 } dinst_t;
+
+/* One cloud account the daemon buys from (accounts.c): cloud.accounts[i],
+ * or the default emulated account when the config declares none. */
+typedef struct dacct {
+    char name[SPW_INSTANCE_ACCOUNT_MAX]; /* its name; "emulated" for the
+                                   default account */
+    const spw_account_conf_t *conf; /* borrowed from the config; NULL = the
+                                   default account (no limits) */
+    const struct spw_provider_ops *ops; /* its provider's table */
+    void *pv;                   /* its provider */
+    char *state_dir;            /* owned: STATE_DIR/accounts/NAME; NULL for
+                                   the default account (STATE_DIR itself) */
+    uint32_t live;              /* its live instances, recounted each turn */
+    double live_usd_per_h;      /* what they cost together, USD per hour */
+    double blocked_until;       /* an account-wide refusal (auth): nothing
+                                   is bought before, daemon clock; 0 = none */
+    char blocked_why[200];      /* why, from the refusal */
+} dacct_t;
 
 /* One submit waiting for the loop's group commit. */
 typedef struct subreq {
@@ -178,8 +205,14 @@ struct spw_daemon {
     double nodes_sync_ts;        /* last read of Slurm's node states */
     size_t nunsure;              /* jobs with `unsure` set (recovery) */
     double unsure_ts;            /* when recheck_unsure last asked */
-    const struct spw_provider_ops *pv_ops;
-    void *pv;
+    dacct_t *acct;               /* owned: the cloud accounts (accounts.c) */
+    size_t nacct;                /* entries in acct, >= 1 once made */
+    int32_t *offer_acct;         /* owned, per offer: the account that serves
+                                    it; -1 = none (the offer is never chosen) */
+    double *blk_until;           /* owned, per offer and kind (2 * offer +
+                                    spot): blocked by a refusal until, daemon
+                                    clock; 0 = not blocked */
+    char (*blk_why)[160];        /* owned, the same: why it is blocked */
     const struct spw_backend_ops *cloud_ops; /* cloud_be's table */
     void *cloud_be;              /* the backend of plain hosts (registry:
                                     SPW_BACKEND_HOSTS) whose hosts are the
@@ -213,6 +246,9 @@ struct spw_daemon {
     int64_t *pend;               /* seqs of jobs whose launch waits for the
                                     turn's commit */
     size_t npend, cappend;
+    int64_t *acq;                /* seqs of jobs whose cloud acquisition
+                                    waits for the turn's commit */
+    size_t nacq, capacq;
     char **gc;                   /* owned: launch tokens of attempts that
                                     ended; their fence and exit record are
                                     removed once that end is committed */
@@ -230,6 +266,13 @@ struct spw_daemon {
     uint64_t commit_failures;    /* turns (and cancels) whose commit failed */
     dm_repeat_t rep_flush;       /* the provider's state cannot be saved */
     dm_repeat_t rep_save;        /* job records cannot be written */
+    dm_repeat_t rep_nobuy;       /* acquisitions refused while the daemon
+                                    cannot record them */
+    dm_repeat_t rep_orphan_acct; /* an instance's account is gone from the
+                                    config: it cannot be released */
+    char acct_health[256];       /* why a cloud account cannot launch (its
+                                    health, or an account-wide refusal);
+                                    "" = every account can */
     int disk_low;                /* the state (or log) filesystem has less
                                     than daemon.min_free_mib free */
     char disk_err[256];          /* why, as /healthz and 503s say it */
@@ -270,6 +313,7 @@ struct spw_daemon {
     double started_ts;           /* when this daemon started */
     double since_ts;             /* first submit ever (costs period) */
     int quiet;                   /* no progress lines */
+    int release_all_on_stop;     /* serve --release-all-on-stop */
     /* metrics */
     uint64_t submitted;          /* jobs committed by this process */
     uint64_t node_failures;      /* nodes taken down by this process */
@@ -310,6 +354,23 @@ void spw_daemon_api_free(spw_daemon_t *d);
 /* The API's calls hold mu while they read the loop's records. */
 #define LOCK(d) pthread_mutex_lock(&(d)->mu)
 #define UNLOCK(d) pthread_mutex_unlock(&(d)->mu)
+
+/* The cloud accounts (accounts.c), for the loop and the API alike. */
+/* The account serving offer `offer` (NULL: none), holding x (NULL: one the
+ * config no longer has); an account's index by name (-1). */
+dacct_t *dm_acct_of_offer(const spw_daemon_t *d, size_t offer);
+dacct_t *dm_acct_of_inst(const spw_daemon_t *d, const dinst_t *x);
+int32_t dm_acct_index(const spw_daemon_t *d, const char *name);
+/* Whether the offer's account, x's account, every account is emulated. */
+int dm_offer_emulated(const spw_daemon_t *d, size_t offer);
+int dm_inst_emulated(const spw_daemon_t *d, const dinst_t *x);
+int dm_all_emulated(const spw_daemon_t *d);
+/* Why offer o (spot or not) cannot be chosen now, in buf (returned), or
+ * NULL when it can: no account serves it, a refusal blocks it, its
+ * account is blocked or at a limit. */
+const char *dm_offer_blocked(const spw_daemon_t *d, size_t o, int spot, char *buf, size_t len);
+/* The blocked offers now, as JSON (offer, market, until_ts, why). */
+json_t *dm_blocked_json(const spw_daemon_t *d);
 
 /* A timestamp as JSON: null when NAN (never happened). */
 static inline json_t *spw_daemon_ts_json(double t)

@@ -37,7 +37,13 @@ json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j)
         json_object_set_new(o, "ok", json_boolean(c[i].ok));
         if (c[i].kind == SPW_CAND_CLOUD) {
             json_object_set_new(o, "instances", json_integer(c[i].instances));
-            json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+            json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, (size_t)c[i].index)));
+            /* What the engine cannot see: no account serves the offer,
+             * a refusal blocks it, its account is at a limit. */
+            char bw[256];
+            const char *blocked = dm_offer_blocked(d, (size_t)c[i].index, j->ej.spot, bw, sizeof(bw));
+            if (blocked && !c[i].ok)
+                snprintf(c[i].why, sizeof(c[i].why), "%s", blocked);
         }
         json_object_set_new(o, "est_start_ts", spw_daemon_ts_json(c[i].est_start_s));
         json_object_set_new(o, "est_cost_usd", spw_daemon_ts_json(c[i].est_cost_usd));
@@ -63,7 +69,7 @@ void dm_record_decision(spw_daemon_t *d, djob_t *j, double now)
         json_object_set_new(o, "placement", json_string(spw_daemon_offer_name(
                                                 &d->fleet.offers[j->ej.offer], on, sizeof(on))));
         json_object_set_new(o, "instances", json_integer(j->ej.instances));
-        json_object_set_new(o, "emulated", json_boolean(d->pv_ops->emulated));
+        json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, (size_t)j->ej.offer)));
     }
     json_object_set_new(o, "waited_s", json_real(now - j->submit_ts));
     json_t *cands = spw_daemon_candidates_json(d, j);

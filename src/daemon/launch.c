@@ -343,7 +343,7 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
     /* Instances that are Slurm cloud nodes: the job is pinned to them. */
     char *snodes = spw_daemon_scloud_env(d, j);
     const char *extra[] = {ids, nodes, place,
-                           d->pv_ops->emulated ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
+                           dm_offer_emulated(d, (size_t)j->offer) ? "SPILLWAY_EMULATED=1" : "SPILLWAY_EMULATED=0",
                            snodes ? snodes : hosts, snodes ? hosts : NULL, NULL};
     dm_unwait(d, j);
     launch(d, j, g, ng, extra, now);
@@ -354,6 +354,8 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
 
 int dm_cloud_ready(const spw_daemon_t *d, const djob_t *j)
 {
+    if (j->acq_pending)
+        return 0;   /* the rest of its instances are not asked yet */
     for (size_t k = 0; k < j->ninst; k++)
         if (d->inst[j->inst[k]].in.state != SPW_INSTANCE_READY)
             return 0;
@@ -456,20 +458,31 @@ void dm_gc_run(spw_daemon_t *d)
  * transaction of its own that records their handles (pid, start ticks).
  * Should that commit fail, recovery still finds each process by its
  * token. */
-void dm_launch_pending(spw_daemon_t *d, double now)
+void dm_after_commit(spw_daemon_t *d, const int64_t *seqs, size_t *n,
+                     void (*step)(spw_daemon_t *d, djob_t *j, double now), const char *what,
+                     double now)
 {
-    if (!d->npend)
+    if (!*n)
         return;
     spw_error_t err;
     int tx = spw_store_begin(d->store, &err) == 0;
-    for (size_t i = 0; i < d->npend; i++) {
-        djob_t *j = d->jobs[d->pend[i]];
-        if (j && j->pending)
-            do_launch(d, j, now);
-    }
-    d->npend = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (d->jobs[seqs[i]])
+            step(d, d->jobs[seqs[i]], now);
+    *n = 0;
     if (tx && spw_store_commit(d->store, &err) < 0) {
-        dm_say(d, "cannot record the processes just started: %s", err.text);
+        dm_say(d, "cannot record %s: %s", what, err.text);
         spw_store_rollback(d->store);
     }
+}
+
+static void launch_step(spw_daemon_t *d, djob_t *j, double now)
+{
+    if (j->pending)
+        do_launch(d, j, now);
+}
+
+void dm_launch_pending(spw_daemon_t *d, double now)
+{
+    dm_after_commit(d, d->pend, &d->npend, launch_step, "the processes just started", now);
 }

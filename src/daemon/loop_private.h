@@ -100,6 +100,12 @@ void dm_gc_run(spw_daemon_t *d);
  * Should that commit fail, recovery still finds each process by its
  * token. */
 void dm_launch_pending(spw_daemon_t *d, double now);
+/* What dm_launch_pending and dm_acquire_pending share: step() for each job
+ * of seqs[0 .. *n) still known, in a transaction of its own (committed; a
+ * failure is said as "cannot record WHAT"), then *n = 0. */
+void dm_after_commit(spw_daemon_t *d, const int64_t *seqs, size_t *n,
+                     void (*step)(spw_daemon_t *d, djob_t *j, double now), const char *what,
+                     double now);
 
 /* ---- decisions.c ----------------------------------------------------------- */
 /* Stores j's placement of now with every candidate the engine weighed. */
@@ -115,6 +121,47 @@ void dm_inst_insert(spw_daemon_t *d, const dinst_t *x);
 /* A cloud placement: reuses idle instances of the offer (of the same kind,
  * spot or on-demand: the engine reserved at that price), acquires the rest. */
 void dm_place_cloud(spw_daemon_t *d, djob_t *j, double now);
+/* After the turn's commit: asks the providers for the acquisitions whose
+ * intent it committed (with their tokens), in a transaction of its own
+ * that records what they bought.  dm_acq_rewrite writes the pending
+ * intents again (after a failed commit undid them). */
+void dm_acquire_pending(spw_daemon_t *d, double now);
+void dm_acq_rewrite(spw_daemon_t *d);
+/* At start-up, before the providers reconcile: every acquisition intent
+ * recorded but not answered is asked again with its token (the provider
+ * answers what the token bought, or buys it now), for jobs still placed;
+ * the others are dropped. */
+int dm_recover_acquisitions(spw_daemon_t *d, spw_error_t *err);
+/* recover.c: the index of the offer named `name` (spw_daemon_offer_name), or -1. */
+int dm_offer_by_name(const spw_daemon_t *d, const char *name);
+
+/* accounts.c: the cloud accounts.  setup makes each account's provider
+ * (eo: daemon.emulated's offer emulation) and which account serves each
+ * offer (an offer none serves is never chosen); destroy frees them. */
+int dm_accounts_setup(spw_daemon_t *d, const spw_offer_emulation_t *eo, spw_error_t *err);
+void dm_accounts_destroy(spw_daemon_t *d);
+/* serve --release-all-on-stop: releases every live instance of every
+ * account at now and records it (jobs on them are left to the next
+ * daemon's recovery, which finds their instances gone). */
+void dm_release_all(spw_daemon_t *d, double now);
+/* 1 with a sentence in why when account a may not buy `inst` more
+ * instances of offer o (spot or not) now: blocked, or at max_instances or
+ * max_usd_per_h; else 0. */
+int dm_acct_limit(const spw_daemon_t *d, const dacct_t *a, size_t o, int spot, uint32_t inst,
+                  char *why, size_t len);
+/* Before each schedule: the accounts' live counts, and the engine told
+ * which offers their limits and the blocked-offer cache rule out. */
+void dm_accounts_gate(spw_daemon_t *d, double now);
+/* A refusal of an acquisition of offer o (spot or not) that blocks `cls`
+ * (OFFER, FAMILY, ACCOUNT; others do nothing here) for block_s seconds (0 =
+ * the default) from now. */
+void dm_block_refusal(spw_daemon_t *d, size_t o, int spot, spw_block_t cls, double block_s,
+                      const char *reason, double now);
+/* Each account's events (dm_handle_inst_event); their saves, once per turn
+ * before the commit, and their health for /healthz. */
+void dm_accounts_poll(spw_daemon_t *d, double now);
+void dm_accounts_flush(spw_daemon_t *d, double now);
+
 /* What the provider reports of an instance: ready (its job may launch),
  * preempted or lost (its job is interrupted), released. */
 void dm_handle_inst_event(spw_daemon_t *d, const spw_inst_event_t *ev, double now);

@@ -78,7 +78,7 @@ void dm_recheck_unsure(spw_daemon_t *d, double now)
     d->nunsure = left;
 }
 
-static int offer_by_name(const spw_daemon_t *d, const char *name)
+int dm_offer_by_name(const spw_daemon_t *d, const char *name)
 {
     char on[200];
     for (size_t i = 0; i < d->fleet.noffers; i++)
@@ -164,7 +164,7 @@ static int load_job(const spw_store_job_t *r, void *arg)
         if (j->pool >= 0 && (j->node < 0 || (uint32_t)j->node >= d->fleet.pools[j->pool].nnodes))
             j->pool = j->node = -1;
     } else if (r->placement && strncmp(r->placement, "cloud:", 6) == 0) {
-        j->offer = offer_by_name(d, r->placement + 6);
+        j->offer = dm_offer_by_name(d, r->placement + 6);
     }
     if (isnan(d->since_ts) || r->submit_ts < d->since_ts)
         d->since_ts = r->submit_ts;
@@ -180,7 +180,7 @@ static int load_inst(const spw_store_instance_t *r, void *arg)
 {
     loadctx_t *c = arg;
     spw_daemon_t *d = c->d;
-    int offer = offer_by_name(d, r->offer);
+    int offer = dm_offer_by_name(d, r->offer);
     if (offer < 0) {
         dm_say(d, "instance %s: offer %s is no longer in the config; it is kept for its cost only",
                r->id, r->offer);
@@ -210,6 +210,9 @@ static int load_inst(const spw_store_instance_t *r, void *arg)
     in.ready_s = isnan(r->ready_ts) ? r->launched_ts + o->boot_delay_s : r->ready_ts;
     in.ended_s = r->released_ts;
     snprintf(in.addr, sizeof(in.addr), "%s", r->addr ? r->addr : "");
+    snprintf(in.account, sizeof(in.account), "%s", r->account && *r->account ? r->account
+                                                                             : "emulated");
+    snprintf(in.cloud_id, sizeof(in.cloud_id), "%s", r->cloud_id ? r->cloud_id : "");
     size_t xi = dm_inst_add(d, &in);
     djob_t *j = r->job_id ? spw_daemon_find(d, r->job_id) : NULL;
     if (j && spw_instance_state_live(in.state) && !spw_djob_state_terminal(j->st)) {
@@ -223,20 +226,22 @@ static int load_inst(const spw_store_instance_t *r, void *arg)
     return 0;
 }
 
-/* Hands every live cloud instance to the provider's reconcile; releases
- * the orphans it reports (acquired but never recorded). */
-static int reconcile(spw_daemon_t *d, spw_error_t *err)
+/* Hands every live cloud instance of account ai to its provider's
+ * reconcile; releases the orphans it reports (acquired but never
+ * recorded). */
+static int reconcile(spw_daemon_t *d, size_t ai, spw_error_t *err)
 {
+    dacct_t *a = &d->acct[ai];
     size_t nlive = 0;
     spw_instance_t *known = spw_xcalloc(d->ninst + 1, sizeof(spw_instance_t));
     for (size_t i = 0; i < d->ninst; i++)
-        if (spw_instance_state_live(d->inst[i].in.state))
+        if (spw_instance_state_live(d->inst[i].in.state) && d->inst[i].acct == (int32_t)ai)
             known[nlive++] = d->inst[i].in;
     size_t max = 16, norph = 0;
     spw_instance_t *orph = NULL;
     for (;;) {
         orph = spw_xrealloc(orph, max * sizeof(spw_instance_t));
-        if (d->pv_ops->reconcile(d->pv, known, nlive, d->now, orph, max, &norph, err) < 0) {
+        if (a->ops->reconcile(a->pv, known, nlive, d->now, orph, max, &norph, err) < 0) {
             free(known);
             free(orph);
             return -1;
@@ -247,13 +252,14 @@ static int reconcile(spw_daemon_t *d, spw_error_t *err)
     }
     for (size_t i = 0; i < norph; i++) {
         spw_error_t e2;
-        if (d->pv_ops->release(d->pv, &orph[i], d->now, &e2) < 0) {
+        if (a->ops->release(a->pv, &orph[i], d->now, &e2) < 0) {
             dm_say(d, "cannot release orphan instance %s: %s", orph[i].id, e2.text);
             continue;
         }
         dm_say(d, "released instance %s, acquired before a crash but never recorded", orph[i].id);
         orph[i].state = SPW_INSTANCE_RELEASED;
         orph[i].ended_s = d->now;
+        snprintf(orph[i].account, sizeof(orph[i].account), "%s", a->name);
         size_t xi = dm_inst_add(d, &orph[i]);
         dm_inst_insert(d, &d->inst[xi]);
         dm_inst_save(d, &d->inst[xi]);
@@ -582,8 +588,16 @@ int dm_recover(spw_daemon_t *d, spw_error_t *err)
         return -1;
     if (spw_store_instance_list(d->store, 0, load_inst, &c, err) < 0)
         return -1;
-    if (reconcile(d, err) < 0)
+    for (size_t i = 0; i < d->ninst; i++)
+        if (d->inst[i].acct < 0 && spw_instance_state_live(d->inst[i].in.state))
+            return spw_errorf(err, "instance %s is live in cloud account %s, which cloud.accounts "
+                              "no longer has: put the account back (and release the instance "
+                              "if it is no longer wanted)", d->inst[i].in.id, d->inst[i].in.account);
+    if (dm_recover_acquisitions(d, err) < 0)
         return -1;
+    for (size_t i = 0; i < d->nacct; i++)
+        if (reconcile(d, i, err) < 0)
+            return -1;
     /* Ready instances that are hosts rejoin the cloud backend before their
      * jobs are looked for there. */
     for (size_t i = 0; i < d->ninst; i++)

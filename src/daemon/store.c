@@ -161,6 +161,22 @@ static const char *const migrations[] = {
      * comes back when the backend sees it answer, also after a restart),
      * 0 = an administrator (it stays down until one brings it back). */
     "ALTER TABLE nodes ADD COLUMN by_backend INTEGER NOT NULL DEFAULT 0;",
+    /* 6 -> 7: cloud accounts: the account that holds each instance and the
+     * cloud's own id for it (rows from before: the default account,
+     * "emulated", whose ids are the cloud's), and each cloud acquisition's
+     * intent, committed before the provider is asked, so that a restart asks
+     * again with the same token and never buys twice. */
+    "ALTER TABLE instances ADD COLUMN account TEXT NOT NULL DEFAULT 'emulated';"
+    "ALTER TABLE instances ADD COLUMN cloud_id TEXT;"
+    "CREATE TABLE acquisitions ("
+    "  token TEXT PRIMARY KEY,"
+    "  job_id TEXT NOT NULL,"
+    "  account TEXT NOT NULL,"
+    "  offer TEXT NOT NULL,"
+    "  count INTEGER NOT NULL,"
+    "  spot INTEGER NOT NULL,"
+    "  ts REAL NOT NULL"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -179,7 +195,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "onprem_gpu_h, cloud_gpu_h"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
-    "price_usd_per_h, job_id, addr"
+    "price_usd_per_h, job_id, addr, account, cloud_id"
 
 /* Every statement the store runs more than once, prepared on first use. */
 #define STMTS(X)                                                              \
@@ -240,9 +256,15 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     X(JOB_ACTIVE, "SELECT " JOB_COLS " FROM jobs WHERE state IN "             \
       "('queued', 'placed', 'running') ORDER BY seq")                         \
     X(INST_INSERT, "INSERT INTO instances (" INST_COLS ") "                   \
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")                     \
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)")           \
     X(INST_UPDATE, "UPDATE instances SET state = ?4, ready_ts = ?6, "         \
-      "released_ts = ?7, job_id = ?9, addr = ?10 WHERE id = ?1")              \
+      "released_ts = ?7, job_id = ?9, addr = ?10, cloud_id = COALESCE(?12, cloud_id) "            \
+      "WHERE id = ?1")                                                        \
+    X(ACQ_INSERT, "INSERT OR REPLACE INTO acquisitions (token, job_id, "      \
+      "account, offer, count, spot, ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)") \
+    X(ACQ_DELETE, "DELETE FROM acquisitions WHERE token = ?1")                \
+    X(ACQ_LIST, "SELECT token, job_id, account, offer, count, spot, ts "      \
+      "FROM acquisitions ORDER BY ts, rowid")                                 \
     X(INST_LIST, "SELECT " INST_COLS " FROM instances "                       \
       "ORDER BY launched_ts, rowid")                                          \
     X(INST_ACTIVE, "SELECT " INST_COLS " FROM instances "                     \
@@ -1008,6 +1030,9 @@ static int inst_write(spw_store_t *st, int id, const spw_store_instance_t *in,
     sqlite3_bind_double(s, 8, in->price_usd_per_h);
     bind_text(s, 9, in->job_id);
     bind_text(s, 10, in->addr && *in->addr ? in->addr : NULL);
+    if (id == S_INST_INSERT)
+        bind_text(s, 11, in->account && *in->account ? in->account : "emulated");
+    bind_text(s, 12, in->cloud_id && *in->cloud_id ? in->cloud_id : NULL);
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -1063,6 +1088,8 @@ int spw_store_instance_list(spw_store_t *st, int active_only,
         in.price_usd_per_h = sqlite3_column_double(s, 7);
         in.job_id = col_text(s, 8);
         in.addr = col_text(s, 9);
+        in.account = col_text(s, 10);
+        in.cloud_id = col_text(s, 11);
         if (cb(&in, arg))
             break;
     }
@@ -1073,6 +1100,59 @@ int spw_store_instance_list(spw_store_t *st, int active_only,
     }
     done(s);
     return 0;
+}
+
+/* ---- cloud acquisitions -------------------------------------------------- */
+
+int spw_store_acq_put(spw_store_t *st, const spw_store_acq_t *a, spw_error_t *err)
+{
+    sqlite3_stmt *s;
+    if (!a->token || !a->job_id || !a->account || !a->offer)
+        return spw_errorf(err, "%s: invalid acquisition record", st->path);
+    if (!(s = stmt(st, S_ACQ_INSERT, err)))
+        return -1;
+    bind_text(s, 1, a->token);
+    bind_text(s, 2, a->job_id);
+    bind_text(s, 3, a->account);
+    bind_text(s, 4, a->offer);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)a->count);
+    sqlite3_bind_int(s, 6, a->spot != 0);
+    sqlite3_bind_double(s, 7, a->ts);
+    int rc = sqlite3_step(s);
+    done(s);
+    return rc == SQLITE_DONE ? 0 : db_error(st, err, "cannot record an acquisition");
+}
+
+int spw_store_acq_delete(spw_store_t *st, const char *token, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_ACQ_DELETE, err);
+    if (!s)
+        return -1;
+    bind_text(s, 1, token);
+    int rc = sqlite3_step(s);
+    done(s);
+    return rc == SQLITE_DONE ? 0 : db_error(st, err, "cannot remove an acquisition");
+}
+
+int spw_store_acq_list(spw_store_t *st, spw_store_acq_f cb, void *arg, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_ACQ_LIST, err);
+    int rc;
+    if (!s)
+        return -1;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        spw_store_acq_t a = {.token = col_text(s, 0), .job_id = col_text(s, 1),
+                             .account = col_text(s, 2), .offer = col_text(s, 3),
+                             .count = (uint32_t)sqlite3_column_int64(s, 4),
+                             .spot = sqlite3_column_int(s, 5), .ts = sqlite3_column_double(s, 6)};
+        if (cb(&a, arg))
+            break;
+    }
+    int bad = rc != SQLITE_ROW && rc != SQLITE_DONE;
+    if (bad)
+        db_error(st, err, "cannot list acquisitions");
+    done(s);
+    return bad ? -1 : 0;
 }
 
 /* ---- on-prem nodes ------------------------------------------------------ */

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 6
+#define SPW_STORE_SCHEMA_VERSION 7
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -309,6 +309,12 @@ typedef struct spw_store_instance {
     const char *job_id;            /* job running on it; NULL = idle */
     const char *addr;              /* (schema 5) where the daemon reaches it
                                       over ssh; NULL or "" = not a host */
+    const char *account;           /* (schema 7) the cloud account holding it
+                                      (set at insert only); NULL or "" =
+                                      "emulated", the default account */
+    const char *cloud_id;          /* (schema 7) the cloud's own id; NULL or
+                                      "" = none (yet; an update keeps the
+                                      one recorded) */
 } spw_store_instance_t;
 
 /* Inserts a new instance (all fields).  Fails if the id exists. */
@@ -330,6 +336,29 @@ typedef int (*spw_store_instance_f)(const spw_store_instance_t *in,
 int spw_store_instance_list(spw_store_t *st, int active_only,
                             spw_store_instance_f cb, void *arg,
                             spw_error_t *err);
+
+/* ---- cloud acquisitions (schema 7) ---------------------------------------- */
+
+/* One cloud acquisition's intent, written in the turn that places the job
+ * and committed before the provider is asked; removed once its instances
+ * are recorded (or the job no longer waits for them). */
+typedef struct spw_store_acq {
+    const char *token;             /* the idempotency key, unique */
+    const char *job_id;            /* the job it is for */
+    const char *account;           /* the account asked */
+    const char *offer;             /* offer name */
+    uint32_t count;                /* instances asked */
+    int spot;                      /* 1: spot */
+    double ts;                     /* when it was placed, unix seconds */
+} spw_store_acq_t;
+
+/* Records (or replaces, by token) / removes an intent. */
+int spw_store_acq_put(spw_store_t *st, const spw_store_acq_t *a, spw_error_t *err);
+int spw_store_acq_delete(spw_store_t *st, const char *token, spw_error_t *err);
+/* Calls cb for each recorded intent, oldest first (borrowed until it
+ * returns; must not call the store; nonzero stops). */
+typedef int (*spw_store_acq_f)(const spw_store_acq_t *a, void *arg);
+int spw_store_acq_list(spw_store_t *st, spw_store_acq_f cb, void *arg, spw_error_t *err);
 
 /* ---- on-prem nodes ------------------------------------------------------ */
 

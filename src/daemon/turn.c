@@ -150,14 +150,11 @@ static void turn_locked(spw_daemon_t *d)
                 dm_handle_exit(d, &ex[i], now);
     }
     dm_recheck_unsure(d, now);
-    spw_inst_event_t ev[64];
-    size_t m;
-    while ((m = d->pv_ops->poll(d->pv, now, ev, 64)) > 0)
-        for (size_t i = 0; i < m; i++)
-            dm_handle_inst_event(d, &ev[i], now);
+    dm_accounts_poll(d, now);
     dm_release_idle(d, now);
     dm_stop_over_worst_case(d, now);
     dm_spot_capacity(d, now);
+    dm_accounts_gate(d, now);
     spw_job_t **placed, **rejected;
     double t0 = mono();
     size_t np = spw_engine_schedule(d->engine, now, &placed);
@@ -195,14 +192,9 @@ static void turn_locked(spw_daemon_t *d)
                          "from on demand to spot", now);
     free(copy);
     dm_save_held(d);
-    /* The provider's state (the emulated cloud's file): once per turn,
+    /* The providers' state (the emulated cloud's file): once per turn,
      * before the commit. */
-    if (SPW_PROVIDER_HAS(d->pv_ops, 3, flush)) {
-        int bad = d->pv_ops->flush(d->pv, &err) < 0;
-        dm_say_repeat(d, &d->rep_flush, bad, now, "saving the cloud's state",
-                      "cannot save the %s cloud's state: %s", d->pv_ops->name,
-                      bad ? err.text : "");
-    }
+    dm_accounts_flush(d, now);
     int failing;
     pthread_mutex_lock(&d->hmu);
     failing = d->commit_failing;
@@ -217,6 +209,7 @@ static void turn_locked(spw_daemon_t *d)
             if (j)
                 dm_job_save(d, j, SAVE_ALL);
         }
+        dm_acq_rewrite(d);
         if (spw_store_heartbeat(d->store, now, &err) < 0)
             d->write_failed = 1;
     }
@@ -240,6 +233,7 @@ static void turn_locked(spw_daemon_t *d)
             d->jobs[d->touched[i]]->touched = 0;
     d->ntouched = 0;
     dm_gc_run(d);
+    dm_acquire_pending(d, now);
     dm_launch_pending(d, now);
 }
 

@@ -39,7 +39,9 @@ typedef struct spw_provider_conf {
                                    required with it */
     /* ---- cloud accounts (cloud.accounts[] in docs/clouds.md) ---- */
     const char *name;           /* the account's name (unique in the config);
-                                   NULL = the default emulated account */
+                                   NULL = the default emulated account
+                                   (emulated: ids start "NAME-i-" rather
+                                   than "emu-i-") */
     const char *daemon_id;      /* the daemon's id, tagged on what it buys
                                    (spillway:daemon) so that list() finds
                                    this daemon's instances only */
@@ -52,10 +54,12 @@ typedef struct spw_provider_conf {
     int dry_run;                /* 1: mutating calls are permission checks
                                    only (EC2 DryRun=true): nothing is bought */
     const char *const *options; /* NULL-terminated "key=value" strings the
-                                   type reads (aws: image, subnet.ZONE,
-                                   security_groups, key_name, user,
-                                   ssh_public_key; command: acquire,
-                                   describe, release, list), NULL = none */
+                                   type reads (aws: image or image.REGION,
+                                   subnet.ZONE, security_groups (a,b),
+                                   key_name, user, ssh_public_key; command:
+                                   acquire, describe, release, list;
+                                   emulated: capacity, preempt_rate_per_h,
+                                   seed, refuse.ZONE=CODE), NULL = none */
 } spw_provider_conf_t;
 
 /* The provider of a daemon whose config names no cloud account: the

@@ -1168,8 +1168,103 @@ static void test_capacity_errors(void)
     }
 }
 
+/* cloud.accounts: the common keys, a type's own keys as options, the
+ * default (no accounts), and errors at FILE:LINE. */
+static void test_accounts(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    is(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\n", NULL, &err), 0, "no accounts: loads");
+    is(c.naccounts, 0, "no accounts: none (the default emulated one)");
+    ok(c.accounts == NULL, "no accounts: NULL");
+    spw_config_free(&c);
+    const char *yaml =
+        "cloud:\n"
+        "  price_usd_per_gpu_h: 2\n"
+        "  accounts:\n"
+        "    - name: prod\n"
+        "      type: aws\n"
+        "      regions: [us-east-1, us-west-2]\n"
+        "      max_instances: 8\n"
+        "      max_usd_per_h: 40.5\n"
+        "      dry_run: true\n"
+        "      endpoint_url: http://127.0.0.1:5000\n"
+        "      image: {us-east-1: ami-1, us-west-2: ami-2}\n"
+        "      subnets: {us-east-1a: subnet-a}\n"
+        "      security_groups: [sg-1, sg-2]\n"
+        "      key_name: ops\n"
+        "      ssh_user: ubuntu\n"
+        "    - name: lab\n"
+        "      type: emulated\n"
+        "      refuse: {zone-a: InsufficientInstanceCapacity}\n";
+    is(load(&c, yaml, NULL, &err), 0, "accounts: loads");
+    diag("%s", err.text);
+    is(c.naccounts, 2, "accounts: two");
+    if (c.naccounts == 2) {
+        spw_account_conf_t *a = &c.accounts[0];
+        is_str(a->name, "prod", "accounts: name");
+        is_str(a->type, "aws", "accounts: type");
+        ok(a->regions && a->regions[0] && a->regions[1] && !a->regions[2] &&
+               strcmp(a->regions[1], "us-west-2") == 0, "accounts: regions, NULL-terminated");
+        is(a->max_instances, 8, "accounts: max_instances");
+        ok(a->max_usd_per_h == 40.5, "accounts: max_usd_per_h");
+        is(a->dry_run, 1, "accounts: dry_run");
+        is_str(a->endpoint_url, "http://127.0.0.1:5000", "accounts: endpoint_url");
+        static const char *const want[] = {"image.us-east-1=ami-1", "image.us-west-2=ami-2",
+                                           "subnet.us-east-1a=subnet-a",
+                                           "security_groups=sg-1,sg-2", "key_name=ops",
+                                           "user=ubuntu", NULL};
+        size_t k = 0;
+        while (a->options && a->options[k] && want[k] && strcmp(a->options[k], want[k]) == 0)
+            k++;
+        ok(want[k] == NULL && a->options[k] == NULL, "accounts: aws keys as options (%zu)", k);
+        a = &c.accounts[1];
+        is_str(a->type, "emulated", "accounts: emulated type");
+        ok(a->regions == NULL && a->max_instances == 0 && a->max_usd_per_h == 0 && !a->dry_run,
+           "accounts: defaults (any region, no limits)");
+        ok(a->options && a->options[0] && !a->options[1] &&
+               strcmp(a->options[0], "refuse.zone-a=InsufficientInstanceCapacity") == 0,
+           "accounts: emulated refuse map as options");
+    }
+    spw_config_free(&c);
+    is(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\n  accounts:\n    - {name: ami, type: aws, "
+            "image: \"ssm:/aws/service/x\"}\n", NULL, &err), 0, "accounts: image as a scalar");
+    if (c.naccounts == 1)
+        is_str(c.accounts[0].options[0], "image=ssm:/aws/service/x", "accounts: ssm image option");
+    spw_config_free(&c);
+}
+
+static void test_accounts_errors(void)
+{
+#define ACC "cloud:\n  price_usd_per_gpu_h: 2\n  accounts:\n"
+    ERR("gcp not yet", ACC "    - {name: g, type: gcp}\n", "c.yaml:4:", "gcp is not yet supported");
+    ERR("azure not yet", ACC "    - {name: z, type: azure}\n", "c.yaml:4:", "not yet supported");
+    ERR("unknown type", ACC "    - {name: o, type: oracle}\n", "c.yaml:4:", "unknown type 'oracle'",
+        "aws, command, emulated");
+    ERR("aws unknown key", ACC "    - name: p\n      type: aws\n      subnet: x\n",
+        "c.yaml:6:", "unknown key 'subnet'", "subnets", "security_groups", "ssh_public_key");
+    ERR("emulated takes no aws key", ACC "    - {name: e, type: emulated, key_name: k}\n",
+        "c.yaml:4:", "unknown key 'key_name'", "refuse");
+    ERR("duplicate name", ACC "    - {name: a, type: emulated}\n    - {name: a, type: emulated}\n",
+        "c.yaml:5:", "a second account named a", "line 4");
+    ERR("no type", ACC "    - {name: a}\n", "c.yaml:4:", "needs a name and a type");
+    ERR("bad name", ACC "    - {name: \"a b\", type: emulated}\n", "c.yaml:4:", "name 'a b'");
+    ERR("not a list", ACC "    name: a\n", "c.yaml:4:", "expected a list");
+    ERR("negative max_instances", ACC "    - {name: a, type: emulated, max_instances: -1}\n",
+        "c.yaml:4:", "max_instances");
+    ERR("fractional max_instances", ACC "    - {name: a, type: emulated, max_instances: 1.5}\n",
+        "c.yaml:4:", "whole number");
+    ERR("bad endpoint", ACC "    - {name: a, type: aws, endpoint_url: localhost}\n", "c.yaml:4:",
+        "endpoint_url");
+    ERR("subnets not a map", ACC "    - {name: a, type: aws, subnets: [x]}\n", "c.yaml:4:",
+        "expected a map");
+#undef ACC
+}
+
 int main(void)
 {
+    test_accounts();
+    test_accounts_errors();
     test_slurm_cloud();
     test_job_users();
     test_image_bounds();

@@ -91,6 +91,8 @@ typedef struct icollect {
     char ids[8][32];     /* their ids */
     int busy;            /* how many had a job */
     char addrs[8][64];   /* their addresses ("" = none) */
+    char accts[8][32];   /* their accounts */
+    char cids[8][64];    /* their cloud ids ("" = none) */
 } icollect_t;
 
 static int inst_cb(const spw_store_instance_t *in, void *arg)
@@ -100,6 +102,10 @@ static int inst_cb(const spw_store_instance_t *in, void *arg)
         snprintf(c->ids[c->n], sizeof(c->ids[0]), "%s", in->id);
     if (c->n < 8)
         snprintf(c->addrs[c->n], sizeof(c->addrs[0]), "%s", in->addr ? in->addr : "");
+    if (c->n < 8) {
+        snprintf(c->accts[c->n], sizeof(c->accts[0]), "%s", in->account ? in->account : "");
+        snprintf(c->cids[c->n], sizeof(c->cids[0]), "%s", in->cloud_id ? in->cloud_id : "");
+    }
     c->n++;
     c->busy += in->job_id != NULL;
     return 0;
@@ -146,8 +152,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "6",
-           "schema_version table holds 6");
+    is_str(raw(db, "SELECT version FROM schema_version"), "7",
+           "schema_version table holds 7");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -358,7 +364,11 @@ static void test_instances_decisions(void)
        "a duplicate id is refused");
     in.id = "emu-2";
     in.launched_ts = 11;
+    in.account = "prod";
+    in.cloud_id = "i-0abc";
     is(spw_store_instance_insert(st, &in, &err), 0, "insert instance 2");
+    in.account = NULL;
+    in.cloud_id = NULL;
 
     in.id = "emu-1";
     in.state = SPW_INST_READY;
@@ -383,6 +393,21 @@ static void test_instances_decisions(void)
     is(ic.n, 2, "two instances");
     is_str(ic.ids[0], "emu-1", "oldest launch first");
     is(ic.busy, 1, "one busy");
+    is_str(ic.accts[0], "emulated", "no account given: the default (schema 7)");
+    is_str(ic.accts[1], "prod", "an account kept (schema 7)");
+    is_str(ic.cids[1], "i-0abc", "a cloud id kept (schema 7)");
+
+    /* Acquisition intents (schema 7): put, replaced by token, listed,
+     * removed. */
+    spw_store_acq_t aq = {.token = "d.j-000003.1000", .job_id = "j-000003", .account = "prod",
+                          .offer = "aws/us-east-1/p3.2xlarge", .count = 2, .spot = 1, .ts = 5};
+    is(spw_store_acq_put(st, &aq, &err), 0, "record an acquisition intent");
+    aq.count = 3;
+    is(spw_store_acq_put(st, &aq, &err), 0, "the same token again replaces it");
+    is_str(raw(path_in("inst.db"), "SELECT count || ',' || spot || ',' || account FROM "
+               "acquisitions"), "3,1,prod", "one intent, as last written");
+    is(spw_store_acq_delete(st, aq.token, &err), 0, "remove it");
+    is_str(raw(path_in("inst.db"), "SELECT count(*) FROM acquisitions"), "0", "none left");
     memset(&ic, 0, sizeof(ic));
     is(spw_store_instance_list(st, 1, inst_cb, &ic, &err), 0, "list active");
     is(ic.n, 1, "one not released");
@@ -551,7 +576,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 6, "it is migrated to version 6");
+    is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION, "it is migrated to the latest version");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -718,7 +743,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 6, "to version 6");
+        is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION, "to the latest version");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -736,7 +761,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(6): run a newer spillway") != NULL, "newer schema message");
+              "(7): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "providers/aws/errors.h"
+#include "providers/ec2_errors.h"
 
 static void expect(const char *code, spw_block_t block, int retry)
 {

@@ -923,6 +923,71 @@ static void test_hosts(void)
     spw_emulated_destroy(em);
 }
 
+/* Version 4: an account's id prefix and options, an acquisition token asked
+ * again after a restart buys nothing, and refusals answered as FAILED events
+ * with what their EC2 code blocks (health names an account-wide one). */
+static void test_accounts(void)
+{
+    char dir[sizeof(tmp) + 16];
+    snprintf(dir, sizeof(dir), "%s/acct", tmp);
+    mkdir(dir, 0700);
+    static const char *const opts[] = {"refuse.us-east-1a=InsufficientInstanceCapacity",
+                                       "refuse.us-central1-a=AuthFailure", "capacity=5", NULL};
+    spw_provider_conf_t c = {.type = "emulated", .offers = offers, .noffers = 4,
+                             .state_dir = dir, .name = "lab", .options = opts, .seed = 1};
+    const struct spw_provider_ops *pops = NULL;
+    void *pv = NULL;
+    spw_error_t err = {{0}};
+    spw_instance_t in[4], again[4];
+    spw_inst_event_t ev[8];
+    if (!ok(spw_provider_create(&c, &pops, &pv, &err) == 0, "an account with options: %s",
+            err.text))
+        return;
+    char why[256];
+    is(pops->health(pv, why, sizeof(why)), 0, "healthy before any refusal");
+    spw_acquire_t req = {.offer = 2, .count = 2, .job_id = "j-1", .now_s = 100,
+                         .token = "d1.j-1.1.a1"};
+    ok(pops->acquire(pv, &req, in, &err) == 0, "acquire with a token");
+    is_str(in[0].id, "lab-i-000001", "ids start with the account's name");
+    pops->destroy(pv);  /* a restart: the token is saved */
+    ok(spw_provider_create(&c, &pops, &pv, &err) == 0, "made again over the same dir");
+    req.now_s = 120;
+    ok(pops->acquire(pv, &req, again, &err) == 0 && strcmp(again[0].id, in[0].id) == 0 &&
+           strcmp(again[1].id, in[1].id) == 0, "the same token answers the same instances");
+    is(spw_emulated_list(pv, again, 4), 2, "and buys nothing more");
+    size_t nl = 0;
+    ok(SPW_PROVIDER_HAS(pops, 4, list) && pops->list(pv, again, 4, &nl, &err) == 0 && nl == 2 &&
+           strcmp(again[0].id, in[0].id) == 0, "list: the live instances");
+    req.count = 3;
+    ok(pops->acquire(pv, &req, again, &err) < 0 && errno == EINVAL,
+       "the token with another count is refused: %s", err.text);
+    req = (spw_acquire_t){.offer = 0, .count = 1, .job_id = "j-2", .now_s = 130,
+                          .token = "d1.j-2.1.a1"};
+    ok(pops->acquire(pv, &req, in, &err) == 0 && in[0].state == SPW_INSTANCE_BOOTING,
+       "a refused zone: acquire answers booting instances");
+    size_t n = pops->poll(pv, 131, ev, 8), k = 0;
+    while (k < n && ev[k].kind != SPW_INST_EV_FAILED)
+        k++;
+    ok(k < n && strcmp(ev[k].instance_id, in[0].id) == 0 && ev[k].block == SPW_BLOCK_OFFER &&
+           ev[k].block_s > 0 && strstr(ev[k].reason, "InsufficientInstanceCapacity in us-east-1a"),
+       "poll: FAILED, blocking the offer: %s", k < n ? ev[k].reason : "none");
+    spw_instance_t d;
+    ok(pops->describe(pv, in[0].id, &d, &err) == 0 && spw_instance_cost_usd(&d, 1000) == 0,
+       "a refused instance never bills");
+    req = (spw_acquire_t){.offer = 1, .count = 1, .job_id = "j-3", .now_s = 140};
+    ok(pops->acquire(pv, &req, in, &err) == 0, "an auth refusal is answered the same way");
+    n = pops->poll(pv, 141, ev, 8);
+    ok(n == 1 && ev[0].kind == SPW_INST_EV_FAILED && ev[0].block == SPW_BLOCK_ACCOUNT,
+       "poll: FAILED, blocking the account");
+    ok(pops->health(pv, why, sizeof(why)) != 0 && strstr(why, "AuthFailure"),
+       "health names it: %s", why);
+    pops->destroy(pv);
+    static const char *const bad[] = {"refuse.x=NoSuchCode", NULL};
+    c.options = bad;
+    ok(spw_provider_create(&c, &pops, &pv, &err) < 0 && strstr(err.text, "EC2 error code"),
+       "an unknown code is refused: %s", err.text);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -945,6 +1010,7 @@ int main(void)
     test_deferred();
     test_registry();
     test_hosts();
+    test_accounts();
     rm_rf(tmp);
     return done_testing();
 }

@@ -16,7 +16,7 @@
 #include "providers/aws/creds.h"
 #include "providers/aws/ec2.h"
 #include "providers/aws/http.h"
-#include "providers/aws/errors.h"
+#include "providers/ec2_errors.h"
 #include "util/file.h"
 #include "util/rng.h"
 

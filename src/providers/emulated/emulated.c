@@ -19,11 +19,12 @@
 
 #include "util/file.h"
 #include "providers/emulated/emulated.h"
+#include "providers/ec2_errors.h"
 #include "util/spot_trace.h"
 #include "util/rng.h"
 
-#define ID_PREFIX "emu-i-"
-#define ID_PREFIX_LEN 6
+#define ID_PREFIX "emu-i-"     /* ids of a provider made without id_prefix */
+#define ID_PREFIX_MAX 24
 #define MAX_ACQUIRE 65536       /* most instances one acquire() may ask for */
 #define STATE_VERSION 1         /* "version" written in emulated.json */
 
@@ -39,7 +40,15 @@ typedef struct inst {
     pid_t del_pid;              /* `boot_command del` in flight; 0 = none */
     int need_del;               /* 1: ended with a failed boot, whose leftovers
                                    `del` removes */
+    char token[SPW_ACQUIRE_TOKEN_MAX]; /* the acquisition token that made it;
+                                   "" = none given */
 } inst_t;
+
+/* One refusal of emulated.h's `refuse`: what an EC2 error code blocks. */
+typedef struct refusal {
+    char *zone;                 /* owned; the offers' zone, "*" = every zone */
+    char *code;                 /* owned; the EC2 error code */
+} refusal_t;
 
 /* Emulation settings of one offer. */
 typedef struct offer_emu {
@@ -92,6 +101,11 @@ struct spw_emulated {
     char *boot_cmd;             /* owned; instances are hosts (emulated.h);
                                    NULL = records only */
     char *hosts_dir;            /* owned; given to boot_cmd */
+    char id_prefix[ID_PREFIX_MAX]; /* instance ids are this and a number */
+    refusal_t *refuse;          /* owned; acquisitions refused, by zone */
+    size_t nrefuse;             /* entries in refuse */
+    char health[256];           /* why the account cannot launch (an
+                                   account-wide refusal answered); "" = it can */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -106,34 +120,38 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static void id_format(uint64_t seq, char *buf, size_t len)
+static void id_format(const spw_emulated_t *em, uint64_t seq, char *buf, size_t len)
 {
-    snprintf(buf, len, ID_PREFIX "%06" PRIu64, seq);
+    /* id_prefix leaves room for 6 digits (checked at create); a longer
+     * number is cut, as an id never is in practice. */
+    if (snprintf(buf, len, "%s%06" PRIu64, em->id_prefix, seq) >= (int)len)
+        buf[len - 1] = '\0';
 }
 
 /* The number in an id this provider made; 0 if it is not one. */
-static uint64_t id_parse(const char *id)
+static uint64_t id_parse(const spw_emulated_t *em, const char *id)
 {
     uint64_t v = 0;
     const char *p;
+    size_t pl = strlen(em->id_prefix);
 
-    if (!id || strncmp(id, ID_PREFIX, ID_PREFIX_LEN) != 0 || !id[ID_PREFIX_LEN])
+    if (!id || strncmp(id, em->id_prefix, pl) != 0 || !id[pl])
         return 0;
-    for (p = id + ID_PREFIX_LEN; *p; p++) {
+    for (p = id + pl; *p; p++) {
         if (*p < '0' || *p > '9' || v > (UINT64_MAX - 9) / 10)
             return 0;
         v = v * 10 + (uint64_t)(*p - '0');
     }
     /* Only the canonical spelling names an instance ("emu-i-1" does not). */
     char canon[SPW_INSTANCE_ID_MAX];
-    id_format(v, canon, sizeof(canon));
+    id_format(em, v, canon, sizeof(canon));
     return strcmp(canon, id) == 0 ? v : 0;
 }
 
 /* Index of the instance with id, or -1. */
 static ptrdiff_t find(const spw_emulated_t *em, const char *id)
 {
-    uint64_t seq = id_parse(id);
+    uint64_t seq = id_parse(em, id);
     size_t lo = 0, hi = em->ninst;
 
     if (!seq)
@@ -338,6 +356,8 @@ static int save_now(spw_emulated_t *em, spw_error_t *err)
         json_object_set_new(o, "preempt_at_s", num_or_null(i->preempt_at_s));
         if (i->v.addr[0])
             json_object_set_new(o, "addr", json_string(i->v.addr));
+        if (i->token[0])
+            json_object_set_new(o, "token", json_string(i->token));
         json_array_append_new(arr, o);
     }
     json_object_set_new(root, "instances", arr);
@@ -410,7 +430,8 @@ static int get_num(json_t *o, const char *key, int nullable, double null_value,
 }
 
 /* Reads one saved instance into *i. */
-static int load_inst(json_t *o, inst_t *i, const char *where, spw_error_t *err)
+static int load_inst(const spw_emulated_t *em, json_t *o, inst_t *i, const char *where,
+                     spw_error_t *err)
 {
     json_t *v;
     char state[16];
@@ -427,7 +448,7 @@ static int load_inst(json_t *o, inst_t *i, const char *where, spw_error_t *err)
                 where, err) < 0 ||
         get_str(o, "state", state, sizeof(state), where, err) < 0)
         return -1;
-    if (!(i->seq = id_parse(i->v.id)))
+    if (!(i->seq = id_parse(em, i->v.id)))
         return spw_errorf(err, "%s: \"id\" '%s' is not an emulated instance id", where,
                           i->v.id);
     if (spw_instance_state_parse(state, &i->v.state, err) < 0)
@@ -456,6 +477,12 @@ static int load_inst(json_t *o, inst_t *i, const char *where, spw_error_t *err)
                           sizeof(i->v.addr) - 1);
     if (v)
         copy_str(i->v.addr, sizeof(i->v.addr), json_string_value(v));
+    v = json_object_get(o, "token");   /* since acquisitions carry tokens */
+    if (v && (!json_is_string(v) || strlen(json_string_value(v)) >= sizeof(i->token)))
+        return spw_errorf(err, "%s: \"token\" is not a string of at most %zu bytes", where,
+                          sizeof(i->token) - 1);
+    if (v)
+        copy_str(i->token, sizeof(i->token), json_string_value(v));
     if (live(i))
         i->v.ended_s = NAN;
     return 0;
@@ -522,7 +549,7 @@ static int load(spw_emulated_t *em, spw_error_t *err)
         char msg[sizeof(err->text)];
         spw_error_t e2;
         snprintf(where, sizeof(where), "instances[%zu]", k);
-        if (load_inst(json_array_get(arr, k), i, where, &e2) < 0) {
+        if (load_inst(em, json_array_get(arr, k), i, where, &e2) < 0) {
             snprintf(msg, sizeof(msg), "%s", e2.text);
             spw_errorf(err, "%s: %s", em->state_path, msg);
             goto error;
@@ -901,6 +928,57 @@ static void advance(spw_emulated_t *em, double now_s)
     em->quiet_gen = em->gen;
 }
 
+/* ---- refusals (emulated.h, `refuse`) --------------------------------- */
+
+/* Whether code is one of EC2's documented codes (ec2_errors.h), so that
+ * a refusal blocks what the AWS provider would block. */
+static int code_known(const char *code)
+{
+    size_t n;
+    const spw_ec2_error_class_t *t = spw_ec2_error_table(&n);
+    for (size_t k = 0; k < n; k++) {
+        size_t l = strlen(t[k].code);
+        if (strcmp(t[k].code, code) == 0 ||
+            (l > 2 && strcmp(t[k].code + l - 2, ".*") == 0 && strncmp(t[k].code, code, l - 1) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* The refusal that applies to offer o, or NULL. */
+static const refusal_t *refusal_of(const spw_emulated_t *em, size_t o)
+{
+    const char *zone = em->offers[o].zone ? em->offers[o].zone : "";
+    for (size_t k = 0; k < em->nrefuse; k++)
+        if (strcmp(em->refuse[k].zone, "*") == 0 || strcmp(em->refuse[k].zone, zone) == 0)
+            return &em->refuse[k];
+    return NULL;
+}
+
+/* An acquisition the emulated cloud refuses, answered as an asynchronous
+ * cloud answers (provider.h, version 4): the instances were asked for and
+ * never made, so they end at once without billing (ended_s = launched_s)
+ * and poll() returns FAILED for each, with what the code blocks. */
+static void refuse_acquired(spw_emulated_t *em, size_t first, size_t n, const refusal_t *r)
+{
+    const spw_ec2_error_class_t *c = spw_ec2_error_classify(r->code, 400);
+    for (size_t k = first; k < first + n; k++) {
+        inst_t *i = &em->inst[k];
+        i->v.state = SPW_INSTANCE_RELEASED;
+        i->v.ended_s = i->v.launched_s;
+        i->preempt_at_s = INFINITY;
+        queue_push(em, SPW_INST_EV_FAILED, i->v.id, i->v.job_id, i->v.launched_s);
+        spw_inst_event_t *ev = &em->q[em->nq - 1].ev;
+        ev->block = c->block;
+        ev->block_s = c->ttl_s;
+        snprintf(ev->reason, sizeof(ev->reason), "%s in %s (emulated refusal)", r->code,
+                 i->v.zone[0] ? i->v.zone : i->v.region);
+        if (c->block == SPW_BLOCK_ACCOUNT)
+            snprintf(em->health, sizeof(em->health), "%s: the emulated account refuses every "
+                     "launch", r->code);
+    }
+}
+
 /* ---- the operations ----------------------------------------------------- */
 
 static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
@@ -937,6 +1015,29 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         return spw_errorf(err, "acquire: job id '%s' must be 1 to %d characters of "
                           "[A-Za-z0-9._-], not starting with '.'",
                           req->job_id ? req->job_id : "(null)", SPW_INSTANCE_JOB_MAX - 1);
+    }
+    if (req->token && (!*req->token || !fits(req->token, SPW_ACQUIRE_TOKEN_MAX))) {
+        errno = EINVAL;
+        return spw_errorf(err, "acquire: the token must be 1 to %d characters",
+                          SPW_ACQUIRE_TOKEN_MAX - 1);
+    }
+    /* A token asked before (a restart asking again) buys nothing: it
+     * answers with what the token bought, as EC2's ClientToken does. */
+    if (req->token) {
+        uint32_t had = 0;
+        for (size_t k = 0; k < em->ninst; k++)
+            if (strcmp(em->inst[k].token, req->token) == 0) {
+                if (had < req->count)
+                    out[had] = em->inst[k].v;
+                had++;
+            }
+        if (had == req->count)
+            return 0;
+        if (had) {
+            errno = EINVAL;
+            return spw_errorf(err, "acquire: token %s bought %" PRIu32 " instances; asked "
+                              "again for %" PRIu32, req->token, had, req->count);
+        }
     }
     of = &em->offers[req->offer];
     e = &em->emu[req->offer];
@@ -986,7 +1087,8 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         inst_t *i = &em->inst[em->ninst++];
         memset(i, 0, sizeof(*i));
         i->seq = em->next_seq++;
-        id_format(i->seq, i->v.id, sizeof(i->v.id));
+        id_format(em, i->seq, i->v.id, sizeof(i->v.id));
+        copy_str(i->token, sizeof(i->token), req->token ? req->token : "");
         copy_str(i->v.job_id, sizeof(i->v.job_id), req->job_id);
         i->v.offer = req->offer;
         copy_str(i->v.provider, sizeof(i->v.provider), of->provider);
@@ -1004,15 +1106,25 @@ static int em_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
         if ((req->spot || e->rate_ondemand) && e->rate_per_h > 0)
             i->preempt_at_s = req->now_s + spw_rng_exp(&em->rng, 3600.0 / e->rate_per_h);
     }
+    const refusal_t *r = refusal_of(em, req->offer);
+    size_t old_nq = em->nq;
+    if (r)
+        refuse_acquired(em, old_n, req->count, r);
     if (save(em, err) < 0) {
         em->ninst = old_n;
         em->next_seq = old_seq;
         em->rng = old_rng;
+        em->nq = old_nq;
         return -1;
     }
     em->gen++;
-    for (uint32_t k = 0; k < req->count; k++)
+    for (uint32_t k = 0; k < req->count; k++) {
         out[k] = em->inst[old_n + k].v;
+        /* The refused ones, as the caller sees them: asked for and booting,
+         * until poll() says FAILED. */
+        out[k].state = SPW_INSTANCE_BOOTING;
+        out[k].ended_s = NAN;
+    }
     return 0;
 }
 
@@ -1192,6 +1304,11 @@ void spw_emulated_destroy(spw_emulated_t *em)
     free(em->q);
     free(em->boot_cmd);
     free(em->hosts_dir);
+    for (size_t k = 0; k < em->nrefuse; k++) {
+        free(em->refuse[k].zone);
+        free(em->refuse[k].code);
+    }
+    free(em->refuse);
     free(em->state_path);
     free(em->tmp_path);
     free(em->state_dir);
@@ -1265,6 +1382,28 @@ spw_emulated_t *spw_emulated_create(const spw_emulated_opts_t *opts, spw_error_t
     em->polled_s = -INFINITY;
     em->quiet_s = NAN;
     em->retain_s = opts->retain_ended_s > 0 ? opts->retain_ended_s : SPW_EMULATED_RETAIN_S;
+    if (opts->id_prefix && (!*opts->id_prefix || strlen(opts->id_prefix) >= ID_PREFIX_MAX ||
+                            strlen(opts->id_prefix) + 7 >= SPW_INSTANCE_ID_MAX)) {
+        spw_errorf(err, "emulated provider: id_prefix must be 1 to %d characters",
+                   ID_PREFIX_MAX - 1);
+        goto einval;
+    }
+    snprintf(em->id_prefix, sizeof(em->id_prefix), "%s", opts->id_prefix ? opts->id_prefix
+                                                                           : ID_PREFIX);
+    for (size_t k = 0; opts->refuse && opts->refuse[k]; k++) {
+        const char *eq = strchr(opts->refuse[k], '=');
+        if (!eq || eq == opts->refuse[k] || !code_known(eq + 1)) {
+            spw_errorf(err, "emulated provider: refuse '%.60s': expected ZONE=CODE with an "
+                       "EC2 error code such as InsufficientInstanceCapacity, "
+                       "VcpuLimitExceeded, AuthFailure or InvalidParameterValue",
+                       opts->refuse[k]);
+            goto einval;
+        }
+        em->refuse = spw_xrealloc(em->refuse, (em->nrefuse + 1) * sizeof(*em->refuse));
+        em->refuse[em->nrefuse].zone = spw_xstrdup(opts->refuse[k]);
+        em->refuse[em->nrefuse].zone[eq - opts->refuse[k]] = '\0';
+        em->refuse[em->nrefuse++].code = spw_xstrdup(eq + 1);
+    }
     spw_rng_seed(&em->rng, opts->seed);
     if (opts->boot_command) {
         if (!opts->hosts_dir || !*opts->hosts_dir || access(opts->boot_command, X_OK) < 0) {
@@ -1391,6 +1530,33 @@ static int em_preempt(void *pv, const char *instance_id, double now_s, spw_error
 
 static void em_defer_saves(void *pv, int on) { spw_emulated_defer_saves(pv, on); }
 
+/* Version 4 list: the live instances (the emulated cloud holds nothing
+ * else that bills).  The daemon calls it under its lock for a provider
+ * that is not async, so it never runs beside the loop's calls. */
+static int em_list(void *pv, spw_instance_t *out, size_t max, size_t *n, spw_error_t *err)
+{
+    const spw_emulated_t *em = pv;
+    (void)err;
+    size_t c = 0;
+    for (size_t k = 0; k < em->ninst; k++)
+        if (live(&em->inst[k])) {
+            if (c < max)
+                out[c] = em->inst[k].v;
+            c++;
+        }
+    *n = c;
+    return 0;
+}
+
+static int em_health(void *pv, char *why, size_t len)
+{
+    const spw_emulated_t *em = pv;
+    if (!em->health[0])
+        return 0;
+    snprintf(why, len, "%s", em->health);
+    return -1;
+}
+
 static int em_flush(void *pv, spw_error_t *err) { return spw_emulated_flush(pv, err); }
 
 const struct spw_provider_ops spw_emulated_ops = {
@@ -1406,4 +1572,6 @@ const struct spw_provider_ops spw_emulated_ops = {
     .preempt = em_preempt,
     .defer_saves = em_defer_saves,
     .flush = em_flush,
+    .list = em_list,
+    .health = em_health,
 };

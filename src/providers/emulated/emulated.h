@@ -51,6 +51,19 @@
  *   loaded without one is booted again (`add` of a running ID answers its
  *   address).
  *
+ * - tokens (version 4): each instance keeps the token of the acquire() that
+ *   made it (saved in emulated.json); acquire() with a token already asked
+ *   answers with those instances and buys nothing.
+ * - refusals (`refuse`): an acquisition of an offer whose zone is refused is
+ *   answered as an asynchronous cloud answers: acquire() returns the
+ *   instances BOOTING, and the next poll() returns FAILED for each (never
+ *   billed), with the block class of the EC2 code (InsufficientInstance-
+ *   Capacity and the other capacity codes: OFFER; VcpuLimitExceeded,
+ *   InstanceLimitExceeded: FAMILY; AuthFailure, UnauthorizedOperation,
+ *   OptInRequired: ACCOUNT, and health() names it from then on;
+ *   InvalidParameterValue: JOB; RequestLimitExceeded, InternalError,
+ *   Unavailable: NONE).
+ *
  * Ownership: the offers in the options are borrowed until destroy; everything
  * else in the options is copied. */
 #ifndef SPW_PROVIDERS_EMULATED_H
@@ -83,6 +96,12 @@ typedef struct spw_emulated_opts {
                                    instances are records only (addr "") */
     const char *hosts_dir;      /* HOSTS_DIR given to boot_command; required
                                    with it */
+    const char *id_prefix;      /* instance ids are this and a number (an
+                                   account's "NAME-i-"); NULL = "emu-i-" */
+    const char *const *refuse;  /* NULL-terminated "ZONE=CODE": every
+                                   acquisition of an offer in ZONE ("*" =
+                                   any) is refused with EC2 error CODE
+                                   (see below); NULL = none */
 } spw_emulated_opts_t;
 
 #define SPW_EMULATED_RETAIN_S (7 * 86400.0)  /* retain_ended_s when 0 */

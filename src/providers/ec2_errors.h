@@ -1,9 +1,10 @@
-/* errors.h: what each EC2 error code means for spillway: what it blocks
+/* ec2_errors.h: what each EC2 error code means for spillway (the AWS
+ * provider, and the emulated cloud that answers with EC2's codes): what it blocks
  * (provider.h's spw_block_t: nothing, the offer in its zone and market, the
  * family in its region, the account, the job) and for how long, and whether
  * the call is retried with backoff and jitter.  Pure data and arithmetic. */
-#ifndef SPW_PROVIDERS_AWS_ERRORS_H
-#define SPW_PROVIDERS_AWS_ERRORS_H
+#ifndef SPW_PROVIDERS_EC2_ERRORS_H
+#define SPW_PROVIDERS_EC2_ERRORS_H
 
 #include <stddef.h>
 

@@ -1,10 +1,10 @@
-/* errors.c: EC2's error codes as spillway's blocks (see errors.h).  The
+/* ec2_errors.c: EC2's error codes as spillway's blocks (see ec2_errors.h).  The
  * codes are those of the EC2 API reference's "Error codes for the Amazon
  * EC2 API" (client and server errors) that a launch, describe or terminate
  * can meet; the TTLs are spillway's choice (Karpenter keeps an
  * insufficient-capacity offer out for 3 minutes; a quota takes a support
  * case, so an hour). */
-#include "providers/aws/errors.h"
+#include "providers/ec2_errors.h"
 
 #include <math.h>
 #include <string.h>
