@@ -9,7 +9,8 @@ Run it with Debian's python3 and python3-botocore (scripts/deps.sh test):
   --port N               listen port (default 0: a free one)
   --url-file FILE        once listening, write "http://127.0.0.1:PORT" there
                          (atomically: wait for the file, not for a sleep)
-  --access-key AKID      the one accepted access key id (default AKIDFAKEEC2TEST)
+  --access-key AKID      the fake's access key id (default AKIDFAKEEC2TEST;
+                         STS AssumeRole adds temporary ones)
   --secret-key SECRET    its secret (default fake-secret-key)
   --session-token TOK    if given, every request must carry it as
                          X-Amz-Security-Token (signed); if not, any token is
@@ -85,6 +86,8 @@ Control endpoints (not EC2; unsigned; JSON in and out):
   GET  /_fake/state       {"url", "regions", "zones", "subnets": {id: zone},
                            "instances": [...], "calls": [...],
                            "violations": [...], "auth_failures": [...],
+                           "internal_errors": [...] (exceptions of the fake's
+                           own: a bug, answered 500 InternalError),
                            "injections": [...], "spot_prices": [...],
                            "assumed_roles": [{"role_arn", "session_name",
                                               "access_key", "by"}],
@@ -93,8 +96,10 @@ Control endpoints (not EC2; unsigned; JSON in and out):
                      "state_code", "state_reason", "type", "image", "key_name",
                      "market": "spot"|"on-demand", "max_price", "client_token",
                      "private_ip", "public_ip", "host", "launch_time",
-                     "tags": {k: v}, "user_data" (decoded text), "spot_notice"}
-       a call: {"seq", "t", "action", "region", "status", "code", "params",
+                     "tags": {k: v}, "user_data" (decoded text), "spot_notice",
+                     "security_groups"}
+       a call: {"seq", "t", "action", "region", "service": "ec2"|"sts",
+                 "status", "code", "params" (as sent, wire names),
                  "client_gone": the client hung up before the answer (the call
                  took effect all the same, as on EC2)}
   POST /_fake/inject      {"action": "RunInstances", "code": "InsufficientInstanceCapacity",

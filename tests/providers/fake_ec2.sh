@@ -61,11 +61,12 @@ jq_py() {
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list)) else v)' "$1" "$2"
 }
 
-plan_n=78
+plan_n=79
 echo "1..$plan_n"
 
 fake_ec2_start main --spot-prices 'g4dn.xlarge@us-east-1a=0.5261,g4dn.xlarge@us-east-1b=0.4100,g4dn.12xlarge@us-east-1a=1.9000,p3.2xlarge@us-west-2a=0.9180' \
-    --subnet subnet-0aaa=us-east-1a --subnet subnet-0bbb=us-east-1b --boot-delay-s 0.5
+    --subnet subnet-0aaa=us-east-1a --subnet subnet-0bbb=us-east-1b --boot-delay-s 0.5 \
+    --imds-role spillway-node
 ok $? "the fake starts on 127.0.0.1 and writes its URL ($FAKE_EC2_URL)" || exit 1
 MAIN_URL=$FAKE_EC2_URL
 fake_ec2_env
@@ -301,6 +302,16 @@ st=$(curl -sS -o "$T/c.xml" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:sts
 [ "$st" = 400 ] && grep -q '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>UnknownParameter</Code><Message>The parameter Tags.1.Key is not recognized' "$T/c.xml"
 ok $? "STS's model and Query protocol: Tags.1.Key (EC2's list form, not Tags.member.1.Key) refused in STS's error shape" ||
     diag "HTTP $st" "$(cat "$T/c.xml")"
+
+# IMDSv2 instance credentials (the chain's last link)
+st0=$(curl -s -o /dev/null -w '%{http_code}' "$MAIN_URL/latest/meta-data/iam/security-credentials/")
+itok=$(curl -sS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$MAIN_URL/latest/api/token")
+irole=$(curl -sS -H "X-aws-ec2-metadata-token: $itok" "$MAIN_URL/latest/meta-data/iam/security-credentials/")
+curl -sS -H "X-aws-ec2-metadata-token: $itok" "$MAIN_URL/latest/meta-data/iam/security-credentials/$irole" >"$T/imds.json"
+[ "$st0" = 401 ] && [ "$irole" = spillway-node ] &&
+    [ "$(jq_py "$T/imds.json" 'd["Code"] + " " + d["AccessKeyId"] + " " + str(bool(d["Token"]))')" = "Success $FAKE_EC2_AKID True" ]
+ok $? "IMDSv2: no token, 401; with a PUT /latest/api/token token, role spillway-node and its credentials" ||
+    diag "HTTP $st0, role '$irole'" "$(cat "$T/imds.json")"
 
 # curl_ec2 BODY [SECRET] [AKID]: POST BODY signed by libcurl's SigV4 (the
 # AWS provider's signer), answer to $T/c.xml, HTTP status to stdout.
