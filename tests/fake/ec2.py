@@ -9,7 +9,8 @@ Run it with Debian's python3 and python3-botocore (scripts/deps.sh test):
   --port N               listen port (default 0: a free one)
   --url-file FILE        once listening, write "http://127.0.0.1:PORT" there
                          (atomically: wait for the file, not for a sleep)
-  --access-key AKID      the one accepted access key id (default AKIDFAKEEC2TEST)
+  --access-key AKID      the fake's access key id (default AKIDFAKEEC2TEST;
+                         STS AssumeRole adds temporary ones)
   --secret-key SECRET    its secret (default fake-secret-key)
   --session-token TOK    if given, every request must carry it as
                          X-Amz-Security-Token (signed); if not, any token is
@@ -38,6 +39,8 @@ Run it with Debian's python3 and python3-botocore (scripts/deps.sh test):
                          user data are appended to DIR/authorized_keys
   --imds-role NAME       serve IMDSv2 instance credentials (the fake's own
                          key, secret, token) under role NAME at /latest/...
+  --role ARN             STS AssumeRole accepts only this role (repeatable);
+                         default: any arn:aws:iam::ACCOUNT:role/NAME
   --log FILE             append one JSON line per call, violation and auth
                          failure (readable after the fake has stopped)
 
@@ -46,6 +49,14 @@ POST (or GET with a query string), signed with SigV4 (Authorization header).
 Implemented: RunInstances, DescribeInstances, TerminateInstances,
 DescribeSpotPriceHistory, CreateTags, DescribeAvailabilityZones. Any other
 operation of the model answers UnsupportedOperation (400).
+
+STS is served at the same URL (a request signed for service "sts", checked
+against botocore's STS model and the plain Query protocol: lists as
+"Name.member.N"; Version 2011-06-15): AssumeRole hands out temporary
+credentials (an ASIA... key, a secret, a session token, DurationSeconds
+900..43200) that EC2 calls then accept, with that token only, until they
+expire (ExpiredToken); GetCallerIdentity.  Errors in STS's shape
+(<ErrorResponse><Error><Type/><Code/><Message/></Error><RequestId/>).
 
 Every request is checked, in this order:
   1. signature: rebuilt as a botocore AWSRequest from the signed headers, the
@@ -75,14 +86,22 @@ Control endpoints (not EC2; unsigned; JSON in and out):
   GET  /_fake/state       {"url", "regions", "zones", "subnets": {id: zone},
                            "instances": [...], "calls": [...],
                            "violations": [...], "auth_failures": [...],
+                           "internal_errors": [...] (exceptions of the fake's
+                           own: a bug, answered 500 InternalError),
                            "injections": [...], "spot_prices": [...],
+                           "assumed_roles": [{"role_arn", "session_name",
+                                              "access_key", "by"}],
                            "in_flight", "max_in_flight"}
        an instance: {"id", "reservation", "region", "zone", "subnet", "state",
                      "state_code", "state_reason", "type", "image", "key_name",
                      "market": "spot"|"on-demand", "max_price", "client_token",
                      "private_ip", "public_ip", "host", "launch_time",
-                     "tags": {k: v}, "user_data" (decoded text), "spot_notice"}
-       a call: {"seq", "t", "action", "region", "status", "code", "params"}
+                     "tags": {k: v}, "user_data" (decoded text), "spot_notice",
+                     "security_groups"}
+       a call: {"seq", "t", "action", "region", "service": "ec2"|"sts",
+                 "status", "code", "params" (as sent, wire names),
+                 "client_gone": the client hung up before the answer (the call
+                 took effect all the same, as on EC2)}
   POST /_fake/inject      {"action": "RunInstances", "code": "InsufficientInstanceCapacity",
                            "message"?, "zone"?, "market"?: "spot"|"on-demand",
                            "instance_type"?, "region"?, "count"?: N|"always" (1),
@@ -183,16 +202,20 @@ def hexid(prefix, n=17):
 # ---- the model -----------------------------------------------------------
 
 class Model:
-    """The EC2 model botocore ships, and the checks of a request against it."""
+    """A model botocore ships (EC2's, or STS's for AssumeRole), and the checks
+    of a request against it: EC2's query dialect or the plain Query protocol."""
 
-    def __init__(self):
-        self.sm = ServiceModel(Loader().load_service_model('ec2', 'service-2'), 'ec2')
+    def __init__(self, service='ec2'):
+        self.sm = ServiceModel(Loader().load_service_model(service, 'service-2'), service)
         self.ops = set(self.sm.operation_names)
-        self.instance_types = set(self.sm.shape_for('InstanceType').enum)
+        self.ec2 = self.sm.metadata['protocol'] == 'ec2'
+        self.version = self.sm.api_version
+        self.xmlns = self.sm.metadata.get('xmlNamespace', XMLNS)
 
-    @staticmethod
-    def wire_name(shape, name):
+    def wire_name(self, shape, name):
         s = shape.serialization
+        if not self.ec2:
+            return s.get('name', name)
         if 'queryName' in s:
             return s['queryName']
         if 'name' in s:
@@ -234,6 +257,15 @@ class Model:
             return
         if t == 'list':
             groups = {}
+            if not self.ec2 and not shape.serialization.get('flattened'):
+                # Query protocol: Name.member.N (the member's own name if it has one).
+                m = shape.member.serialization.get('name', 'member')
+                for segs, v, key in items:
+                    if not segs or segs[0] != m:
+                        raise Ec2Error('UnknownParameter', 'The parameter %s is not recognized '
+                                       '(a list is sent as %s%s.N)' % (key, path, m))
+                items = [(segs[1:], v, key) for segs, v, key in items]
+                path += m + '.'
             for segs, v, key in items:
                 if not segs or not re.fullmatch(r'[1-9][0-9]*', segs[0]):
                     raise Ec2Error('UnknownParameter', 'The parameter %s is not recognized '
@@ -318,7 +350,7 @@ class Model:
                     out.append(self.to_xml(m, value[key], m.serialization.get('name', key)))
             return '<%s>%s</%s>' % (name, ''.join(out), name)
         if t == 'list':
-            iname = shape.member.serialization.get('name', 'item')
+            iname = shape.member.serialization.get('name', 'item' if self.ec2 else 'member')
             return '<%s>%s</%s>' % (name, ''.join(self.to_xml(shape.member, x, iname)
                                                  for x in value), name)
         if t == 'boolean':
@@ -339,9 +371,26 @@ class Model:
             for key, m in op.output_shape.members.items():
                 if key in value and value[key] is not None:
                     body += self.to_xml(m, value[key], m.serialization.get('name', key))
+        if not self.ec2:
+            wrap = op.output_shape.serialization.get('resultWrapper') \
+                if op.output_shape is not None else None
+            if wrap:
+                body = '<%s>%s</%s>' % (wrap, body, wrap)
+            return ('<?xml version="1.0" encoding="UTF-8"?>\n<%sResponse xmlns="%s">%s'
+                    '<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>'
+                    '</%sResponse>' % (action, self.xmlns, body, request_id, action))
         return ('<?xml version="1.0" encoding="UTF-8"?>\n<%sResponse xmlns="%s">'
                 '<requestId>%s</requestId>%s</%sResponse>'
                 % (action, XMLNS, request_id, body, action))
+
+    def error(self, code, message, request_id):
+        """The error document of the model's protocol."""
+        if self.ec2:
+            return error_xml(code, message, request_id)
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n<ErrorResponse xmlns="%s"><Error>'
+                '<Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error>'
+                '<RequestId>%s</RequestId></ErrorResponse>'
+                % (self.xmlns, escape(code), escape(message), request_id))
 
 
 def error_xml(code, message, request_id):
@@ -356,9 +405,10 @@ AUTH_RE = re.compile(r'AWS4-HMAC-SHA256\s+Credential=([^,\s]+),\s*SignedHeaders=
                      r'\s*Signature=([0-9a-f]+)\s*$')
 
 
-def verify_sigv4(method, path_qs, headers, body, akid, secret, token, regions):
-    """Returns the request's region, or raises Ec2Error.  headers: a list of
-    (name, value) as received."""
+def verify_sigv4(method, path_qs, headers, body, creds, regions):
+    """Returns the request's (region, service, access key), or raises
+    Ec2Error.  headers: a list of (name, value) as received; creds: access
+    key -> {"secret", "token" (None: any token), "expires" (None or a time)}."""
     h = {}
     for k, v in headers:
         h.setdefault(k.lower(), v)
@@ -375,14 +425,16 @@ def verify_sigv4(method, path_qs, headers, body, akid, secret, token, regions):
     if len(parts) != 5 or parts[4] != 'aws4_request':
         raise Ec2Error('AuthFailure', 'Credential %s is not KEY/DATE/REGION/SERVICE/'
                        'aws4_request' % cred, 401)
-    if parts[0] != akid:
+    akid = parts[0]
+    cred = creds.get(akid)
+    if cred is None:
         raise Ec2Error('AuthFailure', 'AWS was not able to validate the provided access '
                        'credentials', 401)
     region, service = parts[2], parts[3]
-    if service != 'ec2':
+    if service not in ('ec2', 'sts'):
         raise Ec2Error('SignatureDoesNotMatch', "Credential should be scoped to correct "
-                       "service: 'ec2'", 403)
-    if region not in regions:
+                       "service: 'ec2' (or 'sts')", 403)
+    if region not in regions and not (service == 'sts' and region == 'us-east-1'):
         raise Ec2Error('AuthFailure', 'Credential should be scoped to a valid region, '
                        'not %s' % region, 401)
     names = signed.split(';')
@@ -405,6 +457,10 @@ def verify_sigv4(method, path_qs, headers, body, akid, secret, token, regions):
         raise Ec2Error('SignatureDoesNotMatch', 'Credential date %s is not the date of '
                        'X-Amz-Date %s' % (parts[1], date), 403)
     sent_token = h.get('x-amz-security-token')
+    token, secret = cred['token'], cred['secret']
+    if cred.get('expires') and time.time() > cred['expires']:
+        raise Ec2Error('ExpiredToken', 'The security token included in the request is '
+                       'expired', 400)
     if token is not None and sent_token != token:
         raise Ec2Error('AuthFailure', 'The security token included in the request is '
                        'invalid', 401)
@@ -414,13 +470,13 @@ def verify_sigv4(method, path_qs, headers, body, akid, secret, token, regions):
     req = AWSRequest(method=method, url='http://%s%s' % (h['host'], path_qs),
                      headers={n: h[n] for n in names}, data=body)
     req.context['timestamp'] = date
-    signer = SigV4Auth(Credentials(akid, secret, sent_token), 'ec2', region)
+    signer = SigV4Auth(Credentials(akid, secret, sent_token), service, region)
     want = signer.signature(signer.string_to_sign(req, signer.canonical_request(req)), req)
     if not hmac.compare_digest(want, sig):
         raise Ec2Error('SignatureDoesNotMatch', 'The request signature we calculated does '
                        'not match the signature you provided. Check your AWS Secret Access '
                        'Key and signing method.', 403)
-    return region
+    return region, service, akid
 
 
 # ---- the cloud -----------------------------------------------------------
@@ -431,7 +487,14 @@ class Cloud:
     def __init__(self, args):
         self.args = args
         self.lock = threading.RLock()
-        self.model = Model()
+        self.model = Model('ec2')
+        self.sts = Model('sts')
+        # access key -> its secret, token (None: any) and expiry: the fake's
+        # own, and those AssumeRole handed out.
+        self.creds = {args.access_key: {'secret': args.secret_key,
+                                        'token': args.session_token, 'expires': None,
+                                        'arn': 'arn:aws:iam::%s:user/spillway-test' % OWNER_ID}}
+        self.assumed = []           # AssumeRole calls: role arn, session name, key
         self.zones = [z for z in args.zones.split(',') if z]
         self.regions = sorted({z[:-1] for z in self.zones})
         self.subnets = {'subnet-' + z: z for z in self.zones}
@@ -894,6 +957,35 @@ class Cloud:
              '%s-az%d' % (region.replace('-', '')[:6], k + 1), 'Messages': []}
             for k, z in enumerate(x for x in self.zones if x[:-1] == region)]}
 
+    # -- STS
+    def assume_role(self, region, p, akid):
+        arn = p['RoleArn']
+        m = re.fullmatch(r'arn:aws:iam::([0-9]{12}):role/(.+)', arn)
+        if not m or (self.args.role and arn not in self.args.role):
+            raise Ec2Error('AccessDenied', 'User %s is not authorized to perform: '
+                           'sts:AssumeRole on resource: %s' % (self.creds[akid]['arn'], arn), 403)
+        dur = int(p.get('DurationSeconds', 3600))
+        if dur < 900 or dur > 43200:
+            raise Ec2Error('ValidationError', 'DurationSeconds %d is not 900..43200' % dur)
+        key = 'ASIA' + uuid.uuid4().hex[:16].upper()
+        c = {'secret': uuid.uuid4().hex + uuid.uuid4().hex[:8],
+             'token': 'FwoFakeSessionToken' + uuid.uuid4().hex * 2,
+             'expires': time.time() + dur,
+             'arn': 'arn:aws:sts::%s:assumed-role/%s/%s' % (m.group(1), m.group(2),
+                                                           p['RoleSessionName'])}
+        with self.lock:
+            self.creds[key] = c
+            self.assumed.append({'role_arn': arn, 'session_name': p['RoleSessionName'],
+                                 'access_key': key, 'by': akid})
+        return {'Credentials': {'AccessKeyId': key, 'SecretAccessKey': c['secret'],
+                                'SessionToken': c['token'],
+                                'Expiration': now_iso(c['expires'])},
+                'AssumedRoleUser': {'AssumedRoleId': 'AROAFAKE:' + p['RoleSessionName'],
+                                    'Arn': c['arn']}}
+
+    def get_caller_identity(self, region, p, akid):
+        return {'UserId': akid, 'Account': OWNER_ID, 'Arn': self.creds[akid]['arn']}
+
     # -- control
     def state(self):
         with self.lock:
@@ -916,7 +1008,7 @@ class Cloud:
                     'subnets': self.subnets, 'instances': insts, 'calls': self.calls,
                     'violations': self.violations, 'auth_failures': self.auth_failures,
                     'internal_errors': self.internal_errors,
-                    'injections': self.injections,
+                    'injections': self.injections, 'assumed_roles': self.assumed,
                     'spot_prices': [{'instance_type': t, 'zone': z, 'price': p}
                                     for (t, z), p in sorted(self.prices.items())],
                     'in_flight': self.in_flight, 'max_in_flight': self.max_in_flight}
@@ -1061,9 +1153,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header('Content-Length', str(len(data)))
         for k, v in extra:
             self.send_header(k, v)
-        self.end_headers()
-        if self.command != 'HEAD':
-            self.wfile.write(data)
+        try:
+            self.end_headers()
+            if self.command != 'HEAD':
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client is gone (killed mid-call): what the call did stands,
+            # as on EC2; the call's record says "client_gone".
+            self.client_gone = True
+            self.close_connection = True
 
     def _body(self):
         if self.headers.get('Transfer-Encoding', '').lower() == 'chunked':
@@ -1178,6 +1276,7 @@ class Handler(BaseHTTPRequestHandler):
             c.max_in_flight = max(c.max_in_flight, c.in_flight)
             delay = c.delay
         action, region, params, status, code = None, None, {}, 200, None
+        model, service = c.model, 'ec2'
         try:
             if delay:
                 time.sleep(random.uniform(*delay))
@@ -1198,9 +1297,13 @@ class Handler(BaseHTTPRequestHandler):
             action = params.pop('Action', None)
             version = params.pop('Version', None)
             try:
-                region = verify_sigv4(method, self.path, list(self.headers.items()), body,
-                                      c.args.access_key, c.args.secret_key,
-                                      c.args.session_token, c.regions)
+                with c.lock:
+                    creds = dict(c.creds)
+                region, service, akid = verify_sigv4(method, self.path,
+                                                     list(self.headers.items()), body, creds,
+                                                     c.regions)
+                if service == 'sts':
+                    model = c.sts
             except Ec2Error as e:
                 rec = {'seq': seq, 't': time.time(), 'action': action, 'code': e.code,
                        'message': e.message}
@@ -1212,16 +1315,16 @@ class Handler(BaseHTTPRequestHandler):
                 if not action:
                     raise Ec2Error('MissingAction', 'The request must contain the parameter '
                                    'Action')
-                if action not in c.model.ops:
+                if action not in model.ops:
                     raise Ec2Error('InvalidAction', 'The action %s is not valid for this web '
                                    'service.' % action)
                 if not version:
                     raise Ec2Error('MissingParameter', 'The request must contain the parameter '
                                    'Version')
-                if version != API_VERSION:
+                if version != model.version:
                     raise Ec2Error('InvalidParameterValue', 'Version %s: this endpoint serves '
-                                   '%s' % (version, API_VERSION))
-                c.model.validate(action, params)
+                                   '%s' % (version, model.version))
+                model.validate(action, params)
             except Ec2Error as e:
                 rec = {'seq': seq, 't': time.time(), 'action': action, 'code': e.code,
                        'message': e.message, 'params': params}
@@ -1234,18 +1337,27 @@ class Handler(BaseHTTPRequestHandler):
             if dry:
                 raise Ec2Error('DryRunOperation', 'Request would have succeeded, but DryRun '
                                'flag is set.', 412)
-            fn = {'RunInstances': c.run_instances, 'DescribeInstances': c.describe_instances,
-                  'TerminateInstances': c.terminate_instances, 'CreateTags': c.create_tags,
-                  'DescribeSpotPriceHistory': c.describe_spot_price_history,
-                  'DescribeAvailabilityZones': c.describe_availability_zones}.get(action)
-            if fn is None:
-                raise Ec2Error('UnsupportedOperation', 'The fake EC2 does not implement %s'
-                               % action)
-            out = c.model.response(action, fn(region, params), rid)
+            if service == 'sts':
+                fn = {'AssumeRole': c.assume_role,
+                      'GetCallerIdentity': c.get_caller_identity}.get(action)
+                if fn is None:
+                    raise Ec2Error('UnsupportedOperation', 'The fake STS does not implement %s'
+                                   % action)
+                out = model.response(action, fn(region, params, akid), rid)
+            else:
+                fn = {'RunInstances': c.run_instances,
+                      'DescribeInstances': c.describe_instances,
+                      'TerminateInstances': c.terminate_instances, 'CreateTags': c.create_tags,
+                      'DescribeSpotPriceHistory': c.describe_spot_price_history,
+                      'DescribeAvailabilityZones': c.describe_availability_zones}.get(action)
+                if fn is None:
+                    raise Ec2Error('UnsupportedOperation', 'The fake EC2 does not implement %s'
+                                   % action)
+                out = model.response(action, fn(region, params), rid)
             self._send(200, out)
         except Ec2Error as e:
             status, code = e.status, e.code
-            self._send(e.status, error_xml(e.code, e.message, rid))
+            self._send(e.status, model.error(e.code, e.message, rid))
         except Exception as e:  # a bug of the fake's: said, counted, answered
             status, code = 500, 'InternalError'
             import traceback
@@ -1255,7 +1367,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(500, error_xml('InternalError', 'fake EC2 bug: %r' % e, rid))
         finally:
             rec = {'seq': seq, 't': time.time(), 'action': action, 'region': region,
-                   'status': status, 'code': code, 'params': params}
+                   'service': service, 'status': status, 'code': code, 'params': params,
+                   'client_gone': getattr(self, 'client_gone', False)}
             with c.lock:
                 c.in_flight -= 1
                 c.calls.append(rec)
@@ -1280,6 +1393,7 @@ def main():
     ap.add_argument('--delay-s')
     ap.add_argument('--boot-hosts', nargs=2, metavar=('CMD', 'DIR'))
     ap.add_argument('--imds-role')
+    ap.add_argument('--role', action='append')
     ap.add_argument('--log')
     args = ap.parse_args()
     if not args.host.startswith('127.') and args.host != '::1':

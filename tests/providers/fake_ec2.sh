@@ -61,11 +61,12 @@ jq_py() {
     /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=eval(sys.argv[2]); print(json.dumps(v) if isinstance(v,(dict,list)) else v)' "$1" "$2"
 }
 
-plan_n=74
+plan_n=79
 echo "1..$plan_n"
 
 fake_ec2_start main --spot-prices 'g4dn.xlarge@us-east-1a=0.5261,g4dn.xlarge@us-east-1b=0.4100,g4dn.12xlarge@us-east-1a=1.9000,p3.2xlarge@us-west-2a=0.9180' \
-    --subnet subnet-0aaa=us-east-1a --subnet subnet-0bbb=us-east-1b --boot-delay-s 0.5
+    --subnet subnet-0aaa=us-east-1a --subnet subnet-0bbb=us-east-1b --boot-delay-s 0.5 \
+    --imds-role spillway-node
 ok $? "the fake starts on 127.0.0.1 and writes its URL ($FAKE_EC2_URL)" || exit 1
 MAIN_URL=$FAKE_EC2_URL
 fake_ec2_env
@@ -151,11 +152,11 @@ awscli_checks() {
     cli "$T/dry.json" run-instances --dry-run --image-id "$ac_ami" --instance-type g4dn.xlarge --count 1
     refused DryRunOperation "$T/dry.json"
     ok $? "run-instances --dry-run: DryRunOperation (the call would have succeeded)"
-    cli "$T/dry2.json" terminate-instances --dry-run --instance-ids ${R1_IDS%% *}
+    cli "$T/dry2.json" terminate-instances --dry-run --instance-ids "${R1_IDS%% *}"
     refused DryRunOperation "$T/dry2.json"
     ok $? "terminate-instances --dry-run: DryRunOperation, and the instance still runs" &&
         {
-            cli "$T/d2.json" describe-instances --instance-ids ${R1_IDS%% *}
+            cli "$T/d2.json" describe-instances --instance-ids "${R1_IDS%% *}"
             [ "$(jq_py "$T/d2.json" 'd["Reservations"][0]["Instances"][0]["State"]["Name"]')" = running ]
         }
     ok $? "describe-instances --instance-ids after the dry runs: still running" || diag "$(cat "$T/d2.json")"
@@ -165,7 +166,7 @@ awscli_checks() {
         --tag-specifications 'ResourceType=instance,Tags=[{Key=spillway:job,Value=j2}]'
     cli "$T/pall.json" describe-instances
     n_all=$(jq_py "$T/pall.json" 'len({i["InstanceId"] for r in d["Reservations"] for i in r["Instances"]})')
-    tok= pages= n=1
+    tok="" pages="" n=1
     : >"$T/pages"
     while [ $n -le 10 ]; do
         if [ -n "$tok" ]; then
@@ -208,7 +209,7 @@ awscli_checks() {
     }
     wait_until 30 all_terminated
     ok $? "then terminated (code 48), reason Client.UserInitiatedShutdown" &&
-        [ "$(jq_py "$T/d3.json" '" ".join(sorted({str(i["State"]["Code"]) + ":" + i["StateReason"]["Code"] for r in d["Reservations"] for i in r["Instances"]}))')" = "48:Client.UserInitiatedShutdown" ]
+        [ "$(jq_py "$T/d3.json" '" ".join(sorted({str(i["State"]["Code"]) + ":" + i.get("StateReason", {}).get("Code", "") for r in d["Reservations"] for i in r["Instances"]}))')" = "48:Client.UserInitiatedShutdown" ]
     ok $? "terminated instances carry code 48 and StateReason Client.UserInitiatedShutdown" ||
         diag "$(cat "$T/d3.json")"
     cli "$T/nf.json" describe-instances --instance-ids i-0123456789abcdef0
@@ -267,9 +268,50 @@ refused AuthFailure "$T/bad2.json"
 ok $? "awscli with an unknown access key: AuthFailure"
 [ "$(fake_ec2_py '[f["code"] for f in d["auth_failures"]]')" = '["SignatureDoesNotMatch", "AuthFailure"]' ]
 ok $? "both are recorded as signature failures" || diag "$(fake_ec2_py 'd["auth_failures"]')"
-AWS_SESSION_TOKEN=some-session-token cli "$T/st.json" describe-instances --instance-ids ${R1_IDS%% *}
+AWS_SESSION_TOKEN=some-session-token cli "$T/st.json" describe-instances --instance-ids "${R1_IDS%% *}"
 [ "$rc" = 0 ]
 ok $? "a session token (X-Amz-Security-Token, signed) is accepted" || diag "$(cat "$T/st.json.err")"
+
+# ---- STS at the same URL: AssumeRole's credentials for EC2 ------------------------
+cli_sts() {
+    cli_out=$1
+    shift
+    awscli_run "$cli_out" --endpoint-url "$ENDPOINT" --output json sts "$@"
+}
+cli_sts "$T/ar.json" assume-role --role-arn arn:aws:iam::123456789012:role/spillway-burst \
+    --role-session-name spw-d1 --duration-seconds 900 --tags Key=spillway,Value=d1
+AR_KEY=$(jq_py "$T/ar.json" 'd["Credentials"]["AccessKeyId"]' 2>/dev/null)
+AR_SECRET=$(jq_py "$T/ar.json" 'd["Credentials"]["SecretAccessKey"]' 2>/dev/null)
+AR_TOKEN=$(jq_py "$T/ar.json" 'd["Credentials"]["SessionToken"]' 2>/dev/null)
+AWS_ACCESS_KEY_ID=$AR_KEY AWS_SECRET_ACCESS_KEY=$AR_SECRET AWS_SESSION_TOKEN=$AR_TOKEN \
+    cli "$T/ar2.json" describe-instances --instance-ids "${R1_IDS%% *}"
+r_ar=$rc
+AWS_ACCESS_KEY_ID=$AR_KEY AWS_SECRET_ACCESS_KEY=$AR_SECRET AWS_SESSION_TOKEN=$AR_TOKEN \
+    cli_sts "$T/ar3.json" get-caller-identity
+[ -n "$AR_TOKEN" ] && [ "$r_ar" = 0 ] &&
+    [ "$(jq_py "$T/ar3.json" 'd["Arn"]')" = arn:aws:sts::123456789012:assumed-role/spillway-burst/spw-d1 ]
+ok $? "sts assume-role (awscli, at the fake's URL): its temporary credentials sign EC2 calls; get-caller-identity names the assumed role" ||
+    diag "$(cat "$T/ar.json.err" "$T/ar2.json.err" "$T/ar3.json" "$T/ar3.json.err")"
+AWS_ACCESS_KEY_ID=$AR_KEY AWS_SECRET_ACCESS_KEY=$AR_SECRET AWS_SESSION_TOKEN=not-the-token \
+    cli "$T/ar4.json" describe-instances
+refused AuthFailure "$T/ar4.json"
+ok $? "those credentials with another session token: AuthFailure"
+st=$(curl -sS -o "$T/c.xml" -w '%{http_code}' --aws-sigv4 "aws:amz:us-east-1:sts" \
+    --user "$FAKE_EC2_AKID:$FAKE_EC2_SECRET" -H 'Content-Type: application/x-www-form-urlencoded; charset=utf-8' \
+    --data 'Action=AssumeRole&Version=2011-06-15&RoleArn=arn:aws:iam::123456789012:role/x&RoleSessionName=s&Tags.1.Key=a' "$MAIN_URL/")
+[ "$st" = 400 ] && grep -q '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type><Code>UnknownParameter</Code><Message>The parameter Tags.1.Key is not recognized' "$T/c.xml"
+ok $? "STS's model and Query protocol: Tags.1.Key (EC2's list form, not Tags.member.1.Key) refused in STS's error shape" ||
+    diag "HTTP $st" "$(cat "$T/c.xml")"
+
+# IMDSv2 instance credentials (the chain's last link)
+st0=$(curl -s -o /dev/null -w '%{http_code}' "$MAIN_URL/latest/meta-data/iam/security-credentials/")
+itok=$(curl -sS -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 300' "$MAIN_URL/latest/api/token")
+irole=$(curl -sS -H "X-aws-ec2-metadata-token: $itok" "$MAIN_URL/latest/meta-data/iam/security-credentials/")
+curl -sS -H "X-aws-ec2-metadata-token: $itok" "$MAIN_URL/latest/meta-data/iam/security-credentials/$irole" >"$T/imds.json"
+[ "$st0" = 401 ] && [ "$irole" = spillway-node ] &&
+    [ "$(jq_py "$T/imds.json" 'd["Code"] + " " + d["AccessKeyId"] + " " + str(bool(d["Token"]))')" = "Success $FAKE_EC2_AKID True" ]
+ok $? "IMDSv2: no token, 401; with a PUT /latest/api/token token, role spillway-node and its credentials" ||
+    diag "HTTP $st0, role '$irole'" "$(cat "$T/imds.json")"
 
 # curl_ec2 BODY [SECRET] [AKID]: POST BODY signed by libcurl's SigV4 (the
 # AWS provider's signer), answer to $T/c.xml, HTTP status to stdout.
@@ -365,27 +407,30 @@ st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&M
     [ "$(fake_ec2_py 'd["violations"][-1]["message"]')" = "The parameter InstanceTypo is not recognized" ]
 ok $? "a member the model does not have (InstanceTypo): 400 UnknownParameter naming it, and logged" ||
     diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance&TagSpecification.1.Tags.1.Key=a')
-[ "$st" = 400 ] && grep -q 'TagSpecification.1.Tags is not recognized' "$T/c.xml"
-ok $? "a nested wire name as botocore would not send it (TagSpecification.1.Tags.1.Key, not Tag.1): refused" ||
-    diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=one&MaxCount=1')
-[ "$st" = 400 ] && grep -q '<Code>InvalidParameterValue</Code><Message>Value (one) for parameter MinCount' "$T/c.xml"
-ok $? "a value not of the member's type (MinCount=one): InvalidParameterValue naming MinCount" ||
-    diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MaxCount=1&DryRun=yes')
-[ "$st" = 400 ] && grep -q '<Code>InvalidParameterValue</Code><Message>Value (yes) for parameter DryRun' "$T/c.xml"
-ok $? "a boolean that is not true/false (DryRun=yes): InvalidParameterValue" || diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=TerminateInstances&Version=2016-11-15')
-[ "$st" = 400 ] && grep -q '<Code>MissingParameter</Code><Message>The request must contain the parameter InstanceId' "$T/c.xml"
-ok $? "a required member missing (TerminateInstances without InstanceId.N): MissingParameter" ||
-    diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&InstanceType=g4dn.xlarge&InstanceMarketOptions.MarketType=auction')
-[ "$st" = 400 ] && grep -q 'Value (auction) for parameter InstanceMarketOptions.MarketType' "$T/c.xml"
-ok $? "a value outside the member's enum (MarketType=auction): InvalidParameterValue" || diag "HTTP $st" "$(cat "$T/c.xml")"
-st=$(curl_ec2 'Action=LaunchSomething&Version=2016-11-15')
-[ "$st" = 400 ] && grep -q '<Code>InvalidAction</Code>' "$T/c.xml"
-ok $? "an operation the model does not have: InvalidAction" || diag "HTTP $st" "$(cat "$T/c.xml")"
+# refused_400 DESCRIPTION BODY TEXT: BODY, signed by libcurl, answers 400
+# with TEXT in its error XML.
+refused_400() {
+    st=$(curl_ec2 "$2")
+    [ "$st" = 400 ] && grep -qF "$3" "$T/c.xml"
+    ok $? "$1" || diag "HTTP $st" "$(cat "$T/c.xml")"
+}
+refused_400 "a nested wire name as botocore would not send it (TagSpecification.1.Tags.1.Key, not Tag.1): refused" \
+    'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&TagSpecification.1.ResourceType=instance&TagSpecification.1.Tags.1.Key=a' \
+    'TagSpecification.1.Tags is not recognized'
+refused_400 "a value not of the member's type (MinCount=one): InvalidParameterValue naming MinCount" \
+    'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=one&MaxCount=1' \
+    '<Code>InvalidParameterValue</Code><Message>Value (one) for parameter MinCount'
+refused_400 "a boolean that is not true/false (DryRun=yes): InvalidParameterValue" \
+    'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MaxCount=1&DryRun=yes' \
+    '<Code>InvalidParameterValue</Code><Message>Value (yes) for parameter DryRun'
+refused_400 "a required member missing (TerminateInstances without InstanceId.N): MissingParameter" \
+    'Action=TerminateInstances&Version=2016-11-15' \
+    '<Code>MissingParameter</Code><Message>The request must contain the parameter InstanceId'
+refused_400 "a value outside the member's enum (MarketType=auction): InvalidParameterValue" \
+    'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&InstanceType=g4dn.xlarge&InstanceMarketOptions.MarketType=auction' \
+    'Value (auction) for parameter InstanceMarketOptions.MarketType'
+refused_400 "an operation the model does not have: InvalidAction" \
+    'Action=LaunchSomething&Version=2016-11-15' '<Code>InvalidAction</Code>'
 [ "$(fake_ec2_py 'len(d["violations"])')" = $((nv0 + 7)) ] &&
     [ "$(fake_ec2_py 'len(d["instances"])')" = "$nl0" ]
 ok $? "the 7 refusals are the 7 new violations, and none of them launched anything" ||
@@ -439,12 +484,12 @@ cli "$T/z2.json" run-instances --image-id ami-0abcdef1234567890 --instance-type 
 r2=$rc
 cli "$T/z3.json" run-instances --image-id ami-0abcdef1234567890 --instance-type g4dn.xlarge --count 1 \
     --subnet-id subnet-0bbb --instance-market-options MarketType=spot
-[ $r2 = 0 ] && [ $rc = 0 ]
+[ "$r2" = 0 ] && [ "$rc" = 0 ]
 ok $? "while on-demand in us-east-1a and spot in us-east-1b launch" || diag "$(cat "$T/z2.json.err" "$T/z3.json.err")"
 fake_ec2_post _fake/inject/clear '{}' >/dev/null
 # a count of 1: awscli's retry of a 5xx meets no error the second time
 fake_ec2_post _fake/inject '{"action":"DescribeInstances","code":"InternalError","count":1}' >/dev/null
-AWS_MAX_ATTEMPTS=3 cli "$T/rt.json" describe-instances --instance-ids ${R1_IDS%% *}
+AWS_MAX_ATTEMPTS=3 cli "$T/rt.json" describe-instances --instance-ids "${R1_IDS%% *}"
 [ "$rc" = 0 ] && [ "$(fake_ec2_py '[c["status"] for c in d["calls"] if c["action"] == "DescribeInstances"][-2:]')" = "[500, 200]" ]
 ok $? "an InternalError injected once: awscli retries the 500 and succeeds" || diag "$(cat "$T/rt.json.err")"
 fake_ec2_post _fake/inject '{"action":"RunInstances","code":"UnauthorizedOperation","count":1}' >/dev/null
@@ -470,7 +515,7 @@ notice=$(curl -sS "$MAIN_URL/_fake/imds/$sid/latest/meta-data/spot/instance-acti
 ok $? "a spot interruption: no IMDS notice before, {action: terminate, time} after ($notice)" || diag "$st $out"
 interrupted() {
     cli "$T/si.json" describe-instances --instance-ids "$sid"
-    [ "$(jq_py "$T/si.json" 'd["Reservations"][0]["Instances"][0]["StateReason"]["Code"] + "/" + d["Reservations"][0]["Instances"][0]["State"]["Name"]')" = Server.SpotInstanceTermination/terminated ]
+    [ "$(jq_py "$T/si.json" 'd["Reservations"][0]["Instances"][0].get("StateReason", {}).get("Code", "") + "/" + d["Reservations"][0]["Instances"][0]["State"]["Name"]')" = Server.SpotInstanceTermination/terminated ]
 }
 wait_until 30 interrupted
 ok $? "after the notice the instance is terminated with StateReason Server.SpotInstanceTermination" ||
@@ -515,10 +560,26 @@ mif=$(fake_ec2_py 'd["max_in_flight"]')
 ok $? "slow mode (3-4 s a call): 200 calls sent at once all answered, $mif in flight at once, $((t1 - t0)) ms in all" ||
     diag "$(cat "$T/flight.out")"
 
+# ---- a client that hangs up mid-call (kill -9 during RunInstances) ------------
+fake_ec2_post _fake/config '{"delay_s":"2:2"}' >/dev/null
+curl -s -o /dev/null --max-time 1 --aws-sigv4 "aws:amz:us-east-1:ec2" --user "$FAKE_EC2_AKID:$FAKE_EC2_SECRET" \
+    -H 'Content-Type: application/x-www-form-urlencoded; charset=utf-8' \
+    --data 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&ClientToken=hangup-1' "$MAIN_URL/"
+gone_rc=$?
+gone_done() { [ "$(fake_ec2_py '[c["client_gone"] for c in d["calls"] if c["params"].get("ClientToken") == "hangup-1"]')" = "[true]" ]; }
+wait_until 20 gone_done
+gone_ok=$?
+fake_ec2_post _fake/config '{"delay_s":null}' >/dev/null
+st=$(curl_ec2 'Action=RunInstances&Version=2016-11-15&ImageId=ami-1&MinCount=1&MaxCount=1&ClientToken=hangup-1')
+[ "$gone_rc" = 28 ] && [ $gone_ok = 0 ] && [ "$st" = 200 ] &&
+    [ "$(fake_ec2_py '" ".join(i["reservation"] for i in d["instances"] if i["client_token"] == "hangup-1")')" = "$(sed -n 's|.*<reservationId>\(.*\)</reservationId>.*|\1|p' "$T/c.xml")" ]
+ok $? "a RunInstances whose client hung up mid-call still launched (call marked client_gone); its ClientToken again answers that one reservation" ||
+    diag "curl $gone_rc, HTTP $st" "$(fake_ec2_py '[i for i in d["instances"] if i["client_token"] == "hangup-1"]')"
+
 # ---- violations over the whole run ---------------------------------------------
-[ "$(fake_ec2_py 'len(d["violations"])')" = 7 ] && [ "$(fake_ec2_py 'len(d["internal_errors"])')" = 0 ] &&
-    [ "$(grep -c '"kind": "violation"' "$T/main/log")" = 7 ]
-ok $? "over the whole file: only the 7 deliberate violations (also in the --log file), no error of the fake's own" ||
+[ "$(fake_ec2_py 'len(d["violations"])')" = 8 ] && [ "$(fake_ec2_py 'len(d["internal_errors"])')" = 0 ] &&
+    [ "$(grep -c '"kind": "violation"' "$T/main/log")" = 8 ]
+ok $? "over the whole file: only the 8 deliberate violations (also in the --log file), no error of the fake's own" ||
     diag "$(fake_ec2_py '[d["violations"], d["internal_errors"]]')"
 
 # ---- instances as netns hosts with sshd ---------------------------------------------
