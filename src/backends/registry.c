@@ -39,6 +39,7 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
                          .user = c->ssh_user,
                          .key = c->ssh_key,
                          .known_hosts = c->ssh_known_hosts,
+                         .accept_new_keys = c->ssh_accept_new_keys,
                          .port = c->ssh_port,
                          .log_dir = c->log_dir,
                          .grace_s = c->grace_s,

@@ -38,6 +38,8 @@ typedef struct spw_backend_conf {
     const char *ssh_user;       /* ssh: login user; NULL = ssh's default */
     const char *ssh_key;        /* ssh: private key file; NULL = default */
     const char *ssh_known_hosts; /* ssh: known_hosts file; NULL = default */
+    int ssh_accept_new_keys;    /* ssh: learn unknown host keys at first
+                                   contact (cloud instances); 0 = refuse */
     int ssh_port;               /* ssh: port; 0 = 22 */
     double down_after_s;        /* ssh: a host silent this long is down,
                                    seconds; 0 = 10 */

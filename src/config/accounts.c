@@ -41,6 +41,7 @@ static const opt_key_t type_keys[] = {
     {"aws", "describe_page", "describe_page", OPT_SCALAR},
     {"aws", "threads", "threads", OPT_SCALAR},
     {"command", "command", "command", OPT_SCALAR},
+    {"command", "ssh_user", "user", OPT_SCALAR},
     {"command", "timeout_s", "timeout_s", OPT_SCALAR},
     {"command", "describe_interval_s", "describe_interval_s", OPT_SCALAR},
     {"command", "boot_timeout_s", "boot_timeout_s", OPT_SCALAR},

@@ -221,6 +221,19 @@ typedef struct spw_daemon_conf {
     int emulated_ssh_port;      /* ssh port of instances; 0 = 2222 */
     double emulated_ssh_down_after_s; /* an instance silent this long is down,
                                    seconds; 0 = 10 */
+    int cloud_ssh_given;        /* daemon.cloud_ssh was given: how the daemon
+                                   logs in to the instances of real cloud
+                                   accounts (aws, command), which run jobs
+                                   over ssh (docs/clouds.md) */
+    char *cloud_ssh_user;       /* owned; NULL = root (an account's ssh_user
+                                   wins for its instances) */
+    char *cloud_ssh_key;        /* owned, resolved; the private key; required
+                                   for real accounts */
+    char *cloud_ssh_known_hosts; /* owned, resolved; NULL = STATE_DIR/
+                                   cloud_known_hosts, where keys are learnt
+                                   at first contact */
+    int cloud_ssh_port;         /* 0 = 22 */
+    double cloud_ssh_down_after_s; /* 0 = 10 */
     double sample_s;            /* dashboard series and GPU telemetry are
                                    sampled this often, seconds; 5 */
     double idle_threshold_pct;  /* idle_gpu: a job whose GPUs average below

@@ -336,7 +336,7 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "metrics_per_job", "share_run_as", "job_pids_max",
                                        "job_memory_mib", "log_dir", "max_log_bytes",
                                        "min_free_mib", "image_max_bytes", "image_max_files",
-                                       NULL};
+                                       "cloud_ssh", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -474,6 +474,22 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         return -1;
     dc->job_pids_max = (uint32_t)jl[0];
     dc->job_memory_mib = (uint64_t)jl[1];
+    if ((v = spw_ymap_get(n, "cloud_ssh"))) {
+        spw_pool_backend_conf_t sc;
+        memset(&sc, 0, sizeof(sc));
+        int rc = cfg_ssh_keys(x, v, "(daemon.cloud_ssh)", &sc, err);
+        free(dc->cloud_ssh_user);
+        free(dc->cloud_ssh_key);
+        free(dc->cloud_ssh_known_hosts);
+        dc->cloud_ssh_user = sc.ssh_user;
+        dc->cloud_ssh_key = sc.ssh_key;
+        dc->cloud_ssh_known_hosts = sc.ssh_known_hosts;
+        dc->cloud_ssh_port = sc.ssh_port;
+        dc->cloud_ssh_down_after_s = sc.ssh_down_after_s;
+        dc->cloud_ssh_given = 1;
+        if (rc < 0)
+            return -1;
+    }
     if ((v = spw_ymap_get(n, "emulated"))) {
         if (spw_ymap_check_keys(x->d, v, "daemon.emulated", ekeys, err) < 0)
             return -1;

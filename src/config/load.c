@@ -265,6 +265,9 @@ void spw_config_free(spw_config_t *cfg)
     free(dc->emulated_ssh_user);
     free(dc->emulated_ssh_key);
     free(dc->emulated_ssh_known_hosts);
+    free(dc->cloud_ssh_user);
+    free(dc->cloud_ssh_key);
+    free(dc->cloud_ssh_known_hosts);
     free(dc->tokens_file);
     free(dc->config_path);
     free(dc->listen);

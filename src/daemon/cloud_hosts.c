@@ -1,7 +1,8 @@
-/* cloud_hosts.c: cloud instances as hosts (daemon.emulated.boot_command;
- * docs/hosts.md, "Cloud instances"): an ssh backend whose hosts come and go
- * with the instances runs the cloud jobs on them; an instance joins it once
- * ready and leaves it when it ends. */
+/* cloud_hosts.c: cloud instances as hosts (the instances of real cloud
+ * accounts, aws and command, and emulated ones with daemon.emulated.
+ * boot_command; docs/hosts.md, "Cloud instances", docs/clouds.md): an ssh
+ * backend whose hosts come and go with the instances runs the cloud jobs
+ * on them; an instance joins it once ready and leaves it when it ends. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,21 +18,57 @@ static char *in_dir(const char *dir, const char *name)
     return p;
 }
 
+/* The first cloud account whose instances are real hosts (not emulated),
+ * or NULL. */
+static const char *real_account(const spw_config_t *cfg)
+{
+    for (size_t k = 0; k < cfg->naccounts; k++)
+        if (strcmp(cfg->accounts[k].type, "emulated") != 0)
+            return cfg->accounts[k].name;
+    return NULL;
+}
+
 int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
 {
     const spw_daemon_conf_t *dc = &d->cfg->daemon;
-    if (!dc->emulated_boot_command || !d->cloud_hosts_dir)
+    int emu = dc->emulated_boot_command && d->cloud_hosts_dir;
+    const char *real = real_account(d->cfg);
+    if (!emu && !real)
         return 0;
-    char *key = dc->emulated_ssh_key ? spw_xstrdup(dc->emulated_ssh_key)
-                                     : in_dir(d->cloud_hosts_dir, "id_ed25519");
-    char *kh = dc->emulated_ssh_known_hosts ? spw_xstrdup(dc->emulated_ssh_known_hosts)
-                                            : in_dir(d->cloud_hosts_dir, "known_hosts");
+    if (real && !emu && !(dc->cloud_ssh_given && dc->cloud_ssh_key))
+        return spw_errorf(err, "cloud account %s runs its jobs on its instances over ssh: give "
+                          "daemon.cloud_ssh.key (the private key whose public half the instances "
+                          "accept: the account's key_name or ssh_public_key), and "
+                          "daemon.cloud_ssh.user if the login is not root", real);
+    /* daemon.cloud_ssh, when given, is how every instance is reached;
+     * without it, the emulated hosts' own key and known_hosts. */
+    int cs = dc->cloud_ssh_given;
+    char *key, *kh;
+    if (cs) {
+        key = dc->cloud_ssh_key ? spw_xstrdup(dc->cloud_ssh_key)
+                                : in_dir(d->cloud_hosts_dir, "id_ed25519");
+        kh = dc->cloud_ssh_known_hosts ? spw_xstrdup(dc->cloud_ssh_known_hosts)
+                                       : in_dir(d->state_dir, "cloud_known_hosts");
+    } else {
+        key = dc->emulated_ssh_key ? spw_xstrdup(dc->emulated_ssh_key)
+                                   : in_dir(d->cloud_hosts_dir, "id_ed25519");
+        kh = dc->emulated_ssh_known_hosts ? spw_xstrdup(dc->emulated_ssh_known_hosts)
+                                          : in_dir(d->cloud_hosts_dir, "known_hosts");
+    }
+    const char *user = cs ? dc->cloud_ssh_user : dc->emulated_ssh_user;
+    int port = cs ? (dc->cloud_ssh_port ? dc->cloud_ssh_port : 22)
+                  : (dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222);
     spw_backend_conf_t bc = {.name = SPW_BACKEND_HOSTS,
                              .dynamic = 1,
-                             .ssh_user = dc->emulated_ssh_user ? dc->emulated_ssh_user : "root",
+                             .ssh_user = user ? user : "root",
                              .ssh_key = key,
                              .ssh_known_hosts = kh,
-                             .ssh_port = dc->emulated_ssh_port ? dc->emulated_ssh_port : 2222,
+                             /* A real cloud's host keys are not known before
+                              * its instances boot: learnt at first contact
+                              * into STATE_DIR/cloud_known_hosts, unless the
+                              * config names a known_hosts file. */
+                             .ssh_accept_new_keys = cs && !dc->cloud_ssh_known_hosts,
+                             .ssh_port = port,
                              .log_dir = d->log_dir,
                              .max_log_bytes = dc->max_log_bytes,
                              .image_max_bytes = dc->image_max_bytes,
@@ -39,13 +76,15 @@ int spw_daemon_cloud_setup(spw_daemon_t *d, spw_error_t *err)
                              .grace_s = dc->kill_grace_s,
                              .job_pids_max = dc->job_pids_max,
                              .job_memory_mib = dc->job_memory_mib,
-                             .down_after_s = dc->emulated_ssh_down_after_s};
+                             .down_after_s = cs ? dc->cloud_ssh_down_after_s
+                                                : dc->emulated_ssh_down_after_s};
     spw_error_t e2;
     int rc = spw_backend_create(&bc, &d->cloud_ops, &d->cloud_be, &e2);
     free(key);
     free(kh);
     if (rc < 0)
-        return spw_errorf(err, "daemon.emulated: the cloud instances' ssh backend: %s", e2.text);
+        return spw_errorf(err, "%s: the cloud instances' ssh backend: %s",
+                          cs ? "daemon.cloud_ssh" : "daemon.emulated", e2.text);
     return 0;
 }
 
@@ -59,6 +98,16 @@ int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j)
         if (!d->inst[j->inst[k]].in.addr[0])
             return -1;
     return SPW_DAEMON_CLOUD_POOL;
+}
+
+void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *buf, size_t len)
+{
+    const dacct_t *a = dm_acct_of_inst(d, x);
+    const char *user = NULL;
+    for (char **o = a && a->conf ? a->conf->options : NULL; o && *o; o++)
+        if (strncmp(*o, "user=", 5) == 0)
+            user = *o + 5;
+    snprintf(buf, len, "%s%s%s", user ? user : "", user ? "@" : "", x->in.addr);
 }
 
 void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
@@ -75,15 +124,20 @@ void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x)
         snprintf(x->in.addr, sizeof(x->in.addr), "%s", now.addr);
     if (!x->in.addr[0])
         return;
+    char host[SPW_INSTANCE_ADDR_MAX + 64];
+    spw_daemon_cloud_host_name(d, x, host, sizeof(host));
     uint32_t g = d->fleet.offers[x->in.offer].gpus;
-    if (d->cloud_ops->host_add(d->cloud_be, x->in.addr, g ? g : 1, &err) < 0 && !d->quiet)
-        fprintf(stderr, "spillway: instance %s (%s): %s\n", x->in.id, x->in.addr, err.text);
+    if (d->cloud_ops->host_add(d->cloud_be, host, g ? g : 1, &err) < 0 && !d->quiet)
+        fprintf(stderr, "spillway: instance %s (%s): %s\n", x->in.id, host, err.text);
     else if (!d->quiet)
-        fprintf(stderr, "spillway: instance %s is host %s\n", x->in.id, x->in.addr);
+        fprintf(stderr, "spillway: instance %s is host %s\n", x->in.id, host);
 }
 
 void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now)
 {
-    if (d->cloud_be && x->in.addr[0])
-        (void)d->cloud_ops->host_remove(d->cloud_be, x->in.addr, now);
+    if (!d->cloud_be || !x->in.addr[0])
+        return;
+    char host[SPW_INSTANCE_ADDR_MAX + 64];
+    spw_daemon_cloud_host_name(d, x, host, sizeof(host));
+    (void)d->cloud_ops->host_remove(d->cloud_be, host, now);
 }

@@ -369,10 +369,10 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
             free(eo);
             goto error;
         }
-        if (spw_daemon_cloud_setup(d, err) < 0) {
-            free(eo);
-            goto error;
-        }
+    }
+    if (spw_daemon_cloud_setup(d, err) < 0) {
+        free(eo);
+        goto error;
     }
     int made = dm_accounts_setup(d, eo, err);
     free(eo);

@@ -333,12 +333,14 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
      * backend's SPILLWAY_SSH_HOSTS). */
     char *hosts = NULL;
     if (spw_daemon_cloud_pool(d, j) == SPW_DAEMON_CLOUD_POOL) {
-        size_t hcap = j->ninst * SPW_INSTANCE_ADDR_MAX + 32, hu = 0;
+        size_t hcap = j->ninst * (SPW_INSTANCE_ADDR_MAX + 64) + 32, hu = 0;
         hosts = spw_xmalloc(hcap);
         hu += (size_t)snprintf(hosts, hcap, "SPILLWAY_SSH_HOSTS=");
-        for (size_t k = 0; k < j->ninst; k++)
-            hu += (size_t)snprintf(hosts + hu, hcap - hu, "%s%s", k ? "," : "",
-                                   d->inst[j->inst[k]].in.addr);
+        for (size_t k = 0; k < j->ninst; k++) {
+            char h[SPW_INSTANCE_ADDR_MAX + 64];
+            spw_daemon_cloud_host_name(d, &d->inst[j->inst[k]], h, sizeof(h));
+            hu += (size_t)snprintf(hosts + hu, hcap - hu, "%s%s", k ? "," : "", h);
+        }
     }
     /* Instances that are Slurm cloud nodes: the job is pinned to them. */
     char *snodes = spw_daemon_scloud_env(d, j);

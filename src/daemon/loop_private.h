@@ -285,6 +285,10 @@ int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j);
 /* Instance x is ready (or found ready after a restart): its address from
  * the provider, and its host added to the cloud backend. */
 void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x);
+
+/* Instance x's name among the hosts: its address, after its account's
+ * login user when the account has one ("ubuntu@10.0.4.17"), into buf. */
+void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *buf, size_t len);
 /* Instance x ended at now: its host leaves the cloud backend (jobs with a
  * rank there are lost). */
 void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now);

@@ -20,6 +20,7 @@
 #include "backends/container.h"
 #include "backends/ssh/ssh.h"
 #include "util/file.h"
+#include "util/run.h"
 #include "util/strbuf.h"
 
 /* Log fetching: one status round of a host brings at most ROUND_MAX bytes
@@ -112,6 +113,7 @@ struct spw_ssh {
     host_t *hosts;              /* nhosts, owned */
     size_t nhosts;              /* hosts configured */
     char *user, *key, *known_hosts; /* ssh options, owned; NULL = default */
+    int accept_new_keys;        /* StrictHostKeyChecking=accept-new */
     int port;                   /* ssh port */
     char *log_dir;              /* owned */
     uint64_t max_log_bytes;     /* cap of each local log file; 0 = none */
@@ -185,6 +187,16 @@ static void control_path(const spw_ssh_t *sb, const host_t *h, char *buf, size_t
     snprintf(buf, cap, "ControlPath=%s/%x-%%C", sb->control_dir, h->gen);
 }
 
+/* What ssh logs in to for host h: its address, after the backend's user
+ * unless the address names its own ("ubuntu@10.0.0.5": a cloud account's
+ * login user). */
+static void ssh_target(const spw_ssh_t *sb, const host_t *h, char *buf, size_t len)
+{
+    int own = strchr(h->addr, '@') != NULL;
+    snprintf(buf, len, "%s%s%s", sb->user && !own ? sb->user : "", sb->user && !own ? "@" : "",
+             h->addr);
+}
+
 /* Starts `ssh -O exit` for host h's shared connection (its master closes
  * at once; nothing to wait for but the process).  Returns the pid, or -1. */
 static pid_t control_exit_start(const spw_ssh_t *sb, const host_t *h)
@@ -192,8 +204,7 @@ static pid_t control_exit_start(const spw_ssh_t *sb, const host_t *h)
     char cpath[160], port[16], target[512];
     control_path(sb, h, cpath, sizeof(cpath));
     snprintf(port, sizeof(port), "%d", sb->port);
-    snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "", sb->user ? "@" : "",
-             h->addr);
+    ssh_target(sb, h, target, sizeof(target));
     pid_t pid = fork();
     if (pid == 0) {
         int nul = open("/dev/null", O_RDWR);
@@ -235,8 +246,7 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     snprintf(port, sizeof(port), "%d", sb->port);
     snprintf(ctimeout, sizeof(ctimeout), "ConnectTimeout=%d",
              (int)fmax(1, fmin(sb->cmd_timeout_s, 10)));
-    snprintf(target, sizeof(target), "%s%s%s", sb->user ? sb->user : "", sb->user ? "@" : "",
-             h->addr);
+    ssh_target(sb, h, target, sizeof(target));
     argv[a++] = "ssh";
     argv[a++] = "-T";
     argv[a++] = "-p";
@@ -250,7 +260,8 @@ static int cmd_start(spw_ssh_t *sb, const host_t *h, const char *script, double 
     argv[a++] = "-o";
     argv[a++] = "BatchMode=yes";
     argv[a++] = "-o";
-    argv[a++] = "StrictHostKeyChecking=yes";
+    argv[a++] = sb->accept_new_keys ? "StrictHostKeyChecking=accept-new"
+                                    : "StrictHostKeyChecking=yes";
     char kh[4200];
     if (sb->known_hosts) {
         snprintf(kh, sizeof(kh), "UserKnownHostsFile=%s", sb->known_hosts);
@@ -499,6 +510,7 @@ spw_ssh_t *spw_ssh_create(const spw_ssh_opts_t *o, spw_error_t *err)
     sb->user = dup_or_null(o->user);
     sb->key = dup_or_null(o->key);
     sb->known_hosts = dup_or_null(o->known_hosts);
+    sb->accept_new_keys = o->accept_new_keys;
     sb->port = o->port > 0 ? o->port : 22;
     sb->log_dir = spw_xstrdup(o->log_dir);
     sb->max_log_bytes = o->max_log_bytes;
@@ -751,6 +763,28 @@ int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t
     return 0;
 }
 
+/* A host learnt at first contact (accept_new_keys) that goes: its key
+ * leaves known_hosts, so that a new host given its address later (a
+ * cloud reuses addresses) is learnt afresh rather than refused as a
+ * changed key.  ssh-keygen -R handles hashed entries too. */
+static void forget_host_key(const spw_ssh_t *sb, const char *addr)
+{
+    if (!sb->accept_new_keys || !sb->known_hosts)
+        return;
+    const char *at = strrchr(addr, '@');
+    char spec[300];
+    if (sb->port == 22)
+        snprintf(spec, sizeof(spec), "%s", at ? at + 1 : addr);
+    else
+        snprintf(spec, sizeof(spec), "[%s]:%d", at ? at + 1 : addr, sb->port);
+    const char *argv[] = {"ssh-keygen", "-q", "-R", spec, "-f", sb->known_hosts, NULL};
+    spw_run_t r = {.path = "ssh-keygen", .argv = argv, .search_path = 1, .timeout_s = 5};
+    char *out = NULL;
+    spw_error_t err;
+    (void)spw_run(&r, &out, &err);
+    free(out);
+}
+
 int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
 {
     for (size_t hi = 0; hi < sb->nhosts; hi++) {
@@ -762,6 +796,7 @@ int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
         cmd_close(&h->st);
         host_down(sb, (uint32_t)hi, now_s);
         h->gone = 1;
+        forget_host_key(sb, h->addr);
         /* Its shared connection goes now, not after ControlPersist: `ssh
          * -O exit` in the background, reaped by tick() like a signal. */
         if (sb->control_dir[0]) {

@@ -85,6 +85,12 @@ typedef struct spw_ssh_opts {
     const char *key;            /* private key file; NULL = ssh's default */
     const char *known_hosts;    /* known_hosts file (host keys are checked);
                                    NULL = the user's own */
+    int accept_new_keys;        /* 1: a host whose key known_hosts lacks is
+                                   trusted at first contact and its key
+                                   added (StrictHostKeyChecking=accept-new),
+                                   for cloud instances whose keys cannot be
+                                   known before they boot; a changed key is
+                                   still refused */
     int port;                   /* ssh port; 0 = 22 */
     const char *log_dir;        /* where JOBID.out/.err/.ssh live (copied);
                                    required */

@@ -743,7 +743,7 @@ static int seconds_opt(const char *key, const char *v, double *out, spw_error_t 
 spw_command_t *spw_command_create(const spw_command_opts_t *o, spw_error_t *err)
 {
     static const char *const known = "command, acquire, describe, release, list, timeout_s, "
-                                     "describe_interval_s, boot_timeout_s";
+                                     "describe_interval_s, boot_timeout_s, user";
     spw_command_t *c = spw_xcalloc(1, sizeof(*c));
     c->name = spw_xstrdup(o->name ? o->name : "command");
     c->daemon_id = spw_xstrdup(o->daemon_id ? o->daemon_id : "");
@@ -769,6 +769,8 @@ spw_command_t *spw_command_create(const spw_command_opts_t *o, spw_error_t *err)
             c->cmd[k] = spw_xstrdup(v);
         } else if (kl == 7 && strncmp(*p, "command", 7) == 0) {
             command = v;
+        } else if (kl == 4 && strncmp(*p, "user", 4) == 0) {
+            /* the login user of its instances: the daemon's, not ours */
         } else if (kl == 9 && strncmp(*p, "timeout_s", 9) == 0) {
             bad = seconds_opt("timeout_s", v, &c->timeout_s, err) < 0;
         } else if (kl == 19 && strncmp(*p, "describe_interval_s", 19) == 0) {

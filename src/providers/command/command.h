@@ -66,7 +66,8 @@ typedef struct spw_command_opts {
     const char *const *options; /* NULL-terminated "key=value": command,
                                    acquire, describe, release, list,
                                    timeout_s, describe_interval_s,
-                                   boot_timeout_s */
+                                   boot_timeout_s; user (the instances'
+                                   login user) is the daemon's */
     int dry_run;                /* passed on as "dry_run" */
 } spw_command_opts_t;
 

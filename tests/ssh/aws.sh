@@ -1,0 +1,188 @@
+#!/bin/sh
+# aws.sh: `spillway serve` bursting to an AWS account (cloud.accounts, type
+# aws) whose endpoint is the fake EC2 (tests/fake/ec2.py: every request
+# checked against botocore's EC2 model and SigV4 signer), each instance
+# booted as a network namespace with sshd (--boot-hosts netns-hosts.sh):
+# - burst: RunInstances with MinCount = MaxCount, the acquisition's token
+#   as ClientToken and spillway's tags; the job runs inside the instance
+#   over ssh (its host key learnt at first contact), without the daemon's
+#   AWS credentials in its environment; idle, the instance is terminated
+#   and its namespace goes;
+# - InsufficientInstanceCapacity in zone a: the job runs in zone b, and
+#   pools says what is blocked;
+# - kill -9 while RunInstances is in flight: after the restart, exactly
+#   one instance for the job;
+# - a spot interruption: the job is requeued and resumes elsewhere;
+# - an orphan carrying the daemon's tag: listed, and released;
+# - AuthFailure: no launch, /healthz names the account and why.
+# shellcheck source=tests/daemon/daemon-lib
+. "$(dirname "$0")/../daemon/daemon-lib"
+# shellcheck source=tests/fake/ec2-lib
+. "$(dirname "$0")/../fake/ec2-lib"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+NET=$ROOT/scripts/netns-hosts.sh
+HD=$T/instances
+if [ "$(id -u)" != 0 ] || ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
+    echo "1..0 # SKIP needs root and sshd (network namespaces with sshd)"
+    exit 0
+fi
+if ! /usr/bin/python3 -c 'import botocore' 2>/dev/null; then
+    echo "1..0 # SKIP needs Debian's python3-botocore (scripts/deps.sh test)"
+    exit 0
+fi
+down_all() {
+    fake_ec2_stop_all
+    for d in "$HD"/inst-*; do [ -d "$d" ] && "$NET" del "$HD" "${d##*/inst-}"; done
+}
+trap 'down_all >/dev/null 2>&1; cleanup' EXIT
+plan 23
+
+mkdir -p "$HD"
+ssh-keygen -q -t ed25519 -N "" -f "$T/key" -C spillway-test
+fake_ec2_start ec2 --zones us-east-1a,us-east-1b --boot-delay-s 0.3 --boot-hosts "$NET" "$HD"
+ok $? "the fake EC2 is up at $FAKE_EC2_URL, booting instances as netns hosts" || exit 1
+
+cat >"$T/offers.csv" <<'EOF'
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+aws,us-east-1,us-east-1a,g4dn.xlarge,T4,1,0.526,0.158
+aws,us-east-1,us-east-1b,g4dn.xlarge,T4,1,0.600,0.180
+EOF
+cat >"$T/serve.yaml" <<EOF
+cloud:
+  offers: offers.csv
+  boot_delay_s: 1
+  accounts:
+    - name: prod
+      type: aws
+      regions: [us-east-1]
+      endpoint_url: $FAKE_EC2_URL
+      image: ami-0123456789abcdef0
+      ssh_public_key: $T/key.pub
+      ssh_user: root
+      describe_s: 0.3
+policy:
+  wait: none
+spot:
+  checkpoint_interval_s: continuous
+$(daemon_yaml)
+  idle_timeout_s: 3
+  cloud_ssh: {key: $T/key, port: 2222, down_after_s: 4}
+EOF
+# The daemon's credentials: the fake's.  They must never reach a job.
+export AWS_ACCESS_KEY_ID=$FAKE_EC2_AKID AWS_SECRET_ACCESS_KEY=$FAKE_EC2_SECRET
+export AWS_REGION=us-east-1
+start_daemon "$T/serve.yaml" "$T/state"
+ok $? "spillway serve starts with an aws account" || { diag "$(cat "$DLOG")"; exit 1; }
+
+# ---- a burst runs inside an EC2 instance ------------------------------------
+a=$(submit ml --gpus 1 --name burst -- sh -c 'echo "host=$SPILLWAY_TEST_HOST keys=$(env | grep -c "^AWS_")"')
+wait_for "$a" succeeded 60
+ok $? "a job bursts to the aws account and succeeds" || diag "$(tail -30 "$DLOG")"
+fake_ec2_get _fake/state >"$T/s1.json"
+json_check "$T/s1.json" "
+ri = [c for c in d['calls'] if c['action'] == 'RunInstances']
+assert len(ri) == 1, [c['action'] for c in d['calls']]
+p = ri[0]['params']
+assert p['MinCount'] == p['MaxCount'] == '1', p
+assert p['ImageId'] == 'ami-0123456789abcdef0' and p['InstanceType'] == 'g4dn.xlarge', p
+assert p['ClientToken'], p
+tags = {}
+for k, v in p.items():
+    if k.startswith('TagSpecification.1.Tag.') and k.endswith('.Key'):
+        tags[v] = p[k[:-4] + '.Value']
+assert tags.get('spillway:job') == '$a' and tags.get('spillway:token') == p['ClientToken'], tags
+assert tags.get('spillway:daemon'), tags"
+ok $? "RunInstances: MinCount = MaxCount = 1, the image, the token as ClientToken, spillway's tags"
+fake_ec2_py 'len(d["violations"]) + len(d["auth_failures"])' >"$T/bad"
+[ "$(cat "$T/bad")" = 0 ]
+ok $? "every request matched botocore's EC2 model and its SigV4 signature ($(cat "$T/bad") bad)"
+iid=$(fake_ec2_py '[i["id"] for i in d["instances"]][0]')
+spw ml logs "$a" >"$T/a.out" 2>&1
+[ "$(cat "$T/a.out")" = "host=$iid keys=0" ]
+ok $? "it ran inside instance $iid's namespace, without the daemon's AWS variables: $(cat "$T/a.out")"
+grep -q "." "$T/state/cloud_known_hosts" 2>/dev/null
+ok $? "the instance's host key was learnt at first contact (STATE_DIR/cloud_known_hosts)"
+terminated() { [ "$(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$iid'][0]")" = terminated ]; }
+wait_until 30 terminated
+ok $? "idle for idle_timeout_s, instance $iid is terminated" || diag "$(tail -20 "$DLOG")"
+gone() { [ ! -d "$HD/inst-$iid" ] || [ ! -f "$HD/inst-$iid/state" ]; }
+wait_until 20 gone
+ok $? "and its namespace is gone"
+
+# ---- a capacity error in zone a: zone b -------------------------------------
+fake_ec2_post _fake/inject '{"action": "RunInstances", "code": "InsufficientInstanceCapacity", "zone": "us-east-1a", "count": "always"}' >/dev/null
+b=$(submit ml --gpus 1 --name zoneb -- sleep 1)
+wait_for "$b" succeeded 60
+ok $? "with zone a out of capacity, the job still runs" || diag "$(tail -30 "$DLOG")"
+[ "$(field "$b" 'd["placement"]')" != "" ] && field "$b" 'd["placement"]' | grep -q us-east-1b
+ok $? "in zone b: $(field "$b" 'd["placement"]')"
+spw ml pools -o json >"$T/pools.json"
+json_check "$T/pools.json" '
+blk = d["blocked"]
+assert any("us-east-1a" in b["offer"] and "InsufficientInstanceCapacity" in b["why"] for b in blk), blk'
+ok $? "pools: the zone-a offer is blocked, with EC2's code"
+fake_ec2_post _fake/inject/clear '{}' >/dev/null
+
+# ---- kill -9 while RunInstances is in flight --------------------------------
+# No idle instance left to reuse: the next job needs a RunInstances.
+none_live() { [ "$(fake_ec2_py "len([i for i in d['instances'] if i['state'] in ('pending', 'running')])")" = 0 ]; }
+wait_until 30 none_live
+fake_ec2_post _fake/config '{"delay_s": "3:3"}' >/dev/null
+c=$(submit ml --gpus 1 --name slow -- sleep 2)
+inflight() { [ "$(fake_ec2_py 'd["in_flight"]')" -ge 1 ] && [ "$(state_of "$c")" = placed ]; }
+wait_until 20 inflight
+ok $? "job $c is placed, its RunInstances in flight (the fake answers in 3 s)"
+kill9_daemon "$DPID"
+fake_ec2_post _fake/config '{"delay_s": null}' >/dev/null
+start_daemon "$T/serve.yaml" "$T/state"
+wait_for "$c" succeeded 60
+ok $? "after kill -9 and a restart, the job runs and succeeds" || diag "$(tail -30 "$DLOG")"
+n=$(fake_ec2_py "len([i for i in d['instances'] if i['tags'].get('spillway:job') == '$c'])")
+[ "$n" = 1 ]
+ok $? "exactly one instance was bought for it ($n)"
+
+# ---- a spot interruption -----------------------------------------------------
+s=$(submit ml --gpus 1 --name spot --spot always -- sh -c 'sleep 8; echo done')
+wait_for "$s" running 60
+ok $? "a spot job runs" || diag "$(tail -30 "$DLOG")"
+sid=$(fake_ec2_py "[i['id'] for i in d['instances'] if i['tags'].get('spillway:job') == '$s' and i['state'] == 'running'][0]")
+fake_ec2_post _fake/interrupt "{\"instance\": \"$sid\", \"notice_s\": 0.5}" >/dev/null
+wait_for "$s" succeeded 90
+ok $? "its instance $sid is interrupted; the job resumes elsewhere and succeeds" || diag "$(tail -30 "$DLOG")"
+[ "$(field "$s" 'd.get("preemptions", 0)')" -ge 1 ] 2>/dev/null
+ok $? "it counts $(field "$s" 'd.get("preemptions", 0)') preemption(s)"
+
+# ---- an orphan ---------------------------------------------------------------
+did=$(fake_ec2_py "[c['params'] for c in d['calls'] if c['action'] == 'RunInstances'][0]" |
+    /usr/bin/python3 -c 'import ast, sys
+p = ast.literal_eval(sys.stdin.read())
+print([p[k[:-4] + ".Value"] for k in p if k.endswith(".Key") and p[k] == "spillway:daemon"][0])')
+awscli_start >/dev/null 2>&1
+fake_ec2_env
+awscli_run "$T/orphan.json" --endpoint-url "$FAKE_EC2_URL" --output json ec2 run-instances --image-id ami-0123456789abcdef0 \
+    --instance-type g4dn.xlarge --count 1 --tag-specifications \
+    "ResourceType=instance,Tags=[{Key=spillway:daemon,Value=$did}]"
+orphan=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["Instances"][0]["InstanceId"])' "$T/orphan.json" 2>/dev/null)
+spw admin instances -o json >"$T/inst.json"
+json_check "$T/inst.json" "
+o = [i for i in d['instances'] if i.get('cloud_id') == '$orphan']
+assert o and o[0]['orphan'], d['instances']"
+ok $? "instances -o json lists $orphan, which carries the daemon's tag, as an orphan"
+spw admin instances --release-orphans >"$T/rel.out" 2>&1
+oterm() { [ "$(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$orphan'][0]")" != running ]; }
+wait_until 20 oterm
+ok $? "--release-orphans terminates it: $(head -1 "$T/rel.out")"
+
+# ---- an account-wide refusal --------------------------------------------------
+fake_ec2_post _fake/inject '{"action": "RunInstances", "code": "AuthFailure", "count": "always"}' >/dev/null
+before=$(fake_ec2_py "len([c for c in d['calls'] if c['action'] == 'RunInstances'])")
+e=$(submit ml --gpus 1 --name denied -- true)
+refused() { http GET /healthz none && grep -q "AuthFailure" "$T/http.body"; }
+wait_until 30 refused
+ok $? "AuthFailure: /healthz names the account and why: $(head -c 200 "$T/http.body")"
+sleep 2   # several loop turns: nothing more may be asked
+after=$(fake_ec2_py "len([c for c in d['calls'] if c['action'] == 'RunInstances'])")
+[ $((after - before)) -le 1 ] && [ "$(state_of "$e")" != running ]
+ok $? "and no further launch is asked ($((after - before)) RunInstances after the refusal; job $(state_of "$e"))"
+stop_daemon "$DPID"
+ok $? "the daemon stops"
