@@ -137,6 +137,9 @@ typedef struct spw_daemon_conf {
                                    NULL = STATE_DIR/logs */
     uint64_t max_log_bytes;     /* bytes each log file of a job may reach;
                                    64 MiB; 0 = no cap */
+    double job_retention_s;     /* seconds an ended job stays in memory
+                                   after its end is committed; then it is
+                                   served from the database; 3600 */
     double min_free_mib;        /* below this many MiB free on the state
                                    dir's (or log dir's) filesystem the
                                    daemon is unhealthy and refuses submits;

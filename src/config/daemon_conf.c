@@ -335,7 +335,7 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "idle_gpu", "allowed_hosts", "metrics_auth",
                                        "metrics_per_job", "share_run_as", "job_pids_max",
                                        "job_memory_mib", "log_dir", "max_log_bytes",
-                                       "min_free_mib", NULL};
+                                       "min_free_mib", "job_retention_s", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -368,7 +368,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     }
     double logb = (double)dc->max_log_bytes;
     if (cfg_num_key(x, n, "max_log_bytes", 0, 1e15, &logb, err) < 0 ||
-        cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0)
+        cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0 ||
+        cfg_num_key(x, n, "job_retention_s", 0, 3.1536e9, &dc->job_retention_s, err) < 0)
         return -1;
     dc->max_log_bytes = (uint64_t)logb;
     if ((v = spw_ymap_get(n, "gpus"))) {
@@ -502,4 +503,7 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->max_queued_per_team = 10000;
     dc->max_log_bytes = 64ull << 20;
     dc->min_free_mib = 256;
+    /* Ended jobs leave memory an hour after their end (the database keeps
+     * them), so the daemon's memory follows its live jobs, not its history. */
+    dc->job_retention_s = 3600;
 }

@@ -230,13 +230,14 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
-      "ORDER BY seq LIMIT ?4")                                                \
+      "AND seq < ?5 ORDER BY seq LIMIT ?4")                                   \
     X(JOB_LIST_STATE, "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 "       \
-      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+      "AND seq > ?3 AND seq < ?5 ORDER BY seq LIMIT ?4")                      \
     X(JOB_LIST_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE team = ?2 "         \
-      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+      "AND seq > ?3 AND seq < ?5 ORDER BY seq LIMIT ?4")                      \
     X(JOB_LIST_STATE_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE "             \
-      "state = ?1 AND team = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4")          \
+      "state = ?1 AND team = ?2 AND seq > ?3 AND seq < ?5 "                   \
+      "ORDER BY seq LIMIT ?4")                                                \
     X(JOB_ACTIVE, "SELECT " JOB_COLS " FROM jobs WHERE state IN "             \
       "('queued', 'placed', 'running') ORDER BY seq")                         \
     X(INST_INSERT, "INSERT INTO instances (" INST_COLS ") "                   \
@@ -952,7 +953,7 @@ static int each_job(spw_store_t *st, sqlite3_stmt *s, spw_store_job_f cb,
 int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
                        spw_store_job_f cb, void *arg, spw_error_t *err)
 {
-    static const spw_store_filter_t all = {-1, NULL, 0, 0};
+    static const spw_store_filter_t all = {-1, NULL, 0, 0, 0};
     sqlite3_stmt *s;
     int id;
 
@@ -972,6 +973,7 @@ int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
         sqlite3_bind_text(s, 2, f->team, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, f->after_seq);
     sqlite3_bind_int64(s, 4, f->limit ? (int64_t)f->limit : -1);
+    sqlite3_bind_int64(s, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
     return each_job(st, s, cb, arg, err);
 }
 

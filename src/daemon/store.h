@@ -283,6 +283,7 @@ typedef struct spw_store_filter {
     const char *team;    /* only this team's jobs; NULL = any */
     int64_t after_seq;   /* only jobs with seq > after_seq (paging); 0 */
     size_t limit;        /* at most this many; 0 = no limit */
+    int64_t before_seq;  /* only jobs with seq < before_seq; 0 = any */
 } spw_store_filter_t;
 
 /* Calls cb for each job matching f (NULL = all), oldest first.  Returns 0,

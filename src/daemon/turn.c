@@ -240,6 +240,7 @@ static void turn_locked(spw_daemon_t *d)
             d->jobs[d->touched[i]]->touched = 0;
     d->ntouched = 0;
     dm_gc_run(d);
+    dm_evict(d, now);
     dm_launch_pending(d, now);
 }
 

@@ -105,10 +105,10 @@ static int inst_cb(const spw_store_instance_t *in, void *arg)
     return 0;
 }
 
-static int list(spw_store_t *st, int state, const char *team, int64_t after,
-                size_t limit, collect_t *c)
+static int list_before(spw_store_t *st, int state, const char *team, int64_t after,
+                       int64_t before, size_t limit, collect_t *c)
 {
-    spw_store_filter_t f = {state, team, after, limit};
+    spw_store_filter_t f = {state, team, after, limit, before};
     spw_error_t err;
     memset(c, 0, sizeof(*c));
     if (spw_store_job_list(st, &f, collect_cb, c, &err) < 0) {
@@ -116,6 +116,12 @@ static int list(spw_store_t *st, int state, const char *team, int64_t after,
         return -1;
     }
     return c->n;
+}
+
+static int list(spw_store_t *st, int state, const char *team, int64_t after, size_t limit,
+                collect_t *c)
+{
+    return list_before(st, state, team, after, 0, limit, c);
 }
 
 /* ---- round trips -------------------------------------------------------- */
@@ -256,13 +262,15 @@ static void test_jobs(void)
     is(list(st, -1, NULL, 1, 0, &col), 2, "after_seq pages");
     is_str(col.ids[0], "j-000002", "page starts after seq 1");
     is(list(st, -1, NULL, 0, 2, &col), 2, "limit");
+    is(list_before(st, -1, NULL, 0, 3, 0, &col), 2, "before_seq bounds the list (seqs 1, 2)");
+    is(list_before(st, -1, NULL, 1, 3, 0, &col), 1, "... with after_seq too (seq 2)");
     memset(&col, 0, sizeof(col));
     col.stop_after = 1;
     is(spw_store_job_list(st, NULL, collect_cb, &col, &err), 0,
        "NULL filter lists all");
     is(col.n, 1, "the callback can stop early");
     {
-        spw_store_filter_t f = {SPW_DJOB_STATE_COUNT, NULL, 0, 0};
+        spw_store_filter_t f = {SPW_DJOB_STATE_COUNT, NULL, 0, 0, 0};
         is(spw_store_job_list(st, &f, collect_cb, &col, &err), -1,
            "invalid state filter");
     }
