@@ -173,6 +173,7 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .cancel_req = j->cancel_req,
         .onprem_gpu_h = j->onprem_gpu_h,
         .cloud_gpu_h = j->cloud_gpu_h,
+        .ran_on = j->ran_on,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0) {

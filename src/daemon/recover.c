@@ -150,6 +150,7 @@ djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *
     j->last_spot = r->spot;
     j->ej.team = (uint32_t)(spw_gov_team(&d->fleet.gov, j->team) + 1);
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
+    j->ran_on = r->ran_on ? spw_xstrdup(r->ran_on) : NULL;
     if (r->pid) {
         j->h.pid = j->h.pgid = (pid_t)r->pid;
         j->h.start_ticks = (uint64_t)r->pid_start_ticks;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # retention.sh: jobs cannot fill the daemon's memory.  Ended jobs leave it
-# daemon.job_retention_s (20 s here) after their end and are served from
+# daemon.job_retention_s (30 s here) after their end and are served from
 # the database after that, the same as before: 200 jobs submitted and
 # cancelled by team ml while team cv's job holds the only GPU, then a job
-# that succeeds and one that fails.  While they are all in memory the test
+# that succeeds, one that fails and one that runs in the emulated cloud
+# (2 GPUs: it never fits on-prem).  While they are all in memory the test
 # takes a snapshot of what a user can ask (GET /v1/jobs/ID, the job lists
 # with their filters and pages, `queue -o json`, `explain`, `logs`, `costs
 # -o json` as admin and as a team, the /metrics job counts and spend); the
@@ -14,11 +15,11 @@
 # after that is in memory while the old ones are not.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 23
+plan 24
 
 NBULK=200
-RET=20
-mkconfig "$T/r.yaml" 1 never
+RET=30
+mkconfig "$T/r.yaml" 1 constant:3600
 echo "  job_retention_s: $RET" >>"$T/r.yaml"
 start_daemon "$T/r.yaml" "$T/state"
 ok $? "serve starts with daemon.job_retention_s: $RET"
@@ -61,13 +62,18 @@ spw cv cancel "$blocker" >/dev/null 2>&1 && wait_for "$blocker" cancelled 10 cv
 ok $? "team cv's job is cancelled"
 good=$(submit ml --gpus 1 --name good -- sh -c 'echo out-of-good; echo err-of-good >&2; sleep 0.3')
 bad=$(submit ml --gpus 1 --name bad -- sh -c 'echo out-of-bad; exit 3')
-wait_for "$good" succeeded 10 && wait_for "$bad" failed 10
-ok $? "then one job succeeds ($good) and one fails ($bad)"
-total=$((NBULK + 3))
+cl=$(submit ml --gpus 2 --name cloudy -- sh -c 'echo in-the-cloud; sleep 0.3')
+wait_for "$good" succeeded 10 && wait_for "$bad" failed 10 && wait_for "$cl" succeeded 20
+ok $? "then one job succeeds ($good), one fails ($bad) and one succeeds in the cloud ($cl)"
+# no_instances: the cloud's instances are released (their bill has stopped)
+no_instances() { ! curl -s -m 5 "$URL/metrics" | grep -q '^spillway_cloud_instances{'; }
+wait_until 20 no_instances
+ok $? "its idle instances are released"
+total=$((NBULK + 4))
 
 # snap TAG: what a user can ask about those jobs, into $T/TAG.*.
 snap() {
-    for id in "$first" "$last" "$blocker" "$good" "$bad"; do
+    for id in "$first" "$last" "$blocker" "$good" "$bad" "$cl"; do
         http GET "/v1/jobs/$id" admin
         echo "$code" >"$T/$1.job.$id.code"
         cp "$T/http.body" "$T/$1.job.$id.json"
@@ -134,8 +140,10 @@ json_check "$T/in.queue-all.json" "assert len(d['jobs']) == $total, len(d['jobs'
 ok $? "queue --all lists the $total jobs"
 [ "$(cat "$T/in.job.$good.code")" = 200 ] && grep -q out-of-good "$T/in.logs.out" &&
     grep -q err-of-good "$T/in.logs.err" &&
-    json_check "$T/in.costs-ml.json" 'assert [t["onprem_gpu_h"] for t in d["teams"] if t["team"] == "ml"][0] > 0, d["teams"]'
-ok $? "the snapshot has the jobs, the logs and team ml's GPU-hours"
+    json_check "$T/in.costs-ml.json" 'ml = [t for t in d["teams"] if t["team"] == "ml"][0]
+assert ml["onprem_gpu_h"] > 0 and ml["cloud_usd"] > 0, d["teams"]' &&
+    json_check "$T/in.job.$cl.json" 'assert d["where"] == "cloud" and len(d["instances"]) == 2, d'
+ok $? "the snapshot has the jobs, the logs, team ml's GPU-hours and cloud spend, the cloud job's 2 instances"
 
 # ---- they leave memory -----------------------------------------------------
 t0=$(now_ms)

@@ -152,8 +152,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "6",
-           "schema_version table holds 6");
+    is_str(raw(db, "SELECT version FROM schema_version"), "7",
+           "schema_version table holds 7");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -198,6 +198,7 @@ static void test_jobs(void)
     u.placed_ts = 101;
     u.start_ts = 101.25;
     u.placement = "local/node0";
+    u.ran_on = "emu-i-1,emu-i-2";
     u.gpus_assigned = "0,1";
     u.pid = 4242;
     u.pid_start_ticks = 987654321;
@@ -213,6 +214,7 @@ static void test_jobs(void)
         is_double(j.start_ts, 101.25, 0, "start_ts");
         ok(isnan(j.end_ts), "end_ts untouched");
         is_str(j.placement, "local/node0", "placement");
+        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on with the placement (schema 7)");
         is_str(j.gpus_assigned, "0,1", "gpus_assigned");
         is(j.pid, 4242, "pid");
         is(j.pid_start_ticks, 987654321, "pid_start_ticks");
@@ -238,6 +240,7 @@ static void test_jobs(void)
         ok(j.has_exit_code && j.exit_code == 0, "exit code 0 recorded");
         ok(j.gpus_assigned == NULL, "gpus cleared");
         is_str(j.placement, "local/node0", "placement kept (not in set)");
+        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on kept with it");
         is_double(j.placed_ts, 101, 0, "placed_ts kept");
         spw_store_job_clear(&j);
     }
@@ -559,7 +562,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 6, "it is migrated to version 6");
+    is(spw_store_schema_version(st), 7, "it is migrated to version 7");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -726,7 +729,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 6, "to version 6");
+        is(spw_store_schema_version(st), 7, "to version 7");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -744,7 +747,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(6): run a newer spillway") != NULL, "newer schema message");
+              "(7): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
