@@ -201,8 +201,8 @@ static void job_team_rows(const spw_daemon_t *d, const spw_caller_t *who, teamsu
         const djob_t *j = s < gn->nteams ? NULL : d->jobs[s - gn->nteams];
         if (s >= gn->nteams && !j)
             continue;
-        const char *team = j ? j->team : gn->teams[s];
-        int64_t seq = j ? j->seq : gn->team_seq[s];
+        const char *team = j ? j->team : gn->teams[s].name;
+        int64_t seq = j ? j->seq : gn->teams[s].first_seq;
         if (!(who->admin || (who->team && strcmp(who->team, team) == 0)))
             continue;
         size_t k = 0;
@@ -332,7 +332,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     job_team_rows(d, who, &ts, &nts);
     for (size_t k = 0; k < gn->ncost; k++) {
         const dgone_cost_t *r = &gn->cost[k];
-        const char *team = gn->teams[r->team];
+        const char *team = gn->teams[r->team].name;
         if (r->kind != kind || !(r->start_ts >= start && r->start_ts < end) ||
             !(who->admin || (who->team && strcmp(who->team, team) == 0)))
             continue;

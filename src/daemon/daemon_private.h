@@ -147,6 +147,13 @@ typedef struct dgone_cost {
     uint64_t rejected;          /* of them, rejected */
 } dgone_cost_t;
 
+/* A team of the ended jobs that left memory. */
+typedef struct dgone_team {
+    char *name;                 /* owned */
+    int64_t first_seq;          /* the seq of its first job among them
+                                   (`costs` lists teams in that order) */
+} dgone_team_t;
+
 /* The ended jobs that left memory after daemon.job_retention_s (served from
  * the store after that): what they add to /metrics and `costs`, so those
  * figures do not change when a job leaves.  Kept per period, team and pool,
@@ -160,9 +167,7 @@ typedef struct dgone {
     uint64_t restarts;          /* their attempts begun after an interruption */
     uint64_t failures;          /* their attempts ended by a node failure */
     double onprem_usd;          /* their settled on-prem cost, dollars */
-    char **teams;               /* owned team names the costs rows refer to */
-    int64_t *team_seq;          /* per team: the seq of its first job here
-                                   (`costs` lists teams in that order) */
+    dgone_team_t *teams;        /* owned: the teams the costs rows refer to */
     size_t nteams;
     dgone_cost_t *cost;         /* owned rows, one per (kind, start, team, pool) */
     size_t ncost, capcost;

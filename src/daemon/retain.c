@@ -28,15 +28,13 @@ int dm_job_retained(const spw_daemon_t *d, double end_ts, double now)
 static uint32_t gone_team(dgone_t *g, const char *team, int64_t seq)
 {
     for (size_t i = 0; i < g->nteams; i++)
-        if (strcmp(g->teams[i], team) == 0) {
-            if (seq < g->team_seq[i])
-                g->team_seq[i] = seq;
+        if (strcmp(g->teams[i].name, team) == 0) {
+            if (seq < g->teams[i].first_seq)
+                g->teams[i].first_seq = seq;
             return (uint32_t)i;
         }
     g->teams = spw_xrealloc(g->teams, (g->nteams + 1) * sizeof(*g->teams));
-    g->team_seq = spw_xrealloc(g->team_seq, (g->nteams + 1) * sizeof(*g->team_seq));
-    g->teams[g->nteams] = spw_xstrdup(team);
-    g->team_seq[g->nteams] = seq;
+    g->teams[g->nteams] = (dgone_team_t){spw_xstrdup(team), seq};
     return (uint32_t)g->nteams++;
 }
 
@@ -136,9 +134,8 @@ void dm_gone_free(spw_daemon_t *d)
 {
     dgone_t *g = &d->gone;
     for (size_t i = 0; i < g->nteams; i++)
-        free(g->teams[i]);
+        free(g->teams[i].name);
     free(g->teams);
-    free(g->team_seq);
     free(g->cost);
     free(g->by_state);
     memset(g, 0, sizeof(*g));
