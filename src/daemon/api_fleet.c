@@ -219,7 +219,8 @@ static void job_team_rows(const spw_daemon_t *d, const spw_caller_t *who, teamsu
         }
         f[nf++] = (team_first_t){team, seq};
     }
-    qsort(f, nf, sizeof(*f), by_first_seq);
+    if (nf)
+        qsort(f, nf, sizeof(*f), by_first_seq);
     for (size_t k = 0; k < nf; k++)
         team_row(ts, nts, f[k].team, spw_gov_team(&d->fleet.gov, f[k].team));
     free(f);
