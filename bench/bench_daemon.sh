@@ -5,7 +5,7 @@
 # <= 200 MB.  Run from the repository root (bench/run.sh calls it).
 #
 #   bench/bench_daemon.sh [--jobs N] [--rss-jobs N] [--threads "1 8"] [--reps R]
-#                         [--full-reps R] [--cli-jobs N]
+#                         [--full-reps R] [--cli-jobs N] [--retention-jobs N]
 #
 # Each run starts a fresh daemon on 127.0.0.1 (a free port) with a fresh
 # state dir under bench/out/ (the disk the daemon would use), on a fleet that
@@ -30,12 +30,25 @@
 # reads VmHWM and VmRSS from /proc/PID/status and the daemon's /metrics
 # (spillway_decision_seconds: the time of its scheduling turns).
 #
+# --retention-jobs N (default 0: not run): jobs cannot fill the daemon's
+# memory.  N submits from one client, each cancelled at once (bench_http
+# --cancel), on a daemon with daemon.job_retention_s: 2 and on one with the
+# retention off (job_retention_s: 3153600000: every ended job stays in
+# memory, as before retention existed); the daemon's VmRSS before, at its
+# peak (VmHWM), once the ended jobs left memory (spillway_jobs_in_memory back
+# to 1, the blocker) and after a SIGTERM restart on the same state dir, and
+# the ratios retained / off.  Alone:
+#   bench/bench_daemon.sh --reps 0 --full-reps 0 --cli-jobs 0 --rss-jobs 0 --retention-jobs 32000
+#
 # Output: key=value lines for run.sh:
 #   daemon_http rep=R [sync=full] threads=T ok=... jobs_per_s=... p50_ms=...
 #       p99_ms=... committed=... acked=... missing=... verified=1|0
 #   daemon_cli clients=C jobs=N ok=... jobs_per_s=... (best of R)
 #   daemon_rss jobs=N vmhwm_kb=... vmrss_kb=... ...
 #   daemon_metrics turns=... turn_sum_s=... turn_mean_ms=... turn_p99_le_ms=... (bucket bounds)
+#   daemon_retention retention_s=S jobs=N cancelled=... base_kb=... hwm_kb=... after_kb=...
+#       in_memory=... restart_kb=... restart_in_memory=...
+#   daemon_retention_ratio after=... restart=... (VmRSS retained / off)
 # Exits 3 with "daemon: SKIP ..." when a prerequisite is missing.
 set -uo pipefail
 export LC_ALL=C
@@ -47,6 +60,7 @@ THREADS="1 8"
 REPS=${BENCH_REPS:-3}
 FULL_REPS=1
 CLI_JOBS=500
+RETENTION_JOBS=0
 while [ $# -gt 0 ]; do
     case $1 in
     --jobs) JOBS=$2; shift 2 ;;
@@ -55,8 +69,9 @@ while [ $# -gt 0 ]; do
     --reps) REPS=$2; shift 2 ;;
     --full-reps) FULL_REPS=$2; shift 2 ;;
     --cli-jobs) CLI_JOBS=$2; shift 2 ;;
+    --retention-jobs) RETENTION_JOBS=$2; shift 2 ;;
     *) echo "usage: bench/bench_daemon.sh [--jobs N] [--rss-jobs N] [--threads \"1 8\"] [--reps R]" \
-            "[--full-reps R] [--cli-jobs N]" >&2
+            "[--full-reps R] [--cli-jobs N] [--retention-jobs N]" >&2
        exit 2 ;;
     esac
 done
@@ -160,11 +175,11 @@ EOF
     esac
 }
 
-start_daemon() { # start_daemon STATE [SERVE OPTIONS]: sets DPID and PORT
+start_daemon() { # start_daemon STATE [SERVE OPTIONS]: sets DPID and PORT ($FLEET: the config)
     local state=$1
     shift
     : >"$state.log" # exists before the first look for the port
-    "$SPW" serve --config "$D/fleet.yaml" --state-dir "$state" --listen 127.0.0.1:0 "$@" \
+    "$SPW" serve --config "${FLEET:-$D/fleet.yaml}" --state-dir "$state" --listen 127.0.0.1:0 "$@" \
         >"$state.log" 2>&1 &
     DPID=$!
     disown "$DPID" # no "Killed" notice from bash when stop_daemon uses SIGKILL
@@ -390,4 +405,60 @@ if [ "$RSS_JOBS" -gt 0 ]; then
     else
         echo "daemon_metrics missing=1 (no spillway_decision_seconds in GET /metrics)"
     fi
+fi
+
+# vm KEY: the daemon's VmRSS or VmHWM, kB
+vm() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DPID/status"; }
+# in_memory: its spillway_jobs_in_memory
+in_memory() { http_get /metrics 2>/dev/null | awk '$1 == "spillway_jobs_in_memory" { print $2 }'; }
+# in_memory_at_most N: waits up to 60 s for the gauge to be N or less
+in_memory_at_most() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        [ "$(in_memory)" -le "$1" ] 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# retention_run TAG RETENTION_S: prints the daemon_retention line; leaves
+# its after and restart VmRSS in $D/TAG.after and $D/TAG.restart
+retention_run() {
+    local tag=$1 state=$D/$1 base hwm after mem
+    STATES+=("$state")
+    { cat "$D/fleet.yaml"; echo "  job_retention_s: $2"; } >"$D/$tag.yaml"
+    chmod 600 "$D/$tag.yaml"
+    FLEET=$D/$tag.yaml start_daemon "$state" || return 1
+    submit_blocker "$tag" || return 1
+    in_memory_at_most 1
+    base=$(vm VmRSS)
+    "$HTTP" --url "127.0.0.1:$PORT" --token "$TOKEN" --threads 1 --jobs "$RETENTION_JOBS" --cancel \
+        >"$D/$tag.http" 2>"$D/$tag.err" || { echo "daemon: bench_http --cancel failed:" >&2; cat "$D/$tag.err" >&2; }
+    hwm=$(vm VmHWM)
+    # Retained: the ended jobs leave memory (the blocker stays); off: all stay.
+    [ "$2" -lt 3600 ] && in_memory_at_most 1
+    sleep 1
+    after=$(vm VmRSS)
+    mem=$(in_memory)
+    stop_daemon TERM
+    FLEET=$D/$tag.yaml start_daemon "$state" || return 1
+    sleep 1
+    echo "$after" >"$D/$tag.after"
+    vm VmRSS >"$D/$tag.restart"
+    echo "daemon_retention retention_s=$2 jobs=$RETENTION_JOBS $(kv cancelled <"$D/$tag.http" | sed 's/^/cancelled=/') jobs_per_s=$(kv jobs_per_s <"$D/$tag.http") base_kb=$base hwm_kb=$hwm after_kb=$after in_memory=$mem restart_kb=$(cat "$D/$tag.restart") restart_in_memory=$(in_memory)"
+    stop_daemon TERM
+    kill_blocker "$state"
+    rm -rf "$state" "$state.log"
+}
+
+if [ "$RETENTION_JOBS" -gt 0 ]; then
+    # A root daemon runs the blocker as spillway-job, which must reach its
+    # state dir's logs through $D (mktemp -d: 0700), or it fails at once and
+    # every job after it runs instead of waiting to be cancelled.
+    chmod 711 "$D"
+    kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { n = index($i, "="); if (n && substr($i, 1, n - 1) == k) print substr($i, n + 1) } }'; }
+    retention_run kept 2 || exit 1
+    retention_run off 3153600000 || exit 1
+    awk -v a="$(cat "$D/kept.after")" -v b="$(cat "$D/off.after")" -v c="$(cat "$D/kept.restart")" \
+        -v e="$(cat "$D/off.restart")" 'BEGIN { printf "daemon_retention_ratio after=%.3f restart=%.3f\n", a / b, c / e }'
 fi

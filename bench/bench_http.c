@@ -3,18 +3,20 @@
  * jobs/s from 8 concurrent clients).
  *
  *   build/bench/bench_http --url HOST:PORT [--token T] [--threads N]
- *                          [--jobs TOTAL] [--body JSON] [--ids FILE]
+ *                          [--jobs TOTAL] [--body JSON] [--ids FILE] [--cancel]
  *
  * N threads (default 1) each open one HTTP/1.1 keep-alive connection (raw
  * POSIX sockets, TCP_NODELAY, no HTTP library, so that the client costs a few
  * microseconds a request) and POST /v1/jobs with a small job spec, waiting for
  * each response before sending the next request, until TOTAL jobs (default
  * 10,000, split evenly) were sent.  The daemon answers 201 only once the job
- * is committed, so every 201 counted is a durable job.
+ * is committed, so every 201 counted is a durable job.  With --cancel each
+ * acknowledged job is cancelled at once on the same connection (POST
+ * /v1/jobs/ID/cancel, 200 expected), which the latencies include.
  *
  * Prints one line of key=value pairs for run.sh:
  *   http threads=N jobs=TOTAL ok=... errors=... elapsed_s=... jobs_per_s=...
- *        p50_ms=... p99_ms=... max_ms=... reconnects=...
+ *        p50_ms=... p99_ms=... max_ms=... reconnects=... cancelled=...
  * and, on stderr, the first unexpected response.  --ids FILE writes the id of
  * every acknowledged job, one a line, so a script can check them against the
  * database.  Exit status: 0 when every response was 201, 1 otherwise, 2 on
@@ -43,6 +45,7 @@ typedef struct shared {
     const char *hostport;    /* for the Host header */
     const char *token;       /* bearer token; NULL = no Authorization */
     const char *body;        /* request body */
+    int cancel;              /* cancel each acknowledged job */
     char *req;               /* the whole request (headers + body), owned */
     size_t reqlen;           /* bytes in req */
     pthread_barrier_t start; /* every thread connected: start the clock */
@@ -56,6 +59,7 @@ typedef struct client {
     pthread_t tid;
     size_t jobs;             /* requests to send */
     size_t ok, errors;       /* 201s / anything else */
+    size_t cancelled;        /* cancels answered 200 (--cancel) */
     size_t reconnects;       /* connections the server closed and we reopened */
     double *lat_s;           /* owned; latency of each request, seconds */
     size_t nlat;
@@ -229,6 +233,41 @@ static int body_id(const char *body, char out[ID_LEN])
     return 0;
 }
 
+/* Sends req (len bytes) and reads its answer into *status and body,
+ * reconnecting once when the connection broke (the server closed an idle
+ * keep-alive connection, or died; a request that reached the server may then
+ * be sent twice, which the script's count check would show), and after an
+ * answer that closes it.  0, or -1 when the server cannot be reached. */
+static int exchange(client_t *c, const char *req, size_t len, int *status, char *body,
+                    size_t bodymax)
+{
+    shared_t *sh = c->sh;
+    int close_after = 0;
+    for (int tries = 0;; tries++) {
+        if (c->fd >= 0 && send_all(c->fd, req, len) == 0 &&
+            read_response(c, status, body, bodymax, &close_after) == 0)
+            break;
+        if (c->fd >= 0)
+            close(c->fd);
+        c->blen = 0;
+        c->fd = -1;
+        if (tries >= 1 || (c->fd = connect_to(sh)) < 0) {
+            note_error(sh, "connection failed (status %d) %s", strerror(errno), 0);
+            return -1;
+        }
+        c->reconnects++;
+    }
+    if (close_after) {
+        close(c->fd);
+        c->blen = 0;
+        if ((c->fd = connect_to(sh)) < 0)
+            note_error(sh, "reconnect failed (status %d) %s", strerror(errno), 0);
+        else
+            c->reconnects++;
+    }
+    return 0;
+}
+
 static void *client_main(void *arg)
 {
     client_t *c = arg;
@@ -239,47 +278,37 @@ static void *client_main(void *arg)
     pthread_barrier_wait(&sh->start);
     if (c->failed)
         return NULL;
-    char body[1024];
+    char body[1024], creq[1024];
     for (size_t i = 0; i < c->jobs; i++) {
-        int status = 0, close_after = 0, tries = 0;
+        int status = 0;
         double t0 = now_s();
-        for (;;) {
-            if (c->fd >= 0 && send_all(c->fd, sh->req, sh->reqlen) == 0 &&
-                read_response(c, &status, body, sizeof(body), &close_after) == 0)
-                break;
-            /* The connection broke (the server closed an idle keep-alive
-             * connection, or died): reconnect once and resend.  A request
-             * that reached the server may then be submitted twice; the
-             * script's count check would show it. */
-            if (c->fd >= 0)
-                close(c->fd);
-            c->blen = 0;
-            c->fd = -1;
-            if (++tries > 1 || (c->fd = connect_to(sh)) < 0) {
-                note_error(sh, "connection failed (status %d) %s", strerror(errno), 0);
-                c->errors += c->jobs - i;
-                return NULL;
-            }
-            c->reconnects++;
+        if (exchange(c, sh->req, sh->reqlen, &status, body, sizeof(body)) < 0) {
+            c->errors += c->jobs - i;
+            return NULL;
         }
-        c->lat_s[c->nlat++] = now_s() - t0;
         if (status == 201 && body_id(body, c->ids[c->ok]) == 0) {
             c->ok++;
         } else {
             c->errors++;
             note_error(sh, "unexpected response: HTTP %d: %.400s", body, status);
         }
-        if (close_after) {
-            close(c->fd);
-            c->fd = -1;
-            c->blen = 0;
-            if ((c->fd = connect_to(sh)) < 0) {
-                note_error(sh, "reconnect failed (status %d) %s", strerror(errno), 0);
-                c->errors += c->jobs - i - 1;
+        if (sh->cancel && status == 201) {
+            int n = snprintf(creq, sizeof(creq),
+                             "POST /v1/jobs/%s/cancel HTTP/1.1\r\nHost: %s\r\n%s%s%s"
+                             "X-Spillway-Client: bench\r\nContent-Length: 0\r\n\r\n",
+                             c->ids[c->ok - 1], sh->hostport,
+                             sh->token ? "Authorization: Bearer " : "",
+                             sh->token ? sh->token : "", sh->token ? "\r\n" : "");
+            if (exchange(c, creq, (size_t)n, &status, body, sizeof(body)) < 0) {
+                c->errors += c->jobs - i;
                 return NULL;
             }
-            c->reconnects++;
+            if (status == 200)
+                c->cancelled++;
+            else
+                note_error(sh, "unexpected answer to a cancel: HTTP %d: %.400s", body, status);
         }
+        c->lat_s[c->nlat++] = now_s() - t0;
     }
     if (c->fd >= 0)
         close(c->fd);
@@ -295,13 +324,14 @@ static int cmp_d(const void *a, const void *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_http --url HOST:PORT [--token T] [--threads N] [--jobs TOTAL]\n"
-                    "                  [--body JSON] [--ids FILE]\n");
+                    "                  [--body JSON] [--ids FILE] [--cancel]\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *url = NULL, *token = NULL, *body = default_body, *ids_path = NULL;
     long threads = 1, jobs = 10000;
+    int cancel = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
             url = argv[++i];
@@ -315,6 +345,8 @@ int main(int argc, char **argv)
             body = argv[++i];
         else if (strcmp(argv[i], "--ids") == 0 && i + 1 < argc)
             ids_path = argv[++i];
+        else if (strcmp(argv[i], "--cancel") == 0)
+            cancel = 1;
         else {
             usage();
             return 2;
@@ -351,6 +383,7 @@ int main(int argc, char **argv)
     sh.hostport = url;
     sh.token = token;
     sh.body = body;
+    sh.cancel = cancel;
     size_t cap = strlen(body) + (token ? strlen(token) : 0) + 512;
     sh.req = malloc(cap);
     if (!sh.req)
@@ -385,9 +418,10 @@ int main(int argc, char **argv)
         pthread_join(cl[t].tid, NULL);
     double elapsed = now_s() - t0;
 
-    size_t ok = 0, errors = 0, reconnects = 0, nlat = 0, failed = 0;
+    size_t ok = 0, errors = 0, reconnects = 0, nlat = 0, failed = 0, cancelled = 0;
     for (long t = 0; t < threads; t++) {
         ok += cl[t].ok;
+        cancelled += cl[t].cancelled;
         errors += cl[t].errors;
         reconnects += cl[t].reconnects;
         nlat += cl[t].nlat;
@@ -425,9 +459,9 @@ int main(int argc, char **argv)
         }
     }
     printf("http threads=%ld jobs=%ld ok=%zu errors=%zu elapsed_s=%.3f jobs_per_s=%.0f "
-           "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f reconnects=%zu\n",
+           "p50_ms=%.3f p99_ms=%.3f max_ms=%.3f reconnects=%zu cancelled=%zu\n",
            threads, jobs, ok, errors, elapsed, (double)ok / elapsed, p50 * 1e3, p99 * 1e3,
-           pmax * 1e3, reconnects);
+           pmax * 1e3, reconnects, cancelled);
     if (sh.first_error[0])
         fprintf(stderr, "bench_http: first error: %s\n", sh.first_error);
 
@@ -441,5 +475,5 @@ int main(int argc, char **argv)
     freeaddrinfo(sh.addr);
     pthread_barrier_destroy(&sh.start);
     pthread_mutex_destroy(&sh.lock);
-    return errors || ok != (size_t)jobs ? 1 : 0;
+    return errors || ok != (size_t)jobs || (cancel && cancelled != ok) ? 1 : 0;
 }

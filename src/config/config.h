@@ -143,6 +143,9 @@ typedef struct spw_daemon_conf {
                                    it unpacks to, may reach; 32 GiB */
     uint64_t image_max_files;   /* entries (files, directories, links) an
                                    OCI image may unpack to; 1,000,000 */
+    double job_retention_s;     /* seconds an ended job stays in memory
+                                   after its end is committed; then it is
+                                   served from the database; 3600 */
     double min_free_mib;        /* below this many MiB free on the state
                                    dir's (or log dir's) filesystem the
                                    daemon is unhealthy and refuses submits;

@@ -336,7 +336,7 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "metrics_per_job", "share_run_as", "job_pids_max",
                                        "job_memory_mib", "log_dir", "max_log_bytes",
                                        "min_free_mib", "image_max_bytes", "image_max_files",
-                                       "cloud_ssh", NULL};
+                                       "cloud_ssh", "job_retention_s", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -369,7 +369,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     }
     double logb = (double)dc->max_log_bytes;
     if (cfg_num_key(x, n, "max_log_bytes", 0, 1e15, &logb, err) < 0 ||
-        cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0)
+        cfg_num_key(x, n, "min_free_mib", 0, 1e9, &dc->min_free_mib, err) < 0 ||
+        cfg_num_key(x, n, "job_retention_s", 0, 3.1536e9, &dc->job_retention_s, err) < 0)
         return -1;
     dc->max_log_bytes = (uint64_t)logb;
     double img[2] = {(double)dc->image_max_bytes, (double)dc->image_max_files};
@@ -527,4 +528,7 @@ void cfg_daemon_defaults(spw_daemon_conf_t *dc)
     dc->image_max_bytes = 32ull << 30;
     dc->image_max_files = 1000000;
     dc->min_free_mib = 256;
+    /* Ended jobs leave memory an hour after their end (the database keeps
+     * them), so the daemon's memory follows its live jobs, not its history. */
+    dc->job_retention_s = 3600;
 }

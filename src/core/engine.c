@@ -852,16 +852,20 @@ static inline int exp_before(const expiry_t *a, const expiry_t *b)
     return a->t != b->t ? a->t < b->t : a->order < b->order;
 }
 
-static void exp_push(spw_engine_t *e, spw_job_t *j)
+static void exp_insert(spw_engine_t *e, expiry_t x)
 {
     GROW(e->exp, e->nexp, e->capexp);
     size_t i = e->nexp++;
-    expiry_t x = {.t = j->l->burst_at_s, .order = j->order, .job = j};
     while (i && exp_before(&x, &e->exp[(i - 1) / 2])) {
         e->exp[i] = e->exp[(i - 1) / 2];
         i = (i - 1) / 2;
     }
     e->exp[i] = x;
+}
+
+static void exp_push(spw_engine_t *e, spw_job_t *j)
+{
+    exp_insert(e, (expiry_t){.t = j->l->burst_at_s, .order = j->order, .job = j});
 }
 
 static void exp_pop(spw_engine_t *e)
@@ -2802,6 +2806,52 @@ double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j)
         return j->max_runtime_s;
     return j->state == SPW_JOB_CLOUD && e->money_limits ? e->fleet->gov.default_max_runtime_s
                                                        : INFINITY;
+}
+
+/* Keeps the entries of v[0..*n) whose job is still in the engine. */
+static void keep_present(spw_job_t **v, size_t *n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (v[i]->l)
+            v[k++] = v[i];
+    *n = k;
+}
+
+void spw_engine_forget_left(spw_engine_t *e)
+{
+    /* The heaps are rebuilt from what stays: a stale entry of a job still
+     * in the engine stays too, and is dropped lazily as before. */
+    expiry_t *exp = e->exp;
+    size_t nexp = e->nexp;
+    e->exp = NULL;
+    e->nexp = e->capexp = 0;
+    for (size_t i = 0; i < nexp; i++)
+        if (exp[i].job->l)
+            exp_insert(e, exp[i]);
+    free(exp);
+    for (size_t t = 0; t < e->nhq; t++) {
+        heldq_t *q = &e->hq[t];
+        size_t n = q->n;
+        spw_job_t **h = q->h;
+        e->nheld -= n;
+        q->h = NULL;
+        q->n = q->cap = 0;
+        for (size_t i = 0; i < n; i++)
+            if (h[i]->l)
+                heldq_push(e, q, h[i]);
+        free(h);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < e->nod; i++)
+        if (e->od[i].job->l)
+            e->od[k++] = e->od[i];
+    e->nod = k;
+    keep_present(e->swait, &e->nswait);
+    keep_present(e->sw, &e->nsw);
+    keep_present(e->burst, &e->nburst);
+    keep_present(e->placed, &e->nplaced);
+    keep_present(e->rejected, &e->nrejected);
 }
 
 size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected)

@@ -15,7 +15,8 @@
  *
  * Ownership: the engine borrows the fleet and every submitted job until
  * spw_engine_destroy: lists it keeps (wait expiries, held bursts) drop a
- * job lazily, so a job must stay allocated while the engine lives. */
+ * job lazily, so a job must stay allocated while the engine lives, or
+ * until spw_engine_forget_left once it has left the engine. */
 #ifndef SPW_CORE_ENGINE_H
 #define SPW_CORE_ENGINE_H
 
@@ -226,6 +227,13 @@ size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected);
  * caches.  The caller may read the ledger and, after a restart, add spend
  * settled before it (spw_govrt_add_settled). */
 spw_govrt_t *spw_engine_gov(spw_engine_t *e);
+/* Drops every reference the engine still keeps to jobs that have left it
+ * (done, cancelled, failed, rejected, unschedulable: those whose links are
+ * gone) from the lists it cleans lazily (wait expiries, held bursts, jobs
+ * waiting for spot, on-demand runs) and from the last pass's results
+ * (placed, rejected, switches): afterwards the caller may free those jobs.
+ * Linear in the entries kept; changes no decision. */
+void spw_engine_forget_left(spw_engine_t *e);
 
 /* Earliest time at which a queued job's wait expires, or a held burst is
  * retried because a budget period ends; INFINITY if none. */

@@ -214,6 +214,56 @@ static teamsum_t *team_row(teamsum_t **ts, size_t *nts, const char *team, int go
     return t;
 }
 
+/* A team and the seq of its first job. */
+typedef struct team_first {
+    const char *team;            /* borrowed */
+    int64_t seq;
+} team_first_t;
+
+static int by_first_seq(const void *a, const void *b)
+{
+    int64_t x = ((const team_first_t *)a)->seq, y = ((const team_first_t *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+/* A row for each team of the jobs caller who may see, in the order of each
+ * team's first job, whether that job is in memory or left it (retain.c),
+ * so that the rows keep their order when jobs leave memory. */
+static void job_team_rows(const spw_daemon_t *d, const spw_caller_t *who, teamsum_t **ts,
+                          size_t *nts)
+{
+    const dgone_t *gn = &d->gone;
+    team_first_t *f = NULL;
+    size_t nf = 0, cap = 0;
+    for (size_t s = 0; s < gn->nteams + d->njobs; s++) {
+        const djob_t *j = s < gn->nteams ? NULL : d->jobs[s - gn->nteams];
+        if (s >= gn->nteams && !j)
+            continue;
+        const char *team = j ? j->team : gn->teams[s].name;
+        int64_t seq = j ? j->seq : gn->teams[s].first_seq;
+        if (!(who->admin || (who->team && strcmp(who->team, team) == 0)))
+            continue;
+        size_t k = 0;
+        while (k < nf && strcmp(f[k].team, team) != 0)
+            k++;
+        if (k < nf) {
+            if (seq < f[k].seq)
+                f[k].seq = seq;
+            continue;
+        }
+        if (nf == cap) {
+            cap = cap ? 2 * cap : 16;
+            f = spw_xrealloc(f, cap * sizeof(*f));
+        }
+        f[nf++] = (team_first_t){team, seq};
+    }
+    if (nf)
+        qsort(f, nf, sizeof(*f), by_first_seq);
+    for (size_t k = 0; k < nf; k++)
+        team_row(ts, nts, f[k].team, spw_gov_team(&d->fleet.gov, f[k].team));
+    free(f);
+}
+
 /* A dollar amount that may be "none": null for INFINITY. */
 static json_t *usd_json(double v)
 {
@@ -315,6 +365,32 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     double *pool_usd = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double *pool_gh = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double onprem = 0, cloud_bound = 0;
+    /* Ended jobs that left memory (retain.c) first, as they are the older,
+     * by the period they were charged to. */
+    const dgone_t *gn = &d->gone;
+    job_team_rows(d, who, &ts, &nts);
+    for (size_t k = 0; k < gn->ncost; k++) {
+        const dgone_cost_t *r = &gn->cost[k];
+        const char *team = gn->teams[r->team].name;
+        if (r->kind != kind || !(r->start_ts >= start && r->start_ts < end) ||
+            !(who->admin || (who->team && strcmp(who->team, team) == 0)))
+            continue;
+        teamsum_t *t = team_row(&ts, &nts, team, spw_gov_team(g, team));
+        if (r->pool >= 0) {
+            pool_usd[r->pool] += r->onprem_usd;
+            pool_gh[r->pool] += r->onprem_gpu_h;
+        }
+        t->onprem_usd += r->onprem_usd;
+        t->onprem_gpu_h += r->onprem_gpu_h;
+        t->cloud_usd += r->cloud_usd;
+        t->cloud_gpu_h += r->cloud_gpu_h;
+        t->jobs += (long)r->jobs;
+        t->settled_usd += r->settled_usd;
+        t->egress_usd += r->egress_usd;
+        t->rejected += (long)r->rejected;
+        onprem += r->onprem_usd;
+        cloud_bound += r->cloud_usd;
+    }
     for (size_t s = 1; s < d->njobs; s++) {
         const djob_t *j = d->jobs[s];
         if (!j || !api_visible(who, j))

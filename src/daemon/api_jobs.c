@@ -20,11 +20,16 @@ int api_visible(const spw_caller_t *who, const djob_t *j)
     return who->admin || (who->team && strcmp(who->team, j->team) == 0);
 }
 
-/* Finds job id as caller who may see it; 404 otherwise. */
-static djob_t *lookup(spw_daemon_t *d, const spw_caller_t *who, const char *id, spw_error_t *err)
+/* Finds job id as caller who may see it, in memory or else in the store
+ * (an ended job that left memory: a record made for the call, which *owned
+ * gets too, for spw_daemon_view_free); 404 otherwise. */
+static djob_t *lookup(spw_daemon_t *d, const spw_caller_t *who, const char *id, djob_t **owned,
+                      spw_error_t *err)
 {
-    djob_t *j = spw_daemon_find(d, id);
+    djob_t *j = spw_daemon_find_stored(d, id, owned);
     if (!j || !api_visible(who, j)) {
+        spw_daemon_view_free(*owned);
+        *owned = NULL;
         spw_errorf(err, "no job %s", id);
         return NULL;
     }
@@ -333,9 +338,10 @@ int spw_daemon_job(spw_daemon_t *d, const spw_caller_t *who, const char *id, jso
                    spw_error_t *err)
 {
     LOCK(d);
-    djob_t *j = lookup(d, who, id, err);
+    djob_t *owned, *j = lookup(d, who, id, &owned, err);
     if (j)
         *out = job_json(d, j, 1);
+    spw_daemon_view_free(owned);
     UNLOCK(d);
     return j ? 200 : 404;
 }
@@ -358,21 +364,44 @@ int spw_daemon_jobs(spw_daemon_t *d, const spw_caller_t *who, const char *state,
     if (after < 0)
         after = 0;
     json_t *arr = json_array();
-    long n = 0;
+    long n = 0, nm = 0, no = 0;
     long long next = -1;
+    djob_t **mem = spw_xmalloc((size_t)(limit + 1) * sizeof(*mem));
+    djob_t **old = spw_xmalloc((size_t)(limit + 1) * sizeof(*old));
     LOCK(d);
-    for (size_t s = (size_t)after + 1; s < d->njobs; s++) {
-        const djob_t *j = d->jobs[s];
-        if (!j || !api_visible(who, j) || (state && j->st != st) || (team && strcmp(team, j->team) != 0))
-            continue;
+    /* The page's jobs in memory; the one past it (if any) bounds the ended
+     * jobs that left memory to read from the store, and the two lists
+     * merge by seq. */
+    for (size_t s = (size_t)after + 1; s < d->njobs && nm <= limit; s++) {
+        djob_t *j = d->jobs[s];
+        if (j && api_visible(who, j) && (!state || j->st == st) && (!team || strcmp(team, j->team) == 0))
+            mem[nm++] = j;
+    }
+    const char *in_team = who->admin ? team : who->team;
+    if (who->admin || who->team)
+        no = spw_daemon_stored_jobs(d, after, nm > limit ? mem[limit]->seq : 0, state ? (int)st : -1,
+                                    in_team, limit + 1, old, err);
+    if (no < 0) {
+        UNLOCK(d);
+        free(mem);
+        free(old);
+        json_decref(arr);
+        return 503;
+    }
+    for (long i = 0, k = 0; i < nm || k < no;) {
+        djob_t *j = k == no || (i < nm && mem[i]->seq < old[k]->seq) ? mem[i++] : old[k++];
         if (n == limit) {
-            next = (long long)s - 1;
+            next = j->seq - 1;
             break;
         }
         json_array_append_new(arr, job_json(d, j, 0));
         n++;
     }
+    for (long k = 0; k < no; k++)
+        spw_daemon_view_free(old[k]);
     UNLOCK(d);
+    free(mem);
+    free(old);
     *out = json_object();
     json_object_set_new(*out, "jobs", arr);
     json_object_set_new(*out, "next_after", next >= 0 ? json_integer(next) : json_null());
@@ -383,10 +412,11 @@ int spw_daemon_cancel(spw_daemon_t *d, const spw_caller_t *who, const char *id, 
                       spw_error_t *err)
 {
     LOCK(d);
-    djob_t *j = lookup(d, who, id, err);
+    djob_t *owned, *j = lookup(d, who, id, &owned, err);
     int status = j ? spw_daemon_do_cancel(d, j, err) : 404;
     if (status == 200)
         *out = job_json(d, j, 0);
+    spw_daemon_view_free(owned);
     UNLOCK(d);
     return status;
 }
@@ -395,7 +425,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
                        spw_error_t *err)
 {
     LOCK(d);
-    djob_t *j = lookup(d, who, id, err);
+    djob_t *owned, *j = lookup(d, who, id, &owned, err);
     if (!j) {
         UNLOCK(d);
         return 404;
@@ -415,6 +445,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
     }
     json_object_set_new(o, "decision", dec ? dec : json_null());
     json_object_set_new(o, "candidates", spw_daemon_candidates_json(d, j));
+    spw_daemon_view_free(owned);
     UNLOCK(d);
     *out = o;
     return 200;
@@ -427,7 +458,7 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
                     const char **state, spw_error_t *err)
 {
     LOCK(d);
-    djob_t *j = lookup(d, who, id, err);
+    djob_t *owned, *j = lookup(d, who, id, &owned, err);
     if (!j) {
         UNLOCK(d);
         return 404;
@@ -436,6 +467,7 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s/%s.%s", d->log_dir, j->id, j->id,
              err_stream ? "err" : "out");
+    spw_daemon_view_free(owned);
     UNLOCK(d);
     if (offset < 0)
         offset = 0;

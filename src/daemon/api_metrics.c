@@ -68,6 +68,9 @@ char *spw_daemon_metrics(spw_daemon_t *d)
     size_t np = d->fleet.npools;
     /* jobs by state and pool (np = not placed on-prem: "" or the offer's provider) */
     uint64_t *cnt = spw_xcalloc((np + 1) * SPW_DJOB_STATE_COUNT, sizeof(uint64_t));
+    /* with the ended jobs that left memory (retain.c) */
+    for (size_t k = 0; d->gone.by_state && k < (np + 1) * SPW_DJOB_STATE_COUNT; k++)
+        cnt[k] = d->gone.by_state[k];
     for (size_t s = 1; s < d->njobs; s++) {
         const djob_t *j = d->jobs[s];
         if (j)
@@ -83,11 +86,15 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                     p < np ? esc(d->fleet.pools[p].name, e1, sizeof(e1)) : "",
                     cnt[p * SPW_DJOB_STATE_COUNT + st]);
     free(cnt);
+    put(&b, "# HELP spillway_jobs_in_memory Jobs the daemon holds in memory: the live ones, and "
+            "ended ones for daemon.job_retention_s (older ones are read from its database).\n");
+    put(&b, "# TYPE spillway_jobs_in_memory gauge\n");
+    put(&b, "spillway_jobs_in_memory %zu\n", d->njobs_mem);
     put(&b, "# HELP spillway_jobs_submitted_total Jobs committed by this daemon process.\n");
     put(&b, "# TYPE spillway_jobs_submitted_total counter\n");
     put(&b, "spillway_jobs_submitted_total %" PRIu64 "\n", d->submitted);
     /* interruptions, summed over the jobs' records (they survive restarts) */
-    uint64_t preempt = 0, restarts = 0, failed = 0;
+    uint64_t preempt = d->gone.preemptions, restarts = d->gone.restarts, failed = d->gone.failures;
     for (size_t s = 1; s < d->njobs; s++) {
         const djob_t *j = d->jobs[s];
         if (!j)
@@ -158,7 +165,7 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         }
     put(&b, "# HELP spillway_spend_usd_total Dollars spent: amortised on-prem GPU cost and cloud billing.\n");
     put(&b, "# TYPE spillway_spend_usd_total counter\n");
-    double onprem = 0;
+    double onprem = d->gone.onprem_usd;
     for (size_t s = 1; s < d->njobs; s++) {
         const djob_t *j = d->jobs[s];
         if (!j)

@@ -16,8 +16,9 @@
 #include "daemon/store.h"
 #include "providers/provider.h"
 
-/* One job the daemon knows (all of them, ended ones included, so lists and
- * costs need no database scan). */
+/* One job in the daemon's memory: every live job, and ended ones until
+ * daemon.job_retention_s after their end (retain.c); older ones are read
+ * from the store when asked for. */
 typedef struct djob {
     spw_job_t ej;               /* the engine's record; ej.id points at id */
     char id[SPW_STORE_ID_LEN];  /* "j-000042" */
@@ -155,6 +156,50 @@ typedef struct subreq {
 
 #define SPW_HIST_BUCKETS 12
 
+/* What the ended jobs that left memory charged to one period (a month or a
+ * week, as `costs` asks), for one team and pool (retain.c). */
+typedef struct dgone_cost {
+    spw_period_t kind;          /* SPW_PERIOD_MONTH or SPW_PERIOD_WEEK */
+    double start_ts;            /* the period's start, unix seconds */
+    uint32_t team;              /* index into dgone_t.teams */
+    int32_t pool;               /* on-prem pool they last ran in; -1 = none */
+    double onprem_usd;          /* settled on-prem cost, dollars */
+    double onprem_gpu_h;        /* settled on-prem GPU-hours */
+    double cloud_usd;           /* settled cloud cost, dollars */
+    double cloud_gpu_h;         /* cloud GPU-hours */
+    double settled_usd;         /* settled against their team's budget
+                                   (cloud compute and egress), dollars */
+    double egress_usd;          /* of it, egress, dollars */
+    uint64_t jobs;              /* jobs charged to the period */
+    uint64_t rejected;          /* of them, rejected */
+} dgone_cost_t;
+
+/* A team of the ended jobs that left memory. */
+typedef struct dgone_team {
+    char *name;                 /* owned */
+    int64_t first_seq;          /* the seq of its first job among them
+                                   (`costs` lists teams in that order) */
+} dgone_team_t;
+
+/* The ended jobs that left memory after daemon.job_retention_s (served from
+ * the store after that): what they add to /metrics and `costs`, so those
+ * figures do not change when a job leaves.  Kept per period, team and pool,
+ * not per job. */
+typedef struct dgone {
+    uint64_t n;                 /* jobs out of memory */
+    uint64_t *by_state;         /* (npools + 1) * SPW_DJOB_STATE_COUNT: by
+                                   pool (npools = none) and state, as
+                                   spillway_jobs counts them; NULL = none */
+    uint64_t preemptions;       /* their cloud attempts preempted */
+    uint64_t restarts;          /* their attempts begun after an interruption */
+    uint64_t failures;          /* their attempts ended by a node failure */
+    double onprem_usd;          /* their settled on-prem cost, dollars */
+    dgone_team_t *teams;        /* owned: the teams the costs rows refer to */
+    size_t nteams;
+    dgone_cost_t *cost;         /* owned rows, one per (kind, start, team, pool) */
+    size_t ncost, capcost;
+} dgone_t;
+
 /* One generation of the token table (daemon_api.c).  A SIGHUP reload
  * swaps in a new one atomically; old ones stay allocated until destroy, so
  * a caller's team and token name (borrowed from it) never dangle. */
@@ -278,8 +323,15 @@ struct spw_daemon {
     char disk_err[256];          /* why, as /healthz and 503s say it */
     double disk_mono;            /* monotonic time of the last statvfs (mu) */
     int loop_running;            /* the loop thread runs its turns */
-    djob_t **jobs;               /* by seq; jobs[0] unused */
-    size_t njobs, capjobs;       /* highest seq + 1, capacity */
+    djob_t **jobs;               /* by seq; jobs[0] unused; NULL = no such
+                                    job, or an ended job that left memory
+                                    (retain.c: read from the store then) */
+    size_t njobs, capjobs;       /* highest seq in memory + 1, capacity */
+    size_t njobs_mem;            /* jobs in memory (entries of jobs set) */
+    size_t evict_lo;             /* entries of jobs below it are all NULL */
+    double evict_ts;             /* when the loop last looked for ended jobs
+                                    to leave memory (unix seconds) */
+    dgone_t gone;                /* what the jobs that left add up to */
     dinst_t *inst;               /* every instance acquired */
     size_t ninst, capinst;
     size_t inst_lo;              /* instances below it have all ended */
@@ -385,6 +437,18 @@ static inline json_t *spw_daemon_ts_json(double t)
  * *turn_age_s: seconds since the last turn ended (NAN when none). */
 int spw_daemon_health_state(spw_daemon_t *d, char *why, size_t len, double *turn_age_s);
 djob_t *spw_daemon_find(spw_daemon_t *d, const char *id);
+/* Job id in memory, or else as the store has it (an ended job that left
+ * memory): then a record made for the call, which *owned gets too (free it
+ * with spw_daemon_view_free); NULL when there is no such job (retain.c). */
+djob_t *spw_daemon_find_stored(spw_daemon_t *d, const char *id, djob_t **owned);
+void spw_daemon_view_free(djob_t *owned);
+/* The ended jobs out of memory with seqs after `after` and before `before`
+ * (0 = no bound), oldest first, of state st (-1 = any) and team (NULL =
+ * any), as records made for the call: up to max of them into out (caller
+ * frees each with spw_daemon_view_free).  Returns how many, or -1 with err
+ * when the store cannot be read. */
+long spw_daemon_stored_jobs(spw_daemon_t *d, long long after, long long before, int st,
+                            const char *team, long max, djob_t **out, spw_error_t *err);
 int spw_daemon_do_cancel(spw_daemon_t *d, djob_t *j, spw_error_t *err);
 int spw_daemon_do_preempt(spw_daemon_t *d, const char *instance_id, spw_error_t *err);
 /* Takes node `node` of pool `pool` down (its jobs are interrupted; down 1:

@@ -25,16 +25,8 @@ void dm_set_reason(djob_t *j, const char *fmt, ...)
     j->reason = spw_xstrdup(buf);
 }
 
-djob_t *dm_job_new(spw_daemon_t *d, int64_t seq)
+djob_t *dm_job_alloc(int64_t seq)
 {
-    if ((size_t)seq >= d->capjobs) {
-        size_t cap = d->capjobs ? d->capjobs : 1024;
-        while (cap <= (size_t)seq)
-            cap *= 2;
-        d->jobs = spw_xrealloc(d->jobs, cap * sizeof(djob_t *));
-        memset(d->jobs + d->capjobs, 0, (cap - d->capjobs) * sizeof(djob_t *));
-        d->capjobs = cap;
-    }
     djob_t *j = spw_xcalloc(1, sizeof(djob_t));
     j->seq = seq;
     snprintf(j->id, sizeof(j->id), "j-%06" PRId64, seq);
@@ -45,9 +37,30 @@ djob_t *dm_job_new(spw_daemon_t *d, int64_t seq)
     j->placed_ts = j->start_ts = j->end_ts = j->charge_ts = NAN;
     j->pool = j->node = j->offer = -1;
     j->be_pool = -1;
+    return j;
+}
+
+void dm_job_put(spw_daemon_t *d, djob_t *j)
+{
+    size_t seq = (size_t)j->seq;
+    if (seq >= d->capjobs) {
+        size_t cap = d->capjobs ? d->capjobs : 1024;
+        while (cap <= seq)
+            cap *= 2;
+        d->jobs = spw_xrealloc(d->jobs, cap * sizeof(djob_t *));
+        memset(d->jobs + d->capjobs, 0, (cap - d->capjobs) * sizeof(djob_t *));
+        d->capjobs = cap;
+    }
     d->jobs[seq] = j;
-    if ((size_t)seq >= d->njobs)
-        d->njobs = (size_t)seq + 1;
+    d->njobs_mem++;
+    if (seq >= d->njobs)
+        d->njobs = seq + 1;
+}
+
+djob_t *dm_job_new(spw_daemon_t *d, int64_t seq)
+{
+    djob_t *j = dm_job_alloc(seq);
+    dm_job_put(d, j);
     return j;
 }
 
@@ -160,6 +173,7 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .cancel_req = j->cancel_req,
         .onprem_gpu_h = j->onprem_gpu_h,
         .cloud_gpu_h = j->cloud_gpu_h,
+        .ran_on = j->ran_on,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0) {

@@ -39,6 +39,10 @@ void dm_say_repeat(spw_daemon_t *d, dm_repeat_t *r, int failing, double now, con
 void dm_set_reason(djob_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A new job record of sequence number seq, owned by d->jobs. */
 djob_t *dm_job_new(spw_daemon_t *d, int64_t seq);
+/* The same, owned by the caller (not in d->jobs)... */
+djob_t *dm_job_alloc(int64_t seq);
+/* ... until it is put there. */
+void dm_job_put(spw_daemon_t *d, djob_t *j);
 /* Frees a job record; NULL-safe. */
 void dm_job_free(djob_t *j);
 /* Writes the fields in set (SPW_JU_*) of j to the store. */
@@ -218,6 +222,23 @@ void dm_recheck_unsure(spw_daemon_t *d, double now);
 /* Loads jobs and instances from the store and brings every live one back
  * (inside the caller's transaction); 0, or -1 with err. */
 int dm_recover(spw_daemon_t *d, spw_error_t *err);
+/* A job record from its stored row, owned by the caller (not in d->jobs);
+ * a live job keeps its spec, an ended one's is freed once its engine record
+ * is filled as at submit.  NULL with err when the row cannot be read. */
+djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *err);
+
+/* ---- retain.c -------------------------------------------------------------- */
+/* Whether an ended job of this end time stays in memory at now
+ * (daemon.job_retention_s). */
+int dm_job_retained(const spw_daemon_t *d, double end_ts, double now);
+/* Adds what ended job j counts for (jobs by state, interruptions, its costs
+ * by period) to d->gone, as it leaves memory or is not loaded at start. */
+void dm_job_retire(spw_daemon_t *d, const djob_t *j);
+/* Ended jobs past the retention window, their end committed and nothing
+ * of them running, leave memory (at most once a second). */
+void dm_evict(spw_daemon_t *d, double now);
+/* Frees d->gone. */
+void dm_gone_free(spw_daemon_t *d);
 /* After recovery: removes from STATE_DIR/run the fences and exit records
  * of attempts that are over (their job ended, or has another launch intent
  * now), which a crash kept from being removed after their end committed. */

@@ -24,9 +24,11 @@ typedef struct loadctx {
     spw_daemon_t *d;
     spw_error_t *err;
     int failed;
+    size_t left;                /* ended jobs left in the store, not loaded */
 } loadctx_t;
 
 static int readopt(spw_daemon_t *d, djob_t *j, spw_error_t *ferr);
+static void engine_fields(spw_daemon_t *d, djob_t *j);
 
 void dm_recheck_unsure(spw_daemon_t *d, double now)
 {
@@ -95,23 +97,21 @@ static int pool_by_name(const spw_daemon_t *d, const char *name, size_t len)
     return -1;
 }
 
-static int load_job(const spw_store_job_t *r, void *arg)
+djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *err)
 {
-    loadctx_t *c = arg;
-    spw_daemon_t *d = c->d;
-    djob_t *j = dm_job_new(d, r->seq);
+    djob_t *j = dm_job_alloc(r->seq);
     if (strcmp(j->id, r->id) != 0) {
-        c->failed = 1;
-        spw_errorf(c->err, "the database holds job %s at sequence %" PRId64 "; expected %s", r->id,
+        spw_errorf(err, "the database holds job %s at sequence %" PRId64 "; expected %s", r->id,
                    r->seq, j->id);
-        return 1;
+        dm_job_free(j);
+        return NULL;
     }
     spw_jobspec_t spec;
     spw_error_t e2;
     if (spw_jobspec_parse(r->id, r->spec_json, strlen(r->spec_json), &spec, &e2) < 0) {
-        c->failed = 1;
-        spw_errorf(c->err, "the database holds a job spec this version cannot read: %s", e2.text);
-        return 1;
+        spw_errorf(err, "the database holds a job spec this version cannot read: %s", e2.text);
+        dm_job_free(j);
+        return NULL;
     }
     j->team = spw_xstrdup(r->team ? r->team : "");
     j->name = spec.name ? spw_xstrdup(spec.name) : NULL;
@@ -150,6 +150,7 @@ static int load_job(const spw_store_job_t *r, void *arg)
     j->last_spot = r->spot;
     j->ej.team = (uint32_t)(spw_gov_team(&d->fleet.gov, j->team) + 1);
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
+    j->ran_on = r->ran_on ? spw_xstrdup(r->ran_on) : NULL;
     if (r->pid) {
         j->h.pid = j->h.pgid = (pid_t)r->pid;
         j->h.start_ticks = (uint64_t)r->pid_start_ticks;
@@ -166,13 +167,48 @@ static int load_job(const spw_store_job_t *r, void *arg)
     } else if (r->placement && strncmp(r->placement, "cloud:", 6) == 0) {
         j->offer = dm_offer_by_name(d, r->placement + 6);
     }
+    j->spec = spec;
+    if (spw_djob_state_terminal(j->st)) {
+        /* Its engine record as at submit (explain weighs it so), then the
+         * spec goes, as when a job ends. */
+        engine_fields(d, j);
+        spw_jobspec_free(&j->spec);
+    }
+    return j;
+}
+
+/* What job j settled against its team's budget, told to the ledger in the
+ * period it was charged to. */
+static void ledger_settled(spw_daemon_t *d, const djob_t *j)
+{
+    if (!j->ej.team || !(j->led_usd > 0 || j->led_egress_usd > 0))
+        return;
+    spw_govrt_add_settled(spw_engine_gov(d->engine), (int)j->ej.team - 1,
+                          isnan(j->charge_ts) ? j->submit_ts : j->charge_ts, j->led_usd,
+                          j->led_egress_usd);
+}
+
+static int load_job(const spw_store_job_t *r, void *arg)
+{
+    loadctx_t *c = arg;
+    spw_daemon_t *d = c->d;
+    djob_t *j = dm_job_from_row(d, r, c->err);
+    if (!j) {
+        c->failed = 1;
+        return 1;
+    }
     if (isnan(d->since_ts) || r->submit_ts < d->since_ts)
         d->since_ts = r->submit_ts;
-    if (spw_djob_state_terminal(j->st)) {
-        spw_jobspec_free(&spec);
-    } else {
-        j->spec = spec;
+    if (spw_djob_state_terminal(j->st) && !dm_job_retained(d, j->end_ts, d->now)) {
+        /* Ended before the retention window: it stays in the store, and
+         * what it settled and counts for is kept without it. */
+        ledger_settled(d, j);
+        dm_job_retire(d, j);
+        dm_job_free(j);
+        c->left++;
+        return 0;
     }
+    dm_job_put(d, j);
     return 0;
 }
 
@@ -607,14 +643,9 @@ int dm_recover(spw_daemon_t *d, spw_error_t *err)
      * budget, in the period it was charged to, as the database has it
      * (before recovery settles anything more); live cloud placements hold
      * their reservations again through spw_engine_restore below. */
-    spw_govrt_t *rt = spw_engine_gov(d->engine);
-    for (size_t s = 1; s < d->njobs; s++) {
-        const djob_t *j = d->jobs[s];
-        if (!j || !j->ej.team || !(j->led_usd > 0 || j->led_egress_usd > 0))
-            continue;
-        spw_govrt_add_settled(rt, (int)j->ej.team - 1, isnan(j->charge_ts) ? j->submit_ts : j->charge_ts,
-                              j->led_usd, j->led_egress_usd);
-    }
+    for (size_t s = 1; s < d->njobs; s++)
+        if (d->jobs[s])
+            ledger_settled(d, d->jobs[s]);
     size_t requeued = 0, adopted = 0, queued = 0;
     /* Placed jobs first, so they hold their GPUs before the queue is looked at. */
     for (size_t s = 1; s < d->njobs; s++) {
@@ -681,9 +712,11 @@ int dm_recover(spw_daemon_t *d, spw_error_t *err)
         dm_eng_cancel(d, j, d->now);
         dm_job_end(d, j, SPW_DJOB_CANCELLED, d->now);
     }
-    if (d->njobs > 1)
+    if (d->njobs_mem || c.left)
         dm_say(d, "recovered %zu jobs from %s: %zu queued, %zu re-adopted, %zu requeued, %zu "
-               "cancels finished", d->njobs - 1, d->state_dir, queued, adopted, requeued, cancels);
+               "cancels finished; %zu ended more than daemon.job_retention_s ago stay in the "
+               "database", d->njobs_mem, d->state_dir, queued, adopted, requeued, cancels,
+               c.left);
     return 0;
 }
 

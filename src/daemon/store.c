@@ -177,6 +177,10 @@ static const char *const migrations[] = {
     "  spot INTEGER NOT NULL,"
     "  ts REAL NOT NULL"
     ");",
+    /* 7 -> 8: the instances a job's last cloud attempt ran on, so a job read
+     * back from the database (it left the daemon's memory, or the daemon
+     * restarted) still lists them. */
+    "ALTER TABLE jobs ADD COLUMN ran_on TEXT;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -192,7 +196,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
     "preemptions, failures, last_offer, spot, launch_token, cancel_req, "    \
-    "onprem_gpu_h, cloud_gpu_h"
+    "onprem_gpu_h, cloud_gpu_h, ran_on"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id, addr, account, cloud_id"
@@ -242,17 +246,19 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "launch_token = CASE WHEN ?1 & 8192 THEN ?33 ELSE launch_token END, "   \
       "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END, "      \
       "onprem_gpu_h = CASE WHEN ?1 & 1024 THEN ?35 ELSE onprem_gpu_h END, "   \
-      "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END "      \
+      "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END, "     \
+      "ran_on = CASE WHEN ?1 & 16 THEN ?37 ELSE ran_on END "                  \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
-      "ORDER BY seq LIMIT ?4")                                                \
+      "AND seq < ?5 ORDER BY seq LIMIT ?4")                                   \
     X(JOB_LIST_STATE, "SELECT " JOB_COLS " FROM jobs WHERE state = ?1 "       \
-      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+      "AND seq > ?3 AND seq < ?5 ORDER BY seq LIMIT ?4")                      \
     X(JOB_LIST_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE team = ?2 "         \
-      "AND seq > ?3 ORDER BY seq LIMIT ?4")                                   \
+      "AND seq > ?3 AND seq < ?5 ORDER BY seq LIMIT ?4")                      \
     X(JOB_LIST_STATE_TEAM, "SELECT " JOB_COLS " FROM jobs WHERE "             \
-      "state = ?1 AND team = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4")          \
+      "state = ?1 AND team = ?2 AND seq > ?3 AND seq < ?5 "                   \
+      "ORDER BY seq LIMIT ?4")                                                \
     X(JOB_ACTIVE, "SELECT " JOB_COLS " FROM jobs WHERE state IN "             \
       "('queued', 'placed', 'running') ORDER BY seq")                         \
     X(INST_INSERT, "INSERT INTO instances (" INST_COLS ") "                   \
@@ -727,6 +733,7 @@ void spw_store_job_clear(spw_store_job_t *job)
     free(job->gpus_assigned);
     free(job->reason);
     free(job->launch_token);
+    free(job->ran_on);
     memset(job, 0, sizeof(*job));
 }
 
@@ -839,6 +846,7 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_int(s, 34, u->cancel_req != 0);
     sqlite3_bind_double(s, 35, finite_or_0(u->onprem_gpu_h));
     sqlite3_bind_double(s, 36, finite_or_0(u->cloud_gpu_h));
+    bind_text(s, 37, u->ran_on);
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -899,6 +907,7 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->cancel_req = sqlite3_column_int(s, 36);
     j->onprem_gpu_h = sqlite3_column_double(s, 37);
     j->cloud_gpu_h = sqlite3_column_double(s, 38);
+    j->ran_on = col_text(s, 39);
     return 0;
 }
 
@@ -942,6 +951,7 @@ int spw_store_job_get(spw_store_t *st, const char *id, spw_store_job_t *out,
     out->gpus_assigned = dup_or_null(j.gpus_assigned);
     out->reason = dup_or_null(j.reason);
     out->launch_token = dup_or_null(j.launch_token);
+    out->ran_on = dup_or_null(j.ran_on);
     done(s);
     return 0;
 }
@@ -974,7 +984,7 @@ static int each_job(spw_store_t *st, sqlite3_stmt *s, spw_store_job_f cb,
 int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
                        spw_store_job_f cb, void *arg, spw_error_t *err)
 {
-    static const spw_store_filter_t all = {-1, NULL, 0, 0};
+    static const spw_store_filter_t all = {-1, NULL, 0, 0, 0};
     sqlite3_stmt *s;
     int id;
 
@@ -994,6 +1004,7 @@ int spw_store_job_list(spw_store_t *st, const spw_store_filter_t *f,
         sqlite3_bind_text(s, 2, f->team, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, f->after_seq);
     sqlite3_bind_int64(s, 4, f->limit ? (int64_t)f->limit : -1);
+    sqlite3_bind_int64(s, 5, f->before_seq > 0 ? f->before_seq : INT64_MAX);
     return each_job(st, s, cb, arg, err);
 }
 

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 7
+#define SPW_STORE_SCHEMA_VERSION 8
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -186,6 +186,10 @@ typedef struct spw_store_job {
     double onprem_gpu_h;           /* on-prem GPU-hours its ended attempts
                                       settled */
     double cloud_gpu_h;            /* cloud GPU-hours its ended attempts ran */
+    /* ---- where it ran (schema 7; NULL in rows written before) ---- */
+    char *ran_on;                  /* "emu-i-1,emu-i-2": the instances of its
+                                      last cloud attempt, once they are
+                                      unbound; NULL = none */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -208,7 +212,7 @@ enum {
     SPW_JU_PLACED_TS = 1 << 1,
     SPW_JU_START_TS = 1 << 2,
     SPW_JU_END_TS = 1 << 3,
-    SPW_JU_PLACEMENT = 1 << 4,
+    SPW_JU_PLACEMENT = 1 << 4,  /* placement and ran_on together */
     SPW_JU_GPUS = 1 << 5,
     SPW_JU_PID = 1 << 6,        /* pid and pid_start_ticks together */
     SPW_JU_EXIT = 1 << 7,       /* has_exit_code and exit_code */
@@ -263,6 +267,7 @@ typedef struct spw_store_job_update {
     int cancel_req;                /* 0 or 1 (SPW_JU_CANCEL) */
     double onprem_gpu_h;           /* GPU-hours (with SPW_JU_COST) */
     double cloud_gpu_h;            /* GPU-hours (with SPW_JU_COST) */
+    const char *ran_on;            /* borrowed; NULL clears (SPW_JU_PLACEMENT) */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */
@@ -283,6 +288,7 @@ typedef struct spw_store_filter {
     const char *team;    /* only this team's jobs; NULL = any */
     int64_t after_seq;   /* only jobs with seq > after_seq (paging); 0 */
     size_t limit;        /* at most this many; 0 = no limit */
+    int64_t before_seq;  /* only jobs with seq < before_seq; 0 = any */
 } spw_store_filter_t;
 
 /* Calls cb for each job matching f (NULL = all), oldest first.  Returns 0,

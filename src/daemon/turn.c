@@ -234,6 +234,7 @@ static void turn_locked(spw_daemon_t *d)
     d->ntouched = 0;
     dm_gc_run(d);
     dm_acquire_pending(d, now);
+    dm_evict(d, now);
     dm_launch_pending(d, now);
 }
 

@@ -971,6 +971,7 @@ static void test_emulated_hosts(void)
     is_str(c.daemon.emulated_ssh_key, "/etc/spw/k", "ssh key, resolved");
     ok(c.daemon.emulated_ssh_known_hosts == NULL, "known_hosts defaults (HOSTS_DIR's)");
     is(c.daemon.max_queued_per_team, 10000, "max_queued_per_team defaults to 10000");
+    is_double(c.daemon.job_retention_s, 3600, 0, "job_retention_s defaults to 3600");
     ok(c.daemon.emulated_ssh_port == 2200 && c.daemon.emulated_ssh_down_after_s == 4,
        "ssh port and down_after_s");
     spw_config_free(&c);
@@ -980,6 +981,14 @@ static void test_emulated_hosts(void)
         diag("%s", err.text);
     ok(c.daemon.emulated_boot_command == NULL, "instances are records only");
     spw_config_free(&c);
+
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  job_retention_s: 0\n", base);
+    if (!ok(load(&c, yaml, "/etc/spw", &err) == 0, "job_retention_s: 0 loads"))
+        diag("%s", err.text);
+    is_double(c.daemon.job_retention_s, 0, 0, "... ended jobs leave memory at once");
+    spw_config_free(&c);
+    snprintf(yaml, sizeof(yaml), "%sdaemon:\n  job_retention_s: -1\n", base);
+    ERR("a negative job_retention_s", yaml, "job_retention_s must be between 0 and");
 
     snprintf(yaml, sizeof(yaml), "%sdaemon:\n  emulated:\n    hosts_dir: x\n", base);
     ERR("hosts_dir without boot_command", yaml, "c.yaml:6:", "need boot_command");

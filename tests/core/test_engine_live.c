@@ -122,6 +122,38 @@ static void test_cancel(void)
     spw_fleet_clear(&f);
 }
 
+/* Jobs that left the engine may be freed after spw_engine_forget_left,
+ * while the lists it cleans lazily still held them (j2's wait expiry): the
+ * jobs still in them keep their place (j3 bursts at 30 + 100).  Under
+ * valgrind or ASan (make valgrind, make san) a reference kept would show. */
+static void test_forget_left(void)
+{
+    spw_fleet_t f;
+    make_fleet(&f);
+    spw_engine_t *e = engine(&f, "constant:100");
+    uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
+    spw_job_t j1, j3, *j2 = spw_xmalloc(sizeof(*j2));
+
+    job(&j1, "j1", 0, 4, 3600, 0, a100);
+    spw_engine_submit(e, &j1, 0);
+    sched(e, 0);
+    job(j2, "j2", 10, 2, 3600, 1, a100);
+    spw_engine_submit(e, j2, 10);
+    job(&j3, "j3", 30, 1, 3600, 2, 0);
+    spw_engine_submit(e, &j3, 30);
+    sched(e, 30);
+    is(spw_engine_cancel(e, j2, 40), 0, "forget: queued j2 cancelled (its expiry is stale)");
+    spw_engine_forget_left(e);
+    memset(j2, 0xa5, sizeof(*j2));
+    free(j2);
+    is_double(spw_engine_next_wakeup(e), 130, 0, "forget: j3 still bursts at 30 + 100");
+    is((long)sched(e, 110), 0, "forget: nothing at j2's old time");
+    is((long)sched(e, 130), 1, "forget: j3 bursts at 130");
+    is(j3.state, SPW_JOB_CLOUD, "forget: j3 went to the cloud");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 static void test_requeue(void)
 {
     spw_fleet_t f;
@@ -247,6 +279,7 @@ static void test_explain(void)
 int main(void)
 {
     test_cancel();
+    test_forget_left();
     test_requeue();
     test_explain();
     return done_testing();

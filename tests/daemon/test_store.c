@@ -111,10 +111,10 @@ static int inst_cb(const spw_store_instance_t *in, void *arg)
     return 0;
 }
 
-static int list(spw_store_t *st, int state, const char *team, int64_t after,
-                size_t limit, collect_t *c)
+static int list_before(spw_store_t *st, int state, const char *team, int64_t after,
+                       int64_t before, size_t limit, collect_t *c)
 {
-    spw_store_filter_t f = {state, team, after, limit};
+    spw_store_filter_t f = {state, team, after, limit, before};
     spw_error_t err;
     memset(c, 0, sizeof(*c));
     if (spw_store_job_list(st, &f, collect_cb, c, &err) < 0) {
@@ -122,6 +122,12 @@ static int list(spw_store_t *st, int state, const char *team, int64_t after,
         return -1;
     }
     return c->n;
+}
+
+static int list(spw_store_t *st, int state, const char *team, int64_t after, size_t limit,
+                collect_t *c)
+{
+    return list_before(st, state, team, after, 0, limit, c);
 }
 
 /* ---- round trips -------------------------------------------------------- */
@@ -152,8 +158,10 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "7",
-           "schema_version table holds 7");
+    char want_v[16];
+    snprintf(want_v, sizeof(want_v), "%d", SPW_STORE_SCHEMA_VERSION);
+    is_str(raw(db, "SELECT version FROM schema_version"), want_v,
+           "schema_version table holds the latest version");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -198,6 +206,7 @@ static void test_jobs(void)
     u.placed_ts = 101;
     u.start_ts = 101.25;
     u.placement = "local/node0";
+    u.ran_on = "emu-i-1,emu-i-2";
     u.gpus_assigned = "0,1";
     u.pid = 4242;
     u.pid_start_ticks = 987654321;
@@ -213,6 +222,7 @@ static void test_jobs(void)
         is_double(j.start_ts, 101.25, 0, "start_ts");
         ok(isnan(j.end_ts), "end_ts untouched");
         is_str(j.placement, "local/node0", "placement");
+        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on with the placement (schema 7)");
         is_str(j.gpus_assigned, "0,1", "gpus_assigned");
         is(j.pid, 4242, "pid");
         is(j.pid_start_ticks, 987654321, "pid_start_ticks");
@@ -238,6 +248,7 @@ static void test_jobs(void)
         ok(j.has_exit_code && j.exit_code == 0, "exit code 0 recorded");
         ok(j.gpus_assigned == NULL, "gpus cleared");
         is_str(j.placement, "local/node0", "placement kept (not in set)");
+        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on kept with it");
         is_double(j.placed_ts, 101, 0, "placed_ts kept");
         spw_store_job_clear(&j);
     }
@@ -262,13 +273,15 @@ static void test_jobs(void)
     is(list(st, -1, NULL, 1, 0, &col), 2, "after_seq pages");
     is_str(col.ids[0], "j-000002", "page starts after seq 1");
     is(list(st, -1, NULL, 0, 2, &col), 2, "limit");
+    is(list_before(st, -1, NULL, 0, 3, 0, &col), 2, "before_seq bounds the list (seqs 1, 2)");
+    is(list_before(st, -1, NULL, 1, 3, 0, &col), 1, "... with after_seq too (seq 2)");
     memset(&col, 0, sizeof(col));
     col.stop_after = 1;
     is(spw_store_job_list(st, NULL, collect_cb, &col, &err), 0,
        "NULL filter lists all");
     is(col.n, 1, "the callback can stop early");
     {
-        spw_store_filter_t f = {SPW_DJOB_STATE_COUNT, NULL, 0, 0};
+        spw_store_filter_t f = {SPW_DJOB_STATE_COUNT, NULL, 0, 0, 0};
         is(spw_store_job_list(st, &f, collect_cb, &col, &err), -1,
            "invalid state filter");
     }
@@ -760,8 +773,10 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
-    ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(7): run a newer spillway") != NULL, "newer schema message");
+    char want_m[120];
+    snprintf(want_m, sizeof(want_m), "schema version 99, newer than this spillway knows (%d): "
+             "run a newer spillway", SPW_STORE_SCHEMA_VERSION);
+    ok(strstr(err.text, want_m) != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
