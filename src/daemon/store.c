@@ -161,6 +161,16 @@ static const char *const migrations[] = {
      * comes back when the backend sees it answer, also after a restart),
      * 0 = an administrator (it stays down until one brings it back). */
     "ALTER TABLE nodes ADD COLUMN by_backend INTEGER NOT NULL DEFAULT 0;",
+    /* 6 -> 7: the fences of failed-over attempts (what a backend must
+     * still kill on a host that stopped answering), so that a restart
+     * gives them back to the backend until the host confirmed the kill. */
+    "CREATE TABLE fences ("
+    "  pool TEXT NOT NULL,"
+    "  host TEXT NOT NULL,"
+    "  what TEXT NOT NULL,"
+    "  ts REAL NOT NULL,"
+    "  PRIMARY KEY (pool, host, what)"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -252,6 +262,12 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
     X(NODE_LIST, "SELECT pool, node, down_ts, by_backend FROM nodes "         \
       "ORDER BY pool, node")                                                  \
+    X(FENCE_ADD, "INSERT OR IGNORE INTO fences (pool, host, what, ts) "       \
+      "VALUES (?1, ?2, ?3, ?4)")                                              \
+    X(FENCE_DEL, "DELETE FROM fences WHERE pool = ?1 AND host = ?2 "          \
+      "AND what = ?3")                                                        \
+    X(FENCE_LIST, "SELECT pool, host, what, ts FROM fences "                  \
+      "ORDER BY pool, host, what")                                            \
     X(META_GET, "SELECT value FROM meta WHERE key = ?1")                      \
     X(META_PUT, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")   \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
@@ -1121,6 +1137,56 @@ int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         db_error(st, err, "cannot list nodes");
+        done(s);
+        return -1;
+    }
+    done(s);
+    return 0;
+}
+
+/* ---- fences ------------------------------------------------------------- */
+
+int spw_store_fence_set(spw_store_t *st, const char *pool, const char *host,
+                        const char *what, int on, double ts, spw_error_t *err)
+{
+    if (!pool || !host || !what)
+        return spw_errorf(err, "%s: invalid fence record", st->path);
+    sqlite3_stmt *s = stmt(st, on ? S_FENCE_ADD : S_FENCE_DEL, err);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, what, -1, SQLITE_STATIC);
+    if (on)
+        sqlite3_bind_double(s, 4, finite_or_0(ts));
+    int rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot record a fence");
+    return 0;
+}
+
+int spw_store_fence_list(spw_store_t *st, spw_store_fence_f cb, void *arg,
+                         spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_FENCE_LIST, err);
+    spw_store_fence_t f;
+    int rc;
+
+    if (!s)
+        return -1;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        f.pool = col_text(s, 0);
+        f.host = col_text(s, 1);
+        f.what = col_text(s, 2);
+        f.ts = sqlite3_column_double(s, 3);
+        if (!f.pool || !f.host || !f.what)
+            continue;
+        if (cb(&f, arg))
+            break;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        db_error(st, err, "cannot list fences");
         done(s);
         return -1;
     }

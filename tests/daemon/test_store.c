@@ -146,8 +146,8 @@ static void test_jobs(void)
     is(spw_store_schema_version(st), SPW_STORE_SCHEMA_VERSION,
        "schema version after migration");
     is_str(raw(db, "PRAGMA journal_mode"), "wal", "WAL mode");
-    is_str(raw(db, "SELECT version FROM schema_version"), "6",
-           "schema_version table holds 6");
+    is_str(raw(db, "SELECT version FROM schema_version"), "7",
+           "schema_version table holds 7");
 
     is(spw_store_submit_batch(st, specs, 0, 100.0, ids, &err), 0,
        "an empty batch is fine");
@@ -551,7 +551,7 @@ static void test_money(void)
         diag("%s", err.text);
         return;
     }
-    is(spw_store_schema_version(st), 6, "it is migrated to version 6");
+    is(spw_store_schema_version(st), 7, "it is migrated to version 7");
     if (ok(spw_store_job_get(st, "j-000001", &j, &err) == 0, "its cloud job")) {
         ok(j.cloud_usd == 4.5 && j.ledger_usd == 4.5 && j.charge_ts == 11 &&
            j.reserved_usd == 0, "cloud spend settled at its placement");
@@ -632,6 +632,51 @@ static void test_progress_and_nodes(void)
     ok(spw_store_node_set(st, NULL, 0, 1, 0, &err) < 0, "a node needs a pool");
     spw_store_close(st);
     spw_jobspec_free(&a);
+}
+
+/* ---- fences (schema 7) -------------------------------------------------- */
+
+static int list_fence(const spw_store_fence_t *f, void *arg)
+{
+    char *buf = arg;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 256 - n, "%s%s:%s:%s@%.0f", n ? " " : "", f->pool, f->host, f->what,
+             f->ts);
+    return 0;
+}
+
+static void test_fences(void)
+{
+    const char *db = path_in("fences.db");
+    spw_error_t err;
+    char list[256] = "";
+    spw_store_t *st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "open a store for fences"))
+        return;
+    ok(spw_store_fence_list(st, list_fence, list, &err) == 0 && !list[0], "no fence at first");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.2", "abc.j-000001.1-r0", 1, 50, &err) == 0,
+       "a fence recorded");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.2", "abc.j-000001.1-r0", 1, 70, &err) == 0,
+       "recording it again is not an error");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.3", "abc.j-000001.1-r1", 1, 60, &err) == 0 &&
+       spw_store_fence_set(st, "@cloud", "10.9.0.2", "abc.j-000002.1-r0", 1, 80, &err) == 0,
+       "two more, another rank and another pool");
+    spw_store_fence_list(st, list_fence, list, &err);
+    is_str(list, "@cloud:10.9.0.2:abc.j-000002.1-r0@80 hosts:10.0.0.2:abc.j-000001.1-r0@50 "
+                 "hosts:10.0.0.3:abc.j-000001.1-r1@60",
+           "listed by pool, host, what; the first time kept");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.3", "abc.j-000001.1-r1", 0, 0, &err) == 0,
+       "one removed");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.9", "nothing-r0", 0, 0, &err) == 0,
+       "removing one never recorded is fine");
+    spw_store_close(st);
+    st = spw_store_open(db, NULL, &err);
+    list[0] = '\0';
+    spw_store_fence_list(st, list_fence, list, &err);
+    is_str(list, "@cloud:10.9.0.2:abc.j-000002.1-r0@80 hosts:10.0.0.2:abc.j-000001.1-r0@50",
+           "the fences left survive a reopen");
+    ok(spw_store_fence_set(st, "hosts", NULL, "x-r0", 1, 0, &err) < 0, "a fence needs a host");
+    spw_store_close(st);
 }
 
 /* ---- launch safety (schema 4) ------------------------------------------- */
@@ -718,7 +763,7 @@ static void test_open_cases(void)
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "an empty file migrates");
     if (st)
-        is(spw_store_schema_version(st), 6, "to version 6");
+        is(spw_store_schema_version(st), 7, "to version 7");
     spw_store_close(st);
     st = spw_store_open(p, NULL, &err);
     ok(st != NULL, "and reopens");
@@ -736,7 +781,7 @@ static void test_open_cases(void)
     ok(st == NULL, "a newer schema is refused");
     spw_store_close(st);
     ok(strstr(err.text, "schema version 99, newer than this spillway knows "
-              "(6): run a newer spillway") != NULL, "newer schema message");
+              "(7): run a newer spillway") != NULL, "newer schema message");
     is_str(raw(p, "SELECT version FROM schema_version"), "99",
            "the file is untouched");
 
@@ -1013,6 +1058,7 @@ int main(void)
     test_money();
     test_progress_and_nodes();
     test_launch_safety();
+    test_fences();
     test_open_cases();
     test_crash();
     rm_rf(dir);
