@@ -2107,6 +2107,18 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
             *out = sb->jobs[i]->h;
             return 1;
         }
+    /* A host that does not answer its status rounds (down, or its last
+     * round failed, or it never answered one and one is in flight) is not
+     * asked: the answer is "cannot tell" until it answers again, said now
+     * rather than after a connect timeout that would hold the caller (the
+     * daemon's loop asks every few seconds while a host stays cut off). */
+    for (size_t i = 0; i < sb->nhosts; i++) {
+        const host_t *h = &sb->hosts[i];
+        if (!h->gone && (!h->up || !isnan(h->silent_since_s) || (h->last_ok_s == 0 && h->st.pid)))
+            return spw_errorf(err, "ssh %s: cannot look for launch %s now: the host %s", h->addr,
+                              token, h->up ? "has not answered its status round yet"
+                                           : "is down");
+    }
     /* Fence first, then look: a launcher checks the fence after its mkdir,
      * so either we see its directory or it sees our fence. */
     size_t n = sb->nhosts;
