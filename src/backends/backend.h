@@ -339,8 +339,8 @@ struct spw_backend_ops {
 
     /* Takes addr away for good at now_s (its machine is gone): nothing more
      * runs there, and every job with a rank there is lost at once (poll()
-     * reports it LOST), without fencing.  Returns 0, or -1 if addr is no
-     * host. */
+     * reports it LOST), without fencing; fences held there are let go
+     * (version 5: reported done).  Returns 0, or -1 if addr is no host. */
     int (*host_remove)(void *be, const char *addr, double now_s);
 
     /* This machine (local): */

@@ -1116,32 +1116,52 @@ int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
     return 0;
 }
 
-int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
-                        spw_error_t *err)
+/* A list call's callback and its argument, for the row functions of
+ * list_rows (fn is cast back to the list's own callback type). */
+typedef struct rowcb {
+    void (*fn)(void);
+    void *arg;
+} rowcb_t;
+
+/* Steps statement id to its end, calling row(s, &cb) for each row until
+ * one returns nonzero, then resets it.  0, or -1 with err ("cannot
+ * WHAT"). */
+static int list_rows(spw_store_t *st, int id, int (*row)(sqlite3_stmt *, const rowcb_t *),
+                     rowcb_t cb, const char *what, spw_error_t *err)
 {
-    sqlite3_stmt *s = stmt(st, S_NODE_LIST, err);
-    spw_store_node_t n;
+    sqlite3_stmt *s = stmt(st, id, err);
     int rc;
 
     if (!s)
         return -1;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        n.pool = col_text(s, 0);
-        n.node = sqlite3_column_int64(s, 1);
-        n.down_ts = sqlite3_column_double(s, 2);
-        n.by_backend = sqlite3_column_int(s, 3);
-        if (!n.pool)
-            continue;
-        if (cb(&n, arg))
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (row(s, &cb))
             break;
-    }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        db_error(st, err, "cannot list nodes");
+        db_error(st, err, what);
         done(s);
         return -1;
     }
     done(s);
     return 0;
+}
+
+static int node_row(sqlite3_stmt *s, const rowcb_t *c)
+{
+    spw_store_node_t n = {
+        .pool = col_text(s, 0),
+        .node = sqlite3_column_int64(s, 1),
+        .down_ts = sqlite3_column_double(s, 2),
+        .by_backend = sqlite3_column_int(s, 3),
+    };
+    return n.pool ? ((spw_store_node_f)c->fn)(&n, c->arg) : 0;
+}
+
+int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
+                        spw_error_t *err)
+{
+    return list_rows(st, S_NODE_LIST, node_row, (rowcb_t){(void (*)(void))cb, arg},
+                     "cannot list nodes", err);
 }
 
 /* ---- fences ------------------------------------------------------------- */
@@ -1166,32 +1186,22 @@ int spw_store_fence_set(spw_store_t *st, const char *pool, const char *host,
     return 0;
 }
 
+/* pool, host, what (none NULL), then ts. */
+static int fence_row(sqlite3_stmt *s, const rowcb_t *c)
+{
+    const char *col[3];
+    for (int i = 0; i < 3; i++)
+        if (!(col[i] = col_text(s, i)))
+            return 0;
+    spw_store_fence_t f = {col[0], col[1], col[2], sqlite3_column_double(s, 3)};
+    return ((spw_store_fence_f)c->fn)(&f, c->arg);
+}
+
 int spw_store_fence_list(spw_store_t *st, spw_store_fence_f cb, void *arg,
                          spw_error_t *err)
 {
-    sqlite3_stmt *s = stmt(st, S_FENCE_LIST, err);
-    spw_store_fence_t f;
-    int rc;
-
-    if (!s)
-        return -1;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        f.pool = col_text(s, 0);
-        f.host = col_text(s, 1);
-        f.what = col_text(s, 2);
-        f.ts = sqlite3_column_double(s, 3);
-        if (!f.pool || !f.host || !f.what)
-            continue;
-        if (cb(&f, arg))
-            break;
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        db_error(st, err, "cannot list fences");
-        done(s);
-        return -1;
-    }
-    done(s);
-    return 0;
+    return list_rows(st, S_FENCE_LIST, fence_row, (rowcb_t){(void (*)(void))cb, arg},
+                     "cannot list fences", err);
 }
 
 /* ---- decisions ---------------------------------------------------------- */
