@@ -6,7 +6,7 @@
  * kill.  So a kill -9 (or a SIGTERM) of the daemon never lets a stale
  * attempt run on beside the next one. */
 
-#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -336,8 +336,10 @@ ok $? "kill -9 while host $sh1 is cut; restarted, attempt 2 is re-adopted" || di
 kill9_daemon
 start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20
 ok $? "kill -9 again; restarted again" || diag "$(cat "$DLOG")"
-stop_daemon && start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20
-ok $? "stopped with SIGTERM; restarted a third time" || diag "$(cat "$DLOG")"
+stop_daemon
+st=$?
+start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20 && [ $st = 0 ]
+ok $? "stopped with SIGTERM (within 5 s, exit $st); restarted a third time" || diag "$(cat "$DLOG")"
 s_stale=$(rdirs "$s" "$sh1" | grep '\.1-r0$')
 alive_remote "$sh1" "$s_stale" && s_fenced && grep -q "given back" "$DLOG"
 ok $? "the stale attempt still runs on the cut-off host; its fence is still stored and was given back: $(grep 'given back' "$DLOG" | head -1)"

@@ -721,6 +721,17 @@ static void fence_drop(spw_ssh_t *sb, size_t f)
     sb->fences[f] = sb->fences[--sb->nfences];
 }
 
+/* Lets every fence of host hi go. */
+static void fences_drop_host(spw_ssh_t *sb, size_t hi)
+{
+    for (size_t f = 0; f < sb->nfences;) {
+        if (sb->fences[f].host == hi)
+            fence_drop(sb, f);
+        else
+            f++;
+    }
+}
+
 int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err)
 {
     if (!host_valid(addr) || strlen(addr) >= 256)
@@ -755,12 +766,7 @@ int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t
     host_t *h = &sb->hosts[hi];
     /* A former host of that address had its fences: nothing of its ranks
      * can run on the new one. */
-    for (size_t f = 0; f < sb->nfences;) {
-        if (sb->fences[f].host == hi)
-            fence_drop(sb, f);
-        else
-            f++;
-    }
+    fences_drop_host(sb, hi);
     h->gone = 0;
     h->gen = sb->next_gen++;
     h->gpus = gpus;
@@ -784,12 +790,7 @@ int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
         h->gone = 1;
         /* Its machine is gone, and what ran there with it: no fence of it
          * can (or need) be applied. */
-        for (size_t f = 0; f < sb->nfences;) {
-            if (sb->fences[f].host == hi)
-                fence_drop(sb, f);
-            else
-                f++;
-        }
+        fences_drop_host(sb, hi);
         /* Its shared connection goes now, not after ControlPersist: `ssh
          * -O exit` in the background, reaped by tick() like a signal. */
         if (sb->control_dir[0]) {
