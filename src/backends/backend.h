@@ -14,13 +14,16 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 4
+#define SPW_BACKEND_VERSION 5
 /* Version 2 added find() and the launch token; version 3 changed(); version
  * 4 the optional members of a node inventory (nodes, nodes_async, set_nodes,
  * node_index, foreign_async), of hosts that come and go (host_count,
  * host_info, host_add, host_remove), of this machine (detect_gpus,
  * read_exit) and of a cluster's own tools (run), so that the daemon and
- * the CLI ask the table, not a concrete backend. */
+ * the CLI ask the table, not a concrete backend; version 5 the optional
+ * fences that outlive the backend (fence_events, fence_add), so that a
+ * daemon persists what a backend must still kill and gives it back after a
+ * restart. */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_BACKEND_HAS(ops, 4, nodes).  A pool whose backend has `nodes` takes
@@ -193,6 +196,25 @@ typedef struct spw_backend_host {
                                    0 = never */
 } spw_backend_host_t;
 
+/* ---- Fences (version 5) ------------------------------------------------ */
+
+/* One fence of a backend that runs jobs on hosts it may lose touch with
+ * (ssh): a process of an ended attempt that must be killed as soon as its
+ * host answers again, before anything else runs there (the attempt failed
+ * over while its host was cut off; its copy may still run there).  A plain
+ * value. */
+typedef struct spw_backend_fence {
+    char host[256];             /* the host's address, as configured or added */
+    char what[SPW_TOKEN_MAX + 16]; /* what to kill there, in the backend's own
+                                   words (ssh: the rank directory
+                                   "TOKEN-rN"); [A-Za-z0-9._-] only */
+    int done;                   /* 0: the backend fenced it (persist it);
+                                   1: the backend let it go: its host
+                                   confirmed the kill, or the host was
+                                   removed for good, or the attempt was
+                                   found and adopted after all (forget it) */
+} spw_backend_fence_t;
+
 /* The function table.  `be` is the backend's own state, made by its
  * create function (e.g. spw_local_create).  No member takes a callback; results
  * come back as values.  A member that fails leaves no side effects: no process
@@ -320,8 +342,8 @@ struct spw_backend_ops {
 
     /* Takes addr away for good at now_s (its machine is gone): nothing more
      * runs there, and every job with a rank there is lost at once (poll()
-     * reports it LOST), without fencing.  Returns 0, or -1 if addr is no
-     * host. */
+     * reports it LOST), without fencing; fences held there are let go
+     * (version 5: reported done).  Returns 0, or -1 if addr is no host. */
     int (*host_remove)(void *be, const char *addr, double now_s);
 
     /* This machine (local): */
@@ -355,6 +377,32 @@ struct spw_backend_ops {
      * (caller frees, NUL-terminated; out may be NULL) holding its stdout, or
      * -1 with a sentence in err (not found, timed out, killed). */
     int (*run)(void *be, const char *const *argv, const char *in, char **out, spw_error_t *err);
+
+    /* ---- version 5 ---- */
+
+    /* Every member below is optional (check with SPW_BACKEND_HAS).  A
+     * backend's fences live in its memory; these let the daemon keep them
+     * across its own restarts (kill -9 or SIGTERM), so that a stale attempt
+     * cut off with its host is killed when the host answers, however many
+     * restarts later. */
+
+    /* Fences added and let go since the last call, in the order they
+     * happened, without blocking: writes up to max of them into out and
+     * returns how many (the rest come with the next call).  A fence the
+     * backend adds is reported once with done 0, and once with done 1 when
+     * it lets it go (the host ran the kill and said so).  Fences given
+     * with fence_add() are reported only when let go.  The daemon drains
+     * this in the turn that handles the attempt's exit, so the fence is
+     * committed with the job's requeue, before any new attempt starts. */
+    int (*fence_events)(void *be, spw_backend_fence_t *out, size_t max);
+
+    /* Gives a fence back after a restart: the backend kills `what` on host
+     * `host` the first time that host answers, before anything else runs
+     * there, and reports it done then (fence_events).  Adding a fence it
+     * holds is a no-op.  Returns 0, or -1 with a sentence in err when it
+     * has no such host (its address is no longer configured, or its
+     * instance is gone) or `what` is malformed; nothing is held then. */
+    int (*fence_add)(void *be, const char *host, const char *what, spw_error_t *err);
 };
 
 /* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job

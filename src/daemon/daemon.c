@@ -382,13 +382,15 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         goto error;
     if (spw_store_begin(d->store, err) < 0)
         goto error;
-    if (dm_recover(d, err) < 0 || dm_restore_nodes(d, err) < 0) {
+    if (dm_recover(d, err) < 0 || dm_restore_nodes(d, err) < 0 ||
+        dm_fences_restore(d, err) < 0) {
         spw_store_rollback(d->store);
         goto error;
     }
     dm_spot_capacity(d, d->now);
     if (spw_store_commit(d->store, err) < 0)
         goto error;
+    dm_fences_committed(d);
     for (size_t i = 0; i < d->ntouched; i++)
         if (d->jobs[d->touched[i]])
             d->jobs[d->touched[i]]->touched = 0;
@@ -453,6 +455,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     for (size_t i = 0; i < d->ngc; i++)
         free(d->gc[i]);
     free(d->gc);
+    free(d->fev);
     pthread_mutex_destroy(&d->hmu);
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->committed);

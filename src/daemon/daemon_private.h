@@ -144,6 +144,15 @@ typedef struct dacct {
     char blocked_why[200];      /* why, from the refusal */
 } dacct_t;
 
+/* A fence a backend added or let go (fences.c), written in the turn that
+ * took it and kept until that turn's commit worked. */
+typedef struct dfence {
+    int32_t pool;               /* the backend's pool (SPW_DAEMON_CLOUD_POOL
+                                   for the cloud instances' hosts) */
+    spw_backend_fence_t f;      /* what the backend said */
+    double ts;                  /* daemon clock when it was taken, seconds */
+} dfence_t;
+
 /* One submit waiting for the loop's group commit. */
 typedef struct subreq {
     spw_jobspec_t *spec;        /* borrowed from the caller */
@@ -298,6 +307,10 @@ struct spw_daemon {
                                     ended; their fence and exit record are
                                     removed once that end is committed */
     size_t ngc, capgc;
+    dfence_t *fev;               /* owned: fences added and let go since the
+                                    last commit that worked (fences.c),
+                                    written again while commits fail */
+    size_t nfev, capfev;         /* used, allocated */
     int64_t *touched;            /* seqs of the jobs flagged touched */
     size_t ntouched, captouched;
     int write_failed;            /* a store write of this turn failed: the

@@ -215,6 +215,22 @@ void dm_note_commit(spw_daemon_t *d, int ok, const char *why);
 /* After recovery: the nodes an administrator took down stay down. */
 int dm_restore_nodes(spw_daemon_t *d, spw_error_t *err);
 
+/* ---- fences.c -------------------------------------------------------------- */
+/* Writes the fences pool p's backend (SPW_DAEMON_CLOUD_POOL: the cloud
+ * instances' hosts) added and let go since the last call into the turn's
+ * transaction: call it after the backend's poll(), so a failed-over
+ * attempt's fence commits with its job's requeue. */
+void dm_fences_collect(spw_daemon_t *d, int32_t p, double now);
+/* While commits fail: writes again every fence event taken since the last
+ * commit that worked.  After one worked: forgets them. */
+void dm_fences_rewrite(spw_daemon_t *d);
+void dm_fences_committed(spw_daemon_t *d);
+/* At start, after recovery (in its transaction): gives every stored fence
+ * back to its pool's backend (fence_add), and writes those recovery itself
+ * made.  A fence whose pool or host the config no longer has is kept in
+ * the store, said once.  0, or -1 with err. */
+int dm_fences_restore(spw_daemon_t *d, spw_error_t *err);
+
 /* ---- recover.c ------------------------------------------------------------- */
 /* Asks again, every UNSURE_RECHECK_S, about the attempts whose backend
  * could not tell at recovery whether they run. */

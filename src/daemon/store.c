@@ -181,6 +181,16 @@ static const char *const migrations[] = {
      * back from the database (it left the daemon's memory, or the daemon
      * restarted) still lists them. */
     "ALTER TABLE jobs ADD COLUMN ran_on TEXT;",
+    /* 8 -> 9: the fences of failed-over attempts (what a backend must
+     * still kill on a host that stopped answering), so that a restart
+     * gives them back to the backend until the host confirmed the kill. */
+    "CREATE TABLE fences ("
+    "  pool TEXT NOT NULL,"
+    "  host TEXT NOT NULL,"
+    "  what TEXT NOT NULL,"
+    "  ts REAL NOT NULL,"
+    "  PRIMARY KEY (pool, host, what)"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -280,6 +290,12 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     X(NODE_UP, "DELETE FROM nodes WHERE pool = ?1 AND node = ?2")             \
     X(NODE_LIST, "SELECT pool, node, down_ts, by_backend FROM nodes "         \
       "ORDER BY pool, node")                                                  \
+    X(FENCE_ADD, "INSERT OR IGNORE INTO fences (pool, host, what, ts) "       \
+      "VALUES (?1, ?2, ?3, ?4)")                                              \
+    X(FENCE_DEL, "DELETE FROM fences WHERE pool = ?1 AND host = ?2 "          \
+      "AND what = ?3")                                                        \
+    X(FENCE_LIST, "SELECT pool, host, what, ts FROM fences "                  \
+      "ORDER BY pool, host, what")                                            \
     X(META_GET, "SELECT value FROM meta WHERE key = ?1")                      \
     X(META_PUT, "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")   \
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
@@ -1191,32 +1207,92 @@ int spw_store_node_set(spw_store_t *st, const char *pool, int64_t node,
     return 0;
 }
 
-int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
-                        spw_error_t *err)
+/* A list call's callback and its argument, for the row functions of
+ * list_rows (fn is cast back to the list's own callback type). */
+typedef struct rowcb {
+    void (*fn)(void);
+    void *arg;
+} rowcb_t;
+
+/* Steps statement id to its end, calling row(s, &cb) for each row until
+ * one returns nonzero, then resets it.  0, or -1 with err ("cannot
+ * WHAT"). */
+static int list_rows(spw_store_t *st, int id, int (*row)(sqlite3_stmt *, const rowcb_t *),
+                     rowcb_t cb, const char *what, spw_error_t *err)
 {
-    sqlite3_stmt *s = stmt(st, S_NODE_LIST, err);
-    spw_store_node_t n;
+    sqlite3_stmt *s = stmt(st, id, err);
     int rc;
 
     if (!s)
         return -1;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        n.pool = col_text(s, 0);
-        n.node = sqlite3_column_int64(s, 1);
-        n.down_ts = sqlite3_column_double(s, 2);
-        n.by_backend = sqlite3_column_int(s, 3);
-        if (!n.pool)
-            continue;
-        if (cb(&n, arg))
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (row(s, &cb))
             break;
-    }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        db_error(st, err, "cannot list nodes");
+        db_error(st, err, what);
         done(s);
         return -1;
     }
     done(s);
     return 0;
+}
+
+static int node_row(sqlite3_stmt *s, const rowcb_t *c)
+{
+    spw_store_node_t n = {
+        .pool = col_text(s, 0),
+        .node = sqlite3_column_int64(s, 1),
+        .down_ts = sqlite3_column_double(s, 2),
+        .by_backend = sqlite3_column_int(s, 3),
+    };
+    return n.pool ? ((spw_store_node_f)c->fn)(&n, c->arg) : 0;
+}
+
+int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
+                        spw_error_t *err)
+{
+    return list_rows(st, S_NODE_LIST, node_row, (rowcb_t){(void (*)(void))cb, arg},
+                     "cannot list nodes", err);
+}
+
+/* ---- fences ------------------------------------------------------------- */
+
+int spw_store_fence_set(spw_store_t *st, const char *pool, const char *host,
+                        const char *what, int on, double ts, spw_error_t *err)
+{
+    if (!pool || !host || !what)
+        return spw_errorf(err, "%s: invalid fence record", st->path);
+    sqlite3_stmt *s = stmt(st, on ? S_FENCE_ADD : S_FENCE_DEL, err);
+    if (!s)
+        return -1;
+    sqlite3_bind_text(s, 1, pool, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, host, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, what, -1, SQLITE_STATIC);
+    if (on)
+        sqlite3_bind_double(s, 4, finite_or_0(ts));
+    int rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot record a fence");
+    return 0;
+}
+
+/* pool, host, what (none NULL), then ts. */
+static int fence_row(sqlite3_stmt *s, const rowcb_t *c)
+{
+    const char *col[3];
+    for (int i = 0; i < 3; i++)
+        if (!(col[i] = col_text(s, i)))
+            return 0;
+    spw_store_fence_t f = {col[0], col[1], col[2], sqlite3_column_double(s, 3)};
+    return ((spw_store_fence_f)c->fn)(&f, c->arg);
+}
+
+int spw_store_fence_list(spw_store_t *st, spw_store_fence_f cb, void *arg,
+                         spw_error_t *err)
+{
+    return list_rows(st, S_FENCE_LIST, fence_row, (rowcb_t){(void (*)(void))cb, arg},
+                     "cannot list fences", err);
 }
 
 /* ---- decisions ---------------------------------------------------------- */

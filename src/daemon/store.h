@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 8
+#define SPW_STORE_SCHEMA_VERSION 9
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -391,6 +391,31 @@ typedef int (*spw_store_node_f)(const spw_store_node_t *n, void *arg);
 /* Calls cb for each node recorded down, by pool then index. */
 int spw_store_node_list(spw_store_t *st, spw_store_node_f cb, void *arg,
                         spw_error_t *err);
+
+/* ---- fences ------------------------------------------------------------- */
+
+/* One fence a backend holds (schema 7): what it must kill on a host once
+ * that host answers again (backend.h, spw_backend_fence_t). */
+typedef struct spw_store_fence {
+    const char *pool;              /* pool name, as in the config, or the
+                                      daemon's name for its cloud hosts */
+    const char *host;              /* the host's address */
+    const char *what;              /* what to kill there (ssh: TOKEN-rN) */
+    double ts;                     /* when it was fenced, unix seconds */
+} spw_store_fence_t;
+
+/* Records a fence (on 1; one already there is kept as it was) or removes
+ * it (on 0; removing one that is not there is not an error). */
+int spw_store_fence_set(spw_store_t *st, const char *pool, const char *host,
+                        const char *what, int on, double ts, spw_error_t *err);
+
+/* Called for each fence; borrowed until it returns; must not call the
+ * store.  Return nonzero to stop. */
+typedef int (*spw_store_fence_f)(const spw_store_fence_t *f, void *arg);
+
+/* Calls cb for each fence recorded, by pool, host, then what. */
+int spw_store_fence_list(spw_store_t *st, spw_store_fence_f cb, void *arg,
+                         spw_error_t *err);
 
 /* ---- decisions ---------------------------------------------------------- */
 

@@ -148,6 +148,7 @@ static void turn_locked(spw_daemon_t *d)
         while ((n = ops->poll(be, ex, 64)) > 0)
             for (int i = 0; i < n; i++)
                 dm_handle_exit(d, &ex[i], now);
+        dm_fences_collect(d, p, now);
     }
     dm_recheck_unsure(d, now);
     dm_accounts_poll(d, now);
@@ -210,6 +211,7 @@ static void turn_locked(spw_daemon_t *d)
                 dm_job_save(d, j, SAVE_ALL);
         }
         dm_acq_rewrite(d);
+        dm_fences_rewrite(d);
         if (spw_store_heartbeat(d->store, now, &err) < 0)
             d->write_failed = 1;
     }
@@ -227,6 +229,7 @@ static void turn_locked(spw_daemon_t *d)
         return;   /* its launch intents wait for a commit that works */
     }
     dm_note_commit(d, 1, NULL);
+    dm_fences_committed(d);
     dm_say_repeat(d, &d->rep_save, 0, now, "recording jobs", "%s", "");
     for (size_t i = 0; i < d->ntouched; i++)
         if (d->jobs[d->touched[i]])

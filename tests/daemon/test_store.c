@@ -222,7 +222,7 @@ static void test_jobs(void)
         is_double(j.start_ts, 101.25, 0, "start_ts");
         ok(isnan(j.end_ts), "end_ts untouched");
         is_str(j.placement, "local/node0", "placement");
-        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on with the placement (schema 7)");
+        is_str(j.ran_on, "emu-i-1,emu-i-2", "ran_on with the placement (schema 8)");
         is_str(j.gpus_assigned, "0,1", "gpus_assigned");
         is(j.pid, 4242, "pid");
         is(j.pid_start_ticks, 987654321, "pid_start_ticks");
@@ -672,6 +672,51 @@ static void test_progress_and_nodes(void)
     spw_jobspec_free(&a);
 }
 
+/* ---- fences (schema 9) -------------------------------------------------- */
+
+static int list_fence(const spw_store_fence_t *f, void *arg)
+{
+    char *buf = arg;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 256 - n, "%s%s:%s:%s@%.0f", n ? " " : "", f->pool, f->host, f->what,
+             f->ts);
+    return 0;
+}
+
+static void test_fences(void)
+{
+    const char *db = path_in("fences.db");
+    spw_error_t err;
+    char list[256] = "";
+    spw_store_t *st = spw_store_open(db, NULL, &err);
+    if (!ok(st != NULL, "open a store for fences"))
+        return;
+    ok(spw_store_fence_list(st, list_fence, list, &err) == 0 && !list[0], "no fence at first");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.2", "abc.j-000001.1-r0", 1, 50, &err) == 0,
+       "a fence recorded");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.2", "abc.j-000001.1-r0", 1, 70, &err) == 0,
+       "recording it again is not an error");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.3", "abc.j-000001.1-r1", 1, 60, &err) == 0 &&
+       spw_store_fence_set(st, "@cloud", "10.9.0.2", "abc.j-000002.1-r0", 1, 80, &err) == 0,
+       "two more, another rank and another pool");
+    spw_store_fence_list(st, list_fence, list, &err);
+    is_str(list, "@cloud:10.9.0.2:abc.j-000002.1-r0@80 hosts:10.0.0.2:abc.j-000001.1-r0@50 "
+                 "hosts:10.0.0.3:abc.j-000001.1-r1@60",
+           "listed by pool, host, what; the first time kept");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.3", "abc.j-000001.1-r1", 0, 0, &err) == 0,
+       "one removed");
+    ok(spw_store_fence_set(st, "hosts", "10.0.0.9", "nothing-r0", 0, 0, &err) == 0,
+       "removing one never recorded is fine");
+    spw_store_close(st);
+    st = spw_store_open(db, NULL, &err);
+    list[0] = '\0';
+    spw_store_fence_list(st, list_fence, list, &err);
+    is_str(list, "@cloud:10.9.0.2:abc.j-000002.1-r0@80 hosts:10.0.0.2:abc.j-000001.1-r0@50",
+           "the fences left survive a reopen");
+    ok(spw_store_fence_set(st, "hosts", NULL, "x-r0", 1, 0, &err) < 0, "a fence needs a host");
+    spw_store_close(st);
+}
+
 /* ---- launch safety (schema 4) ------------------------------------------- */
 
 static void test_launch_safety(void)
@@ -1053,6 +1098,7 @@ int main(void)
     test_money();
     test_progress_and_nodes();
     test_launch_safety();
+    test_fences();
     test_open_cases();
     test_crash();
     rm_rf(dir);

@@ -8,13 +8,14 @@
 # the old copy killed when the link comes back; after kill -9 of the daemon
 # the running job is re-adopted, never started twice; a host taken down by
 # the backend before a kill -9 comes back up after the restart once it
-# answers.
+# answers; a failed-over attempt's fence survives two kill -9s and a
+# SIGTERM while its host is cut, and kills the stale copy when it answers.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 56 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 67 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -332,5 +333,66 @@ ok $? "after a kill -9 and restart it comes back up once it answers" ||
 spw ml cancel "$f" >/dev/null 2>&1
 wait_for "$f" cancelled 30
 ok $? "the re-adopted job is cancelled through the new daemon"
+
+# ---- a fence survives restarts ----------------------------------------------
+# A job fails over from a host cut off; the daemon is killed -9 twice and
+# stopped once while the host is still cut, then the host is mended: the
+# stale attempt there is killed as the host answers (it used to run to its
+# end beside attempt 2, both writing one checkpoint dir: issue 20), and its
+# fence leaves the store only then.  The restarts happen while a host does
+# not answer, so its GPUs cannot be counted: the pool's are given from here.
+sed 's/^    cost_usd_per_gpu_h: 1\.10$/    gpus_per_node: 2\n&/' "$T/serve.yaml" >"$T/serve2.yaml"
+DB=$T/state/spillway.db
+# The fences the store holds ("TOKEN-rN" names), read as another client would.
+fence_rows() { python3 -c 'import sqlite3, sys
+c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print(" ".join(r[0] for r in c.execute("SELECT what FROM fences ORDER BY what")))' "$DB" 2>/dev/null; }
+job_dir "$T/fin"
+s=$(submit ml --gpus 2 --name stale -- sh -c 'c=$SPILLWAY_CHECKPOINT_DIR/log; n=0; while [ ! -e '"$T/fin/go"' ]; do echo "$SPILLWAY_ATTEMPT $n" >>"$c"; n=$((n + 1)); sleep 0.2; done; echo "$SPILLWAY_ATTEMPT end" >>"$c"')
+SL=$T/state/checkpoints/team-ml/$s/log
+wait_for "$s" running 30
+sh1=$(host_of "$s" 1)
+writes() { grep -c "^$1 " "$SL" 2>/dev/null; }
+wrote1() { [ "$(writes 1)" -gt 0 ]; }
+[ -n "$sh1" ] && wait_until 10 wrote1
+ok $? "a 2-GPU job runs on host $sh1 and writes its checkpoint dir"
+"$NET" cut "$C" "$sh1"
+s_on2() { [ -n "$(host_of "$s" 2)" ] && [ "$(writes 2)" -gt 0 ]; }
+wait_until 30 s_on2
+sh2=$(host_of "$s" 2)
+[ -n "$sh2" ] && [ "$sh2" != "$sh1" ]
+ok $? "host $sh1 cut off: attempt 2 runs on host $sh2" || diag "$(tail -20 "$DLOG")"
+s_fenced() { fence_rows | grep -q "\.$s\.1-r0"; }
+wait_until 10 s_fenced
+ok $? "the stale attempt's fence is in the store: $(fence_rows)"
+kill9_daemon
+start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20
+ok $? "kill -9 while host $sh1 is cut; restarted, attempt 2 is re-adopted" || diag "$(cat "$DLOG")"
+kill9_daemon
+start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20
+ok $? "kill -9 again; restarted again" || diag "$(cat "$DLOG")"
+stop_daemon
+st=$?
+start_daemon "$T/serve2.yaml" "$T/state" && wait_for "$s" running 20 && [ $st = 0 ]
+ok $? "stopped with SIGTERM (within 5 s, exit $st); restarted a third time" || diag "$(cat "$DLOG")"
+s_stale=$(rdirs "$s" "$sh1" | grep '\.1-r0$')
+alive_remote "$sh1" "$s_stale" && s_fenced && grep -q "given back" "$DLOG"
+ok $? "the stale attempt still runs on the cut-off host; its fence is still stored and was given back: $(grep 'given back' "$DLOG" | head -1)"
+w0=$(writes 1)
+t0=$(now_ms)
+"$NET" mend "$C" "$sh1"
+stale_dead() { ! alive_remote "$sh1" "$s_stale"; }
+wait_until 30 stale_dead
+ok $? "host $sh1 mended: the stale attempt there is killed ($(( $(now_ms) - t0 )) ms after the mend)" ||
+    diag "$(grep -i fence "$DLOG")"
+w1=$(writes 1)
+s_unfenced() { ! s_fenced; }
+wait_until 15 s_unfenced
+ok $? "its fence left the store once the host confirmed the kill ($(fence_rows))" || diag "$(grep -i fence "$DLOG")"
+: >"$T/fin/go"
+wait_for "$s" succeeded 30
+ok $? "attempt 2 runs to its end and succeeds" || diag "$(spw ml show "$s" 2>&1)"
+[ "$(writes 1)" = "$w1" ] && ! grep -q "^1 end" "$SL" && grep -q "^2 end" "$SL" && [ "$(writes 2)" -gt 1 ]
+ok $? "the stale attempt wrote nothing after its kill ($w0 lines before the mend, $((w1 - w0)) between the mend and the kill, $(writes 1) in all); attempt 2 wrote to its end"
 stop_daemon
 ok $? "the daemon stops on SIGTERM"

@@ -35,7 +35,9 @@ static void nap(void)
     nanosleep(&ts, NULL);
 }
 
-static spw_ssh_t *make(double down_after_s, spw_error_t *err)
+/* host_gpus: each host's GPU slots, or NULL to count them (every host must
+ * answer then). */
+static spw_ssh_t *make(double down_after_s, const uint32_t *host_gpus, spw_error_t *err)
 {
     char key[1100], kh[1100], logs[1100];
     snprintf(key, sizeof(key), "%s/cluster/id_ed25519", T);
@@ -44,7 +46,7 @@ static spw_ssh_t *make(double down_after_s, spw_error_t *err)
     spw_ssh_opts_t o = {
         .hosts = hosts, .nhosts = nhosts, .user = "root", .key = key, .known_hosts = kh,
         .port = 2222, .log_dir = logs, .grace_s = 2, .cmd_timeout_s = 10,
-        .sync_interval_s = 0.2, .down_after_s = down_after_s,
+        .sync_interval_s = 0.2, .down_after_s = down_after_s, .host_gpus = host_gpus,
     };
     return spw_ssh_create(&o, err);
 }
@@ -54,7 +56,7 @@ static spw_ssh_t *make(double down_after_s, spw_error_t *err)
 static spw_ssh_t *remake(const char *what)
 {
     spw_error_t err = {""};
-    spw_ssh_t *sb = make(3, &err);
+    spw_ssh_t *sb = make(3, NULL, &err);
     if (!sb) {
         ok(0, "a new backend for %s: %s", what, err.text);
         exit(done_testing());
@@ -185,7 +187,7 @@ int main(void)
     spw_handle_t h;
 
     /* Creation: GPUs detected through each host's nvidia-smi. */
-    spw_ssh_t *sb = make(3, &err);
+    spw_ssh_t *sb = make(3, NULL, &err);
     ok(sb != NULL, "create with 4 hosts: %s", err.text);
     if (!sb)
         return done_testing();
@@ -750,18 +752,55 @@ int main(void)
     spw_ssh_host(sb, 3, &hi);
     ok(!hi.up, "host 3 is down");
     ok(remote_alive(3, "d1.j11.1-r0"), "the partitioned copy still runs on host 3");
+    /* The fence is reported (version 5), for the daemon to keep; a new
+     * backend (a daemon restarted while the host is still cut: its GPUs
+     * given, they cannot be counted) takes it back with fence_add. */
+    spw_backend_fence_t fv[8];
+    int nf = spw_ssh_ops.fence_events(sb, fv, 8), j11f = 0;
+    char fl[8 * sizeof(spw_backend_fence_t)] = "";
+    for (int i = 0; i < nf; i++) {
+        j11f += strcmp(fv[i].host, hosts[3]) == 0 && strcmp(fv[i].what, "d1.j11.1-r0") == 0 &&
+                !fv[i].done;
+        size_t used = strlen(fl);
+        snprintf(fl + used, sizeof(fl) - used, " %.64s:%.111s:%d", fv[i].host, fv[i].what,
+                 fv[i].done);
+    }
+    ok(j11f == 1, "fence_events reports the fence of d1.j11.1-r0 on host 3, once (with the "
+       "failed launch's:%s)", fl);
+    ok(spw_ssh_ops.fence_events(sb, fv, 8) == 0, "once");
+    spw_ssh_destroy(sb);
+    static const uint32_t two[8] = {2, 2, 2, 2, 2, 2, 2, 2};
+    sb = make(3, two, &err);
+    ok(sb != NULL, "a new backend while host 3 is cut (GPUs given): %s", sb ? "" : err.text);
+    if (!sb)
+        return done_testing();
+    err.text[0] = '\0';
+    ok(spw_ssh_ops.fence_add(sb, hosts[3], "d1.j11.1-r0", &err) == 0 &&
+       spw_ssh_ops.fence_add(sb, hosts[3], "d1.j11.1-r0", &err) == 0,
+       "fence_add gives it back (twice is a no-op): %s", err.text);
+    ok(spw_ssh_ops.fence_add(sb, "10.255.255.254", "d1.j11.1-r0", &err) < 0,
+       "fence_add on no host of the backend fails: %s", err.text);
+    ok(spw_ssh_ops.fence_add(sb, hosts[3], "d1.j11.1'; reboot; '-r0", &err) < 0 &&
+       spw_ssh_ops.fence_add(sb, hosts[3], "d1.j11.1", &err) < 0,
+       "fence_add of something that is no rank directory fails: %s", err.text);
+    ok(spw_ssh_ops.fence_events(sb, fv, 8) == 0, "a fence given back is not reported as new");
     snprintf(cmd, sizeof(cmd), "%s mend %s/cluster 3", script, T);
     ok(system(cmd) == 0, "mend host 3's link");
     double end = now() + 30;
     int up = 0;
-    while (now() < end && !(up && !remote_alive(3, "d1.j11.1-r0"))) {
+    nf = 0;
+    while (now() < end && !(up && !remote_alive(3, "d1.j11.1-r0") && nf)) {
         spw_ssh_ops.tick(sb, now());
         spw_ssh_host(sb, 3, &hi);
         up = hi.up;
+        nf += spw_ssh_ops.fence_events(sb, fv + nf, 8 - (size_t)nf);
         nap();
     }
     ok(up, "host 3 is up again");
-    ok(!remote_alive(3, "d1.j11.1-r0"), "the old copy was fenced (killed) before reuse");
+    ok(!remote_alive(3, "d1.j11.1-r0"), "the old copy was fenced (killed) before reuse, by the "
+       "new backend");
+    ok(nf == 1 && fv[0].done && strcmp(fv[0].what, "d1.j11.1-r0") == 0,
+       "and the fence is reported done once the host confirmed the kill (%d)", nf);
 
     spw_ssh_destroy(sb);
     return done_testing();

@@ -130,6 +130,9 @@ struct spw_ssh {
     size_t ndone, done_cap;     /* used, allocated */
     fence_t *fences;            /* pending fences, owned */
     size_t nfences, fence_cap;  /* used, allocated */
+    spw_backend_fence_t *fev;   /* fences added and let go, waiting for
+                                   fence_events(), owned */
+    size_t nfev, fev_cap;       /* used, allocated */
     cmd_t *bg;                  /* fire-and-forget signal commands, owned */
     size_t nbg, bg_cap;         /* used, allocated */
     double now_s;               /* clock of the last tick(); 0 before */
@@ -666,6 +669,7 @@ void spw_ssh_destroy(spw_ssh_t *sb)
     free(sb->jobs);
     free(sb->done);
     free(sb->fences);
+    free(sb->fev);
     free(sb->bg);
     free(sb->user);
     free(sb->key);
@@ -713,6 +717,38 @@ static int host_valid(const char *a)
     return a && *a && a[0] != '-' && !strpbrk(a, " \t\n,'\"\\;&|$`");
 }
 
+/* Queues a fence event for fence_events(). */
+static void fence_event(spw_ssh_t *sb, uint32_t host, const char *dir, int done)
+{
+    if (sb->nfev == sb->fev_cap) {
+        sb->fev_cap = sb->fev_cap ? sb->fev_cap * 2 : 8;
+        sb->fev = spw_xrealloc(sb->fev, sb->fev_cap * sizeof(*sb->fev));
+    }
+    spw_backend_fence_t *e = &sb->fev[sb->nfev++];
+    snprintf(e->host, sizeof(e->host), "%s", sb->hosts[host].addr);
+    snprintf(e->what, sizeof(e->what), "%s", dir);
+    e->done = done;
+}
+
+/* Lets fence f go (its host confirmed the kill, or it is moot), saying so
+ * to fence_events(). */
+static void fence_drop(spw_ssh_t *sb, size_t f)
+{
+    fence_event(sb, sb->fences[f].host, sb->fences[f].dir, 1);
+    sb->fences[f] = sb->fences[--sb->nfences];
+}
+
+/* Lets every fence of host hi go. */
+static void fences_drop_host(spw_ssh_t *sb, size_t hi)
+{
+    for (size_t f = 0; f < sb->nfences;) {
+        if (sb->fences[f].host == hi)
+            fence_drop(sb, f);
+        else
+            f++;
+    }
+}
+
 int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err)
 {
     if (!host_valid(addr) || strlen(addr) >= 256)
@@ -747,12 +783,7 @@ int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t
     host_t *h = &sb->hosts[hi];
     /* A former host of that address had its fences: nothing of its ranks
      * can run on the new one. */
-    for (size_t f = 0; f < sb->nfences;) {
-        if (sb->fences[f].host == hi)
-            sb->fences[f] = sb->fences[--sb->nfences];
-        else
-            f++;
-    }
+    fences_drop_host(sb, hi);
     h->gone = 0;
     h->gen = sb->next_gen++;
     h->gpus = gpus;
@@ -797,6 +828,9 @@ int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s)
         host_down(sb, (uint32_t)hi, now_s);
         h->gone = 1;
         forget_host_key(sb, h->addr);
+        /* Its machine is gone, and what ran there with it: no fence of it
+         * can (or need) be applied. */
+        fences_drop_host(sb, hi);
         /* Its shared connection goes now, not after ControlPersist: `ssh
          * -O exit` in the background, reaped by tick() like a signal. */
         if (sb->control_dir[0]) {
@@ -846,8 +880,16 @@ static void rank_dir(const job_t *j, uint32_t k, char *buf, size_t cap)
     snprintf(buf, cap, "%s-r%u", j->h.token, k);
 }
 
-static void add_fence(spw_ssh_t *sb, uint32_t host, const char *dir)
+/* Fences rank directory dir on host `host` (once: a fence it holds is not
+ * added again); `told` 0 reports it to fence_events(), 1 does not (the
+ * daemon gave it back: it has it already). */
+static void fence_hold(spw_ssh_t *sb, uint32_t host, const char *dir, int told)
 {
+    for (size_t f = 0; f < sb->nfences; f++)
+        if (sb->fences[f].host == host && strcmp(sb->fences[f].dir, dir) == 0)
+            return;
+    if (!told)
+        fence_event(sb, host, dir, 0);
     if (sb->nfences == sb->fence_cap) {
         sb->fence_cap = sb->fence_cap ? sb->fence_cap * 2 : 8;
         sb->fences = spw_xrealloc(sb->fences, sb->fence_cap * sizeof(fence_t));
@@ -855,6 +897,11 @@ static void add_fence(spw_ssh_t *sb, uint32_t host, const char *dir)
     fence_t *f = &sb->fences[sb->nfences++];
     f->host = host;
     snprintf(f->dir, sizeof(f->dir), "%s", dir);
+}
+
+static void add_fence(spw_ssh_t *sb, uint32_t host, const char *dir)
+{
+    fence_hold(sb, host, dir, 0);
 }
 
 /* Sends signal sig (a name: TERM, KILL) to every rank of j that may still
@@ -1130,7 +1177,7 @@ static int apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
         } else if (line[0] == 'F' && sscanf(line, "F %111s", dir) == 1) {
             for (size_t f = 0; f < sb->nfences; f++)
                 if (sb->fences[f].host == hi && strcmp(sb->fences[f].dir, dir) == 0) {
-                    sb->fences[f] = sb->fences[--sb->nfences];
+                    fence_drop(sb, f);
                     break;
                 }
         }
@@ -2099,6 +2146,18 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
             *out = sb->jobs[i]->h;
             return 1;
         }
+    /* A host that does not answer its status rounds (down, or its last
+     * round failed, or it never answered one and one is in flight) is not
+     * asked: the answer is "cannot tell" until it answers again, said now
+     * rather than after a connect timeout that would hold the caller (the
+     * daemon's loop asks every few seconds while a host stays cut off). */
+    for (size_t i = 0; i < sb->nhosts; i++) {
+        const host_t *h = &sb->hosts[i];
+        if (!h->gone && (!h->up || !isnan(h->silent_since_s) || (h->last_ok_s == 0 && h->st.pid)))
+            return spw_errorf(err, "ssh %s: cannot look for launch %s now: the host %s", h->addr,
+                              token, h->up ? "has not answered its status round yet"
+                                           : "is down");
+    }
     /* Fence first, then look: a launcher checks the fence after its mkdir,
      * so either we see its directory or it sees our fence. */
     size_t n = sb->nhosts;
@@ -2189,7 +2248,7 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
             for (size_t f = 0; f < sb->nfences;) {
                 if (strncmp(sb->fences[f].dir, token, strlen(token)) == 0 &&
                     sb->fences[f].dir[strlen(token)] == '-')
-                    sb->fences[f] = sb->fences[--sb->nfences];
+                    fence_drop(sb, f);
                 else
                     f++;
             }
@@ -2222,6 +2281,34 @@ static int ssh_host_remove(void *be, const char *addr, double now_s)
     return spw_ssh_host_remove(be, addr, now_s);
 }
 
+/* Fences (version 5). */
+static int ssh_fence_events(void *be, spw_backend_fence_t *out, size_t max)
+{
+    spw_ssh_t *sb = be;
+    return spw_queue_take(sb->fev, &sb->nfev, sizeof(*sb->fev), out, max);
+}
+
+static int ssh_fence_add(void *be, const char *host, const char *what, spw_error_t *err)
+{
+    spw_ssh_t *sb = be;
+    const char *r = what ? strrchr(what, '-') : NULL;
+    size_t tl = r ? (size_t)(r - what) : 0;
+    char token[SPW_TOKEN_MAX];
+    if (!r || r[1] != 'r' || !r[2] || strspn(r + 2, "0123456789") != strlen(r + 2) ||
+        tl == 0 || tl >= sizeof(token))
+        return spw_errorf(err, "ssh backend: '%s' names no rank of a launch (TOKEN-rN)",
+                          what ? what : "");
+    snprintf(token, sizeof(token), "%.*s", (int)tl, what);
+    if (!token_valid(token))
+        return spw_errorf(err, "ssh backend: invalid launch token in fence '%s'", what);
+    for (size_t hi = 0; hi < sb->nhosts; hi++)
+        if (!sb->hosts[hi].gone && strcmp(sb->hosts[hi].addr, host) == 0) {
+            fence_hold(sb, (uint32_t)hi, what, 1);
+            return 0;
+        }
+    return spw_errorf(err, "ssh backend: no host %s to fence %s on", host, what);
+}
+
 const struct spw_backend_ops spw_ssh_ops = {
     .version = SPW_BACKEND_VERSION,
     .name = "ssh",
@@ -2237,4 +2324,6 @@ const struct spw_backend_ops spw_ssh_ops = {
     .host_info = ssh_host_info,
     .host_add = ssh_host_add,
     .host_remove = ssh_host_remove,
+    .fence_events = ssh_fence_events,
+    .fence_add = ssh_fence_add,
 };

@@ -123,7 +123,15 @@ typedef struct spw_ssh_opts {
 /* The function table; use it with a backend from spw_ssh_create.  Of the
  * version 4 members it has the hosts (host_count, host_info, host_add,
  * host_remove: the functions below), and no node inventory nor
- * detect_gpus or read_exit. */
+ * detect_gpus or read_exit.  Of version 5 it has both: fence_events
+ * reports each rank directory it fences (host address, "TOKEN-rN") and,
+ * as done, each one let go (the host's status round printed "F DIR" after
+ * the kill; the host was removed or replaced at its address; find()
+ * adopted the launch after all); fence_add takes one back after a
+ * restart, by address, for the status rounds to kill as if it had never
+ * been forgotten.  find() answers "cannot tell" (-1) at once while a host
+ * does not answer its status rounds, rather than waiting out a connect
+ * timeout. */
 extern const struct spw_backend_ops spw_ssh_ops;
 
 /* Makes an ssh backend with no jobs.  Detects the GPUs of every host whose
@@ -150,8 +158,9 @@ void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_backend_host_t *out);
  * now_s (its machine is gone): no more commands go to it, and every job with
  * a rank there is lost at once (reported LOST by poll() once cancelled, or
  * after the lost grace), without fencing (nothing runs there any more).
+ * Its fences go with it (reported done: nothing of it can run any more).
  * Host indexes stay stable: a removed host keeps its slot (shown as down)
- * until no job or fence names it.  A launch whose env holds
+ * until no job names it.  A launch whose env holds
  * SPILLWAY_SSH_HOSTS=A,B,... runs rank k on host k of that list (one per
  * node; every one up), with the GPU indices of the request; SPILLWAY_PLACEMENT
  * is then ignored.  host_remove also closes addr's shared ssh connection
