@@ -98,7 +98,7 @@ Control endpoints (not EC2; unsigned; JSON in and out):
                      "private_ip", "public_ip", "host", "launch_time",
                      "tags": {k: v}, "user_data" (decoded text), "spot_notice",
                      "security_groups"}
-       a call: {"seq", "t", "action", "region", "service": "ec2"|"sts",
+       a call: {"seq", "t" (answered), "t_arrived", "action", "region", "service": "ec2"|"sts",
                  "status", "code", "params" (as sent, wire names),
                  "client_gone": the client hung up before the answer (the call
                  took effect all the same, as on EC2)}
@@ -1269,6 +1269,7 @@ class Handler(BaseHTTPRequestHandler):
     def _ec2(self, method, body):
         c = self.cloud
         rid = str(uuid.uuid4())
+        t_arrived = time.time()
         with c.lock:
             c.seq += 1
             seq = c.seq
@@ -1366,8 +1367,8 @@ class Handler(BaseHTTPRequestHandler):
                 c.internal_errors.append({'seq': seq, 'action': action, 'error': repr(e)})
             self._send(500, error_xml('InternalError', 'fake EC2 bug: %r' % e, rid))
         finally:
-            rec = {'seq': seq, 't': time.time(), 'action': action, 'region': region,
-                   'service': service, 'status': status, 'code': code, 'params': params,
+            rec = {'seq': seq, 't': time.time(), 't_arrived': t_arrived, 'action': action,
+                   'region': region, 'service': service, 'status': status, 'code': code, 'params': params,
                    'client_gone': getattr(self, 'client_gone', False)}
             with c.lock:
                 c.in_flight -= 1

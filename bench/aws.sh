@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# bench/aws.sh: the scheduler loop while a slow cloud answers.  `spillway
+# serve` with one AWS account (type aws) pointed at the fake EC2
+# (tests/fake/ec2.py) answering every call in 1 to 5 s (--delay-s 1:5), no
+# on-prem pool: N one-GPU jobs are submitted at once and all burst, so N
+# RunInstances calls (then their DescribeInstances) queue on the account's op
+# threads.  Beside it, the same config with an emulated account (no network
+# at all) is the baseline, in the same run.
+#
+#   bench/aws.sh [--jobs N] [--watch S]
+#
+# For each daemon, a probe asks /healthz every 20 ms for S seconds (30)
+# from the first submit and keeps the largest last_turn_age_s (how long ago
+# the loop last finished a turn: a loop that waits on the network shows it
+# here) and the slowest /healthz answer.  For the aws daemon it also reads,
+# per job, the time from its burst decision (placed_ts) to the arrival of
+# its RunInstances at the fake (the fake's t_arrived): median and max.
+#
+# Prints key=value lines starting "aws_bench".  Needs Debian's python3 with
+# python3-botocore (scripts/deps.sh test); exits 3 with SKIP without it.
+set -uo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.." || exit 1
+JOBS=200
+WATCH=30
+while [ $# -gt 0 ]; do
+    case $1 in
+    --jobs) JOBS=$2; shift 2 ;;
+    --watch) WATCH=$2; shift 2 ;;
+    *) echo "usage: bench/aws.sh [--jobs N] [--watch S]" >&2; exit 2 ;;
+    esac
+done
+PY=/usr/bin/python3
+$PY -c 'import botocore' 2>/dev/null || { echo "aws_bench: SKIP needs Debian's python3-botocore"; exit 3; }
+[ -x ./spillway ] || make -j2 spillway >/dev/null || exit 1
+D=$(mktemp -d /tmp/spw-aws-bench.XXXXXX)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$D"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+$PY tests/fake/ec2.py --url-file "$D/url" --delay-s 1:5 --zones us-east-1a,us-east-1b \
+    >"$D/fake.out" 2>"$D/fake.err" &
+pids+=($!)
+for _ in $(seq 300); do [ -s "$D/url" ] && break; sleep 0.1; done
+[ -s "$D/url" ] || { echo "aws_bench: the fake EC2 did not start: $(cat "$D/fake.err")" >&2; exit 1; }
+FAKE=$(cat "$D/url")
+ssh-keygen -q -t ed25519 -N "" -f "$D/key"
+cat >"$D/offers.csv" <<'EOF'
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+aws,us-east-1,us-east-1a,g4dn.xlarge,T4,1,0.526,0.158
+aws,us-east-1,us-east-1b,g4dn.xlarge,T4,1,0.600,0.180
+EOF
+TOKEN=bench-admin-token-0000000001
+# config NAME ACCOUNT_YAML
+config() {
+    cat >"$D/$1.yaml" <<EOF
+cloud:
+  offers: $D/offers.csv
+  boot_delay_s: 1
+  accounts:
+$2
+policy:
+  wait: none
+daemon:
+  tick_s: 0.05
+  max_queued_per_team: 100000
+  max_instances_per_job: 4
+  cloud_ssh: {key: $D/key}
+  tokens:
+    - {token: $TOKEN, team: ml}
+    - {token: ${TOKEN}-admin, admin: true}
+EOF
+    chmod 600 "$D/$1.yaml"
+}
+config aws "    - {name: prod, type: aws, regions: [us-east-1], endpoint_url: $FAKE,
+       image: ami-0123456789abcdef0, ssh_public_key: $D/key.pub, threads: 32}"
+config emu "    - {name: aws, type: emulated}"
+export AWS_ACCESS_KEY_ID=AKIDFAKEEC2TEST AWS_SECRET_ACCESS_KEY=fake-secret-key AWS_REGION=us-east-1
+
+# run NAME: one daemon, N submits at once, the probe; prints key=value.
+run() {
+    local name=$1 url= dpid
+    ./spillway serve --config "$D/$name.yaml" --state-dir "$D/state-$name" \
+        --listen 127.0.0.1:0 </dev/null >"$D/$name.out" 2>"$D/$name.log" &
+    dpid=$!
+    pids+=($dpid)
+    for _ in $(seq 600); do
+        url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$D/$name.log")
+        [ -n "$url" ] && break
+        sleep 0.05
+    done
+    [ -n "$url" ] || { echo "aws_bench: serve ($name) did not start: $(cat "$D/$name.log")" >&2; return 1; }
+    $PY - "$url" "$TOKEN" "$JOBS" "$WATCH" "$name" "$FAKE" <<'PY'
+import json, sys, threading, time, urllib.request
+url, token, jobs, watch, name, fake = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+H = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+def req(path, body=None):
+    r = urllib.request.Request(url + path, data=body, headers=H, method="POST" if body else "GET")
+    with urllib.request.urlopen(r, timeout=30) as f:
+        return json.load(f)
+worst_age, worst_call, probes, stop = 0.0, 0.0, 0, False
+def probe():
+    global worst_age, worst_call, probes
+    while not stop:
+        t0 = time.time()
+        try:
+            h = req("/healthz")
+            age = h.get("last_turn_age_s") or 0.0
+            worst_age = max(worst_age, age)
+        except Exception:
+            worst_age = max(worst_age, 99.0)
+        worst_call = max(worst_call, time.time() - t0)
+        probes += 1
+        time.sleep(0.02)
+th = threading.Thread(target=probe)
+th.start()
+t0 = time.time()
+ids = []
+spec = json.dumps({"name": "b", "gpus": 1, "run": ["sleep", "600"]}).encode()
+for _ in range(jobs):
+    ids.append(req("/v1/jobs", spec)["id"])
+submit_s = time.time() - t0
+time.sleep(max(0.0, watch - (time.time() - t0)))
+stop = True
+th.join()
+print("aws_bench_%s_submit_s=%.3f" % (name, submit_s))
+print("aws_bench_%s_max_turn_age_s=%.4f" % (name, worst_age))
+print("aws_bench_%s_max_healthz_s=%.4f" % (name, worst_call))
+print("aws_bench_%s_probes=%d" % (name, probes))
+if name == "aws":
+    placed = {}
+    for i in ids:
+        j = req("/v1/jobs/" + i)
+        if j.get("placed_ts"):
+            placed[i] = j["placed_ts"]
+    with urllib.request.urlopen(fake + "/_fake/state", timeout=30) as f:
+        st = json.load(f)
+    lat, inflight = [], st.get("max_in_flight", 0)
+    for c in st["calls"]:
+        if c["action"] != "RunInstances":
+            continue
+        p = c["params"]
+        job = [p[k[:-4] + ".Value"] for k in p if k.endswith(".Key") and p[k] == "spillway:job"]
+        if job and job[0] in placed:
+            lat.append(c["t_arrived"] - placed[job[0]])
+    lat.sort()
+    n = len(lat)
+    print("aws_bench_run_instances=%d" % n)
+    print("aws_bench_max_calls_in_flight=%d" % inflight)
+    if n:
+        print("aws_bench_decision_to_run_instances_median_s=%.4f" % lat[n // 2])
+        print("aws_bench_decision_to_run_instances_max_s=%.4f" % lat[-1])
+PY
+    kill "$dpid" 2>/dev/null
+    wait "$dpid" 2>/dev/null
+}
+run emu >"$D/emu.kv" || exit 1
+run aws >"$D/aws.kv" || exit 1
+cat "$D/emu.kv" "$D/aws.kv"
+e=$(sed -n 's/^aws_bench_emu_max_turn_age_s=//p' "$D/emu.kv")
+a=$(sed -n 's/^aws_bench_aws_max_turn_age_s=//p' "$D/aws.kv")
+awk -v a="$a" -v e="$e" 'BEGIN { printf "aws_bench_turn_age_ratio_aws_over_emulated=%.2f\n", (e > 0 ? a / e : 0) }'
