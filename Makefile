@@ -15,9 +15,9 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 SAN     ?=
-PKGS     = yaml-0.1 sqlite3 jansson libmicrohttpd
+PKGS     = yaml-0.1 sqlite3 jansson libmicrohttpd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd -lcurl)
 XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS   = $(PKG_LIBS) -lm -lpthread
 

@@ -5,7 +5,7 @@
 # As root it installs what is missing; otherwise it prints the apt-get line.
 set -e
 level=${1:-build}
-pkgs="gcc libc6-dev make pkg-config libyaml-dev libsqlite3-dev libjansson-dev libmicrohttpd-dev"
+pkgs="gcc libc6-dev make pkg-config libyaml-dev libsqlite3-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev"
 case $level in
 test) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap" ;;
 fuzz) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap clang libclang-rt-14-dev valgrind" ;;
