@@ -226,6 +226,24 @@ int spw_kube_request(spw_kube_api_t *api, const char *method, const char *path, 
     return (int)http;
 }
 
+int spw_kube_get_text(spw_kube_api_t *api, const char *path, double now_s, char **text,
+                      size_t *len, spw_error_t *err)
+{
+    reply_t r = {0};
+    *text = NULL;
+    *len = 0;
+    long http = perform(api, "GET", path, NULL, now_s, 0, &r, err);
+    if (http >= 400)
+        spw_kube_status_text("GET", path, http, r.body.s, err);
+    if (http == 200) {
+        *text = r.body.s ? r.body.s : spw_xstrdup("");
+        *len = r.body.len;
+    } else {
+        free(r.body.s);
+    }
+    return (int)http;
+}
+
 /* path?SELECTOR&... with the label selector escaped. */
 static void add_query(spw_strbuf_t *u, const char *path, const char *selector)
 {

@@ -36,6 +36,11 @@ void spw_kube_api_destroy(spw_kube_api_t *api);
 int spw_kube_request(spw_kube_api_t *api, const char *method, const char *path, const char *body,
                      double now_s, json_t **out, spw_error_t *err);
 
+/* A GET of text (pods/log): the status as spw_kube_request gives it, with
+ * *text (caller frees, NUL-terminated) and *len for a 200, NULL otherwise. */
+int spw_kube_get_text(spw_kube_api_t *api, const char *path, double now_s, char **text,
+                      size_t *len, spw_error_t *err);
+
 /* Lists the collection at path (no query) with an optional label selector
  * (NULL = all), `limit` objects a request (0 = 500), following continue
  * tokens.  Returns 0 with *items (a JSON array, caller decrefs) and the
