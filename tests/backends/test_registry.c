@@ -48,7 +48,7 @@ static void test_names(void)
     size_t n = 0;
     while (spw_backend_names[n])
         n++;
-    is((long)n, 3, "three names known");
+    is((long)n, 4, "four names known");
 }
 
 static void test_local(void)
