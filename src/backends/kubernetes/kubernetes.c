@@ -172,6 +172,21 @@ static json_t *env_var(const char *name, const char *value)
     return json_pack("{s:s, s:s}", "name", name, "value", value);
 }
 
+/* The node named by SPILLWAY_PLACEMENT=POOL/INDEX in env, or NULL. */
+static const char *placed_node(const spw_kube_t *kb, const char *const *env)
+{
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *slash = strrchr(env[i], '/');
+        char *end;
+        if (strncmp(env[i], "SPILLWAY_PLACEMENT=", 19) != 0 || !slash)
+            continue;
+        unsigned long k = strtoul(slash + 1, &end, 10);
+        if (*end == '\0' && end > slash + 1 && k < kb->nnodes)
+            return kb->node_names[k];
+    }
+    return NULL;
+}
+
 /* The Job (and a gang's Service) for req, as JSON text (caller frees). */
 static int job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, const char *image,
                     char **job, char **svc)
@@ -227,6 +242,15 @@ static int job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, c
         json_object_set_new(ctr, "resources", json_pack("{s:{s:s}}", "limits", GPU, g));
     }
     json_t *pspec = json_deep_copy(kb->template_extra);
+    const char *pin = nodes > 1 ? NULL : placed_node(kb, req->env);
+    if (pin) {
+        /* Where the engine placed it (SPILLWAY_PLACEMENT=POOL/INDEX), so that
+         * the daemon's node accounting is the cluster's. */
+        json_t *sel = json_object_get(pspec, "nodeSelector");
+        if (!sel)
+            json_object_set_new(pspec, "nodeSelector", sel = json_object());
+        json_object_set_new(sel, "kubernetes.io/hostname", json_string(pin));
+    }
     json_object_set_new(pspec, "restartPolicy", json_string("Never"));
     json_object_set_new(pspec, "containers", json_pack("[o]", ctr));
     json_object_set_new(pspec, "terminationGracePeriodSeconds",
