@@ -28,6 +28,19 @@ static const char *put(const char *name, const char *text, int exe)
     return path;
 }
 
+/* Writes dir/one: a kubeconfig of one context "a", cluster c ({CLUSTER}),
+ * user u ({USER}); returns its path (static). */
+static const char *one_context(const char *cluster, const char *user)
+{
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "current-context: a\nclusters:\n- name: c\n  cluster: {%s}\n"
+             "contexts:\n- name: a\n  context: {cluster: c, user: u}\n"
+             "users:\n- name: u\n  user: {%s}\n",
+             cluster, user);
+    return put("one", text, 0);
+}
+
 /* Loads dir/name with context, expecting failure; the message (static). */
 static const char *load_fail(const char *name, const char *context)
 {
@@ -121,29 +134,24 @@ static void test_contexts(void)
     put("nocur", "clusters: []\ncontexts: []\n", 0);
     ok(strstr(load_fail("nocur", NULL), "no current-context; name one with the pool's 'context'"),
        "no current-context: %s", load_fail("nocur", NULL));
-    put("noserver", "current-context: a\nclusters:\n- name: c\n  cluster: {server: ftp://x}\n"
-                    "contexts:\n- name: a\n  context: {cluster: c}\n",
-        0);
-    ok(strstr(load_fail("noserver", NULL), "noserver:4:12: cluster 'c' needs a server https://"),
-       "a server that is no https URL is refused at its line: %s", load_fail("noserver", NULL));
-    put("badca", "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://x, "
-                 "certificate-authority-data: '@@@'}\ncontexts:\n- name: a\n  context: {cluster: "
-                 "c}\n",
-        0);
-    ok(strstr(load_fail("badca", NULL), "certificate-authority-data is not base64"),
-       "CA data that is not base64: %s", load_fail("badca", NULL));
-    put("halfcert", "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://x}\n"
-                    "contexts:\n- name: a\n  context: {cluster: c, user: u}\n"
-                    "users:\n- name: u\n  user: {client-certificate-data: Q0VSVA==}\n",
-        0);
-    ok(strstr(load_fail("halfcert", NULL), "needs both a client certificate and its key"),
-       "a certificate without its key: %s", load_fail("halfcert", NULL));
-    put("authprov", "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://x}\n"
-                    "contexts:\n- name: a\n  context: {cluster: c, user: u}\n"
-                    "users:\n- name: u\n  user: {auth-provider: {name: gcp}}\n",
-        0);
-    ok(strstr(load_fail("authprov", NULL), "auth-provider, which Kubernetes removed"),
-       "a removed auth-provider says to use an exec plugin: %s", load_fail("authprov", NULL));
+    /* Kubeconfigs of one context "a" (cluster c, user u) refused, and why. */
+    static const struct {
+        const char *cluster, *user, *want, *what;
+    } bad[] = {
+        {"server: ftp://x", "token: t", "one:4:12: cluster 'c' needs a server https://",
+         "a server that is no https URL is refused at its line"},
+        {"server: https://x, certificate-authority-data: '@@@'", "token: t",
+         "certificate-authority-data is not base64", "CA data that is not base64"},
+        {"server: https://x", "client-certificate-data: Q0VSVA==",
+         "needs both a client certificate and its key", "a certificate without its key"},
+        {"server: https://x", "auth-provider: {name: gcp}", "auth-provider, which Kubernetes removed",
+         "a removed auth-provider says to use an exec plugin"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        one_context(bad[i].cluster, bad[i].user);
+        ok(strstr(load_fail("one", NULL), bad[i].want), "%s: %s", bad[i].what,
+           load_fail("one", NULL));
+    }
 }
 
 static void test_token_file(void)
@@ -151,11 +159,8 @@ static void test_token_file(void)
     spw_error_t err = {{0}};
     spw_kube_auth_t a;
     put("tok", "first\n", 0);
-    const char *path =
-        put("tf", "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://x, "
-                  "insecure-skip-tls-verify: true}\ncontexts:\n- name: a\n  context: {cluster: "
-                  "c, user: u}\nusers:\n- name: u\n  user: {tokenFile: tok}\n",
-            0);
+    const char *path = one_context("server: https://x, insecure-skip-tls-verify: true",
+                                   "tokenFile: tok");
     spw_kubeconfig_t *kc = spw_kubeconfig_load(path, NULL, &err);
     ok(kc && spw_kubeconfig_auth(kc, 1, 5, &a, &err) == 0 && a.token &&
            strcmp(a.token, "first") == 0 && a.insecure,
@@ -169,15 +174,12 @@ static void test_token_file(void)
 /* A kubeconfig whose user runs dir/plugin.sh with arg. */
 static spw_kubeconfig_t *exec_config(const char *arg, const char *api, spw_error_t *err)
 {
-    char text[1024];
-    snprintf(text, sizeof(text),
-             "current-context: a\nclusters:\n- name: c\n  cluster: {server: https://x}\n"
-             "contexts:\n- name: a\n  context: {cluster: c, user: u}\n"
-             "users:\n- name: u\n  user:\n    exec:\n      apiVersion: %s\n"
-             "      command: ./plugin.sh\n      args: [%s]\n"
-             "      env: [{name: FOO, value: bar}]\n",
+    char user[512];
+    snprintf(user, sizeof(user),
+             "exec: {apiVersion: %s, command: ./plugin.sh, args: [%s], "
+             "env: [{name: FOO, value: bar}]}",
              api, arg);
-    return spw_kubeconfig_load(put("ex", text, 0), NULL, err);
+    return spw_kubeconfig_load(one_context("server: https://x", user), NULL, err);
 }
 
 static void test_exec(void)

@@ -39,11 +39,7 @@ onprem:
     ttl_after_finished_s: 600
     cost_usd_per_gpu_h: 1.10
 policy:
-  queue: fifo
-  backfill: easy
-  wait: never
-spot:
-  failover: requeue
+  wait: never              # never burst: every job runs in the cluster
 $(daemon_yaml)
 EOF2
 start_daemon "$T/serve.yaml" "$T/state"

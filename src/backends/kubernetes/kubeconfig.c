@@ -31,16 +31,9 @@ struct spw_kubeconfig {
     pthread_mutex_t lock;       /* guards everything below that auth changes */
     char *context;              /* the context's name */
     char *ns;                   /* its namespace; NULL = none */
-    char *server;               /* cluster server URL, no trailing '/' */
-    char *ca;                   /* CA PEM; NULL = system */
-    size_t ca_len;              /* bytes of ca */
-    int insecure;               /* insecure-skip-tls-verify */
-    char *token;                /* static bearer token; NULL = none */
+    spw_kube_auth_t base;       /* what the kubeconfig itself gives (every
+                                   string owned, freed through a cast) */
     char *token_file;           /* read at each auth; NULL = none */
-    char *cert;                 /* client certificate PEM; NULL = none */
-    size_t cert_len;            /* bytes of cert */
-    char *key;                  /* its key PEM */
-    size_t key_len;             /* bytes of key */
     int has_exec;               /* 1: exec below is set */
     kube_exec_t exec;           /* the exec plugin */
     char *x_token;              /* the plugin's token; NULL = none cached */
@@ -275,29 +268,35 @@ static int load_doc(spw_kubeconfig_t *kc, spw_ydoc_t *d, const char *dir, const 
         return spw_errorf(err, "%s:%d:%d: cluster '%s' needs a server https://HOST:PORT",
                           spw_ydoc_name(d), cl->line, cl->col, cname);
     const spw_ynode_t *ins = spw_ymap_get(cl, "insecure-skip-tls-verify");
-    if (ins && spw_ynode_bool(d, ins, "insecure-skip-tls-verify", &kc->insecure, err) < 0)
+    char *ca = NULL, *cert = NULL, *key = NULL;
+    if (ins && spw_ynode_bool(d, ins, "insecure-skip-tls-verify", &kc->base.insecure, err) < 0)
         return -1;
-    if (pem_of(d, cl, "certificate-authority-data", "certificate-authority", dir, &kc->ca,
-               &kc->ca_len, err) < 0)
+    if (pem_of(d, cl, "certificate-authority-data", "certificate-authority", dir, &ca,
+               &kc->base.ca_len, err) < 0)
         return -1;
+    kc->base.ca_pem = ca;
     kc->context = spw_xstrdup(context);
     kc->ns = ns && ns[0] ? spw_xstrdup(ns) : NULL;
-    kc->server = spw_xstrdup(server);
-    size_t sl = strlen(kc->server);
-    while (sl > 0 && kc->server[sl - 1] == '/')
-        kc->server[--sl] = '\0';
+    char *srv = spw_xstrdup(server);
+    size_t sl = strlen(srv);
+    while (sl > 0 && srv[sl - 1] == '/')
+        srv[--sl] = '\0';
+    kc->base.server = srv;
     if (!uname)
         return 0;
     const spw_ynode_t *u = named(d, root, "users", "user", uname, err);
     if (!u || ystr(d, u, "token", &tok, err) < 0 || ystr(d, u, "tokenFile", &tokf, err) < 0)
         return -1;
-    kc->token = tok ? spw_xstrdup(tok) : NULL;
+    kc->base.token = tok ? spw_xstrdup(tok) : NULL;
     kc->token_file = tokf ? resolve(dir, tokf) : NULL;
-    if (pem_of(d, u, "client-certificate-data", "client-certificate", dir, &kc->cert,
-               &kc->cert_len, err) < 0 ||
-        pem_of(d, u, "client-key-data", "client-key", dir, &kc->key, &kc->key_len, err) < 0)
+    int rc = pem_of(d, u, "client-certificate-data", "client-certificate", dir, &cert,
+                    &kc->base.cert_len, err);
+    kc->base.cert_pem = cert;
+    if (rc < 0 ||
+        pem_of(d, u, "client-key-data", "client-key", dir, &key, &kc->base.key_len, err) < 0)
         return -1;
-    if (!kc->cert != !kc->key)
+    kc->base.key_pem = key;
+    if (!cert != !key)
         return spw_errorf(err, "%s:%d:%d: user '%s' needs both a client certificate and its key",
                           spw_ydoc_name(d), u->line, u->col, uname);
     const spw_ynode_t *x = spw_ymap_get(u, "exec");
@@ -353,16 +352,17 @@ spw_kubeconfig_t *spw_kubeconfig_in_cluster(const char *sa_dir, const char *host
         return spw_errorf(err, "not in a cluster: KUBERNETES_SERVICE_HOST is not set"), NULL;
     spw_kubeconfig_t *kc = kc_new();
     char *f = resolve(sa_dir, "ca.crt");
-    kc->ca = spw_read_file(f, &kc->ca_len, err);
+    kc->base.ca_pem = spw_read_file(f, &kc->base.ca_len, err);
     free(f);
-    if (!kc->ca) {
+    if (!kc->base.ca_pem) {
         spw_kubeconfig_destroy(kc);
         return NULL;
     }
     size_t n = strlen(host) + strlen(port ? port : "443") + 16;
-    kc->server = spw_xmalloc(n);
+    char *srv = spw_xmalloc(n);
+    kc->base.server = srv;
     /* An IPv6 service address needs brackets in a URL. */
-    snprintf(kc->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+    snprintf(srv, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
              port && port[0] ? port : "443");
     kc->token_file = resolve(sa_dir, "token");
     kc->context = spw_xstrdup("in-cluster");
@@ -466,16 +466,7 @@ int spw_kubeconfig_auth(spw_kubeconfig_t *kc, double now_s, double timeout_s, sp
 {
     int rc = 0;
     pthread_mutex_lock(&kc->lock);
-    memset(out, 0, sizeof(*out));
-    out->server = kc->server;
-    out->ca_pem = kc->ca;
-    out->ca_len = kc->ca_len;
-    out->insecure = kc->insecure;
-    out->token = kc->token;
-    out->cert_pem = kc->cert;
-    out->cert_len = kc->cert_len;
-    out->key_pem = kc->key;
-    out->key_len = kc->key_len;
+    *out = kc->base;
     if (kc->token_file) {
         size_t len;
         char *t = spw_read_file(kc->token_file, &len, err);
@@ -538,13 +529,13 @@ void spw_kubeconfig_destroy(spw_kubeconfig_t *kc)
     exec_forget(kc);
     free(kc->context);
     free(kc->ns);
-    free(kc->server);
-    free(kc->ca);
-    free(kc->token);
+    free((char *)kc->base.server);
+    free((char *)kc->base.ca_pem);
+    free((char *)kc->base.token);
     free(kc->token_file);
     free(kc->file_token);
-    free(kc->cert);
-    free(kc->key);
+    free((char *)kc->base.cert_pem);
+    free((char *)kc->base.key_pem);
     free(kc->exec.command);
     free(kc->exec.api_version);
     strv_free(kc->exec.argv);
