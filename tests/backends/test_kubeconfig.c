@@ -28,6 +28,15 @@ static const char *put(const char *name, const char *text, int exe)
     return path;
 }
 
+/* Makes dir/name a directory; returns its path (static). */
+static const char *subdir(const char *name)
+{
+    static char path[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    mkdir(path, 0755);
+    return path;
+}
+
 /* Writes dir/one: a kubeconfig of one context "a", cluster c ({CLUSTER}),
  * user u ({USER}); returns its path (static). */
 static const char *one_context(const char *cluster, const char *user)
@@ -98,9 +107,7 @@ static void test_contexts(void)
 {
     spw_error_t err = {{0}};
     spw_kube_auth_t a;
-    char p[256];
-    snprintf(p, sizeof(p), "%s/sub", dir);
-    mkdir(p, 0755);
+    subdir("sub");
     put("sub/c.pem", "CERT\n", 0);
     put("sub/k.pem", "KEY\n", 0);
     put("ca.pem", "CAFILE\n", 0);
@@ -226,9 +233,7 @@ static void test_in_cluster(void)
 {
     spw_error_t err = {{0}};
     spw_kube_auth_t a;
-    char sa[128];
-    snprintf(sa, sizeof(sa), "%s/sa", dir);
-    mkdir(sa, 0755);
+    const char *sa = subdir("sa");
     put("sa/token", "satoken\n", 0);
     put("sa/ca.crt", "SACA\n", 0);
     put("sa/namespace", "ml\n", 0);
@@ -248,10 +253,7 @@ static void test_in_cluster(void)
     spw_kubeconfig_destroy(kc);
 
     /* No kubeconfig anywhere, no service host: a sentence on what to set. */
-    char home[128];
-    snprintf(home, sizeof(home), "%s/home", dir);
-    mkdir(home, 0755);
-    setenv("HOME", home, 1);
+    setenv("HOME", subdir("home"), 1);
     unsetenv("KUBECONFIG");
     unsetenv("KUBERNETES_SERVICE_HOST");
     kc = spw_kubeconfig_load(NULL, NULL, &err);
