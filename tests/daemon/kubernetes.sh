@@ -7,10 +7,11 @@
 # and logs come back; an indexed 2-node gang gets RANK from the completion
 # index; cancel deletes the Job; a node NotReady mid-job fails the job over;
 # a Kueue-suspended Job runs once admitted; foreign pods holding GPUs are
-# counted busy; a restarted daemon adopts by token and creates nothing twice.
+# counted busy; a restarted daemon adopts by token and creates nothing twice;
+# a create answered 409 AlreadyExists adopts the Job carrying its token.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 31
+plan 34
 
 K=$T/kube
 mkdir -p "$K"
@@ -144,6 +145,39 @@ ok $? "with its exit code 5, from the one Job of attempt 1 ($(kjobs "$r" | tr '\
 ok $? "no Job was created again after the restart (creates: $before, then $(posts))"
 spw ml logs "$r" 2>/dev/null | tr '\n' ' ' | grep -q "^alive done $"
 ok $? "its log is whole: $(spw ml logs "$r" 2>&1 | tr '\n' ' ')"
+
+# ---- a create answered 409 AlreadyExists adopts the Job, never twice ------
+# The Job the next launch will create, made first (as a create whose answer
+# was lost would have): same name (from the token), same token.
+did=$(kjobs "$r" | awk '{print $2}' | cut -d. -f1)
+next=j-000007
+python3 - "$did.$next.1" "$next" >"$K/pre.json" <<'PY'
+import json, sys
+tok, jid = sys.argv[1], sys.argv[2]
+h = 14695981039346656037
+for b in tok.encode():
+    h = ((h ^ b) * 1099511628211) & (2**64 - 1)
+name = "spw-%s-%010x" % (jid, h & 0xffffffffff)
+meta = {"name": name, "labels": {"spillway.dev/daemon": tok.split(".")[0]},
+        "annotations": {"spillway.dev/token": tok, "spillway.dev/job-id": jid}}
+pod = {"metadata": {"labels": {"spillway.dev/job-name": name}, "annotations": meta["annotations"]},
+       "spec": {"restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox:1.36",
+                "command": ["/bin/sh", "-c", "echo made-before; exit 4"]}]}}
+print(json.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+                  "spec": {"backoffLimit": 0, "template": pod}}))
+PY
+curl -sk -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$K/fake/token")" \
+    -H 'Content-Type: application/json' --data @"$K/pre.json" \
+    "$KURL/apis/batch/v1/namespaces/default/jobs" >"$K/pre.code"
+p=$(submit ml --gpus 1 --name second-create -- sh -c 'echo would-run-twice')
+[ "$p" = "$next" ] && [ "$(cat "$K/pre.code")" = 201 ]
+ok $? "a Job carrying the next launch's name and token exists ($(cat "$K/pre.code")), the job is $p"
+wait_for "$p" failed 30
+conflicts() { kstate 'len([c for c in s["calls"] if c["method"] == "POST" and c["path"].endswith("/jobs") and c["status"] == 409])'; }
+[ "$(field "$p" 'd["exit_code"]')" = 4 ] && [ "$(conflicts)" = 1 ] && [ "$(kjobs "$p" | wc -l)" = 1 ]
+ok $? "its create got 409 AlreadyExists and adopted that Job: exit code 4, one Job ($(conflicts) conflict)"
+spw ml logs "$p" 2>/dev/null | grep -q "^made-before$"
+ok $? "the log is that Job's; the job's own command never ran: $(spw ml logs "$p" 2>&1 | tr '\n' ' ')"
 
 # ---- Kueue: a suspended Job runs once admitted ----------------------------
 stop_daemon
