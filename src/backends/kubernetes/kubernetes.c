@@ -187,8 +187,9 @@ static const char *placed_node(const spw_kube_t *kb, const char *const *env)
     return NULL;
 }
 
-/* The Job (and a gang's Service) for req, as JSON text (caller frees). */
-static int job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, const char *image,
+/* The Job (and a gang's Service, else NULL) for req, as JSON text (caller
+ * frees both). */
+static void job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, const char *image,
                     char **job, char **svc)
 {
     uint32_t nodes = req->nodes > 1 ? req->nodes : 1;
@@ -292,7 +293,6 @@ static int job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, c
     } else {
         json_decref(labels);
     }
-    return 0;
 }
 
 /* ---- the thread -------------------------------------------------------- */
@@ -582,7 +582,7 @@ static int kube_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw
         return spw_errorf(err, "job %s: image %s is a local file; a Kubernetes pool pulls images "
                                "from a registry (name one, e.g. ghcr.io/org/train:1)",
                           req->job_id, image);
-    if (req->nodes > 1 && req->nodes > 1000)
+    if (req->nodes > 1000)
         return spw_errorf(err, "job %s: a gang of %u nodes is more than 1000", req->job_id,
                           req->nodes);
     if (job_by_token(kb, req->token, NULL))
