@@ -190,7 +190,6 @@ ENUMS = {
     'effect': ['NoSchedule', 'PreferNoSchedule', 'NoExecute'],
     'protocol': ['TCP', 'UDP', 'SCTP'],
     'propagationPolicy': ['Orphan', 'Background', 'Foreground'],
-    'podReplacementPolicy': ['TerminatingOrFailed', 'Failed'],
 }
 ENUM_IN = {  # field name -> schema names where the enum applies
     'restartPolicy': ('io.k8s.api.core.v1.PodSpec',),
@@ -199,7 +198,6 @@ ENUM_IN = {  # field name -> schema names where the enum applies
     'imagePullPolicy': ('io.k8s.api.core.v1.Container',),
     'effect': ('io.k8s.api.core.v1.Taint', 'io.k8s.api.core.v1.Toleration'),
     'protocol': ('io.k8s.api.core.v1.ContainerPort', 'io.k8s.api.core.v1.ServicePort'),
-    'podReplacementPolicy': ('io.k8s.api.batch.v1.JobSpec',),
 }
 EXTRA_ENUMS = {('io.k8s.api.core.v1.ServiceSpec', 'type'):
                ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'],
@@ -910,10 +908,14 @@ def make_pod(job, index):
     STATE.put('pods', pod)
 
 
-def finish_job(job, typ, reason, message, active):
+def finish_job(job, typ, reason, message, active, ctl):
     st = job['status']
     for p in active:
+        # a pod killed because its Job failed counts as failed; one left over
+        # from a complete Job does not
+        (ctl['fail'] if typ == 'Failed' else ctl['ignore']).add(p['metadata']['uid'])
         delete_pod(p, 0 if typ == 'Failed' else None)
+    st['failed'] = len(ctl['fail'])
     if typ == 'Failed':
         set_cond(job, 'FailureTarget', 'True', reason, message)
     else:
@@ -933,9 +935,17 @@ def reconcile_job(job):
     m, spec = job['metadata'], job['spec']
     st = job.setdefault('status', {})
     before = json.dumps(st, sort_keys=True)
-    ctl = STATE.jobctl.setdefault(m['uid'], {'succ': set(), 'fail': set(), 'idx': set()})
+    ctl = STATE.jobctl.setdefault(m['uid'], {'succ': set(), 'fail': set(), 'idx': set(),
+                                             'seen': set(), 'ignore': set()})
     pods = [p for p in STATE.objs['pods'].values()
             if p['metadata'].get('namespace') == m['namespace'] and owned_by(p, m['uid'])]
+    # A pod of the Job gone before it was seen ending counts as failed (the
+    # real controller tracks this with the batch.kubernetes.io/job-tracking
+    # finalizer); pods the controller itself removed (suspend) do not.
+    now_uids = {p['metadata']['uid'] for p in pods}
+    for u in ctl['seen'] - now_uids - ctl['succ'] - ctl['ignore']:
+        ctl['fail'].add(u)
+    ctl['seen'] = now_uids | (ctl['seen'] & (ctl['succ'] | ctl['fail']))
     for p in pods:
         if terminal(p):
             (ctl['succ'] if p['status']['phase'] == 'Succeeded' else ctl['fail']).add(
@@ -964,6 +974,7 @@ def reconcile_job(job):
         st['completedIndexes'] = compress_indexes(ctl['idx'])
     if spec.get('suspend'):
         for p in active:
+            ctl['ignore'].add(p['metadata']['uid'])
             delete_pod(p)
         set_cond(job, 'Suspended', 'True', 'JobSuspended', 'Job suspended')
         st.pop('startTime', None)
@@ -978,12 +989,12 @@ def reconcile_job(job):
         ads = spec.get('activeDeadlineSeconds')
         if ads is not None and time.time() >= parse_iso(st['startTime']) + ads:
             finish_job(job, 'Failed', 'DeadlineExceeded',
-                       'Job was active longer than specified deadline', active)
+                       'Job was active longer than specified deadline', active, ctl)
         elif len(ctl['fail']) > spec.get('backoffLimit', 6):
             finish_job(job, 'Failed', 'BackoffLimitExceeded',
-                       'Job has reached the specified backoff limit', active)
+                       'Job has reached the specified backoff limit', active, ctl)
         elif (indexed and len(ctl['idx']) >= comps) or (not indexed and len(ctl['succ']) >= comps):
-            finish_job(job, 'Complete', None, None, active)
+            finish_job(job, 'Complete', None, None, active, ctl)
         else:
             if indexed:
                 busy = {int(p['metadata']['annotations']['batch.kubernetes.io/job-completion-index'])
@@ -1291,6 +1302,11 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(n) if n else b''
         if not raw:
             return None
+        ct = (self.headers.get('Content-Type') or '').split(';')[0].strip()
+        if 'protobuf' in ct or 'cbor' in ct or 'yaml' in ct:
+            raise ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an '
+                           'unknown format - accepted media types include: application/json, '
+                           'application/merge-patch+json, application/strategic-merge-patch+json')
         try:
             return json.loads(raw)
         except ValueError:
@@ -1493,7 +1509,6 @@ class Handler(BaseHTTPRequestHandler):
         s.setdefault('completionMode', 'NonIndexed')
         s.setdefault('suspend', False)
         s.setdefault('manualSelector', False)
-        s.setdefault('podReplacementPolicy', 'TerminatingOrFailed')
         uid = job['metadata']['uid']
         s['selector'] = {'matchLabels': {'batch.kubernetes.io/controller-uid': uid}}
         t = s['template'].setdefault('metadata', {})
