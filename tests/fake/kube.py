@@ -45,7 +45,9 @@ Unauthorized).  `DIR/kubeconfig-exec` is the same with an exec credential
 plugin (client.authentication.k8s.io/v1, /bin/sh printing an ExecCredential)
 in place of the token.  Clients verify the server with DIR/ca.crt.
 
-Kubernetes API served (JSON only; protobuf and Table asks fall back to JSON)
+Kubernetes API served (JSON only: a protobuf, CBOR or YAML body gets 415, so
+`kubectl create job|run` fail while `kubectl create|apply -f` work; Table asks
+get plain objects, which kubectl prints itself)
   /version, /api, /apis (plain APIVersions / APIGroupList), /api/v1,
   /apis/batch/v1, /apis/kueue.x-k8s.io/v1beta1 (APIResourceList),
   /openapi/v3 and /openapi/v3/{api/v1,apis/batch/v1} (the schema files).
@@ -72,8 +74,9 @@ Kubernetes API served (JSON only; protobuf and Table asks fall back to JSON)
     "violations" (GET /_fake/state) and in --log.
   - list: labelSelector (=, ==, !=, in, notin, exists, !key), fieldSelector
     (metadata.name, metadata.namespace, spec.nodeName, status.phase; = == !=),
-    limit + continue (a token older than the window: 410 Expired), items
-    without kind/apiVersion (as the real server), metadata.resourceVersion.
+    limit + continue (a token older than the window: 410 Expired; the next
+    chunk is read from the current state, not a snapshot), items without
+    kind/apiVersion (as the real server), metadata.resourceVersion.
   - watch (?watch=1 or true): resourceVersion N streams every event after N
     (absent or 0: ADDED for every current object first), allowWatchBookmarks
     (BOOKMARK with metadata.resourceVersion every --bookmark-s), timeoutSeconds;
@@ -96,8 +99,10 @@ Controllers
     activeDeadlineSeconds (Failed DeadlineExceeded), spec.suspend (Suspended
     condition; pods deleted; unsuspend resumes), status active / ready /
     succeeded / failed / startTime / completionTime / completedIndexes /
-    conditions Complete|Failed, ttlSecondsAfterFinished (Background delete).
-    restartPolicy OnFailure is run as Never (a failed container fails its pod).
+    conditions SuccessCriteriaMet + Complete or FailureTarget + Failed,
+    ttlSecondsAfterFinished (Background delete).  A pod of the Job that is
+    gone before it ended counts as failed.  restartPolicy OnFailure is run as
+    Never (a failed container fails its pod).
   - Kueue: a Job created suspended with label kueue.x-k8s.io/queue-name gets a
     Workload (kueue.x-k8s.io/v1beta1, owned by the Job, spec.queueName,
     conditions QuotaReserved/Admitted False); POST /_fake/admit admits it
