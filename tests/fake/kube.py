@@ -936,14 +936,17 @@ def job_done(job):
     return any(cond(job, t) and cond(job, t)['status'] == 'True' for t in ('Complete', 'Failed'))
 
 
-def reconcile_job(job):
+def reconcile_job(job, by_owner):
     m, spec = job['metadata'], job['spec']
     st = job.setdefault('status', {})
+    if job_done(job) and spec.get('ttlSecondsAfterFinished') is None and \
+            not m.get('deletionTimestamp'):
+        return
     before = json.dumps(st, sort_keys=True)
     ctl = STATE.jobctl.setdefault(m['uid'], {'succ': set(), 'fail': set(), 'idx': set(),
                                              'seen': set(), 'ignore': set()})
-    pods = [p for p in STATE.objs['pods'].values()
-            if p['metadata'].get('namespace') == m['namespace'] and owned_by(p, m['uid'])]
+    pods = [p for p in by_owner.get(m['uid'], [])
+            if p['metadata'].get('namespace') == m['namespace']]
     # A pod of the Job gone before it was seen ending counts as failed (the
     # real controller tracks this with the batch.kubernetes.io/job-tracking
     # finalizer); pods the controller itself removed (suspend) do not.
@@ -1064,12 +1067,21 @@ def delete_job(job, policy):
 
 
 def controller():
+    seen_rv, last = -1, 0.0
     while True:
         with CV:
             CV.wait(0.1)
+            # a pass after any change, and twice a second for deadlines and TTLs
+            if STATE.rv == seen_rv and time.time() - last < 0.5:
+                continue
+            seen_rv, last = STATE.rv, time.time()
             try:
+                by_owner = {}
+                for p in STATE.objs['pods'].values():
+                    for r in p['metadata'].get('ownerReferences') or []:
+                        by_owner.setdefault(r.get('uid'), []).append(p)
                 for job in list(STATE.objs['jobs'].values()):
-                    reconcile_job(job)
+                    reconcile_job(job, by_owner)
                 for pod in sorted(STATE.objs['pods'].values(),
                                   key=lambda p: p['metadata']['creationTimestamp']):
                     if pod['metadata'].get('deletionTimestamp') or terminal(pod):
