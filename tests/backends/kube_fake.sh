@@ -10,7 +10,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 T=$(mktemp -d /tmp/spw-kube-fake.XXXXXX)
-FAKE_KUBE_PY=$root/tests/fake/kube.py
+FAKE_KUBE_PY=${FAKE_KUBE_PY:-$root/tests/fake/kube.py}
 # shellcheck source=tests/fake/kube-lib
 . "$root/tests/fake/kube-lib"
 cleanup() {
