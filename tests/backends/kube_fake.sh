@@ -61,6 +61,17 @@ j = json.load(open(sys.argv[2]) if len(sys.argv) > 2 else sys.stdin)
 v = eval(sys.argv[1])
 print(json.dumps(v) if isinstance(v, (dict, list)) else v)' "$@"
 }
+# sleep_job NAME [SED]: creates a Job NAME whose pod sleeps (follow.yaml,
+# below, edited by SED too)
+sleep_job() {
+    sed "s/\"name\": \"follow\"/\"name\": \"$1\"/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/; ${2:-}" \
+        "$T/follow.yaml" | K create -f - >/dev/null 2>&1
+}
+# pod_phase JOB PHASE: the first pod of JOB is in PHASE
+pod_phase() {
+    "$KUBECTL" get pods -l "job-name=$1" -o jsonpath='{.items[0].status.phase}' 2>/dev/null |
+        grep -qx "$2"
+}
 export HOME=$T/home     # kubectl's discovery cache, fresh for the test
 mkdir -p "$HOME"
 
@@ -145,19 +156,12 @@ ok $? "kubectl logs job/hello: the real process's stdout and stderr, env from fi
 
 # --- logs -f follows a running pod ---
 cat >"$T/follow.yaml" <<'EOF'
-apiVersion: batch/v1
-kind: Job
-metadata: {name: follow}
-spec:
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - {name: main, image: x, command: ["/bin/sh", "-c", "echo one; sleep 2; echo two; exit 3"]}
+{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "follow"},
+ "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
+   {"name": "main", "image": "x", "command": ["/bin/sh", "-c", "echo one; sleep 2; echo two; exit 3"]}]}}}}
 EOF
 K create -f "$T/follow.yaml" >/dev/null 2>&1
-wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=follow -o jsonpath='{.items[0].status.phase}' 2>/dev/null | grep -q Running"
+wait_until 30 pod_phase follow Running
 out=$(timeout 60 "$KUBECTL" logs -f job/follow 2>&1)
 [ "$out" = "$(printf 'one\ntwo')" ]
 ok $? "kubectl logs -f streams a running pod's output until it ends" || diag "$out"
@@ -169,22 +173,11 @@ ok $? "its pod: phase Failed, terminated exitCode 3" || diag "$out"
 
 # --- an Indexed gang ---
 cat >"$T/gang.yaml" <<'EOF'
-apiVersion: batch/v1
-kind: Job
-metadata: {name: gang}
-spec:
-  completionMode: Indexed
-  completions: 2
-  parallelism: 2
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: x
-        command: ["/bin/sh", "-c", "echo rank=$JOB_COMPLETION_INDEX host=$HOSTNAME"]
-        resources: {limits: {nvidia.com/gpu: "2"}}
+{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "gang"},
+ "spec": {"completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimit": 0,
+   "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "x",
+     "command": ["/bin/sh", "-c", "echo rank=$JOB_COMPLETION_INDEX host=$HOSTNAME"],
+     "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}}}
 EOF
 K create -f "$T/gang.yaml" >/dev/null 2>&1
 wait_until 60 sh -c "'$KUBECTL' get job gang -o jsonpath='{.status.completedIndexes}' | grep -qx 0-1"
@@ -197,9 +190,8 @@ ok $? "each rank's pod is JOB-INDEX-xxxxx with the index annotation, JOB_COMPLET
     diag "$out" "$names"
 
 # --- delete with propagation ---
-sed 's/name: follow/name: long/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/' \
-    "$T/follow.yaml" | K create -f - >/dev/null 2>&1
-wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=long -o jsonpath='{.items[0].status.phase}' 2>/dev/null | grep -q Running"
+sleep_job long
+wait_until 30 pod_phase long Running
 pid=$(fake_kube_py '[v for k, v in d["processes"].items() if "/long-" in k][0][0]')
 kill -0 "$pid" 2>/dev/null
 ok $? "a running Job's container is a real process (pid $pid)"
@@ -209,9 +201,8 @@ gone=$(K get pods -l job-name=long -o name 2>&1; K get job long -o name 2>&1)
     [ "$gone" = 'Error from server (NotFound): jobs.batch "long" not found' ]
 ok $? "kubectl delete --cascade=foreground: the process is killed, the pods and then the Job go" ||
     diag "$out" "$gone"
-sed 's/name: follow/name: long2/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/' \
-    "$T/follow.yaml" | K create -f - >/dev/null 2>&1
-wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=long2 -o jsonpath='{.items[0].status.phase}' 2>/dev/null | grep -q Running"
+sleep_job long2
+wait_until 30 pod_phase long2 Running
 out=$(fake_kube_api DELETE /apis/batch/v1/namespaces/default/jobs/long2 '{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}')
 echo "$out" | tail -1 | grep -q 'HTTP 200' &&
     wait_until 30 sh -c "[ -z \"\$('$KUBECTL' get pods -l job-name=long2 -o name)\" ]"
@@ -324,16 +315,10 @@ ok $? "its 404 and 409 Status objects have the shape of core.v1.Status.json" || 
 
 # --- Kueue: suspended until admitted ---
 cat >"$T/queued.yaml" <<'EOF'
-apiVersion: batch/v1
-kind: Job
-metadata: {name: queued, labels: {kueue.x-k8s.io/queue-name: team-a}}
-spec:
-  suspend: true
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: main, image: x, command: ["/bin/sh", "-c", "echo admitted"]}]
+{"apiVersion": "batch/v1", "kind": "Job",
+ "metadata": {"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+ "spec": {"suspend": true, "backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never",
+   "containers": [{"name": "main", "image": "x", "command": ["/bin/sh", "-c", "echo admitted"]}]}}}}
 EOF
 K create -f "$T/queued.yaml" >/dev/null 2>&1
 wait_until 30 sh -c "'$KUBECTL' get job queued -o jsonpath='{.status.conditions[?(@.type==\"Suspended\")].status}' | grep -qx True"
@@ -349,14 +334,13 @@ ok $? "admitted (POST /_fake/admit): the Workload's Admitted is True, the Job ru
 
 # --- foreign pods holding GPUs, NotReady nodes, failed pods, deadlines ---
 fake_kube_post _fake/foreign-pod '{"name":"squatter","node":"gpu-a","gpus":4}' >/dev/null
-sed 's/name: follow/name: big/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/; s/command:/resources: {limits: {nvidia.com\/gpu: "3"}}, command:/' \
-    "$T/follow.yaml" | K create -f - >/dev/null 2>&1
+sleep_job big 's/"command":/"resources": {"limits": {"nvidia.com\/gpu": "3"}}, "command":/'
 wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=big -o jsonpath='{.items[0].status.conditions[0].reason}' 2>/dev/null | grep -q Unschedulable"
 out=$(K get pods -l job-name=big -o jsonpath='{.items[0].status.phase} {.items[0].status.conditions[0].message}')
 [ "$out" = "Pending 0/2 nodes are available: 2 Insufficient nvidia.com/gpu." ]
 ok $? "a foreign pod holds gpu-a's 4 GPUs: a pod asking 3 stays Pending, Unschedulable" || diag "$out"
 K delete pod squatter >/dev/null 2>&1
-wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=big -o jsonpath='{.items[0].status.phase}' | grep -q Running"
+wait_until 30 pod_phase big Running
 ok $? "the foreign pod deleted: the pod is scheduled and runs"
 fake_kube_post _fake/node-notready '{"name":"gpu-a"}' >/dev/null
 wait_until 30 sh -c "'$KUBECTL' get job big -o jsonpath='{.status.conditions[?(@.type==\"Failed\")].reason}' | grep -q BackoffLimitExceeded"
@@ -364,17 +348,15 @@ out=$(K get node gpu-a -o jsonpath='{.status.conditions[?(@.type=="Ready")].stat
 [ "$out" = "Unknown node.kubernetes.io/unreachable" ]
 ok $? "gpu-a NotReady: Ready Unknown + unreachable taint, its pod fails and the Job fails" || diag "$out"
 fake_kube_post _fake/node-ready '{"name":"gpu-a"}' >/dev/null
-sed 's/name: follow/name: victim/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/' \
-    "$T/follow.yaml" | K create -f - >/dev/null 2>&1
-wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=victim -o jsonpath='{.items[0].status.phase}' 2>/dev/null | grep -q Running"
+sleep_job victim
+wait_until 30 pod_phase victim Running
 vp=$(K get pods -l job-name=victim -o jsonpath='{.items[0].metadata.name}')
 fake_kube_post _fake/pod-fail "{\"name\":\"$vp\",\"exitCode\":42}" >/dev/null
 wait_until 30 sh -c "'$KUBECTL' get pod $vp -o jsonpath='{.status.phase}' | grep -q Failed"
 out=$(K get pod "$vp" -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')
 [ "$out" = 42 ]
 ok $? "POST /_fake/pod-fail: the pod fails with the exit code asked" || diag "$out"
-sed 's/name: follow/name: slow/; s/backoffLimit: 0/activeDeadlineSeconds: 1/; s/echo one; sleep 2; echo two; exit 3/exec sleep 300/' \
-    "$T/follow.yaml" | K create -f - >/dev/null 2>&1
+sleep_job slow 's/"backoffLimit": 0/"activeDeadlineSeconds": 1/'
 wait_until 30 sh -c "'$KUBECTL' get job slow -o jsonpath='{.status.conditions[?(@.type==\"Failed\")].reason}' | grep -q DeadlineExceeded"
 ok $? "activeDeadlineSeconds: the Job fails with DeadlineExceeded"
 

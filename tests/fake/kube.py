@@ -164,7 +164,6 @@ import random
 import re
 import signal
 import ssl
-import string
 import subprocess
 import sys
 import threading
@@ -1275,9 +1274,11 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing
     def send_json(self, code, obj, record=True):
-        body = json.dumps(obj).encode()
+        self.send_raw(code, 'application/json', json.dumps(obj).encode(), record)
+
+    def send_raw(self, code, ctype, body, record=True):
         self.send_response(code)
-        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Type', ctype)
         self.send_header('Content-Length', str(len(body)))
         self.send_header('Cache-Control', 'no-cache, private')
         self.end_headers()
@@ -1407,12 +1408,7 @@ class Handler(BaseHTTPRequestHandler):
         raw = SCHEMAS.files.get(key)
         if raw is None:
             raise ApiError(404, 'NotFound', 'openapi document %s not served' % key)
-        self.send_response(200)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-        self.record(200)
+        self.send_raw(200, 'application/json', raw)
 
     def invalid(self, res, obj, errs):
         kind = RES[res][1]
@@ -1753,13 +1749,7 @@ class Handler(BaseHTTPRequestHandler):
             lines = data.splitlines(True)
             data = b''.join(lines[-n:]) if n else b''
         if not follow:
-            self.send_response(200)
-            self.send_header('Content-Type', 'text/plain')
-            self.send_header('Content-Length', str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.record(200)
-            return
+            return self.send_raw(200, 'text/plain', data)
         self.start_stream('text/plain')
         pos = os.path.getsize(lp) if q.get('tailLines') else 0
         if q.get('tailLines'):
