@@ -45,7 +45,9 @@ Unauthorized).  `DIR/kubeconfig-exec` is the same with an exec credential
 plugin (client.authentication.k8s.io/v1, /bin/sh printing an ExecCredential)
 in place of the token.  Clients verify the server with DIR/ca.crt.
 
-Kubernetes API served (JSON only; protobuf and Table asks fall back to JSON)
+Kubernetes API served (JSON only: a protobuf, CBOR or YAML body gets 415, so
+`kubectl create job|run` fail while `kubectl create|apply -f` work; Table asks
+get plain objects, which kubectl prints itself)
   /version, /api, /apis (plain APIVersions / APIGroupList), /api/v1,
   /apis/batch/v1, /apis/kueue.x-k8s.io/v1beta1 (APIResourceList),
   /openapi/v3 and /openapi/v3/{api/v1,apis/batch/v1} (the schema files).
@@ -72,8 +74,9 @@ Kubernetes API served (JSON only; protobuf and Table asks fall back to JSON)
     "violations" (GET /_fake/state) and in --log.
   - list: labelSelector (=, ==, !=, in, notin, exists, !key), fieldSelector
     (metadata.name, metadata.namespace, spec.nodeName, status.phase; = == !=),
-    limit + continue (a token older than the window: 410 Expired), items
-    without kind/apiVersion (as the real server), metadata.resourceVersion.
+    limit + continue (a token older than the window: 410 Expired; the next
+    chunk is read from the current state, not a snapshot), items without
+    kind/apiVersion (as the real server), metadata.resourceVersion.
   - watch (?watch=1 or true): resourceVersion N streams every event after N
     (absent or 0: ADDED for every current object first), allowWatchBookmarks
     (BOOKMARK with metadata.resourceVersion every --bookmark-s), timeoutSeconds;
@@ -96,8 +99,10 @@ Controllers
     activeDeadlineSeconds (Failed DeadlineExceeded), spec.suspend (Suspended
     condition; pods deleted; unsuspend resumes), status active / ready /
     succeeded / failed / startTime / completionTime / completedIndexes /
-    conditions Complete|Failed, ttlSecondsAfterFinished (Background delete).
-    restartPolicy OnFailure is run as Never (a failed container fails its pod).
+    conditions SuccessCriteriaMet + Complete or FailureTarget + Failed,
+    ttlSecondsAfterFinished (Background delete).  A pod of the Job that is
+    gone before it ended counts as failed.  restartPolicy OnFailure is run as
+    Never (a failed container fails its pod).
   - Kueue: a Job created suspended with label kueue.x-k8s.io/queue-name gets a
     Workload (kueue.x-k8s.io/v1beta1, owned by the Job, spec.queueName,
     conditions QuotaReserved/Admitted False); POST /_fake/admit admits it
@@ -159,7 +164,6 @@ import random
 import re
 import signal
 import ssl
-import string
 import subprocess
 import sys
 import threading
@@ -190,7 +194,6 @@ ENUMS = {
     'effect': ['NoSchedule', 'PreferNoSchedule', 'NoExecute'],
     'protocol': ['TCP', 'UDP', 'SCTP'],
     'propagationPolicy': ['Orphan', 'Background', 'Foreground'],
-    'podReplacementPolicy': ['TerminatingOrFailed', 'Failed'],
 }
 ENUM_IN = {  # field name -> schema names where the enum applies
     'restartPolicy': ('io.k8s.api.core.v1.PodSpec',),
@@ -199,7 +202,6 @@ ENUM_IN = {  # field name -> schema names where the enum applies
     'imagePullPolicy': ('io.k8s.api.core.v1.Container',),
     'effect': ('io.k8s.api.core.v1.Taint', 'io.k8s.api.core.v1.Toleration'),
     'protocol': ('io.k8s.api.core.v1.ContainerPort', 'io.k8s.api.core.v1.ServicePort'),
-    'podReplacementPolicy': ('io.k8s.api.batch.v1.JobSpec',),
 }
 EXTRA_ENUMS = {('io.k8s.api.core.v1.ServiceSpec', 'type'):
                ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'],
@@ -910,10 +912,14 @@ def make_pod(job, index):
     STATE.put('pods', pod)
 
 
-def finish_job(job, typ, reason, message, active):
+def finish_job(job, typ, reason, message, active, ctl):
     st = job['status']
     for p in active:
+        # a pod killed because its Job failed counts as failed; one left over
+        # from a complete Job does not
+        (ctl['fail'] if typ == 'Failed' else ctl['ignore']).add(p['metadata']['uid'])
         delete_pod(p, 0 if typ == 'Failed' else None)
+    st['failed'] = len(ctl['fail'])
     if typ == 'Failed':
         set_cond(job, 'FailureTarget', 'True', reason, message)
     else:
@@ -929,13 +935,24 @@ def job_done(job):
     return any(cond(job, t) and cond(job, t)['status'] == 'True' for t in ('Complete', 'Failed'))
 
 
-def reconcile_job(job):
+def reconcile_job(job, by_owner):
     m, spec = job['metadata'], job['spec']
     st = job.setdefault('status', {})
+    if job_done(job) and spec.get('ttlSecondsAfterFinished') is None and \
+            not m.get('deletionTimestamp'):
+        return
     before = json.dumps(st, sort_keys=True)
-    ctl = STATE.jobctl.setdefault(m['uid'], {'succ': set(), 'fail': set(), 'idx': set()})
-    pods = [p for p in STATE.objs['pods'].values()
-            if p['metadata'].get('namespace') == m['namespace'] and owned_by(p, m['uid'])]
+    ctl = STATE.jobctl.setdefault(m['uid'], {'succ': set(), 'fail': set(), 'idx': set(),
+                                             'seen': set(), 'ignore': set()})
+    pods = [p for p in by_owner.get(m['uid'], [])
+            if p['metadata'].get('namespace') == m['namespace']]
+    # A pod of the Job gone before it was seen ending counts as failed (the
+    # real controller tracks this with the batch.kubernetes.io/job-tracking
+    # finalizer); pods the controller itself removed (suspend) do not.
+    now_uids = {p['metadata']['uid'] for p in pods}
+    for u in ctl['seen'] - now_uids - ctl['succ'] - ctl['ignore']:
+        ctl['fail'].add(u)
+    ctl['seen'] = now_uids | (ctl['seen'] & (ctl['succ'] | ctl['fail']))
     for p in pods:
         if terminal(p):
             (ctl['succ'] if p['status']['phase'] == 'Succeeded' else ctl['fail']).add(
@@ -964,6 +981,7 @@ def reconcile_job(job):
         st['completedIndexes'] = compress_indexes(ctl['idx'])
     if spec.get('suspend'):
         for p in active:
+            ctl['ignore'].add(p['metadata']['uid'])
             delete_pod(p)
         set_cond(job, 'Suspended', 'True', 'JobSuspended', 'Job suspended')
         st.pop('startTime', None)
@@ -978,12 +996,12 @@ def reconcile_job(job):
         ads = spec.get('activeDeadlineSeconds')
         if ads is not None and time.time() >= parse_iso(st['startTime']) + ads:
             finish_job(job, 'Failed', 'DeadlineExceeded',
-                       'Job was active longer than specified deadline', active)
+                       'Job was active longer than specified deadline', active, ctl)
         elif len(ctl['fail']) > spec.get('backoffLimit', 6):
             finish_job(job, 'Failed', 'BackoffLimitExceeded',
-                       'Job has reached the specified backoff limit', active)
+                       'Job has reached the specified backoff limit', active, ctl)
         elif (indexed and len(ctl['idx']) >= comps) or (not indexed and len(ctl['succ']) >= comps):
-            finish_job(job, 'Complete', None, None, active)
+            finish_job(job, 'Complete', None, None, active, ctl)
         else:
             if indexed:
                 busy = {int(p['metadata']['annotations']['batch.kubernetes.io/job-completion-index'])
@@ -1048,12 +1066,21 @@ def delete_job(job, policy):
 
 
 def controller():
+    seen_rv, last = -1, 0.0
     while True:
         with CV:
             CV.wait(0.1)
+            # a pass after any change, and twice a second for deadlines and TTLs
+            if STATE.rv == seen_rv and time.time() - last < 0.5:
+                continue
+            seen_rv, last = STATE.rv, time.time()
             try:
+                by_owner = {}
+                for p in STATE.objs['pods'].values():
+                    for r in p['metadata'].get('ownerReferences') or []:
+                        by_owner.setdefault(r.get('uid'), []).append(p)
                 for job in list(STATE.objs['jobs'].values()):
-                    reconcile_job(job)
+                    reconcile_job(job, by_owner)
                 for pod in sorted(STATE.objs['pods'].values(),
                                   key=lambda p: p['metadata']['creationTimestamp']):
                     if pod['metadata'].get('deletionTimestamp') or terminal(pod):
@@ -1247,9 +1274,11 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- plumbing
     def send_json(self, code, obj, record=True):
-        body = json.dumps(obj).encode()
+        self.send_raw(code, 'application/json', json.dumps(obj).encode(), record)
+
+    def send_raw(self, code, ctype, body, record=True):
         self.send_response(code)
-        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Type', ctype)
         self.send_header('Content-Length', str(len(body)))
         self.send_header('Cache-Control', 'no-cache, private')
         self.end_headers()
@@ -1291,6 +1320,11 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(n) if n else b''
         if not raw:
             return None
+        ct = (self.headers.get('Content-Type') or '').split(';')[0].strip()
+        if 'protobuf' in ct or 'cbor' in ct or 'yaml' in ct:
+            raise ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an '
+                           'unknown format - accepted media types include: application/json, '
+                           'application/merge-patch+json, application/strategic-merge-patch+json')
         try:
             return json.loads(raw)
         except ValueError:
@@ -1374,12 +1408,7 @@ class Handler(BaseHTTPRequestHandler):
         raw = SCHEMAS.files.get(key)
         if raw is None:
             raise ApiError(404, 'NotFound', 'openapi document %s not served' % key)
-        self.send_response(200)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-        self.record(200)
+        self.send_raw(200, 'application/json', raw)
 
     def invalid(self, res, obj, errs):
         kind = RES[res][1]
@@ -1493,7 +1522,6 @@ class Handler(BaseHTTPRequestHandler):
         s.setdefault('completionMode', 'NonIndexed')
         s.setdefault('suspend', False)
         s.setdefault('manualSelector', False)
-        s.setdefault('podReplacementPolicy', 'TerminatingOrFailed')
         uid = job['metadata']['uid']
         s['selector'] = {'matchLabels': {'batch.kubernetes.io/controller-uid': uid}}
         t = s['template'].setdefault('metadata', {})
@@ -1721,13 +1749,7 @@ class Handler(BaseHTTPRequestHandler):
             lines = data.splitlines(True)
             data = b''.join(lines[-n:]) if n else b''
         if not follow:
-            self.send_response(200)
-            self.send_header('Content-Type', 'text/plain')
-            self.send_header('Content-Length', str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self.record(200)
-            return
+            return self.send_raw(200, 'text/plain', data)
         self.start_stream('text/plain')
         pos = os.path.getsize(lp) if q.get('tailLines') else 0
         if q.get('tailLines'):
