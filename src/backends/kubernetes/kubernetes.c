@@ -34,6 +34,8 @@ typedef struct kjob {
     int reported;               /* 1: changed() reported it (running) */
     int cancel;                 /* 1: cancel() asked */
     int ending;                 /* 1: its logs are being copied; exit below */
+    double lost_s;              /* daemon clock when it was first seen lost
+                                   (no exit code); 0 = not lost */
     spw_exit_t exit;            /* its exit, while ending */
 } kjob_t;
 
@@ -721,6 +723,28 @@ static void job_end(spw_kube_t *kb, kjob_t *j, spw_exit_kind_t kind, int status,
     op_push_locked(kb, &op);
 }
 
+/* How long a Job that ended without an exit code (its node lost, or the
+ * Job deleted behind spillway's back) is held before it is reported LOST,
+ * seconds: long enough for the daemon to see its node down first (it reads
+ * the nodes every 2 s) and fail the job over with a cancel. */
+#define LOST_HOLD_S 10.0
+
+/* Ends j as lost (or cancelled, when the daemon cancelled it meanwhile)
+ * once it has been lost LOST_HOLD_S; takes pods.  Lock held. */
+static void end_lost(spw_kube_t *kb, kjob_t *j, json_t *pods)
+{
+    if (j->cancel) {
+        job_end(kb, j, SPW_EXIT_SIGNALED, 15, SPW_CAUSE_CANCELLED, pods);
+        return;
+    }
+    if (j->lost_s == 0)
+        j->lost_s = kb->now_s;
+    if (kb->now_s - j->lost_s >= LOST_HOLD_S)
+        job_end(kb, j, SPW_EXIT_LOST, -1, SPW_CAUSE_NONE, pods);
+    else
+        json_decref(pods);
+}
+
 /* Applies the last listing to every tracked Job (lock held). */
 static void apply_listing(spw_kube_t *kb)
 {
@@ -731,9 +755,7 @@ static void apply_listing(spw_kube_t *kb)
         json_t *job = json_object_get(kb->l_jobs, j->name);
         if (!job) {
             if (kb->l_seq > j->create_seq)
-                job_end(kb, j, j->cancel ? SPW_EXIT_SIGNALED : SPW_EXIT_LOST,
-                        j->cancel ? 15 : -1, j->cancel ? SPW_CAUSE_CANCELLED : SPW_CAUSE_NONE,
-                        json_array());
+                end_lost(kb, j, json_array());
             continue;
         }
         int suspended = json_is_true(json_object_get(json_object_get(job, "spec"), "suspend"));
@@ -757,7 +779,7 @@ static void apply_listing(spw_kube_t *kb)
             else if (found == 1)
                 job_end(kb, j, kind, status, SPW_CAUSE_NONE, pods);
             else
-                job_end(kb, j, SPW_EXIT_LOST, -1, SPW_CAUSE_NONE, pods);
+                end_lost(kb, j, pods);
         }
     }
     /* A fenced token's Job (a create of a dead daemon, late): delete it. */

@@ -22,7 +22,9 @@
  *   Complete exits 0; Failed gives its pods' container exit code (or
  *   signal); DeadlineExceeded is SIGNALED 9 cause MAX_RUNTIME; a Job whose
  *   pods failed with no exit code (their node was lost) or that is gone is
- *   LOST; a cancelled one SIGNALED 15 cause CANCELLED.  Before an exit is
+ *   LOST, 10 s later (so that the daemon sees a lost node go down first and
+ *   fails the job over: then it is cancelled); a cancelled one SIGNALED 15
+ *   cause CANCELLED.  Before an exit is
  *   reported the thread copies each pod's log (pods/log) to
  *   LOG_DIR/JOBID.out (rank 0) and LOG_DIR/JOBID.rankN.out.
  * - cancel() queues a delete with propagationPolicy Background and
