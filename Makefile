@@ -132,7 +132,8 @@ SLOW_TESTS = tests/slurm/cloud.sh tests/ssh/backend.sh tests/slurm/recovery.sh \
 	tests/slurm/daemon.sh tests/ssh/cloud.sh tests/daemon/spot_resume.sh
 LIVE_TESTS = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(wildcard tests/daemon/*.sh) \
 	$(wildcard tests/ui/*.sh) $(wildcard tests/slurm/*.sh) $(wildcard tests/ssh/*.sh) \
-	$(wildcard tests/providers/*.sh))
+	$(wildcard tests/providers/*.sh \
+	$(wildcard tests/backends/*.sh))
 
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test

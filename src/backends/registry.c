@@ -1,12 +1,13 @@
 /* registry.c: backends by name (see registry.h). */
 #include "backends/registry.h"
 
+#include "backends/kubernetes/kubernetes.h"
 #include "backends/local/local.h"
 #include "backends/slurm/slurm.h"
 #include "backends/ssh/ssh.h"
 #include "util/names.h"
 
-const char *const spw_backend_names[] = {"local", "slurm", "ssh", NULL};
+const char *const spw_backend_names[] = {"local", "slurm", "ssh", "kubernetes", NULL};
 
 static void *make_local(const spw_backend_conf_t *c, spw_error_t *err)
 {
@@ -54,6 +55,23 @@ static void *make_ssh(const spw_backend_conf_t *c, spw_error_t *err)
     return spw_ssh_create(&so, err);
 }
 
+static void *make_kube(const spw_backend_conf_t *c, spw_error_t *err)
+{
+    spw_kube_opts_t ko = {.kubeconfig = c->kubeconfig,
+                          .context = c->kube_context,
+                          .ns = c->kube_namespace,
+                          .node_selector = c->kube_node_selector,
+                          .tolerations_json = c->kube_tolerations,
+                          .priority_class = c->kube_priority_class,
+                          .local_queue = c->kube_local_queue,
+                          .image = c->kube_image,
+                          .log_dir = c->log_dir,
+                          .kill_grace_s = c->grace_s,
+                          .ttl_after_finished_s = c->kube_ttl_s,
+                          .timeout_s = c->cmd_timeout_s};
+    return spw_kube_create(&ko, err);
+}
+
 /* In the order of spw_backend_names[]. */
 static const struct {
     const struct spw_backend_ops *ops;
@@ -62,6 +80,7 @@ static const struct {
     {&spw_local_ops, make_local},
     {&spw_slurm_ops, make_slurm},
     {&spw_ssh_ops, make_ssh},
+    {&spw_kube_ops, make_kube},
 };
 _Static_assert(sizeof(registry) / sizeof(registry[0]) ==
                    sizeof(spw_backend_names) / sizeof(spw_backend_names[0]) - 1,

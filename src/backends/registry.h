@@ -1,6 +1,7 @@
 /* registry.h: backends by name, the only place that names a concrete
  * backend: the daemon's local backend, each pool of its config (`backend:
- * local`, `slurm` or `ssh`), the hosts of its cloud instances (ssh with
+ * local`, `slurm`, `ssh` or
+ * `kubernetes`), the hosts of its cloud instances (ssh with
  * dynamic hosts) and its Slurm cloud partition are all made here, and used
  * through struct spw_backend_ops alone (backend.h; SPW_BACKEND_HAS tells
  * what a backend can do). */
@@ -57,6 +58,15 @@ typedef struct spw_backend_conf {
                                    unpacked tree may reach; 0 = 32 GiB */
     uint64_t image_max_files;   /* local, ssh: entries an OCI archive may
                                    unpack to; 0 = 1,000,000 */
+    const char *kubeconfig;     /* kubernetes: kubeconfig file; NULL = default */
+    const char *kube_context;   /* kubernetes: its context; NULL = current */
+    const char *kube_namespace; /* kubernetes: namespace; NULL = the context's */
+    const char *const *kube_node_selector; /* kubernetes: "KEY=VALUE", NULL-terminated */
+    const char *kube_tolerations; /* kubernetes: JSON array of Tolerations */
+    const char *kube_priority_class; /* kubernetes: priorityClassName */
+    const char *kube_local_queue; /* kubernetes: Kueue LocalQueue; NULL = none */
+    const char *kube_image;     /* kubernetes: default image */
+    double kube_ttl_s;          /* kubernetes: ttlSecondsAfterFinished; 0 = 3600 */
 } spw_backend_conf_t;
 
 /* The names known, NULL-terminated, for messages. */

@@ -309,7 +309,8 @@ typedef struct spw_failure_conf {
  * (local, the default, or slurm), partition, cluster and slurm_conf (see
  * docs/slurm.md).  `sim` ignores them. */
 typedef struct spw_pool_backend_conf {
-    char *backend;          /* owned; "local", "slurm" or "ssh"; NULL = local */
+    char *backend;          /* owned; "local", "slurm", "ssh" or "kubernetes";
+                               NULL = local */
     char *partition;        /* owned; slurm: the partition jobs go to */
     char *cluster;          /* owned; slurm: the cluster's name, for
                                messages; NULL */
@@ -327,6 +328,18 @@ typedef struct spw_pool_backend_conf {
     int ssh_port;           /* ssh: port; 0 = 22 */
     double ssh_down_after_s; /* ssh: a host silent this long is down, seconds;
                                0 = 10 */
+    /* kubernetes (docs/kubernetes.md): */
+    char *kubeconfig;       /* owned, resolved; NULL = $KUBECONFIG,
+                               ~/.kube/config, else in-cluster */
+    char *kube_context;     /* owned; NULL = current-context */
+    char *kube_namespace;   /* owned; NULL = the context's */
+    char **kube_node_selector; /* owned, NULL-terminated "KEY=VALUE"; NULL */
+    char *kube_tolerations; /* owned; a JSON array of Tolerations; NULL */
+    char *kube_priority_class; /* owned; priorityClassName; NULL */
+    char *kube_local_queue; /* owned; Kueue LocalQueue; NULL = no Kueue */
+    char *kube_image;       /* owned; default image; NULL = jobs name one */
+    double kube_kill_grace_s; /* cancel's grace, seconds; 0 = daemon.kill_grace_s */
+    double kube_ttl_s;      /* ttlSecondsAfterFinished, seconds; 0 = 3600 */
     int line;               /* in the config file, for messages */
 } spw_pool_backend_conf_t;
 

@@ -42,6 +42,8 @@ int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_backend_conf_t *b,
              spw_error_t *err);
 int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+/* Frees b's kubernetes members (NULL-safe members). */
+void cfg_free_kube(spw_pool_backend_conf_t *b);
 
 /* accounts.c: cloud.accounts (a list), and freeing it. */
 int cfg_accounts(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);

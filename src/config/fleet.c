@@ -1,5 +1,6 @@
 /* fleet.c: the fleet: onprem pools (counts, node lists, owned: costs, local / slurm / ssh
  * backends), the cloud section, the offer catalog and node list CSVs. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "util/csv.h"
 #include "util/file.h"
 #include "util/numparse.h"
+#include "util/strbuf.h"
 #include "util/yaml.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -274,7 +276,10 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     static const char *const keys[] = {"name", "nodes", "gpus_per_node", "gpu",
                                        "cost_usd_per_gpu_h", "owned", "nodes_from", "mtbf",
                                        "mttr", "backend", "partition", "cluster", "slurm_conf",
-                                       "hosts", "hosts_file", "ssh", NULL};
+                                       "hosts", "hosts_file", "ssh", "kubeconfig", "context",
+                                       "namespace", "node_selector", "tolerations",
+                                       "priority_class", "local_queue", "image", "kill_grace_s",
+                                       "ttl_after_finished_s", NULL};
     spw_fleet_t *f = &x->cfg->fleet;
     if (spw_ymap_check_keys(x->d, n, "onprem pool", keys, err) < 0)
         return -1;
@@ -314,12 +319,15 @@ static int pool_fleet(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *e
     const spw_ynode_t *nn = spw_ymap_get(n, "nodes"), *gn = spw_ymap_get(n, "gpus_per_node");
     const spw_ynode_t *bk = spw_ymap_get(n, "backend");
     if (bk && bk->kind == SPW_Y_SCALAR && strcmp(bk->str, "local") != 0 &&
-        strcmp(bk->str, "slurm") != 0 && strcmp(bk->str, "ssh") != 0)
-        return cfg_at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)", name,
-                  bk->str);
-    if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn && strcmp(bk->str, "slurm") == 0) {
-        /* A Slurm pool's nodes are read from Slurm when the daemon starts;
-         * until then (and in `sim`) it is one node of one GPU. */
+        strcmp(bk->str, "slurm") != 0 && strcmp(bk->str, "ssh") != 0 &&
+        strcmp(bk->str, "kubernetes") != 0)
+        return cfg_at(x, bk, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh, "
+                  "kubernetes)", name, bk->str);
+    if (bk && bk->kind == SPW_Y_SCALAR && !nn && !gn &&
+        (strcmp(bk->str, "slurm") == 0 || strcmp(bk->str, "kubernetes") == 0)) {
+        /* A Slurm or Kubernetes pool's nodes are read from the cluster when
+         * the daemon starts; until then (and in `sim`) it is one node of
+         * one GPU. */
         spw_pool_spec_t *p = add_pool(f, name);
         p->nnodes = 1;
         p->node_gpus = spw_xmalloc(sizeof(uint16_t));
@@ -429,17 +437,139 @@ int cfg_ssh_keys(ctx_t *x, const spw_ynode_t *m, const char *pool, spw_pool_back
     return 0;
 }
 
+void cfg_free_kube(spw_pool_backend_conf_t *b)
+{
+    free(b->kubeconfig);
+    free(b->kube_context);
+    free(b->kube_namespace);
+    for (size_t i = 0; b->kube_node_selector && b->kube_node_selector[i]; i++)
+        free(b->kube_node_selector[i]);
+    free(b->kube_node_selector);
+    free(b->kube_tolerations);
+    free(b->kube_priority_class);
+    free(b->kube_local_queue);
+    free(b->kube_image);
+}
+
+/* The scalar string at key of n into *out (owned copy), left NULL when
+ * absent. */
+static int kube_str(ctx_t *x, const spw_ynode_t *n, const char *key, char **out, spw_error_t *err)
+{
+    const spw_ynode_t *v = spw_ymap_get(n, key);
+    const char *s;
+    if (!v)
+        return 0;
+    if (spw_ynode_str(x->d, v, key, &s, err) < 0)
+        return -1;
+    if (!s[0])
+        return cfg_at(x, v, err, "%s must not be empty", key);
+    *out = spw_xstrdup(s);
+    return 0;
+}
+
+/* A YAML node as JSON (scalars as strings, but true/false and integers as
+ * such: a Toleration's tolerationSeconds is a number). */
+static void yaml_json(const spw_ynode_t *y, spw_strbuf_t *b)
+{
+    if (y->kind == SPW_Y_SCALAR) {
+        char *end;
+        long v = strtol(y->str, &end, 10);
+        if (y->str[0] && *end == '\0')
+            spw_strbuf_printf(b, "%ld", v);
+        else if (strcmp(y->str, "true") == 0 || strcmp(y->str, "false") == 0)
+            spw_strbuf_add(b, y->str);
+        else {
+            json_t *s = json_string(y->str);
+            char *t = json_dumps(s, JSON_ENCODE_ANY);
+            spw_strbuf_add(b, t ? t : "\"\"");
+            free(t);
+            json_decref(s);
+        }
+        return;
+    }
+    spw_strbuf_add(b, y->kind == SPW_Y_MAP ? "{" : "[");
+    for (size_t i = 0; i < y->n; i++) {
+        if (i)
+            spw_strbuf_add(b, ",");
+        if (y->kind == SPW_Y_MAP) {
+            json_t *s = json_string(y->keys[i]);
+            char *t = json_dumps(s, JSON_ENCODE_ANY);
+            spw_strbuf_printf(b, "%s:", t ? t : "\"\"");
+            free(t);
+            json_decref(s);
+        }
+        yaml_json(y->items[i], b);
+    }
+    spw_strbuf_add(b, y->kind == SPW_Y_MAP ? "}" : "]");
+}
+
+/* A kubernetes pool's keys (docs/kubernetes.md) into b. */
+static int kube_keys_of(ctx_t *x, const spw_ynode_t *n, spw_pool_backend_conf_t *b,
+                        spw_error_t *err)
+{
+    static const char *const tol_keys[] = {"key", "operator", "value", "effect",
+                                           "tolerationSeconds", NULL};
+    char *kc = NULL;
+    if (kube_str(x, n, "kubeconfig", &kc, err) < 0 ||
+        kube_str(x, n, "context", &b->kube_context, err) < 0 ||
+        kube_str(x, n, "namespace", &b->kube_namespace, err) < 0 ||
+        kube_str(x, n, "priority_class", &b->kube_priority_class, err) < 0 ||
+        kube_str(x, n, "local_queue", &b->kube_local_queue, err) < 0 ||
+        kube_str(x, n, "image", &b->kube_image, err) < 0)
+        return -1;
+    if (kc) {
+        b->kubeconfig = cfg_resolve(x->base_dir, kc);
+        free(kc);
+    }
+    const spw_ynode_t *sel = spw_ymap_get(n, "node_selector"), *tol = spw_ymap_get(n, "tolerations");
+    if (sel) {
+        if (sel->kind != SPW_Y_MAP)
+            return cfg_at(x, sel, err, "%s", "node_selector must be a mapping of label: value");
+        b->kube_node_selector = spw_xcalloc(sel->n + 1, sizeof(char *));
+        for (size_t i = 0; i < sel->n; i++) {
+            const char *v;
+            if (spw_ynode_str(x->d, sel->items[i], sel->keys[i], &v, err) < 0)
+                return -1;
+            size_t len = strlen(sel->keys[i]) + strlen(v) + 2;
+            b->kube_node_selector[i] = spw_xmalloc(len);
+            snprintf(b->kube_node_selector[i], len, "%s=%s", sel->keys[i], v);
+        }
+    }
+    if (tol) {
+        if (tol->kind != SPW_Y_SEQ)
+            return cfg_at(x, tol, err, "%s", "tolerations must be a list of mappings (key, "
+                          "operator, value, effect, tolerationSeconds)");
+        for (size_t i = 0; i < tol->n; i++)
+            if (spw_ymap_check_keys(x->d, tol->items[i], "tolerations", tol_keys, err) < 0)
+                return -1;
+        spw_strbuf_t js = {0};
+        yaml_json(tol, &js);
+        b->kube_tolerations = js.s;
+    }
+    if (cfg_num_key(x, n, "kill_grace_s", 0, 86400, &b->kube_kill_grace_s, err) < 0 ||
+        cfg_num_key(x, n, "ttl_after_finished_s", 0, 30 * 86400.0, &b->kube_ttl_s, err) < 0)
+        return -1;
+    return 0;
+}
+
 /* A pool's backend keys (backend, partition, cluster, slurm_conf), for
  * the pools from index start on. */
 static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_t *err)
 {
-    static const char *const names[] = {"local", "slurm", "ssh", NULL};
+    static const char *const names[] = {"local", "slurm", "ssh", "kubernetes", NULL};
+    static const char *const kube_keys[] = {"kubeconfig", "context", "namespace", "node_selector",
+                                            "tolerations", "priority_class", "local_queue",
+                                            "image", "kill_grace_s", "ttl_after_finished_s",
+                                            NULL};
+    const spw_ynode_t *kn = NULL;
+    for (size_t i = 0; kube_keys[i] && !kn; i++)
+        kn = spw_ymap_get(n, kube_keys[i]);
     const spw_ynode_t *bn = spw_ymap_get(n, "backend"), *pn = spw_ymap_get(n, "partition"),
                       *cn = spw_ymap_get(n, "cluster"), *sn = spw_ymap_get(n, "slurm_conf");
     const spw_ynode_t *hn = spw_ymap_get(n, "hosts"), *hf = spw_ymap_get(n, "hosts_file"),
                       *sshn = spw_ymap_get(n, "ssh");
     spw_config_t *c = x->cfg;
-    if (!bn && !pn && !cn && !sn && !hn && !hf && !sshn)
+    if (!bn && !pn && !cn && !sn && !hn && !hf && !sshn && !kn)
         return 0;
     const char *be = "local", *part = NULL, *cluster = NULL, *conf = NULL;
     if (bn && spw_ynode_str(x->d, bn, "backend", &be, err) < 0)
@@ -448,8 +578,8 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
     while (names[k] && strcmp(names[k], be) != 0)
         k++;
     if (!names[k])
-        return cfg_at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh)",
-                  c->fleet.pools[start].name, be);
+        return cfg_at(x, bn, err, "pool '%s': unknown backend '%s' (known: local, slurm, ssh, "
+                  "kubernetes)", c->fleet.pools[start].name, be);
     if ((pn && spw_ynode_str(x->d, pn, "partition", &part, err) < 0) ||
         (cn && spw_ynode_str(x->d, cn, "cluster", &cluster, err) < 0) ||
         (sn && spw_ynode_str(x->d, sn, "slurm_conf", &conf, err) < 0))
@@ -465,8 +595,16 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
         return cfg_at(x, hn ? hn : hf ? hf : sshn, err,
                   "pool '%s': hosts, hosts_file and ssh need 'backend: ssh'",
                   c->fleet.pools[start].name);
+    if (strcmp(be, "kubernetes") != 0 && kn)
+        return cfg_at(x, kn, err, "pool '%s': kubeconfig, context, namespace, node_selector, "
+                  "tolerations, priority_class, local_queue, image, kill_grace_s and "
+                  "ttl_after_finished_s need 'backend: kubernetes'", c->fleet.pools[start].name);
     spw_pool_backend_conf_t sc;
     memset(&sc, 0, sizeof(sc));
+    if (strcmp(be, "kubernetes") == 0 && kube_keys_of(x, n, &sc, err) < 0) {
+        cfg_free_kube(&sc);
+        return -1;
+    }
     if (strcmp(be, "ssh") == 0) {
         const char *pool = c->fleet.pools[start].name;
         if (ssh_hosts(x, n, pool, &sc.hosts, &sc.nhosts, err) < 0)
@@ -501,6 +639,16 @@ static int pool_backend(ctx_t *x, const spw_ynode_t *n, size_t start, spw_error_
         b->ssh_known_hosts = sc.ssh_known_hosts;
         b->ssh_port = sc.ssh_port;
         b->ssh_down_after_s = sc.ssh_down_after_s;
+        b->kubeconfig = sc.kubeconfig;
+        b->kube_context = sc.kube_context;
+        b->kube_namespace = sc.kube_namespace;
+        b->kube_node_selector = sc.kube_node_selector;
+        b->kube_tolerations = sc.kube_tolerations;
+        b->kube_priority_class = sc.kube_priority_class;
+        b->kube_local_queue = sc.kube_local_queue;
+        b->kube_image = sc.kube_image;
+        b->kube_kill_grace_s = sc.kube_kill_grace_s;
+        b->kube_ttl_s = sc.kube_ttl_s;
         memset(&sc, 0, sizeof(sc));
     }
     return 0;

@@ -231,6 +231,7 @@ void spw_config_free(spw_config_t *cfg)
         free(cfg->pool_backends[i].ssh_user);
         free(cfg->pool_backends[i].ssh_key);
         free(cfg->pool_backends[i].ssh_known_hosts);
+        cfg_free_kube(&cfg->pool_backends[i]);
     }
     free(cfg->pool_backends);
     cfg->pool_backends = NULL;

@@ -190,7 +190,18 @@ int spw_daemon_pools_setup(spw_daemon_t *d, spw_error_t *err)
                                  .ssh_key = b->ssh_key,
                                  .ssh_known_hosts = b->ssh_known_hosts,
                                  .ssh_port = b->ssh_port,
-                                 .down_after_s = b->ssh_down_after_s};
+                                 .down_after_s = b->ssh_down_after_s,
+                                 .kubeconfig = b->kubeconfig,
+                                 .kube_context = b->kube_context,
+                                 .kube_namespace = b->kube_namespace,
+                                 .kube_node_selector = (const char *const *)b->kube_node_selector,
+                                 .kube_tolerations = b->kube_tolerations,
+                                 .kube_priority_class = b->kube_priority_class,
+                                 .kube_local_queue = b->kube_local_queue,
+                                 .kube_image = b->kube_image,
+                                 .kube_ttl_s = b->kube_ttl_s};
+        if (b->kube_kill_grace_s > 0)
+            bc.grace_s = b->kube_kill_grace_s;
         spw_error_t e2;
         int rc = spw_backend_create(&bc, &d->pool_ops[p], &d->pool_be[p], &e2);
         free(hg);

@@ -40,7 +40,7 @@ static void test_names(void)
 
     ok(spw_backend_create(&c, &ops, &be, &err) < 0 && !ops && !be,
        "an unknown backend is refused, nothing made");
-    is_str(err.text, "unknown backend 'pbs' (known: local, slurm, ssh)",
+    is_str(err.text, "unknown backend 'pbs' (known: local, slurm, ssh, kubernetes)",
            "the message lists the known names");
     c.name = NULL;
     ok(spw_backend_create(&c, &ops, &be, &err) < 0 && strstr(err.text, "known: local"),
@@ -48,7 +48,7 @@ static void test_names(void)
     size_t n = 0;
     while (spw_backend_names[n])
         n++;
-    is((long)n, 3, "three names known");
+    is((long)n, 4, "four names known");
 }
 
 static void test_local(void)

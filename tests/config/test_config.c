@@ -1132,6 +1132,65 @@ static void test_slurm_cloud(void)
     spw_config_free(&c);
 }
 
+/* A kubernetes pool's keys: kept for the daemon (kubeconfig resolved
+ * against the config's directory, node_selector as KEY=VALUE, tolerations
+ * as JSON with numbers kept numbers), defaults, and what is refused at its
+ * line. */
+static void test_kubernetes_pool(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    const char *yaml =
+        "onprem:\n  - name: k\n    backend: kubernetes\n    kubeconfig: kube/config\n"
+        "    context: kind-a\n    namespace: ml\n    node_selector: {pool: gpu, zone: a}\n"
+        "    tolerations:\n      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule,"
+        " tolerationSeconds: 30}\n    priority_class: low\n    local_queue: q\n"
+        "    image: busybox:1\n    kill_grace_s: 7\n    ttl_after_finished_s: 60\n";
+    ok(load(&c, yaml, "/srv/spw", &err) == 0, "a kubernetes pool loads: %s", err.text);
+    const spw_pool_backend_conf_t *b = c.npool_backends ? &c.pool_backends[0] : NULL;
+    ok(b && strcmp(b->backend, "kubernetes") == 0 && c.fleet.pools[0].nnodes == 1,
+       "backend kubernetes; without nodes, one node until the daemon reads the cluster");
+    ok(b && strcmp(b->kubeconfig, "/srv/spw/kube/config") == 0 &&
+           strcmp(b->kube_context, "kind-a") == 0 && strcmp(b->kube_namespace, "ml") == 0,
+       "kubeconfig resolved against the config's directory, context and namespace kept");
+    ok(b && b->kube_node_selector && strcmp(b->kube_node_selector[0], "pool=gpu") == 0 &&
+           strcmp(b->kube_node_selector[1], "zone=a") == 0 && !b->kube_node_selector[2],
+       "node_selector as KEY=VALUE");
+    ok(b && b->kube_tolerations &&
+           strcmp(b->kube_tolerations,
+                  "[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":"
+                  "\"NoSchedule\",\"tolerationSeconds\":30}]") == 0,
+       "tolerations as a JSON array: %s", b && b->kube_tolerations ? b->kube_tolerations : "");
+    ok(b && strcmp(b->kube_priority_class, "low") == 0 && strcmp(b->kube_local_queue, "q") == 0 &&
+           strcmp(b->kube_image, "busybox:1") == 0 && b->kube_kill_grace_s == 7 &&
+           b->kube_ttl_s == 60,
+       "priority_class, local_queue, image, kill_grace_s, ttl_after_finished_s kept");
+    spw_config_free(&c);
+    ok(load(&c, "onprem:\n  - {name: k, backend: kubernetes}\n", NULL, &err) == 0 &&
+           !c.pool_backends[0].kubeconfig && !c.pool_backends[0].kube_image &&
+           c.pool_backends[0].kube_ttl_s == 0,
+       "every key is optional (defaults: the backend's)");
+    spw_config_free(&c);
+    ERR("kubernetes keys on a slurm pool",
+        "onprem:\n  - name: s\n    backend: slurm\n    partition: p\n    image: x\n",
+        "c.yaml:5:", "need 'backend: kubernetes'");
+    ERR("tolerations not a list",
+        "onprem:\n  - name: k\n    backend: kubernetes\n    tolerations: {key: a}\n",
+        "c.yaml:4:", "tolerations must be a list");
+    ERR("an unknown toleration key",
+        "onprem:\n  - name: k\n    backend: kubernetes\n    tolerations: [{key: a, efect: x}]\n",
+        "c.yaml:4:", "unknown key 'efect' in tolerations");
+    ERR("node_selector not a map",
+        "onprem:\n  - name: k\n    backend: kubernetes\n    node_selector: [a]\n", "c.yaml:4:",
+        "node_selector must be a mapping");
+    ERR("kill_grace_s negative",
+        "onprem:\n  - name: k\n    backend: kubernetes\n    kill_grace_s: -1\n", "c.yaml:4:",
+        "kill_grace_s must be between 0 and 86400");
+    ERR("an unknown backend names kubernetes",
+        "onprem:\n  - name: k\n    backend: k8s\n", "c.yaml:3:",
+        "(known: local, slurm, ssh, kubernetes)");
+}
+
 /* cloud.capacity_errors: entries matched to offers, defaults, and what is
  * refused (catpath: the catalog of test_offers). */
 static void test_capacity_errors(void)
@@ -1275,6 +1334,7 @@ int main(void)
     test_accounts();
     test_accounts_errors();
     test_slurm_cloud();
+    test_kubernetes_pool();
     test_job_users();
     test_image_bounds();
     test_home_without_pools();

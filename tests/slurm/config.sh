@@ -18,7 +18,7 @@ ok $? "backend: slurm without a partition: $(cat "$T/err")"
 
 cfg "onprem:" "  - name: gpu" "    backend: pbs" "    partition: x" "policy: {wait: never}"
 serve_err
-has "c.yaml:3:" && has "unknown backend 'pbs' (known: local, slurm, ssh)"
+has "c.yaml:3:" && has "unknown backend 'pbs' (known: local, slurm, ssh, kubernetes)"
 ok $? "an unknown backend: $(cat "$T/err")"
 
 cfg "onprem:" "  - {name: gpu, nodes: 1, gpus_per_node: 2, partition: p}" "policy: {wait: never}"

@@ -1,0 +1,1215 @@
+/* kubernetes.c: the Kubernetes backend: one batch/v1 Job per attempt, API
+ * calls on the backend's own thread (see kubernetes.h). */
+#include "backends/kubernetes/kubernetes.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/kubernetes/api.h"
+#include "backends/kubernetes/kubeconfig.h"
+#include "util/strbuf.h"
+
+#define L_DAEMON "spillway.dev/daemon"
+#define L_JOB "spillway.dev/job"
+#define L_JOBNAME "spillway.dev/job-name"
+#define A_TOKEN "spillway.dev/token"
+#define A_JOBID "spillway.dev/job-id"
+#define GPU "nvidia.com/gpu"
+
+/* One tracked attempt. */
+typedef struct kjob {
+    spw_handle_t h;             /* as launch()/adopt() gave it; ext = Job name
+                                   once created */
+    char name[64];              /* the Job's name */
+    uint32_t nodes;             /* pods of the gang (1 = plain Job) */
+    char log_dir[256];          /* its launch's log_dir ("" = the backend's) */
+    int created;                /* 1: the Job exists (created or adopted) */
+    uint64_t create_seq;        /* listings started before it existed */
+    int reported;               /* 1: changed() reported it (running) */
+    int cancel;                 /* 1: cancel() asked */
+    int ending;                 /* 1: its logs are being copied; exit below */
+    double lost_s;              /* daemon clock when it was first seen lost
+                                   (no exit code); 0 = not lost */
+    spw_exit_t exit;            /* its exit, while ending */
+} kjob_t;
+
+typedef enum op_kind { OP_CREATE, OP_DELETE, OP_LOGS } op_kind_t;
+
+/* A request for the thread. */
+typedef struct kop {
+    op_kind_t kind;             /* what to do */
+    char name[64];              /* the Job */
+    char token[SPW_TOKEN_MAX];  /* its launch token */
+    char job_id[SPW_JOB_ID_MAX]; /* OP_LOGS: names the log files */
+    char log_dir[256];          /* OP_LOGS: where they are */
+    char *body;                 /* OP_CREATE: the Job, JSON (owned) */
+    char *svc;                  /* OP_CREATE: a gang's Service, JSON (owned); NULL */
+    json_t *pods;               /* OP_LOGS: pod names, by rank (owned) */
+} kop_t;
+
+/* A finished request. */
+typedef struct kres {
+    op_kind_t kind;             /* what was done */
+    char token[SPW_TOKEN_MAX];  /* of which attempt */
+    int ok;                     /* 1: done */
+    int created;                /* OP_CREATE: 1 created, 0 adopted after 409 */
+    uint64_t seq;               /* OP_CREATE: listings started by then */
+    char msg[256];              /* why not (spw_error_t text) */
+} kres_t;
+
+struct spw_kube {
+    spw_kubeconfig_t *kc;       /* server and credentials */
+    spw_kube_api_t *api;        /* the client */
+    char ns[64];                /* namespace of the Jobs */
+    char *log_dir;              /* LOG_DIR */
+    json_t *template_extra;     /* pod spec members from the pool (nodeSelector,
+                                   tolerations, priorityClassName) */
+    char *local_queue;          /* Kueue LocalQueue; NULL = none */
+    char *image;                /* default image; NULL = none */
+    double kill_grace_s;        /* cancel's grace, seconds */
+    double ttl_s;               /* ttlSecondsAfterFinished, seconds */
+    double sync_interval_s;     /* least time between listings, seconds */
+    double last_sync_s;         /* daemon clock of the last listing asked */
+
+    /* The caller's thread alone: */
+    kjob_t *jobs;               /* tracked attempts */
+    size_t njobs;               /* entries in jobs */
+    spw_exit_t *exits;          /* queued for poll() */
+    size_t nexits;              /* entries in exits */
+    spw_handle_t *changes;      /* queued for changed() */
+    size_t nchanges;            /* entries in changes */
+    char **fenced;              /* tokens find() did not find */
+    size_t nfenced;             /* entries in fenced */
+    char **node_names;          /* set_nodes() */
+    size_t nnodes;              /* entries in node_names */
+    uint64_t applied_seq;       /* the listing applied last (its seq) */
+    uint64_t foreign_seq;       /* the listing foreign_async read last */
+
+    /* Shared with the thread, under lock: */
+    pthread_mutex_t lock;       /* guards the members below */
+    pthread_cond_t wake;        /* the thread waits here */
+    pthread_t thread;           /* the backend's thread */
+    int stop;                   /* 1: the thread ends */
+    kop_t *ops;                 /* requests, in order */
+    size_t nops;                /* entries in ops */
+    kres_t *res;                /* answers not applied yet */
+    size_t nres;                /* entries in res */
+    int list_asked;             /* 1: a listing is wanted */
+    int nodes_asked;            /* 1: a node read is wanted */
+    uint64_t lists_started;     /* listings started so far */
+    json_t *l_jobs;             /* last listing: Job name -> Job */
+    json_t *l_pods;             /* last listing: every pod of the cluster */
+    uint64_t l_seq;             /* its sequence number (0 = none yet) */
+    char l_err[256];            /* why the last listing failed; "" = it did not */
+    spw_backend_node_t *n_out;  /* last node read; NULL = none pending */
+    size_t n_n;                 /* entries in n_out */
+    int n_done;                 /* 1: a node read finished (n_out or n_err) */
+    char n_err[256];            /* why it failed; "" = it did not */
+    double now_s;               /* the caller's clock, for credentials */
+    uint64_t creates;           /* Jobs created */
+};
+
+/* ---- names and the Job object ----------------------------------------- */
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+void spw_kube_job_name(const char *job_id, const char *token, char out[64])
+{
+    char id[41];
+    size_t k = 0;
+    for (const char *p = job_id; *p && k < sizeof(id) - 1; p++) {
+        char c = *p;
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+            c = '-';
+        id[k++] = c;
+    }
+    while (k > 0 && id[k - 1] == '-')
+        k--;
+    id[k] = '\0';
+    snprintf(out, 64, "spw-%s%s%010llx", id, k ? "-" : "",
+             (unsigned long long)(fnv1a(token) & 0xffffffffffull));
+}
+
+/* A label value of at most 63 bytes, [A-Za-z0-9._-], alphanumeric ends. */
+static void label_value(const char *s, char out[64])
+{
+    size_t k = 0;
+    for (; *s && k < 63; s++) {
+        char c = *s;
+        out[k++] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                           c == '.' || c == '_' || c == '-'
+                       ? c
+                       : '_';
+    }
+    while (k > 0 && (out[k - 1] == '.' || out[k - 1] == '_' || out[k - 1] == '-'))
+        k--;
+    out[k] = '\0';
+}
+
+/* The daemon id of a token ("DAEMONID.JOBID.ATTEMPT"). */
+static void daemon_of(const char *token, char out[64])
+{
+    char d[64];
+    size_t n = strcspn(token, ".");
+    snprintf(d, sizeof(d), "%.*s", (int)(n < 63 ? n : 63), token);
+    label_value(d, out);
+}
+
+static json_t *env_var(const char *name, const char *value)
+{
+    return json_pack("{s:s, s:s}", "name", name, "value", value);
+}
+
+/* The node named by SPILLWAY_PLACEMENT=POOL/INDEX in env, or NULL. */
+static const char *placed_node(const spw_kube_t *kb, const char *const *env)
+{
+    for (size_t i = 0; env && env[i]; i++) {
+        const char *slash = strrchr(env[i], '/');
+        char *end;
+        if (strncmp(env[i], "SPILLWAY_PLACEMENT=", 19) != 0 || !slash)
+            continue;
+        unsigned long k = strtoul(slash + 1, &end, 10);
+        if (*end == '\0' && end > slash + 1 && k < kb->nnodes)
+            return kb->node_names[k];
+    }
+    return NULL;
+}
+
+/* The Job (and a gang's Service, else NULL) for req, as JSON text (caller
+ * frees both). */
+static void job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, const char *image,
+                    char **job, char **svc)
+{
+    uint32_t nodes = req->nodes > 1 ? req->nodes : 1;
+    char dmn[64], jl[64];
+    daemon_of(req->token, dmn);
+    label_value(req->job_id, jl);
+    json_t *env = json_array();
+    for (size_t i = 0; req->env && req->env[i]; i++) {
+        const char *eq = strchr(req->env[i], '=');
+        if (!eq || eq == req->env[i])
+            continue;
+        json_t *e = json_pack("{s:s%, s:s}", "name", req->env[i], (size_t)(eq - req->env[i]),
+                              "value", eq + 1);
+        json_array_append_new(env, e);
+    }
+    json_array_append_new(env, env_var("SPILLWAY_JOB_ID", req->job_id));
+    json_array_append_new(env, env_var("SPILLWAY_LAUNCH_TOKEN", req->token));
+    json_t *cmd = json_array();
+    json_array_append_new(cmd, json_string("/bin/sh"));
+    json_array_append_new(cmd, json_string("-c"));
+    spw_strbuf_t sh = {0};
+    if (nodes > 1) {
+        char n[16], addr[160];
+        snprintf(n, sizeof(n), "%u", nodes);
+        snprintf(addr, sizeof(addr), "%s-0.%s", name, name);
+        json_array_append_new(env, env_var("WORLD_SIZE", n));
+        json_array_append_new(env, env_var("MASTER_ADDR", addr));
+        json_array_append_new(env, env_var("MASTER_PORT", "29500"));
+        json_array_append_new(env, env_var("LOCAL_RANK", "0"));
+        spw_strbuf_add(&sh, "RANK=$JOB_COMPLETION_INDEX; NODE_RANK=$JOB_COMPLETION_INDEX; "
+                            "export RANK NODE_RANK; ");
+    }
+    if (req->script) {
+        spw_strbuf_add(&sh, req->script);
+        json_array_append_new(cmd, json_string(sh.s));
+    } else {
+        spw_strbuf_add(&sh, "exec \"$@\"");
+        json_array_append_new(cmd, json_string(sh.s));
+        json_array_append_new(cmd, json_string("spillway-job"));
+        for (size_t i = 0; req->argv && req->argv[i]; i++)
+            json_array_append_new(cmd, json_string(req->argv[i]));
+    }
+    free(sh.s);
+    json_t *ctr = json_pack("{s:s, s:s, s:o, s:o}", "name", "job", "image", image, "command", cmd,
+                            "env", env);
+    if (req->workdir)
+        json_object_set_new(ctr, "workingDir", json_string(req->workdir));
+    if (req->ngpus > 0) {
+        char g[24];
+        snprintf(g, sizeof(g), "%zu", req->ngpus);
+        json_object_set_new(ctr, "resources", json_pack("{s:{s:s}}", "limits", GPU, g));
+    }
+    json_t *pspec = json_deep_copy(kb->template_extra);
+    const char *pin = nodes > 1 ? NULL : placed_node(kb, req->env);
+    if (pin) {
+        /* Where the engine placed it (SPILLWAY_PLACEMENT=POOL/INDEX), so that
+         * the daemon's node accounting is the cluster's. */
+        json_t *sel = json_object_get(pspec, "nodeSelector");
+        if (!sel)
+            json_object_set_new(pspec, "nodeSelector", sel = json_object());
+        json_object_set_new(sel, "kubernetes.io/hostname", json_string(pin));
+    }
+    json_object_set_new(pspec, "restartPolicy", json_string("Never"));
+    json_object_set_new(pspec, "containers", json_pack("[o]", ctr));
+    json_object_set_new(pspec, "terminationGracePeriodSeconds",
+                        json_integer((json_int_t)kb->kill_grace_s));
+    if (nodes > 1)
+        json_object_set_new(pspec, "subdomain", json_string(name));
+    json_t *labels = json_pack("{s:s, s:s}", L_DAEMON, dmn, L_JOB, jl);
+    json_t *ann = json_pack("{s:s, s:s}", A_TOKEN, req->token, A_JOBID, req->job_id);
+    json_t *plabels = json_pack("{s:s, s:s}", L_DAEMON, dmn, L_JOBNAME, name);
+    if (kb->local_queue)
+        json_object_set_new(labels, "kueue.x-k8s.io/queue-name", json_string(kb->local_queue));
+    json_t *spec = json_pack("{s:i, s:I, s:{s:{s:o, s:O}, s:o}}", "backoffLimit", 0,
+                             "ttlSecondsAfterFinished", (json_int_t)kb->ttl_s, "template",
+                             "metadata", "labels", plabels, "annotations", ann, "spec", pspec);
+    if (req->max_runtime_s > 0)
+        json_object_set_new(spec, "activeDeadlineSeconds",
+                            json_integer((json_int_t)(req->max_runtime_s + 0.999)));
+    if (nodes > 1) {
+        json_object_set_new(spec, "completionMode", json_string("Indexed"));
+        json_object_set_new(spec, "parallelism", json_integer(nodes));
+        json_object_set_new(spec, "completions", json_integer(nodes));
+    }
+    if (kb->local_queue)
+        json_object_set_new(spec, "suspend", json_true());
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s, s:O, s:O}, s:o}", "apiVersion", "batch/v1",
+                          "kind", "Job", "metadata", "name", name, "namespace", kb->ns, "labels",
+                          labels, "annotations", ann, "spec", spec);
+    /* ann: "O" in the template took one more reference, this "O" another. */
+    json_decref(ann);
+    *job = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    *svc = NULL;
+    if (nodes > 1) {
+        json_t *s = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:s, s:{s:s}}}", "apiVersion", "v1",
+                              "kind", "Service", "metadata", "name", name, "labels", labels,
+                              "spec", "clusterIP", "None", "selector", L_JOBNAME, name);
+        *svc = json_dumps(s, JSON_COMPACT);
+        json_decref(s);
+    } else {
+        json_decref(labels);
+    }
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+static void res_push(spw_kube_t *kb, const kres_t *r)
+{
+    kb->res = spw_xrealloc(kb->res, (kb->nres + 1) * sizeof(*kb->res));
+    kb->res[kb->nres++] = *r;
+}
+
+static const char *ann_token(const json_t *obj)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), A_TOKEN));
+}
+
+static void op_create(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
+{
+    spw_error_t err = {{0}};
+    char path[160];
+    snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs", kb->ns);
+    json_t *got = NULL;
+    int http = spw_kube_request(kb->api, "POST", path, op->body, now_s, &got, &err);
+    if (http == 409) {
+        /* A create retried after its answer was lost, or of a daemon that
+         * died: the Job is ours only if it carries our token. */
+        json_decref(got);
+        got = NULL;
+        snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs/%s", kb->ns, op->name);
+        int h2 = spw_kube_request(kb->api, "GET", path, NULL, now_s, &got, &err);
+        const char *t = ann_token(got);
+        if (h2 == 200 && t && strcmp(t, op->token) == 0) {
+            r->ok = 1;
+        } else if (h2 == 200) {
+            spw_errorf(&err, "Job %s already exists and carries another launch token", op->name);
+        }
+    } else if (http == 201 || http == 200) {
+        r->ok = r->created = 1;
+    }
+    json_decref(got);
+    if (r->ok && op->svc) {
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/services", kb->ns);
+        int hs = spw_kube_request(kb->api, "POST", path, op->svc, now_s, NULL, &err);
+        if (hs != 201 && hs != 200 && hs != 409)
+            r->ok = 0;
+    }
+    if (!r->ok)
+        snprintf(r->msg, sizeof(r->msg), "%s", err.text);
+}
+
+static void op_delete(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
+{
+    spw_error_t err;
+    char path[200], body[160];
+    snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs/%s", kb->ns, op->name);
+    snprintf(body, sizeof(body),
+             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
+             "\"Background\",\"gracePeriodSeconds\":%lld}",
+             (long long)kb->kill_grace_s);
+    int http = spw_kube_request(kb->api, "DELETE", path, body, now_s, NULL, &err);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/services/%s", kb->ns, op->name);
+    spw_kube_request(kb->api, "DELETE", path, NULL, now_s, NULL, NULL);
+    r->ok = http == 200 || http == 202 || http == 404;
+    if (!r->ok)
+        snprintf(r->msg, sizeof(r->msg), "%s", err.text);
+}
+
+/* Copies each pod's log to LOG_DIR/JOBID.out (rank 0) or .rankN.out. */
+static void op_logs(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
+{
+    size_t i;
+    json_t *pod;
+    json_array_foreach(op->pods, i, pod) {
+        char path[400], file[400];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/log", kb->ns,
+                 json_string_value(pod));
+        if (i == 0)
+            snprintf(file, sizeof(file), "%s/%s.out", op->log_dir, op->job_id);
+        else
+            snprintf(file, sizeof(file), "%s/%s.rank%zu.out", op->log_dir, op->job_id, i);
+        spw_error_t err;
+        char *text = NULL;
+        size_t len = 0;
+        int http = spw_kube_get_text(kb->api, path, now_s, &text, &len, &err);
+        if (http == 200 && text) {
+            int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+            if (fd >= 0) {
+                ssize_t w = write(fd, text, len);
+                (void)w;
+                close(fd);
+            }
+        }
+        free(text);
+    }
+    r->ok = 1;
+}
+
+/* One listing of the daemon's Jobs and the cluster's pods. */
+static void do_list(spw_kube_t *kb, double now_s)
+{
+    spw_error_t err = {{0}};
+    char path[160], rv[64];
+    json_t *jobs = NULL, *pods = NULL;
+    snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs", kb->ns);
+    int rc = spw_kube_list(kb->api, path, L_DAEMON, 500, now_s, &jobs, rv, sizeof(rv), &err);
+    if (rc == 0)
+        rc = spw_kube_list(kb->api, "/api/v1/pods", NULL, 500, now_s, &pods, rv, sizeof(rv), &err);
+    json_t *byname = json_object();
+    size_t i;
+    json_t *j;
+    json_array_foreach(jobs, i, j) {
+        const char *n = json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
+        if (n)
+            json_object_set(byname, n, j);
+    }
+    json_decref(jobs);
+    pthread_mutex_lock(&kb->lock);
+    if (rc == 0) {
+        json_decref(kb->l_jobs);
+        json_decref(kb->l_pods);
+        kb->l_jobs = byname;
+        kb->l_pods = pods;
+        kb->l_seq = kb->lists_started;
+        kb->l_err[0] = '\0';
+    } else {
+        json_decref(byname);
+        snprintf(kb->l_err, sizeof(kb->l_err), "%s", err.text);
+    }
+    pthread_mutex_unlock(&kb->lock);
+}
+
+static int read_nodes(spw_kube_t *kb, double now_s, spw_backend_node_t **out, size_t *n,
+                      spw_error_t *err)
+{
+    json_t *items;
+    char rv[64];
+    if (spw_kube_list(kb->api, "/api/v1/nodes", NULL, 500, now_s, &items, rv, sizeof(rv), err) < 0)
+        return -1;
+    size_t cnt = json_array_size(items), i;
+    spw_backend_node_t *v = spw_xcalloc(cnt ? cnt : 1, sizeof(*v));
+    json_t *nd;
+    json_array_foreach(items, i, nd) {
+        json_t *md = json_object_get(nd, "metadata"), *st = json_object_get(nd, "status");
+        spw_backend_node_t *o = &v[i];
+        snprintf(o->name, sizeof(o->name), "%s", json_string_value(json_object_get(md, "name")));
+        const char *g = json_string_value(json_object_get(json_object_get(st, "allocatable"), GPU));
+        o->gpus = g ? (uint32_t)strtoul(g, NULL, 10) : 0;
+        const char *prod =
+            json_string_value(json_object_get(json_object_get(md, "labels"), GPU ".product"));
+        snprintf(o->gpu_type, sizeof(o->gpu_type), "%s", prod ? prod : "");
+        int ready = 0;
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(st, "conditions"), k, c) {
+            const char *t = json_string_value(json_object_get(c, "type"));
+            if (t && strcmp(t, "Ready") == 0) {
+                ready = json_string_value(json_object_get(c, "status")) &&
+                        strcmp(json_string_value(json_object_get(c, "status")), "True") == 0;
+                const char *why = json_string_value(json_object_get(c, "reason"));
+                if (!ready)
+                    snprintf(o->reason, sizeof(o->reason), "%s", why ? why : "NotReady");
+            }
+        }
+        int cordoned = json_is_true(json_object_get(json_object_get(nd, "spec"), "unschedulable"));
+        o->down = !ready || cordoned;
+        snprintf(o->state, sizeof(o->state), "%s%s", ready ? "Ready" : "NotReady",
+                 cordoned ? "+SchedulingDisabled" : "");
+        if (cordoned && ready)
+            snprintf(o->reason, sizeof(o->reason), "cordoned");
+    }
+    json_decref(items);
+    *out = v;
+    *n = cnt;
+    return 0;
+}
+
+static void *worker(void *arg)
+{
+    spw_kube_t *kb = arg;
+    pthread_mutex_lock(&kb->lock);
+    while (!kb->stop) {
+        if (!kb->nops && !kb->list_asked && !kb->nodes_asked) {
+            pthread_cond_wait(&kb->wake, &kb->lock);
+            continue;
+        }
+        double now_s = kb->now_s;
+        if (kb->nops) {
+            kop_t op = kb->ops[0];
+            memmove(kb->ops, kb->ops + 1, (kb->nops - 1) * sizeof(*kb->ops));
+            kb->nops--;
+            pthread_mutex_unlock(&kb->lock);
+            kres_t r = {.kind = op.kind};
+            snprintf(r.token, sizeof(r.token), "%s", op.token);
+            if (op.kind == OP_CREATE)
+                op_create(kb, &op, now_s, &r);
+            else if (op.kind == OP_DELETE)
+                op_delete(kb, &op, now_s, &r);
+            else
+                op_logs(kb, &op, now_s, &r);
+            free(op.body);
+            free(op.svc);
+            json_decref(op.pods);
+            pthread_mutex_lock(&kb->lock);
+            r.seq = kb->lists_started;
+            kb->creates += (uint64_t)r.created;
+            res_push(kb, &r);
+        } else if (kb->list_asked) {
+            kb->list_asked = 0;
+            kb->lists_started++;
+            pthread_mutex_unlock(&kb->lock);
+            do_list(kb, now_s);
+            pthread_mutex_lock(&kb->lock);
+        } else {
+            kb->nodes_asked = 0;
+            pthread_mutex_unlock(&kb->lock);
+            spw_backend_node_t *v = NULL;
+            size_t n = 0;
+            spw_error_t err = {{0}};
+            int rc = read_nodes(kb, now_s, &v, &n, &err);
+            pthread_mutex_lock(&kb->lock);
+            free(kb->n_out);
+            kb->n_out = rc == 0 ? v : NULL;
+            kb->n_n = n;
+            kb->n_done = 1;
+            snprintf(kb->n_err, sizeof(kb->n_err), "%s", rc == 0 ? "" : err.text);
+        }
+    }
+    pthread_mutex_unlock(&kb->lock);
+    return NULL;
+}
+
+/* Queues op (taking its body, svc and pods) for the thread; lock held. */
+static void op_push_locked(spw_kube_t *kb, const kop_t *op)
+{
+    kb->ops = spw_xrealloc(kb->ops, (kb->nops + 1) * sizeof(*kb->ops));
+    kb->ops[kb->nops++] = *op;
+    pthread_cond_signal(&kb->wake);
+}
+
+static void op_push(spw_kube_t *kb, const kop_t *op)
+{
+    pthread_mutex_lock(&kb->lock);
+    op_push_locked(kb, op);
+    pthread_mutex_unlock(&kb->lock);
+}
+
+/* ---- the caller's side --------------------------------------------------- */
+
+static kjob_t *job_by_token(spw_kube_t *kb, const char *token, size_t *at)
+{
+    for (size_t i = 0; i < kb->njobs; i++)
+        if (strcmp(kb->jobs[i].h.token, token) == 0) {
+            if (at)
+                *at = i;
+            return &kb->jobs[i];
+        }
+    return NULL;
+}
+
+static void job_remove(spw_kube_t *kb, size_t i)
+{
+    kb->jobs[i] = kb->jobs[--kb->njobs];
+}
+
+static void exit_push(spw_kube_t *kb, const spw_exit_t *e)
+{
+    kb->exits = spw_xrealloc(kb->exits, (kb->nexits + 1) * sizeof(*kb->exits));
+    kb->exits[kb->nexits++] = *e;
+}
+
+static void change_push(spw_kube_t *kb, const spw_handle_t *h)
+{
+    kb->changes = spw_xrealloc(kb->changes, (kb->nchanges + 1) * sizeof(*kb->changes));
+    kb->changes[kb->nchanges++] = *h;
+}
+
+static int kube_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    const char *image = req->image && req->image[0] ? req->image : kb->image;
+    if (!req->token || !req->token[0])
+        return spw_errorf(err, "a Kubernetes launch needs a launch token");
+    if (!image)
+        return spw_errorf(err, "job %s names no image, and the pool has no default 'image': a "
+                               "Kubernetes Job needs a container image", req->job_id);
+    if (image[0] == '/' || strncmp(image, "oci-archive:", 12) == 0)
+        return spw_errorf(err, "job %s: image %s is a local file; a Kubernetes pool pulls images "
+                               "from a registry (name one, e.g. ghcr.io/org/train:1)",
+                          req->job_id, image);
+    if (req->nodes > 1000)
+        return spw_errorf(err, "job %s: a gang of %u nodes is more than 1000", req->job_id,
+                          req->nodes);
+    if (job_by_token(kb, req->token, NULL))
+        return spw_errorf(err, "launch token %s is already tracked", req->token);
+    kop_t op = {.kind = OP_CREATE};
+    spw_kube_job_name(req->job_id, req->token, op.name);
+    snprintf(op.token, sizeof(op.token), "%s", req->token);
+    job_body(kb, req, op.name, image, &op.body, &op.svc);
+    kb->jobs = spw_xrealloc(kb->jobs, (kb->njobs + 1) * sizeof(*kb->jobs));
+    kjob_t *j = &kb->jobs[kb->njobs++];
+    memset(j, 0, sizeof(*j));
+    snprintf(j->h.job_id, sizeof(j->h.job_id), "%s", req->job_id);
+    snprintf(j->h.token, sizeof(j->h.token), "%s", req->token);
+    j->h.started_s = req->now_s;
+    j->h.max_runtime_s = req->max_runtime_s;
+    snprintf(j->name, sizeof(j->name), "%s", op.name);
+    j->nodes = req->nodes > 1 ? req->nodes : 1;
+    snprintf(j->log_dir, sizeof(j->log_dir), "%s", req->log_dir ? req->log_dir : "");
+    *out = j->h;
+    op_push(kb, &op);
+    return 0;
+}
+
+static int kube_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    if (!job_by_token(kb, h->token, NULL))
+        return spw_errorf(err, "job %s is not tracked", h->job_id);
+    return spw_errorf(err, "a Kubernetes pool cannot send signal %d: only cancel (delete the "
+                           "Job) is possible", signum);
+}
+
+static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    kjob_t *j = job_by_token(kb, h->token, NULL);
+    (void)now_s;
+    if (!j)
+        return spw_errorf(err, "job %s is not tracked", h->job_id);
+    if (j->cancel)
+        return 0;
+    j->cancel = 1;
+    kop_t op = {.kind = OP_DELETE};
+    snprintf(op.name, sizeof(op.name), "%s", j->name);
+    snprintf(op.token, sizeof(op.token), "%s", j->h.token);
+    /* A delete queued behind the create runs after it: no cancel is lost. */
+    op_push(kb, &op);
+    return 0;
+}
+
+static const char *cond_true(const json_t *job, const char *type, const char **reason)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(job, "status"), "conditions"), i, c) {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *s = json_string_value(json_object_get(c, "status"));
+        if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0) {
+            if (reason)
+                *reason = json_string_value(json_object_get(c, "reason"));
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static const char *pod_label(const json_t *pod, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"), key));
+}
+
+/* The pods of Job name (rank order), and the first non-zero exit among
+ * their containers (*kind, *status; *found 0 if none). */
+static json_t *job_pods(spw_kube_t *kb, const char *name, int *found, spw_exit_kind_t *kind,
+                        int *status)
+{
+    json_t *names = json_array();
+    size_t i;
+    json_t *p;
+    *found = 0;
+    json_array_foreach(kb->l_pods, i, p) {
+        const char *jn = pod_label(p, L_JOBNAME);
+        if (!jn || strcmp(jn, name) != 0)
+            continue;
+        const char *idx = pod_label(p, "batch.kubernetes.io/job-completion-index");
+        size_t at = idx ? strtoul(idx, NULL, 10) : 0;
+        const char *pn = json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
+        while (json_array_size(names) <= at)
+            json_array_append_new(names, json_null());
+        if (json_is_null(json_array_get(names, at)))
+            json_array_set_new(names, at, json_string(pn));
+        size_t k;
+        json_t *cs;
+        json_array_foreach(json_object_get(json_object_get(p, "status"), "containerStatuses"), k,
+                           cs) {
+            json_t *t = json_object_get(json_object_get(cs, "state"), "terminated");
+            if (!t || *found == 1)
+                continue;
+            json_int_t code = json_integer_value(json_object_get(t, "exitCode"));
+            json_int_t sig = json_integer_value(json_object_get(t, "signal"));
+            if (sig > 0) {
+                *kind = SPW_EXIT_SIGNALED;
+                *status = (int)sig;
+                *found = 1;
+            } else if (code != 0 || !*found) {
+                *kind = SPW_EXIT_EXITED;
+                *status = (int)code;
+                *found = code != 0 ? 1 : 2;
+            }
+        }
+    }
+    /* Drop ranks with no pod (gone). */
+    for (size_t k = json_array_size(names); k-- > 0;)
+        if (json_is_null(json_array_get(names, k)))
+            json_array_remove(names, k);
+    return names;
+}
+
+/* Ends j with e: its logs are copied first (OP_LOGS), then poll() has it.
+ * Lock held. */
+static void job_end(spw_kube_t *kb, kjob_t *j, spw_exit_kind_t kind, int status,
+                    spw_exit_cause_t cause, json_t *pods)
+{
+    j->ending = 1;
+    memset(&j->exit, 0, sizeof(j->exit));
+    j->exit.handle = j->h;
+    j->exit.kind = kind;
+    j->exit.status = status;
+    j->exit.cause = cause;
+    kop_t op = {.kind = OP_LOGS, .pods = pods};
+    snprintf(op.name, sizeof(op.name), "%s", j->name);
+    snprintf(op.token, sizeof(op.token), "%s", j->h.token);
+    snprintf(op.job_id, sizeof(op.job_id), "%s", j->h.job_id);
+    snprintf(op.log_dir, sizeof(op.log_dir), "%s", j->log_dir[0] ? j->log_dir : kb->log_dir);
+    op_push_locked(kb, &op);
+}
+
+/* How long a Job that ended without an exit code (its node lost, or the
+ * Job deleted behind spillway's back) is held before it is reported LOST,
+ * seconds: long enough for the daemon to see its node down first (it reads
+ * the nodes every 2 s) and fail the job over with a cancel. */
+#define LOST_HOLD_S 10.0
+
+/* Ends j as lost (or cancelled, when the daemon cancelled it meanwhile)
+ * once it has been lost LOST_HOLD_S; takes pods.  Lock held. */
+static void end_lost(spw_kube_t *kb, kjob_t *j, json_t *pods)
+{
+    if (j->cancel) {
+        job_end(kb, j, SPW_EXIT_SIGNALED, 15, SPW_CAUSE_CANCELLED, pods);
+        return;
+    }
+    if (j->lost_s == 0)
+        j->lost_s = kb->now_s;
+    if (kb->now_s - j->lost_s >= LOST_HOLD_S)
+        job_end(kb, j, SPW_EXIT_LOST, -1, SPW_CAUSE_NONE, pods);
+    else
+        json_decref(pods);
+}
+
+/* Applies the last listing to every tracked Job (lock held). */
+static void apply_listing(spw_kube_t *kb)
+{
+    for (size_t i = 0; i < kb->njobs; i++) {
+        kjob_t *j = &kb->jobs[i];
+        if (!j->created || j->ending)
+            continue;
+        json_t *job = json_object_get(kb->l_jobs, j->name);
+        if (!job) {
+            if (kb->l_seq > j->create_seq)
+                end_lost(kb, j, json_array());
+            continue;
+        }
+        int suspended = json_is_true(json_object_get(json_object_get(job, "spec"), "suspend"));
+        if (!j->reported && !suspended) {
+            j->reported = 1;
+            change_push(kb, &j->h);
+        }
+        const char *why = NULL;
+        int found;
+        spw_exit_kind_t kind = SPW_EXIT_LOST;
+        int status = -1;
+        if (cond_true(job, "Complete", NULL)) {
+            job_end(kb, j, SPW_EXIT_EXITED, 0, SPW_CAUSE_NONE,
+                    job_pods(kb, j->name, &found, &kind, &status));
+        } else if (cond_true(job, "Failed", &why)) {
+            json_t *pods = job_pods(kb, j->name, &found, &kind, &status);
+            if (why && strcmp(why, "DeadlineExceeded") == 0)
+                job_end(kb, j, SPW_EXIT_SIGNALED, 9, SPW_CAUSE_MAX_RUNTIME, pods);
+            else if (j->cancel)
+                job_end(kb, j, SPW_EXIT_SIGNALED, 15, SPW_CAUSE_CANCELLED, pods);
+            else if (found == 1)
+                job_end(kb, j, kind, status, SPW_CAUSE_NONE, pods);
+            else
+                end_lost(kb, j, pods);
+        }
+    }
+    /* A fenced token's Job (a create of a dead daemon, late): delete it. */
+    const char *name;
+    json_t *job;
+    json_object_foreach(kb->l_jobs, name, job) {
+        const char *t = ann_token(job);
+        for (size_t f = 0; t && f < kb->nfenced; f++)
+            if (strcmp(kb->fenced[f], t) == 0 && !job_by_token(kb, t, NULL)) {
+                kop_t op = {.kind = OP_DELETE};
+                snprintf(op.name, sizeof(op.name), "%s", name);
+                snprintf(op.token, sizeof(op.token), "%s", t);
+                op_push_locked(kb, &op);
+            }
+    }
+}
+
+static void kube_tick(void *be, double now_s)
+{
+    spw_kube_t *kb = be;
+    pthread_mutex_lock(&kb->lock);
+    kb->now_s = now_s;
+    kres_t *res = kb->res;
+    size_t nres = kb->nres;
+    kb->res = NULL;
+    kb->nres = 0;
+    pthread_mutex_unlock(&kb->lock);
+    for (size_t r = 0; r < nres; r++) {
+        size_t i;
+        kjob_t *j = job_by_token(kb, res[r].token, &i);
+        if (!j)
+            continue;
+        if (res[r].kind == OP_CREATE && res[r].ok) {
+            j->created = 1;
+            j->create_seq = res[r].seq;
+            snprintf(j->h.ext, sizeof(j->h.ext), "%s", j->name);
+        } else if (res[r].kind == OP_CREATE) {
+            spw_exit_t e = {.handle = j->h, .kind = SPW_EXIT_NOT_STARTED, .status = -1};
+            snprintf(e.reason, sizeof(e.reason), "%s", res[r].msg);
+            exit_push(kb, &e);
+            job_remove(kb, i);
+        } else if (res[r].kind == OP_LOGS) {
+            exit_push(kb, &j->exit);
+            job_remove(kb, i);
+        }
+    }
+    free(res);
+    pthread_mutex_lock(&kb->lock);
+    if (kb->l_seq > kb->applied_seq) {
+        kb->applied_seq = kb->l_seq;
+        apply_listing(kb);
+    }
+    if (now_s - kb->last_sync_s >= kb->sync_interval_s) {
+        kb->last_sync_s = now_s;
+        kb->list_asked = 1;
+        pthread_cond_signal(&kb->wake);
+    }
+    pthread_mutex_unlock(&kb->lock);
+}
+
+static int kube_poll(void *be, spw_exit_t *exits, size_t max)
+{
+    spw_kube_t *kb = be;
+    return spw_queue_take(kb->exits, &kb->nexits, sizeof(*kb->exits), exits, max);
+}
+
+static int kube_changed(void *be, spw_handle_t *out, size_t max)
+{
+    spw_kube_t *kb = be;
+    return spw_queue_take(kb->changes, &kb->nchanges, sizeof(*kb->changes), out, max);
+}
+
+/* A listing for adopt()/find(): the last one, or one made now when there
+ * is none yet.  0, or -1 with err. */
+static int have_listing(spw_kube_t *kb, spw_error_t *err)
+{
+    pthread_mutex_lock(&kb->lock);
+    uint64_t seq = kb->l_seq;
+    pthread_mutex_unlock(&kb->lock);
+    if (seq == 0) {
+        pthread_mutex_lock(&kb->lock);
+        kb->lists_started++;
+        double now_s = kb->now_s;
+        pthread_mutex_unlock(&kb->lock);
+        do_list(kb, now_s);
+    }
+    pthread_mutex_lock(&kb->lock);
+    int rc = kb->l_seq ? 0 : -1;
+    if (rc < 0 || kb->l_err[0])
+        rc = spw_errorf(err, "cannot list the cluster's Jobs: %s", kb->l_err);
+    pthread_mutex_unlock(&kb->lock);
+    return rc;
+}
+
+/* Tracks the listed Job carrying token as h (lock not held). */
+static int track_listed(spw_kube_t *kb, const char *token, const spw_handle_t *h,
+                        spw_handle_t *out)
+{
+    pthread_mutex_lock(&kb->lock);
+    const char *name;
+    json_t *job, *hit = NULL;
+    json_object_foreach(kb->l_jobs, name, job) {
+        const char *t = ann_token(job);
+        if (t && strcmp(t, token) == 0) {
+            hit = job;
+            break;
+        }
+    }
+    if (!hit) {
+        pthread_mutex_unlock(&kb->lock);
+        return 0;
+    }
+    json_t *md = json_object_get(hit, "metadata");
+    const char *jid = json_string_value(json_object_get(json_object_get(md, "annotations"), A_JOBID));
+    json_t *comp = json_object_get(json_object_get(hit, "spec"), "completions");
+    int suspended = json_is_true(json_object_get(json_object_get(hit, "spec"), "suspend"));
+    uint64_t seq = kb->l_seq;
+    pthread_mutex_unlock(&kb->lock);
+    kb->jobs = spw_xrealloc(kb->jobs, (kb->njobs + 1) * sizeof(*kb->jobs));
+    kjob_t *j = &kb->jobs[kb->njobs++];
+    memset(j, 0, sizeof(*j));
+    if (h)
+        j->h = *h;
+    snprintf(j->h.token, sizeof(j->h.token), "%s", token);
+    if (!h)
+        snprintf(j->h.job_id, sizeof(j->h.job_id), "%s", jid ? jid : "");
+    snprintf(j->name, sizeof(j->name), "%s", name);
+    snprintf(j->h.ext, sizeof(j->h.ext), "%s", name);
+    /* The daemon's layout: LOG_DIR/JOBID/ (launch.c). */
+    snprintf(j->log_dir, sizeof(j->log_dir), "%s/%s", kb->log_dir, j->h.job_id);
+    j->nodes = comp ? (uint32_t)json_integer_value(comp) : 1;
+    j->created = 1;
+    j->create_seq = seq;
+    j->reported = !suspended;
+    if (out)
+        *out = j->h;
+    return 1;
+}
+
+static int kube_adopt(void *be, const spw_handle_t *h, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    if (job_by_token(kb, h->token, NULL))
+        return 0;
+    if (have_listing(kb, err) < 0)
+        return -1;
+    if (track_listed(kb, h->token, h, NULL))
+        return 0;
+    errno = ESRCH;
+    return spw_errorf(err, "no Kubernetes Job carries launch token %s (its Job is gone)",
+                      h->token);
+}
+
+static int kube_find(void *be, const char *token, spw_handle_t *out, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    kjob_t *j = job_by_token(kb, token, NULL);
+    if (j) {
+        *out = j->h;
+        return 1;
+    }
+    if (have_listing(kb, err) < 0)
+        return -1;
+    if (track_listed(kb, token, NULL, out))
+        return 1;
+    kb->fenced = spw_xrealloc(kb->fenced, (kb->nfenced + 1) * sizeof(char *));
+    kb->fenced[kb->nfenced++] = spw_xstrdup(token);
+    return 0;
+}
+
+static int kube_nodes(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    pthread_mutex_lock(&kb->lock);
+    double now_s = kb->now_s;
+    pthread_mutex_unlock(&kb->lock);
+    return read_nodes(kb, now_s, out, n, err);
+}
+
+static int kube_nodes_async(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    int rc = 0;
+    pthread_mutex_lock(&kb->lock);
+    if (kb->n_done) {
+        kb->n_done = 0;
+        if (kb->n_out) {
+            *out = kb->n_out;
+            *n = kb->n_n;
+            kb->n_out = NULL;
+            rc = 1;
+        } else {
+            rc = spw_errorf(err, "cannot read the cluster's nodes: %s", kb->n_err);
+        }
+    }
+    kb->nodes_asked = 1;
+    pthread_cond_signal(&kb->wake);
+    pthread_mutex_unlock(&kb->lock);
+    return rc;
+}
+
+static void kube_set_nodes(void *be, const spw_backend_node_t *nodes, size_t n)
+{
+    spw_kube_t *kb = be;
+    for (size_t i = 0; i < kb->nnodes; i++)
+        free(kb->node_names[i]);
+    free(kb->node_names);
+    kb->node_names = spw_xcalloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        kb->node_names[i] = spw_xstrdup(nodes[i].name);
+    kb->nnodes = n;
+}
+
+static int kube_node_index(void *be, const char *name)
+{
+    spw_kube_t *kb = be;
+    for (size_t i = 0; i < kb->nnodes; i++)
+        if (strcmp(kb->node_names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static uint32_t pod_gpus(const json_t *pod)
+{
+    uint32_t g = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+        json_t *r = json_object_get(c, "resources");
+        const char *v = json_string_value(json_object_get(json_object_get(r, "limits"), GPU));
+        if (!v)
+            v = json_string_value(json_object_get(json_object_get(r, "requests"), GPU));
+        g += v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+    }
+    return g;
+}
+
+static int kube_foreign_async(void *be, const char *own_prefix, spw_backend_foreign_t **out,
+                              size_t *n, spw_error_t *err)
+{
+    spw_kube_t *kb = be;
+    pthread_mutex_lock(&kb->lock);
+    if (kb->l_seq == kb->foreign_seq) {
+        int rc = kb->l_err[0] && kb->l_seq == 0
+                     ? spw_errorf(err, "cannot list the cluster's pods: %s", kb->l_err)
+                     : 0;
+        pthread_mutex_unlock(&kb->lock);
+        return rc;
+    }
+    kb->foreign_seq = kb->l_seq;
+    spw_backend_foreign_t *v = spw_xcalloc(json_array_size(kb->l_pods) + 1, sizeof(*v));
+    size_t k = 0, i;
+    json_t *p;
+    json_array_foreach(kb->l_pods, i, p) {
+        const char *t = ann_token(p);
+        const char *phase =
+            json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        const char *node =
+            json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName"));
+        uint32_t g = pod_gpus(p);
+        if ((t && own_prefix && strncmp(t, own_prefix, strlen(own_prefix)) == 0) || !node || !g ||
+            !phase || (strcmp(phase, "Running") != 0 && strcmp(phase, "Pending") != 0))
+            continue;
+        size_t f = 0;
+        while (f < k && strcmp(v[f].name, node) != 0)
+            f++;
+        if (f == k)
+            snprintf(v[k++].name, sizeof(v[0].name), "%s", node);
+        v[f].gpus += g;
+    }
+    pthread_mutex_unlock(&kb->lock);
+    *out = v;
+    *n = k;
+    return 1;
+}
+
+uint64_t spw_kube_creates(const spw_kube_t *kb)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&kb->lock);
+    uint64_t c = kb->creates;
+    pthread_mutex_unlock((pthread_mutex_t *)&kb->lock);
+    return c;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+/* The pool's pod spec members (nodeSelector, tolerations, priorityClassName). */
+static json_t *template_extra(const spw_kube_opts_t *o, spw_error_t *err)
+{
+    json_t *x = json_object();
+    if (o->node_selector && o->node_selector[0]) {
+        json_t *sel = json_object();
+        for (size_t i = 0; o->node_selector[i]; i++) {
+            const char *eq = strchr(o->node_selector[i], '=');
+            if (!eq || eq == o->node_selector[i]) {
+                json_decref(sel);
+                json_decref(x);
+                return spw_errorf(err, "node_selector entry '%s' is not KEY=VALUE",
+                                  o->node_selector[i]),
+                       NULL;
+            }
+            char key[256];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - o->node_selector[i]),
+                     o->node_selector[i]);
+            json_object_set_new(sel, key, json_string(eq + 1));
+        }
+        json_object_set_new(x, "nodeSelector", sel);
+    }
+    if (o->tolerations_json) {
+        json_t *t = json_loads(o->tolerations_json, 0, NULL);
+        if (!json_is_array(t)) {
+            json_decref(t);
+            json_decref(x);
+            return spw_errorf(err, "%s", "tolerations must be a list of Toleration objects"), NULL;
+        }
+        json_object_set_new(x, "tolerations", t);
+    }
+    if (o->priority_class && o->priority_class[0])
+        json_object_set_new(x, "priorityClassName", json_string(o->priority_class));
+    return x;
+}
+
+spw_kube_t *spw_kube_create(const spw_kube_opts_t *o, spw_error_t *err)
+{
+    if (!o->log_dir)
+        return spw_errorf(err, "%s", "a Kubernetes backend needs the daemon's log directory"),
+               NULL;
+    json_t *extra = template_extra(o, err);
+    if (!extra)
+        return NULL;
+    spw_kubeconfig_t *kc = spw_kubeconfig_load(o->kubeconfig, o->context, err);
+    if (!kc) {
+        json_decref(extra);
+        return NULL;
+    }
+    spw_kube_api_t *api = spw_kube_api_create(kc, o->timeout_s, err);
+    if (!api) {
+        spw_kubeconfig_destroy(kc);
+        json_decref(extra);
+        return NULL;
+    }
+    spw_kube_t *kb = spw_xcalloc(1, sizeof(*kb));
+    kb->kc = kc;
+    kb->api = api;
+    const char *ns = o->ns && o->ns[0] ? o->ns : spw_kubeconfig_namespace(kc);
+    snprintf(kb->ns, sizeof(kb->ns), "%s", ns ? ns : "default");
+    kb->log_dir = spw_xstrdup(o->log_dir);
+    kb->template_extra = extra;
+    kb->local_queue = o->local_queue && o->local_queue[0] ? spw_xstrdup(o->local_queue) : NULL;
+    kb->image = o->image && o->image[0] ? spw_xstrdup(o->image) : NULL;
+    kb->kill_grace_s = o->kill_grace_s > 0 ? o->kill_grace_s : 10;
+    kb->ttl_s = o->ttl_after_finished_s > 0 ? o->ttl_after_finished_s : 3600;
+    kb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
+    kb->last_sync_s = -1e18;
+    pthread_mutex_init(&kb->lock, NULL);
+    pthread_cond_init(&kb->wake, NULL);
+    if (pthread_create(&kb->thread, NULL, worker, kb) != 0) {
+        pthread_mutex_destroy(&kb->lock);
+        pthread_cond_destroy(&kb->wake);
+        spw_kube_api_destroy(api);
+        spw_kubeconfig_destroy(kc);
+        json_decref(extra);
+        free(kb->log_dir);
+        free(kb->local_queue);
+        free(kb->image);
+        free(kb);
+        return spw_errorf(err, "%s", "cannot start the Kubernetes backend's thread"), NULL;
+    }
+    return kb;
+}
+
+void spw_kube_destroy(spw_kube_t *kb)
+{
+    if (!kb)
+        return;
+    pthread_mutex_lock(&kb->lock);
+    kb->stop = 1;
+    pthread_cond_signal(&kb->wake);
+    pthread_mutex_unlock(&kb->lock);
+    pthread_join(kb->thread, NULL);
+    for (size_t i = 0; i < kb->nops; i++) {
+        free(kb->ops[i].body);
+        free(kb->ops[i].svc);
+        json_decref(kb->ops[i].pods);
+    }
+    free(kb->ops);
+    free(kb->res);
+    json_decref(kb->l_jobs);
+    json_decref(kb->l_pods);
+    free(kb->n_out);
+    for (size_t i = 0; i < kb->nfenced; i++)
+        free(kb->fenced[i]);
+    free(kb->fenced);
+    for (size_t i = 0; i < kb->nnodes; i++)
+        free(kb->node_names[i]);
+    free(kb->node_names);
+    free(kb->jobs);
+    free(kb->exits);
+    free(kb->changes);
+    json_decref(kb->template_extra);
+    free(kb->log_dir);
+    free(kb->local_queue);
+    free(kb->image);
+    spw_kube_api_destroy(kb->api);
+    spw_kubeconfig_destroy(kb->kc);
+    pthread_mutex_destroy(&kb->lock);
+    pthread_cond_destroy(&kb->wake);
+    free(kb);
+}
+
+static void kube_destroy(void *be)
+{
+    spw_kube_destroy(be);
+}
+
+const struct spw_backend_ops spw_kube_ops = {
+    .version = SPW_BACKEND_VERSION,
+    .name = "kubernetes",
+    .launch = kube_launch,
+    .signal = kube_signal,
+    .cancel = kube_cancel,
+    .tick = kube_tick,
+    .poll = kube_poll,
+    .adopt = kube_adopt,
+    .destroy = kube_destroy,
+    .find = kube_find,
+    .changed = kube_changed,
+    .nodes = kube_nodes,
+    .nodes_async = kube_nodes_async,
+    .set_nodes = kube_set_nodes,
+    .node_index = kube_node_index,
+    .foreign_async = kube_foreign_async,
+};
