@@ -75,7 +75,7 @@ pod_phase() {
 export HOME=$T/home     # kubectl's discovery cache, fresh for the test
 mkdir -p "$HOME"
 
-echo "1..44"
+echo "1..45"
 fake_kube_start kube --node gpu-a:4:NVIDIA-H100-80GB-HBM3 --node gpu-b:2:NVIDIA-A100-SXM4-40GB \
     --bookmark-s 0.5
 ok $? "the fake starts on HTTPS with its own CA and writes a kubeconfig" || {
@@ -364,6 +364,10 @@ ok $? "activeDeadlineSeconds: the Job fails with DeadlineExceeded"
 out=$(KUBECONFIG=$FAKE_KUBE_DIR/kubeconfig-exec "$KUBECTL" get nodes -o name 2>&1 | head -1)
 [ "$out" = node/gpu-a ]
 ok $? "kubeconfig-exec (an exec credential plugin) authenticates kubectl too" || diag "$out"
+out=$(KUBECONFIG=$FAKE_KUBE_DIR/kubeconfig-cert "$KUBECTL" get nodes -o name 2>&1 | head -1)
+[ "$out" = node/gpu-a ]
+ok $? "kubeconfig-cert (a client certificate the fake's CA signed) authenticates kubectl too" ||
+    diag "$out"
 out=$(fake_kube_py '[v for v in d["violations"] if v["name"] not in ("bad", "typo", "gpus")]')
 [ "$out" = "[]" ]
 ok $? "no violations beyond the three invalid objects sent on purpose" || diag "$out"
