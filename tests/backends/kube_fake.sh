@@ -75,7 +75,7 @@ pod_phase() {
 export HOME=$T/home     # kubectl's discovery cache, fresh for the test
 mkdir -p "$HOME"
 
-echo "1..44"
+echo "1..48"
 fake_kube_start kube --node gpu-a:4:NVIDIA-H100-80GB-HBM3 --node gpu-b:2:NVIDIA-A100-SXM4-40GB \
     --bookmark-s 0.5
 ok $? "the fake starts on HTTPS with its own CA and writes a kubeconfig" || {
@@ -359,11 +359,27 @@ ok $? "POST /_fake/pod-fail: the pod fails with the exit code asked" || diag "$o
 sleep_job slow 's/"backoffLimit": 0/"activeDeadlineSeconds": 1/'
 wait_until 30 sh -c "'$KUBECTL' get job slow -o jsonpath='{.status.conditions[?(@.type==\"Failed\")].reason}' | grep -q DeadlineExceeded"
 ok $? "activeDeadlineSeconds: the Job fails with DeadlineExceeded"
+K cordon gpu-a >/dev/null 2>&1 && K cordon gpu-b >/dev/null 2>&1
+sleep_job fenced
+wait_until 30 sh -c "'$KUBECTL' get pods -l job-name=fenced -o jsonpath='{.items[0].status.conditions[0].message}' | grep -q '2 unschedulable'"
+ok $? "kubectl cordon (a strategic-merge PATCH): no pod goes to a cordoned node"
+K uncordon gpu-b >/dev/null 2>&1
+wait_until 30 pod_phase fenced Running &&
+    [ "$(K get pods -l job-name=fenced -o jsonpath='{.items[0].spec.nodeName}')" = gpu-b ]
+ok $? "uncordoned, the pod runs on that node"
+sleep_job ttl 's/"backoffLimit": 0/"ttlSecondsAfterFinished": 1/; s/exec sleep 300/true/'
+wait_until 30 sh -c "'$KUBECTL' get job ttl 2>&1 | grep -q NotFound" &&
+    ls "$FAKE_KUBE_DIR"/logs/default/ttl-*/main.log >/dev/null 2>&1
+ok $? "ttlSecondsAfterFinished: a Job that ran is deleted once finished"
 
 # --- the exec credential plugin kubeconfig ---
 out=$(KUBECONFIG=$FAKE_KUBE_DIR/kubeconfig-exec "$KUBECTL" get nodes -o name 2>&1 | head -1)
 [ "$out" = node/gpu-a ]
 ok $? "kubeconfig-exec (an exec credential plugin) authenticates kubectl too" || diag "$out"
+out=$(KUBECONFIG=$FAKE_KUBE_DIR/kubeconfig-cert "$KUBECTL" get nodes -o name 2>&1 | head -1)
+[ "$out" = node/gpu-a ]
+ok $? "kubeconfig-cert (a client certificate the fake's CA signed) authenticates kubectl too" ||
+    diag "$out"
 out=$(fake_kube_py '[v for v in d["violations"] if v["name"] not in ("bad", "typo", "gpus")]')
 [ "$out" = "[]" ]
 ok $? "no violations beyond the three invalid objects sent on purpose" || diag "$out"

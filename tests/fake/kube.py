@@ -43,7 +43,11 @@ also in DIR/token), and a context "fake" (current) with the namespace.  A
 request without `Authorization: Bearer TOK` gets 401 (Status reason
 Unauthorized).  `DIR/kubeconfig-exec` is the same with an exec credential
 plugin (client.authentication.k8s.io/v1, /bin/sh printing an ExecCredential)
-in place of the token.  Clients verify the server with DIR/ca.crt.
+in place of the token; `DIR/kubeconfig-cert` authenticates with a client
+certificate (DIR/client.crt, DIR/client.key; CN fake-user, signed by the CA:
+the server asks for one and accepts any its CA signed).  DIR/serviceaccount/
+{token,ca.crt,namespace} is what a pod's service account mount holds (for
+in-cluster configuration).  Clients verify the server with DIR/ca.crt.
 
 Kubernetes API served (JSON only: a protobuf, CBOR or YAML body gets 415, so
 `kubectl create job|run` fail while `kubectl create|apply -f` work; Table asks
@@ -1352,7 +1356,8 @@ class Handler(BaseHTTPRequestHandler):
             q = {k: v[-1] for k, v in urllib.parse.parse_qs(u.query, keep_blank_values=True).items()}
             if u.path.startswith('/_fake/'):
                 return self.control(u.path, q)
-            if not ARGS.no_auth and self.headers.get('Authorization') != 'Bearer ' + ARGS.token:
+            if not ARGS.no_auth and self.headers.get('Authorization') != 'Bearer ' + ARGS.token \
+                    and not self.client_cert_user():
                 with CV:
                     STATE.log({'auth_failure': self.path, 't': time.time()})
                 raise ApiError(401, 'Unauthorized', 'Unauthorized')
@@ -1361,6 +1366,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(e.status['code'], e.status)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
             pass
+
+    def client_cert_user(self):
+        """The CN of a client certificate the handshake verified, else None."""
+        if not isinstance(self.request, ssl.SSLSocket):
+            return None
+        cert = self.request.getpeercert()
+        for rdn in (cert or {}).get('subject', ()):
+            for k, v in rdn:
+                if k == 'commonName':
+                    return v
+        return None
 
     # -- the Kubernetes API
     def api(self, path, q):
@@ -1932,25 +1948,41 @@ def make_certs(d):
                 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n')
     openssl('x509', '-req', '-in', csr, '-CA', ca_crt, '-CAkey', ca_key, '-CAcreateserial',
             '-out', crt, '-days', '2', '-extfile', ext)
+    # a client certificate (CN fake-user) for kubeconfig-cert
+    ccsr, cext = os.path.join(d, 'client.csr'), os.path.join(d, 'client.ext')
+    openssl('req', *ec, '-keyout', os.path.join(d, 'client.key'), '-out', ccsr,
+            '-subj', '/CN=fake-user/O=spillway')
+    with open(cext, 'w') as f:
+        f.write('extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n'
+                'keyUsage=critical,digitalSignature,keyEncipherment\n')
+    openssl('x509', '-req', '-in', ccsr, '-CA', ca_crt, '-CAkey', ca_key, '-CAcreateserial',
+            '-out', os.path.join(d, 'client.crt'), '-days', '2', '-extfile', cext)
     return ca_crt, crt, key
 
 
+def b64file(path):
+    with open(path, 'rb') as f:
+        return base64.b64encode(f.read()).decode()
+
+
 def write_kubeconfig(d, url, ca_crt):
-    ca = ''
-    if ca_crt:
-        with open(ca_crt, 'rb') as f:
-            ca = '    certificate-authority-data: %s\n' % base64.b64encode(f.read()).decode()
+    ca = '    certificate-authority-data: %s\n' % b64file(ca_crt) if ca_crt else ''
     head = ('apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n'
             '    server: %s\n%s' % (url, ca))
     ctx = ('contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake-user\n'
            '    namespace: %s\ncurrent-context: fake\n' % ARGS.namespace)
     cred = json.dumps({'apiVersion': 'client.authentication.k8s.io/v1',
                        'kind': 'ExecCredential', 'status': {'token': ARGS.token}})
-    for fname, user in (('kubeconfig', '    token: %s\n' % ARGS.token),
-                        ('kubeconfig-exec', '    exec:\n      apiVersion: '
-                         'client.authentication.k8s.io/v1\n      command: /bin/sh\n'
-                         '      args: ["-c", %s]\n      interactiveMode: Never\n'
-                         % json.dumps("printf '%s\\n' '" + cred + "'"))):
+    users = [('kubeconfig', '    token: %s\n' % ARGS.token),
+             ('kubeconfig-exec', '    exec:\n      apiVersion: '
+              'client.authentication.k8s.io/v1\n      command: /bin/sh\n'
+              '      args: ["-c", %s]\n      interactiveMode: Never\n'
+              % json.dumps("printf '%s\\n' '" + cred + "'"))]
+    if ca_crt:
+        users.append(('kubeconfig-cert', '    client-certificate-data: %s\n'
+                      '    client-key-data: %s\n' % (b64file(os.path.join(d, 'client.crt')),
+                                                     b64file(os.path.join(d, 'client.key')))))
+    for fname, user in users:
         tmp = os.path.join(d, fname + '.tmp')
         with open(tmp, 'w') as f:
             f.write(head + 'users:\n- name: fake-user\n  user:\n' + user + ctx)
@@ -1958,6 +1990,15 @@ def write_kubeconfig(d, url, ca_crt):
         os.rename(tmp, os.path.join(d, fname))
     with open(os.path.join(d, 'token'), 'w') as f:
         f.write(ARGS.token + '\n')
+    # what a pod's service account mount holds (in-cluster configuration)
+    sa = os.path.join(d, 'serviceaccount')
+    os.makedirs(sa, exist_ok=True)
+    for name, text in (('token', ARGS.token), ('namespace', ARGS.namespace)):
+        with open(os.path.join(sa, name), 'w') as f:
+            f.write(text)
+    if ca_crt:
+        with open(ca_crt, 'rb') as src, open(os.path.join(sa, 'ca.crt'), 'wb') as dst:
+            dst.write(src.read())
 
 
 def stop(*_):
@@ -2013,6 +2054,8 @@ def main():
         ca, crt, key = make_certs(ARGS.dir)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(crt, key)
+        ctx.load_verify_locations(ca)
+        ctx.verify_mode = ssl.CERT_OPTIONAL     # client certificates of the fake's CA
         ctx.set_alpn_protocols(['http/1.1'])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True,
                                        do_handshake_on_connect=False)
