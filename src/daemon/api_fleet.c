@@ -621,7 +621,11 @@ int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_o
             json_object_set_new(o, "price_usd_per_h", json_real(in->price_usd_per_h));
             json_object_set_new(o, "cost_usd", json_real(spw_instance_cost_usd(in, now)));
             json_object_set_new(o, "orphan", json_boolean(x == NULL));
-            if (!x && release_orphans) {
+            /* An instance of a job that is still live is left alone: its
+             * acquisition, committed before a restart, may be asked again
+             * (and answered with this very instance) at any moment. */
+            const djob_t *owner = in->job_id[0] ? spw_daemon_find(d, in->job_id) : NULL;
+            if (!x && release_orphans && !(owner && !spw_djob_state_terminal(owner->st))) {
                 if (a->ops->release(a->pv, in, now, &e2) < 0)
                     json_object_set_new(o, "release_error", json_string(e2.text));
                 else

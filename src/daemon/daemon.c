@@ -409,6 +409,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     if (!d)
         return;
     spw_ui_destroy(d->ui);  /* first: its thread calls the API below */
+    dm_orphan_sweep_join(d); /* and so does the sweep */
     if (d->started) {
         pthread_mutex_lock(&d->mu);
         d->stopping = 1;

@@ -234,6 +234,8 @@ struct spw_daemon {
     pthread_cond_t wake;         /* the loop sleeps on it */
     pthread_cond_t committed;    /* submitters sleep on it */
     pthread_t thread;            /* the loop, once started */
+    pthread_t sweep_thread;      /* the orphan sweep at start (recover.c) */
+    int sweep_started;           /* 1: sweep_thread runs or ran, to join */
     int started;                 /* the loop thread runs */
     int stopping;                /* destroy asked the loop to end */
     const spw_config_t *cfg;     /* borrowed */

@@ -323,6 +323,13 @@ int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j);
  * the provider, and its host added to the cloud backend. */
 void spw_daemon_cloud_host_up(spw_daemon_t *d, dinst_t *x);
 
+/* The orphan sweep at start of accounts whose provider is async and can
+ * list (recover.c): a thread lists each and releases what carries the
+ * daemon's tag but no record or live job of its has; joined by
+ * dm_orphan_sweep_join before the accounts go. */
+void dm_orphan_sweep_start(spw_daemon_t *d);
+void dm_orphan_sweep_join(spw_daemon_t *d);
+
 /* Instance x's name among the hosts: its address, after its account's
  * login user when the account has one ("ubuntu@10.0.4.17"), into buf. */
 void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *buf, size_t len);

@@ -5,6 +5,8 @@
  * could not tell yet. */
 
 #include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -762,4 +764,51 @@ void dm_sweep_run_dir(spw_daemon_t *d)
     closedir(dir);
     if (removed)
         dm_say(d, "removed %zu fences and exit records of attempts that are over", removed);
+}
+
+/* The start-up sweep of accounts whose provider answers reconcile() with
+ * no orphans (async ones: finding them means listing the cloud, which is
+ * network): a thread of its own lists them once and releases the orphans,
+ * as `spillway instances --release-orphans` does. */
+static void *sweep_main(void *arg)
+{
+    spw_daemon_t *d = arg;
+    spw_caller_t admin = {.admin = 1, .token_name = "orphan sweep at start"};
+    json_t *out = NULL;
+    spw_error_t err;
+    if (spw_daemon_instances(d, &admin, 1, &out, &err) == 200) {
+        size_t k;
+        json_t *v;
+        json_array_foreach(json_object_get(out, "released"), k, v)
+            dm_say(d, "released instance %s: it carries this daemon's tag, but no record or "
+                   "live job of the daemon's has it (an orphan)", json_string_value(v));
+        json_array_foreach(json_object_get(out, "instances"), k, v)
+            if (json_object_get(v, "release_error"))
+                dm_say(d, "cannot release orphan instance %s: %s",
+                       json_string_value(json_object_get(v, "id")),
+                       json_string_value(json_object_get(v, "release_error")));
+        json_array_foreach(json_object_get(out, "accounts"), k, v)
+            if (json_object_get(v, "error"))
+                dm_say(d, "cloud account %s: the orphan sweep could not list it: %s",
+                       json_string_value(json_object_get(v, "name")),
+                       json_string_value(json_object_get(v, "error")));
+    }
+    json_decref(out);
+    return NULL;
+}
+
+void dm_orphan_sweep_start(spw_daemon_t *d)
+{
+    int want = 0;
+    for (size_t ai = 0; ai < d->nacct; ai++)
+        want |= d->acct[ai].ops->async && SPW_PROVIDER_HAS(d->acct[ai].ops, 4, list);
+    if (want && pthread_create(&d->sweep_thread, NULL, sweep_main, d) == 0)
+        d->sweep_started = 1;
+}
+
+void dm_orphan_sweep_join(spw_daemon_t *d)
+{
+    if (d->sweep_started)
+        pthread_join(d->sweep_thread, NULL);
+    d->sweep_started = 0;
 }

@@ -306,6 +306,7 @@ int spw_daemon_start(spw_daemon_t *d, spw_error_t *err)
     }
     pthread_mutex_unlock(&d->mu);
     d->ui = spw_ui_create(d, &d->cfg->daemon, 1);
+    dm_orphan_sweep_start(d);
     return 0;
 }
 

@@ -13,7 +13,8 @@
 # - kill -9 while RunInstances is in flight: after the restart, exactly
 #   one instance for the job;
 # - a spot interruption: the job is requeued and resumes elsewhere;
-# - an orphan carrying the daemon's tag: listed, and released;
+# - an orphan carrying the daemon's tag: listed, and released; one made
+#   while the daemon was down: released by the sweep at start;
 # - AuthFailure: no launch, /healthz names the account and why.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
@@ -35,7 +36,7 @@ down_all() {
     for d in "$HD"/inst-*; do [ -d "$d" ] && "$NET" del "$HD" "${d##*/inst-}"; done
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 23
+plan 24
 
 mkdir -p "$HD"
 ssh-keygen -q -t ed25519 -N "" -f "$T/key" -C spillway-test
@@ -169,9 +170,22 @@ o = [i for i in d['instances'] if i.get('cloud_id') == '$orphan']
 assert o and o[0]['orphan'], d['instances']"
 ok $? "instances -o json lists $orphan, which carries the daemon's tag, as an orphan"
 spw admin instances --release-orphans >"$T/rel.out" 2>&1
-oterm() { [ "$(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$orphan'][0]")" != running ]; }
+oterm() { case $(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$orphan'][0]") in shutting-down | terminated) return 0 ;; esac; return 1; }
 wait_until 20 oterm
 ok $? "--release-orphans terminates it: $(head -1 "$T/rel.out")"
+
+# An orphan made while the daemon is down (its record lost, say) is
+# released by the sweep at start.
+kill9_daemon "$DPID"
+awscli_run "$T/orphan2.json" --endpoint-url "$FAKE_EC2_URL" --output json ec2 run-instances \
+    --image-id ami-0123456789abcdef0 --instance-type g4dn.xlarge --count 1 --tag-specifications \
+    "ResourceType=instance,Tags=[{Key=spillway:daemon,Value=$did}]"
+orphan2=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["Instances"][0]["InstanceId"])' "$T/orphan2.json" 2>/dev/null)
+start_daemon "$T/serve.yaml" "$T/state"
+o2term() { case $(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$orphan2'][0]") in shutting-down | terminated) ;; *) return 1 ;; esac &&
+    grep -q "released instance .*an orphan" "$DLOG"; }
+wait_until 30 o2term
+ok $? "an orphan made while the daemon was down ($orphan2) is released by the sweep at start" || diag "$(grep -i orphan "$DLOG")" "$(spw admin instances -o json)" "$(fake_ec2_py "[(i['id'], i['state'], i['tags']) for i in d['instances'] if i['id'] == '$orphan2']")"
 
 # ---- an account-wide refusal --------------------------------------------------
 fake_ec2_post _fake/inject '{"action": "RunInstances", "code": "AuthFailure", "count": "always"}' >/dev/null

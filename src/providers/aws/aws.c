@@ -437,7 +437,8 @@ static void do_terminate(aws_t *a, work_t *w)
     }
     char cloud[SPW_INSTANCE_CLOUD_ID_MAX], region[SPW_INSTANCE_REGION_MAX];
     snprintf(cloud, sizeof(cloud), "%s", x->in.cloud_id);
-    snprintf(region, sizeof(region), "%s", a->offers[x->in.offer].region);
+    snprintf(region, sizeof(region), "%s", x->in.region[0] || x->in.offer >= a->noffers
+                                               ? x->in.region : a->offers[x->in.offer].region);
     pthread_mutex_unlock(&a->mu);
 
     const char *ids[] = {cloud};
@@ -841,12 +842,33 @@ static int aws_acquire(void *pv, const spw_acquire_t *req, spw_instance_t *out,
     return 0;
 }
 
+/* Takes instance in into the table (the caller holds mu). */
+static ainst_t *adopt(aws_t *a, const spw_instance_t *in, double now_s)
+{
+    if (a->ninst == a->cap_inst) {
+        a->cap_inst = a->cap_inst ? 2 * a->cap_inst : 16;
+        a->inst = spw_xrealloc(a->inst, a->cap_inst * sizeof(*a->inst));
+    }
+    ainst_t *x = &a->inst[a->ninst++];
+    memset(x, 0, sizeof(*x));
+    x->in = *in;
+    const char *dash = strrchr(x->in.id, '-');
+    x->k = dash ? (unsigned)atoi(dash + 1) : 0;
+    x->count = x->k + 1;
+    x->answered_s = now_s;
+    return x;
+}
+
 static int aws_release(void *pv, const spw_instance_t *inst, double now_s, spw_error_t *err)
 {
     aws_t *a = pv;
     pthread_mutex_lock(&a->mu);
     set_clock(a, now_s);
     ainst_t *x = find_inst(a, inst->id);
+    /* One this provider never tracked (an orphan list() found, with its
+     * cloud id and region): taken in only to be terminated. */
+    if (!x && inst->cloud_id[0] && (inst->region[0] || inst->offer < a->noffers))
+        x = adopt(a, inst, now_s);
     if (!x) {
         pthread_mutex_unlock(&a->mu);
         errno = ENOENT;
@@ -896,17 +918,7 @@ static int aws_reconcile(void *pv, const spw_instance_t *known, size_t n, double
         if (!spw_instance_state_live(known[i].state) || find_inst(a, known[i].id) ||
             known[i].offer >= a->noffers)
             continue;
-        if (a->ninst == a->cap_inst) {
-            a->cap_inst = a->cap_inst ? 2 * a->cap_inst : 16;
-            a->inst = spw_xrealloc(a->inst, a->cap_inst * sizeof(*a->inst));
-        }
-        ainst_t *x = &a->inst[a->ninst++];
-        memset(x, 0, sizeof(*x));
-        x->in = known[i];
-        const char *dash = strrchr(x->in.id, '-');
-        x->k = dash ? (unsigned)atoi(dash + 1) : 0;
-        x->count = x->k + 1;
-        x->answered_s = now_s;
+        adopt(a, &known[i], now_s);
     }
     *norphans = 0;
     a->next_describe = mono_s();
