@@ -11,7 +11,7 @@
 # a create answered 409 AlreadyExists adopts the Job carrying its token.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 34
+plan 35
 
 K=$T/kube
 mkdir -p "$K"
@@ -60,6 +60,9 @@ ok $? "with exit_code 3"
 kstate '[ (j["metadata"]["name"], j["metadata"]["annotations"]["spillway.dev/token"], j["spec"]["backoffLimit"], j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], j["spec"]["template"]["spec"]["containers"][0]["image"]) for j in s["objects"]["jobs"] if j["metadata"]["annotations"].get("spillway.dev/job-id") == "'"$a"'"]' >"$K/a.jobs"
 grep -Eq "^\[\('spw-$a-[0-9a-f]{10}', '[0-9a-f]+\.$a\.1', 0, '2', 'busybox:1.36'\)\]$" "$K/a.jobs"
 ok $? "it ran as one Job named from its token, carrying it, backoffLimit 0, 2 GPUs, the pool's image: $(cat "$K/a.jobs")"
+kstate '[ (j["spec"]["template"]["spec"].get("automountServiceAccountToken"), j["spec"]["template"]["spec"]["containers"][0].get("securityContext", {}).get("allowPrivilegeEscalation")) for j in s["objects"]["jobs"] if j["metadata"]["annotations"].get("spillway.dev/job-id") == "'"$a"'"]' >"$K/a.sec"
+[ "$(cat "$K/a.sec")" = "[(False, False)]" ]
+ok $? "its pod mounts no service-account token and cannot gain privileges: $(cat "$K/a.sec")"
 spw ml logs "$a" >"$T/logs.out" 2>&1
 grep -Eq "^hello kube gpus=[0-9],[0-9] token=[0-9a-f]+\.$a\.1$" "$T/logs.out"
 ok $? "spillway logs shows its output (from pods/log): $(head -1 "$T/logs.out")"

@@ -239,6 +239,10 @@ static void job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, 
                             "env", env);
     if (req->workdir)
         json_object_set_new(ctr, "workingDir", json_string(req->workdir));
+    /* A job gains no privileges it did not start with (setuid binaries in
+     * its image included). */
+    json_object_set_new(ctr, "securityContext",
+                        json_pack("{s:b}", "allowPrivilegeEscalation", 0));
     if (req->ngpus > 0) {
         char g[24];
         snprintf(g, sizeof(g), "%zu", req->ngpus);
@@ -255,6 +259,9 @@ static void job_body(spw_kube_t *kb, const spw_launch_t *req, const char *name, 
         json_object_set_new(sel, "kubernetes.io/hostname", json_string(pin));
     }
     json_object_set_new(pspec, "restartPolicy", json_string("Never"));
+    /* The namespace's service-account token stays out of the pod: a job
+     * cannot speak to the cluster's API as anyone (RBAC in docs/kubernetes.md). */
+    json_object_set_new(pspec, "automountServiceAccountToken", json_false());
     json_object_set_new(pspec, "containers", json_pack("[o]", ctr));
     json_object_set_new(pspec, "terminationGracePeriodSeconds",
                         json_integer((json_int_t)kb->kill_grace_s));
