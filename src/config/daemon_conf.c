@@ -13,6 +13,25 @@
 #include "config/config_private.h"
 #include "util/yaml.h"
 
+/* An ssh map (user, key, known_hosts, port, down_after_s: cfg_ssh_keys)
+ * into the given fields, which it replaces (owned strings). */
+static int ssh_section(ctx_t *x, const spw_ynode_t *n, const char *what, char **user, char **key,
+                       char **known_hosts, int *port, double *down_after_s, spw_error_t *err)
+{
+    spw_pool_backend_conf_t sc;
+    memset(&sc, 0, sizeof(sc));
+    int rc = cfg_ssh_keys(x, n, what, &sc, err);
+    free(*user);
+    free(*key);
+    free(*known_hosts);
+    *user = sc.ssh_user;
+    *key = sc.ssh_key;
+    *known_hosts = sc.ssh_known_hosts;
+    *port = sc.ssh_port;
+    *down_after_s = sc.ssh_down_after_s;
+    return rc;
+}
+
 /* daemon.emulated's boot_command, hosts_dir and ssh: emulated instances
  * that are real hosts (docs/hosts.md, "Cloud instances"). */
 static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
@@ -37,24 +56,10 @@ static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
         free(dc->emulated_hosts_dir);
         dc->emulated_hosts_dir = cfg_resolve(x->base_dir, s);
     }
-    if (sn) {
-        spw_pool_backend_conf_t sc;
-        memset(&sc, 0, sizeof(sc));
-        if (cfg_ssh_keys(x, sn, "(daemon.emulated)", &sc, err) < 0) {
-            free(sc.ssh_user);
-            free(sc.ssh_key);
-            free(sc.ssh_known_hosts);
-            return -1;
-        }
-        free(dc->emulated_ssh_user);
-        free(dc->emulated_ssh_key);
-        free(dc->emulated_ssh_known_hosts);
-        dc->emulated_ssh_user = sc.ssh_user;
-        dc->emulated_ssh_key = sc.ssh_key;
-        dc->emulated_ssh_known_hosts = sc.ssh_known_hosts;
-        dc->emulated_ssh_port = sc.ssh_port;
-        dc->emulated_ssh_down_after_s = sc.ssh_down_after_s;
-    }
+    if (sn && ssh_section(x, sn, "(daemon.emulated)", &dc->emulated_ssh_user,
+                          &dc->emulated_ssh_key, &dc->emulated_ssh_known_hosts,
+                          &dc->emulated_ssh_port, &dc->emulated_ssh_down_after_s, err) < 0)
+        return -1;
     return 0;
 }
 
@@ -476,19 +481,10 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     dc->job_pids_max = (uint32_t)jl[0];
     dc->job_memory_mib = (uint64_t)jl[1];
     if ((v = spw_ymap_get(n, "cloud_ssh"))) {
-        spw_pool_backend_conf_t sc;
-        memset(&sc, 0, sizeof(sc));
-        int rc = cfg_ssh_keys(x, v, "(daemon.cloud_ssh)", &sc, err);
-        free(dc->cloud_ssh_user);
-        free(dc->cloud_ssh_key);
-        free(dc->cloud_ssh_known_hosts);
-        dc->cloud_ssh_user = sc.ssh_user;
-        dc->cloud_ssh_key = sc.ssh_key;
-        dc->cloud_ssh_known_hosts = sc.ssh_known_hosts;
-        dc->cloud_ssh_port = sc.ssh_port;
-        dc->cloud_ssh_down_after_s = sc.ssh_down_after_s;
         dc->cloud_ssh_given = 1;
-        if (rc < 0)
+        if (ssh_section(x, v, "(daemon.cloud_ssh)", &dc->cloud_ssh_user, &dc->cloud_ssh_key,
+                        &dc->cloud_ssh_known_hosts, &dc->cloud_ssh_port,
+                        &dc->cloud_ssh_down_after_s, err) < 0)
             return -1;
     }
     if ((v = spw_ymap_get(n, "emulated"))) {

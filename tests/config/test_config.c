@@ -1329,8 +1329,34 @@ static void test_accounts_errors(void)
 #undef ACC
 }
 
+/* daemon.cloud_ssh: how the daemon logs in to real cloud accounts'
+ * instances. */
+static void test_cloud_ssh(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    is(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\ndaemon:\n  cloud_ssh: {user: ubuntu, key: "
+                "k/id, port: 2200, down_after_s: 5}\n", "/etc/spw", &err), 0,
+       "cloud_ssh: loads (%s)", err.text);
+    ok(c.daemon.cloud_ssh_given && strcmp(c.daemon.cloud_ssh_user, "ubuntu") == 0 &&
+           strcmp(c.daemon.cloud_ssh_key, "/etc/spw/k/id") == 0 && c.daemon.cloud_ssh_port == 2200 &&
+           c.daemon.cloud_ssh_down_after_s == 5 && !c.daemon.cloud_ssh_known_hosts,
+       "cloud_ssh: user, key resolved against the config's directory, port, down_after_s");
+    spw_config_free(&c);
+    is(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\n", NULL, &err), 0, "no cloud_ssh: loads");
+    ok(!c.daemon.cloud_ssh_given && !c.daemon.cloud_ssh_key, "no cloud_ssh: none given");
+    spw_config_free(&c);
+    ok(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\ndaemon:\n  cloud_ssh: {port: 70000}\n",
+            NULL, &err) < 0 && strstr(err.text, "c.yaml:4") && strstr(err.text, "port"),
+       "cloud_ssh: a bad port is refused at its line: %s", err.text);
+    ok(load(&c, "cloud:\n  price_usd_per_gpu_h: 2\ndaemon:\n  cloud_ssh: {keys: x}\n",
+            NULL, &err) < 0 && strstr(err.text, "keys"),
+       "cloud_ssh: an unknown key is refused: %s", err.text);
+}
+
 int main(void)
 {
+    test_cloud_ssh();
     test_accounts();
     test_accounts_errors();
     test_slurm_cloud();

@@ -95,6 +95,16 @@ static void op_run(spw_command_t *c, op_t *op)
         snprintf(op->err, sizeof(op->err), "%.200s", e.text);
 }
 
+/* Appends op to the FIFO head..tail. */
+static void fifo_push(op_t **head, op_t **tail, op_t *op)
+{
+    if (*tail)
+        (*tail)->next = op;
+    else
+        *head = op;
+    *tail = op;
+}
+
 /* Runs queued commands one at a time.  At destroy it still runs the queued
  * releases (so that nothing released keeps billing), and drops the rest. */
 static void *op_thread(void *arg)
@@ -118,11 +128,7 @@ static void *op_thread(void *arg)
         pthread_mutex_unlock(&c->mu);
         op_run(c, op);
         pthread_mutex_lock(&c->mu);
-        if (c->d_tail)
-            c->d_tail->next = op;
-        else
-            c->d_head = op;
-        c->d_tail = op;
+        fifo_push(&c->d_head, &c->d_tail, op);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -133,11 +139,7 @@ static void op_queue(spw_command_t *c, op_t *op, json_t *in)
     op->in = json_dumps(in, JSON_COMPACT);
     json_decref(in);
     pthread_mutex_lock(&c->mu);
-    if (c->q_tail)
-        c->q_tail->next = op;
-    else
-        c->q_head = op;
-    c->q_tail = op;
+    fifo_push(&c->q_head, &c->q_tail, op);
     pthread_cond_signal(&c->cv);
     pthread_mutex_unlock(&c->mu);
 }
