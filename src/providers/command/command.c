@@ -705,6 +705,20 @@ static int cmd_health(void *pv, char *why, size_t len)
     return bad ? -1 : 0;
 }
 
+/* Frees c and what it owns, its thread ended or never started. */
+static void free_parts(spw_command_t *c)
+{
+    for (int k = 0; k < NOPS; k++)
+        free(c->cmd[k]);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->name);
+    free(c->daemon_id);
+    free(c->inst);
+    free(c->ev);
+    free(c);
+}
+
 static void cmd_destroy(void *pv)
 {
     spw_command_t *c = pv;
@@ -717,15 +731,7 @@ static void cmd_destroy(void *pv)
     pthread_join(c->th, NULL);
     for (op_t *op = c->d_head, *nx; op; op = nx)
         nx = op->next, op_free(op);
-    for (int k = 0; k < NOPS; k++)
-        free(c->cmd[k]);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    free(c->name);
-    free(c->daemon_id);
-    free(c->inst);
-    free(c->ev);
-    free(c);
+    free_parts(c);
 }
 
 /* ---- making it ---------------------------------------------------------- */
@@ -805,13 +811,7 @@ spw_command_t *spw_command_create(const spw_command_opts_t *o, spw_error_t *err)
         bad = 1;
     }
     if (bad) {
-        for (int k = 0; k < NOPS; k++)
-            free(c->cmd[k]);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-        free(c->name);
-        free(c->daemon_id);
-        free(c);
+        free_parts(c);
         return NULL;
     }
     return c;
