@@ -356,7 +356,7 @@ static void run_done(aws_t *a, work_t *w, spw_ec2_result_t *r, long status, int 
     const spw_ec2_error_class_t *cls =
         spw_ec2_error_classify(rc == 0 ? r->error_code : "", rc == 0 ? status : 599);
     if (rc < 0) {
-        snprintf(reason, sizeof(reason), "no answer from EC2 to RunInstances (%s)", why);
+        snprintf(reason, sizeof(reason), "no answer from EC2 to RunInstances (%.200s)", why);
     } else {
         snprintf(reason, sizeof(reason), "%.64s in %.32s (%.32s, %s): %.100s", r->error_code,
                  o->zone[0] ? o->zone : o->region, o->instance_type,
@@ -894,9 +894,11 @@ static size_t aws_poll(void *pv, double now_s, spw_inst_event_t *ev, size_t max)
     pthread_mutex_lock(&a->mu);
     set_clock(a, now_s);
     size_t n = a->nev < max ? a->nev : max;
-    memcpy(ev, a->ev, n * sizeof(*ev));
-    memmove(a->ev, a->ev + n, (a->nev - n) * sizeof(*ev));
-    a->nev -= n;
+    if (n) {  /* ev may be NULL while nothing was ever queued */
+        memcpy(ev, a->ev, n * sizeof(*ev));
+        memmove(a->ev, a->ev + n, (a->nev - n) * sizeof(*ev));
+        a->nev -= n;
+    }
     pthread_mutex_unlock(&a->mu);
     return n;
 }

@@ -579,9 +579,11 @@ static size_t cmd_poll(void *pv, double now_s, spw_inst_event_t *ev, size_t max)
             c->inst[w++] = c->inst[i];
     c->ninst = w;
     size_t n = c->nev < max ? c->nev : max;
-    memcpy(ev, c->ev, n * sizeof(*ev));
-    memmove(c->ev, c->ev + n, (c->nev - n) * sizeof(*ev));
-    c->nev -= n;
+    if (n) {  /* ev may be NULL while nothing was ever queued */
+        memcpy(ev, c->ev, n * sizeof(*ev));
+        memmove(c->ev, c->ev + n, (c->nev - n) * sizeof(*ev));
+        c->nev -= n;
+    }
     return n;
 }
 
