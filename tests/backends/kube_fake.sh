@@ -368,9 +368,10 @@ wait_until 30 pod_phase fenced Running &&
     [ "$(K get pods -l job-name=fenced -o jsonpath='{.items[0].spec.nodeName}')" = gpu-b ]
 ok $? "uncordoned, the pod runs on that node"
 sleep_job ttl 's/"backoffLimit": 0/"ttlSecondsAfterFinished": 1/; s/exec sleep 300/true/'
-wait_until 30 sh -c "'$KUBECTL' get job ttl 2>&1 | grep -q NotFound" &&
+wait_until 90 sh -c "'$KUBECTL' get job ttl 2>&1 | grep -q NotFound" &&
     ls "$FAKE_KUBE_DIR"/logs/default/ttl-*/main.log >/dev/null 2>&1
-ok $? "ttlSecondsAfterFinished: a Job that ran is deleted once finished"
+ok $? "ttlSecondsAfterFinished: a Job that ran is deleted once finished" ||
+    diag "$("$KUBECTL" get job ttl -o yaml 2>&1 | tail -15)" "$(ls "$FAKE_KUBE_DIR"/logs/default/ 2>&1)"
 
 # --- the exec credential plugin kubeconfig ---
 out=$(KUBECONFIG=$FAKE_KUBE_DIR/kubeconfig-exec "$KUBECTL" get nodes -o name 2>&1 | head -1)
