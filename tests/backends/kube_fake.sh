@@ -367,6 +367,9 @@ K uncordon gpu-b >/dev/null 2>&1
 wait_until 30 pod_phase fenced Running &&
     [ "$(K get pods -l job-name=fenced -o jsonpath='{.items[0].spec.nodeName}')" = gpu-b ]
 ok $? "uncordoned, the pod runs on that node"
+# gpu-a is still cordoned and fenced holds gpu-b's 2 GPUs: the TTL Job
+# needs a node free for it.
+K uncordon gpu-a >/dev/null 2>&1
 sleep_job ttl 's/"backoffLimit": 0/"ttlSecondsAfterFinished": 1/; s/exec sleep 300/true/'
 wait_until 90 sh -c "'$KUBECTL' get job ttl 2>&1 | grep -q NotFound" &&
     ls "$FAKE_KUBE_DIR"/logs/default/ttl-*/main.log >/dev/null 2>&1
