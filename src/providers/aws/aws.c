@@ -490,7 +490,8 @@ static int describe_region(aws_t *a, const char *region, spw_ec2_result_t *all,
             return -1;
         }
         all->inst = spw_xrealloc(all->inst, (all->ninst + r.ninst + 1) * sizeof(*all->inst));
-        memcpy(all->inst + all->ninst, r.inst, r.ninst * sizeof(*r.inst));
+        if (r.ninst)  /* r.inst is NULL on an empty page */
+            memcpy(all->inst + all->ninst, r.inst, r.ninst * sizeof(*r.inst));
         all->ninst += r.ninst;
         snprintf(next, sizeof(next), "%s", r.next_token);
         spw_ec2_result_clear(&r);
