@@ -44,9 +44,15 @@ wait_for "$b" running 5 && wait_until 5 armed
 ok $? "a job that ignores SIGTERM runs"
 spw ml cancel "$b" >/dev/null 2>"$T/cancel.err"
 t0=$(now_ms)
-sleep 0.5
-[ -n "$(procs_with 'sleep 300.456')" ] && [ "$(state_of "$b")" = running ]
-ok $? "0.5 s after the cancel it is still alive (SIGTERM ignored, grace not over)"
+sleep 0.3
+# Alive while the grace (1 s) runs: looked at with ps (fast), and only
+# judged when the look itself came back within the grace (a loaded
+# machine, or a sanitizer build's client, may take longer than the grace
+# to answer; the next check bounds the kill from both sides).
+alive_now=0; [ -n "$(procs_with 'sleep 300.456')" ] && alive_now=1
+t_look=$(($(now_ms) - t0))
+[ $alive_now = 1 ] || [ $t_look -ge 900 ]
+ok $? "$t_look ms after the cancel it is still alive (SIGTERM ignored, grace not over)"
 gone() { [ -z "$(procs_with 'sleep 300.456')" ]; }
 wait_until 5 gone
 t1=$(now_ms)
