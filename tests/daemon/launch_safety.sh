@@ -134,7 +134,10 @@ ok $? "a daemon for the locked-database row"
 LL=$T/locked.ledger
 : >"$LL"
 chmod 666 "$LL"   # jobs run as spillway-job when the test runs as root
-big=$(submit ml --gpus 2 -- sleep 1.043)
+# The first job holds both GPUs until the lock is held ($T/big-go): a
+# fixed-length job could end, and the waiting one rightly start, before
+# the lock is taken on a slow (sanitizer) build.
+big=$(submit ml --gpus 2 -- sh -c "while [ ! -e $T/big-go ]; do sleep 0.05; done")
 wait_for "$big" running 5
 ql=$(submit ml --gpus 2 -- sh -c "echo start >>$LL")
 # The lock is held until the test says so ($T/unlock), at most 60 s: a
@@ -156,7 +159,8 @@ wait_until 10 lock_503
 ok $? "/healthz says 503 while the database is locked: $(cat "$T/http.body")"
 # Once the first job has ended its GPUs are free and the waiting job could
 # start; give the daemon a second of turns after that, the lock still held.
-big_gone() { [ -z "$(procs_with 'sleep 1.043')" ]; }
+touch "$T/big-go"
+big_gone() { ! pgrep -f "$T/big-go" >/dev/null; }
 wait_until 10 big_gone && sleep 1
 [ ! -s "$LL" ] && kill -0 "$lockpid" 2>/dev/null
 ok $? "nothing starts while no turn can be recorded"
