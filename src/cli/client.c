@@ -28,6 +28,8 @@ void spw_cli_common_init(spw_cli_common_t *co)
     const char *tf = getenv("SPILLWAY_TOKEN_FILE");
     co->token_file = (!co->token || !*co->token) && tf && *tf ? tf : NULL;
     co->json = 0;
+    const char *ca = getenv("SPILLWAY_CA");
+    co->ca_file = ca && *ca ? ca : NULL;
 }
 
 _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg)
@@ -49,6 +51,11 @@ int spw_cli_common_opt(spw_cli_common_t *co, const char *cmd, int c, const char 
                         "in `ps`; use SPILLWAY_TOKEN or --token-file FILE instead\n", cmd);
         co->token = arg;
         co->token_file = NULL;
+        return 1;
+    case SPW_CLI_O_CA:
+        if (!*arg)
+            spw_cli_die_usage(cmd, "--ca takes a PEM file of CA certificates");
+        co->ca_file = arg;
         return 1;
     case SPW_CLI_O_TOKEN_FILE:
         if (!*arg)
@@ -110,8 +117,8 @@ static char *read_token_file(const char *path, const char *cmd)
  * between the requests of a process (logs -f polls on it).  libcurl was
  * used before; loading it (and the TLS, LDAP and Kerberos libraries it
  * pulls in) and its global init were most of the start-up time of a
- * one-shot `spillway submit` (bench/cli_submit.sh).  The daemon speaks
- * plain HTTP only, so http:// is all the client needs. */
+ * one-shot `spillway submit` (bench/cli_submit.sh).  https:// runs the same
+ * over OpenSSL (client_tls.c), set up only when the URL asks for it. */
 
 /* Seconds allowed to connect, and of silence while waiting for an answer. */
 #define CONNECT_TIMEOUT_MS 10000
@@ -156,19 +163,20 @@ static int header_value(const char *line, size_t n, const char *name, char *out,
     return 1;
 }
 
-/* Parses "http://HOST[:PORT][/PREFIX]" into c.  0, or -1 with errbuf. */
+/* Parses "http[s]://HOST[:PORT][/PREFIX]" into c.  0, or -1 with errbuf. */
 static int parse_url(spw_client_t *c, const char *url)
 {
     const char *p = url;
-    if (strncasecmp(p, "http://", 7) != 0) {
+    if (strncasecmp(p, "https://", 8) == 0) {
+        c->tls = 1;
+        p += 8;
+    } else if (strncasecmp(p, "http://", 7) == 0) {
+        p += 7;
+    } else {
         snprintf(c->errbuf, sizeof(c->errbuf), "%s",
-                 strncasecmp(p, "https://", 8) == 0
-                     ? "https:// is not supported: the daemon serves plain HTTP (reach a remote "
-                       "one through an SSH tunnel to its loopback address)"
-                     : "the URL must start with http://");
+                 "the URL must start with http:// or https://");
         return -1;
     }
-    p += 7;
     size_t hl;
     const char *after;
     if (*p == '[') {  /* [IPv6] */
@@ -188,7 +196,7 @@ static int parse_url(spw_client_t *c, const char *url)
         after = p + hl;
     }
     c->host[hl] = '\0';
-    snprintf(c->port, sizeof(c->port), "80");
+    snprintf(c->port, sizeof(c->port), "%s", c->tls ? "443" : "80");
     if (*after == ':') {
         size_t pl = strspn(after + 1, "0123456789");
         if (pl == 0 || pl > 5 || atoi(after + 1) > 65535)
@@ -206,7 +214,8 @@ static int parse_url(spw_client_t *c, const char *url)
         c->prefix[n - 1] = '\0';
     return 0;
 bad:
-    snprintf(c->errbuf, sizeof(c->errbuf), "%s", "expected a URL like http://127.0.0.1:8470");
+    snprintf(c->errbuf, sizeof(c->errbuf), "%s",
+             "expected a URL like http://127.0.0.1:8470 or https://HOST:8470");
     return -1;
 }
 
@@ -253,9 +262,25 @@ fail:;
     return -1;
 }
 
-/* Opens c->fd.  "localhost" and numeric addresses need no resolver (no
- * /etc/nsswitch.conf, no DNS): the common case costs one connect(). */
+static int open_tcp(spw_client_t *c);
+
+/* Opens c->fd, and TLS over it for https://. */
 static int open_conn(spw_client_t *c)
+{
+    if (open_tcp(c) < 0)
+        return -1;
+    if (c->tls && spw_tls_start(c) < 0) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens the TCP connection.  "localhost" and numeric addresses need no
+ * resolver (no /etc/nsswitch.conf, no DNS): the common case costs one
+ * connect(). */
+static int open_tcp(spw_client_t *c)
 {
     struct sockaddr_in v4;
     memset(&v4, 0, sizeof(v4));
@@ -292,6 +317,7 @@ static int open_conn(spw_client_t *c)
 
 static void close_conn(spw_client_t *c)
 {
+    spw_tls_end(c);
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -299,15 +325,17 @@ static void close_conn(spw_client_t *c)
 }
 
 /* Writes all of buf.  0, or -1 with errno. */
-static int send_all(int fd, const char *buf, size_t n)
+static int send_all(spw_client_t *c, const char *buf, size_t n)
 {
     while (n) {
-        ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
+        short want = POLLOUT;
+        ssize_t w = c->ssl ? spw_tls_write(c, buf, n, &want)
+                           : send(c->fd, buf, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if (wait_fd(fd, POLLOUT, SILENCE_TIMEOUT_MS) <= 0) {
+                if (wait_fd(c->fd, want, SILENCE_TIMEOUT_MS) <= 0) {
                     errno = ETIMEDOUT;
                     return -1;
                 }
@@ -329,15 +357,19 @@ static ssize_t fill(spw_client_t *c)
         c->rcap = c->rcap ? c->rcap * 2 : 32768;
         c->rbuf = spw_xrealloc(c->rbuf, c->rcap);
     }
+    short want = POLLIN;
     for (;;) {
-        int w = wait_fd(c->fd, POLLIN, SILENCE_TIMEOUT_MS);
+        /* TLS may hold decrypted bytes already: no wait for those. */
+        int w = spw_tls_pending(c) ? 1 : wait_fd(c->fd, want, SILENCE_TIMEOUT_MS);
         if (w == 0) {
             errno = ETIMEDOUT;
             return -1;
         }
         if (w < 0)
             return -1;
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+        want = POLLIN;
+        ssize_t n = c->ssl ? spw_tls_read(c, c->rbuf + c->rlen, c->rcap - c->rlen, &want)
+                           : recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n > 0)
@@ -513,6 +545,7 @@ void spw_client_open(spw_client_t *c, const spw_cli_common_t *co, const char *cm
     c->fd = -1;
     c->cmd = cmd;
     c->url = co->url;
+    c->ca_file = co->ca_file;
     c->base = spw_xstrdup(co->url);
     for (size_t n = strlen(c->base); n > 0 && c->base[n - 1] == '/'; n--)
         c->base[n - 1] = '\0';
@@ -542,6 +575,7 @@ void spw_client_close(spw_client_t *c)
     if (!c)
         return;
     close_conn(c);
+    spw_tls_free(c);
     if (c->auth) {
         explicit_bzero(c->auth, strlen(c->auth));
         free(c->auth);
@@ -629,8 +663,8 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
         c->errbuf[0] = '\0';
         if (!reused && open_conn(c) < 0)
             break;
-        if (send_all(c->fd, head, (size_t)hl) < 0 ||
-            (body && body_len && send_all(c->fd, body, body_len) < 0)) {
+        if (send_all(c, head, (size_t)hl) < 0 ||
+            (body && body_len && send_all(c, body, body_len) < 0)) {
             snprintf(c->errbuf, sizeof(c->errbuf), "%s", strerror(errno));
             close_conn(c);
             if (reused)
@@ -652,10 +686,11 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
     free(head);
     if (rc != 0) {
         /* A partial answer (the daemon died mid-way) is no answer either. */
-        fprintf(stderr,
-                "spillway: cannot reach the daemon at %s: %s (is `spillway serve` running? "
-                "set --url or SPILLWAY_URL)\n",
-                c->url, c->errbuf[0] ? c->errbuf : "no answer");
+        fprintf(stderr, "spillway: cannot reach the daemon at %s: %s%s\n", c->url,
+                c->errbuf[0] ? c->errbuf : "no answer",
+                strncmp(c->errbuf, "TLS:", 4) == 0
+                    ? ""
+                    : " (is `spillway serve` running? set --url or SPILLWAY_URL)");
         return SPW_CLI_EUNREACH;
     }
     if (r->status >= 200 && r->status < 300)

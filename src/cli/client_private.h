@@ -20,13 +20,15 @@ enum {
 
 /* Long-option codes shared by every client command; a command's own codes
  * start at SPW_CLI_O_FIRST. */
-enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_TOKEN_FILE, SPW_CLI_O_FIRST };
+enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_TOKEN_FILE, SPW_CLI_O_CA,
+       SPW_CLI_O_FIRST };
 
 /* The options every client command takes, as struct option entries. */
 #define SPW_CLI_COMMON_OPTIONS                                  \
     {"url", required_argument, NULL, SPW_CLI_O_URL},            \
     {"token", required_argument, NULL, SPW_CLI_O_TOKEN},        \
     {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE}, \
+    {"ca", required_argument, NULL, SPW_CLI_O_CA},              \
     {"output", required_argument, NULL, 'o'},                   \
     {"help", no_argument, NULL, 'h'}
 
@@ -36,6 +38,8 @@ enum { SPW_CLI_O_URL = 1000, SPW_CLI_O_TOKEN, SPW_CLI_O_TOKEN_FILE, SPW_CLI_O_FI
     "                       " SPW_CLI_DEFAULT_URL ")\n"                                  \
     "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"      \
     "                       $SPILLWAY_TOKEN, else the file $SPILLWAY_TOKEN_FILE\n"       \
+    "  --ca FILE            PEM CA certificate(s) an https:// daemon's certificate\n"    \
+    "                       must chain to (default: $SPILLWAY_CA, else the system's)\n" \
     "  -o, --output FMT     table (default) or json: the daemon's answer, pretty\n"
 
 /* The last lines of every client command's --help. */
@@ -51,6 +55,8 @@ typedef struct spw_cli_common {
     const char *token_file; /* --token-file, else $SPILLWAY_TOKEN_FILE when
                            there is no $SPILLWAY_TOKEN; read at open */
     int json;           /* 1: -o json */
+    const char *ca_file; /* --ca, else $SPILLWAY_CA: PEM CA file for
+                           https://; NULL = the system's CA store */
 } spw_cli_common_t;
 
 /* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN,
@@ -69,6 +75,9 @@ _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg);
  * request of the process, so HTTP keep-alive carries them all. */
 typedef struct spw_client {
     int fd;                        /* the connection, -1 = none yet */
+    int tls;                       /* 1: https:// (TLS over fd) */
+    const char *ca_file;           /* borrowed: CA file for TLS, or NULL */
+    void *ssl_ctx, *ssl;           /* OpenSSL's SSL_CTX and SSL, or NULL */
     char host[256];                /* from the URL: name or address */
     char port[8];                  /* its port, "8470" */
     char hosthdr[272];             /* the Host header's value */
@@ -85,6 +94,18 @@ typedef struct spw_client {
                                       (wiped when freed) */
     char errbuf[256];              /* why the last request got no answer */
 } spw_client_t;
+
+/* TLS over c->fd (client_tls.c), used when c->tls.  spw_tls_start runs the
+ * handshake (certificate checked against c->ca_file or the system's CAs,
+ * and against c->host): 0, or -1 with c->errbuf.  spw_tls_read and
+ * spw_tls_write move bytes like recv and send (-1 with errno; EAGAIN when
+ * the socket must be waited on for events *want, POLLIN or POLLOUT). */
+int spw_tls_start(spw_client_t *c);
+ssize_t spw_tls_read(spw_client_t *c, char *buf, size_t n, short *want);
+ssize_t spw_tls_write(spw_client_t *c, const char *buf, size_t n, short *want);
+int spw_tls_pending(const spw_client_t *c);
+void spw_tls_end(spw_client_t *c);
+void spw_tls_free(spw_client_t *c);
 
 /* One answer from the daemon. */
 typedef struct spw_resp {

@@ -57,8 +57,10 @@ static const char serve_usage[] =
     "requests.  Stop it with Ctrl-C or SIGTERM: running jobs keep running and\n"
     "the next `spillway serve` over the same state dir re-adopts them; kill -9\n"
     "loses no acknowledged job either.  SIGHUP reloads the tokens\n"
-    "(daemon.tokens and daemon.tokens_file) without a restart.  A config or\n"
-    "tokens file holding tokens must be private (chmod 600).\n"
+    "(daemon.tokens and daemon.tokens_file) and the TLS certificate\n"
+    "(daemon.tls_cert, daemon.tls_key: the API is then HTTPS only) without a\n"
+    "restart.  A config or tokens file holding tokens, and the TLS key, must\n"
+    "be private (chmod 600).\n"
     "\n"
     "A web dashboard is at http://HOST:PORT/ui (paste a token; docs/dashboard.md):\n"
     "the queue and why, pools, cloud instances, budgets, spend, GPU telemetry\n"
@@ -108,10 +110,33 @@ static int load_settled(spw_config_t *fresh, const char *config, spw_error_t *er
     }
 }
 
+/* SIGHUP, TLS part: serves new connections with the certificate and key
+ * the fresh config names (a renewal replaced the files). */
+static void reload_tls(spw_daemon_t *d, spw_http_t *h, const spw_config_t *fresh)
+{
+    spw_error_t err;
+    if (!spw_http_is_tls(h))
+        return;
+    const spw_daemon_conf_t *dc = &fresh->daemon;
+    if (!dc->tls_cert) {
+        fprintf(stderr, "spillway: SIGHUP: the config no longer names daemon.tls_cert; still "
+                        "serving HTTPS with the old certificate (restart for plain HTTP)\n");
+        return;
+    }
+    if (spw_http_reload_tls(h, dc->tls_cert, dc->tls_key, &err) < 0) {
+        fprintf(stderr, "spillway: SIGHUP: keeping the current certificate: %s\n", err.text);
+        spw_daemon_audit(d, NULL, "tls.reload", err.text, 500);
+        return;
+    }
+    fprintf(stderr, "spillway: SIGHUP: new connections get the certificate in %s\n", dc->tls_cert);
+    spw_daemon_audit(d, NULL, "tls.reload", dc->tls_cert, 200);
+}
+
 /* SIGHUP: reads the config (and its tokens_file) again and swaps in its
- * tokens; anything else in the file needs a restart.  A file that does not
- * load, is not private, or changes while it is read keeps the old table. */
-static void reload_tokens(spw_daemon_t *d, const char *config)
+ * tokens and its TLS certificate; anything else in the file needs a
+ * restart.  A file that does not load, is not private, or changes while it
+ * is read keeps the old table and certificate. */
+static void reload(spw_daemon_t *d, spw_http_t *h, const char *config)
 {
     spw_config_t fresh;
     spw_error_t err;
@@ -129,8 +154,11 @@ static void reload_tokens(spw_daemon_t *d, const char *config)
                         "loopback); restart it to require tokens\n");
         spw_daemon_audit(d, NULL, "tokens.reload", "started without tokens", 409);
     } else if (spw_config_check_secrets(&fresh, &err) < 0) {
-        fprintf(stderr, "spillway: SIGHUP: keeping the current tokens: %s\n", err.text);
+        fprintf(stderr, "spillway: SIGHUP: keeping the current tokens and certificate: %s\n",
+                err.text);
         spw_daemon_audit(d, NULL, "tokens.reload", "tokens not private", 500);
+        spw_config_free(&fresh);
+        return;
     } else {
         size_t kept = 0;
         size_t live = spw_daemon_reload_tokens(d, &fresh.daemon, &kept);
@@ -141,6 +169,7 @@ static void reload_tokens(spw_daemon_t *d, const char *config)
                             "the file no longer says so; a revoked token comes back only with a "
                             "restart\n", kept);
     }
+    reload_tls(d, h, &fresh);
     fflush(stderr);
     spw_config_free(&fresh);
 }
@@ -224,6 +253,8 @@ int spw_cli_serve(int argc, char **argv)
         .max_header_bytes = cfg.daemon.max_header_bytes,
         .allowed_hosts = (const char *const *)cfg.daemon.allowed_hosts,
         .nallowed_hosts = cfg.daemon.nallowed_hosts,
+        .tls_cert_file = cfg.daemon.tls_cert,
+        .tls_key_file = cfg.daemon.tls_key,
     };
     if (spw_daemon_start(d, &err) < 0 ||
         !(h = spw_http_start_opts(d, listen_addr, &hopts, &err))) {
@@ -235,13 +266,14 @@ int spw_cli_serve(int argc, char **argv)
     char host[256];
     const char *colon = strrchr(listen_addr, ':');
     snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - listen_addr : 0), listen_addr);
-    fprintf(stderr, "spillway: listening on http://%s:%d (%s)\n", host, spw_http_port(h),
+    const char *scheme = spw_http_is_tls(h) ? "https" : "http";
+    fprintf(stderr, "spillway: listening on %s://%s:%d (%s)\n", scheme, host, spw_http_port(h),
             cfg.daemon.ntokens ? "bearer tokens required" : "no tokens: loopback only, open API");
-    fprintf(stderr, "spillway: dashboard at http://%s:%d/ui\n", host, spw_http_port(h));
+    fprintf(stderr, "spillway: dashboard at %s://%s:%d/ui\n", scheme, host, spw_http_port(h));
     fflush(stderr);
     int sig = 0;
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        reload_tokens(d, config);
+        reload(d, h, config);
     fprintf(stderr, "spillway: %s: stopping; running jobs keep running\n", strsignal(sig));
     spw_http_stop(h);
     spw_daemon_destroy(d);

@@ -199,6 +199,10 @@ typedef struct spw_daemon_conf {
     size_t njob_env;
     size_t ntokens_inline;      /* of them, written in the config itself */
     char *tokens_file;          /* owned, resolved; NULL = none */
+    char *tls_cert;             /* owned, resolved: PEM certificate chain the
+                                   API serves HTTPS with; NULL = plain HTTP */
+    char *tls_key;              /* owned, resolved: its PEM private key, a
+                                   file of mode 0600 (checked like tokens) */
     char *config_path;          /* owned; the file loaded (NULL from memory),
                                    for the mode check and SIGHUP reloads */
     uint32_t max_gpus_per_job;  /* larger jobs get 400; 0 = the largest gang

@@ -228,13 +228,13 @@ int cfg_private_stat(const char *path, const char *what, const struct stat *sb,
         return spw_errorf(err, "%s: the %s is not a regular file", path, what);
     if (sb->st_uid != 0 && sb->st_uid != geteuid()) {
         const struct passwd *pw = getpwuid(geteuid());
-        return spw_errorf(err, "%s: the %s (it holds API tokens) is owned by uid %u, which could "
-                               "change them; make it the daemon's: chown %s %s",
+        return spw_errorf(err, "%s: the %s (a secret) is owned by uid %u, which could "
+                               "change it; make it the daemon's: chown %s %s",
                           path, what, (unsigned)sb->st_uid, pw ? pw->pw_name : "root", path);
     }
     if (sb->st_mode & (S_IRWXG | S_IRWXO))
-        return spw_errorf(err, "%s: mode %04o lets other users read or change the %s (it holds "
-                               "API tokens); make it private to the daemon's user: chmod 600 %s",
+        return spw_errorf(err, "%s: mode %04o lets other users read or change the %s (a "
+                               "secret); make it private to the daemon's user: chmod 600 %s",
                           path, (unsigned)(sb->st_mode & 07777), what, path);
     return 0;
 }
@@ -341,7 +341,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "metrics_per_job", "share_run_as", "job_pids_max",
                                        "job_memory_mib", "log_dir", "max_log_bytes",
                                        "min_free_mib", "image_max_bytes", "image_max_files",
-                                       "cloud_ssh", "job_retention_s", NULL};
+                                       "cloud_ssh", "job_retention_s", "tls_cert",
+                                       "tls_key", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -366,6 +367,21 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             return -1;
         dc->state_dir = cfg_resolve(x->base_dir, s);
     }
+    const char *tls_keys[] = {"tls_cert", "tls_key"};
+    char **tls_dst[] = {&dc->tls_cert, &dc->tls_key};
+    for (int i = 0; i < 2; i++) {
+        if (!(v = spw_ymap_get(n, tls_keys[i])))
+            continue;
+        if (spw_ynode_str(x->d, v, tls_keys[i], &s, err) < 0)
+            return -1;
+        if (!*s)
+            return cfg_at(x, v, err, "%s: expected a PEM file name", tls_keys[i]);
+        free(*tls_dst[i]);
+        *tls_dst[i] = cfg_resolve(x->base_dir, s);
+    }
+    if (!dc->tls_cert != !dc->tls_key)
+        return cfg_at(x, n, err, "%s", "daemon: tls_cert and tls_key go together: give both "
+                                        "(HTTPS) or neither (plain HTTP)");
     if ((v = spw_ymap_get(n, "log_dir"))) {
         if (spw_ynode_str(x->d, v, "log_dir", &s, err) < 0)
             return -1;

@@ -270,6 +270,8 @@ void spw_config_free(spw_config_t *cfg)
     free(dc->cloud_ssh_key);
     free(dc->cloud_ssh_known_hosts);
     free(dc->tokens_file);
+    free(dc->tls_cert);
+    free(dc->tls_key);
     free(dc->config_path);
     free(dc->listen);
     free(dc->state_dir);
@@ -321,6 +323,8 @@ int spw_config_check_secrets(const spw_config_t *cfg, spw_error_t *err)
 {
     const spw_daemon_conf_t *dc = &cfg->daemon;
     if (dc->tokens_file && private_file(dc->tokens_file, "tokens file", err) < 0)
+        return -1;
+    if (dc->tls_key && private_file(dc->tls_key, "TLS private key", err) < 0)
         return -1;
     if (dc->ntokens_inline && dc->config_path &&
         private_file(dc->config_path, "config file", err) < 0)

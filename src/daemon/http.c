@@ -17,8 +17,13 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "daemon/router.h"
+#include "util/file.h"
 
 /* Defaults of spw_http_opts_t. */
 #define HTTP_MAX_CONNECTIONS 1024
@@ -51,8 +56,24 @@ typedef struct http_conn {
     struct http_conn *prev, *next;
 } http_conn_t;
 
+/* A server replaced by a TLS reload: it accepts nothing more, and a thread
+ * of its own stops it once its open connections are done. */
+typedef struct http_retired {
+    struct MHD_Daemon *mhd;     /* quiesced */
+    char *cert, *key;           /* the PEM it served with (owned) */
+    pthread_t stopper;          /* runs MHD_stop_daemon */
+    int threaded;               /* 1: stopper must be joined */
+    struct http_retired *next;
+} http_retired_t;
+
 struct spw_http {
     struct MHD_Daemon *mhd;     /* the server and its threads */
+    int fd;                     /* the listen socket (MHD_OPTION_LISTEN_SOCKET) */
+    unsigned header_bytes;      /* MHD_OPTION_CONNECTION_MEMORY_LIMIT */
+    unsigned idle_s;            /* MHD_OPTION_CONNECTION_TIMEOUT */
+    char *cert, *key;           /* owned PEM text the server uses (TLS), or
+                                   NULL for plain HTTP; kept while it runs */
+    http_retired_t *retired;    /* servers replaced by reloads */
     spw_daemon_t *d;            /* borrowed */
     size_t max_body_bytes;      /* larger uploads are answered 413 */
     double request_timeout_s;   /* see spw_http_opts_t */
@@ -479,6 +500,133 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* ---- the server --------------------------------------------------------- */
 
+/* Starts MHD on h->fd, over TLS with cert and key when they are given. */
+static struct MHD_Daemon *start_mhd(spw_http_t *h, const char *cert, const char *key)
+{
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+    if (cert)
+        flags |= MHD_USE_TLS | MHD_USE_ITC;  /* ITC: quiesce, for reloads */
+    return MHD_start_daemon(
+        flags, 0, accept_policy, h, on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)h->fd,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+        MHD_OPTION_CONNECTION_LIMIT, h->max_conn + HTTP_CUT_SLACK(h->max_conn),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)h->header_bytes,
+        MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK,
+        MHD_OPTION_CONNECTION_TIMEOUT, h->idle_s,
+        cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert,
+        MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+}
+
+/* Reads a certificate chain and its key and checks that they are PEM and
+ * belong together (OpenSSL), so that a bad pair is refused with a reason
+ * before it is used.  0 with *cert and *key malloc'd, or -1 with err. */
+static int read_tls_pair(const char *cert_file, const char *key_file, char **cert, char **key,
+                         spw_error_t *err)
+{
+    size_t cl = 0, kl = 0;
+    *cert = *key = NULL;
+    if (!(*cert = spw_read_file(cert_file, &cl, err)))
+        return -1;
+    if (!(*key = spw_read_file(key_file, &kl, err))) {
+        free(*cert);
+        *cert = NULL;
+        return -1;
+    }
+    BIO *cb = BIO_new_mem_buf(*cert, (int)cl), *kb = BIO_new_mem_buf(*key, (int)kl);
+    X509 *x = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+    EVP_PKEY *k = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+    int rc = 0;
+    if (!x)
+        rc = spw_errorf(err, "%s: not a PEM certificate (expected -----BEGIN CERTIFICATE-----)",
+                        cert_file);
+    else if (!k)
+        rc = spw_errorf(err, "%s: not an unencrypted PEM private key", key_file);
+    else if (X509_check_private_key(x, k) != 1)
+        rc = spw_errorf(err, "%s does not belong to the certificate in %s (another key?)",
+                        key_file, cert_file);
+    ERR_clear_error();
+    X509_free(x);
+    EVP_PKEY_free(k);
+    BIO_free(cb);
+    BIO_free(kb);
+    if (rc < 0) {
+        explicit_bzero(*key, kl);
+        free(*cert);
+        free(*key);
+        *cert = *key = NULL;
+    }
+    return rc;
+}
+
+static void free_pem(char *cert, char *key)
+{
+    if (key)
+        explicit_bzero(key, strlen(key));
+    free(key);
+    free(cert);
+}
+
+static void *stop_retired(void *arg)
+{
+    http_retired_t *r = arg;
+    MHD_stop_daemon(r->mhd);  /* waits for its connections */
+    return NULL;
+}
+
+int spw_http_reload_tls(spw_http_t *h, const char *cert_file, const char *key_file,
+                        spw_error_t *err)
+{
+    if (!h->cert)
+        return spw_errorf(err, "%s", "the API was started without TLS (daemon.tls_cert); "
+                                     "restart the daemon to serve HTTPS");
+    char *cert, *key;
+    if (read_tls_pair(cert_file, key_file, &cert, &key, err) < 0)
+        return -1;
+    /* The old server stops accepting; the new one takes the same socket. */
+    if (MHD_quiesce_daemon(h->mhd) == MHD_INVALID_SOCKET) {
+        free_pem(cert, key);
+        return spw_errorf(err, "%s", "cannot hand the listen socket over to a new server");
+    }
+    struct MHD_Daemon *fresh = start_mhd(h, cert, key);
+    int rc = 0;
+    if (!fresh) {
+        /* The old pair served until now: take it up again. */
+        free_pem(cert, key);
+        rc = spw_errorf(err, "%s", "cannot start the HTTPS server with the new certificate; "
+                                   "the old one is served again");
+        cert = spw_xstrdup(h->cert);
+        key = spw_xstrdup(h->key);
+        if (!(fresh = start_mhd(h, cert, key))) {
+            free_pem(cert, key);
+            return spw_errorf(err, "%s", "cannot start the HTTPS server again after a failed "
+                                         "certificate reload: no new connection is accepted; "
+                                         "restart the daemon");
+        }
+    }
+    http_retired_t *r = spw_xcalloc(1, sizeof(*r));
+    r->mhd = h->mhd;
+    r->cert = h->cert;
+    r->key = h->key;
+    pthread_mutex_lock(&h->mu);
+    h->mhd = fresh;
+    h->cert = cert;
+    h->key = key;
+    r->next = h->retired;
+    h->retired = r;
+    pthread_mutex_unlock(&h->mu);
+    if (pthread_create(&r->stopper, NULL, stop_retired, r) == 0)
+        r->threaded = 1;
+    else
+        stop_retired(r);  /* no thread: wait here */
+    return rc;
+}
+
+int spw_http_is_tls(const spw_http_t *h)
+{
+    return h && h->cert;
+}
+
 static void free_hosts(spw_http_t *h)
 {
     for (size_t i = 0; i < h->nhosts; i++)
@@ -527,17 +675,26 @@ spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
     unsigned idle_s = (unsigned)(h->request_timeout_s + 0.999);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->wake, NULL);
-    h->mhd = MHD_start_daemon(
-        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, accept_policy, h,
-        on_request, h, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
-        MHD_OPTION_CONNECTION_LIMIT, h->max_conn + HTTP_CUT_SLACK(h->max_conn),
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, header_bytes,
-        MHD_OPTION_THREAD_STACK_SIZE, HTTP_THREAD_STACK,
-        MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_END);
+    h->fd = fd;
+    h->header_bytes = (unsigned)header_bytes;
+    h->idle_s = idle_s;
+    if (opts->tls_cert_file &&
+        (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES
+             ? spw_errorf(err, "%s", "this libmicrohttpd has no TLS (GnuTLS) support: "
+                                     "install Debian's libmicrohttpd12 or drop daemon.tls_cert")
+             : read_tls_pair(opts->tls_cert_file, opts->tls_key_file, &h->cert, &h->key,
+                             err)) < 0) {
+        close(fd);
+        pthread_cond_destroy(&h->wake);
+        pthread_mutex_destroy(&h->mu);
+        free_hosts(h);
+        free(h);
+        return NULL;
+    }
+    h->mhd = start_mhd(h, h->cert, h->key);
     if (!h->mhd) {
         close(fd);
+        free_pem(h->cert, h->key);
         pthread_cond_destroy(&h->wake);
         pthread_mutex_destroy(&h->mu);
         free_hosts(h);
@@ -568,6 +725,14 @@ void spw_http_stop(spw_http_t *h)
     if (!h)
         return;
     MHD_stop_daemon(h->mhd);  /* closes the listen socket too */
+    for (http_retired_t *r = h->retired, *nx; r; r = nx) {
+        nx = r->next;
+        if (r->threaded)
+            pthread_join(r->stopper, NULL);
+        free_pem(r->cert, r->key);
+        free(r);
+    }
+    free_pem(h->cert, h->key);
     if (h->watchdog_started) {
         pthread_mutex_lock(&h->mu);
         h->stop = 1;

@@ -45,11 +45,25 @@ typedef struct spw_http_opts {
                                    addresses, localhost and the machine's
                                    name; others get 421 */
     size_t nallowed_hosts;
+    const char *tls_cert_file;  /* borrowed for the call: PEM certificate
+                                   chain; with tls_key_file the API is
+                                   served over HTTPS only; NULL = plain HTTP */
+    const char *tls_key_file;   /* borrowed for the call: its PEM key */
 } spw_http_opts_t;
 
 /* spw_http_start with every bound given. */
 spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
                                 const spw_http_opts_t *opts, spw_error_t *err);
+
+/* Serves new connections with the certificate and key in these files
+ * (SIGHUP, after a renewal): the pair is read and checked first, and only
+ * a good pair replaces the current one; connections already open finish
+ * on the old one.  0, or -1 with err (the old pair stays). */
+int spw_http_reload_tls(spw_http_t *h, const char *cert_file, const char *key_file,
+                        spw_error_t *err);
+
+/* 1 when h serves HTTPS. */
+int spw_http_is_tls(const spw_http_t *h);
 
 /* The port the server listens on (useful after port 0). */
 int spw_http_port(const spw_http_t *h);

@@ -11,9 +11,14 @@
 # with the token's name and never the secret; `spillway audit` (admin only)
 # shows it; the CLI reads --token-file and SPILLWAY_TOKEN_FILE and warns
 # that --token is visible in ps.
+# TLS: with daemon.tls_cert and tls_key the API is HTTPS only; a key that
+# others can read is refused; the CLI verifies the certificate (its CA by
+# --ca or SPILLWAY_CA; an unknown CA is refused with the fix); SIGHUP
+# serves a renewed certificate to new connections, and a bad pair keeps
+# the old one.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 28
+plan 41
 
 ML2_TOKEN=ml-second-token-a61c0e
 CI_TOKEN=ml-ci-token-3b27d9f4
@@ -223,4 +228,71 @@ ok $? "a team token cannot read the audit log (403)"
 
 stop_daemon "$DPID"
 ok $? "the daemon stops on SIGTERM"
+
+# ---- TLS ------------------------------------------------------------------
+# A CA, and certificates for 127.0.0.1 (an IP entry) signed by it: the
+# first, a renewal (another serial), and a key that belongs to neither.
+(
+    cd "$T" || exit 1
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
+        -subj /CN=spillway-test-ca
+    for n in 1 2; do
+        openssl req -newkey rsa:2048 -nodes -keyout "tls$n.key" -out "tls$n.csr" -subj /CN=spillway
+        printf 'subjectAltName=IP:127.0.0.1\n' >"tls$n.ext"
+        openssl x509 -req -in "tls$n.csr" -CA ca.pem -CAkey ca.key -set_serial "$((4660 + n))" \
+            -days 2 -extfile "tls$n.ext" -out "tls$n.pem"
+    done
+    openssl req -newkey rsa:2048 -nodes -keyout other.key -out other.csr -subj /CN=other
+    cp tls1.pem cert.pem && cp tls1.key key.pem && chmod 600 key.pem
+) >"$T/openssl.log" 2>&1
+ok $? "openssl made a CA and two certificates for 127.0.0.1" || diag "$(cat "$T/openssl.log")"
+mkconfig "$T/tls.yaml" 2 never
+printf '  tls_cert: cert.pem\n  tls_key: key.pem\n' >>"$T/tls.yaml"
+chmod 644 "$T/key.pem"
+chmod 600 "$T/tls.yaml"
+"$SPW" serve --config "$T/tls.yaml" --state-dir "$T/tls-state" --listen 127.0.0.1:0 \
+    >/dev/null 2>"$T/tls-refused.log" </dev/null
+[ $? -ne 0 ] && contains "$T/tls-refused.log" "chmod 600 $T/key.pem"
+ok $? "a TLS key others can read is refused: $(cat "$T/tls-refused.log")"
+chmod 600 "$T/key.pem"
+start_daemon "$T/tls.yaml" "$T/tls-state" && case $URL in https://*) true ;; *) false ;; esac
+ok $? "with tls_cert and tls_key the daemon listens on $URL"
+TLS_URL=$URL
+j=$(SPILLWAY_CA=$T/ca.pem submit ml --gpus 1 -- true) &&
+    SPILLWAY_CA=$T/ca.pem wait_for "$j" succeeded 10 &&
+    spw ml show "$j" --ca "$T/ca.pem" -o json >"$T/tls-show.json" &&
+    json_check "$T/tls-show.json" "assert d['state'] == 'succeeded'"
+ok $? "submit, wait and show over HTTPS with --ca / SPILLWAY_CA"
+spw ml queue >"$T/out" 2>"$T/err"
+[ $? -eq 2 ] && contains "$T/err" "not trusted" && contains "$T/err" "--ca"
+ok $? "without the CA the CLI refuses the certificate and says how to trust it: $(cat "$T/err")"
+spw ml queue --ca "$T/ca.pem" --url "https://localhost:${TLS_URL##*:}" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && contains "$T/err" "not trusted"
+ok $? "a certificate for 127.0.0.1 is refused for the name localhost: $(cat "$T/err")"
+spw ml queue --url "http://${TLS_URL#https://}" >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && contains "$T/err" "cannot reach the daemon at http://"
+ok $? "plain http:// gets no answer from an HTTPS daemon: $(cat "$T/err")"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$T/ca.pem" "$TLS_URL/healthz")
+[ "$code" = 200 ]
+ok $? "curl, checking the certificate, reads /healthz (HTTP $code)"
+serial() { echo | openssl s_client -connect "${TLS_URL#https://}" -CAfile "$T/ca.pem" \
+    2>/dev/null | openssl x509 -noout -serial; }
+[ "$(serial)" = serial=1235 ]
+ok $? "the first certificate is served ($(serial))"
+# A renewal: the files are replaced (by rename, as certbot does) and SIGHUP.
+cp "$T/tls2.pem" "$T/cert.new" && mv "$T/cert.new" "$T/cert.pem"
+cp "$T/tls2.key" "$T/key.new" && chmod 600 "$T/key.new" && mv "$T/key.new" "$T/key.pem"
+kill -HUP "$DPID"
+renewed() { [ "$(serial)" = serial=1236 ]; }
+wait_until 10 renewed && contains "$DLOG" "new connections get the certificate"
+ok $? "after SIGHUP new connections get the renewed certificate ($(serial))"
+spw ml queue --ca "$T/ca.pem" >/dev/null
+ok $? "the CLI works against the renewed certificate"
+cp "$T/other.key" "$T/key.new" && chmod 600 "$T/key.new" && mv "$T/key.new" "$T/key.pem"
+kill -HUP "$DPID"
+refused() { contains "$DLOG" "keeping the current certificate"; }
+wait_until 10 refused && renewed && spw ml queue --ca "$T/ca.pem" >/dev/null
+ok $? "a key that does not match is refused on SIGHUP, and the renewed pair stays: $(grep 'current certificate' "$DLOG")"
+stop_daemon "$DPID"
+ok $? "the HTTPS daemon stops on SIGTERM"
 done_testing
