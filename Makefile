@@ -15,9 +15,12 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 SAN     ?=
-PKGS     = yaml-0.1 sqlite3 jansson libmicrohttpd libcurl openssl libxml-2.0
+# libcurl and libxml2 are compiled against but not linked: src/util/netlibs.c
+# opens them on first use, so CLI processes never load them.
+LINKED_PKGS = yaml-0.1 sqlite3 jansson libmicrohttpd openssl
+PKGS     = $(LINKED_PKGS) libcurl libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd -lcurl -lssl -lcrypto -lxml2)
+PKG_LIBS   := $(shell pkg-config --libs $(LINKED_PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd -lssl -lcrypto)
 XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS   = $(PKG_LIBS) -lm -lpthread
 

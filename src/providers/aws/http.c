@@ -9,6 +9,8 @@
 #include <curl/curl.h>
 #include <libxml/parser.h>
 
+#include "util/netlibs.h"
+
 /* libcurl's and libxml2's global set-up, once per process, before any
  * thread uses them. */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -59,7 +61,8 @@ static int exchange(const char *method, const char *url, struct curl_slist *hdr,
     CURL *c = curl_easy_init();
     if (!c) {
         curl_slist_free_all(hdr);
-        return spw_errorf(err, "cannot start an HTTP call (libcurl)");
+        return spw_errorf(err, "cannot start an HTTP call: %s",
+                          spw_netlibs_error() ? spw_netlibs_error() : "libcurl gave no handle");
     }
     char why[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(c, CURLOPT_URL, url);
