@@ -141,7 +141,7 @@ LIVE_TESTS = $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(wildcard tests/daemon/*.
 # Unit tests (C, TAP) and integration tests (shell, TAP), all through prove.
 check: deps-test
 	@$(MAKE) --no-print-directory tests
-	prove -j$(PROVE_JOBS) -e '' $(LIVE_TESTS) $(TEST_BIN) tests/cli/*.sh
+	prove -j$(PROVE_JOBS) --timer -e '' $(LIVE_TESTS) $(TEST_BIN) tests/cli/*.sh
 
 # The live daemon tests (tests/daemon/*.sh, tests/ui/*.sh, and
 # tests/slurm/*.sh and tests/ssh/*.sh against a real Slurm and real sshd
@@ -156,19 +156,21 @@ san-daemon:
 	    build/san/tests/slurm/slurm_backend build/san/tests/ssh/ssh_backend
 	SPILLWAY=build/san/spillway SPW_SLURM_TEST_BIN=$(CURDIR)/build/san/tests/slurm/slurm_backend \
 	    SPW_SSH_TEST_BIN=$(CURDIR)/build/san/tests/ssh/ssh_backend \
-	    prove -j$(PROVE_JOBS) -e '' $(filter-out $(SAN_SKIP),$(LIVE_TESTS))
+	    prove -j$(PROVE_JOBS) --timer -e '' $(filter-out $(SAN_SKIP),$(LIVE_TESTS))
 
+# The unit test programs are independent: PROVE_JOBS run at once.
 check-unit: $(TEST_BIN)
-	prove -e '' $(TEST_BIN)
+	prove -j$(PROVE_JOBS) --timer -e '' $(TEST_BIN)
 
 san:
 	@$(MAKE) --no-print-directory SAN=address,undefined check-unit
 
+# PROVE_JOBS programs at once; any failure (or error) fails the target.
 valgrind: $(TEST_BIN)
-	@for t in $(TEST_BIN); do \
-	    valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	        $$t >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
-	done; echo "valgrind: $(words $(TEST_BIN)) test programs clean"
+	@printf '%s\n' $(TEST_BIN) | xargs -P $(PROVE_JOBS) -I{} sh -c \
+	    'valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	        {} >/dev/null || { echo "valgrind: {} failed"; exit 1; }' && \
+	    echo "valgrind: $(words $(TEST_BIN)) test programs clean"
 
 # The library is compiled once for every fuzzer (with coverage for
 # libFuzzer, ASan and UBSan); each fuzzer is its one file linked to it.

@@ -120,6 +120,8 @@ typedef struct spw_token {
     int admin;              /* 1: sees and cancels every job, may preempt */
     int metrics;            /* 1: `metrics: true`: may read /metrics only
                                (neither team nor admin) */
+    int viewer;             /* 1: `role: viewer`: reads (GET) only, its
+                               team's view, or everything without a team */
     int revoked;            /* 1: `revoked: true`: answered 401, audited */
 } spw_token_t;
 

@@ -66,7 +66,7 @@ static int emulated_hosts(ctx_t *x, const spw_ynode_t *v, spw_daemon_conf_t *dc,
 static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error_t *err)
 {
     static const char *const keys[] = {"name", "token", "team", "admin", "metrics", "revoked",
-                                       NULL};
+                                       "role", NULL};
     if (spw_ymap_check_keys(x->d, n, "a token", keys, err) < 0)
         return -1;
     const char *tok, *team = NULL, *name = NULL;
@@ -90,9 +90,27 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
     if (spw_ymap_get(n, "revoked") &&
         spw_ynode_bool(x->d, spw_ymap_get(n, "revoked"), "revoked", &revoked, err) < 0)
         return -1;
-    if ((team != NULL) + admin + metrics != 1)
+    int viewer = 0;
+    const spw_ynode_t *rn = spw_ymap_get(n, "role");
+    if (rn) {
+        const char *role;
+        if (spw_ynode_str(x->d, rn, "role", &role, err) < 0)
+            return -1;
+        if (strcmp(role, "viewer") == 0)
+            viewer = 1;
+        else if (strcmp(role, "admin") == 0)
+            admin = 1;
+        else if (strcmp(role, "member") == 0) {
+            if (!team)
+                return cfg_at(x, rn, err, "%s", "role: member needs 'team: NAME'");
+        } else
+            return cfg_at(x, rn, err, "role: expected admin, member or viewer (read-only), got "
+                                      "'%.40s'", role);
+    }
+    if (viewer ? admin || metrics : (team != NULL) + admin + metrics != 1)
         return cfg_at(x, n, err, "%s", "a token needs exactly one of 'team: NAME', 'admin: true' "
-                                       "or 'metrics: true' (reads /metrics only)");
+                                       "(role: admin), 'metrics: true' (reads /metrics only) or "
+                                       "'role: viewer' (reads only; with a team, that team's)");
     if (spw_ymap_get(n, "name")) {
         if (spw_ynode_str(x->d, spw_ymap_get(n, "name"), "name", &name, err) < 0)
             return -1;
@@ -107,6 +125,7 @@ static int token_entry(ctx_t *x, const spw_ynode_t *n, spw_token_t *t, spw_error
     t->team = team ? spw_xstrdup(team) : NULL;
     t->admin = admin;
     t->metrics = metrics;
+    t->viewer = viewer;
     t->revoked = revoked;
     return 0;
 }
@@ -207,7 +226,10 @@ static void token_default_names(spw_daemon_conf_t *dc)
         spw_token_t *t = &dc->tokens[i];
         if (t->name)
             continue;
-        const char *base = t->admin ? "admin" : t->metrics ? "metrics" : t->team;
+        const char *base = t->admin     ? "admin"
+                           : t->metrics ? "metrics"
+                           : t->team    ? t->team
+                                        : "viewer";
         char buf[160];
         for (unsigned k = 1;; k++) {
             snprintf(buf, sizeof(buf), "%.140s-%u", base, k);

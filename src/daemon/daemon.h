@@ -31,6 +31,8 @@ typedef struct spw_caller {
     int admin;          /* 1: may see and cancel every job, preempt */
     int metrics;        /* 1: a metrics token: may read /metrics and
                            nothing else (team is NULL, admin 0) */
+    int viewer;         /* 1: role viewer: reads only (GET, HEAD); with no
+                           team it sees what an admin sees (admin is 1) */
     const char *token_name; /* the token's name, for the audit log; NULL
                            when there is no token (open daemon) or it is
                            unknown.  Set for a revoked token too (auth

@@ -38,6 +38,7 @@ static dtokens_t *tokens_copy(const spw_token_t *v, size_t n)
         t->v[i].team = v[i].team ? spw_xstrdup(v[i].team) : NULL;
         t->v[i].admin = v[i].admin;
         t->v[i].metrics = v[i].metrics;
+        t->v[i].viewer = v[i].viewer;
         t->v[i].revoked = v[i].revoked;
     }
     return t;
@@ -60,7 +61,10 @@ int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
         return -1;
     out->token_name = t->v[found].name;
     out->team = t->v[found].team;
-    out->admin = t->v[found].admin;
+    out->viewer = t->v[found].viewer;
+    /* A viewer without a team reads what an admin reads; router.c lets it
+     * do nothing else. */
+    out->admin = t->v[found].admin || (out->viewer && !out->team);
     out->metrics = t->v[found].metrics;
     return t->v[found].revoked ? -1 : 0;
 }

@@ -763,6 +763,10 @@ void spw_route(spw_daemon_t *d, const spw_route_req_t *req, spw_route_resp_t *ou
         resp_error(out, 403, "a metrics token may read /metrics only");
         goto audit;
     }
+    if (c.who.viewer && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+        resp_error(out, 403, "this token is read-only (role: viewer): it may look, not change");
+        goto audit;
+    }
     if (auth && !c.who.admin && !c.who.metrics) {
         resp_error(out, 403, "/metrics needs an admin token or a metrics token "
                              "(daemon.metrics_auth is on)");

@@ -10,7 +10,9 @@
 # table; every mutating call (refusals too) lands in the audit log
 # with the token's name and never the secret; `spillway audit` (admin only)
 # shows it; the CLI reads --token-file and SPILLWAY_TOKEN_FILE and warns
-# that --token is visible in ps.
+# that --token is visible in ps.  Roles: a `role: viewer` token (a wall
+# screen) reads every team's jobs and /metrics but may change nothing (403,
+# audited under its name); a viewer with a team sees that team's only.
 # TLS: with daemon.tls_cert and tls_key the API is HTTPS only; a key that
 # others can read is refused; the CLI verifies the certificate (its CA by
 # --ca or SPILLWAY_CA; an unknown CA is refused with the fix); SIGHUP
@@ -18,10 +20,12 @@
 # the old one.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 41
+plan 45
 
 ML2_TOKEN=ml-second-token-a61c0e
 CI_TOKEN=ml-ci-token-3b27d9f4
+WALL_TOKEN=wall-screen-token-5e0a1c
+CVWALL_TOKEN=cv-wall-token-77f2b6a0
 
 mkconfig "$T/serve.yaml" 2 never
 echo "  tokens_file: tokens.yaml" >>"$T/serve.yaml"
@@ -30,6 +34,8 @@ write_tokens() { # write_tokens REVOKED(true|false)
 tokens:
   - {name: ml-ci, team: ml, token: $CI_TOKEN, revoked: $1}
   - {team: ml, token: $ML2_TOKEN}
+  - {name: wall, role: viewer, token: $WALL_TOKEN}
+  - {name: cv-wall, role: viewer, team: cv, token: $CVWALL_TOKEN}
 EOT
 }
 write_tokens false
@@ -127,6 +133,8 @@ tokens:
     token: $CI_TOKEN
     revoked: true
   - {team: ml, token: $ML2_TOKEN}
+  - {name: wall, role: viewer, token: $WALL_TOKEN}
+  - {name: cv-wall, role: viewer, team: cv, token: $CVWALL_TOKEN}
 EOT
 cat >"$T/inplace.py" <<'PY'
 import os, sys, time
@@ -222,6 +230,24 @@ ok $? "spillway audit --team cv shows cv's entries only"
 spw admin audit --since 1h >"$T/table" 2>&1 && contains "$T/table" "node.down" &&
     contains "$T/table" "ml-ci"
 ok $? "spillway audit --since 1h prints a table"
+# ---- roles: viewer -----------------------------------------------------------
+spw "$WALL_TOKEN" queue -o json >"$T/wall.json" &&
+    json_check "$T/wall.json" "assert any(j['team'] == 'ml' for j in d['jobs']), d"
+ok $? "a viewer token without a team reads every team's queue"
+spw "$CVWALL_TOKEN" queue -o json >"$T/cvwall.json" &&
+    json_check "$T/cvwall.json" "assert not any(j['team'] == 'ml' for j in d['jobs']), d"
+ok $? "a viewer token of team cv sees none of ml's jobs"
+vj=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["jobs"][0]["id"])' "$T/wall.json")
+spw "$WALL_TOKEN" submit --gpus 1 -- true >/dev/null 2>"$T/err1"; s1=$?
+spw "$WALL_TOKEN" cancel "$vj" >/dev/null 2>"$T/err2"; s2=$?
+[ $s1 -eq 1 ] && [ $s2 -eq 1 ] && contains "$T/err1" "403" && contains "$T/err1" "read-only" &&
+    contains "$T/err2" "403"
+ok $? "the viewer may not submit or cancel (403): $(cat "$T/err1")"
+spw admin audit -o json >"$T/audit-wall.json" &&
+    json_check "$T/audit-wall.json" "
+assert any(e['token'] == 'wall' and e['status'] == 403 for e in d['entries']), d"
+ok $? "the viewer's refused calls are in the audit log under its name"
+
 spw ml audit >"$T/out" 2>"$T/err"
 [ $? -eq 1 ] && contains "$T/err" "403"
 ok $? "a team token cannot read the audit log (403)"
