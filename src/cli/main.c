@@ -427,20 +427,22 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             fprintf(stderr, "spillway: wrote the report %s (open it in a browser; it works offline)\n",
                     report);
     }
+    /* --jobs-out - took standard output: the summary goes to stderr. */
+    FILE *sum = jobs_out && strcmp(jobs_out, "-") == 0 ? stderr : stdout;
     if (compare) {
         if (json)
-            spw_report_compare_json(stdout, tr, rows, nw);
+            spw_report_compare_json(sum, tr, rows, nw);
         else
-            spw_report_compare_table(stdout, tr,
+            spw_report_compare_table(sum, tr,
                                      compare == CMP_GRAVITY ? "data gravity"
                                      : compare == CMP_SPOT  ? "spot policy"
                                                             : "wait policy",
                                      rows, nw);
     } else if (json) {
-        spw_report_json(stdout, tr, &rows[0]);
-        printf("\n");
+        spw_report_json(sum, tr, &rows[0]);
+        fprintf(sum, "\n");
     } else {
-        spw_report_table(stdout, tr, cfg, &rows[0]);
+        spw_report_table(sum, tr, cfg, &rows[0]);
     }
     return 0;
 }
@@ -576,9 +578,9 @@ static double sim_ckpt(const char *s)
     return v;
 }
 
-/* The simulator's world from the config: one spot entry per offer that an
- * availability entry matches (the last such entry wins) and has a spot
- * price, one refusal per offer and cloud.capacity_errors entry that
+/* The simulator's world from the config: one spot entry per offer that has
+ * a spot price, from the availability entry that matches it (the last such
+ * entry wins), else at spot.default_interruption's rate; one refusal per offer and cloud.capacity_errors entry that
  * matches it, the failure list and the pools' MTBF/MTTR.  *spot_out and
  * *ref_out receive the arrays w->spot and w->refusals point into (free
  * them after the runs). */
@@ -592,8 +594,13 @@ static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spo
     for (size_t i = 0; i < f->noffers; i++) {
         const spw_offer_t *o = &f->offers[i];
         int k = spw_spot_avail_of(cfg, o);
-        if (k < 0 || isnan(o->spot_usd_per_h))
+        if (isnan(o->spot_usd_per_h))
             continue;
+        if (k < 0) {   /* no data: the default interruption rate, never none */
+            spot[nspot++] = (spw_sim_spot_t){.offer = i,
+                                             .preempt_rate_per_h = sc->default_rate_per_h};
+            continue;
+        }
         const spw_spot_avail_conf_t *hit = &sc->avail[k];
         spot[nspot++] = (spw_sim_spot_t){
             .offer = i,
@@ -667,6 +674,32 @@ static void warn_spot(const spw_config_t *cfg, const spw_trace_t *tr, const char
                 "spillway sim: warning: %sjobs may take spot capacity, but no cloud offer has a "
                 "spot price (catalog column spot_usd_per_h): every cloud job runs on demand\n",
                 where);
+}
+
+/* Jobs may take spot capacity on offers no spot.availability entry
+ * describes: said always (-q too), since the figures rest on a guess. */
+static void warn_spot_data(const spw_config_t *cfg, const spw_trace_t *tr, const char *config,
+                           const spw_spot_policy_t *spots, size_t nspots)
+{
+    int spot_policy = cfg->policy.spot_policy != SPW_SPOT_POLICY_ONDEMAND;
+    for (size_t i = 0; i < nspots && !spot_policy; i++)
+        spot_policy = spots[i] != SPW_SPOT_POLICY_ONDEMAND;
+    for (size_t i = 0; i < tr->njobs && !spot_policy; i++)
+        spot_policy = tr->jobs[i].spot_mode == SPW_SPOTMODE_ALWAYS
+                      || tr->jobs[i].spot_policy > SPW_SPOT_POLICY_ONDEMAND + 1;
+    size_t nodata = 0;
+    for (size_t i = 0; i < cfg->fleet.noffers; i++)
+        nodata += !isnan(cfg->fleet.offers[i].spot_usd_per_h) &&
+                  spw_spot_avail_of(cfg, &cfg->fleet.offers[i]) < 0;
+    if (spot_policy && nodata)
+        fprintf(stderr,
+                "spillway sim: WARNING: %s: %zu offers with a spot price have no "
+                "spot.availability entry: their spot capacity is modelled as unlimited, each "
+                "instance interrupted at spot.default_interruption \"%s\" (%.3g per hour); "
+                "give spot.availability (trace: or interruption:) for figures you can rely "
+                "on (docs/spot.md)\n",
+                config ? config : "<embedded default config>", nodata, cfg->spot.default_label,
+                cfg->spot.default_rate_per_h);
 }
 
 static int cmd_sim(int argc, char **argv)
@@ -949,6 +982,7 @@ static int cmd_sim(int argc, char **argv)
     warn_bind(&bi, quiet);
     if (!quiet)
         warn_spot(&cfg, &tr, config, have_overhead, have_ckpt);
+    warn_spot_data(&cfg, &tr, config, spots, cmp == CMP_SPOT ? nw : 0);
     if (ts_out && tr.njobs) {
         /* A time series longer than this is a mistake in --step, not a wish. */
         double span = tr.jobs[tr.njobs - 1].submit_s - tr.jobs[0].submit_s;

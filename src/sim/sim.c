@@ -526,8 +526,10 @@ static void on_end(sim_t *s, spw_job_t *j, double t)
     detach(s, j, t);
     spw_engine_finish(s->e, j, t);
     settle(s, j, cloud, spot, placed_s);
-    if (rec_of(s, j)->capped)
+    if (rec_of(s, j)->capped) {
         s->out->jobs_stopped_max_runtime++;
+        j->stopped_max_run = 1;
+    }
     if (j->state == SPW_JOB_DONE && s->smp.o && s->smp.o->give_up_wait_s > 0)
         note_done_wait(s, j);
     s->finished++;
@@ -957,7 +959,12 @@ static void summarize(sim_t *s)
         }
         if (j->state != SPW_JOB_DONE)
             continue;
-        out->useful_gpu_hours += (double)j->gpus * s->runtime_s[i] / 3600.0;
+        /* A job stopped at its max runtime did not do its work: what it
+         * ran is paid for, not useful. */
+        if (j->stopped_max_run)
+            out->stopped_gpu_hours += (double)j->gpus * (j->end_s - j->start_s) / 3600.0;
+        else
+            out->useful_gpu_hours += (double)j->gpus * s->runtime_s[i] / 3600.0;
         if (j->offer >= 0) {
             out->jobs_cloud++;
         } else {
