@@ -138,6 +138,7 @@ static void json_spot(FILE *f, const spw_sim_summary_t *s)
     jnum(f, "spot_gpu_hours", s->spot_gpu_hours, 0);
     jnum(f, "ondemand_gpu_hours", s->ondemand_gpu_hours, 0);
     jint(f, "jobs_spot", s->jobs_spot);
+    jint(f, "jobs_ran_cloud", s->jobs_ran_cloud);
     jint(f, "preemptions", s->preemptions);
     jint(f, "capacity_errors", s->capacity_errors);
     jint(f, "node_failures", s->node_failures);
@@ -311,6 +312,9 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
             spw_queue_order_name(r->policy->queue), spw_scan_name(r->policy->scan),
             spw_backfill_name(r->policy->backfill), spw_fit_name(r->policy->fit), r->wait);
     fprintf(f, "  %-22s %zu on-prem, %zu cloud", "jobs", s->jobs_onprem, s->jobs_cloud);
+    if (s->jobs_ran_cloud != s->jobs_cloud)
+        fprintf(f, " (by where they ended; %zu ran in the cloud at some attempt)",
+                s->jobs_ran_cloud);
     if (s->jobs_unschedulable)
         fprintf(f, ", %zu unschedulable", s->jobs_unschedulable);
     if (s->jobs_backfilled)
@@ -459,7 +463,9 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
         int spot = j->spot && j->offer >= 0;
         if (j->state != SPW_JOB_DONE) {
             csv_field(f, j->id);
-            fprintf(f, ",%.3f,,,%s,,,", j->submit_s, spw_job_state_name(j->state));
+            /* Its cost too: attempts before it was rejected or failed were paid. */
+            fprintf(f, ",%.3f,,,%s,,%.6f,", j->submit_s, spw_job_state_name(j->state),
+                    j->cost_usd);
             csv_field(f, spw_reason_text(j->reason));
             fprintf(f, ",%u,%d,%u,%.3f,%s\n", j->held, spot, j->restarts, j->lost_s,
                     spw_job_state_name(j->state));

@@ -1536,6 +1536,8 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
         why = SPW_REASON_SPOT;
     else if (by_deadline)
         why = SPW_REASON_DEADLINE;
+    else if (spot && why == SPW_REASON_DEADLINE)
+        why = SPW_REASON_DEADLINE_SPOT;   /* not "on-demand capacity" */
     start_cloud(e, j, &pk, why, now);
     if (!spot)
         od_track(e, c, j);
@@ -2298,22 +2300,33 @@ static int finishes_somewhere(const spw_engine_t *e, const jclass_t *c, const sp
     return 0;
 }
 
+/* Why job j of class c can never run (SPW_REASON_NONE: it can). */
+static spw_reason_t never_runs(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j)
+{
+    if (c->never_onprem && !cloud_ok(e, c, j))
+        return c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
+    /* Only the cloud can hold it, and no offer could finish it: it would
+     * only ever be bought and stopped unfinished. */
+    if (c->never_onprem && isfinite(cloud_max_run_s(e, j)) && !finishes_somewhere(e, c, j))
+        return SPW_REASON_CANNOT_FINISH;
+    return SPW_REASON_NONE;
+}
+
+spw_reason_t spw_engine_never_runs(spw_engine_t *e, const spw_job_t *j)
+{
+    uint32_t ci = job_class(e, j);   /* may grow e->cls: before indexing it */
+    return never_runs(e, &e->cls[ci], j);
+}
+
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 {
     uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
     j->by_residency = (uint8_t)spw_govrt_profile(e->gov, c->profile)->onprem_by_residency;
-    if (c->never_onprem && !cloud_ok(e, c, j)) {
+    spw_reason_t never = never_runs(e, c, j);
+    if (never != SPW_REASON_NONE) {
         j->state = SPW_JOB_UNSCHEDULABLE;
-        j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
-        return;
-    }
-    /* Only the cloud can hold it, and no offer could finish it: it would
-     * only ever be bought and stopped unfinished. */
-    if (c->never_onprem && isfinite(cloud_max_run_s(e, j)) &&
-        !finishes_somewhere(e, c, j)) {
-        j->state = SPW_JOB_UNSCHEDULABLE;
-        j->reason = SPW_REASON_CANNOT_FINISH;
+        j->reason = never;
         return;
     }
     links_take(e, j);
@@ -2799,7 +2812,11 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     char wtxt[48];
     spw_wait_format(&e->policy.wait, wtxt, sizeof(wtxt));
     x.ok = 1;
-    if (c->never_onprem)
+    if (c->never_onprem && !cloud_ok(e, c, j))
+        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s, and it may not burst: it can "
+                 "never run", c->npools < e->npools ? "its rules allow can hold" : "can ever hold",
+                 g, want);
+    else if (c->never_onprem)
         snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s: no wait, it bursts",
                  c->npools < e->npools ? "its rules allow can hold" : "can ever hold", g, want);
     else if (c->offer < 0 && c->placement == SPW_PLACE_ONPREM_ONLY)

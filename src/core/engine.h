@@ -49,6 +49,11 @@ void spw_engine_destroy(spw_engine_t *e);
  * job is not kept. */
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
 
+/* Why a job with j's caller-set fields would be UNSCHEDULABLE at submit
+ * (spw_engine_submit), or SPW_REASON_NONE when it could run: lets a caller
+ * refuse such a job before accepting it.  Changes no decision. */
+spw_reason_t spw_engine_never_runs(spw_engine_t *e, const spw_job_t *j);
+
 /* Runs the scheduling instant `now`.  Returns how many jobs were placed and
  * points *placed at them (valid until the next call into the engine).  A
  * placed job is ONPREM (start_s = now + data transfer) or CLOUD (start_s =

@@ -317,7 +317,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(FAILOVER, "its node failed and on-prem cannot meet its wait or deadline") \
     X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")       \
     X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress") \
-    X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime")
+    X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime") \
+    X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);

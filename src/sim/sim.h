@@ -173,6 +173,8 @@ typedef struct spw_sim_summary {
     double spot_gpu_hours;       /* paid spot GPU-hours (part of cloud_gpu_hours) */
     double ondemand_gpu_hours;   /* paid on-demand GPU-hours */
     size_t jobs_spot;            /* jobs that ran on spot at least once */
+    size_t jobs_ran_cloud;       /* jobs placed in the cloud at least once
+                                    (jobs_cloud counts by the last placement) */
     size_t preemptions;          /* spot attempts preempted */
     size_t capacity_errors;      /* cloud acquisitions refused (world
                                     refusals), each re-placed at once */

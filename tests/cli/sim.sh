@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 74
+plan 75
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -466,6 +466,18 @@ sed 's/continuous}/continuous, default_interruption: "<5%"}/' "$T/nodata.yaml" >
 run_spw "$T/nd2.json" "$T/nd2.err" sim --trace "$T/nodata.csv" --config "$T/nodata2.yaml" -q -o json
 contains "$T/nd2.err" 'spot.default_interruption "<5%"'
 ok $? "spot.default_interruption sets the bucket the warning names"
+
+# Summary by last placement (issue 24): j starts on spot, its capacity goes
+# at 600 s, when b frees the pool: it ends on-prem.  The table says one job
+# ran in the cloud at some attempt; --jobs-out's spot column is 0 for it.
+printf '{"metadata": {"gap_seconds": 600}, "data": [1, 0, 0, 0]}\n' >"$T/av2.json"
+printf 'onprem:\n  - {name: dc, nodes: 1, gpus_per_node: 1, gpu: A100}\ncloud: {offers: spot-offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\nspot:\n  policy: greedy\n  availability:\n    - {trace: av2.json}\n' \
+    >"$T/pre.yaml"
+printf 'id,submit_s,gpus,runtime_s\nb,0,1,600\nj,0,1,3600\n' >"$T/pre.csv"
+(cd "$T" && "$SPW" sim --trace pre.csv --config pre.yaml -q --jobs-out pre-out.csv >pre.txt 2>&1)
+contains "$T/pre.txt" "2 on-prem, 0 cloud (by where they ended; 1 ran in the cloud at some attempt)" &&
+    grep -q '^j,0\.000,600\.000,4200\.000,onprem:dc:0,.*,0,1,600\.000,done$' "$T/pre-out.csv"
+ok $? "a spot job that ended on-prem: counted as having run in the cloud; spot column 0"
 
 # Never buy what cannot finish (issue 24): a T4 at $0.30/h is the cheapest
 # for the work ($1.875 per A100-hour at 0.16), but an A100-hour takes 22,500 s

@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 26
+plan 27
 
 mkconfig "$T/burst.yaml" 2 constant:1
 start_daemon "$T/burst.yaml" "$T/state"
@@ -110,6 +110,14 @@ assert d["pools"][0]["gpus_busy"] == 0, d["pools"]'
 ok $? "released instances have an end time; nothing is live or busy"
 grep -q "released after" "$DLOG"
 ok $? "the daemon logs the idle releases"
+# Issue 24: a job that can never run is refused at submit, with the reason:
+# 3 GPUs never fit on-prem (2), and spot: always finds no offer with a spot
+# price (before: accepted, then failed with "none yet").
+printf '{"run": ["true"], "gpus": 3, "spot": "always"}' >"$T/never-runs.json"
+http POST /v1/jobs ml "$T/never-runs.json"
+http_is 400 "can never run here: no on-prem pool and no cloud offer can run it" \
+    "a job no place can run: 400 at submit, saying why"
+
 stop_daemon "$DPID"
 no_strays "no job process is left"
 
