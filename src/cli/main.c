@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "sim/trace.h"
 
+#include "util/names.h"
 #include "util/version.h"
 
 /* The example fleet used when no --config is given: one on-prem pool of
@@ -443,6 +444,52 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
         fprintf(sum, "\n");
     } else {
         spw_report_table(sum, tr, cfg, &rows[0]);
+    }
+    return 0;
+}
+
+/* Whether some pool or offer of f has a GPU that model name `want`
+ * accepts, or takes any model. */
+static int fleet_has_model(const spw_fleet_t *f, const char *want)
+{
+    const spw_models_t *m = &f->models;
+    for (size_t i = 0; i < f->npools; i++)
+        if (f->pools[i].model < 0 || spw_model_accepts(want, m->name[f->pools[i].model]))
+            return 1;
+    for (size_t i = 0; i < f->noffers; i++)
+        if (f->offers[i].model < 0 || spw_model_accepts(want, m->name[f->offers[i].model]))
+            return 1;
+    return 0;
+}
+
+/* A GPU model a spillway trace's job names that no pool or offer has (a
+ * typo such as A1OO would make the job silently unschedulable): -1 with a
+ * message naming the job and the closest model the fleet has. */
+static int check_trace_models(const spw_config_t *cfg, const spw_trace_t *tr, const char *path)
+{
+    const spw_fleet_t *f = &cfg->fleet;
+    const spw_models_t *m = &f->models;
+    uint64_t used = 0;
+    for (size_t i = 0; tr->format == SPW_TRACE_SPILLWAY && i < tr->njobs; i++)
+        used |= tr->jobs[i].gpu_mask;
+    for (int k = 0; k < m->n && k < 64; k++) {
+        if (!(used >> k & 1) || fleet_has_model(f, m->name[k]))
+            continue;
+        size_t first = 0;
+        while (!(tr->jobs[first].gpu_mask >> k & 1))
+            first++;
+        const char **have = spw_xmalloc((f->npools + f->noffers + 1) * sizeof(char *));
+        size_t n = 0;
+        for (size_t i = 0; i < f->npools; i++)
+            have[n++] = f->pools[i].model >= 0 ? m->name[f->pools[i].model] : NULL;
+        for (size_t i = 0; i < f->noffers; i++)
+            have[n++] = f->offers[i].model >= 0 ? m->name[f->offers[i].model] : NULL;
+        const char *near = spw_names_closest(have, n, m->name[k]);
+        fprintf(stderr, "spillway sim: %s: job %s: no pool or cloud offer has GPU model '%s'%s%s%s\n",
+                path, tr->jobs[first].id, m->name[k], near ? " (did you mean " : "",
+                near ? near : "", near ? "?)" : "");
+        free(have);
+        return -1;
     }
     return 0;
 }
@@ -968,6 +1015,11 @@ static int cmd_sim(int argc, char **argv)
     spw_trace_t tr;
     if (spw_trace_load(&tr, trace, fmt, &cfg.fleet.models, &err) < 0) {
         fprintf(stderr, "spillway sim: %s\n", err.text);
+        spw_config_free(&cfg);
+        return 1;
+    }
+    if (check_trace_models(&cfg, &tr, trace) < 0) {
+        spw_trace_free(&tr);
         spw_config_free(&cfg);
         return 1;
     }

@@ -66,7 +66,8 @@ static const char check_usage[] =
     "Example:\n"
     "  spillway policy check examples/governance.yaml\n"
     "\n"
-    "Exit status: 0 valid; 2 the config has an error, or bad usage.\n";
+    "Exit status: 0 valid; 1 it loads, but its rules leave some job class nowhere\n"
+    "to run (each named on stderr); 2 the config has an error, or bad usage.\n";
 
 static const char test_usage[] =
     "usage: spillway policy test CONFIG JOB.yaml [-o json]\n"
@@ -615,6 +616,43 @@ static void check_json(const char *path, const spw_config_t *cfg, const size_t *
     json_decref(doc);
 }
 
+/* Whether bit set `set` of n bits has any bit. */
+static int any_bit(const uint64_t *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i >> 6] >> (i & 63) & 1)
+            return 1;
+    return 0;
+}
+
+/* Classes the rules and residency leave nowhere to run (no pool, no offer)
+ * for a job of that class alone or of it and some team: one line each on
+ * stderr.  Returns how many. */
+static size_t classes_nowhere(const spw_config_t *cfg, const char *path)
+{
+    const spw_fleet_t *f = &cfg->fleet;
+    const spw_gov_t *g = &f->gov;
+    spw_govrt_t *rt = spw_govrt_create(f);
+    size_t bad = 0;
+    for (size_t k = 0; k < g->nclasses; k++)
+        for (size_t t = 0; t <= g->nteams; t++) {
+            spw_job_t j;
+            job_init(&j);
+            j.jclass = (uint32_t)k + 1;
+            j.team = (uint32_t)t;
+            const spw_profile_t *p = spw_govrt_profile(rt, spw_govrt_profile_of(rt, &j));
+            if (any_bit(p->pools, f->npools) || any_bit(p->offers, f->noffers))
+                continue;
+            fprintf(stderr, "spillway policy check: %s: class '%s'%s%s: its rules and residency "
+                            "leave no pool and no cloud offer: its jobs can run nowhere\n",
+                    path, g->classes[k], t ? " of team " : "", t ? g->teams[t - 1].name : "");
+            bad++;
+            break;
+        }
+    spw_govrt_destroy(rt);
+    return bad;
+}
+
 static int cmd_check(int argc, char **argv)
 {
     const char *path;
@@ -632,16 +670,19 @@ static int cmd_check(int argc, char **argv)
         rule_counts(f, &g->rules[i], -1, &rp[i], &ro[i]);
     for (size_t i = 0; i < g->nresidencies; i++)
         rule_counts(f, NULL, (int)i, &sp[i], &so[i]);
+    size_t nowhere = classes_nowhere(&cfg, path);
     if (json)
         check_json(path, &cfg, rp, ro, sp, so);
-    else
+    else if (!nowhere)
         check_table(path, &cfg, rp, ro, sp, so);
     free(rp);
     free(ro);
     free(sp);
     free(so);
     spw_config_free(&cfg);
-    return spw_cli_flush("policy check") ? 2 : 0;
+    if (spw_cli_flush("policy check"))
+        return 2;
+    return nowhere ? 1 : 0;
 }
 
 /* ---- test ------------------------------------------------------------------------- */

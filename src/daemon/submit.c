@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/loop_private.h"
+#include "util/names.h"
 
 /* Jobs the engine rejected in the last schedule (a budget ran out under
  * on_exhausted: reject) end as rejected. */
@@ -183,8 +184,11 @@ uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *e
         size_t used = 0;
         for (int h = 0; h < m->n && used < sizeof(have); h++)
             used += (size_t)snprintf(have + used, sizeof(have) - used, "%s%s", h ? ", " : "", m->name[h]);
-        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (the fleet has: %s)",
-                   s->gpu_models[0], m->n ? have : "no named models");
+        const char *near = spw_names_closest((const char *const *)m->name, (size_t)m->n,
+                                             s->gpu_models[0]);
+        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (%s%s%sthe fleet "
+                   "has: %s)", s->gpu_models[0], near ? "did you mean " : "", near ? near : "",
+                   near ? "? " : "", m->n ? have : "no named models");
         return 0;
     }
     return mask;

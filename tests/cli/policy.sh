@@ -4,7 +4,7 @@
 # lives), exit statuses 0/1/2, JSON output, and config errors with FILE:LINE.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 26
+plan 27
 
 G=examples/governance.yaml
 
@@ -204,5 +204,14 @@ line=$(grep -n 'max_cloud_gpus: 64' "$G" | cut -d: -f1)
 run_spw "$T/out" "$T/err" policy check "$T/cap.yaml"
 [ "$rc" -eq 2 ] && contains "$T/err" "cap.yaml:$line:19: max_cloud_gpus"
 ok $? "check: a fractional GPU cap in a copy of $G exits 2 with its line (status $rc)"
+
+# Issue 24: rules that leave a class nowhere are not "valid": class big may
+# only use H100s, then only T4s; exit 1, the class named on stderr.
+printf 'onprem:\n  - {name: a, nodes: 1, gpus_per_node: 1, gpu: T4}\n  - {name: b, nodes: 1, gpus_per_node: 1, gpu: H100}\nrules:\n  - {name: only-h100, match: {class: big}, allow_gpus: [H100]}\n  - {name: t4-only, match: {class: big}, allow_gpus: [T4]}\n' \
+    >"$T/nowhere.yaml"
+run_spw "$T/out" "$T/err" policy check "$T/nowhere.yaml"
+[ "$rc" -eq 1 ] && contains "$T/err" "class 'big': its rules and residency leave no pool and no cloud offer" &&
+    ! grep -q "valid" "$T/out"
+ok $? "policy check: rules that leave a class nowhere exit 1 naming the class (status $rc)"
 
 done_testing

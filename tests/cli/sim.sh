@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 75
+plan 76
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -516,6 +516,10 @@ run_spw "$T/two.txt" "$T/two.err" sim --trace "$T/two.csv" --config "$T/two.yaml
 grep -q '^slow,0\.000,0\.000,22500\.000,onprem:t4:0,' "$T/two-out.csv" &&
     grep -q '^fast,0\.000,0\.000,3600\.000,onprem:a100:0,' "$T/two-out.csv"
 ok $? "without performance.reference each pool runs at its GPU's speed: 22,500 s on the T4 pool"
+printf 'id,submit_s,gpus,runtime_s,gpu\ntypo,0,1,3600,A1OO\n' >"$T/typo.csv"
+fails_with "a GPU model no pool or offer has (A1OO) is an error with did-you-mean" \
+    "job typo: no pool or cloud offer has GPU model 'A1OO' (did you mean A100?)" \
+    sim --trace "$T/typo.csv" --config "$T/two.yaml"
 
 # Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
 # 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it

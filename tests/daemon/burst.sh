@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 27
+plan 28
 
 mkconfig "$T/burst.yaml" 2 constant:1
 start_daemon "$T/burst.yaml" "$T/state"
@@ -135,6 +135,10 @@ ok $? "... and naming the field gpus"
 spw ml submit --gpus 3 -- true >"$T/s.out" 2>"$T/s.err"
 [ $? -eq 1 ] && contains "$T/s.err" "400"
 ok $? "spillway submit of it exits 1 with the daemon's message"
+
+printf '{"run": ["true"], "gpus": "A1OO:1"}' >"$T/typo.json"
+http POST /v1/jobs ml "$T/typo.json"
+http_is 400 "did you mean A100?" "a GPU model typo (A1OO): 400 with did you mean A100 (issue 24)"
 
 printf '{"run": ["true"], "gpus": 0}' >"$T/zero.json"
 http POST /v1/jobs ml "$T/zero.json"
