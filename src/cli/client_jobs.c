@@ -837,17 +837,37 @@ int spw_cli_cancel(int argc, char **argv)
 /* Offers that could take the job, shown per provider when grouping. */
 #define EXPLAIN_BEST_PER_PROVIDER 3
 
-/* The start of a candidate's why, up to its first ':' or ';' (the reason
- * without the particulars), into buf. */
+/* A candidate's whole why as a group key, into buf: without the offer's
+ * own name at its start ("2 x g6.xlarge ...") and with every number as N,
+ * so that offers refused for the same reason group while the sentence is
+ * kept whole (not cut at a ':' or '('). */
 static const char *why_head(const json_t *cand, char *buf, size_t len)
 {
-    const char *w = spw_cli_jstr(cand, "why");
+    const char *w = spw_cli_jstr(cand, "why"), *name = spw_cli_jstr(cand, "name");
     if (!w)
         w = "no reason given";
-    snprintf(buf, len, "%.*s", (int)strcspn(w, ":;("), w);
-    size_t n = strlen(buf);
-    while (n && buf[n - 1] == ' ')
-        buf[--n] = '\0';
+    const char *inst = name ? strrchr(name, '/') : NULL;
+    inst = inst ? inst + 1 : name;
+    const char *p = w;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p > w && strncmp(p, " x ", 3) == 0)
+        w = p + 3;
+    size_t il = inst ? strlen(inst) : 0;
+    if (il && strncmp(w, inst, il) == 0 && (w[il] == ' ' || w[il] == ':'))
+        w += il + (w[il] == ' ');
+    size_t n = 0;
+    for (p = w; *p && n + 1 < len;) {
+        if (*p >= '0' && *p <= '9') {
+            buf[n++] = 'N';
+            while ((*p >= '0' && *p <= '9') || ((*p == '.' || *p == ',') && p[1] >= '0' &&
+                                                p[1] <= '9'))
+                p++;
+        } else {
+            buf[n++] = *p++;
+        }
+    }
+    buf[n] = '\0';
     return buf;
 }
 

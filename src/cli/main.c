@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "sim/trace.h"
 
+#include "util/names.h"
 #include "util/version.h"
 
 /* The example fleet used when no --config is given: one on-prem pool of
@@ -427,20 +428,68 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             fprintf(stderr, "spillway: wrote the report %s (open it in a browser; it works offline)\n",
                     report);
     }
+    /* --jobs-out - took standard output: the summary goes to stderr. */
+    FILE *sum = jobs_out && strcmp(jobs_out, "-") == 0 ? stderr : stdout;
     if (compare) {
         if (json)
-            spw_report_compare_json(stdout, tr, rows, nw);
+            spw_report_compare_json(sum, tr, rows, nw);
         else
-            spw_report_compare_table(stdout, tr,
+            spw_report_compare_table(sum, tr,
                                      compare == CMP_GRAVITY ? "data gravity"
                                      : compare == CMP_SPOT  ? "spot policy"
                                                             : "wait policy",
                                      rows, nw);
     } else if (json) {
-        spw_report_json(stdout, tr, &rows[0]);
-        printf("\n");
+        spw_report_json(sum, tr, &rows[0]);
+        fprintf(sum, "\n");
     } else {
-        spw_report_table(stdout, tr, cfg, &rows[0]);
+        spw_report_table(sum, tr, cfg, &rows[0]);
+    }
+    return 0;
+}
+
+/* Whether some pool or offer of f has a GPU that model name `want`
+ * accepts, or takes any model. */
+static int fleet_has_model(const spw_fleet_t *f, const char *want)
+{
+    const spw_models_t *m = &f->models;
+    for (size_t i = 0; i < f->npools; i++)
+        if (f->pools[i].model < 0 || spw_model_accepts(want, m->name[f->pools[i].model]))
+            return 1;
+    for (size_t i = 0; i < f->noffers; i++)
+        if (f->offers[i].model < 0 || spw_model_accepts(want, m->name[f->offers[i].model]))
+            return 1;
+    return 0;
+}
+
+/* A GPU model a spillway trace's job names that no pool or offer has (a
+ * typo such as A1OO would make the job silently unschedulable): -1 with a
+ * message naming the job and the closest model the fleet has. */
+static int check_trace_models(const spw_config_t *cfg, const spw_trace_t *tr, const char *path)
+{
+    const spw_fleet_t *f = &cfg->fleet;
+    const spw_models_t *m = &f->models;
+    uint64_t used = 0;
+    for (size_t i = 0; tr->format == SPW_TRACE_SPILLWAY && i < tr->njobs; i++)
+        used |= tr->jobs[i].gpu_mask;
+    for (int k = 0; k < m->n && k < 64; k++) {
+        if (!(used >> k & 1) || fleet_has_model(f, m->name[k]))
+            continue;
+        size_t first = 0;
+        while (!(tr->jobs[first].gpu_mask >> k & 1))
+            first++;
+        const char **have = spw_xmalloc((f->npools + f->noffers + 1) * sizeof(char *));
+        size_t n = 0;
+        for (size_t i = 0; i < f->npools; i++)
+            have[n++] = f->pools[i].model >= 0 ? m->name[f->pools[i].model] : NULL;
+        for (size_t i = 0; i < f->noffers; i++)
+            have[n++] = f->offers[i].model >= 0 ? m->name[f->offers[i].model] : NULL;
+        const char *near = spw_names_closest(have, n, m->name[k]);
+        fprintf(stderr, "spillway sim: %s: job %s: no pool or cloud offer has GPU model '%s'%s%s%s\n",
+                path, tr->jobs[first].id, m->name[k], near ? " (did you mean " : "",
+                near ? near : "", near ? "?)" : "");
+        free(have);
+        return -1;
     }
     return 0;
 }
@@ -576,9 +625,9 @@ static double sim_ckpt(const char *s)
     return v;
 }
 
-/* The simulator's world from the config: one spot entry per offer that an
- * availability entry matches (the last such entry wins) and has a spot
- * price, one refusal per offer and cloud.capacity_errors entry that
+/* The simulator's world from the config: one spot entry per offer that has
+ * a spot price, from the availability entry that matches it (the last such
+ * entry wins), else at spot.default_interruption's rate; one refusal per offer and cloud.capacity_errors entry that
  * matches it, the failure list and the pools' MTBF/MTTR.  *spot_out and
  * *ref_out receive the arrays w->spot and w->refusals point into (free
  * them after the runs). */
@@ -592,8 +641,13 @@ static void build_world(const spw_config_t *cfg, spw_sim_world_t *w, spw_sim_spo
     for (size_t i = 0; i < f->noffers; i++) {
         const spw_offer_t *o = &f->offers[i];
         int k = spw_spot_avail_of(cfg, o);
-        if (k < 0 || isnan(o->spot_usd_per_h))
+        if (isnan(o->spot_usd_per_h))
             continue;
+        if (k < 0) {   /* no data: the default interruption rate, never none */
+            spot[nspot++] = (spw_sim_spot_t){.offer = i,
+                                             .preempt_rate_per_h = sc->default_rate_per_h};
+            continue;
+        }
         const spw_spot_avail_conf_t *hit = &sc->avail[k];
         spot[nspot++] = (spw_sim_spot_t){
             .offer = i,
@@ -667,6 +721,32 @@ static void warn_spot(const spw_config_t *cfg, const spw_trace_t *tr, const char
                 "spillway sim: warning: %sjobs may take spot capacity, but no cloud offer has a "
                 "spot price (catalog column spot_usd_per_h): every cloud job runs on demand\n",
                 where);
+}
+
+/* Jobs may take spot capacity on offers no spot.availability entry
+ * describes: said always (-q too), since the figures rest on a guess. */
+static void warn_spot_data(const spw_config_t *cfg, const spw_trace_t *tr, const char *config,
+                           const spw_spot_policy_t *spots, size_t nspots)
+{
+    int spot_policy = cfg->policy.spot_policy != SPW_SPOT_POLICY_ONDEMAND;
+    for (size_t i = 0; i < nspots && !spot_policy; i++)
+        spot_policy = spots[i] != SPW_SPOT_POLICY_ONDEMAND;
+    for (size_t i = 0; i < tr->njobs && !spot_policy; i++)
+        spot_policy = tr->jobs[i].spot_mode == SPW_SPOTMODE_ALWAYS
+                      || tr->jobs[i].spot_policy > SPW_SPOT_POLICY_ONDEMAND + 1;
+    size_t nodata = 0;
+    for (size_t i = 0; i < cfg->fleet.noffers; i++)
+        nodata += !isnan(cfg->fleet.offers[i].spot_usd_per_h) &&
+                  spw_spot_avail_of(cfg, &cfg->fleet.offers[i]) < 0;
+    if (spot_policy && nodata)
+        fprintf(stderr,
+                "spillway sim: WARNING: %s: %zu offers with a spot price have no "
+                "spot.availability entry: their spot capacity is modelled as unlimited, each "
+                "instance interrupted at spot.default_interruption \"%s\" (%.3g per hour); "
+                "give spot.availability (trace: or interruption:) for figures you can rely "
+                "on (docs/spot.md)\n",
+                config ? config : "<embedded default config>", nodata, cfg->spot.default_label,
+                cfg->spot.default_rate_per_h);
 }
 
 static int cmd_sim(int argc, char **argv)
@@ -938,6 +1018,11 @@ static int cmd_sim(int argc, char **argv)
         spw_config_free(&cfg);
         return 1;
     }
+    if (check_trace_models(&cfg, &tr, trace) < 0) {
+        spw_trace_free(&tr);
+        spw_config_free(&cfg);
+        return 1;
+    }
     warn_trace(&tr, trace, quiet);
     spw_trace_bind_info_t bi;
     if (spw_trace_bind(&tr, &cfg.fleet.gov, cfg.spot.checkpoint_interval_s, &bi, &err) < 0) {
@@ -949,6 +1034,7 @@ static int cmd_sim(int argc, char **argv)
     warn_bind(&bi, quiet);
     if (!quiet)
         warn_spot(&cfg, &tr, config, have_overhead, have_ckpt);
+    warn_spot_data(&cfg, &tr, config, spots, cmp == CMP_SPOT ? nw : 0);
     if (ts_out && tr.njobs) {
         /* A time series longer than this is a mistake in --step, not a wish. */
         double span = tr.jobs[tr.njobs - 1].submit_s - tr.jobs[0].submit_s;

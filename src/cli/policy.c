@@ -16,6 +16,7 @@
 #include "cli/client_private.h"
 #include "cli/policy.h"
 #include "config/config.h"
+#include "core/engine.h"
 #include "core/gov.h"
 #include "core/model.h"
 #include "daemon/jobspec.h"
@@ -65,7 +66,8 @@ static const char check_usage[] =
     "Example:\n"
     "  spillway policy check examples/governance.yaml\n"
     "\n"
-    "Exit status: 0 valid; 2 the config has an error, or bad usage.\n";
+    "Exit status: 0 valid; 1 it loads, but its rules leave some job class nowhere\n"
+    "to run (each named on stderr); 2 the config has an error, or bad usage.\n";
 
 static const char test_usage[] =
     "usage: spillway policy test CONFIG JOB.yaml [-o json]\n"
@@ -614,6 +616,43 @@ static void check_json(const char *path, const spw_config_t *cfg, const size_t *
     json_decref(doc);
 }
 
+/* Whether bit set `set` of n bits has any bit. */
+static int any_bit(const uint64_t *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i >> 6] >> (i & 63) & 1)
+            return 1;
+    return 0;
+}
+
+/* Classes the rules and residency leave nowhere to run (no pool, no offer)
+ * for a job of that class alone or of it and some team: one line each on
+ * stderr.  Returns how many. */
+static size_t classes_nowhere(const spw_config_t *cfg, const char *path)
+{
+    const spw_fleet_t *f = &cfg->fleet;
+    const spw_gov_t *g = &f->gov;
+    spw_govrt_t *rt = spw_govrt_create(f);
+    size_t bad = 0;
+    for (size_t k = 0; k < g->nclasses; k++)
+        for (size_t t = 0; t <= g->nteams; t++) {
+            spw_job_t j;
+            job_init(&j);
+            j.jclass = (uint32_t)k + 1;
+            j.team = (uint32_t)t;
+            const spw_profile_t *p = spw_govrt_profile(rt, spw_govrt_profile_of(rt, &j));
+            if (any_bit(p->pools, f->npools) || any_bit(p->offers, f->noffers))
+                continue;
+            fprintf(stderr, "spillway policy check: %s: class '%s'%s%s: its rules and residency "
+                            "leave no pool and no cloud offer: its jobs can run nowhere\n",
+                    path, g->classes[k], t ? " of team " : "", t ? g->teams[t - 1].name : "");
+            bad++;
+            break;
+        }
+    spw_govrt_destroy(rt);
+    return bad;
+}
+
 static int cmd_check(int argc, char **argv)
 {
     const char *path;
@@ -631,16 +670,19 @@ static int cmd_check(int argc, char **argv)
         rule_counts(f, &g->rules[i], -1, &rp[i], &ro[i]);
     for (size_t i = 0; i < g->nresidencies; i++)
         rule_counts(f, NULL, (int)i, &sp[i], &so[i]);
+    size_t nowhere = classes_nowhere(&cfg, path);
     if (json)
         check_json(path, &cfg, rp, ro, sp, so);
-    else
+    else if (!nowhere)
         check_table(path, &cfg, rp, ro, sp, so);
     free(rp);
     free(ro);
     free(sp);
     free(so);
     spw_config_free(&cfg);
-    return spw_cli_flush("policy check") ? 2 : 0;
+    if (spw_cli_flush("policy check"))
+        return 2;
+    return nowhere ? 1 : 0;
 }
 
 /* ---- test ------------------------------------------------------------------------- */
@@ -654,6 +696,9 @@ typedef struct place {
     double gb;             /* gigabytes moved */
     double transfer_s;     /* time moving them */
     double total_usd;      /* usd_per_h x worst case + egress */
+    double work_usd;       /* cost for the work: usd_per_h x the estimate at
+                              its GPU's speed (+ egress under gravity), the
+                              engine's rank of cloud offers */
 } place_t;
 
 static int place_cmp(const void *a, const void *b)
@@ -661,6 +706,15 @@ static int place_cmp(const void *a, const void *b)
     const place_t *x = a, *y = b;
     if (x->total_usd != y->total_usd)
         return x->total_usd < y->total_usd ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Cloud offers in the engine's order: cost for the work, then fleet order. */
+static int work_cmp(const void *a, const void *b)
+{
+    const place_t *x = a, *y = b;
+    if (x->work_usd != y->work_usd)
+        return x->work_usd < y->work_usd ? -1 : 1;
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
@@ -690,6 +744,10 @@ typedef struct test_ctx {
     excl_t ex[SPW_GOV_MAX_RULES + 16];
     size_t nex;
     int no_burst;          /* policy wait: never */
+    int engine_offer;      /* the offer the engine buys for it first (the
+                              daemon's choice on an idle fleet), -1 = none */
+    char engine_why[160];  /* the engine's own words for that choice, or why
+                              it buys none */
 } test_ctx_t;
 
 static void excl_add(test_ctx_t *c, int offers, size_t count, int rule, const char *fmt, ...)
@@ -763,7 +821,11 @@ static int resolve_job(test_ctx_t *c, spw_error_t *err)
     j->id = s->name ? s->name : c->job_path;
     j->gpus = s->gpus;
     j->max_runtime_s = s->max_runtime_s;
-    j->est_runtime_s = isnan(s->est_runtime_s) ? 0 : s->est_runtime_s;
+    /* As the daemon submits it (daemon/submit.c). */
+    j->est_runtime_s = isnan(s->est_runtime_s) ? c->cfg.daemon.default_est_runtime_s
+                                               : s->est_runtime_s;
+    j->gpus_per_node = s->gpus_per_node;
+    j->deadline_s = s->deadline_s;
     j->priority = s->priority;
     if (job_mask(c, err) < 0)
         return -1;
@@ -822,6 +884,44 @@ static int resolve_job(test_ctx_t *c, spw_error_t *err)
     return 0;
 }
 
+/* Asks the engine itself, on an idle fleet at time 0, which offer it would
+ * buy for the job (spw_engine_explain, the daemon's `explain`), and moves
+ * that offer to the front of c->offers: the preview shows the placement the
+ * engine makes, not a ranking of its own. */
+static void engine_first(test_ctx_t *c)
+{
+    c->engine_offer = -1;
+    snprintf(c->engine_why, sizeof(c->engine_why), "it buys no cloud offer for it");
+    spw_error_t err;
+    spw_engine_t *e = spw_engine_create(&c->cfg.fleet, &c->cfg.policy, &err);
+    if (!e) {
+        snprintf(c->engine_why, sizeof(c->engine_why), "%.150s", err.text);
+        return;
+    }
+    spw_job_t j = c->job;
+    j.deadline_s = NAN;   /* the spec's is a unix time; the preview has none */
+    size_t n = spw_engine_explain(e, &j, 0, NULL, 0);
+    spw_candidate_t *cand = spw_xmalloc((n ? n : 1) * sizeof(*cand));
+    n = spw_engine_explain(e, &j, 0, cand, n);
+    for (size_t i = 0; i < n; i++) {
+        if (cand[i].kind == SPW_CAND_CLOUD && cand[i].ok) {
+            c->engine_offer = cand[i].index;
+            snprintf(c->engine_why, sizeof(c->engine_why), "%s", cand[i].why);
+        } else if (cand[i].kind == SPW_CAND_WAIT && c->engine_offer < 0) {
+            snprintf(c->engine_why, sizeof(c->engine_why), "%s", cand[i].why);
+        }
+    }
+    free(cand);
+    spw_engine_destroy(e);
+    for (size_t i = 0; i < c->noffers; i++)
+        if ((int)c->offers[i].idx == c->engine_offer) {
+            place_t first = c->offers[i];
+            memmove(c->offers + 1, c->offers, i * sizeof(place_t));
+            c->offers[0] = first;
+            break;
+        }
+}
+
 /* Works out where the job may run and what excluded the rest. */
 static void place_job(test_ctx_t *c)
 {
@@ -878,7 +978,7 @@ static void place_job(test_ctx_t *c)
         spw_govrt_destroy(rt);
     }
     size_t *by_rule_o = spw_xcalloc(m + 1, sizeof(size_t)), *by_rule_p = spw_xcalloc(m + 1, sizeof(size_t));
-    size_t by_res_o = 0, by_res_p = 0, by_policy = 0;
+    size_t by_res_o = 0, by_res_p = 0, by_policy = 0, by_gang = 0;
     const spw_profile_t *fin = c->prof;
     c->pools = spw_xcalloc(f->npools + 1, sizeof(place_t));
     c->offers = spw_xcalloc(f->noffers + 1, sizeof(place_t));
@@ -926,6 +1026,13 @@ static void place_job(test_ctx_t *c)
             continue;
         }
         const spw_offer_t *o = &f->offers[i];
+        /* The gang rule (engine.c offer_fits_gang): a job on one node
+         * needs one instance with all its GPUs. */
+        if (o->model >= 0 && j->gpus > o->gpus &&
+            !(j->gpus_per_node > 0 && o->gpus >= j->gpus_per_node)) {
+            by_gang++;
+            continue;
+        }
         place_t *pl = &c->offers[c->noffers++];
         pl->idx = i;
         pl->instances = (j->gpus + o->gpus - 1) / o->gpus;
@@ -934,9 +1041,14 @@ static void place_job(test_ctx_t *c)
             pl->egress_usd = spw_govrt_data_cost(c->rt, dataset, -1, (int)i, 0, &pl->gb,
                                                  &pl->transfer_s);
         pl->total_usd = pl->usd_per_h * worst_h + pl->egress_usd;
+        uint32_t pc = spw_fleet_perf_class(f, j->jclass) ? j->jclass : 0;
+        pl->work_usd = pl->usd_per_h * j->est_runtime_s / 3600.0 /
+                           spw_fleet_class_speed(f, pc, o->model) +
+                       (c->cfg.policy.gravity ? pl->egress_usd : 0);
     }
     qsort(c->pools, c->npools, sizeof(place_t), place_cmp);
-    qsort(c->offers, c->noffers, sizeof(place_t), place_cmp);
+    qsort(c->offers, c->noffers, sizeof(place_t), work_cmp);
+    engine_first(c);
     for (size_t k = 0; k < m; k++) {
         const spw_rule_t *r = &g->rules[c->matched[k]];
         excl_add(c, 0, by_rule_p[k], (int)c->matched[k], "by rule '%s' (line %d)", r->name,
@@ -950,6 +1062,8 @@ static void place_job(test_ctx_t *c)
         excl_add(c, 1, by_res_o, -1, "by residency '%s' (line %d)", rs->name, rs->line);
     }
     excl_add(c, 1, by_policy, -1, "by the policy: wait: never sends nothing to the cloud");
+    excl_add(c, 1, by_gang, -1, "fewer than %u GPUs an instance: the job's GPUs must be on one "
+             "node (gpus_per_node lets it span several)", j->gpus);
     free(by_rule_o);
     free(by_rule_p);
     free(offers);
@@ -1093,20 +1207,22 @@ static void test_table(const test_ctx_t *c)
         printf("nowhere\n");
     } else {
         size_t show = c->noffers < 10 ? c->noffers : 10;
-        printf("%zu offer%s; the cheapest %zu by worst case (%s %s)\n", c->noffers,
-               c->noffers == 1 ? "" : "s", show, dur(c->worst_s, a, sizeof(a)),
+        printf("%zu offer%s; the first %zu as the engine ranks them, by cost for the work "
+               "(%s estimated, %s), its first choice first\n", c->noffers,
+               c->noffers == 1 ? "" : "s", show, dur(c->job.est_runtime_s, a, sizeof(a)),
                c->prof->spot == SPW_SPOT_REQUIRED ? "at the spot price" : "on demand");
-        spw_table_t *t = spw_table_create("provider|region|zone|instance|gpu|>x|>$/h|>data moved|"
-                                          ">transfer|>egress|>worst case");
+        spw_table_t *t = spw_table_create("provider|region|zone|instance|gpu|>x|>$/h|>for the work|"
+                                          ">data moved|>transfer|>egress|>worst case");
         for (size_t i = 0; i < show; i++) {
             const place_t *p = &c->offers[i];
             const spw_offer_t *o = &f->offers[p->idx];
-            char n[16], price[32], moved[32], tr[32], eg[32];
+            char n[16], price[32], moved[32], tr[32], eg[32], work[32];
             snprintf(n, sizeof(n), "%u", p->instances);
             snprintf(moved, sizeof(moved), "%g GB", p->gb);
             spw_table_row(t, o->provider, o->region, o->zone, o->instance_type,
                           model_name(f, o->model), n,
-                          usd(p->usd_per_h, price, sizeof(price)), moved,
+                          usd(p->usd_per_h, price, sizeof(price)),
+                          usd(p->work_usd, work, sizeof(work)), moved,
                           spw_cli_dur(p->transfer_s, tr, sizeof(tr)),
                           usd(p->egress_usd, eg, sizeof(eg)), usd(p->total_usd, tot, sizeof(tot)));
         }
@@ -1115,6 +1231,9 @@ static void test_table(const test_ctx_t *c)
         if (c->noffers > show)
             printf("    ... and %zu more\n", c->noffers - show);
     }
+    if (!c->no_burst)
+        printf("  the engine's first choice (as `spillway explain` gives it): %s\n",
+               c->engine_why);
 
     printf("\nexcluded:\n");
     if (!c->nex)
@@ -1150,6 +1269,10 @@ static json_t *place_json(const test_ctx_t *c, const place_t *p, int offer)
     json_object_set_new(o, "transfer_s", json_real(p->transfer_s));
     json_object_set_new(o, "egress_usd", json_real(p->egress_usd));
     json_object_set_new(o, "worst_case_usd", jnum(p->total_usd));
+    if (offer) {
+        json_object_set_new(o, "work_usd", jnum(p->work_usd));
+        json_object_set_new(o, "engine_choice", json_boolean((int)p->idx == c->engine_offer));
+    }
     return o;
 }
 

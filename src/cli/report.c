@@ -138,6 +138,7 @@ static void json_spot(FILE *f, const spw_sim_summary_t *s)
     jnum(f, "spot_gpu_hours", s->spot_gpu_hours, 0);
     jnum(f, "ondemand_gpu_hours", s->ondemand_gpu_hours, 0);
     jint(f, "jobs_spot", s->jobs_spot);
+    jint(f, "jobs_ran_cloud", s->jobs_ran_cloud);
     jint(f, "preemptions", s->preemptions);
     jint(f, "capacity_errors", s->capacity_errors);
     jint(f, "node_failures", s->node_failures);
@@ -175,6 +176,7 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jnum(f, "egress_usd", s->egress_usd, 0);
     jnum(f, "total_cost_usd", total_usd(s), 0);
     jnum(f, "useful_gpu_hours", s->useful_gpu_hours, 0);
+    jnum(f, "stopped_gpu_hours", s->stopped_gpu_hours, 0);
     jnum(f, "cost_per_useful_gpu_h", s->cost_per_useful_gpu_h, 0);
     jnum(f, "cloud_gpu_hours", s->cloud_gpu_hours, 0);
     jnum(f, "onprem_gpu_hours", s->onprem_gpu_hours, 0);
@@ -310,6 +312,9 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
             spw_queue_order_name(r->policy->queue), spw_scan_name(r->policy->scan),
             spw_backfill_name(r->policy->backfill), spw_fit_name(r->policy->fit), r->wait);
     fprintf(f, "  %-22s %zu on-prem, %zu cloud", "jobs", s->jobs_onprem, s->jobs_cloud);
+    if (s->jobs_ran_cloud != s->jobs_cloud)
+        fprintf(f, " (by where they ended; %zu ran in the cloud at some attempt)",
+                s->jobs_ran_cloud);
     if (s->jobs_unschedulable)
         fprintf(f, ", %zu unschedulable", s->jobs_unschedulable);
     if (s->jobs_backfilled)
@@ -329,6 +334,10 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
                 money(s->owned_idle_usd, b, sizeof(b)));
     fprintf(f, "  %-22s %s (%.0f GPU-hours of work done)\n", "per useful GPU-hour",
             money(s->cost_per_useful_gpu_h, a, sizeof(a)), s->useful_gpu_hours);
+    if (s->jobs_stopped_max_runtime)
+        fprintf(f, "  %-22s %zu jobs stopped unfinished at their max runtime: %.0f GPU-hours "
+                "paid, not counted as work done\n", "not finished", s->jobs_stopped_max_runtime,
+                s->stopped_gpu_hours);
     fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
             s->onprem_gpu_hours);
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
@@ -442,17 +451,24 @@ static void csv_field(FILE *f, const char *s)
 int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_t *fleet,
                         spw_error_t *err)
 {
-    FILE *f = fopen(path, "w");
+    int out = strcmp(path, "-") == 0;   /* "-": standard output */
+    FILE *f = out ? stdout : fopen(path, "w");
     if (!f)
         return spw_errorf(err, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s\n");
+    fprintf(f, "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,"
+               "lost_s,outcome\n");
     for (size_t i = 0; i < t->njobs; i++) {
         const spw_job_t *j = &t->jobs[i];
+        /* spot: its last placement was a cloud one on spot capacity. */
+        int spot = j->spot && j->offer >= 0;
         if (j->state != SPW_JOB_DONE) {
             csv_field(f, j->id);
-            fprintf(f, ",%.3f,,,%s,,,", j->submit_s, spw_job_state_name(j->state));
+            /* Its cost too: attempts before it was rejected or failed were paid. */
+            fprintf(f, ",%.3f,,,%s,,%.6f,", j->submit_s, spw_job_state_name(j->state),
+                    j->cost_usd);
             csv_field(f, spw_reason_text(j->reason));
-            fprintf(f, ",%u,%d,%u,%.3f\n", j->held, j->spot ? 1 : 0, j->restarts, j->lost_s);
+            fprintf(f, ",%u,%d,%u,%.3f,%s\n", j->held, spot, j->restarts, j->lost_s,
+                    spw_job_state_name(j->state));
             continue;
         }
         char place[160];
@@ -468,9 +484,10 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
         csv_field(f, place);
         fprintf(f, ",%.3f,%.6f,", j->start_s - j->submit_s, j->cost_usd);
         csv_field(f, spw_reason_text(j->reason));
-        fprintf(f, ",%u,%d,%u,%.3f\n", j->held, j->spot ? 1 : 0, j->restarts, j->lost_s);
+        fprintf(f, ",%u,%d,%u,%.3f,%s\n", j->held, spot, j->restarts, j->lost_s,
+                j->stopped_max_run ? "stopped_max_runtime" : "done");
     }
-    if (fclose(f) != 0)
+    if (out ? fflush(f) != 0 : fclose(f) != 0)
         return spw_errorf(err, "%s: write failed: %s", path, strerror(errno));
     return 0;
 }

@@ -29,9 +29,11 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
 void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *rows,
                              size_t n);
 /* Per-job CSV: id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,
- * held,spot,restarts,lost_s (reason: why the engine placed it there, as the
- * live explain says it; held: times a budget or cap held its burst; spot: its
- * last placement was on spot; restarts after interruptions; work lost, s). */
+ * held,spot,restarts,lost_s,outcome (reason: why the engine placed it there,
+ * as the live explain says it; held: times a budget or cap held its burst;
+ * spot: its last placement was a cloud one on spot; restarts after
+ * interruptions; work lost, s; outcome: done, stopped_max_runtime, or the
+ * state of a job that did not run).  path "-" is standard output. */
 int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_t *fleet,
                         spw_error_t *err);
 

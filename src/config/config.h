@@ -300,6 +300,12 @@ typedef struct spw_spot_conf {
     spw_spot_avail_conf_t *avail; /* owned */
     size_t navail;
     uint64_t seed;              /* seeds rate preemptions and MTBF failures; 1 */
+    double default_rate_per_h;  /* preemptions per instance-hour the simulator
+                                   gives an offer with a spot price that no
+                                   availability entry matches
+                                   (spot.default_interruption; default the
+                                   ">20%" bucket: -ln(0.75) / 730) */
+    char default_label[8];      /* that bucket's label, for the warning */
 } spw_spot_conf_t;
 
 /* On-prem failures for the simulator: failures.file (CSV node,down_s,up_s;

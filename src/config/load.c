@@ -3,6 +3,7 @@
  * the helpers the section files share (cfg_at(), cfg_resolve(), number and list keys). */
 #include <libgen.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
     spw_policy_default(&cfg->policy);
     cfg_daemon_defaults(&cfg->daemon);
     cfg->spot.seed = 1;
+    cfg->spot.default_rate_per_h = -log(1 - 0.25) / 730;   /* ">20%": its midpoint, 25% */
+    snprintf(cfg->spot.default_label, sizeof(cfg->spot.default_label), ">20%%");
     ctx_t x = {.d = d, .base_dir = base_dir, .cfg = cfg};
     spw_ynode_t *root = spw_ydoc_root(d);
     if (!root) {

@@ -320,7 +320,7 @@ int cfg_spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"policy", "restart_overhead_s", "checkpoint_interval_s",
                                        "max_restarts", "recovery", "failover", "seed",
-                                       "availability", NULL};
+                                       "availability", "default_interruption", NULL};
     spw_policy_t *p = &x->cfg->policy;
     spw_spot_conf_t *sc = &x->cfg->spot;
     if (spw_ymap_check_keys(x->d, n, "spot", keys, err) < 0)
@@ -374,6 +374,11 @@ int cfg_spot_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (seed != floor(seed))
         return cfg_at(x, spw_ymap_get(n, "seed"), err, "%s", "seed must be a whole number");
     sc->seed = (uint64_t)seed;
+    if ((v = spw_ymap_get(n, "default_interruption"))) {
+        if (interruption_rate(x, v, &sc->default_rate_per_h, err) < 0)
+            return -1;
+        snprintf(sc->default_label, sizeof(sc->default_label), "%s", v->str);
+    }
     if ((v = spw_ymap_get(n, "availability"))) {
         if (v->kind != SPW_Y_SEQ)
             return cfg_at(x, v, err, "%s", "availability: expected a list like '- {zone: us-east-1a, "
@@ -468,8 +473,10 @@ int cfg_performance_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         return cfg_at(x, rn, err, "performance: reference GPU '%s' has no throughput: add it "
                   "under performance: throughput: (e.g. %s: 1), or set reference: none", ref, ref);
     if (known) {   /* a first pool of a model nobody rates: no performance model */
+        /* Every pool runs at its GPU's speed relative to the reference,
+         * given or taken from the first pool (which then runs at 1). */
         f->perf.reference = spw_xstrdup(ref);
-        f->perf.scale_pools = rn != NULL;
+        f->perf.scale_pools = 1;
     }
     return 0;
 }

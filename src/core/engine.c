@@ -1018,6 +1018,68 @@ static int has_capacity(const spw_engine_t *e, uint32_t oi, int spot, uint32_t i
     return held <= e->spot_cap[oi] && e->spot_cap[oi] - held >= inst;
 }
 
+/* How long job j may run on a cloud placement: its max_runtime, else under
+ * a budget or cap the governance default; INFINITY when nothing bounds it
+ * (spw_engine_max_runtime of a cloud job). */
+static double cloud_max_run_s(const spw_engine_t *e, const spw_job_t *j)
+{
+    if (j->max_runtime_s > 0)
+        return j->max_runtime_s;
+    return e->money_limits ? e->fleet->gov.default_max_runtime_s : INFINITY;
+}
+
+/* Whether job j of class c can finish on offer oi placed at now. */
+typedef enum finish {
+    FIN_OK,          /* it can */
+    FIN_MAX_RUN,     /* its work left at that GPU's speed, after a new
+                        instance's restart overhead, is over the time it may
+                        run: it would be stopped unfinished after paying */
+    FIN_DEADLINE,    /* it would end after its deadline */
+} finish_t;
+
+/* Whether job j of class c can finish on offer oi placed at now; *run_s
+ * (if not NULL) receives the seconds it would run there and *end_s the
+ * time it would end (data transfer not counted). */
+static finish_t offer_finish(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                             uint32_t oi, double now, double *run_s, double *end_s)
+{
+    double run = e->policy.restart_overhead_s + est_left(j) / c_offer_speed(e, c, oi);
+    double end = now + e->fleet->offers[oi].boot_delay_s + run;
+    if (run_s)
+        *run_s = run;
+    if (end_s)
+        *end_s = end;
+    if (run > cloud_max_run_s(e, j))
+        return FIN_MAX_RUN;
+    if (isfinite(j->deadline_s) && end > j->deadline_s)
+        return FIN_DEADLINE;
+    return FIN_OK;
+}
+
+/* Whether some offer of list[0..n) can finish job j of class c in time
+ * when placed at now (only those with capacity when cap is set). */
+static int some_offer_in_time(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                              const uint32_t *list, uint32_t n, int spot, double now, int cap)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        const spw_offer_t *o = &e->fleet->offers[list[k]];
+        if ((!cap || has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now)) &&
+            offer_finish(e, c, j, list[k], now, NULL, NULL) == FIN_OK)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether offer oi is excluded for job j: it could not finish within the
+ * time it may run, or it would miss its deadline while another offer of
+ * the list meets it (late_ok: none does, so lateness does not exclude). */
+static int offer_excluded(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                          uint32_t oi, double now, int late_ok)
+{
+    finish_t f = offer_finish(e, c, j, oi, now, NULL, NULL);
+    return f == FIN_MAX_RUN || (f == FIN_DEADLINE && !late_ok);
+}
+
 static int same_region(const spw_offer_t *a, const spw_offer_t *b)
 {
     return strcmp(a->provider, b->provider) == 0 && strcmp(a->region, b->region) == 0;
@@ -1037,16 +1099,23 @@ static int recovery_tier(const spw_engine_t *e, const spw_job_t *j, uint32_t oi)
     return (int)oi == j->last_offer ? 0 : same ? 1 : 2;
 }
 
+/* Why pick_offer found no offer, besides budgets and caps. */
+enum { NONE_CAP = 1,      /* no offer it may buy has capacity now */
+       NONE_FINISH = 2 }; /* none could finish its work within its max runtime */
+
 /* Picks the cloud offer for job j, on spot capacity or on demand: the
- * lowest rank among the offers its rules allow, with capacity now, whose
- * worst case fits every budget and cap (after a preemption, the recovery
- * preference comes before the rank).  Returns SPW_ADMIT_OK with *out;
- * SPW_ADMIT_NEVER when no allowed offer could fit even with nothing else
- * spent (or none has capacity: *nocap, if not NULL, is then set); else the
- * refusal of the best-ranked offer that could (why, if not NULL, says it). */
+ * lowest rank among the offers its rules allow, with capacity now, on
+ * which it can finish (offer_excluded: within the time it may run, and by
+ * its deadline when some offer meets it), whose worst case fits every
+ * budget and cap (after a preemption, the recovery preference comes before
+ * the rank).  Returns SPW_ADMIT_OK with *out; SPW_ADMIT_NEVER when no
+ * allowed offer could fit even with nothing else spent (*none, if not
+ * NULL, is then NONE_CAP when none has capacity, NONE_FINISH when none
+ * could finish, else 0); else the refusal of the best-ranked offer that
+ * could (why, if not NULL, says it). */
 static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
                               int spot, double now, cloud_pick_t *out, char *why, size_t len,
-                              int *nocap)
+                              int *none)
 {
     int team = (int)j->team - 1;
     double best = INFINITY, best_refused = INFINITY;
@@ -1058,11 +1127,18 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
     int sorted = (!c->data || !e->policy.gravity) && j->last_offer < 0;
     const uint32_t *list = spot ? c->soffers : c->offers;
     uint32_t nlist = spot ? c->nsoffers : c->noffers;
+    int late_ok = !isfinite(j->deadline_s) ||
+                  !some_offer_in_time(e, c, j, list, nlist, spot, now, 1);
+    int unfinished = 0;
     for (uint32_t k = 0; k < nlist; k++) {
         cloud_pick_t pk;
         if (!has_capacity(e, list[k], spot, (c->gpus + e->fleet->offers[list[k]].gpus - 1) /
                                                 e->fleet->offers[list[k]].gpus, now)) {
             skipped = 1;
+            continue;
+        }
+        if (offer_excluded(e, c, j, list[k], now, late_ok)) {
+            unfinished = 1;
             continue;
         }
         double rank = pick_eval(e, c, j, list[k], spot, now, &pk);
@@ -1089,11 +1165,13 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
              (a == SPW_ADMIT_BUDGET && c->same_boot)))
             break;
     }
-    if (nocap)
-        *nocap = !found && refusal == SPW_ADMIT_NEVER && skipped;
-    if (!found && refusal == SPW_ADMIT_NEVER && why)
+    int nf = !found && refusal == SPW_ADMIT_NEVER;
+    if (none)
+        *none = nf && skipped ? NONE_CAP : nf && unfinished ? NONE_FINISH : 0;
+    if (nf && why)
         snprintf(why, len, skipped ? "no capacity left on the offers it may buy"
-                                   : "its worst case is over a budget or cap even with nothing else spent");
+                 : unfinished ? "no offer it may buy can finish its work within its max runtime"
+                              : "its worst case is over a budget or cap even with nothing else spent");
     return found ? SPW_ADMIT_OK : refusal;
 }
 
@@ -1187,9 +1265,11 @@ static int is_held(const spw_job_t *j)
 /* A burst refused by a budget or cap: the job is held (retried when money
  * or capacity frees, or its budget period ends), kept on-prem only, or
  * rejected, per its team's on_exhausted.  Caps always hold.  A job over a
- * limit outright goes on-prem only, or is rejected if no pool can hold it. */
+ * limit outright, or that no offer could finish (unfinishable: reason
+ * CANNOT_FINISH, not counted as held), goes on-prem only, or is rejected if
+ * no pool can hold it. */
 static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, double now,
-                    int in_queue)
+                    int in_queue, int unfinishable)
 {
     int team = (int)j->team - 1;
     int money = a == SPW_ADMIT_BUDGET || a == SPW_ADMIT_EGRESS;
@@ -1200,14 +1280,15 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         x = team >= 0 && e->fleet->gov.teams[team].on_exhausted == SPW_EXHAUSTED_REJECT
                 ? SPW_EXHAUSTED_REJECT
                 : SPW_EXHAUSTED_ONPREM_ONLY;
-    j->held++;
+    j->held += !unfinishable;
+    spw_reason_t never = unfinishable ? SPW_REASON_CANNOT_FINISH : SPW_REASON_OVER_LIMIT;
     if (x == SPW_EXHAUSTED_REJECT || (x == SPW_EXHAUSTED_ONPREM_ONLY && c->never_onprem)) {
         if (in_queue)
             queue_del(e, c, j);
         e->queued--;
         e->dirty = 1;
         j->state = SPW_JOB_REJECTED;
-        j->reason = a == SPW_ADMIT_NEVER ? SPW_REASON_OVER_LIMIT : SPW_REASON_REJECTED_BUDGET;
+        j->reason = a == SPW_ADMIT_NEVER ? never : SPW_REASON_REJECTED_BUDGET;
         j->end_s = now;
         GROW(e->rejected, e->nrejected, e->caprejected);
         e->rejected[e->nrejected++] = j;
@@ -1219,8 +1300,8 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         e->dirty = 1;
     }
     if (x == SPW_EXHAUSTED_ONPREM_ONLY) {
-        j->reason = a == SPW_ADMIT_NEVER ? SPW_REASON_OVER_LIMIT : SPW_REASON_ONPREM_ONLY_BUDGET;
-        j->by_budget = 1;
+        j->reason = a == SPW_ADMIT_NEVER ? never : SPW_REASON_ONPREM_ONLY_BUDGET;
+        j->by_budget = !unfinishable;
         j->l->burst_at_s = INFINITY;
         return;
     }
@@ -1304,28 +1385,33 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
 }
 
 /* The price per hour of the cheapest offer in list[0..n) (sorted by that
- * price) with capacity for class c now, spot or on demand; INFINITY if none. */
-static double cheapest_free(const spw_engine_t *e, const jclass_t *c, const uint32_t *list,
-                            uint32_t n, int spot, double now)
+ * price) with capacity for class c now, spot or on demand, on which job j
+ * can finish (offer_excluded); INFINITY if none. */
+static double cheapest_free(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                            const uint32_t *list, uint32_t n, int spot, double now)
 {
+    int late_ok = !isfinite(j->deadline_s) || !some_offer_in_time(e, c, j, list, n, spot, now, 1);
     for (uint32_t k = 0; k < n; k++) {
         const spw_offer_t *o = &e->fleet->offers[list[k]];
-        if (has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now))
+        if (has_capacity(e, list[k], spot, (c->gpus + o->gpus - 1) / o->gpus, now) &&
+            !offer_excluded(e, c, j, list[k], now, late_ok))
             return offer_work_usd_h(e, c, list[k], spot);
     }
     return INFINITY;
 }
 
-/* Whether spot capacity worth taking is free for class c now: some spot
- * offer has room and, unless spot is all it may take, is cheaper than the
- * cheapest on-demand offer with room (a spot instance bigger than the job
- * needs can cost more than a small one on demand). */
-static int spot_free(const spw_engine_t *e, const jclass_t *c, int only, double now)
+/* Whether spot capacity worth taking is free for job j of class c now: some
+ * spot offer it can finish on has room and, unless spot is all it may
+ * take, is cheaper than the cheapest such on-demand offer with room (a
+ * spot instance bigger than the job needs can cost more than a small one
+ * on demand). */
+static int spot_free(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j, int only,
+                     double now)
 {
-    double spot = cheapest_free(e, c, c->soffers, c->nsoffers, 1, now);
+    double spot = cheapest_free(e, c, j, c->soffers, c->nsoffers, 1, now);
     if (only || !isfinite(spot))
         return isfinite(spot);
-    return spot < cheapest_free(e, c, c->offers, c->noffers, 0, now);
+    return spot < cheapest_free(e, c, j, c->offers, c->noffers, 0, now);
 }
 
 /* What job j should take now: SPOT, ONDEMAND, or IDLE (wait for spot, on-prem
@@ -1341,7 +1427,7 @@ static spw_spot_inst_t spot_choice(const spw_engine_t *e, const jclass_t *c, con
     spot_use_t use = spot_use(e, c, j, &pol);
     if (use == USE_ONDEMAND)
         return SPW_SPOT_ONDEMAND;
-    int free_ = spot_free(e, c, use == USE_SPOT_ONLY, now);
+    int free_ = spot_free(e, c, j, use == USE_SPOT_ONLY, now);
     if (use == USE_SPOT_ONLY)
         return free_ ? SPW_SPOT_SPOT : SPW_SPOT_IDLE;
     spw_spot_job_t sj;
@@ -1431,14 +1517,14 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
     }
     int spot = d == SPW_SPOT_SPOT;
     cloud_pick_t pk;
-    int nocap = 0;
-    spw_admit_t a = pick_offer(e, c, j, spot, now, &pk, NULL, 0, &nocap);
-    if (a != SPW_ADMIT_OK && nocap) {
+    int none = 0;
+    spw_admit_t a = pick_offer(e, c, j, spot, now, &pk, NULL, 0, &none);
+    if (a != SPW_ADMIT_OK && none == NONE_CAP) {
         wait_capacity(e, c, j, now, in_queue, backoff_end(e, c, spot, now));
         return a;
     }
     if (a != SPW_ADMIT_OK) {
-        refused(e, c, j, a, now, in_queue);
+        refused(e, c, j, a, now, in_queue, none == NONE_FINISH);
         return a;
     }
     if (in_queue) {
@@ -1450,6 +1536,8 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
         why = SPW_REASON_SPOT;
     else if (by_deadline)
         why = SPW_REASON_DEADLINE;
+    else if (spot && why == SPW_REASON_DEADLINE)
+        why = SPW_REASON_DEADLINE_SPOT;   /* not "on-demand capacity" */
     start_cloud(e, j, &pk, why, now);
     if (!spot)
         od_track(e, c, j);
@@ -1544,7 +1632,7 @@ static void find_switches(spw_engine_t *e, double now)
             spw_spot_view_t v;
             cloud_pick_t pk;
             int viewed = od_view(e, c, j, now, &sj, &v);
-            int free_ = viewed && spot_free(e, c, 0, now);
+            int free_ = viewed && spot_free(e, c, j, 0, now);
             int ahead = free_ && spw_spot_decide(SPW_SPOT_POLICY_UNIFORM_PROGRESS, &sj, &v, 1) ==
                                      SPW_SPOT_SPOT;
             /* The spot placement must be admitted while the on-demand one
@@ -2199,14 +2287,46 @@ static void enqueue(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, doub
         exp_push(e, j);
 }
 
+/* Whether some offer of class c (on demand, or spot when that is all it
+ * may take) could run job j within its max runtime. */
+static int finishes_somewhere(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j)
+{
+    int only_spot = c->spot || (j->spot_mode == SPW_SPOTMODE_ALWAYS && c->spot_ok);
+    const uint32_t *list = only_spot ? c->soffers : c->offers;
+    uint32_t n = only_spot ? c->nsoffers : c->noffers;
+    for (uint32_t k = 0; k < n; k++)
+        if (offer_finish(e, c, j, list[k], 0, NULL, NULL) != FIN_MAX_RUN)
+            return 1;
+    return 0;
+}
+
+/* Why job j of class c can never run (SPW_REASON_NONE: it can). */
+static spw_reason_t never_runs(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j)
+{
+    if (c->never_onprem && !cloud_ok(e, c, j))
+        return c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
+    /* Only the cloud can hold it, and no offer could finish it: it would
+     * only ever be bought and stopped unfinished. */
+    if (c->never_onprem && isfinite(cloud_max_run_s(e, j)) && !finishes_somewhere(e, c, j))
+        return SPW_REASON_CANNOT_FINISH;
+    return SPW_REASON_NONE;
+}
+
+spw_reason_t spw_engine_never_runs(spw_engine_t *e, const spw_job_t *j)
+{
+    uint32_t ci = job_class(e, j);   /* may grow e->cls: before indexing it */
+    return never_runs(e, &e->cls[ci], j);
+}
+
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
 {
     uint32_t ci = job_class(e, j);
     jclass_t *c = &e->cls[ci];
     j->by_residency = (uint8_t)spw_govrt_profile(e->gov, c->profile)->onprem_by_residency;
-    if (c->never_onprem && !cloud_ok(e, c, j)) {
+    spw_reason_t never = never_runs(e, c, j);
+    if (never != SPW_REASON_NONE) {
         j->state = SPW_JOB_UNSCHEDULABLE;
-        j->reason = c->denied ? SPW_REASON_NO_ALLOWED_PLACE : SPW_REASON_NO_PLACE;
+        j->reason = never;
         return;
     }
     links_take(e, j);
@@ -2692,7 +2812,11 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     char wtxt[48];
     spw_wait_format(&e->policy.wait, wtxt, sizeof(wtxt));
     x.ok = 1;
-    if (c->never_onprem)
+    if (c->never_onprem && !cloud_ok(e, c, j))
+        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s, and it may not burst: it can "
+                 "never run", c->npools < e->npools ? "its rules allow can hold" : "can ever hold",
+                 g, want);
+    else if (c->never_onprem)
         snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s: no wait, it bursts",
                  c->npools < e->npools ? "its rules allow can hold" : "can ever hold", g, want);
     else if (c->offer < 0 && c->placement == SPW_PLACE_ONPREM_ONLY)
@@ -2728,8 +2852,18 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         snprintf(x.why, sizeof(x.why), "wait policy %s: it would wait %.0f s before bursting", wtxt, w);
     }
     EMIT();
+    int late_ok = !isfinite(j->deadline_s) ||
+                  !some_offer_in_time(e, c, j, espot ? c->soffers : c->offers,
+                                      espot ? c->nsoffers : c->noffers, espot, now, 1);
+    /* What the chosen offer costs for the work, as the engine ranks it. */
+    double pick_work = picked ? pick.ch.usd_per_h * j->est_runtime_s /
+                                        c_offer_speed(e, c, pick.offer) / 3600.0 +
+                                    (e->policy.gravity ? pick.ch.egress_usd : 0)
+                              : NAN;
     for (size_t i = 0; i < e->fleet->noffers; i++) {
         const spw_offer_t *o = &e->fleet->offers[i];
+        double run_s, end_s;
+        finish_t fin = offer_finish(e, c, j, (uint32_t)i, now, &run_s, &end_s);
         memset(&x, 0, sizeof(x));
         x.kind = SPW_CAND_CLOUD;
         x.index = (int)i;
@@ -2758,19 +2892,26 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         } else if (!bit(pr->offers, i) || isnan(usd_h)) {
             if (spw_govrt_why_not(e->gov, c->profile, -1, (int)i, x.why, sizeof(x.why)) < 0)
                 snprintf(x.why, sizeof(x.why), "%s has no spot price", o->instance_type);
+        } else if (fin == FIN_MAX_RUN) {
+            snprintf(x.why, sizeof(x.why), "%u x %s cannot finish: its work takes %.0f s on %s, "
+                     "more than it may run (%.0f s): it would be stopped unfinished",
+                     x.instances, o->instance_type, run_s,
+                     o->model >= 0 ? e->fleet->models.name[o->model] : "?", cloud_max_run_s(e, j));
+        } else if (fin == FIN_DEADLINE && !late_ok) {
+            snprintf(x.why, sizeof(x.why), "%u x %s would end at t=%.0f s, after its deadline "
+                     "(t=%.0f s); other offers meet it", x.instances, o->instance_type, end_s,
+                     j->deadline_s);
         } else if (picked && pick.offer == i) {
             x.ok = 1;
             snprintf(x.why, sizeof(x.why),
-                     "the best allowed offer: %u x %s at $%.4g/h%s; worst case $%.2f fits every budget",
-                     x.instances, o->instance_type, usd_h, espot ? " (spot)" : "",
-                     pk.ch.usd + pk.ch.egress_usd);
-        } else if (picked && e->policy.gravity && (pk.ch.egress_usd > 0 || pick.ch.egress_usd > 0)) {
-            snprintf(x.why, sizeof(x.why), "%u x %s: $%.4g expected with egress, more than the "
-                     "chosen offer's $%.4g", x.instances, o->instance_type, rank,
-                     pick.ch.usd_per_h * j->est_runtime_s / 3600.0 + pick.ch.egress_usd);
+                     "the best allowed offer: %u x %s, $%.4g for the work at $%.4g/h%s; worst "
+                     "case $%.2f fits every budget", x.instances, o->instance_type, pick_work,
+                     usd_h, espot ? " (spot)" : "", pk.ch.usd + pk.ch.egress_usd);
         } else if (picked) {
-            snprintf(x.why, sizeof(x.why), "%u x %s costs $%.4g/h, more than the cheapest $%.4g/h",
-                     x.instances, o->instance_type, usd_h, pick.ch.usd_per_h);
+            snprintf(x.why, sizeof(x.why), "%u x %s: $%.4g for the work%s (at $%.4g/h), more "
+                     "than the chosen offer's $%.4g", x.instances, o->instance_type, rank,
+                     e->policy.gravity && (pk.ch.egress_usd > 0 || pick.ch.egress_usd > 0)
+                         ? " with egress" : "", usd_h, pick_work);
         } else {
             char w2[160];
             if (spw_govrt_admit(e->gov, (int)j->team - 1, now, &pk.ch, w2, sizeof(w2)) != SPW_ADMIT_OK)
@@ -2802,10 +2943,9 @@ double spw_engine_overhead_s(const spw_engine_t *e, const spw_job_t *j)
 
 double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j)
 {
-    if (j->max_runtime_s > 0)
-        return j->max_runtime_s;
-    return j->state == SPW_JOB_CLOUD && e->money_limits ? e->fleet->gov.default_max_runtime_s
-                                                       : INFINITY;
+    if (j->max_runtime_s > 0 || j->state == SPW_JOB_CLOUD)
+        return cloud_max_run_s(e, j);
+    return INFINITY;
 }
 
 /* Keeps the entries of v[0..*n) whose job is still in the engine. */

@@ -49,6 +49,11 @@ void spw_engine_destroy(spw_engine_t *e);
  * job is not kept. */
 void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
 
+/* Why a job with j's caller-set fields would be UNSCHEDULABLE at submit
+ * (spw_engine_submit), or SPW_REASON_NONE when it could run: lets a caller
+ * refuse such a job before accepting it.  Changes no decision. */
+spw_reason_t spw_engine_never_runs(spw_engine_t *e, const spw_job_t *j);
+
 /* Runs the scheduling instant `now`.  Returns how many jobs were placed and
  * points *placed at them (valid until the next call into the engine).  A
  * placed job is ONPREM (start_s = now + data transfer) or CLOUD (start_s =
@@ -62,7 +67,12 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now);
  * cap it touches and is made only if all have room; otherwise the job is
  * held (retried when money frees or the period ends), kept on-prem, or
  * rejected (spw_engine_rejected), per its team's on_exhausted.  The caller
- * must stop a cloud job once it has run max_runtime. */
+ * must stop a cloud job once it has run max_runtime.  An offer on which the
+ * job cannot finish is never bought: its estimated work left at that GPU's
+ * speed plus the restart overhead is over spw_engine_max_runtime, or it
+ * would end after the job's deadline while another offer meets it.  A job
+ * no offer can finish waits for on-prem (reason CANNOT_FINISH), or, when no
+ * pool can ever hold it, is UNSCHEDULABLE at submit with that reason. */
 size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed);
 
 /* Reports that a placed job ended at `now`: frees its GPUs and settles its

@@ -378,6 +378,7 @@ void spw_job_reset(spw_job_t *j)
     j->held = 0;
     j->by_residency = 0;
     j->by_budget = 0;
+    j->stopped_max_run = 0;
     j->spot = 0;
     j->speed = 1;
     j->done_s = j->lost_s = j->lost_gpu_s = 0;

@@ -228,11 +228,11 @@ typedef struct spw_perf {
     char *reference;            /* owned: the model runtimes are measured on;
                                    NULL = no performance model (every GPU runs
                                    a job in its runtime) */
-    int scale_pools;            /* on-prem pools run at their GPU's speed too;
-                                   0 (a reference taken by default from the
-                                   first pool): pools run jobs in the runtimes
-                                   the trace recorded on them, and only cloud
-                                   offers are scaled */
+    int scale_pools;            /* on-prem pools run at their GPU's speed too
+                                   (the config sets it with any reference,
+                                   given or the first pool's); 0: pools run
+                                   jobs in the runtimes the trace recorded on
+                                   them, and only cloud offers are scaled */
     char **names;               /* owned: models whose throughput the config sets */
     double *throughput;         /* owned: theirs, relative to any common unit, > 0 */
     size_t n;
@@ -316,7 +316,9 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(NODE_FAILED, "requeued after its on-prem node failed")                  \
     X(FAILOVER, "its node failed and on-prem cannot meet its wait or deadline") \
     X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")       \
-    X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress")
+    X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress") \
+    X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime") \
+    X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -410,6 +412,9 @@ struct spw_job {
     uint8_t by_residency;       /* residency alone kept it off the cloud */
     uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
                                    (on_exhausted: onprem_only, or over a limit) */
+    uint8_t stopped_max_run;    /* DONE only because its last attempt was
+                                   stopped at its max runtime: unfinished
+                                   (set by the world that ran it) */
     /* Interruptions (spw_engine_interrupt): */
     double done_s;              /* work kept from interrupted attempts (up to
                                    their last checkpoint), seconds; the current

@@ -210,7 +210,7 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
     spw_error_t e2 = {{0}};
     uint64_t mask = spw_daemon_mask(d, spec, &e2);
     if (e2.text[0] || spw_daemon_feasible(d, spec->gpus, mask, &e2) < 0 ||
-        spw_daemon_check_gov(d, spec, &e2) < 0) {
+        spw_daemon_check_gov(d, spec, &e2) < 0 || spw_daemon_can_run(d, spec, mask, &e2) < 0) {
         UNLOCK(d);
         *err = e2;
         goto out;

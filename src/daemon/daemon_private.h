@@ -501,6 +501,12 @@ int spw_daemon_commit_one(spw_daemon_t *d, subreq_t *r);
 /* Checks the governance names of a spec against the config: 0, or -1 with
  * a sentence naming the field and the names the config has. */
 int spw_daemon_check_gov(const spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *err);
+/* -1 with err (a sentence with the engine's reason) when the engine would
+ * find spec, of GPU mask `mask`, unschedulable: no place its rules allow,
+ * or no place that could finish it within its max_runtime.  Under the
+ * daemon's lock. */
+int spw_daemon_can_run(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask,
+                       spw_error_t *err);
 /* A job's cost up to now: settled plus the attempt in progress. */
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now);
 double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now);

@@ -3,6 +3,7 @@
  * did my job go there?" after the fact. */
 
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,8 @@ void dm_record_decision(spw_daemon_t *d, djob_t *j, double now)
         json_object_set_new(o, "instances", json_integer(j->ej.instances));
         json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, (size_t)j->ej.offer)));
     }
-    json_object_set_new(o, "waited_s", json_real(now - j->submit_ts));
+    /* To the millisecond: the clock's noise below it is not information. */
+    json_object_set_new(o, "waited_s", json_real(round((now - j->submit_ts) * 1000) / 1000));
     json_t *cands = spw_daemon_candidates_json(d, j);
     if (j->ej.state == SPW_JOB_ONPREM) {
         /* The candidates are listed after the placement took its GPUs: say

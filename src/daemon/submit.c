@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/loop_private.h"
+#include "util/names.h"
 
 /* Jobs the engine rejected in the last schedule (a budget ran out under
  * on_exhausted: reject) end as rejected. */
@@ -46,6 +47,38 @@ void dm_save_held(spw_daemon_t *d)
     }
 }
 
+/* The engine's fields of job j from its spec (j->spec, j->team) and GPU
+ * mask, as submitted at now. */
+static void engine_fields(spw_daemon_t *d, djob_t *j, uint64_t mask, double now)
+{
+    j->gpus = j->spec.gpus;
+    j->gpu_mask = mask;
+    j->ej.submit_s = now;
+    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
+                                                       : j->spec.est_runtime_s;
+    j->ej.gpus = j->gpus;
+    j->ej.gpu_mask = j->gpu_mask;
+    j->ej.priority = j->spec.priority;
+    j->ej.gpus_per_node = j->spec.gpus_per_node;
+    j->ej.deadline_s = j->spec.deadline_s;
+    dm_job_gov(d, j);
+}
+
+int spw_daemon_can_run(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask,
+                       spw_error_t *err)
+{
+    djob_t *j = spw_xcalloc(1, sizeof(*j));
+    spw_job_reset(&j->ej);
+    j->spec = *spec;                        /* borrowed: not freed here */
+    j->team = spec->team ? spec->team : (char *)"";
+    engine_fields(d, j, mask, d->now);
+    spw_reason_t why = spw_engine_never_runs(d->engine, &j->ej);
+    free(j);
+    if (why == SPW_REASON_NONE)
+        return 0;
+    return spw_errorf(err, "this job can never run here: %s", spw_reason_text(why));
+}
+
 /* Turns committed spec r into a job and hands it to the engine. */
 static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
 {
@@ -56,17 +89,7 @@ static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
     j->name = j->spec.name ? spw_xstrdup(j->spec.name) : NULL;
     j->st = SPW_DJOB_QUEUED;
     j->submit_ts = now;
-    j->gpus = j->spec.gpus;
-    j->gpu_mask = r->mask;
-    j->ej.submit_s = now;
-    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
-                                                       : j->spec.est_runtime_s;
-    j->ej.gpus = j->gpus;
-    j->ej.gpu_mask = j->gpu_mask;
-    j->ej.priority = j->spec.priority;
-    j->ej.gpus_per_node = j->spec.gpus_per_node;
-    j->ej.deadline_s = j->spec.deadline_s;
-    dm_job_gov(d, j);
+    engine_fields(d, j, r->mask, now);
     if (isnan(d->since_ts))
         d->since_ts = now;
     spw_engine_submit(d->engine, &j->ej, now);
@@ -161,8 +184,11 @@ uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *e
         size_t used = 0;
         for (int h = 0; h < m->n && used < sizeof(have); h++)
             used += (size_t)snprintf(have + used, sizeof(have) - used, "%s%s", h ? ", " : "", m->name[h]);
-        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (the fleet has: %s)",
-                   s->gpu_models[0], m->n ? have : "no named models");
+        const char *near = spw_names_closest((const char *const *)m->name, (size_t)m->n,
+                                             s->gpu_models[0]);
+        spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (%s%s%sthe fleet "
+                   "has: %s)", s->gpu_models[0], near ? "did you mean " : "", near ? near : "",
+                   near ? "? " : "", m->n ? have : "no named models");
         return 0;
     }
     return mask;

@@ -305,6 +305,7 @@ typedef struct jrec {
     uint8_t billing;         /* the current cloud attempt's boot is over */
     uint8_t capped;          /* the current attempt ends at its max runtime */
     uint8_t ran_spot;        /* placed on spot at least once */
+    uint8_t ran_cloud;       /* placed in the cloud at least once */
 } jrec_t;
 
 /* What only an interrupted job needs: its first start (j->start_s then
@@ -526,8 +527,10 @@ static void on_end(sim_t *s, spw_job_t *j, double t)
     detach(s, j, t);
     spw_engine_finish(s->e, j, t);
     settle(s, j, cloud, spot, placed_s);
-    if (rec_of(s, j)->capped)
+    if (rec_of(s, j)->capped) {
         s->out->jobs_stopped_max_runtime++;
+        j->stopped_max_run = 1;
+    }
     if (j->state == SPW_JOB_DONE && s->smp.o && s->smp.o->give_up_wait_s > 0)
         note_done_wait(s, j);
     s->finished++;
@@ -581,6 +584,7 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
         dur = max_rt;
     if (j->state == SPW_JOB_CLOUD) {
         const spw_offer_t *o = &s->fleet->offers[j->offer];
+        r->ran_cloud = 1;
         s->smp.cloud_gpus += (uint64_t)j->instances * o->gpus;
         /* Billing starts when the boot ends, before any data transfer.
          * The boot event goes in before the end event, so at equal times
@@ -941,6 +945,7 @@ static void summarize(sim_t *s)
         od_gpu_s += j->ondemand_gpu_s;
         lost_gpu_s += j->lost_gpu_s;
         out->jobs_spot += r->ran_spot;
+        out->jobs_ran_cloud += r->ran_cloud;
         if (isfinite(j->deadline_s)) {
             out->jobs_deadline++;
             if (j->deadline_s < j->submit_s + s->runtime_s[i] + s->policy->restart_overhead_s)
@@ -957,7 +962,12 @@ static void summarize(sim_t *s)
         }
         if (j->state != SPW_JOB_DONE)
             continue;
-        out->useful_gpu_hours += (double)j->gpus * s->runtime_s[i] / 3600.0;
+        /* A job stopped at its max runtime did not do its work: what it
+         * ran is paid for, not useful. */
+        if (j->stopped_max_run)
+            out->stopped_gpu_hours += (double)j->gpus * (j->end_s - j->start_s) / 3600.0;
+        else
+            out->useful_gpu_hours += (double)j->gpus * s->runtime_s[i] / 3600.0;
         if (j->offer >= 0) {
             out->jobs_cloud++;
         } else {

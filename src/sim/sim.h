@@ -130,7 +130,10 @@ typedef struct spw_sim_summary {
     double owned_used_usd;       /* its share held by jobs (about onprem_cost_usd) */
     double owned_idle_usd;       /* its share that stood idle */
     double useful_gpu_hours;     /* work of the jobs done: GPUs x runtime, without
-                                    lost work, overhead, boot or transfers */
+                                    lost work, overhead, boot or transfers, nor
+                                    jobs stopped at their max runtime */
+    double stopped_gpu_hours;    /* GPU-hours the last attempts of jobs stopped
+                                    at their max runtime ran: paid, unfinished */
     double cost_per_useful_gpu_h;/* (cloud + owned + egress) / useful_gpu_hours;
                                     0 when no job was done */
     double cloud_gpu_hours;      /* paid cloud GPU-hours (whole instances, data
@@ -170,6 +173,8 @@ typedef struct spw_sim_summary {
     double spot_gpu_hours;       /* paid spot GPU-hours (part of cloud_gpu_hours) */
     double ondemand_gpu_hours;   /* paid on-demand GPU-hours */
     size_t jobs_spot;            /* jobs that ran on spot at least once */
+    size_t jobs_ran_cloud;       /* jobs placed in the cloud at least once
+                                    (jobs_cloud counts by the last placement) */
     size_t preemptions;          /* spot attempts preempted */
     size_t capacity_errors;      /* cloud acquisitions refused (world
                                     refusals), each re-placed at once */

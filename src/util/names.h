@@ -13,4 +13,12 @@ int spw_names_find(const char *const *names, const char *name);
  * truncated to fit, always terminated); returns buf. */
 const char *spw_names_join(const char *const *names, char *buf, size_t len);
 
+/* The name of names[0..n) (NULL entries skipped) closest to `want` as a
+ * typo: fewest edits, case and the look-alikes 0/O and 1/I/l not counted;
+ * NULL when even the closest needs more than a third of want's length plus
+ * one edits; a name's family (the part before a '-': "A100" of
+ * "A100-80GB") counts as a name too (then the answer lives in
+ * thread-local storage until the next call).  For "did you mean". */
+const char *spw_names_closest(const char *const *names, size_t n, const char *want);
+
 #endif

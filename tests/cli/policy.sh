@@ -4,7 +4,7 @@
 # lives), exit statuses 0/1/2, JSON output, and config errors with FILE:LINE.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 26
+plan 27
 
 G=examples/governance.yaml
 
@@ -161,15 +161,22 @@ c = d["cloud"]
 assert len(c) > 10
 assert all(o["provider"] in ("aws", "gcp") for o in c)
 assert all(o["usd_per_h"] / (o["instances"] * o["gpus_per_instance"]) <= 3 + 1e-9 for o in c)
-t = [o["worst_case_usd"] for o in c]
+t = [o["work_usd"] for o in c]
 assert t == sorted(t)
 assert any(o["egress_usd"] > 0 for o in c) and c[0]["region"] == "us-east-1"
+# Issue 24: the preview is the engine: its first choice for a 4-GPU job on
+# one node is g6e.12xlarge (4 x L40S), not a 1-GPU g6.xlarge x 4.
+assert all(o["gpus_per_instance"] >= 4 for o in c), [o["instance_type"] for o in c if o["gpus_per_instance"] < 4]
+assert c[0]["engine_choice"] and c[0]["instance_type"] == "g6e.12xlarge", c[0]
+assert sum(o["engine_choice"] for o in c) == 1
 '
-ok $? "test job-experiment -o json: spot under \$3/GPU-h on aws and gcp, cheapest first"
+ok $? "test job-experiment -o json: spot under \$3/GPU-h on aws and gcp, the engine's choice (g6e.12xlarge) first, by cost for the work"
 
 run_spw "$T/out" "$T/err" policy test "$G" examples/job-experiment.yaml
 [ "$rc" -eq 0 ] && contains "$T/out" "placement: cloud_first" && contains "$T/out" "... and " &&
-    contains "$T/out" "by rule 'research-cheap' (line"
+    contains "$T/out" "by rule 'research-cheap' (line" &&
+    contains "$T/out" "the engine's first choice (as \`spillway explain\` gives it): the best allowed offer: 1 x g6e.12xlarge" &&
+    contains "$T/out" "must be on one node"
 ok $? "test job-experiment: the table shows the cheapest 10 and the rules that excluded (status $rc)"
 
 printf 'run: [x]\ngpus: H100:64\nclass: restricted\n' >"$T/none.yaml"
@@ -197,5 +204,14 @@ line=$(grep -n 'max_cloud_gpus: 64' "$G" | cut -d: -f1)
 run_spw "$T/out" "$T/err" policy check "$T/cap.yaml"
 [ "$rc" -eq 2 ] && contains "$T/err" "cap.yaml:$line:19: max_cloud_gpus"
 ok $? "check: a fractional GPU cap in a copy of $G exits 2 with its line (status $rc)"
+
+# Issue 24: rules that leave a class nowhere are not "valid": class big may
+# only use H100s, then only T4s; exit 1, the class named on stderr.
+printf 'onprem:\n  - {name: a, nodes: 1, gpus_per_node: 1, gpu: T4}\n  - {name: b, nodes: 1, gpus_per_node: 1, gpu: H100}\nrules:\n  - {name: only-h100, match: {class: big}, allow_gpus: [H100]}\n  - {name: t4-only, match: {class: big}, allow_gpus: [T4]}\n' \
+    >"$T/nowhere.yaml"
+run_spw "$T/out" "$T/err" policy check "$T/nowhere.yaml"
+[ "$rc" -eq 1 ] && contains "$T/err" "class 'big': its rules and residency leave no pool and no cloud offer" &&
+    ! grep -q "valid" "$T/out"
+ok $? "policy check: rules that leave a class nowhere exit 1 naming the class (status $rc)"
 
 done_testing

@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 68
+plan 76
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -67,7 +67,7 @@ ok $? "--compare output is deterministic too"
 run_spw "$T/r3.json" "$T/err" sim --trace "$T/jobs.csv" -o json -q \
     --jobs-out "$T/perjob.csv" --timeseries-out "$T/ts.csv" --step 600
 ok "$rc" "sim with --jobs-out and --timeseries-out exits 0"
-[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s" ] \
+[ "$(head -n 1 "$T/perjob.csv")" = "id,submit_s,start_s,end_s,placement,wait_s,cost_usd,reason,held,spot,restarts,lost_s,outcome" ] \
     && [ "$(wc -l <"$T/perjob.csv")" -eq 401 ]
 ok $? "--jobs-out has the documented header and one row per job"
 awk -F, 'NR > 1 && $8 == "" { bad = 1 } END { exit bad }' "$T/perjob.csv"
@@ -448,6 +448,78 @@ fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
 sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
 fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
     sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
+
+# Spot without data (issue 24): no availability entry.  Not silently
+# unlimited and never preempted: a loud warning (even with -q), and each
+# instance interrupted at spot.default_interruption.  Three 2000-h jobs on
+# spot at the ">20%" bucket (3.94e-4 per hour): each is preempted at least
+# once with chance 1 - exp(-0.79) = 55%; at ">20%" in this seed, some are.
+printf 'cloud: {offers: spot-offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\nspot: {policy: greedy, checkpoint_interval_s: continuous}\n' \
+    >"$T/nodata.yaml"
+printf 'id,submit_s,gpus,runtime_s\na,0,1,7200000\nb,0,1,7200000\nc,0,1,7200000\n' >"$T/nodata.csv"
+run_spw "$T/nd.json" "$T/nd.err" sim --trace "$T/nodata.csv" --config "$T/nodata.yaml" -q -o json
+contains "$T/nd.err" 'WARNING' && contains "$T/nd.err" '2 offers with a spot price have no spot.availability entry' &&
+    json_check "$T/nd.json" '
+assert d["preemptions"] >= 1, d["preemptions"]'
+ok $? "spot without availability data: a warning under -q, and preemptions at the default rate"
+sed 's/continuous}/continuous, default_interruption: "<5%"}/' "$T/nodata.yaml" >"$T/nodata2.yaml"
+run_spw "$T/nd2.json" "$T/nd2.err" sim --trace "$T/nodata.csv" --config "$T/nodata2.yaml" -q -o json
+contains "$T/nd2.err" 'spot.default_interruption "<5%"'
+ok $? "spot.default_interruption sets the bucket the warning names"
+
+# Summary by last placement (issue 24): j starts on spot, its capacity goes
+# at 600 s, when b frees the pool: it ends on-prem.  The table says one job
+# ran in the cloud at some attempt; --jobs-out's spot column is 0 for it.
+printf '{"metadata": {"gap_seconds": 600}, "data": [1, 0, 0, 0]}\n' >"$T/av2.json"
+printf 'onprem:\n  - {name: dc, nodes: 1, gpus_per_node: 1, gpu: A100}\ncloud: {offers: spot-offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\nspot:\n  policy: greedy\n  availability:\n    - {trace: av2.json}\n' \
+    >"$T/pre.yaml"
+printf 'id,submit_s,gpus,runtime_s\nb,0,1,600\nj,0,1,3600\n' >"$T/pre.csv"
+(cd "$T" && "$SPW" sim --trace pre.csv --config pre.yaml -q --jobs-out pre-out.csv >pre.txt 2>&1)
+contains "$T/pre.txt" "2 on-prem, 0 cloud (by where they ended; 1 ran in the cloud at some attempt)" &&
+    grep -q '^j,0\.000,600\.000,4200\.000,onprem:dc:0,.*,0,1,600\.000,done$' "$T/pre-out.csv"
+ok $? "a spot job that ended on-prem: counted as having run in the cloud; spot column 0"
+
+# Never buy what cannot finish (issue 24): a T4 at $0.30/h is the cheapest
+# for the work ($1.875 per A100-hour at 0.16), but an A100-hour takes 22,500 s
+# there.  cap (max_runtime 2 h) buys the A100; free (no bound) the T4; over
+# (estimate 600 s, true runtime 3600 s, max_runtime 1800 s) goes to the A100
+# on its estimate and is stopped at 1800 s: its own outcome, not work done.
+sed 's/0\.60,,test/0.30,,test/' "$T/perf-offers.csv" >"$T/mr-offers.csv"
+printf 'cloud: {offers: mr-offers.csv, boot_delay_s: 0}\npolicy: {wait: none}\nperformance: {reference: A100}\n' \
+    >"$T/mr.yaml"
+printf 'id,submit_s,gpus,runtime_s,est_runtime_s,max_runtime_s\nfree,0,1,3600,,\ncap,0,1,3600,,7200\nover,0,1,3600,600,1800\n' \
+    >"$T/mr.csv"
+run_spw "$T/mr.json" "$T/mr.err" sim --trace "$T/mr.csv" --config "$T/mr.yaml" -q -o json \
+    --jobs-out "$T/mr-out.csv"
+grep -q '^free,.*,cloud:aws:us-east-1:t4\.x\*1,' "$T/mr-out.csv" &&
+    grep -q '^cap,.*,cloud:aws:us-east-1:a100\.x\*1,.*,done$' "$T/mr-out.csv"
+ok $? "max_runtime: the T4 that cannot finish in 2 h is not bought; without a bound it is"
+grep -q '^over,0\.000,0\.000,1800\.000,cloud:aws:us-east-1:a100\.x\*1,.*,stopped_max_runtime$' \
+    "$T/mr-out.csv" && json_check "$T/mr.json" '
+assert d["governance"]["jobs_stopped_max_runtime"] == 1, d["governance"]
+assert abs(d["stopped_gpu_hours"] - 0.5) < 1e-9, d["stopped_gpu_hours"]
+assert abs(d["useful_gpu_hours"] - 2.0) < 1e-9, d["useful_gpu_hours"]'
+ok $? "a job stopped at max_runtime: outcome stopped_max_runtime in --jobs-out, 0.5 GPU-h paid, not useful"
+(cd "$T" && "$SPW" sim --trace mr.csv --config mr.yaml -q --jobs-out - >mr-stdout.csv 2>mr-sum.txt)
+[ "$(head -n 1 "$T/mr-stdout.csv" | cut -d, -f1-3)" = "id,submit_s,start_s" ] &&
+    [ "$(wc -l <"$T/mr-stdout.csv")" -eq 4 ] && [ ! -e "$T/-" ] && contains "$T/mr-sum.txt" "not finished"
+ok $? "--jobs-out - writes the CSV to stdout (the summary to stderr), no file named -"
+
+# Per-pool speed (issue 24): two pools, A100 first, T4 second, no
+# performance: section.  The A100 pool is the reference; a job pinned to T4
+# runs there at 0.16: 3600 / 0.16 = 22,500 s.
+printf 'onprem:\n  - {name: a100, nodes: 1, gpus_per_node: 8, gpu: A100-80GB, cost_usd_per_gpu_h: 1.4}\n  - {name: t4, nodes: 1, gpus_per_node: 4, gpu: T4, cost_usd_per_gpu_h: 0.2}\npolicy: {wait: never}\n' \
+    >"$T/two.yaml"
+printf 'id,submit_s,gpus,runtime_s,gpu\nslow,0,1,3600,T4\nfast,0,1,3600,A100\n' >"$T/two.csv"
+run_spw "$T/two.txt" "$T/two.err" sim --trace "$T/two.csv" --config "$T/two.yaml" -q \
+    --jobs-out "$T/two-out.csv"
+grep -q '^slow,0\.000,0\.000,22500\.000,onprem:t4:0,' "$T/two-out.csv" &&
+    grep -q '^fast,0\.000,0\.000,3600\.000,onprem:a100:0,' "$T/two-out.csv"
+ok $? "without performance.reference each pool runs at its GPU's speed: 22,500 s on the T4 pool"
+printf 'id,submit_s,gpus,runtime_s,gpu\ntypo,0,1,3600,A1OO\n' >"$T/typo.csv"
+fails_with "a GPU model no pool or offer has (A1OO) is an error with did-you-mean" \
+    "job typo: no pool or cloud offer has GPU model 'A1OO' (did you mean A100?)" \
+    sim --trace "$T/typo.csv" --config "$T/two.yaml"
 
 # Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
 # 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it

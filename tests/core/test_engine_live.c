@@ -250,7 +250,7 @@ static void test_explain(void)
     ok(a1 && fabs(a1->est_cost_usd - 6.0) < 1e-9, "explain: 2 x $3 x 1 h = $6");
     ok(a1 && a1->est_start_s == 6060, "explain: it would start after the 60 s boot");
     const spw_candidate_t *a4 = find(c, n, SPW_CAND_CLOUD, 2);
-    ok(a4 && !a4->ok && strstr(a4->why, "$10/h, more than the cheapest $6/h"),
+    ok(a4 && !a4->ok && strstr(a4->why, "$10 for the work (at $10/h), more than the chosen offer's $6"),
        "explain: a4 (A100-80GB) is dearer: %s", a4 ? a4->why : "-");
     is((long)spw_engine_explain(e, &j6, 6000, c, 2), 5, "explain: the total is returned even past max");
 
@@ -276,11 +276,92 @@ static void test_explain(void)
     spw_fleet_clear(&f);
 }
 
+/* Never buy what cannot finish (issue 24).  The fleet of make_fleet with
+ * the T4 offer x4 at $1/h and A100 the reference: a T4 runs at 0.16, so an
+ * hour of A100 work takes 22,500 s there and costs 4 GPUs... $1/h x 6.25 h
+ * = $6.25, less than a4's $10 for the hour (A100-80GB at speed >= 1). */
+static void test_finish(void)
+{
+    spw_fleet_t f;
+    make_fleet(&f);
+    f.offers[0].ondemand_usd_per_h = 1.0;
+    f.perf.reference = dup("A100");
+    f.perf.scale_pools = 1;
+    spw_engine_t *e = engine(&f, "none");
+    uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
+    spw_job_t fill, free_, capped, late, hopeless, never, stuck;
+    spw_candidate_t c[8];
+
+    /* The pool is full for good: every other job bursts at once (wait none). */
+    job(&fill, "fill", 0, 4, 1e9, 0, a100);
+    spw_engine_submit(e, &fill, 0);
+    sched(e, 0);
+    is(fill.state, SPW_JOB_ONPREM, "finish: the filler holds the pool");
+
+    /* Nothing bounds it: the cheapest for the work, the T4, slow as it is. */
+    job(&free_, "free", 10, 4, 3600, 1, 0);
+    spw_engine_submit(e, &free_, 10);
+    sched(e, 10);
+    is(free_.offer, 0, "finish: without max_runtime the T4 offer x4 is cheapest for the work");
+
+    /* max_runtime 2 h: 22,500 s on the T4 is over it; a4 finishes in 1 h. */
+    job(&capped, "capped", 20, 4, 3600, 2, 0);
+    capped.max_runtime_s = 7200;
+    size_t n = spw_engine_explain(e, &capped, 20, c, 8);
+    const spw_candidate_t *x4 = n > 2 ? &c[2] : NULL;
+    ok(x4 && x4->kind == SPW_CAND_CLOUD && !x4->ok && strstr(x4->why, "x4 cannot finish") &&
+           strstr(x4->why, "22500 s on T4") && strstr(x4->why, "7200 s"),
+       "finish: explain says the T4 cannot finish within max_runtime: %s", x4 ? x4->why : "-");
+    ok(n > 4 && c[4].ok && strstr(c[4].why, "the best allowed offer: 1 x a4"),
+       "finish: explain picks a4: %s", n > 4 ? c[4].why : "-");
+    spw_engine_submit(e, &capped, 20);
+    sched(e, 20);
+    is(capped.offer, 2, "finish: with max_runtime 2 h the engine buys a4, not the T4");
+
+    /* Deadline 2 h after submit: the T4 would end at 30 + 60 + 22,500. */
+    job(&late, "late", 30, 4, 3600, 3, 0);
+    late.deadline_s = 30 + 7200;
+    spw_engine_submit(e, &late, 30);
+    sched(e, 30);
+    is(late.offer, 2, "finish: a deadline the T4 would miss buys a4, which meets it");
+
+    /* A deadline no offer meets excludes none: the cheapest still runs it. */
+    job(&hopeless, "hopeless", 40, 4, 3600, 4, 0);
+    hopeless.deadline_s = 40 + 100;
+    spw_engine_submit(e, &hopeless, 40);
+    sched(e, 40);
+    is(hopeless.offer, 0, "finish: when every offer is late, lateness excludes none");
+
+    /* 8 GPUs (4 a node) never fit the pool; 100 s of max_runtime fits no
+     * offer. */
+    job(&never, "never", 50, 8, 3600, 5, 0);
+    never.gpus_per_node = 4;
+    never.max_runtime_s = 100;
+    spw_engine_submit(e, &never, 50);
+    is(never.state, SPW_JOB_UNSCHEDULABLE, "finish: a job only the cloud could hold, and no "
+                                           "offer could finish, is unschedulable at submit");
+    is(never.reason, SPW_REASON_CANNOT_FINISH, "finish: its reason: %s",
+       spw_reason_text(never.reason));
+
+    /* It fits the pool: it waits for on-prem, not counted as held. */
+    job(&stuck, "stuck", 60, 4, 3600, 6, 0);
+    stuck.max_runtime_s = 100;
+    spw_engine_submit(e, &stuck, 60);
+    sched(e, 60);
+    ok(stuck.state == SPW_JOB_QUEUED && stuck.reason == SPW_REASON_CANNOT_FINISH &&
+           stuck.held == 0 && !stuck.by_budget,
+       "finish: a job no offer can finish waits for on-prem (state %d, reason %s, held %u)",
+       stuck.state, spw_reason_text(stuck.reason), stuck.held);
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 int main(void)
 {
     test_cancel();
     test_forget_left();
     test_requeue();
     test_explain();
+    test_finish();
     return done_testing();
 }

@@ -402,6 +402,26 @@ static void test_deadline_burst(void)
     is_double(j.start_s, 4000, EPS, "deadline: it runs from t=4000 and ends at 5000");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+
+    /* The same on spot only (the offer has a spot price): the deadline sends
+     * it to the cloud at 3900 and it takes spot.  Its reason says so, not
+     * "needs on-demand capacity" (issue 24). */
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, 1, NULL, 1.0);
+    add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 100);
+    e = engine(&f, "constant:1000000", SPW_SPOT_POLICY_GREEDY, 0, NULL);
+    job_init(&b, "b", 0, 1e7, 1, 1);
+    job_init(&j, "j", 0, 1000, 1, 2);
+    j.deadline_s = 5000;
+    j.spot_mode = SPW_SPOTMODE_ALWAYS;
+    spw_engine_submit(e, &b, 0);
+    spw_engine_submit(e, &j, 0);
+    sched(e, 0);
+    sched(e, 3900);
+    ok(j.state == SPW_JOB_CLOUD && j.spot && j.reason == SPW_REASON_DEADLINE_SPOT,
+       "deadline on spot: reason '%s'", spw_reason_text(j.reason));
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
 }
 
 /* ---- 7. capacity errors ------------------------------------------------------ */

@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 26
+plan 28
 
 mkconfig "$T/burst.yaml" 2 constant:1
 start_daemon "$T/burst.yaml" "$T/state"
@@ -110,6 +110,14 @@ assert d["pools"][0]["gpus_busy"] == 0, d["pools"]'
 ok $? "released instances have an end time; nothing is live or busy"
 grep -q "released after" "$DLOG"
 ok $? "the daemon logs the idle releases"
+# Issue 24: a job that can never run is refused at submit, with the reason:
+# 3 GPUs never fit on-prem (2), and spot: always finds no offer with a spot
+# price (before: accepted, then failed with "none yet").
+printf '{"run": ["true"], "gpus": 3, "spot": "always"}' >"$T/never-runs.json"
+http POST /v1/jobs ml "$T/never-runs.json"
+http_is 400 "can never run here: no on-prem pool and no cloud offer can run it" \
+    "a job no place can run: 400 at submit, saying why"
+
 stop_daemon "$DPID"
 no_strays "no job process is left"
 
@@ -127,6 +135,10 @@ ok $? "... and naming the field gpus"
 spw ml submit --gpus 3 -- true >"$T/s.out" 2>"$T/s.err"
 [ $? -eq 1 ] && contains "$T/s.err" "400"
 ok $? "spillway submit of it exits 1 with the daemon's message"
+
+printf '{"run": ["true"], "gpus": "A1OO:1"}' >"$T/typo.json"
+http POST /v1/jobs ml "$T/typo.json"
+http_is 400 "did you mean A100?" "a GPU model typo (A1OO): 400 with did you mean A100 (issue 24)"
 
 printf '{"run": ["true"], "gpus": 0}' >"$T/zero.json"
 http POST /v1/jobs ml "$T/zero.json"

@@ -224,10 +224,13 @@ static void test_exhausted(void)
 
 /* ---- max runtime ------------------------------------------------------------------------ */
 
-/* No on-prem; a $3/h 1-GPU offer with 60 s boot.  Job a runs 3600 s but may
- * run only 1000: stopped at 60 + 1000, billed 1000 s = $0.8333.  Job b has
- * no cap of its own; the governance default (7200 s, in force because a
- * budget exists) is above its 3600 s.  A budget of $100. */
+/* No on-prem; a $3/h 1-GPU offer with 60 s boot.  Job a is estimated at
+ * 900 s, runs 3600 s, but may run only 1000: stopped at 60 + 1000, billed
+ * 1000 s = $0.8333.  Job b has no cap of its own; the governance default
+ * (7200 s, in force because a budget exists) is above its 3600 s.  A budget
+ * of $100.  Job c's estimate (3600 s) is over its max runtime (1000 s): no
+ * offer could finish it, so it is never bought (issue 24: before, it was
+ * bought and stopped after paying). */
 static void test_max_runtime(void)
 {
     spw_fleet_t f;
@@ -235,16 +238,22 @@ static void test_max_runtime(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 3.0, NAN, 60);
     add_team(&f, "t", 100, SPW_PERIOD_MONTH, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 7200;
-    spw_job_t j[2];
-    double rt[2] = {3600, 3600};
-    job_init(&j[0], "a", 0, 3600, 1, 0);
+    spw_job_t j[3];
+    double rt[3] = {3600, 3600, 3600};
+    job_init(&j[0], "a", 0, 900, 1, 0);
     job_init(&j[1], "b", 0, 3600, 1, 1);
-    j[0].team = j[1].team = 1;
-    j[0].max_runtime_s = 1000;
+    job_init(&j[2], "c", 0, 3600, 1, 2);
+    j[0].team = j[1].team = j[2].team = 1;
+    j[0].max_runtime_s = j[2].max_runtime_s = 1000;
     spw_policy_t p = policy("none");
     spw_sim_summary_t s;
     spw_error_t err;
-    is(spw_sim_run(&f, &p, j, rt, 2, NULL, &s, &err), 0, "max runtime: runs");
+    is(spw_sim_run(&f, &p, j, rt, 3, NULL, &s, &err), 0, "max runtime: runs");
+    ok(j[2].state == SPW_JOB_UNSCHEDULABLE && j[2].reason == SPW_REASON_CANNOT_FINISH &&
+           j[2].cost_usd == 0, "max runtime: c, which no offer could finish, is never bought: %s",
+       spw_reason_text(j[2].reason));
+    ok(j[0].stopped_max_run && !j[1].stopped_max_run, "max runtime: a's outcome is stopped");
+    is_double(s.useful_gpu_hours, 1.0, 1e-9, "max runtime: only b's hour counts as work done");
     is_double(j[0].end_s, 1060, 0, "max runtime: a stopped at 60 + 1000 s");
     is_double(j[0].cost_usd, 3.0 * 1000 / 3600, 1e-9, "max runtime: a billed 1000 s");
     is_double(j[1].end_s, 3660, 0, "max runtime: b runs its 3600 s");
