@@ -17,7 +17,7 @@
 #     once, at the restart, to what its instances billed.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 38
+plan 39
 
 # One job: 2 GPUs, so 2 instances of $2.50/h (a 1-GPU on-prem node never
 # holds it and it bursts at once); max_runtime 12 s.  Its worst case is
@@ -105,8 +105,16 @@ json_check "$T/held.json" '
 assert d["state"] == "queued", d["state"]
 assert d["held"] >= 1, d["held"]
 assert d["reserved_usd"] == 0, d["reserved_usd"]
-assert "budget" in d["reason"], d["reason"]'
-ok $? "a held job: queued, held >= 1, reserves nothing, its reason names the budget"
+assert d["reason"].startswith("held by budget: team ml"), d["reason"]
+assert "--max-runtime" in d["reason"] and "fewer GPUs" in d["reason"], d["reason"]
+assert d["reason_code"] == "budget" and d["burst_ts"] is None, d'
+ok $? "a held job: queued, held >= 1, reserves nothing, its reason says held by budget and how to start sooner" ||
+    diag "$(cat "$T/held.json")"
+spw ml queue >"$T/queue.txt" 2>&1
+[ "$(awk 'NR == 1 { print $NF } $4 == "queued" && $NF == "budget" { n++ } END { print n + 0 }' "$T/queue.txt" | tr '\n' ' ')" = "REASON 8 " ] &&
+    spw ml show "$held_id" >"$T/show.txt" 2>&1 && grep -q "held by budget" "$T/show.txt"
+ok $? "queue's REASON column says budget for the 8 held, and show says why" ||
+    diag "$(cat "$T/queue.txt" "$T/show.txt")"
 spw ml explain "$held_id" >"$T/explain.txt" 2>&1
 contains "$T/explain.txt" "budget" && contains "$T/explain.txt" "may cost"
 ok $? "explain of a held job says what is left of the budget and what the placement may cost" ||
@@ -135,7 +143,8 @@ ok $? "costs (table) shows the budget" || diag "$(cat "$T/costs1.txt")"
 
 curl -s -m 5 "$URL/metrics" >"$T/metrics.txt"
 grep -qx 'spillway_team_budget_usd{team="ml"} 0.086100' "$T/metrics.txt" &&
-    grep -qx 'spillway_jobs_held{team="ml"} 8' "$T/metrics.txt" &&
+    grep -qx 'spillway_jobs_held{team="ml",reason="budget"} 8' "$T/metrics.txt" &&
+    grep -qx 'spillway_jobs_waiting{reason="budget"} 8' "$T/metrics.txt" &&
     grep -q '^spillway_team_reserved_usd{team="ml"} 0.08' "$T/metrics.txt" &&
     grep -qx 'spillway_team_spend_usd{team="ml"} 0.000000' "$T/metrics.txt"
 ok $? "/metrics: the team's budget, spend, reservations and held jobs" ||
