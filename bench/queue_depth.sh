@@ -54,8 +54,8 @@ while [ $# -gt 0 ]; do
 done
 
 HTTP=build/bench/bench_http
-TOKEN=bench-token-0000000000000001
-BLOCKER='{"name":"blocker","run":["sleep","3600"],"gpus":1,"est_runtime":3600}'
+TOKEN=bench-qdepth-token-000000000001
+BLOCKER='{"name":"qd-blocker","run":["sleep","3600"],"gpus":1,"est_runtime":3600}'
 if [ ! -x ./spillway ] || [ ! -x "$HTTP" ]; then
     echo "queue_depth: SKIP: run make and make build/bench/bench_http first"
     exit 3
