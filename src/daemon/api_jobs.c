@@ -101,8 +101,8 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
 }
 
 /* Why job j is where it is, into o: "reason", a sentence (for a queued job
- * why it waits and what would start it sooner, then which nodes out of
- * service it waits for, then its last event); for a queued job also
+ * why it waits and what would start it sooner; then its last event; then,
+ * last, which nodes out of service it waits for); for a queued job also
  * "reason_code" (one word, spw_daemon_wait_name) and "burst_ts" (when it
  * bursts to the cloud if on-prem does not take it first). */
 static void put_reason(json_t *o, const spw_daemon_t *d, const djob_t *j)
@@ -119,8 +119,8 @@ static void put_reason(json_t *o, const spw_daemon_t *d, const djob_t *j)
         nodes[0] = '\0';
     /* A held text an older daemon stored says what why says now. */
     const char *last = j->reason && !(queued && strncmp(j->reason, "held", 4) == 0) ? j->reason : "";
-    snprintf(all, sizeof(all), "%s%s%s%s%s", why, why[0] && nodes[0] ? "; " : "", nodes,
-             (why[0] || nodes[0]) && last[0] ? "; " : "", last);
+    snprintf(all, sizeof(all), "%s%s%s%s%s", why, why[0] && last[0] ? "; " : "", last,
+             (why[0] || last[0]) && nodes[0] ? "; " : "", nodes);
     json_object_set_new(o, "reason", all[0] ? json_string(all) : json_null());
 }
 
