@@ -99,6 +99,10 @@ fi
 
 mkdir -p bench/out
 D=$(mktemp -d "$PWD/bench/out/daemon.XXXXXX")
+# A root daemon runs the blocker as spillway-job, which must reach its
+# checkpoint and log dirs under the state dirs in $D (mktemp -d: 0700), or it
+# fails at once and the figures measure submit + fork + fail.
+chmod 711 "$D"
 # A copy of the binary: a rebuild of ./spillway during the run changes nothing.
 cp ./spillway "$D/spillway"
 SPW=$D/spillway
@@ -275,6 +279,18 @@ submit_blocker() {
         stop_daemon KILL
         return 1
     fi
+    # It must really run: a blocker that failed leaves the slot free, and
+    # every submit after it would start (and fail) a job.
+    local id st= i
+    id=$(head -1 "$D/$1.blocker")
+    for ((i = 0; i < 100; i++)); do
+        st=$(http_get "/v1/jobs/$id" 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1)
+        [ "$st" = running ] && return 0
+        sleep 0.1
+    done
+    echo "daemon: FAIL: the blocker $id is ${st:-unknown}, not running, after 10 s" >&2
+    stop_daemon KILL
+    return 1
 }
 
 # one_run TAG THREADS JOBS STOPSIG [SERVE OPTIONS]: a fresh daemon, the
@@ -452,10 +468,6 @@ retention_run() {
 }
 
 if [ "$RETENTION_JOBS" -gt 0 ]; then
-    # A root daemon runs the blocker as spillway-job, which must reach its
-    # state dir's logs through $D (mktemp -d: 0700), or it fails at once and
-    # every job after it runs instead of waiting to be cancelled.
-    chmod 711 "$D"
     kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { n = index($i, "="); if (n && substr($i, 1, n - 1) == k) print substr($i, n + 1) } }'; }
     retention_run kept 2 || exit 1
     retention_run off 3153600000 || exit 1

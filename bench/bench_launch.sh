@@ -37,6 +37,7 @@ for tool in curl python3; do
     command -v "$tool" >/dev/null || { echo "bench_launch: SKIP: $tool is not installed"; exit 3; }
 done
 D=$(mktemp -d "$PWD/bench/out/launch.XXXXXX") || exit 1
+chmod 711 "$D"   # as root the jobs run as spillway-job, and must pass D
 DPID=
 cleanup() {
     [ -n "$DPID" ] && kill -KILL "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
@@ -64,6 +65,7 @@ daemon:
   tokens:
     - {token: bench-admin-token-000001, admin: true}
 EOF
+chmod 600 "$D/serve.yaml"   # it holds a token: serve refuses it readable by others
 export SPILLWAY_TOKEN=bench-admin-token-000001
 for rep in $(seq 1 "$REPS"); do
     rm -rf "$D/state"

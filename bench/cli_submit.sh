@@ -43,6 +43,8 @@ cleanup() {
 trap cleanup EXIT
 
 umask 077
+# mktemp -d made D 0700: a root daemon's jobs (spillway-job) must pass it.
+chmod 711 "$D"
 cat >"$D/c.yaml" <<EOF
 onprem:
   - name: local
@@ -73,6 +75,18 @@ echo "$TOKEN" >"$D/token"
 export SPILLWAY_URL=$URL SPILLWAY_TOKEN_FILE=$D/token
 # one job first, so the queue is not empty and the first submit is not special
 BLOCKER=$("$SPW" submit --gpus 1 --est-runtime 1h -- sleep 3600) || exit 1
+# It must really run (as root it runs as spillway-job, which must reach its
+# checkpoint dir through $D), or every submit below starts and fails a job.
+st=
+for _ in $(seq 100); do
+    st=$("$SPW" show "$BLOCKER" -o json 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p' | head -1)
+    [ "$st" = running ] && break
+    sleep 0.1
+done
+if [ "$st" != running ]; then
+    echo "cli_submit: FAIL: the blocker job is ${st:-unknown}, not running: $(tail -3 "$D/serve.log")"
+    exit 1
+fi
 
 t0=$(date +%s.%N)
 for ((k = 0; k < N; k++)); do

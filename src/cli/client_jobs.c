@@ -515,8 +515,8 @@ static void job_row(spw_table_t *t, const json_t *job, double now, int *emulated
 {
     const char *state = spw_cli_jstr(job, "state");
     const char *where = spw_cli_jstr(job, "where");
-    char st[64], g[96], w[32], age[32], cost[32];
-    double submit, start, end;
+    char st[64], g[96], w[32], age[32], cost[32], why[48] = "-";
+    double submit, start, end, burst;
     snprintf(st, sizeof(st), "%s%s", state ? state : "?",
              spw_cli_jbool(job, "cancel_requested") && !is_ended(state) ? " (cancelling)" : "");
     gpus_text(job, g, sizeof(g));
@@ -533,9 +533,18 @@ static void job_row(spw_table_t *t, const json_t *job, double now, int *emulated
     } else if (!is_ended(state) && spw_cli_jnum(job, "submit_ts", &submit) == 0) {
         spw_cli_dur(now - submit, age, sizeof(age));
     }
+    /* REASON, as squeue's: why a queued job waits, in a word (show gives
+     * the sentence); a job that will burst says in how long. */
+    const char *code = spw_cli_jstr(job, "reason_code");
+    if (code && spw_cli_jnum(job, "burst_ts", &burst) == 0) {
+        char in[32];
+        snprintf(why, sizeof(why), "burst in %s", spw_cli_dur(burst - now, in, sizeof(in)));
+    } else if (code) {
+        snprintf(why, sizeof(why), "%s", code);
+    }
     spw_table_row(t, spw_cli_jstr(job, "id"), spw_cli_jstr(job, "name"),
                   spw_cli_jstr(job, "team"), st, g, w, spw_cli_jstr(job, "placement"), age,
-                  spw_cli_money(job, "cost_usd", cost, sizeof(cost)));
+                  spw_cli_money(job, "cost_usd", cost, sizeof(cost)), why);
 }
 
 int spw_cli_queue(int argc, char **argv)
@@ -646,7 +655,7 @@ int spw_cli_queue(int argc, char **argv)
     }
     double now = spw_cli_now();
     int emulated = 0;
-    spw_table_t *t = spw_table_create("ID|NAME|TEAM|STATE|>GPUS|WHERE|PLACEMENT|>AGE/RUNTIME|>COST");
+    spw_table_t *t = spw_table_create("ID|NAME|TEAM|STATE|>GPUS|WHERE|PLACEMENT|>AGE/RUNTIME|>COST|REASON");
     size_t i;
     json_t *job;
     json_array_foreach(jobs, i, job)

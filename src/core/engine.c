@@ -202,6 +202,11 @@ struct spw_engine {
     size_t nplaced, capplaced;
     spw_job_t **rejected;         /* jobs rejected by a budget this instant */
     size_t nrejected, caprejected;
+    spw_job_t **newheld;          /* jobs whose held count grew since the
+                                     caller last asked (spw_engine_held) */
+    size_t nnewheld, capnewheld;
+    int newheld_read;             /* the caller has read newheld: the next
+                                     hold starts a new list */
     spw_govrt_t *gov;             /* profiles, ledger, data caches */
     struct heldq *hq;             /* held bursts per team (0 = no team), each a
                                      heap in queue order */
@@ -1262,6 +1267,18 @@ static int is_held(const spw_job_t *j)
            (j->reason == SPW_REASON_HELD_BUDGET || j->reason == SPW_REASON_HELD_CAP);
 }
 
+/* Job j's held count grew and it stays queued: the caller learns it from
+ * spw_engine_held without walking its queue. */
+static void note_held(spw_engine_t *e, spw_job_t *j)
+{
+    if (e->newheld_read) {
+        e->nnewheld = 0;
+        e->newheld_read = 0;
+    }
+    GROW(e->newheld, e->nnewheld, e->capnewheld);
+    e->newheld[e->nnewheld++] = j;
+}
+
 /* A burst refused by a budget or cap: the job is held (retried when money
  * or capacity frees, or its budget period ends), kept on-prem only, or
  * rejected, per its team's on_exhausted.  Caps always hold.  A job over a
@@ -1301,11 +1318,13 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
     }
     if (x == SPW_EXHAUSTED_ONPREM_ONLY) {
         j->reason = a == SPW_ADMIT_NEVER ? never : SPW_REASON_ONPREM_ONLY_BUDGET;
+        note_held(e, j);  /* its reason changed: the daemon writes it */
         j->by_budget = !unfinishable;
         j->l->burst_at_s = INFINITY;
         return;
     }
     j->reason = money ? SPW_REASON_HELD_BUDGET : SPW_REASON_HELD_CAP;
+    note_held(e, j);
     heldq_t *q = heldq_of(e, j);
     q->org_scope |= org_level(a);
     if (!j->l->held_list) {
@@ -2159,6 +2178,7 @@ void spw_engine_destroy(spw_engine_t *e)
         free(e->hq[t].h);
     free(e->hq);
     free(e->rejected);
+    free(e->newheld);
     free(e->swait);
     free(e->spot_cap);
     for (int k = 0; k < 2; k++) {
@@ -2992,6 +3012,22 @@ void spw_engine_forget_left(spw_engine_t *e)
     keep_present(e->burst, &e->nburst);
     keep_present(e->placed, &e->nplaced);
     keep_present(e->rejected, &e->nrejected);
+    keep_present(e->newheld, &e->nnewheld);
+}
+
+size_t spw_engine_held(spw_engine_t *e, spw_job_t ***held)
+{
+    if (e->newheld_read)
+        e->nnewheld = 0;
+    e->newheld_read = 1;
+    *held = e->newheld;
+    return e->nnewheld;
+}
+
+double spw_engine_burst_at(const spw_engine_t *e, const spw_job_t *j)
+{
+    (void)e;
+    return j->state == SPW_JOB_QUEUED && j->l && !is_held(j) ? j->l->burst_at_s : INFINITY;
 }
 
 size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected)

@@ -233,6 +233,19 @@ double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j);
  * next call into the engine. */
 size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected);
 
+/* Jobs whose held count (j->held) grew since the previous call, and that
+ * stayed queued (held by a budget or cap, or kept on-prem only by one): by
+ * any call into the engine, spw_engine_schedule or a re-placement after an
+ * interruption.  A job may appear more than once.  Lets a caller save what
+ * changed without walking its queue.  Valid until the next call into the
+ * engine; the list starts afresh at the next hold after this call. */
+size_t spw_engine_held(spw_engine_t *e, spw_job_t ***held);
+
+/* When queued job j bursts to the cloud if on-prem has not taken it by
+ * then: its wait's expiry (INFINITY when it never bursts: wait never, held,
+ * on-prem only, its rules keep it on-prem).  INFINITY for a job not queued. */
+double spw_engine_burst_at(const spw_engine_t *e, const spw_job_t *j);
+
 /* The governance runtime: ledger per team and period, profiles, data
  * caches.  The caller may read the ledger and, after a restart, add spend
  * settled before it (spw_govrt_add_settled). */

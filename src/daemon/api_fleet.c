@@ -397,7 +397,8 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
             continue;
         teamsum_t *t = team_row(&ts, &nts, j->team, spw_gov_team(g, j->team));
         if (j->st == SPW_DJOB_QUEUED) {
-            t->held += j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP;
+            t->held += j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP ||
+                       j->ej.reason == SPW_REASON_OVER_LIMIT;
             t->onprem_only += j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET;
         }
         /* A job's spend counts in the period it is charged to: that of its

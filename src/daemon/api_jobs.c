@@ -100,17 +100,28 @@ static uint64_t largest_gang(const spw_daemon_t *d, uint64_t mask, int *by_cloud
     return most;
 }
 
-/* Why job j is where it is: its reason, or for a queued job that waits
- * only for nodes out of service, which. */
-static json_t *reason_json(const spw_daemon_t *d, const djob_t *j)
+/* Why job j is where it is, into o: "reason", a sentence (for a queued job
+ * why it waits and what would start it sooner; then its last event; then,
+ * last, which nodes out of service it waits for); for a queued job also
+ * "reason_code" (one word, spw_daemon_wait_name) and "burst_ts" (when it
+ * bursts to the cloud if on-prem does not take it first). */
+static void put_reason(json_t *o, const spw_daemon_t *d, const djob_t *j)
 {
-    char buf[512], both[1100];
-    if (!spw_daemon_waits_for_nodes(d, j, buf, sizeof(buf)))
-        return j->reason ? json_string(j->reason) : json_null();
-    if (!j->reason)
-        return json_string(buf);
-    snprintf(both, sizeof(both), "%s; %s", j->reason, buf);
-    return json_string(both);
+    char why[400] = "", nodes[512] = "", all[1500];
+    int queued = j->st == SPW_DJOB_QUEUED;
+    if (queued) {
+        spw_dm_wait_t w = spw_daemon_queued_reason(d, j, why, sizeof(why));
+        double at = spw_engine_burst_at(d->engine, &j->ej);
+        json_object_set_new(o, "reason_code", json_string(spw_daemon_wait_name(w)));
+        json_object_set_new(o, "burst_ts", w == SPW_DM_WAIT_BURST ? json_real(at) : json_null());
+    }
+    if (!spw_daemon_waits_for_nodes(d, j, nodes, sizeof(nodes)))
+        nodes[0] = '\0';
+    /* A held text an older daemon stored says what why says now. */
+    const char *last = j->reason && !(queued && strncmp(j->reason, "held", 4) == 0) ? j->reason : "";
+    snprintf(all, sizeof(all), "%s%s%s%s%s", why, why[0] && last[0] ? "; " : "", last,
+             (why[0] || last[0]) && nodes[0] ? "; " : "", nodes);
+    json_object_set_new(o, "reason", all[0] ? json_string(all) : json_null());
 }
 
 /* Queued jobs of one team, as of the last count. */
@@ -304,7 +315,7 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_object_set_new(o, "deadline_ts", spw_daemon_ts_json(dl));
     json_object_set_new(o, "deadline_at_risk",
                         isnan(dl) ? json_null() : json_boolean(!(spw_daemon_est_end(d, j) <= dl)));
-    json_object_set_new(o, "reason", reason_json(d, j));
+    put_reason(o, d, j);
     if (j->cancel_req)
         json_object_set_new(o, "cancel_requested", json_true());
     json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) + spw_daemon_job_cloud_usd(d, j, d->now)));
@@ -434,7 +445,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
     json_object_set_new(o, "id", json_string(j->id));
     json_object_set_new(o, "state", json_string(spw_djob_state_name(j->st)));
     json_object_set_new(o, "now_ts", json_real(d->now));
-    json_object_set_new(o, "reason", reason_json(d, j));
+    put_reason(o, d, j);
     char *text = NULL;
     double ts;
     spw_error_t e2;

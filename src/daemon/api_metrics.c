@@ -59,6 +59,20 @@ void spw_daemon_metrics_conf(const spw_daemon_t *d, int *auth, int *per_job)
     *per_job = d->cfg->daemon.metrics_per_job;
 }
 
+/* Histogram h as the Prometheus metric name, with its help line. */
+static void put_hist(sbuf_t *b, const char *name, const char *help, const dm_hist_t *h)
+{
+    put(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t acc = 0;
+    for (int i = 0; i < SPW_HIST_BUCKETS; i++) {
+        acc += h->b[i];
+        put(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, spw_daemon_hist_le[i], acc);
+    }
+    acc += h->b[SPW_HIST_BUCKETS];
+    put(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, acc);
+    put(b, "%s_sum %.9f\n%s_count %" PRIu64 "\n", name, h->sum_s, name, h->n);
+}
+
 char *spw_daemon_metrics(spw_daemon_t *d)
 {
     sbuf_t b = {spw_xmalloc(4096), 0, 4096};
@@ -181,17 +195,28 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                 esc(d->fleet.offers[i].provider, e3, sizeof(e3)), emu, usd);
     }
     free(t);
-    /* budgets: each team of the config over its current period */
+    /* queued jobs by why they wait; the held ones (budget, limit, cap: the
+     * first three reasons) also by team */
     const spw_gov_t *g = &d->fleet.gov;
+    uint64_t waiting[SPW_DM_WAIT_COUNT] = {0};
+    uint64_t *held = spw_xcalloc(g->nteams * 3 + 1, sizeof(uint64_t));
+    for (size_t s = d->job_lo; s < d->njobs; s++) {
+        const djob_t *j = d->jobs[s];
+        if (!j || j->st != SPW_DJOB_QUEUED)
+            continue;
+        spw_dm_wait_t w = spw_daemon_wait_of(d, j);
+        waiting[w]++;
+        if (w <= SPW_DM_WAIT_CAP && j->ej.team && j->ej.team <= g->nteams)
+            held[(j->ej.team - 1) * 3 + w]++;
+    }
+    put(&b, "# HELP spillway_jobs_waiting Queued jobs by why they wait (the REASON of spillway queue).\n");
+    put(&b, "# TYPE spillway_jobs_waiting gauge\n");
+    for (int w = 0; w < SPW_DM_WAIT_COUNT; w++)
+        put(&b, "spillway_jobs_waiting{reason=\"%s\"} %" PRIu64 "\n",
+            spw_daemon_wait_name((spw_dm_wait_t)w), waiting[w]);
+    /* budgets: each team of the config over its current period */
     if (g->nteams) {
         spw_govrt_t *rt = spw_engine_gov(d->engine);
-        uint64_t *held = spw_xcalloc(g->nteams, sizeof(uint64_t));
-        for (size_t s = d->job_lo; s < d->njobs; s++) {
-            const djob_t *j = d->jobs[s];
-            if (j && j->st == SPW_DJOB_QUEUED && j->ej.team && j->ej.team <= g->nteams &&
-                (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP))
-                held[j->ej.team - 1]++;
-        }
         spw_team_ledger_t *L = spw_xcalloc(g->nteams, sizeof(*L));
         for (size_t i = 0; i < g->nteams; i++)
             spw_govrt_ledger(rt, (int)i, now, &L[i]);
@@ -215,25 +240,22 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         for (size_t i = 0; i < g->nteams; i++)
             put(&b, "spillway_team_reserved_usd{team=\"%s\"} %.6f\n",
                 esc(g->teams[i].name, e1, sizeof(e1)), L[i].reserved_usd);
-        put(&b, "# HELP spillway_jobs_held Queued jobs whose cloud burst a budget or cap holds now.\n");
+        put(&b, "# HELP spillway_jobs_held Queued jobs of a team whose cloud burst a budget or cap holds now, by reason (budget, limit: over one outright, cap).\n");
         put(&b, "# TYPE spillway_jobs_held gauge\n");
         for (size_t i = 0; i < g->nteams; i++)
-            put(&b, "spillway_jobs_held{team=\"%s\"} %" PRIu64 "\n",
-                esc(g->teams[i].name, e1, sizeof(e1)), held[i]);
+            for (int w = 0; w < 3; w++)
+                put(&b, "spillway_jobs_held{team=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)), spw_daemon_wait_name((spw_dm_wait_t)w),
+                    held[i * 3 + w]);
         free(L);
-        free(held);
     }
-    put(&b, "# HELP spillway_decision_seconds Time the engine took for one scheduling decision (a turn).\n");
-    put(&b, "# TYPE spillway_decision_seconds histogram\n");
-    uint64_t acc = 0;
-    for (int i = 0; i < SPW_HIST_BUCKETS; i++) {
-        acc += d->turn_hist[i];
-        put(&b, "spillway_decision_seconds_bucket{le=\"%g\"} %" PRIu64 "\n", spw_daemon_hist_le[i], acc);
-    }
-    acc += d->turn_hist[SPW_HIST_BUCKETS];
-    put(&b, "spillway_decision_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", acc);
-    put(&b, "spillway_decision_seconds_sum %.9f\n", d->turn_sum_s);
-    put(&b, "spillway_decision_seconds_count %" PRIu64 "\n", d->turns);
+    free(held);
+    put_hist(&b, "spillway_decision_seconds",
+             "Time the engine took for one scheduling decision (spw_engine_schedule, once a turn).",
+             &d->decide_hist);
+    put_hist(&b, "spillway_turn_seconds",
+             "Time of one whole scheduler turn (submits committed, events, decision, saves, the "
+             "database commit, launches).", &d->turn_hist);
     pthread_mutex_lock(&d->hmu);
     uint64_t cfail = d->commit_failures;
     int failing = d->commit_failing;

@@ -430,6 +430,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     for (size_t s = 0; s < d->njobs; s++)
         dm_job_free(d->jobs[s]);
     free(d->jobs);
+    free(d->ended);
     dm_gone_free(d);
     free(d->inst);
     for (size_t i = 0; i < d->fleet.npools && d->node_used; i++)

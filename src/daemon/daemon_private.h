@@ -163,7 +163,14 @@ typedef struct subreq {
     struct subreq *next;
 } subreq_t;
 
-#define SPW_HIST_BUCKETS 12
+#define SPW_HIST_BUCKETS 14
+
+/* A latency histogram for /metrics (bounds: spw_daemon_hist_le). */
+typedef struct dm_hist {
+    uint64_t b[SPW_HIST_BUCKETS + 1]; /* counts per bucket, the last +Inf */
+    double sum_s;                /* total of the times observed, seconds */
+    uint64_t n;                  /* times observed */
+} dm_hist_t;
 
 /* What the ended jobs that left memory charged to one period (a month or a
  * week, as `costs` asks), for one team and pool (retain.c). */
@@ -344,6 +351,10 @@ struct spw_daemon {
     size_t njobs, capjobs;       /* highest seq in memory + 1, capacity */
     size_t njobs_mem;            /* jobs in memory (entries of jobs set) */
     size_t evict_lo;             /* entries of jobs below it are all NULL */
+    int64_t *ended;              /* owned: seqs of ended jobs that may still
+                                    be in memory, in the order they ended:
+                                    what dm_evict looks at, not the queue */
+    size_t nended, capended;
     double evict_ts;             /* when the loop last looked for ended jobs
                                     to leave memory (unix seconds) */
     dgone_t gone;                /* what the jobs that left add up to */
@@ -384,8 +395,9 @@ struct spw_daemon {
     /* metrics */
     uint64_t submitted;          /* jobs committed by this process */
     uint64_t node_failures;      /* nodes taken down by this process */
-    uint64_t turn_hist[SPW_HIST_BUCKETS + 1]; /* decision time buckets */
-    double turn_sum_s;           /* total decision time */
+    dm_hist_t decide_hist;       /* the engine's schedule of each turn */
+    dm_hist_t turn_hist;         /* each turn whole: commit of submits,
+                                    events, schedule, saves, the commit */
     uint64_t turns;              /* turns run */
     uint64_t http_codes[6];      /* requests by status class 1xx..5xx */
     /* guard (daemon_api.c) */
@@ -523,5 +535,26 @@ json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);
  * team), or STATE_DIR/checkpoints/JOBID where an older daemon made that
  * one.  Nothing is created (launch.c does, at launch). */
 void dm_ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len);
+
+/* Why a queued job waits, in one word (queue's REASON column, the API's
+ * reason_code, spillway_jobs_held{reason}). */
+#define SPW_DM_WAITS(X)                                                       \
+    X(BUDGET, "budget")     /* its team's budget holds its burst */           \
+    X(LIMIT, "limit")       /* its worst case is over a budget or cap outright */ \
+    X(CAP, "cap")           /* a spend-rate or GPU cap is full */             \
+    X(RULE, "rule")         /* its residency keeps it on-prem */              \
+    X(SPOT, "spot")         /* waits for spot capacity */                     \
+    X(BURST, "burst")       /* waits for on-prem, bursts at a time */         \
+    X(CAPACITY, "capacity") /* waits for on-prem GPUs, no burst */
+#define SPW_DM_WAIT_ENUM(a, s) SPW_DM_WAIT_##a,
+typedef enum spw_dm_wait { SPW_DM_WAITS(SPW_DM_WAIT_ENUM) SPW_DM_WAIT_COUNT } spw_dm_wait_t;
+#undef SPW_DM_WAIT_ENUM
+const char *spw_daemon_wait_name(spw_dm_wait_t w);
+/* Why queued job j waits (submit.c), from the engine's state: O(1). */
+spw_dm_wait_t spw_daemon_wait_of(const spw_daemon_t *d, const djob_t *j);
+/* The same, with a one-line sentence into buf that says what would make it
+ * start sooner (a shorter --max-runtime, fewer GPUs). */
+spw_dm_wait_t spw_daemon_queued_reason(const spw_daemon_t *d, const djob_t *j, char *buf,
+                                       size_t len);
 
 #endif

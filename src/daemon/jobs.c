@@ -53,6 +53,8 @@ void dm_job_put(spw_daemon_t *d, djob_t *j)
     }
     d->jobs[seq] = j;
     d->njobs_mem++;
+    if (spw_djob_state_terminal(j->st))
+        dm_note_ended(d, j);
     if (seq >= d->njobs)
         d->njobs = seq + 1;
 }
@@ -390,6 +392,7 @@ void dm_job_end(spw_daemon_t *d, djob_t *j, spw_djob_state_t st, double now)
     settle(d, j, now);
     j->st = st;
     j->end_ts = now;
+    dm_note_ended(d, j);
     j->running = 0;
     j->stopping = 0;
     j->cancel_req = 0;

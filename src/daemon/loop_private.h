@@ -250,8 +250,11 @@ int dm_job_retained(const spw_daemon_t *d, double end_ts, double now);
 /* Adds what ended job j counts for (jobs by state, interruptions, its costs
  * by period) to d->gone, as it leaves memory or is not loaded at start. */
 void dm_job_retire(spw_daemon_t *d, const djob_t *j);
+/* Ended job j (in d->jobs) is one dm_evict looks at from now on. */
+void dm_note_ended(spw_daemon_t *d, const djob_t *j);
 /* Ended jobs past the retention window, their end committed and nothing
- * of them running, leave memory (at most once a second). */
+ * of them running, leave memory (at most once a second): the cost is the
+ * ended jobs in memory, not the queue. */
 void dm_evict(spw_daemon_t *d, double now);
 /* Frees d->gone. */
 void dm_gone_free(spw_daemon_t *d);

@@ -103,6 +103,15 @@ static int evictable(const spw_daemon_t *d, const djob_t *j, double now)
            !dm_job_retained(d, j->end_ts, now);
 }
 
+void dm_note_ended(spw_daemon_t *d, const djob_t *j)
+{
+    if (d->nended == d->capended) {
+        d->capended = d->capended ? 2 * d->capended : 1024;
+        d->ended = spw_xrealloc(d->ended, d->capended * sizeof(*d->ended));
+    }
+    d->ended[d->nended++] = j->seq;
+}
+
 void dm_evict(spw_daemon_t *d, double now)
 {
     if (now - d->evict_ts < EVICT_EVERY_S)
@@ -110,22 +119,30 @@ void dm_evict(spw_daemon_t *d, double now)
     d->evict_ts = now;
     while (d->evict_lo < d->njobs && !d->jobs[d->evict_lo])
         d->evict_lo++;
-    size_t n = 0;
-    for (size_t s = d->evict_lo; s < d->njobs; s++)
-        n += d->jobs[s] && evictable(d, d->jobs[s], now);
-    if (!n)
-        return;
-    /* The engine may still point at them from its lazily cleaned lists. */
-    spw_engine_forget_left(d->engine);
-    for (size_t s = d->evict_lo; s < d->njobs; s++) {
+    /* Only ended jobs can leave: those in d->ended (an entry whose job left
+     * already, or was noted twice, finds NULL and goes). */
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < d->nended; i++) {
+        const djob_t *j = d->jobs[d->ended[i]];
+        n += j && evictable(d, j, now);
+    }
+    if (n)
+        spw_engine_forget_left(d->engine);   /* it may still point at them */
+    for (size_t i = 0; i < d->nended; i++) {
+        int64_t s = d->ended[i];
         djob_t *j = d->jobs[s];
-        if (!j || !evictable(d, j, now))
+        if (!j)
             continue;
+        if (!n || !evictable(d, j, now)) {
+            d->ended[k++] = s;
+            continue;
+        }
         dm_job_retire(d, j);
         d->jobs[s] = NULL;
         d->njobs_mem--;
         dm_job_free(j);
     }
+    d->nended = k;
     if (n >= TRIM_AFTER)
         malloc_trim(0);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/loop_private.h"
 #include "util/names.h"
@@ -25,25 +26,19 @@ void dm_end_rejected(spw_daemon_t *d, spw_job_t **rej, size_t n, double now)
 }
 
 /* Queued jobs the engine held (a budget or cap had no room for their worst
- * case) since they were last saved: their held count and reason are
- * written, so they survive a restart and `show` says why. */
+ * case) since they were last saved: their held count is written, so it
+ * survives a restart.  The engine names them (spw_engine_held): the cost is
+ * what changed, not the queue.  Why a queued job waits is worked out when
+ * it is shown (dm_queued_reason), from the engine's state. */
 void dm_save_held(spw_daemon_t *d)
 {
-    while (d->job_lo < d->njobs &&
-           (!d->jobs[d->job_lo] || spw_djob_state_terminal(d->jobs[d->job_lo]->st)))
-        d->job_lo++;
-    for (size_t s = d->job_lo; s < d->njobs; s++) {
-        djob_t *j = d->jobs[s];
-        if (!j || j->ej.held == j->held_saved || spw_djob_state_terminal(j->st))
+    spw_job_t **held;
+    size_t n = spw_engine_held(d->engine, &held);
+    for (size_t i = 0; i < n; i++) {
+        djob_t *j = (djob_t *)((char *)held[i] - offsetof(djob_t, ej));
+        if (j->ej.held == j->held_saved || spw_djob_state_terminal(j->st))
             continue;
-        unsigned set = SPW_JU_MONEY;
-        if (j->st == SPW_DJOB_QUEUED &&
-            (j->ej.reason == SPW_REASON_HELD_BUDGET || j->ej.reason == SPW_REASON_HELD_CAP ||
-             j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET)) {
-            dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
-            set |= SPW_JU_REASON;
-        }
-        dm_job_save(d, j, set);
+        dm_job_save(d, j, SPW_JU_MONEY);
     }
 }
 
@@ -225,4 +220,87 @@ int spw_daemon_feasible(spw_daemon_t *d, uint32_t gpus, uint64_t mask, spw_error
                       "accepts the job has %" PRIu64 ")%s", gpus, most,
                       d->cfg->policy.wait.kind == SPW_WAIT_NEVER ? " and the wait policy 'never' keeps jobs off the cloud"
                       : f->noffers ? " and no cloud offer has its GPU model" : " and there is no cloud");
+}
+
+static const char *const wait_names[] = {
+#define SPW_WAIT_NAME(a, s) s,
+    SPW_DM_WAITS(SPW_WAIT_NAME)
+#undef SPW_WAIT_NAME
+};
+
+const char *spw_daemon_wait_name(spw_dm_wait_t w)
+{
+    return w < SPW_DM_WAIT_COUNT ? wait_names[w] : "?";
+}
+
+spw_dm_wait_t spw_daemon_wait_of(const spw_daemon_t *d, const djob_t *j)
+{
+    switch (j->ej.reason) {
+    case SPW_REASON_HELD_BUDGET:
+    case SPW_REASON_ONPREM_ONLY_BUDGET:
+        return SPW_DM_WAIT_BUDGET;
+    case SPW_REASON_OVER_LIMIT:
+        return SPW_DM_WAIT_LIMIT;
+    case SPW_REASON_HELD_CAP:
+        return SPW_DM_WAIT_CAP;
+    case SPW_REASON_WAIT_SPOT:
+        return SPW_DM_WAIT_SPOT;
+    default:
+        break;
+    }
+    if (j->ej.by_residency)
+        return SPW_DM_WAIT_RULE;
+    return isfinite(spw_engine_burst_at(d->engine, &j->ej)) ? SPW_DM_WAIT_BURST
+                                                            : SPW_DM_WAIT_CAPACITY;
+}
+
+spw_dm_wait_t spw_daemon_queued_reason(const spw_daemon_t *d, const djob_t *j, char *buf,
+                                       size_t len)
+{
+    spw_dm_wait_t w = spw_daemon_wait_of(d, j);
+    const char *team = j->team && j->team[0] ? j->team : NULL;
+    char at[32] = "";
+    double burst = spw_engine_burst_at(d->engine, &j->ej);
+    if (isfinite(burst)) {
+        time_t t = (time_t)ceil(burst);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    switch (w) {
+    case SPW_DM_WAIT_BUDGET:
+        snprintf(buf, len, "held by budget: %s%s's budget has no room for its worst case%s; it "
+                 "runs when money frees or the period ends, or sooner with a shorter --max-runtime "
+                 "or fewer GPUs (a smaller worst case)", team ? "team " : "its team",
+                 team ? team : "",
+                 j->ej.reason == SPW_REASON_ONPREM_ONLY_BUDGET ? " (on_exhausted: onprem_only: "
+                 "waiting for on-prem GPUs)" : "");
+        break;
+    case SPW_DM_WAIT_LIMIT:
+        snprintf(buf, len, "held by budget: its worst case is over a budget or cap even with "
+                 "nothing else spent, so it waits for %u on-prem GPUs; a shorter --max-runtime "
+                 "or fewer GPUs lowers the worst case", j->gpus);
+        break;
+    case SPW_DM_WAIT_CAP:
+        snprintf(buf, len, "held by cap: a cloud spend-rate or GPU cap (max_cloud_usd_per_h, "
+                 "max_cloud_gpus) is full; it runs when one frees, or sooner with fewer GPUs");
+        break;
+    case SPW_DM_WAIT_SPOT:
+        snprintf(buf, len, "waiting for spot capacity while its deadline leaves slack");
+        break;
+    case SPW_DM_WAIT_RULE:
+        snprintf(buf, len, "held by rule: its residency keeps it off the cloud; waiting for %u "
+                 "on-prem GPUs", j->gpus);
+        break;
+    case SPW_DM_WAIT_BURST:
+        snprintf(buf, len, "no capacity: waiting for %u on-prem GPUs; bursts to the cloud at %s "
+                 "if none frees", j->gpus, at);
+        break;
+    default:
+        snprintf(buf, len, "no capacity: waiting for %u on-prem GPUs%s", j->gpus,
+                 d->cfg->policy.wait.kind == SPW_WAIT_NEVER ? " (wait: never: no cloud burst)"
+                 : "; fewer GPUs may start sooner");
+        break;
+    }
+    return w;
 }

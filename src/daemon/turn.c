@@ -15,7 +15,8 @@
 #include "daemon/ui.h"
 
 const double spw_daemon_hist_le[SPW_HIST_BUCKETS] = {
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.05, 0.25, 1.0,
+    0.00001, 0.000025, 0.00005, 0.0001, 0.0002, 0.00025, 0.0003, 0.0005, 0.001, 0.0025,
+    0.01, 0.05, 0.25, 1.0,
 };
 
 static double mono(void)
@@ -94,17 +95,28 @@ int dm_disk_low(spw_daemon_t *d, char *why, size_t len)
     return low;
 }
 
-static void note_turn(spw_daemon_t *d, double s)
+static void note_time(dm_hist_t *h, double s)
 {
     size_t b = 0;
     while (b < SPW_HIST_BUCKETS && s > spw_daemon_hist_le[b])
         b++;
-    d->turn_hist[b]++;
-    d->turn_sum_s += s;
+    h->b[b]++;
+    h->sum_s += s;
+    h->n++;
+}
+
+static void turn_body(spw_daemon_t *d);
+
+/* One turn, timed whole for spillway_turn_seconds. */
+static void turn_locked(spw_daemon_t *d)
+{
+    double t0 = mono();
+    turn_body(d);
+    note_time(&d->turn_hist, mono() - t0);
     d->turns++;
 }
 
-static void turn_locked(spw_daemon_t *d)
+static void turn_body(spw_daemon_t *d)
 {
     double now = spw_daemon_clock();
     if (now < d->now)
@@ -159,7 +171,7 @@ static void turn_locked(spw_daemon_t *d)
     spw_job_t **placed, **rejected;
     double t0 = mono();
     size_t np = spw_engine_schedule(d->engine, now, &placed);
-    note_turn(d, mono() - t0);
+    note_time(&d->decide_hist, mono() - t0);
     /* The engine reuses its placed and rejected arrays on the next call:
      * copy them. */
     size_t nr = spw_engine_rejected(d->engine, &rejected);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 #include "sim/trace.h"
 #include "util/csv.h"
@@ -65,6 +66,8 @@ typedef struct loader {
     spw_csv_t csv;
     spw_models_t *models;
     size_t cap;              /* capacity of jobs/runtime/idoff/attr */
+    size_t rows;             /* lines after the header: the first capacity */
+    size_t text_left;        /* bytes after the header: the first room for ids */
     size_t *idoff;           /* offset of each id in ids */
     size_t idlen, idcap;     /* bytes used / allocated in t->ids */
     long *line;              /* line of each job (for duplicate-id messages) */
@@ -105,12 +108,38 @@ static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi
     return field_error(L, col, want, (size_t)idx, err);
 }
 
+/* Room for cap jobs at t->jobs, in huge pages where the kernel has them
+ * (fewer page faults and TLB misses over an array of hundreds of MB).  The
+ * first call sizes it from the file, so it does not grow by copying. */
+static void jobs_room(spw_trace_t *t, size_t old, size_t cap)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t bytes = cap * sizeof(spw_job_t);
+    if (bytes < huge) {
+        t->jobs = spw_xrealloc(t->jobs, bytes);
+        return;
+    }
+    bytes = (bytes + huge - 1) & ~(huge - 1);
+    spw_job_t *j = aligned_alloc(huge, bytes);
+    if (!j) {
+        t->jobs = spw_xrealloc(t->jobs, cap * sizeof(spw_job_t));
+        return;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(j, bytes, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
+#endif
+    if (old)
+        memcpy(j, t->jobs, old * sizeof(spw_job_t));
+    free(t->jobs);
+    t->jobs = j;
+}
+
 static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
 {
     spw_trace_t *t = L->t;
     if (t->njobs == L->cap) {
-        L->cap = L->cap ? L->cap * 2 : 4096;
-        t->jobs = spw_xrealloc(t->jobs, L->cap * sizeof(spw_job_t));
+        L->cap = L->cap ? L->cap * 2 : L->rows > 4096 ? L->rows : 4096;
+        jobs_room(t, t->njobs, L->cap);
         t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
         L->idoff = spw_xrealloc(L->idoff, L->cap * sizeof(size_t));
         L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
@@ -120,7 +149,7 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
             t->own_ckpt = spw_xrealloc(t->own_ckpt, L->cap);
     }
     while (L->idlen + idn + 1 > L->idcap) {
-        L->idcap = L->idcap ? L->idcap * 2 : 65536;
+        L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
         t->ids = spw_xrealloc(t->ids, L->idcap);
     }
     memcpy(t->ids + L->idlen, id, idn);
@@ -606,24 +635,29 @@ static int finish(loader_t *L, spw_error_t *err)
     for (size_t i = 0; i < n; i++)
         t->jobs[i].order = (uint32_t)i;
 
-    /* Duplicate ids: open addressing over job indices. */
+    /* Duplicate ids: open addressing; each slot holds the id's hash beside
+     * its job's index (high and low 32 bits), so a probe reads one slot
+     * and compares ids only when the hashes match. */
     size_t cap = 16;
     while (cap < n * 2)
         cap *= 2;
-    uint32_t *slot = spw_xcalloc(cap, sizeof(uint32_t));
+    uint64_t *slot = spw_xcalloc(cap, sizeof(uint64_t));
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        size_t s = fnv(t->jobs[i].id) & (cap - 1);
+        uint64_t h = fnv(t->jobs[i].id), tag = h >> 32 << 32;
+        size_t s = h & (cap - 1);
         for (; slot[s]; s = (s + 1) & (cap - 1)) {
-            const spw_job_t *o = &t->jobs[slot[s] - 1];
-            if (strcmp(o->id, t->jobs[i].id) == 0) {
-                long l1 = L->line[slot[s] - 1], l2 = L->line[i];
+            if ((slot[s] & ~(uint64_t)UINT32_MAX) != tag)
+                continue;
+            size_t k = (size_t)(slot[s] & UINT32_MAX) - 1;
+            if (strcmp(t->jobs[k].id, t->jobs[i].id) == 0) {
+                long l1 = L->line[k], l2 = L->line[i];
                 rc = spw_errorf(err, "%s:%ld: duplicate job id '%.60s' (first on line %ld)",
                                 t->name, l1 > l2 ? l1 : l2, t->jobs[i].id, l1 < l2 ? l1 : l2);
                 break;
             }
         }
-        slot[s] = (uint32_t)(i + 1);
+        slot[s] = tag | (uint64_t)(i + 1);
     }
     free(slot);
     return rc;
@@ -664,6 +698,13 @@ static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t
     }
     t->format = fmt;
     t->name = spw_xstrdup(c->path);
+    /* One quick pass for the rows (memchr): the arrays are sized once, so
+     * they are not copied as they grow; pages never written cost nothing. */
+    L->rows = 1;
+    L->text_left = c->len - c->pos + 1;
+    for (const char *p = c->buf + c->pos, *end = c->buf + c->len;
+         (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+        L->rows++;
     strtab_init(&L->tab[T_TEAM], &t->teams);
     strtab_init(&L->tab[T_CLASS], &t->classes);
     strtab_init(&L->tab[T_DATA], &t->datasets);

@@ -189,6 +189,16 @@ static void test_budget_hold(void)
         held_ok &= j[i].state == SPW_JOB_QUEUED && j[i].reason == SPW_REASON_HELD_BUDGET &&
                    j[i].held == 1 && j[i].offer == -1;
     ok(held_ok, "budget: j10..j14 queued, reason HELD_BUDGET, held once");
+    /* The caller learns who was held without walking its queue. */
+    spw_job_t **nh;
+    size_t nn = spw_engine_held(e, &nh);
+    int named = nn == 5;
+    for (size_t k = 0; named && k < nn; k++)
+        named = nh[k] == &j[10 + k];
+    ok(named, "budget: spw_engine_held names j10..j14 in queue order (%zu)", nn);
+    is(spw_engine_held(e, &nh), 0, "budget: asked again, nothing new was held");
+    ok(isinf(spw_engine_burst_at(e, &j[10])) && isinf(spw_engine_burst_at(e, &j[0])),
+       "budget: a held job and a placed one never burst by their wait");
     is_double(j[0].reserved_usd, 10, EPS, "budget: a burst reserves $10");
     is_double(j[0].charge_s, 0, EPS, "budget: charged to the period of t=0");
     is_double(spw_engine_max_runtime(e, &j[0]), 3600, EPS,

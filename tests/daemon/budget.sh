@@ -17,7 +17,7 @@
 #     once, at the restart, to what its instances billed.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 38
+plan 40
 
 # One job: 2 GPUs, so 2 instances of $2.50/h (a 1-GPU on-prem node never
 # holds it and it bursts at once); max_runtime 12 s.  Its worst case is
@@ -105,8 +105,11 @@ json_check "$T/held.json" '
 assert d["state"] == "queued", d["state"]
 assert d["held"] >= 1, d["held"]
 assert d["reserved_usd"] == 0, d["reserved_usd"]
-assert "budget" in d["reason"], d["reason"]'
-ok $? "a held job: queued, held >= 1, reserves nothing, its reason names the budget"
+assert d["reason"].startswith("held by budget: team ml"), d["reason"]
+assert "--max-runtime" in d["reason"] and "fewer GPUs" in d["reason"], d["reason"]
+assert d["reason_code"] == "budget" and d["burst_ts"] is None, d'
+ok $? "a held job: queued, held >= 1, reserves nothing, its reason says held by budget and how to start sooner" ||
+    diag "$(cat "$T/held.json")"
 spw ml explain "$held_id" >"$T/explain.txt" 2>&1
 contains "$T/explain.txt" "budget" && contains "$T/explain.txt" "may cost"
 ok $? "explain of a held job says what is left of the budget and what the placement may cost" ||
@@ -135,7 +138,8 @@ ok $? "costs (table) shows the budget" || diag "$(cat "$T/costs1.txt")"
 
 curl -s -m 5 "$URL/metrics" >"$T/metrics.txt"
 grep -qx 'spillway_team_budget_usd{team="ml"} 0.086100' "$T/metrics.txt" &&
-    grep -qx 'spillway_jobs_held{team="ml"} 8' "$T/metrics.txt" &&
+    grep -qx 'spillway_jobs_held{team="ml",reason="budget"} 8' "$T/metrics.txt" &&
+    grep -qx 'spillway_jobs_waiting{reason="budget"} 8' "$T/metrics.txt" &&
     grep -q '^spillway_team_reserved_usd{team="ml"} 0.08' "$T/metrics.txt" &&
     grep -qx 'spillway_team_spend_usd{team="ml"} 0.000000' "$T/metrics.txt"
 ok $? "/metrics: the team's budget, spend, reservations and held jobs" ||
@@ -223,12 +227,44 @@ EOF
 ok $? "polled every 0.2 s: settled + reserved never exceeded the budget" || diag "$(cat "$T/polled")"
 diag "$(cat "$T/polled")"
 
+# (after the checks that race the cloud jobs' 12 s max_runtime)
+spw ml queue >"$T/queue.txt" 2>&1
+[ "$(awk 'NR == 1 { print $NF } $4 == "queued" && $NF == "budget" { n++ } END { print n + 0 }' "$T/queue.txt" | tr '\n' ' ')" = "REASON 8 " ] &&
+    spw ml show "$held_id" >"$T/show.txt" 2>&1 && grep -q "held by budget" "$T/show.txt"
+ok $? "queue's REASON column says budget for the 8 held, and show says why" ||
+    diag "$(cat "$T/queue.txt" "$T/show.txt")"
 for id in $(jpy "$T/q.json" '" ".join(j["id"] for j in d["jobs"] if j["state"] == "queued")'); do
     spw ml cancel "$id" >/dev/null 2>&1
 done
 census
 [ "$held" = 0 ] && [ "$ran" = 4 ]
 ok $? "the held jobs are cancelled"
+
+# A job whose worst case is over the whole budget (1 GPU, max_runtime 600 s:
+# $0.419 > $0.0861) waits for on-prem, which a 1-GPU job holds: it is held,
+# says so with the fix, and costs counts it (it said "reason: -" and
+# HELD 0 before).
+onp=$(spw ml submit --gpus 1 -- sleep 60 2>/dev/null)
+onp_is() { [ "$(state_of "$onp")" = "$1" ]; }
+wait_until 10 onp_is running
+big=$(spw ml submit --gpus 1 --max-runtime 600 -- true 2>/dev/null)
+limit_held() {
+    show_json "$big" "$T/big.json" && spw ml costs -o json >"$T/costs-big.json" &&
+        json_check "$T/big.json" 'assert d["reason_code"] == "limit", d' 2>/dev/null
+}
+wait_until 10 limit_held
+json_check "$T/big.json" '
+assert d["state"] == "queued", d["state"]
+assert d["reason"].startswith("held by budget: its worst case is over"), d["reason"]
+assert "--max-runtime" in d["reason"], d["reason"]' &&
+    json_check "$T/costs-big.json" "
+t = [t for t in d['teams'] if t['team'] == 'ml'][0]
+assert t['held_jobs'] == 1, t"
+ok $? "a job over the budget outright waits held by budget (limit), says a shorter --max-runtime helps, and costs counts it" ||
+    diag "$(cat "$T/big.json" "$T/costs-big.json")"
+spw ml cancel "$big" >/dev/null 2>&1
+spw ml cancel "$onp" >/dev/null 2>&1
+wait_until 10 onp_is cancelled
 stop_daemon "$DPID"
 no_strays "no job process is left"
 
