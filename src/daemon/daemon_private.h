@@ -542,6 +542,7 @@ void dm_ckpt_path(const spw_daemon_t *d, const djob_t *j, char *buf, size_t len)
     X(BUDGET, "budget")     /* its team's budget holds its burst */           \
     X(LIMIT, "limit")       /* its worst case is over a budget or cap outright */ \
     X(CAP, "cap")           /* a spend-rate or GPU cap is full */             \
+    X(FINISH, "finish")     /* no cloud offer finishes it in max_runtime */   \
     X(RULE, "rule")         /* its residency keeps it on-prem */              \
     X(SPOT, "spot")         /* waits for spot capacity */                     \
     X(BURST, "burst")       /* waits for on-prem, bursts at a time */         \

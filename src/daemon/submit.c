@@ -245,6 +245,8 @@ spw_dm_wait_t spw_daemon_wait_of(const spw_daemon_t *d, const djob_t *j)
         return SPW_DM_WAIT_CAP;
     case SPW_REASON_WAIT_SPOT:
         return SPW_DM_WAIT_SPOT;
+    case SPW_REASON_CANNOT_FINISH:
+        return SPW_DM_WAIT_FINISH;
     default:
         break;
     }
@@ -287,6 +289,10 @@ spw_dm_wait_t spw_daemon_queued_reason(const spw_daemon_t *d, const djob_t *j, c
         break;
     case SPW_DM_WAIT_SPOT:
         snprintf(buf, len, "waiting for spot capacity while its deadline leaves slack");
+        break;
+    case SPW_DM_WAIT_FINISH:
+        snprintf(buf, len, "no cloud offer can finish it within its max_runtime or deadline, so "
+                 "it waits for %u on-prem GPUs; a longer --max-runtime lets it burst", j->gpus);
         break;
     case SPW_DM_WAIT_RULE:
         snprintf(buf, len, "held by rule: its residency keeps it off the cloud; waiting for %u "
