@@ -69,6 +69,13 @@ int cfg_rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 
+/* fairshare.c: a team's quota, weight and cohort (into t, from team map
+ * n), the cohorts section (before teams), and the checks of quotas
+ * against the fleet once everything is read (file names the config). */
+int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err);
+int cfg_cohorts_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err);
+
 /* daemon.c: the daemon section; user_value also for teams' run_as. */
 void cfg_daemon_defaults(spw_daemon_conf_t *dc);
 int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);

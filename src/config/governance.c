@@ -133,7 +133,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     static const char *const keys[] = {"name", "monthly_usd", "weekly_usd", "on_exhausted",
                                        "max_cloud_usd_per_h", "max_cloud_gpus",
                                        "max_cloud_egress_usd_per_month",
-                                       "max_egress_usd_per_month", "run_as", NULL};
+                                       "max_egress_usd_per_month", "run_as", "quota",
+                                       "weight", "cohort", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (spw_ymap_check_keys(x->d, n, "a team", keys, err) < 0)
         return -1;
@@ -185,7 +186,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         usd_key(x, n, "max_cloud_usd_per_h", 0, 1, &t.max_cloud_usd_per_h, err) < 0 ||
         usd_key(x, n, on ? "max_egress_usd_per_month" : "max_cloud_egress_usd_per_month", 0, 0,
                 &t.max_egress_usd_per_month, err) < 0 ||
-        count_key(x, n, "max_cloud_gpus", &t.max_cloud_gpus, err) < 0)
+        count_key(x, n, "max_cloud_gpus", &t.max_cloud_gpus, err) < 0 ||
+        cfg_team_fair(x, n, &t, err) < 0)
         return -1;
     const spw_ynode_t *ev = spw_ymap_get(n, "on_exhausted");
     if (ev) {
