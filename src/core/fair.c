@@ -368,11 +368,27 @@ uint32_t spw_fair_marked_for(const spw_fair_t *f, const spw_job_t *v)
 size_t spw_fair_due(spw_fair_t *f, double now, spw_job_t ***out)
 {
     f->nout = 0;
-    for (size_t i = 0; i < f->nmk; i++)
-        if (f->mk[i].job->l->reclaim_at_s <= now) {
-            grow((void **)&f->out, f->nout, &f->capout, sizeof(*f->out));
-            f->out[f->nout++] = f->mk[i].job;
+    spw_fair_take_reset(f);
+    for (size_t i = 0; i < f->nmk;) {
+        spw_job_t *v = f->mk[i].job;
+        if (v->l->reclaim_at_s > now) {
+            i++;
+            continue;
         }
+        /* Its team's other jobs may have ended during the grace: a victim
+         * that would now take the team below its quota is let go (the
+         * reclaiming team looks again at the next pass). */
+        fteam_t *t = &f->t[v->team < f->nt ? v->team : 0];
+        if ((double)t->used - t->taken - v->alloc_gpus < t->nominal) {
+            v->l->reclaim_at_s = 0;
+            f->mk[i] = f->mk[--f->nmk];
+            continue;
+        }
+        t->taken += v->alloc_gpus;
+        grow((void **)&f->out, f->nout, &f->capout, sizeof(*f->out));
+        f->out[f->nout++] = v;
+        i++;
+    }
     *out = f->out;
     return f->nout;
 }
