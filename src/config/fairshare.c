@@ -47,10 +47,9 @@ int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_
 {
     static const char *const qkeys[] = {"gpus", "borrowing_limit", "lending_limit", NULL};
     const spw_gov_t *g = &x->cfg->fleet.gov;
-    t->quota_gpus = NAN;
     t->borrowing_limit_gpus = INFINITY;
     t->lending_limit_gpus = INFINITY;
-    t->cohort = -1;
+    t->cohort = 0;
     if (weight_key(x, n, &t->weight, err) < 0)
         return -1;
     const spw_ynode_t *q = spw_ymap_get(n, "quota");
@@ -61,6 +60,7 @@ int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_
             return -1;
         if (!spw_ymap_get(q, "gpus"))
             return cfg_at(x, q, err, "%s", "quota: give the team's nominal GPUs, e.g. '{gpus: 16}'");
+        t->has_quota = 1;
         if (gpus_key(x, q, "gpus", &t->quota_gpus, err) < 0 ||
             gpus_key(x, q, "borrowing_limit", &t->borrowing_limit_gpus, err) < 0 ||
             gpus_key(x, q, "lending_limit", &t->lending_limit_gpus, err) < 0)
@@ -75,8 +75,9 @@ int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_
         const char *name;
         if (spw_ynode_str(x->d, cn, "cohort", &name, err) < 0)
             return -1;
-        t->cohort = cohort_index(g, name);
-        if (t->cohort < 0)
+        int c = cohort_index(g, name);
+        t->cohort = (uint32_t)(c + 1);
+        if (c < 0)
             return cfg_at(x, cn, err, "cohort '%.40s' is not in cohorts: (add '- {name: %.40s}' "
                           "there)", name, name);
     }
@@ -152,15 +153,15 @@ int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err)
     double cap = (double)spw_fleet_gpus(&x->cfg->fleet), all = 0;
     for (size_t i = 0; i < g->nteams; i++) {
         const spw_team_spec_t *t = &g->teams[i];
-        if (isnan(t->quota_gpus))
+        if (!t->has_quota)
             continue;
         all += t->quota_gpus;
         /* Quotas inside one cohort tree can all be in use at once. */
-        int root = cohort_root(g, t->cohort);
+        int root = cohort_root(g, (int)t->cohort - 1);
         double tree = 0;
         for (size_t k = 0; k <= i; k++)
-            if (!isnan(g->teams[k].quota_gpus) && root >= 0 &&
-                cohort_root(g, g->teams[k].cohort) == root)
+            if (g->teams[k].has_quota && root >= 0 &&
+                cohort_root(g, (int)g->teams[k].cohort - 1) == root)
                 tree += g->teams[k].quota_gpus;
         if (root >= 0 && tree > cap)
             return spw_errorf(err, "%s:%d: team '%s': the quotas of cohort '%s' add up to %g GPUs, "

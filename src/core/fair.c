@@ -61,12 +61,24 @@ static void grow(void **arr, size_t n, size_t *cap, size_t size)
 
 /* The share of cohort c among its siblings, times its parent's, down to
  * the root level; teams and cohorts with the same parent are siblings. */
+/* A team's weight (0, as a hand-built spec leaves it, counts as 1) and
+ * cohort index (-1 = none). */
+static double team_weight(const spw_team_spec_t *t)
+{
+    return t->weight > 0 ? t->weight : 1;
+}
+
+static int team_cohort(const spw_gov_t *g, const spw_team_spec_t *t)
+{
+    return t->cohort >= 1 && t->cohort <= g->ncohorts ? (int)t->cohort - 1 : -1;
+}
+
 static double level_weight_sum(const spw_gov_t *g, int parent)
 {
     double s = 0;
     for (size_t i = 0; i < g->nteams; i++)
-        if (g->teams[i].cohort == parent)
-            s += g->teams[i].weight;
+        if (team_cohort(g, &g->teams[i]) == parent)
+            s += team_weight(&g->teams[i]);
     for (size_t i = 0; i < g->ncohorts; i++)
         if (g->cohorts[i].parent == parent)
             s += g->cohorts[i].weight;
@@ -117,14 +129,14 @@ spw_fair_t *spw_fair_create(const spw_gov_t *g, uint64_t capacity_gpus, const sp
         fteam_t *t = &f->t[i];
         const spw_team_spec_t *ts = i ? &g->teams[i - 1] : NULL;
         t->borrow_limit = INFINITY;
-        if (ts && !isnan(ts->quota_gpus)) {
+        if (ts && ts->has_quota) {
             f->quotas = 1;
             t->nominal = ts->quota_gpus;
             assigned += t->nominal;
             t->borrow_limit = ts->borrowing_limit_gpus;
             t->lend = ts->lending_limit_gpus < t->nominal ? ts->lending_limit_gpus : t->nominal;
         }
-        int c = ts ? ts->cohort : -1;
+        int c = ts ? team_cohort(g, ts) : -1, own = c;
         if (c >= 0) {
             while (g->cohorts[c].parent >= 0)
                 c = g->cohorts[c].parent;
@@ -132,9 +144,8 @@ spw_fair_t *spw_fair_create(const spw_gov_t *g, uint64_t capacity_gpus, const sp
         } else {
             t->tree = (int)f->ntr++;
         }
-        double w = ts ? ts->weight : 1;
-        t->share = w / level_weight_sum(g, ts ? ts->cohort : -1) *
-                   cohort_share(g, ts ? ts->cohort : -1);
+        double w = ts ? team_weight(ts) : 1;
+        t->share = w / level_weight_sum(g, own) * cohort_share(g, own);
     }
     free(root_tree);
     f->unassigned = (double)capacity_gpus > assigned ? (double)capacity_gpus - assigned : 0;

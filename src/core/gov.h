@@ -89,15 +89,17 @@ typedef struct spw_team_spec {
                                         month (copies into pools are not capped);
                                         INFINITY = none */
     /* Fair share and quotas (docs/fairshare.md): */
+    int has_quota;               /* quota: was given (0 = none: 0 nominal GPUs
+                                    when some other team has one) */
     double quota_gpus;           /* nominal share of the on-prem GPUs (quota:
-                                    {gpus: N}); NAN = no quota (0 nominal when
-                                    some team has one) */
+                                    {gpus: N}), with has_quota */
     double borrowing_limit_gpus; /* GPUs it may use above its quota, borrowed
                                     from idle quota; INFINITY = no limit */
     double lending_limit_gpus;   /* GPUs of its idle quota others may borrow;
                                     INFINITY = all of it */
-    double weight;               /* fair-share weight among its siblings; 1 */
-    int cohort;                  /* cohort index; -1 = none */
+    double weight;               /* fair-share weight among its siblings; 1
+                                    (0 counts as 1) */
+    uint32_t cohort;             /* cohort index + 1; 0 = none */
 } spw_team_spec_t;
 
 /* A cohort: teams (and cohorts below it) that borrow each other's idle

@@ -1248,7 +1248,7 @@ int spw_sim_fairness(const spw_fleet_t *fleet, const spw_policy_t *policy,
     f.gov.teams = spw_xcalloc(nt ? nt : 1, sizeof(*f.gov.teams));
     for (size_t k = 0; k < nt; k++) {
         f.gov.teams[k] = g->teams[k];
-        f.gov.teams[k].quota_gpus = NAN;
+        f.gov.teams[k].has_quota = 0;
     }
     spw_job_t *js = spw_xcalloc(n ? n : 1, sizeof(*js));
     double *rt = spw_xcalloc(n ? n : 1, sizeof(*rt));

@@ -19,7 +19,7 @@
 #define NTEAMS 3
 #define GRACE_S 300.0
 
-static uint32_t add_team(spw_fleet_t *f, const char *name, double quota, int cohort,
+static uint32_t add_team(spw_fleet_t *f, const char *name, double quota, uint32_t cohort,
                          double budget_usd)
 {
     spw_gov_t *g = &f->gov;
@@ -29,6 +29,7 @@ static uint32_t add_team(spw_fleet_t *f, const char *name, double quota, int coh
     t->name = spw_xstrdup(name);
     t->budget_usd = budget_usd;
     t->max_cloud_usd_per_h = t->max_cloud_gpus = t->max_egress_usd_per_month = INFINITY;
+    t->has_quota = 1;
     t->quota_gpus = quota;
     t->borrowing_limit_gpus = t->lending_limit_gpus = INFINITY;
     t->weight = 1;
@@ -80,9 +81,9 @@ static void run_one(uint64_t seed, world_t *w)
     f.gov.cohorts = spw_xcalloc(1, sizeof(*f.gov.cohorts));
     f.gov.cohorts[0] = (spw_cohort_spec_t){.name = spw_xstrdup("lab"), .parent = -1, .weight = 1};
     f.gov.ncohorts = 1;
-    add_team(&f, "a", 16, 0, 400);
-    add_team(&f, "b", 16, 0, 300);
-    add_team(&f, "c", 16, -1, INFINITY);
+    add_team(&f, "a", 16, 1, 400);
+    add_team(&f, "b", 16, 1, 300);
+    add_team(&f, "c", 16, 0, INFINITY);
     spw_policy_t pol;
     spw_policy_default(&pol);
     pol.queue = SPW_QUEUE_FAIR;
