@@ -3,11 +3,25 @@
 # instance back as a spot reclaim would: the job on it is killed, requeued
 # (attempts 2), placed again on a new instance and runs to success.  A team
 # token gets 403; an unknown instance is 404; an ended one 409.
+# Fair share (docs/fairshare.md): ml has a quota of the slot, cv none; in
+# one cohort cv borrows ml's idle slot with a checkpointing job; when ml
+# submits, the slot is reclaimed after the grace: cv's job is preempted,
+# requeued and resumes from its checkpoint, and ml's job runs on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 18
+plan 23
 
 mkconfig "$T/serve.yaml" 1 none
+sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 1/' "$T/serve.yaml"
+cat >>"$T/serve.yaml" <<EOF
+cohorts:
+  - {name: lab}
+teams:
+  - {name: ml, quota: {gpus: 1}, cohort: lab}
+  - {name: cv, cohort: lab}
+rules:
+  - {name: owned-onprem, match: {class: owned}, placement: onprem_only}
+EOF
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts (1 node x 1 slot, wait none)"
 
@@ -67,6 +81,46 @@ http_is 409 "$inst" "preempting it again is 409"
 
 spw ml cancel "$hog" >/dev/null 2>&1 && wait_for "$hog" cancelled 5
 ok $? "the long job is cancelled"
+
+# Borrow: cv has no quota; the idle slot is ml's, lent in cohort lab.  Its
+# job saves a step every 0.3 s and holds after step 3 of its first attempt,
+# so the reclaim lands mid-run.
+cat >"$T/cv.yaml" <<'EOF'
+name: borrower
+gpus: 1
+checkpoint_interval: continuous
+run: |
+  d=$SPILLWAY_CHECKPOINT_DIR
+  s=0
+  [ -f "$d/step" ] && s=$(cat "$d/step")
+  echo "attempt $SPILLWAY_ATTEMPT from step $s"
+  while [ "$s" -lt 6 ]; do
+    sleep 0.3
+    s=$((s + 1))
+    echo "$s" >"$d/step.tmp" && mv "$d/step.tmp" "$d/step"
+    echo "step $s"
+    if [ "$SPILLWAY_ATTEMPT" = 1 ] && [ "$s" = 3 ]; then sleep 60; fi
+  done
+  echo done
+EOF
+cvj=$(submit cv "$T/cv.yaml")
+stepped3() { spw cv logs "$cvj" 2>/dev/null | grep -q '^step 3$'; }
+wait_until 10 stepped3 && [ "$(field "$cvj" 'd["where"]' cv)" = onprem ]
+ok $? "team cv (no quota) borrows ml's idle slot on-prem and checkpoints ($cvj)" ||
+    diag "$(spw cv show "$cvj" 2>&1)"
+printf 'name: owner\ngpus: 1\nclass: owned\nrun: echo owner ran\n' >"$T/owner.yaml"
+mlj=$(submit ml "$T/owner.yaml")
+wait_for "$mlj" succeeded 15 && [ "$(field "$mlj" 'd["where"]')" = onprem ]
+ok $? "ml submits: the slot is reclaimed after the 1 s grace and ml's job runs on-prem" ||
+    diag "$(spw ml show "$mlj" 2>&1)"
+grep -q "job $cvj preempted: team ml is under its quota and took back the GPUs borrowed by team cv" "$DLOG"
+ok $? "the daemon logs the reclaim of cv's job for team ml"
+wait_for "$cvj" succeeded 20 cv
+ok $? "cv's job is requeued and runs to success" || diag "$(spw cv show "$cvj" 2>&1)"
+spw cv logs "$cvj" >"$T/cv.out"
+grep -q '^attempt 1 from step 0$' "$T/cv.out" && grep -q '^attempt 2 from step [3-6]$' "$T/cv.out" &&
+    [ "$(tail -1 "$T/cv.out")" = done ]
+ok $? "it resumed from its checkpoint (attempt 2 from step 3 or later)" || diag "$(cat "$T/cv.out")"
 stop_daemon "$DPID"
 no_strays "no job process is left"
 
