@@ -9,10 +9,10 @@
 # requeued and resumes from its checkpoint, and ml's job runs on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 23
+plan 26
 
 mkconfig "$T/serve.yaml" 1 none
-sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 1/' "$T/serve.yaml"
+sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 3/' "$T/serve.yaml"
 cat >>"$T/serve.yaml" <<EOF
 cohorts:
   - {name: lab}
@@ -109,9 +109,32 @@ wait_until 10 stepped3 && [ "$(field "$cvj" 'd["where"]' cv)" = onprem ]
 ok $? "team cv (no quota) borrows ml's idle slot on-prem and checkpoints ($cvj)" ||
     diag "$(spw cv show "$cvj" 2>&1)"
 printf 'name: owner\ngpus: 1\nclass: owned\nrun: echo owner ran\n' >"$T/owner.yaml"
+http GET /v1/teams admin
+python3 - "$T/http.body" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = {r["team"]: r for r in d["teams"]}
+assert d["queue"] == "fair" and d["quotas"] is True and d["onprem_gpus"] == 1, d
+assert t["ml"]["nominal_gpus"] == 1 and t["ml"]["used_gpus"] == 0 and t["ml"]["lent_gpus"] == 1, t
+assert t["cv"]["nominal_gpus"] == 0 and t["cv"]["used_gpus"] == 1 and t["cv"]["borrowed_gpus"] == 1, t
+c = d["cohorts"][0]
+assert c["cohort"] == "lab" and c["used_gpus"] == 1 and c["borrowed_gpus"] == 1, c
+EOF
+ok $? "/v1/teams: ml lends its 1 GPU of quota, cv borrows it (cohort lab)" || diag "$(cat "$T/http.body")"
+http GET /metrics admin
+grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
+    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body"
+ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending"
 mlj=$(submit ml "$T/owner.yaml")
+will_preempt() {
+    spw ml explain "$mlj" -o json >"$T/ex.json" 2>/dev/null &&
+        grep -q "will preempt $cvj (borrowed by team cv)" "$T/ex.json"
+}
+wait_until 3 will_preempt
+ok $? "explain during the grace: ml's job will preempt $cvj (borrowed by team cv)" ||
+    diag "$(cat "$T/ex.json")"
 wait_for "$mlj" succeeded 15 && [ "$(field "$mlj" 'd["where"]')" = onprem ]
-ok $? "ml submits: the slot is reclaimed after the 1 s grace and ml's job runs on-prem" ||
+ok $? "ml submits: the slot is reclaimed after the 3 s grace and ml's job runs on-prem" ||
     diag "$(spw ml show "$mlj" 2>&1)"
 grep -q "job $cvj preempted: team ml is under its quota and took back the GPUs borrowed by team cv" "$DLOG"
 ok $? "the daemon logs the reclaim of cv's job for team ml"
