@@ -62,6 +62,8 @@ int cfg_perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 /* gov.c: governance sections; intern_name also for performance: classes. */
 int cfg_intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
                 const char *what, const char *name, spw_error_t *err);
+int cfg_count_key(ctx_t *x, const spw_ynode_t *n, const char *key, long lo, double *out,
+                  spw_error_t *err);
 int cfg_teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);

@@ -9,23 +9,6 @@
 #include "config/config_private.h"
 #include "util/yaml.h"
 
-/* A whole number of GPUs, 0 .. 1e8, at key of map n; left as it is when
- * absent. */
-static int gpus_key(ctx_t *x, const spw_ynode_t *n, const char *key, double *out,
-                    spw_error_t *err)
-{
-    const spw_ynode_t *v = spw_ymap_get(n, key);
-    if (!v)
-        return 0;
-    long c;
-    if (spw_ynode_int(x->d, v, key, &c, err) < 0)
-        return -1;
-    if (c < 0 || c > 100000000)
-        return cfg_at(x, v, err, "%s must be a whole number of GPUs from 0 to 100000000", key);
-    *out = (double)c;
-    return 0;
-}
-
 /* A weight > 0 at key `weight` of map n (1 when absent). */
 static int weight_key(ctx_t *x, const spw_ynode_t *n, double *out, spw_error_t *err)
 {
@@ -61,9 +44,9 @@ int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_
         if (!spw_ymap_get(q, "gpus"))
             return cfg_at(x, q, err, "%s", "quota: give the team's nominal GPUs, e.g. '{gpus: 16}'");
         t->has_quota = 1;
-        if (gpus_key(x, q, "gpus", &t->quota_gpus, err) < 0 ||
-            gpus_key(x, q, "borrowing_limit", &t->borrowing_limit_gpus, err) < 0 ||
-            gpus_key(x, q, "lending_limit", &t->lending_limit_gpus, err) < 0)
+        if (cfg_count_key(x, q, "gpus", 0, &t->quota_gpus, err) < 0 ||
+            cfg_count_key(x, q, "borrowing_limit", 0, &t->borrowing_limit_gpus, err) < 0 ||
+            cfg_count_key(x, q, "lending_limit", 0, &t->lending_limit_gpus, err) < 0)
             return -1;
         const spw_ynode_t *ln = spw_ymap_get(q, "lending_limit");
         if (ln && t->lending_limit_gpus > t->quota_gpus)

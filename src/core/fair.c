@@ -160,11 +160,9 @@ void spw_fair_destroy(spw_fair_t *f)
         return;
     for (size_t i = 0; i < f->nt; i++)
         free(f->t[i].run);
-    free(f->t);
-    free(f->tr);
-    free(f->mk);
-    free(f->out);
-    free(f);
+    void *owned[] = {f->t, f->tr, f->mk, f->out, f};
+    for (size_t k = 0; k < sizeof(owned) / sizeof(owned[0]); k++)
+        free(owned[k]);
 }
 
 int spw_fair_quotas(const spw_fair_t *f)

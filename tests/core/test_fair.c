@@ -9,33 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet.h"
 #include "tap.h"
 #include "core/engine.h"
 #include "core/fair.h"
+#include "config/config.h"
 #include "core/model.h"
 #include "util/rng.h"
 
 #define NTEAMS 3
 #define GRACE_S 300.0
-
-static uint32_t add_team(spw_fleet_t *f, const char *name, double quota, uint32_t cohort,
-                         double budget_usd)
-{
-    spw_gov_t *g = &f->gov;
-    g->teams = spw_xrealloc(g->teams, (g->nteams + 1) * sizeof(*g->teams));
-    spw_team_spec_t *t = &g->teams[g->nteams];
-    memset(t, 0, sizeof(*t));
-    t->name = spw_xstrdup(name);
-    t->budget_usd = budget_usd;
-    t->max_cloud_usd_per_h = t->max_cloud_gpus = t->max_egress_usd_per_month = INFINITY;
-    t->has_quota = 1;
-    t->quota_gpus = quota;
-    t->borrowing_limit_gpus = t->lending_limit_gpus = INFINITY;
-    t->weight = 1;
-    t->cohort = cohort;
-    return (uint32_t)++g->nteams;
-}
 
 typedef struct world {
     spw_job_t *jobs;
@@ -74,23 +56,25 @@ static int startable(const world_t *w, const spw_engine_t *e, uint32_t t, double
 
 static void run_one(uint64_t seed, world_t *w)
 {
-    spw_fleet_t f;
-    spw_fleet_init(&f);
-    add_pool(&f, "p", 6, 8, NULL, 1.0);
-    add_offer(&f, "aws", "us-east-1", "p4", NULL, 8, 30.0, NAN, 60);
-    f.gov.cohorts = spw_xcalloc(1, sizeof(*f.gov.cohorts));
-    f.gov.cohorts[0] = (spw_cohort_spec_t){.name = spw_xstrdup("lab"), .parent = -1, .weight = 1};
-    f.gov.ncohorts = 1;
-    add_team(&f, "a", 16, 1, 400);
-    add_team(&f, "b", 16, 1, 300);
-    add_team(&f, "c", 16, 0, INFINITY);
-    spw_policy_t pol;
-    spw_policy_default(&pol);
-    pol.queue = SPW_QUEUE_FAIR;
-    pol.wait.kind = SPW_WAIT_CONSTANT;
-    pol.wait.param = 7200;
-    pol.reclaim_grace_s = GRACE_S;
-    pol.half_life_s = 3600;
+    /* Teams a and b lend each other their quota in cohort lab; c has a
+     * quota and no cohort; a and b have budgets for the cloud. */
+    static const char yaml[] =
+        "onprem:\n  - {name: p, nodes: 6, gpus_per_node: 8}\n"
+        "cloud: {price_usd_per_gpu_h: 3.75, boot_delay_s: 60}\n"
+        "policy: {queue: fair, wait: constant:7200, reclaim_grace: 300, half_life: 1h}\n"
+        "cohorts:\n  - {name: lab}\n"
+        "teams:\n"
+        "  - {name: a, quota: {gpus: 16}, cohort: lab, monthly_usd: 400}\n"
+        "  - {name: b, quota: {gpus: 16}, cohort: lab, monthly_usd: 300}\n"
+        "  - {name: c, quota: {gpus: 16}}\n";
+    spw_config_t cfg;
+    spw_error_t err;
+    if (spw_config_load_mem(&cfg, "fair.yaml", yaml, sizeof(yaml) - 1, NULL, &err) < 0) {
+        diag("%s", err.text);
+        exit(1);
+    }
+    const spw_fleet_t *fl = &cfg.fleet;
+    const spw_policy_t *pp = &cfg.policy;
     spw_rng_t r;
     spw_rng_seed(&r, seed);
     size_t n = 60;
@@ -117,13 +101,13 @@ static void run_one(uint64_t seed, world_t *w)
         j->checkpoint_interval_s = spw_rng_below(&r, 2) ? 600 : 0;
         j->max_runtime_s = 3 * 3600;
         w->end[i] = INFINITY;
+        spw_job_reset(j);
     }
     for (int k = 0; k <= NTEAMS; k++) {
         w->cond_since[k] = NAN;
         w->last_start[k] = -1;
     }
-    spw_error_t err;
-    spw_engine_t *e = spw_engine_create(&f, &pol, &err);
+    spw_engine_t *e = spw_engine_create(fl, pp, &err);
     size_t next = 0, left = n;
     double now = 0;
     while (left) {
@@ -202,12 +186,12 @@ static void run_one(uint64_t seed, world_t *w)
     }
     free(ids);
     spw_engine_destroy(e);
-    spw_fleet_clear(&f);
+    spw_config_free(&cfg);
 }
 
 int main(void)
 {
-    size_t reclaims = 0, jobs = 0, done = 0;
+    size_t reclaims = 0, jobs = 0, done = 0, cloud = 0;
     int capacity = 0, reclaim = 0, budget = 0, latency = 0, starve = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
         world_t w;
@@ -227,6 +211,7 @@ int main(void)
             jobs++;
             if (j->state == SPW_JOB_DONE)
                 done++;
+            cloud += j->offer >= 0;
             if (j->state != SPW_JOB_DONE || j->placed_s > bound)
                 starve++;
         }
@@ -238,6 +223,7 @@ int main(void)
        reclaims);
     is(capacity, 0, "GPUs in use never exceed the on-prem capacity");
     is(reclaim, 0, "reclaims take only borrowed GPUs: no victim's team falls below its quota");
+    ok(cloud > 0, "some jobs burst to the cloud under the budgets (%zu)", cloud);
     is(budget, 0, "no team's settled + reserved spend ever exceeds its budget");
     is(latency, 0, "a team under its quota with startable work starts some within one grace");
     is(starve, 0, "every job ran to the end, started before the stated bound (%zu/%zu done)",
