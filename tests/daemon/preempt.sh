@@ -9,7 +9,7 @@
 # requeued and resumes from its checkpoint, and ml's job runs on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 26
+plan 27
 
 mkconfig "$T/serve.yaml" 1 none
 sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 3/' "$T/serve.yaml"
@@ -125,6 +125,9 @@ http GET /metrics admin
 grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
     grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body"
 ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending"
+spw admin costs >"$T/costs.out" 2>&1
+grep -A3 '^fair share (on-prem GPUs now)' "$T/costs.out" | grep -Eq '^ *cv +0 +1 +1 +0 *$'
+ok $? "spillway costs: a fair share table with cv's borrowed GPU" || diag "$(cat "$T/costs.out")"
 mlj=$(submit ml "$T/owner.yaml")
 will_preempt() {
     spw ml explain "$mlj" -o json >"$T/ex.json" 2>/dev/null &&
