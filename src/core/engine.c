@@ -1733,10 +1733,11 @@ static int head_ok(const spw_engine_t *e, const jclass_t *c)
            spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_REFUSED;
 }
 
-/* Gives notice to the fewest best victims (spw_fair_candidates' order) in
- * one pool of class c whose preemption lets c's head start there: on one
- * node for a job that fits a node, else whole nodes.  1 when it found
- * them. */
+/* Gives notice to victims in one pool of class c, taken in
+ * spw_fair_candidates' order until their preemption lets c's head start
+ * there: for a job that fits a node, those on the first node that becomes
+ * roomy enough; for a bigger one, all taken until enough whole nodes are
+ * free.  1 when it found them. */
 static int reclaim_for(spw_engine_t *e, const jclass_t *c, double now)
 {
     spw_job_t **cand;
