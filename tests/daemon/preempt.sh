@@ -90,16 +90,11 @@ name: borrower
 gpus: 1
 checkpoint_interval: continuous
 run: |
-  d=$SPILLWAY_CHECKPOINT_DIR
-  s=0
-  [ -f "$d/step" ] && s=$(cat "$d/step")
+  d=$SPILLWAY_CHECKPOINT_DIR; s=$(cat "$d/step" 2>/dev/null || echo 0)
   echo "attempt $SPILLWAY_ATTEMPT from step $s"
-  while [ "$s" -lt 6 ]; do
-    sleep 0.3
-    s=$((s + 1))
-    echo "$s" >"$d/step.tmp" && mv "$d/step.tmp" "$d/step"
-    echo "step $s"
-    if [ "$SPILLWAY_ATTEMPT" = 1 ] && [ "$s" = 3 ]; then sleep 60; fi
+  for n in $(seq $((s + 1)) 6); do
+    sleep 0.3; echo "$n" >"$d/step.tmp" && mv "$d/step.tmp" "$d/step"; echo "step $n"
+    if [ "$SPILLWAY_ATTEMPT" = 1 ] && [ "$n" = 3 ]; then sleep 60; fi
   done
   echo done
 EOF
