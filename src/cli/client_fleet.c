@@ -304,6 +304,21 @@ static void costs_table(const json_t *doc)
     }
     spw_table_destroy(t);
 
+    /* fair share and quotas: on-prem GPUs now (docs/fairshare.md) */
+    t = spw_table_create("TEAM|>NOMINAL GPUS|>USED|>BORROWED|>LENT");
+    json_array_foreach(json_object_get(doc, "teams"), i, o) {
+        if (!json_is_number(json_object_get(o, "nominal_gpus")))
+            continue;
+        spw_table_row(t, spw_cli_jstr(o, "team"), num(o, "nominal_gpus", a, sizeof(a)),
+                      num(o, "used_gpus", b, sizeof(b)), num(o, "borrowed_gpus", c, sizeof(c)),
+                      num(o, "lent_gpus", d, sizeof(d)));
+    }
+    if (spw_table_rows(t)) {
+        printf("\nfair share (on-prem GPUs now)\n");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+
     t = spw_table_create("TEAM|>ON-PREM|>CLOUD|>ON-PREM GPU-H|>CLOUD GPU-H|>JOBS");
     json_array_foreach(json_object_get(doc, "teams"), i, o) {
         double gh;

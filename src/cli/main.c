@@ -396,6 +396,12 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
                 spw_html_run_clear(&html[k]);
             return 1;
         }
+        if (cfg->fleet.gov.nteams &&
+            spw_sim_fairness(&cfg->fleet, &pol[i], tr->jobs, tr->runtime_s, tr->njobs,
+                             &rows[i].sum, &err) < 0) {
+            fprintf(stderr, "spillway sim: %s\n", err.text);
+            return 1;
+        }
         rows[i].seconds = now_s() - t0;
         if (report)
             spw_html_run_finish(&html[i], tr);

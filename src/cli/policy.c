@@ -444,6 +444,39 @@ static int load(spw_config_t *cfg, const char *path, const char *cmd)
 
 /* ---- check ------------------------------------------------------------------------ */
 
+/* Quotas, weights and cohorts (docs/fairshare.md), when any is set. */
+static void fair_table(const spw_config_t *cfg)
+{
+    const spw_gov_t *g = &cfg->fleet.gov;
+    int any = cfg->policy.queue == SPW_QUEUE_FAIR || g->ncohorts;
+    for (size_t i = 0; i < g->nteams; i++)
+        any |= g->teams[i].has_quota;
+    if (!any)
+        return;
+    char a[32], b[32], c[32], w[32];
+    printf("\nfair share (docs/fairshare.md): queue %s, half-life %s, reclaim grace %s\n",
+           spw_queue_order_name(cfg->policy.queue), dur(cfg->policy.half_life_s, a, sizeof(a)),
+           dur(cfg->policy.reclaim_grace_s, b, sizeof(b)));
+    spw_table_t *t = spw_table_create("team|>quota GPUs|>borrowing limit|>lending limit|cohort|>weight");
+    for (size_t i = 0; i < g->nteams; i++) {
+        const spw_team_spec_t *s = &g->teams[i];
+        snprintf(w, sizeof(w), "%g", s->weight > 0 ? s->weight : 1);
+        spw_table_row(t, s->name, s->has_quota ? num(s->quota_gpus, a, sizeof(a)) : "0 (none)",
+                      num(s->borrowing_limit_gpus, b, sizeof(b)),
+                      s->has_quota ? num(s->lending_limit_gpus < s->quota_gpus
+                                             ? s->lending_limit_gpus : s->quota_gpus, c, sizeof(c))
+                                   : "-",
+                      s->cohort && s->cohort <= g->ncohorts ? g->cohorts[s->cohort - 1].name : "-",
+                      w);
+    }
+    spw_table_print(t, stdout, 2);
+    spw_table_destroy(t);
+    for (size_t i = 0; i < g->ncohorts; i++)
+        printf("  cohort %s: parent %s, weight %g\n", g->cohorts[i].name,
+               g->cohorts[i].parent >= 0 ? g->cohorts[g->cohorts[i].parent].name : "none (a root)",
+               g->cohorts[i].weight);
+}
+
 static void check_table(const char *path, const spw_config_t *cfg, const size_t *rp,
                         const size_t *ro, const size_t *sp, const size_t *so)
 {
@@ -484,6 +517,7 @@ static void check_table(const char *path, const spw_config_t *cfg, const size_t 
         printf("  none: no team has a budget; jobs are only under the organisation caps\n");
     }
     printf("  (a job whose team is not listed is only under the organisation caps)\n");
+    fair_table(cfg);
     printf("  (budgets and caps hold cloud placements: their compute, and the egress and cache\n"
            "   storage of copying their data into the cloud, per calendar month for the egress\n"
            "   cap; a copy into an on-prem pool, for a job that runs there, is paid and reported\n"

@@ -125,7 +125,12 @@ static void json_governance(FILE *f, const spw_report_row_t *r)
         jnum(f, "onprem_egress_usd", tm->onprem_egress_usd, 0);
         jnum(f, "egress_gb", tm->egress_gb, 0);
         jnum(f, "worst_period_usd", tm->worst_period_usd, 0);
-        jnum(f, "budget_use", tm->budget_use, 1);
+        jnum(f, "budget_use", tm->budget_use, 0);
+        jnum(f, "wait_mean_s", tm->wait_mean_s, 0);
+        jnum(f, "wait_p90_s", tm->wait_p90_s, 0);
+        jnum(f, "jct_mean_s", tm->jct_mean_s, 0);
+        jint(f, "reclaimed", tm->reclaimed);
+        jnum(f, "rho", tm->rho, 1);
         fprintf(f, "}");
     }
     fprintf(f, "]}, ");
@@ -209,6 +214,27 @@ void spw_report_compare_json(FILE *f, const spw_trace_t *t, const spw_report_row
         fprintf(f, "%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, "]\n");
+}
+
+/* Waits per team and Themis's finish-time fairness (docs/fairshare.md). */
+static void table_teams(FILE *f, const spw_report_row_t *r)
+{
+    const spw_sim_summary_t *s = &r->sum;
+    char a[32], b[32], c[32], rho[16];
+    fprintf(f, "\n  %-16s %6s %12s %12s %12s %6s %9s\n", "team", "jobs", "mean wait", "p90 wait",
+            "mean JCT", "rho", "reclaimed");
+    for (size_t k = 0; k <= s->nteams; k++) {
+        const spw_sim_team_t *tm = &s->team[k];
+        if (!team_shown(s, k) || !tm->jobs)
+            continue;
+        snprintf(rho, sizeof(rho), tm->rho > 0 ? "%.2f" : "-", tm->rho);
+        fprintf(f, "  %-16.16s %6zu %12s %12s %12s %6s %9zu\n", team_name(r, k), tm->jobs,
+                human_s(tm->wait_mean_s, a, sizeof(a)), human_s(tm->wait_p90_s, b, sizeof(b)),
+                human_s(tm->jct_mean_s, c, sizeof(c)), rho, tm->reclaimed);
+    }
+    fprintf(f, "  (rho: the team's mean JCT here over its mean JCT alone on 1/N of the pools;\n"
+               "   reclaimed: attempts preempted for a team under its quota, %zu in all)\n",
+            s->reclaims);
 }
 
 static void table_governance(FILE *f, const spw_report_row_t *r)
@@ -353,6 +379,8 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
         table_spot(f, r);
     if (s->gov)
         table_governance(f, r);
+    if (s->gov && s->nteams)
+        table_teams(f, r);
     fprintf(f, "  (simulated in %.2f s)\n", r->seconds);
 }
 

@@ -62,12 +62,21 @@ int cfg_perf_classes(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 /* gov.c: governance sections; intern_name also for performance: classes. */
 int cfg_intern_name(ctx_t *x, const spw_ynode_t *n, char ***tab, size_t *cnt, size_t max,
                 const char *what, const char *name, spw_error_t *err);
+int cfg_count_key(ctx_t *x, const spw_ynode_t *n, const char *key, long lo, double *out,
+                  spw_error_t *err);
 int cfg_teams_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_residency_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_rules_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_data_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+
+/* fairshare.c: a team's quota, weight and cohort (into t, from team map
+ * n), the cohorts section (before teams), and the checks of quotas
+ * against the fleet once everything is read (file names the config). */
+int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err);
+int cfg_cohorts_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err);
 
 /* daemon.c: the daemon section; user_value also for teams' run_as. */
 void cfg_daemon_defaults(spw_daemon_conf_t *dc);

@@ -82,9 +82,10 @@ static int usd_key(ctx_t *x, const spw_ynode_t *n, const char *key, double lo, i
     return 0;
 }
 
-/* A whole number > 0 at key of map n (GPU caps), left as it is when absent. */
-static int count_key(ctx_t *x, const spw_ynode_t *n, const char *key, double *out,
-                     spw_error_t *err)
+/* A whole number of GPUs from lo to 1e8 at key of map n (caps: lo 1;
+ * quotas: lo 0), left as it is when absent. */
+int cfg_count_key(ctx_t *x, const spw_ynode_t *n, const char *key, long lo, double *out,
+                  spw_error_t *err)
 {
     const spw_ynode_t *v = spw_ymap_get(n, key);
     if (!v)
@@ -92,8 +93,8 @@ static int count_key(ctx_t *x, const spw_ynode_t *n, const char *key, double *ou
     long c;
     if (spw_ynode_int(x->d, v, key, &c, err) < 0)
         return -1;
-    if (c < 1 || c > 100000000)
-        return cfg_at(x, v, err, "%s must be a whole number from 1 to 100000000", key);
+    if (c < lo || c > 100000000)
+        return cfg_at(x, v, err, "%s must be a whole number from %ld to 100000000", key, lo);
     *out = (double)c;
     return 0;
 }
@@ -133,7 +134,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     static const char *const keys[] = {"name", "monthly_usd", "weekly_usd", "on_exhausted",
                                        "max_cloud_usd_per_h", "max_cloud_gpus",
                                        "max_cloud_egress_usd_per_month",
-                                       "max_egress_usd_per_month", "run_as", NULL};
+                                       "max_egress_usd_per_month", "run_as", "quota",
+                                       "weight", "cohort", NULL};
     spw_gov_t *g = &x->cfg->fleet.gov;
     if (spw_ymap_check_keys(x->d, n, "a team", keys, err) < 0)
         return -1;
@@ -185,7 +187,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         usd_key(x, n, "max_cloud_usd_per_h", 0, 1, &t.max_cloud_usd_per_h, err) < 0 ||
         usd_key(x, n, on ? "max_egress_usd_per_month" : "max_cloud_egress_usd_per_month", 0, 0,
                 &t.max_egress_usd_per_month, err) < 0 ||
-        count_key(x, n, "max_cloud_gpus", &t.max_cloud_gpus, err) < 0)
+        cfg_count_key(x, n, "max_cloud_gpus", 1, &t.max_cloud_gpus, err) < 0 ||
+        cfg_team_fair(x, n, &t, err) < 0)
         return -1;
     const spw_ynode_t *ev = spw_ymap_get(n, "on_exhausted");
     if (ev) {
@@ -220,7 +223,7 @@ int cfg_caps_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     if (spw_ymap_check_keys(x->d, n, "caps", keys, err) < 0)
         return -1;
     if (usd_key(x, n, "max_cloud_usd_per_h", 0, 1, &g->max_cloud_usd_per_h, err) < 0 ||
-        count_key(x, n, "max_cloud_gpus", &g->max_cloud_gpus, err) < 0 ||
+        cfg_count_key(x, n, "max_cloud_gpus", 1, &g->max_cloud_gpus, err) < 0 ||
         duration_key(x, n, "default_max_runtime_s", 1, &g->default_max_runtime_s, err) < 0)
         return -1;
     return 0;

@@ -112,7 +112,7 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
 {
     static const char *const keys[] = {"onprem", "cloud", "policy", "daemon", "spot", "failures",
                                        "teams", "caps", "rules", "residency", "data", "sim",
-                                       "performance", NULL};
+                                       "performance", "cohorts", NULL};
     memset(cfg, 0, sizeof(*cfg));
     spw_fleet_init(&cfg->fleet);
     spw_policy_default(&cfg->policy);
@@ -174,7 +174,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
         const char *key;
         int (*parse)(ctx_t *, const spw_ynode_t *, spw_error_t *);
     } gov_sections[] = {
-        {"teams", cfg_teams_section},         {"caps", cfg_caps_section},
+        {"cohorts", cfg_cohorts_section},     {"teams", cfg_teams_section},
+        {"caps", cfg_caps_section},
         {"residency", cfg_residency_section}, {"rules", cfg_rules_section},
         {"data", cfg_data_section},           {"sim", cfg_sim_section},
     };
@@ -185,7 +186,8 @@ static int load_doc(spw_config_t *cfg, spw_ydoc_t *d, const char *base_dir, spw_
     }
     if (cfg_perf_classes(&x, spw_ymap_get(root, "performance"), err) < 0)
         goto error;
-    if (spw_gov_validate(&cfg->fleet.gov, &cfg->fleet, spw_ydoc_name(d), err) < 0)
+    if (spw_gov_validate(&cfg->fleet.gov, &cfg->fleet, spw_ydoc_name(d), err) < 0 ||
+        cfg_fair_validate(&x, spw_ydoc_name(d), err) < 0)
         goto error;
     spw_ydoc_destroy(d);
     return 0;

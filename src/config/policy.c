@@ -11,9 +11,13 @@
 #include "util/timeparse.h"
 #include "util/yaml.h"
 
+static int duration_value(ctx_t *x, const spw_ynode_t *v, const char *key, double lo, double hi,
+                          double *out, spw_error_t *err);
+
 int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
-    static const char *const keys[] = {"queue", "scan", "backfill", "fit", "wait", NULL};
+    static const char *const keys[] = {"queue", "scan", "backfill", "fit", "wait", "half_life",
+                                       "reclaim_grace", NULL};
     spw_policy_t *p = &x->cfg->policy;
     if (spw_ymap_check_keys(x->d, n, "policy", keys, err) < 0)
         return -1;
@@ -33,6 +37,17 @@ int cfg_policy_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     POLICY_KEY("fit", spw_fit_parse, fit)
     POLICY_KEY("wait", spw_wait_parse, wait)
 #undef POLICY_KEY
+    if ((v = spw_ymap_get(n, "half_life"))) {
+        if (spw_ynode_str(x->d, v, "half_life", &s, err) < 0)
+            return -1;
+        if (strcmp(s, "never") == 0)
+            p->half_life_s = INFINITY;
+        else if (duration_value(x, v, "half_life", 60, 3.1536e8, &p->half_life_s, err) < 0)
+            return -1;
+    }
+    if ((v = spw_ymap_get(n, "reclaim_grace")) &&
+        duration_value(x, v, "reclaim_grace", 0, 86400, &p->reclaim_grace_s, err) < 0)
+        return -1;
     return 0;
 }
 

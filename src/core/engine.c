@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/fair.h"
 
 /* ---- bitmaps with a one-level summary ---------------------------------- */
 
@@ -158,6 +159,8 @@ typedef struct jclass {
                                 offer that could serve it */
     int same_boot;           /* its offers all boot equally fast: worst cases
                                 then rise with the price */
+    uint32_t team;           /* its team (index + 1) when fair share or
+                                quotas split classes by team; else 0 */
     spw_job_t *root;         /* treap of queued jobs */
     spw_job_t *head;         /* first job in queue order (cached) */
     size_t count;            /* queued jobs */
@@ -238,6 +241,10 @@ struct spw_engine {
     size_t nlchunk, caplchunk;
     spw_job_links_t **lfree;      /* free links (a stack) */
     size_t nlfree, caplfree;
+    spw_fair_t *fair;             /* fair share and quotas (core/fair.c) */
+    int by_team;                  /* queue: fair or quotas: classes per team */
+    spw_job_t **recl;             /* victims to preempt now, from the last schedule */
+    size_t nrecl;
 };
 
 /* A job waiting for spot or cloud capacity is looked at again no sooner
@@ -638,17 +645,17 @@ static inline uint64_t class_key(uint32_t gpus, uint64_t mask, uint32_t profile,
 }
 
 static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t profile,
-                         uint32_t data, uint32_t per_node, uint32_t perf_cls)
+                         uint32_t data, uint32_t per_node, uint32_t perf_cls, uint32_t team)
 {
-    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node ^ (uint64_t)perf_cls << 32) &
-               (e->hash_cap - 1);
+    size_t i = hash32(class_key(gpus, mask, profile, data) ^ per_node ^ (uint64_t)perf_cls << 32 ^
+                      (uint64_t)team << 48) & (e->hash_cap - 1);
     for (;; i = (i + 1) & (e->hash_cap - 1)) {
         uint32_t v = e->cls_hash[i];
         if (!v)
             break;
         jclass_t *c = &e->cls[v - 1];
         if (c->gpus == gpus && c->mask == mask && c->profile == profile && c->data == data &&
-            c->per_node == per_node && c->perf_cls == perf_cls)
+            c->per_node == per_node && c->perf_cls == perf_cls && c->team == team)
             return v - 1;
     }
     GROW(e->cls, e->ncls, e->capcls);
@@ -670,6 +677,7 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
     }
     c->profile = profile;
     c->data = data;
+    c->team = team;
     class_setup(e, c);
     e->cls_hash[i] = (uint32_t)++e->ncls;
     if (e->ncls * 2 > e->hash_cap) {
@@ -679,7 +687,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
         for (size_t k = 0; k < e->ncls; k++) {
             const jclass_t *ck = &e->cls[k];
             size_t s = hash32(class_key(ck->gpus, ck->mask, ck->profile, ck->data) ^
-                              ck->per_node ^ (uint64_t)ck->perf_cls << 32) & (cap - 1);
+                              ck->per_node ^ (uint64_t)ck->perf_cls << 32 ^
+                              (uint64_t)ck->team << 48) & (cap - 1);
             while (h[s])
                 s = (s + 1) & (cap - 1);
             h[s] = (uint32_t)(k + 1);
@@ -695,7 +704,8 @@ static uint32_t class_of(spw_engine_t *e, uint32_t gpus, uint64_t mask, uint32_t
 static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
     return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data,
-                    j->gpus_per_node, spw_fleet_perf_class(e->fleet, j->jclass) ? j->jclass : 0);
+                    j->gpus_per_node, spw_fleet_perf_class(e->fleet, j->jclass) ? j->jclass : 0,
+                    e->by_team ? j->team : 0);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -944,6 +954,7 @@ static void take_onprem(spw_engine_t *e, const jclass_t *c, spw_job_t *j, place_
     }
     if (e->policy.backfill == SPW_BACKFILL_EASY)
         run_push(e, j);
+    spw_fair_start(e->fair, j, j->alloc_gpus, j->placed_s);
 }
 
 static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
@@ -1792,14 +1803,122 @@ static void retry_held(spw_engine_t *e, double now)
     }
 }
 
+/* ---- fair share and quotas (core/fair.c, docs/fairshare.md) ----------------- */
+
+/* Queue order across teams: with quotas, work that fits in its team's
+ * nominal quota before work that would borrow; under queue: fair, the team
+ * with the lower fair-share key (usage over share) first; then the
+ * policy's order. */
+static int fair_job_before(const spw_engine_t *e, const spw_job_t *a, const spw_job_t *b,
+                           double now)
+{
+    if (e->by_team && a->team != b->team) {
+        if (spw_fair_quotas(e->fair)) {
+            spw_fair_tier_t ta = spw_fair_tier(e->fair, a->team, a->gpus),
+                            tb = spw_fair_tier(e->fair, b->team, b->gpus);
+            if (ta != tb)
+                return ta < tb;
+        }
+        if (e->policy.queue == SPW_QUEUE_FAIR) {
+            double ka = spw_fair_key(e->fair, a->team, now), kb = spw_fair_key(e->fair, b->team, now);
+            if (ka != kb)
+                return ka < kb;
+        }
+    }
+    return job_before(e, a, b);
+}
+
+static int head_before(const spw_engine_t *e, const jclass_t *a, const jclass_t *b, double now)
+{
+    return fair_job_before(e, a->head, b->head, now);
+}
+
+/* Whether class c's jobs may start on-prem now as far as quotas go. */
+static int head_ok(const spw_engine_t *e, const jclass_t *c)
+{
+    return !spw_fair_quotas(e->fair) ||
+           spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_REFUSED;
+}
+
+/* Gives notice to victims in one pool of class c, taken in
+ * spw_fair_candidates' order until their preemption lets c's head start
+ * there: for a job that fits a node, those on the first node that becomes
+ * roomy enough; for a bigger one, all taken until enough whole nodes are
+ * free.  1 when it found them. */
+static int reclaim_for(spw_engine_t *e, const jclass_t *c, double now)
+{
+    spw_job_t **cand;
+    size_t n = spw_fair_candidates(e->fair, c->team, now, &cand);
+    for (uint32_t k = 0; k < c->npools && n; k++) {
+        const pool_t *p = &e->pools[c->pools[k]];
+        uint32_t *extra = spw_xcalloc(p->n, sizeof(uint32_t));
+        uint8_t *taken = spw_xcalloc(n, 1);
+        uint64_t full = p->full_gpus;
+        int multi = c->gpus > p->maxcap;
+        int64_t at = -1;   /* the node that fits (single), or 0 (multi) */
+        spw_fair_take_reset(e->fair);
+        for (size_t i = 0; i < n && at < 0; i++) {
+            spw_job_t *v = cand[i];
+            if (v->pool != (int32_t)c->pools[k] || !spw_fair_may_take(e->fair, v))
+                continue;
+            taken[i] = 1;
+            for (uint32_t m = 0; m < v->nnodes && at < 0; m++) {
+                uint32_t node = v->l->nodes ? v->l->nodes[m] : (uint32_t)v->node;
+                uint16_t cap = p->spec->node_gpus[node];
+                uint32_t was = p->freeg[node] + extra[node];
+                extra[node] += v->l->nodes ? cap : v->alloc_gpus;
+                uint32_t now_free = p->freeg[node] + extra[node];
+                if (!multi && now_free >= c->gpus)
+                    at = node;
+                if (multi && was < cap && now_free >= cap && (full += cap) >= c->gpus)
+                    at = 0;
+            }
+        }
+        for (size_t i = 0; i < n && at >= 0; i++) {
+            if (!taken[i])
+                continue;
+            int on = multi;
+            for (uint32_t m = 0; m < cand[i]->nnodes && !on; m++)
+                on = (cand[i]->l->nodes ? cand[i]->l->nodes[m] : (uint32_t)cand[i]->node) ==
+                     (uint32_t)at;
+            if (on)
+                spw_fair_mark(e->fair, cand[i], c->team, now);
+        }
+        free(extra);
+        free(taken);
+        if (at >= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* After the pass: each team under its nominal quota whose next job fits
+ * in it but finds no room reclaims borrowed GPUs; victims whose grace is
+ * over are listed for the caller. */
+static void reclaim(spw_engine_t *e, double now)
+{
+    e->nrecl = 0;
+    if (!spw_fair_quotas(e->fair))
+        return;
+    for (size_t i = 0; i < e->ncls; i++) {
+        jclass_t *c = &e->cls[i];
+        if (!c->head || c->never_onprem || spw_fair_reclaiming(e->fair, c->team) ||
+            spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_NOMINAL ||
+            find_place(e, c).pool >= 0)
+            continue;
+        reclaim_for(e, c, now);
+    }
+    e->nrecl = spw_fair_due(e->fair, now, &e->recl);
+}
+
 /* ---- passes --------------------------------------------------------------- */
 
-static jclass_t *global_head(spw_engine_t *e)
+static jclass_t *global_head(spw_engine_t *e, double now)
 {
     jclass_t *best = NULL;
     for (size_t i = 0; i < e->ncls; i++) {
         jclass_t *c = &e->cls[i];
-        if (c->head && (!best || job_before(e, c->head, best->head)))
+        if (c->head && head_ok(e, c) && (!best || head_before(e, c, best, now)))
             best = c;
     }
     return best;
@@ -1808,7 +1927,7 @@ static jclass_t *global_head(spw_engine_t *e)
 static void pass_hol(spw_engine_t *e, double now)
 {
     for (;;) {
-        jclass_t *c = global_head(e);
+        jclass_t *c = global_head(e, now);
         if (!c)
             return;
         place_t pl = find_place(e, c);
@@ -1826,7 +1945,8 @@ static void pass_skip(spw_engine_t *e, double now)
         jclass_t *best = NULL;
         for (size_t i = 0; i < e->ncls; i++) {
             jclass_t *c = &e->cls[i];
-            if (c->head && (!best || job_before(e, c->head, best->head)) && class_fits(e, c))
+            if (c->head && head_ok(e, c) && (!best || head_before(e, c, best, now)) &&
+                class_fits(e, c))
                 best = c;
         }
         if (!best)
@@ -2006,7 +2126,7 @@ static void pass_easy(spw_engine_t *e, double now)
 {
     jclass_t *h;
     for (;;) {
-        h = global_head(e);
+        h = global_head(e, now);
         if (!h)
             return;
         place_t pl = find_place(e, h);
@@ -2017,7 +2137,8 @@ static void pass_easy(spw_engine_t *e, double now)
     /* The head is blocked.  Nothing to backfill unless some class fits. */
     int any = 0;
     for (size_t i = 0; i < e->ncls && !any; i++)
-        any = e->cls[i].head && &e->cls[i] != h && class_fits(e, &e->cls[i]);
+        any = e->cls[i].head && &e->cls[i] != h && head_ok(e, &e->cls[i]) &&
+              class_fits(e, &e->cls[i]);
     if (!any)
         return;
     resv_t r = {.h = h, .t = INFINITY};
@@ -2028,7 +2149,7 @@ static void pass_easy(spw_engine_t *e, double now)
         place_t bpl = {.pool = -1, .node = 0, .multi = 0};
         for (size_t i = 0; i < e->ncls; i++) {
             jclass_t *c = &e->cls[i];
-            if (!c->head || c == h)
+            if (!c->head || c == h || !head_ok(e, c))
                 continue;
             place_t pl = find_place(e, c);
             if (pl.pool < 0)
@@ -2036,7 +2157,7 @@ static void pass_easy(spw_engine_t *e, double now)
             spw_job_t *cand = c->head;
             if (!keeps_reservation(e, &r, c, cand, pl, now, 0))
                 cand = treap_first_short(c->root, r.t - now - e->policy.restart_overhead_s);
-            if (cand && (!bj || job_before(e, cand, bj))) {
+            if (cand && (!bj || fair_job_before(e, cand, bj, now))) {
                 best = c;
                 bj = cand;
                 bpl = pl;
@@ -2144,6 +2265,8 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     }
     e->swait_next = INFINITY;
     e->od_next = INFINITY;
+    e->fair = spw_fair_create(g, spw_fleet_gpus(fleet), &e->policy);
+    e->by_team = e->policy.queue == SPW_QUEUE_FAIR || spw_fair_quotas(e->fair);
     return e;
 }
 
@@ -2163,6 +2286,7 @@ void spw_engine_destroy(spw_engine_t *e)
         free(p->shadow);
         free(p->stamp);
     }
+    spw_fair_destroy(e->fair);
     free(e->pools);
     free(e->pool_speed);
     free(e->offer_speed);
@@ -2389,6 +2513,7 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     /* A burst, retried or rejected job left the queue: those behind it
      * may fit now (try_burst and refused set dirty). */
     pass(e, now);
+    reclaim(e, now);
     find_switches(e, now);
     *placed = e->placed;
     return e->nplaced;
@@ -2424,6 +2549,7 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         if (!(hours > 0))
             hours = 0;
         pool_t *p = &e->pools[j->pool];
+        spw_fair_stop(e->fair, j, now);
         if (e->policy.backfill == SPW_BACKFILL_EASY)
             run_del(e, j);
         if (j->l->nodes) {
@@ -2543,7 +2669,7 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
     j->lost_s += lost;
     j->lost_gpu_s += lost * j->gpus;
     j->done_s = kept;
-    if (why == SPW_INTERRUPT_PREEMPTED) {
+    if (why == SPW_INTERRUPT_PREEMPTED || why == SPW_INTERRUPT_RECLAIMED) {
         j->preemptions++;
         if (j->state == SPW_JOB_CLOUD)
             j->last_offer = j->offer;
@@ -2570,6 +2696,11 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         /* The same, and its spot policy now picks spot. */
         j->reason = SPW_REASON_SWITCH_SPOT;
         enqueue(e, c, j, now, now, SPW_REASON_SWITCH_SPOT);
+    } else if (why == SPW_INTERRUPT_RECLAIMED) {
+        /* Back in the queue from its checkpoint; its wait counts from its
+         * submission, as a failover's. */
+        j->reason = SPW_REASON_RECLAIMED;
+        enqueue(e, c, j, now, j->submit_s + wait, SPW_REASON_WAIT_EXPIRED);
     } else if (e->policy.failover == SPW_FAILOVER_BURST) {
         j->reason = SPW_REASON_NODE_FAILED;
         enqueue(e, c, j, now, j->submit_s + wait, SPW_REASON_FAILOVER);
@@ -2953,6 +3084,9 @@ double spw_engine_next_wakeup(spw_engine_t *e)
         t = e->swait_next;
     if (e->nod && e->od_next < t)
         t = e->od_next;
+    double r = spw_fair_next(e->fair);
+    if (r < t)
+        t = r;
     return e->nheld && e->held_retry_at < t ? e->held_retry_at : t;
 }
 
@@ -3034,6 +3168,17 @@ size_t spw_engine_rejected(spw_engine_t *e, spw_job_t ***rejected)
 {
     *rejected = e->rejected;
     return e->nrejected;
+}
+
+size_t spw_engine_reclaims(spw_engine_t *e, spw_job_t ***jobs)
+{
+    *jobs = e->recl;
+    return e->nrecl;
+}
+
+const spw_fair_t *spw_engine_fair(const spw_engine_t *e)
+{
+    return e->fair;
 }
 
 spw_govrt_t *spw_engine_gov(spw_engine_t *e)

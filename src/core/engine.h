@@ -141,6 +141,8 @@ typedef enum spw_interrupt {
     SPW_INTERRUPT_NODE_FAILED,   /* an on-prem node it held went down */
     SPW_INTERRUPT_SWITCH,        /* the caller stopped it to move it to spot
                                     (spw_engine_switches) */
+    SPW_INTERRUPT_RECLAIMED,     /* the caller preempted it for a team under
+                                    its quota (spw_engine_reclaims) */
 } spw_interrupt_t;
 
 /* A placed job lost its capacity at `now`.  Its GPUs or instances are freed
@@ -170,6 +172,27 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
  * paying its restart overhead again.  A caller that ignores the list
  * changes nothing.  Valid until the next spw_engine_schedule. */
 size_t spw_engine_switches(spw_engine_t *e, spw_job_t ***jobs);
+
+/* ---- fair share and quotas (core/fair.h, docs/fairshare.md) ----
+ *
+ * With quotas, a job starts on-prem only when its team stays within its
+ * nominal quota or may borrow (spw_fair_tier); jobs within their quota go
+ * before jobs that would borrow, and under queue: fair teams go in order
+ * of their fair-share key.  After each pass, a team under its nominal
+ * quota whose next job fits in it but finds no room gives notice to
+ * running on-prem jobs of teams above their quota (never taking a team
+ * below it), chosen by spw_fair_candidates' order; once the policy's
+ * reclaim_grace_s has passed they are listed here, the caller stops each
+ * (it may checkpoint during the grace) and calls spw_engine_interrupt(
+ * SPW_INTERRUPT_RECLAIMED): the job keeps its progress to its last
+ * checkpoint, counts a preemption, and queues again (reason RECLAIMED),
+ * its wait counted from its submission.  The caller then schedules again.
+ * Valid until the next call into the engine. */
+size_t spw_engine_reclaims(spw_engine_t *e, spw_job_t ***jobs);
+
+/* The engine's fair-share state, for reports (spw_fair_team). */
+struct spw_fair;
+const struct spw_fair *spw_engine_fair(const spw_engine_t *e);
 
 /* The restart overhead of placed job j's current attempt: the policy's
  * restart_overhead_s for a cloud attempt (a new instance) and for any

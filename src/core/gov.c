@@ -292,6 +292,9 @@ void spw_gov_clear(spw_gov_t *g)
     for (size_t i = 0; i < g->nteams; i++)
         free(g->teams[i].name);
     free(g->teams);
+    for (size_t i = 0; i < g->ncohorts; i++)
+        free(g->cohorts[i].name);
+    free(g->cohorts);
     strv_free(g->classes, g->nclasses);
     strv_free(g->labels, g->nlabels);
     for (size_t i = 0; i < g->nrules; i++)
@@ -338,6 +341,9 @@ void spw_gov_copy(spw_gov_t *dst, const spw_gov_t *src)
     dst->teams = array_dup(src->teams, src->nteams, sizeof(*src->teams));
     for (size_t i = 0; i < src->nteams; i++)
         dst->teams[i].name = str_dup(src->teams[i].name);
+    dst->cohorts = array_dup(src->cohorts, src->ncohorts, sizeof(*src->cohorts));
+    for (size_t i = 0; i < src->ncohorts; i++)
+        dst->cohorts[i].name = str_dup(src->cohorts[i].name);
     dst->classes = strv_dup(src->classes, src->nclasses);
     dst->labels = strv_dup(src->labels, src->nlabels);
     dst->rules = array_dup(src->rules, src->nrules, sizeof(*src->rules));

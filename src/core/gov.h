@@ -88,7 +88,28 @@ typedef struct spw_team_spec {
                                         cache storage of cloud placements per calendar
                                         month (copies into pools are not capped);
                                         INFINITY = none */
+    /* Fair share and quotas (docs/fairshare.md): */
+    int has_quota;               /* quota: was given (0 = none: 0 nominal GPUs
+                                    when some other team has one) */
+    double quota_gpus;           /* nominal share of the on-prem GPUs (quota:
+                                    {gpus: N}), with has_quota */
+    double borrowing_limit_gpus; /* GPUs it may use above its quota, borrowed
+                                    from idle quota; INFINITY = no limit */
+    double lending_limit_gpus;   /* GPUs of its idle quota others may borrow;
+                                    INFINITY = all of it */
+    double weight;               /* fair-share weight among its siblings; 1
+                                    (0 counts as 1) */
+    uint32_t cohort;             /* cohort index + 1; 0 = none */
 } spw_team_spec_t;
+
+/* A cohort: teams (and cohorts below it) that borrow each other's idle
+ * quota; cohorts form a tree through parent. */
+typedef struct spw_cohort_spec {
+    char *name;                  /* owned, unique */
+    int line;                    /* config line, for messages */
+    int parent;                  /* cohort index; -1 = a root */
+    double weight;               /* fair-share weight among its siblings; 1 */
+} spw_cohort_spec_t;
 
 /* A place data can live: an on-prem pool or a cloud region. */
 typedef struct spw_site {
@@ -139,6 +160,8 @@ typedef struct spw_gov {
     double origin_s;             /* unix time of engine time 0 (sim: the config's sim start) */
     spw_team_spec_t *teams;      /* owned */
     size_t nteams;
+    spw_cohort_spec_t *cohorts;  /* owned */
+    size_t ncohorts;
     char **classes;              /* owned: class names rules and residency know */
     size_t nclasses;
     char **labels;               /* owned: "key=value" labels rules name */

@@ -124,6 +124,8 @@ void spw_policy_default(spw_policy_t *p)
     p->max_restarts = UINT32_MAX;
     p->recovery = SPW_RECOVERY_SAME_REGION_FIRST;
     p->failover = SPW_FAILOVER_REQUEUE;
+    p->half_life_s = 7 * 86400.0;
+    p->reclaim_grace_s = 300;
 }
 
 int spw_models_find(const spw_models_t *m, const char *name)

@@ -40,7 +40,8 @@ int spw_model_accepts(const char *want, const char *have);
 
 /* ---- Policy ----------------------------------------------------------- */
 
-#define SPW_QUEUE_ORDERS(X) X(FIFO, "fifo") X(SJF, "sjf") X(PRIORITY, "priority")
+#define SPW_QUEUE_ORDERS(X)                                                   \
+    X(FIFO, "fifo") X(SJF, "sjf") X(PRIORITY, "priority") X(FAIR, "fair")
 #define SPW_SCANS(X) X(HOL, "hol") X(SKIP, "skip")
 #define SPW_BACKFILLS(X) X(NONE, "none") X(EASY, "easy")
 #define SPW_FITS(X) X(FIRST, "first") X(BEST, "best")
@@ -138,6 +139,14 @@ typedef struct spw_policy {
                                 fails it; UINT32_MAX = no bound (default) */
     spw_recovery_t recovery; /* where a preempted job looks first */
     spw_failover_t failover; /* what a node failure does to its jobs */
+    /* Fair share and quotas (docs/fairshare.md): */
+    double half_life_s;      /* queue: fair: a team's past GPU-seconds count
+                                half after this long (Slurm's
+                                PriorityDecayHalfLife); 7 days; INFINITY = no
+                                decay */
+    double reclaim_grace_s;  /* notice a job running on borrowed quota gets
+                                before it is preempted for a team under its
+                                nominal share (time to checkpoint); 300 */
 } spw_policy_t;
 
 void spw_policy_default(spw_policy_t *p);
@@ -318,7 +327,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(MAX_RESTARTS, "failed: interrupted more often than max_restarts")       \
     X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress") \
     X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime") \
-    X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available")
+    X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available") \
+    X(RECLAIMED, "requeued: a team under its quota took back the GPUs it borrowed")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
@@ -343,6 +353,8 @@ typedef struct spw_job_links {
                                    spot or cloud capacity */
     uint8_t burst_why;          /* spw_reason_t of the pending expiry; 0 =
                                    the wait rule */
+    uint32_t fair_idx;          /* index in its team's running list (core/fair.c) */
+    double reclaim_at_s;        /* a reclaim preempts it at this time; 0 = none */
 } spw_job_links_t;
 
 struct spw_job {

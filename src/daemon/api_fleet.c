@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fair.h"
 #include "daemon/api_private.h"
 #include "util/version.h"
 
@@ -332,6 +333,15 @@ static void team_budget_json(spw_daemon_t *d, json_t *o, const teamsum_t *t, spw
     json_object_set_new(o, "held_jobs", json_integer(t->held));
     json_object_set_new(o, "onprem_only_jobs", json_integer(t->onprem_only));
     json_object_set_new(o, "rejected_jobs", json_integer(t->rejected));
+    /* Fair share and quotas, now (api_teams.c); null outside them. */
+    static const char *const gk[] = {"nominal_gpus", "used_gpus", "borrowed_gpus", "lent_gpus"};
+    double gv[4];
+    int fair = ts && (d->cfg->policy.queue == SPW_QUEUE_FAIR ||
+                      spw_fair_quotas(spw_engine_fair(d->engine)));
+    if (fair)
+        api_team_gpus(d, (size_t)t->gov, gv);
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(o, gk[k], fair ? json_real(gv[k]) : json_null());
 }
 
 int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *period, json_t **out,

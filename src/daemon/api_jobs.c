@@ -456,6 +456,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
     }
     json_object_set_new(o, "decision", dec ? dec : json_null());
     json_object_set_new(o, "candidates", spw_daemon_candidates_json(d, j));
+    json_object_set_new(o, "fair_share", owned ? json_null() : api_fair_explain(d, j));
     spw_daemon_view_free(owned);
     UNLOCK(d);
     *out = o;

@@ -247,6 +247,18 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                 put(&b, "spillway_jobs_held{team=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
                     esc(g->teams[i].name, e1, sizeof(e1)), spw_daemon_wait_name((spw_dm_wait_t)w),
                     held[i * 3 + w]);
+        put(&b, "# HELP spillway_team_gpus On-prem GPUs per team: its quota (nominal), held by "
+                "its jobs (used), held above its quota (borrowed), of its quota held by others "
+                "(lent).\n");
+        put(&b, "# TYPE spillway_team_gpus gauge\n");
+        static const char *const kinds[] = {"nominal", "used", "borrowed", "lent"};
+        for (size_t i = 0; i < g->nteams; i++) {
+            double v[4];
+            api_team_gpus(d, i, v);
+            for (int k = 0; k < 4; k++)
+                put(&b, "spillway_team_gpus{team=\"%s\",kind=\"%s\"} %g\n",
+                    esc(g->teams[i].name, e1, sizeof(e1)), kinds[k], v[k]);
+        }
         free(L);
     }
     free(held);

@@ -27,4 +27,12 @@ offer_tally_t *api_tally_offers(const spw_daemon_t *d, double now);
 int api_provider_total(const spw_daemon_t *d, const offer_tally_t *t, size_t i, double *usd,
                        size_t *n);
 
+/* api_teams.c: fair share and quotas.  Team i's (config index) on-prem
+ * GPUs: v[0] nominal, v[1] used, v[2] borrowed, v[3] lent. */
+void api_team_gpus(const spw_daemon_t *d, size_t i, double v[4]);
+/* What explain says of job j's fair share: "waits: team cv is above its
+ * fair share (61% used vs 50%)", "will preempt j-000123 (borrowed by team
+ * a)", ...; JSON null when fair share does not concern it. */
+json_t *api_fair_explain(const spw_daemon_t *d, const djob_t *j);
+
 #endif

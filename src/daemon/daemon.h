@@ -121,6 +121,10 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
  * 403 otherwise). */
 int spw_daemon_instances(spw_daemon_t *d, const spw_caller_t *who, int release_orphans,
                          json_t **out, spw_error_t *err);
+/* GET /v1/teams: fair share and quotas: per team (a team's caller sees its
+ * own) nominal, used, borrowed and lent on-prem GPUs, decayed usage and
+ * share; per cohort (admins) the same summed over its subtree. */
+int spw_daemon_teams(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw_error_t *err);
 /* GET /v1/costs?period=P: spend, budgets and caps for period P ("2026-11",
  * "2026-W47"; NULL or "" = the current month, each team's budget over its
  * own current period); 400 for a period that does not parse. */

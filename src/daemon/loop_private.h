@@ -340,4 +340,10 @@ void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *b
  * rank there are lost). */
 void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now);
 
+/* ---- fairshare.c ------------------------------------------------------------ */
+/* Stops the jobs whose reclaim grace is over (spw_engine_reclaims) after the
+ * turn's schedule: each is interrupted as RECLAIMED (SIGTERM first, so it
+ * can checkpoint) and queues again to resume from its checkpoint. */
+void dm_reclaim(spw_daemon_t *d, double now);
+
 #endif

@@ -552,6 +552,14 @@ static void h_instances(call_t *c, spw_route_resp_t *out) { instances(c, 0, out)
 
 static void h_release_orphans(call_t *c, spw_route_resp_t *out) { instances(c, 1, out); }
 
+static void h_teams(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_teams(c->d, &c->who, &obj, &err);
+    resp_daemon(out, st, obj, &err);
+}
+
 static void h_costs(call_t *c, spw_route_resp_t *out)
 {
     json_t *obj = NULL;
@@ -655,6 +663,7 @@ static const route_t routes[] = {
     {"/v1/jobs/*/logs", "GET", ALLOW_GET, 0, NULL, log_params, h_logs},
     {"/v1/pools", "GET", ALLOW_GET, 0, NULL, no_params, h_pools},
     {"/v1/costs", "GET", ALLOW_GET, 0, NULL, costs_params, h_costs},
+    {"/v1/teams", "GET", ALLOW_GET, 0, NULL, no_params, h_teams},
     {"/v1/instances", "GET", ALLOW_GET, 0, NULL, no_params, h_instances},
     {"/v1/instances/release-orphans", "POST", ALLOW_POST, 0, "instances.release_orphans",
      no_params, h_release_orphans},

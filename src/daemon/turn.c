@@ -204,6 +204,7 @@ static void turn_body(spw_daemon_t *d)
                          SPW_INTERRUPT_SWITCH, "ahead of uniform progress with spot free: moving "
                          "from on demand to spot", now);
     free(copy);
+    dm_reclaim(d, now);
     dm_save_held(d);
     /* The providers' state (the emulated cloud's file): once per turn,
      * before the commit. */

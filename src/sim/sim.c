@@ -554,6 +554,8 @@ static void interrupt(sim_t *s, spw_job_t *j, spw_interrupt_t why, double t)
         s->out->preemptions++;
     else if (why == SPW_INTERRUPT_NODE_FAILED)
         s->out->jobs_interrupted_by_failure++;
+    else if (why == SPW_INTERRUPT_RECLAIMED)
+        s->out->reclaims++;
     else
         s->out->switches_to_spot++;
     if (rc == 1) {   /* past max_restarts: the engine gave it up */
@@ -904,6 +906,30 @@ static void sim_free(sim_t *s)
         free(s->per.h);
 }
 
+/* Per team: mean wait and JCT (summarize added up the sums) and the p90
+ * wait, in v (scratch of n doubles). */
+static void team_waits(sim_t *s, double *v)
+{
+    spw_sim_summary_t *out = s->out;
+    uint32_t nt = (uint32_t)s->fleet->gov.nteams;
+    for (uint32_t k = 0; k <= nt; k++) {
+        spw_sim_team_t *tm = &out->team[k];
+        if (!tm->jobs_done)
+            continue;
+        tm->wait_mean_s /= (double)tm->jobs_done;
+        tm->jct_mean_s /= (double)tm->jobs_done;
+        size_t m = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            const spw_job_t *j = &s->jobs[i];
+            const jrec_t *r = &s->rec[i];
+            if (j->state == SPW_JOB_DONE && (j->team <= nt ? j->team : 0) == k)
+                v[m++] = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) -
+                         j->submit_s;
+        }
+        tm->wait_p90_s = spw_quantile(v, m, 0.90);
+    }
+}
+
 /* Fills the summary from the jobs after the run. */
 static void summarize(sim_t *s)
 {
@@ -983,8 +1009,12 @@ static void summarize(sim_t *s)
         jct[ran] = j->end_s - j->submit_s;
         wsum += wait[ran];
         jsum += jct[ran];
+        tm->jobs_done++;
+        tm->wait_mean_s += wait[ran];
+        tm->jct_mean_s += jct[ran];
         ran++;
     }
+    team_waits(s, wait);
     out->spot_gpu_hours = spot_gpu_s / 3600.0;
     out->ondemand_gpu_hours = od_gpu_s / 3600.0;
     out->cloud_gpu_hours = (spot_gpu_s + od_gpu_s) / 3600.0;
@@ -1138,6 +1168,15 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
             nmoves = spw_engine_switches(e, &moves);
             for (size_t k = 0; k < nmoves; k++)
                 interrupt(&s, moves[k], SPW_INTERRUPT_SWITCH, t);
+            /* Borrowed GPUs a team under its quota takes back: the
+             * victims' grace is over; they resume from their checkpoint. */
+            size_t nrec = spw_engine_reclaims(e, &moves);
+            for (size_t k = 0; k < nrec; k++) {
+                spw_job_t *v = moves[k];
+                out->team[v->team <= fleet->gov.nteams ? v->team : 0].reclaimed++;
+                interrupt(&s, v, SPW_INTERRUPT_RECLAIMED, t);
+            }
+            nmoves += nrec;
         } while (nmoves || nrefused);
         double org_usd_h, org_gpus;
         spw_govrt_org(spw_engine_gov(e), &org_usd_h, &org_gpus);
@@ -1195,4 +1234,56 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         out->onprem_utilization =
             out->onprem_gpu_hours / ((double)out->onprem_gpus * out->makespan_s / 3600.0);
     return 0;
+}
+
+int spw_sim_fairness(const spw_fleet_t *fleet, const spw_policy_t *policy,
+                     const spw_job_t *jobs, const double *runtime_s, size_t n,
+                     spw_sim_summary_t *out, spw_error_t *err)
+{
+    const spw_gov_t *g = &fleet->gov;
+    size_t nt = g->nteams, teams = 0;
+    for (size_t k = 0; k <= nt; k++)
+        teams += out->team[k].jobs_done > 0;
+    if (teams < 2)
+        return 0;
+    /* The team's own 1/N of the fleet: the same pools with fewer nodes,
+     * the same cloud; the teams without quotas (it is alone). */
+    spw_fleet_t f = *fleet;
+    f.pools = spw_xcalloc(fleet->npools ? fleet->npools : 1, sizeof(*f.pools));
+    for (size_t p = 0; p < fleet->npools; p++) {
+        f.pools[p] = fleet->pools[p];
+        double k = floor((double)fleet->pools[p].nnodes / (double)teams + 0.5);
+        f.pools[p].nnodes = k < 1 ? 1 : (uint32_t)k;
+    }
+    f.gov.teams = spw_xcalloc(nt ? nt : 1, sizeof(*f.gov.teams));
+    for (size_t k = 0; k < nt; k++) {
+        f.gov.teams[k] = g->teams[k];
+        f.gov.teams[k].has_quota = 0;
+    }
+    spw_job_t *js = spw_xcalloc(n ? n : 1, sizeof(*js));
+    double *rt = spw_xcalloc(n ? n : 1, sizeof(*rt));
+    spw_sim_summary_t *alone = spw_xcalloc(1, sizeof(*alone));
+    int rc = 0;
+    for (size_t k = 0; k <= nt && rc == 0; k++) {
+        spw_sim_team_t *tm = &out->team[k];
+        if (!tm->jobs_done)
+            continue;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if ((jobs[i].team <= nt ? jobs[i].team : 0) == k) {
+                js[m] = jobs[i];
+                js[m].l = NULL;
+                rt[m++] = runtime_s[i];
+            }
+        memset(alone, 0, sizeof(*alone));
+        rc = spw_sim_run(&f, policy, js, rt, m, NULL, alone, err);
+        if (rc == 0 && alone->team[k].jct_mean_s > 0)
+            tm->rho = tm->jct_mean_s / alone->team[k].jct_mean_s;
+    }
+    free(alone);
+    free(js);
+    free(rt);
+    free(f.gov.teams);
+    free(f.pools);
+    return rc < 0 ? -1 : 0;
 }

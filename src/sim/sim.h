@@ -111,6 +111,15 @@ typedef struct spw_sim_team {
                                     0 without a budget */
     double worst_period_usd;     /* cloud + egress charged to that period (the
                                     largest period's when there is no budget) */
+    /* Fair share (docs/fairshare.md): over the team's jobs done */
+    size_t jobs_done;            /* jobs of the team that ended done */
+    double wait_mean_s, wait_p90_s; /* submit to first start */
+    double jct_mean_s;           /* submit to end */
+    size_t reclaimed;            /* its attempts preempted by a reclaim */
+    double rho;                  /* Themis finish-time fairness: jct_mean_s
+                                    over the team's mean JCT alone on 1/N of
+                                    the pools (spw_sim_fairness); 0 = not
+                                    computed */
 } spw_sim_team_t;
 
 typedef struct spw_sim_summary {
@@ -184,6 +193,8 @@ typedef struct spw_sim_summary {
                                     move to spot */
     size_t switches_to_spot;     /* on-demand attempts stopped to move to spot
                                     (Uniform Progress's hysteresis) */
+    size_t reclaims;             /* on-prem attempts preempted by a reclaim
+                                    for a team under its quota */
     double lost_gpu_hours;       /* work lost to interruptions, GPU-hours */
     size_t jobs_failed;          /* jobs given up after max_restarts */
     size_t jobs_deadline;        /* jobs with a deadline */
@@ -221,6 +232,15 @@ typedef struct spw_sim_summary {
 int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 spw_job_t *jobs, const double *runtime_s, size_t n,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err);
+
+/* Themis's finish-time fairness for each of the N teams with jobs in a
+ * finished run (out->team[k].jobs > 0): replays each team's jobs alone on
+ * its own 1/N of every pool (nodes rounded, at least one), with quotas
+ * off, and sets out->team[k].rho to the shared run's mean JCT over that
+ * one.  Returns 0, or -1 with err. */
+int spw_sim_fairness(const spw_fleet_t *fleet, const spw_policy_t *policy,
+                     const spw_job_t *jobs, const double *runtime_s, size_t n,
+                     spw_sim_summary_t *out, spw_error_t *err);
 
 /* Value at quantile q (0..1) of v[0..n), nearest-rank; reorders v. */
 double spw_quantile(double *v, size_t n, double q);

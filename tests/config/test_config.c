@@ -546,6 +546,61 @@ static void gov_error(const char *what, const char *gov_yaml, const char *const 
         gov_error(what, yaml, w_);                                            \
     } while (0)
 
+/* Fair share and quotas (docs/fairshare.md): the keys as read, and the
+ * checks against the fleet's 20 on-prem GPUs. */
+static void test_fairshare(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    int rc = gov_load(&c,
+                      "policy: {queue: fair, half_life: 12h, reclaim_grace: 2m}\n"  /* 6 */
+                      "cohorts:\n"
+                      "  - {name: research, parent: org, weight: 2}\n"
+                      "  - {name: org}\n"
+                      "teams:\n"
+                      "  - {name: nlp, quota: {gpus: 8, borrowing_limit: 4, lending_limit: 6}, "
+                      "cohort: research, weight: 3}\n"
+                      "  - {name: cv, quota: {gpus: 8}, cohort: org}\n"
+                      "  - {name: ops}\n", &err);
+    if (!ok(rc == 0, "fair share config loads"))
+        diag("%s", err.text);
+    if (rc == 0) {
+        const spw_gov_t *g = &c.fleet.gov;
+        ok(c.policy.queue == SPW_QUEUE_FAIR && c.policy.half_life_s == 43200 &&
+           c.policy.reclaim_grace_s == 120, "policy: queue fair, half_life 12h, reclaim_grace 2m");
+        ok(g->ncohorts == 2 && g->cohorts[0].parent == 1 && g->cohorts[0].weight == 2 &&
+           g->cohorts[1].parent == -1, "cohorts: research under org (a parent named later)");
+        ok(g->teams[0].has_quota && g->teams[0].quota_gpus == 8 &&
+           g->teams[0].borrowing_limit_gpus == 4 && g->teams[0].lending_limit_gpus == 6 &&
+           g->teams[0].cohort == 1 && g->teams[0].weight == 3,
+           "team nlp: quota 8, borrowing 4, lending 6, cohort research, weight 3");
+        ok(!g->teams[2].has_quota && g->teams[2].cohort == 0 && g->teams[2].weight == 1 &&
+           isinf(g->teams[2].borrowing_limit_gpus), "team ops: no quota, no cohort, weight 1");
+        spw_config_free(&c);
+    }
+    GERR("quota over capacity in a cohort",
+         "cohorts:\n  - {name: lab}\nteams:\n  - {name: a, quota: {gpus: 12}, cohort: lab}\n"
+         "  - {name: b, quota: {gpus: 12}, cohort: lab}\n",
+         "c.yaml:10:", "team 'b'", "quotas of cohort 'lab' add up to 24 GPUs, above the 20");
+    GERR("quotas over capacity in total",
+         "teams:\n  - {name: a, quota: {gpus: 15}}\n  - {name: b, quota: {gpus: 6}}\n",
+         "c.yaml:8:", "teams' quotas add up to 21 GPUs, above the 20");
+    GERR("unknown cohort", "teams:\n  - {name: a, cohort: nope}\n",
+         "c.yaml:7:", "cohort 'nope' is not in cohorts:");
+    GERR("unknown parent", "cohorts:\n  - {name: lab, parent: nope}\n",
+         "c.yaml:7:", "parent 'nope' is not in cohorts:");
+    GERR("cycle", "cohorts:\n  - {name: x, parent: y}\n  - {name: y, parent: x}\n",
+         "c.yaml:7:", "its parents form a cycle");
+    GERR("lending above quota", "teams:\n  - {name: a, quota: {gpus: 4, lending_limit: 5}}\n",
+         "c.yaml:7:", "lending_limit 5 is above the quota's 4 GPUs");
+    GERR("quota without gpus", "teams:\n  - {name: a, quota: {borrowing_limit: 5}}\n",
+         "c.yaml:7:", "quota: give the team's nominal GPUs");
+    GERR("unknown quota key", "teams:\n  - {name: a, quota: {gpu: 5}}\n",
+         "c.yaml:7:", "unknown key 'gpu'");
+    GERR("fair without teams", "policy: {queue: fair}\n", "policy.queue: fair", "no teams:");
+    GERR("bad half-life", "policy: {half_life: soon}\n", "c.yaml:6:", "half_life");
+}
+
 static void test_governance_errors(void)
 {
     GERR("unknown team key", "teams:\n  - name: ml\n    monthly_budget: 5\n",
@@ -1373,6 +1428,7 @@ int main(void)
     if (write_temp(catpath, catalog) == 0) {
         test_governance();
         test_governance_errors();
+        test_fairshare();
         test_capacity_errors();
         if (spot_files() == 0) {
             test_spot();

@@ -3,11 +3,25 @@
 # instance back as a spot reclaim would: the job on it is killed, requeued
 # (attempts 2), placed again on a new instance and runs to success.  A team
 # token gets 403; an unknown instance is 404; an ended one 409.
+# Fair share (docs/fairshare.md): ml has a quota of the slot, cv none; in
+# one cohort cv borrows ml's idle slot with a checkpointing job; when ml
+# submits, the slot is reclaimed after the grace: cv's job is preempted,
+# requeued and resumes from its checkpoint, and ml's job runs on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 18
+plan 27
 
 mkconfig "$T/serve.yaml" 1 none
+sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 3/' "$T/serve.yaml"
+cat >>"$T/serve.yaml" <<EOF
+cohorts:
+  - {name: lab}
+teams:
+  - {name: ml, quota: {gpus: 1}, cohort: lab}
+  - {name: cv, cohort: lab}
+rules:
+  - {name: owned-onprem, match: {class: owned}, placement: onprem_only}
+EOF
 start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts (1 node x 1 slot, wait none)"
 
@@ -67,6 +81,67 @@ http_is 409 "$inst" "preempting it again is 409"
 
 spw ml cancel "$hog" >/dev/null 2>&1 && wait_for "$hog" cancelled 5
 ok $? "the long job is cancelled"
+
+# Borrow: cv has no quota; the idle slot is ml's, lent in cohort lab.  Its
+# job saves a step every 0.3 s and holds after step 3 of its first attempt,
+# so the reclaim lands mid-run.
+cat >"$T/cv.yaml" <<'EOF'
+name: borrower
+gpus: 1
+checkpoint_interval: continuous
+run: |
+  d=$SPILLWAY_CHECKPOINT_DIR; s=$(cat "$d/step" 2>/dev/null || echo 0)
+  echo "attempt $SPILLWAY_ATTEMPT from step $s"
+  for n in $(seq $((s + 1)) 6); do
+    sleep 0.3; echo "$n" >"$d/step.tmp" && mv "$d/step.tmp" "$d/step"; echo "step $n"
+    if [ "$SPILLWAY_ATTEMPT" = 1 ] && [ "$n" = 3 ]; then sleep 60; fi
+  done
+  echo done
+EOF
+cvj=$(submit cv "$T/cv.yaml")
+stepped3() { spw cv logs "$cvj" 2>/dev/null | grep -q '^step 3$'; }
+wait_until 10 stepped3 && [ "$(field "$cvj" 'd["where"]' cv)" = onprem ]
+ok $? "team cv (no quota) borrows ml's idle slot on-prem and checkpoints ($cvj)" ||
+    diag "$(spw cv show "$cvj" 2>&1)"
+printf 'name: owner\ngpus: 1\nclass: owned\nrun: echo owner ran\n' >"$T/owner.yaml"
+http GET /v1/teams admin
+python3 - "$T/http.body" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = {r["team"]: r for r in d["teams"]}
+assert d["queue"] == "fair" and d["quotas"] is True and d["onprem_gpus"] == 1, d
+assert t["ml"]["nominal_gpus"] == 1 and t["ml"]["used_gpus"] == 0 and t["ml"]["lent_gpus"] == 1, t
+assert t["cv"]["nominal_gpus"] == 0 and t["cv"]["used_gpus"] == 1 and t["cv"]["borrowed_gpus"] == 1, t
+c = d["cohorts"][0]
+assert c["cohort"] == "lab" and c["used_gpus"] == 1 and c["borrowed_gpus"] == 1, c
+EOF
+ok $? "/v1/teams: ml lends its 1 GPU of quota, cv borrows it (cohort lab)" || diag "$(cat "$T/http.body")"
+http GET /metrics admin
+grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
+    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body"
+ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending"
+spw admin costs >"$T/costs.out" 2>&1
+grep -A3 '^fair share (on-prem GPUs now)' "$T/costs.out" | grep -Eq '^ *cv +0 +1 +1 +0 *$'
+ok $? "spillway costs: a fair share table with cv's borrowed GPU" || diag "$(cat "$T/costs.out")"
+mlj=$(submit ml "$T/owner.yaml")
+will_preempt() {
+    spw ml explain "$mlj" -o json >"$T/ex.json" 2>/dev/null &&
+        grep -q "will preempt $cvj (borrowed by team cv)" "$T/ex.json"
+}
+wait_until 3 will_preempt
+ok $? "explain during the grace: ml's job will preempt $cvj (borrowed by team cv)" ||
+    diag "$(cat "$T/ex.json")"
+wait_for "$mlj" succeeded 15 && [ "$(field "$mlj" 'd["where"]')" = onprem ]
+ok $? "ml submits: the slot is reclaimed after the 3 s grace and ml's job runs on-prem" ||
+    diag "$(spw ml show "$mlj" 2>&1)"
+grep -q "job $cvj preempted: team ml is under its quota and took back the GPUs borrowed by team cv" "$DLOG"
+ok $? "the daemon logs the reclaim of cv's job for team ml"
+wait_for "$cvj" succeeded 20 cv
+ok $? "cv's job is requeued and runs to success" || diag "$(spw cv show "$cvj" 2>&1)"
+spw cv logs "$cvj" >"$T/cv.out"
+grep -q '^attempt 1 from step 0$' "$T/cv.out" && grep -q '^attempt 2 from step [3-6]$' "$T/cv.out" &&
+    [ "$(tail -1 "$T/cv.out")" = done ]
+ok $? "it resumed from its checkpoint (attempt 2 from step 3 or later)" || diag "$(cat "$T/cv.out")"
 stop_daemon "$DPID"
 no_strays "no job process is left"
 

@@ -14,6 +14,7 @@
 
 #include "fleet.h"
 #include "tap.h"
+#include "config/config.h"
 #include "core/gov.h"
 #include "core/model.h"
 #include "sim/sim.h"
@@ -984,6 +985,73 @@ static void test_inactive(void)
     spw_fleet_clear(&f);
 }
 
+/* Fair share (docs/fairshare.md), the issue's scenario: one
+ * 4 x 8-GPU pool; team a submits 200 one-hour 8-GPU jobs at 0, team b twenty
+ * 30-minute 1-GPU jobs at 10 min.  FIFO makes b wait behind all of a;
+ * queue: fair with quotas of 16 each reclaims borrowed GPUs for b within
+ * the grace, so b waits less than one of its jobs, at about FIFO's
+ * utilisation; rho is worked out for both teams. */
+static void run_scenario(int fair, spw_sim_summary_t *out)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml),
+             "onprem:\n  - {name: pool, nodes: 4, gpus_per_node: 8}\n"
+             "policy: {queue: %s, wait: never, reclaim_grace: 5m}\n"
+             "cohorts:\n  - {name: lab}\n"
+             "teams:\n  - {name: a%s}\n  - {name: b%s}\n",
+             fair ? "fair" : "fifo", fair ? ", quota: {gpus: 16}, cohort: lab" : "",
+             fair ? ", quota: {gpus: 16}, cohort: lab" : "");
+    spw_config_t cfg;
+    spw_error_t err;
+    if (spw_config_load_mem(&cfg, "fair.yaml", yaml, strlen(yaml), NULL, &err) < 0) {
+        ok(0, "the scenario's config loads: %s", err.text);
+        return;
+    }
+    enum { NA = 200, NB = 20 };
+    spw_job_t jobs[NA + NB];
+    double rt[NA + NB];
+    char ids[NA + NB][8];
+    memset(jobs, 0, sizeof(jobs));
+    for (int i = 0; i < NA + NB; i++) {
+        spw_job_t *j = &jobs[i];
+        snprintf(ids[i], sizeof(ids[i]), "%c%d", i < NA ? 'a' : 'b', i);
+        j->id = ids[i];
+        j->submit_s = i < NA ? 0 : 600;
+        j->gpus = i < NA ? 8 : 1;
+        rt[i] = j->est_runtime_s = i < NA ? 3600 : 1800;
+        j->team = i < NA ? 1 : 2;
+        j->order = (uint32_t)i;
+        j->deadline_s = NAN;
+        j->checkpoint_interval_s = 600;
+    }
+    memset(out, 0, sizeof(*out));
+    ok(spw_sim_run(&cfg.fleet, &cfg.policy, jobs, rt, NA + NB, NULL, out, &err) == 0 &&
+       spw_sim_fairness(&cfg.fleet, &cfg.policy, jobs, rt, NA + NB, out, &err) == 0,
+       "the scenario runs under %s", fair ? "fair + quotas" : "fifo");
+    spw_config_free(&cfg);
+}
+
+static void test_fairshare(void)
+{
+    spw_sim_summary_t fifo, fair;
+    run_scenario(0, &fifo);
+    run_scenario(1, &fair);
+    ok(fifo.team[2].wait_mean_s > 5 * 3600, "fifo: team b waits behind all of a (mean %.0f s)",
+       fifo.team[2].wait_mean_s);
+    ok(fair.team[2].wait_mean_s < 1800, "fair: team b's mean wait %.0f s is under one of its "
+       "30-minute jobs", fair.team[2].wait_mean_s);
+    ok(fair.reclaims > 0 && fair.team[1].reclaimed == fair.reclaims,
+       "fair: %zu of a's attempts were reclaimed, none of b's", fair.reclaims);
+    ok(fabs(fair.onprem_utilization - fifo.onprem_utilization) < 0.02,
+       "utilisation within 2 points of fifo (%.3f vs %.3f)", fair.onprem_utilization,
+       fifo.onprem_utilization);
+    ok(fair.team[1].jobs_done == 200 && fair.team[2].jobs_done == 20 &&
+       fair.team[2].wait_p90_s >= fair.team[2].wait_mean_s,
+       "per-team jobs done and p90 >= mean");
+    ok(fifo.team[2].rho > fair.team[2].rho && fair.team[1].rho > 0 && fair.team[2].rho > 0,
+       "rho for both teams; b's falls from %.2f to %.2f", fifo.team[2].rho, fair.team[2].rho);
+}
+
 int main(void)
 {
     test_exhausted();
@@ -993,5 +1061,6 @@ int main(void)
     test_residency();
     test_inactive();
     test_properties();
+    test_fairshare();
     done_testing();
 }

@@ -1,0 +1,232 @@
+/* test_fair.c: fair share and quotas (core/fair.c) as properties of the
+ * engine over random seeded workloads: a team under its nominal quota
+ * starts waiting work within one reclaim grace; reclaims take only
+ * borrowed GPUs; GPUs in use never exceed capacity; budgets are never
+ * overshot; every job starts within the stated bound. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "core/engine.h"
+#include "core/fair.h"
+#include "config/config.h"
+#include "core/model.h"
+#include "util/rng.h"
+
+#define NTEAMS 3
+#define GRACE_S 300.0
+
+typedef struct world {
+    spw_job_t *jobs;
+    double *end;          /* end of the current attempt; INFINITY = not running */
+    double *run_s;        /* true runtime */
+    size_t n;
+    double cond_since[NTEAMS + 1]; /* team has startable work within its quota since; NAN = not */
+    double last_start[NTEAMS + 1];
+    int bad_capacity, bad_reclaim, bad_budget, bad_latency;
+    size_t reclaims;
+} world_t;
+
+/* Whether team t has a queued job that fits in its nominal quota and that
+ * free plus borrowed GPUs (whole nodes here) could hold. */
+static int startable(const world_t *w, const spw_engine_t *e, uint32_t t, double now)
+{
+    const spw_fair_t *f = spw_engine_fair(e);
+    spw_fair_team_t ft, o;
+    spw_fair_team(f, t, now, &ft);
+    spw_engine_stats_t st;
+    spw_engine_stats(e, &st);
+    double room = (double)(st.onprem_gpus - st.onprem_busy_gpus);
+    for (uint32_t u = 1; u <= NTEAMS; u++)
+        if (u != t) {
+            spw_fair_team(f, u, now, &o);
+            room += o.borrowed_gpus;
+        }
+    for (size_t i = 0; i < w->n; i++) {
+        const spw_job_t *j = &w->jobs[i];
+        if (j->team == t && j->state == SPW_JOB_QUEUED && ft.used_gpus + j->gpus <= ft.nominal_gpus &&
+            j->gpus <= room)
+            return 1;
+    }
+    return 0;
+}
+
+static void run_one(uint64_t seed, world_t *w)
+{
+    /* Teams a and b lend each other their quota in cohort lab; c has a
+     * quota and no cohort; a and b have budgets for the cloud. */
+    static const char yaml[] =
+        "onprem:\n  - {name: p, nodes: 6, gpus_per_node: 8}\n"
+        "cloud: {price_usd_per_gpu_h: 3.75, boot_delay_s: 60}\n"
+        "policy: {queue: fair, wait: constant:7200, reclaim_grace: 300, half_life: 1h}\n"
+        "cohorts:\n  - {name: lab}\n"
+        "teams:\n"
+        "  - {name: a, quota: {gpus: 16}, cohort: lab, monthly_usd: 400}\n"
+        "  - {name: b, quota: {gpus: 16}, cohort: lab, monthly_usd: 300}\n"
+        "  - {name: c, quota: {gpus: 16}}\n";
+    spw_config_t cfg;
+    spw_error_t err;
+    if (spw_config_load_mem(&cfg, "fair.yaml", yaml, sizeof(yaml) - 1, NULL, &err) < 0) {
+        diag("%s", err.text);
+        exit(1);
+    }
+    const spw_fleet_t *fl = &cfg.fleet;
+    const spw_policy_t *pp = &cfg.policy;
+    spw_rng_t r;
+    spw_rng_seed(&r, seed);
+    size_t n = 60;
+    memset(w, 0, sizeof(*w));
+    w->n = n;
+    w->jobs = spw_xcalloc(n, sizeof(*w->jobs));
+    w->end = spw_xmalloc(n * sizeof(double));
+    w->run_s = spw_xmalloc(n * sizeof(double));
+    char (*ids)[16] = spw_xcalloc(n, 16);
+    double t = 0;
+    for (size_t i = 0; i < n; i++) {
+        spw_job_t *j = &w->jobs[i];
+        snprintf(ids[i], 16, "j%zu", i);
+        t += spw_rng_exp(&r, 600);
+        j->id = ids[i];
+        j->submit_s = floor(t);
+        j->gpus = spw_rng_below(&r, 3) ? 8 : 16;
+        j->gpus_per_node = 8;
+        w->run_s[i] = 600 + (double)spw_rng_below(&r, 7200);
+        j->est_runtime_s = w->run_s[i];
+        j->team = 1 + (uint32_t)spw_rng_below(&r, NTEAMS);
+        j->order = (uint32_t)i;
+        j->deadline_s = NAN;
+        j->checkpoint_interval_s = spw_rng_below(&r, 2) ? 600 : 0;
+        j->max_runtime_s = 3 * 3600;
+        w->end[i] = INFINITY;
+        spw_job_reset(j);
+    }
+    for (int k = 0; k <= NTEAMS; k++) {
+        w->cond_since[k] = NAN;
+        w->last_start[k] = -1;
+    }
+    spw_engine_t *e = spw_engine_create(fl, pp, &err);
+    size_t next = 0, left = n;
+    double now = 0;
+    while (left) {
+        double tn = next < n ? w->jobs[next].submit_s : INFINITY;
+        for (size_t i = 0; i < n; i++)
+            if (w->end[i] < tn)
+                tn = w->end[i];
+        double wk = spw_engine_next_wakeup(e);
+        if (wk < tn)
+            tn = wk;
+        if (!isfinite(tn))
+            break;
+        now = tn;
+        for (size_t i = 0; i < n; i++)
+            if (w->end[i] <= now) {
+                w->end[i] = INFINITY;
+                spw_engine_finish(e, &w->jobs[i], now);
+                left--;
+            }
+        while (next < n && w->jobs[next].submit_s <= now)
+            spw_engine_submit(e, &w->jobs[next++], now);
+        size_t nrec;
+        do {
+            spw_job_t **placed, **rec;
+            size_t np = spw_engine_schedule(e, now, &placed);
+            for (size_t k = 0; k < np; k++) {
+                spw_job_t *j = placed[k];
+                size_t i = (size_t)(j - w->jobs);
+                double dur = w->run_s[i] - j->done_s + spw_engine_overhead_s(e, j);
+                double cap = spw_engine_max_runtime(e, j);
+                w->end[i] = j->start_s + (dur < cap ? dur : cap);
+                w->last_start[j->team] = now;
+            }
+            nrec = spw_engine_reclaims(e, &rec);
+            spw_job_t *v[64];
+            size_t nv = nrec < 64 ? nrec : 64;
+            memcpy(v, rec, nv * sizeof(*v));
+            for (size_t k = 0; k < nv; k++) {
+                spw_fair_team_t ft;
+                uint32_t alloc = v[k]->alloc_gpus, team = v[k]->team;
+                w->end[v[k] - w->jobs] = INFINITY;
+                spw_engine_interrupt(e, v[k], SPW_INTERRUPT_RECLAIMED, now);
+                spw_fair_team(spw_engine_fair(e), team, now, &ft);
+                /* The victim's team is still at or above its quota. */
+                if (ft.used_gpus < ft.nominal_gpus) {
+                    diag("seed %llu: reclaiming %s (%u GPUs) left team %u at %u < %g",
+                         (unsigned long long)seed, v[k]->id, alloc, team, ft.used_gpus,
+                         ft.nominal_gpus);
+                    w->bad_reclaim++;
+                }
+                w->reclaims++;
+            }
+        } while (nrec);
+        spw_engine_stats_t st;
+        spw_engine_stats(e, &st);
+        if (st.onprem_busy_gpus > st.onprem_gpus)
+            w->bad_capacity++;
+        for (uint32_t k = 1; k <= NTEAMS; k++) {
+            spw_team_ledger_t lg;
+            spw_govrt_ledger(spw_engine_gov(e), (int)k - 1, now, &lg);
+            if (lg.settled_usd + lg.reserved_usd > lg.budget_usd + 1e-6)
+                w->bad_budget++;
+            int c = startable(w, e, k, now);
+            if (!c) {
+                w->cond_since[k] = NAN;
+            } else if (isnan(w->cond_since[k])) {
+                w->cond_since[k] = now;
+            } else if (now > w->cond_since[k] + GRACE_S + 1e-6 &&
+                       w->last_start[k] < w->cond_since[k]) {
+                diag("seed %llu: team %u could start work within its quota since %.0f, "
+                     "nothing started by %.0f", (unsigned long long)seed, k, w->cond_since[k], now);
+                w->bad_latency++;
+                w->cond_since[k] = now;
+            }
+        }
+    }
+    free(ids);
+    spw_engine_destroy(e);
+    spw_config_free(&cfg);
+}
+
+int main(void)
+{
+    size_t reclaims = 0, jobs = 0, done = 0, cloud = 0;
+    int capacity = 0, reclaim = 0, budget = 0, latency = 0, starve = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        world_t w;
+        run_one(seed, &w);
+        capacity += w.bad_capacity;
+        reclaim += w.bad_reclaim;
+        budget += w.bad_budget;
+        latency += w.bad_latency;
+        reclaims += w.reclaims;
+        /* No starvation: every job started, by the last arrival plus every
+         * runtime one after another plus a grace per reclaim. */
+        double bound = w.jobs[w.n - 1].submit_s + (double)w.reclaims * GRACE_S;
+        for (size_t i = 0; i < w.n; i++)
+            bound += w.run_s[i];
+        for (size_t i = 0; i < w.n; i++) {
+            const spw_job_t *j = &w.jobs[i];
+            jobs++;
+            if (j->state == SPW_JOB_DONE)
+                done++;
+            cloud += j->offer >= 0;
+            if (j->state != SPW_JOB_DONE || j->placed_s > bound)
+                starve++;
+        }
+        free(w.jobs);
+        free(w.end);
+        free(w.run_s);
+    }
+    ok(reclaims > 0, "the random workloads reclaim borrowed GPUs (%zu reclaims in 40 runs)",
+       reclaims);
+    is(capacity, 0, "GPUs in use never exceed the on-prem capacity");
+    is(reclaim, 0, "reclaims take only borrowed GPUs: no victim's team falls below its quota");
+    ok(cloud > 0, "some jobs burst to the cloud under the budgets (%zu)", cloud);
+    is(budget, 0, "no team's settled + reserved spend ever exceeds its budget");
+    is(latency, 0, "a team under its quota with startable work starts some within one grace");
+    is(starve, 0, "every job ran to the end, started before the stated bound (%zu/%zu done)",
+       done, jobs);
+    done_testing();
+}
