@@ -73,6 +73,8 @@ static int on_event(void *arg, const char *type, json_t *obj)
 {
     int *n = arg;
     (void)obj;
+    if (!type)
+        return 0;
     if (strcmp(type, "ADDED") == 0)
         n[0]++;
     else if (strcmp(type, "BOOKMARK") == 0)
@@ -80,6 +82,18 @@ static int on_event(void *arg, const char *type, json_t *obj)
     else
         n[2]++;
     return n[0] > 0 && n[1] > 0;
+}
+
+/* Watch callback: ends the watch at its first "anything to stop?" call
+ * (type NULL), counted into an int. */
+static int on_quiet(void *arg, const char *type, json_t *obj)
+{
+    int *n = arg;
+    (void)obj;
+    if (type)
+        return 0;
+    (*n)++;
+    return 1;
 }
 
 int main(void)
@@ -147,6 +161,21 @@ int main(void)
     rc = spw_kube_watch(api, "/api/v1/namespaces/default/services", NULL, rv, sizeof(rv), 5, 0,
                         on_event, n, &err);
     is(rc, 1, "after a compaction a watch from the old resourceVersion says 410 Gone: list again");
+
+    /* A quiet stream (no object matches): the callback is still asked
+     * (type NULL) and can end the watch long before its timeout. */
+    int quiet = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(wrv, sizeof(wrv), "0");
+    rc = spw_kube_watch(api, "/api/v1/namespaces/default/services", "t=nothing", wrv,
+                        sizeof(wrv), 60, 0, on_quiet, &quiet, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(rc == 0 && quiet == 1 && took < 10,
+       "a quiet watch (timeoutSeconds 60) asks its callback and ends when told: rc %d, %d asks, "
+       "%.1f s %s",
+       rc, quiet, took, err.text);
 
     /* Another token, the server's certificate not checked: 401 Unauthorized. */
     url[strcspn(url, "\r\n")] = '\0';

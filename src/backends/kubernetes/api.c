@@ -122,6 +122,18 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
     return r->stop ? 0 : n;
 }
 
+/* A watch's progress callback (about once a second while idle): asks cb
+ * whether to go on, so that a quiet stream can be ended at once. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    reply_t *r = ud;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (!r->stop && r->cb(r->arg, NULL, NULL) != 0)
+        r->stop = 1;
+    return r->stop;
+}
+
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
     reply_t *r = ud;
@@ -167,6 +179,11 @@ static long perform(spw_kube_api_t *api, const char *method, const char *path, c
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    if (r->cb) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -198,7 +215,8 @@ static long perform(spw_kube_api_t *api, const char *method, const char *path, c
         memset(authz.s, 0, authz.len);
         free(authz.s);
     }
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->stop) &&
+    if (rc != CURLE_OK &&
+        !((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->stop) &&
         !(rc == CURLE_OPERATION_TIMEDOUT && stream_s > 0 && http == 200))
         return spw_errorf(err, "%s %s%s: %s", method, a.server, path,
                           ebuf[0] ? ebuf : curl_easy_strerror(rc));

@@ -50,8 +50,10 @@ int spw_kube_list(spw_kube_api_t *api, const char *path, const char *selector, u
                   double now_s, json_t **items, char *rv, size_t rvlen, spw_error_t *err);
 
 /* What a watch event callback gets: type is ADDED, MODIFIED, DELETED,
- * BOOKMARK or ERROR, obj the object (borrowed for the call).  Return 0 to
- * go on, non-zero to end the watch. */
+ * BOOKMARK or ERROR, obj the object (borrowed for the call; take a
+ * reference to keep it); and, about once a second while the stream is
+ * quiet, type and obj NULL (no event: a chance to end the watch).  Return 0
+ * to go on, non-zero to end the watch. */
 typedef int (*spw_kube_event_f)(void *arg, const char *type, json_t *obj);
 
 /* Watches the collection at path from resourceVersion rv (with
