@@ -4,15 +4,17 @@
 # that runs real processes; not a real cluster).  Run from the repository
 # root after `make` and `make build/bench/bench_kube_sync`.  Not run by CI.
 #
-#   bench/kube.sh [--submits S] [--jobs N] [--patches M] [--reps R]
+#   [BENCH_KUBE_SUBMITS=S] [BENCH_KUBE_JOBS=N] [BENCH_KUBE_PATCHES=M]
+#   [BENCH_REPS=R] bench/kube.sh
 #
 # 1. Submit -> Job created, beside the local backend in the same run: a
 #    fresh daemon gets S jobs (default 200; 1 GPU each, `sleep 60`) through
-#    POST /v1/jobs, one after another, on a pool with S GPUs: a local pool
-#    (`gpus: slots`), then a kubernetes pool on a fake with one node of S
-#    GPUs.  The time runs from the first submit to the S-th start: for the
-#    local pool the S-th job's first line (its date), for the kubernetes
-#    pool the fake's S-th `POST .../jobs` answered 201.  Rates are S / time;
+#    `spillway submit`, one after another, on a pool with S GPUs (4 nodes of
+#    S/4; S a multiple of 4, at most 256): a local pool (`gpus: slots`),
+#    then a kubernetes pool on a fake with 4 such nodes.  The time runs
+#    from the first submit to the S-th start: for the local pool the S-th
+#    job's first line (its date), for the kubernetes pool the fake's S-th
+#    `POST .../jobs` answered 201.  Rates are S / time;
 #    ratio = kubernetes / local.
 # 2. State sync at N Jobs (default 10000): the fake holds N suspended Jobs
 #    of daemon "bench"; build/bench/bench_kube_sync measures one paged list
@@ -26,19 +28,10 @@
 set -uo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.." || exit 1
-SUBMITS=200
-JOBS=10000
-PATCHES=500
-REPS=3
-while [ $# -gt 0 ]; do
-    case $1 in
-    --submits) SUBMITS=$2; shift 2 ;;
-    --jobs) JOBS=$2; shift 2 ;;
-    --patches) PATCHES=$2; shift 2 ;;
-    --reps) REPS=$2; shift 2 ;;
-    *) echo "usage: bench/kube.sh [--submits S] [--jobs N] [--patches M] [--reps R]" >&2; exit 2 ;;
-    esac
-done
+SUBMITS=${BENCH_KUBE_SUBMITS:-200}
+JOBS=${BENCH_KUBE_JOBS:-10000}
+PATCHES=${BENCH_KUBE_PATCHES:-500}
+REPS=${BENCH_REPS:-3}
 PY=/usr/bin/python3
 SYNC=${BENCH_KUBE_SYNC:-build/bench/bench_kube_sync}
 SPW=${BENCH_SPILLWAY:-./spillway}
@@ -71,21 +64,14 @@ fake_start() {
 }
 fake_stop() { kill -TERM "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null; FPID=; }
 
-# daemon_run POOLYAML: a fresh daemon; submits S jobs; prints the first
-# submit's time (s since the epoch).
+# daemon_run POOLYAML: a fresh daemon (DPID); submits S jobs; t0 = the
+# first submit's time (s since the epoch).
 daemon_run() {
     cat >"$D/serve.yaml" <<EOF
 onprem:
 $1
-policy:
-  queue: fifo
-  wait: never
-daemon:
-  gpus: slots
-  tick_s: 0.01
-  kill_grace_s: 1
-  tokens:
-    - {token: $SPILLWAY_TOKEN, admin: true}
+policy: {queue: fifo, wait: never}
+daemon: {gpus: slots, tick_s: 0.01, kill_grace_s: 1, tokens: [{token: $SPILLWAY_TOKEN, admin: true}]}
 EOF
     chmod 600 "$D/serve.yaml"
     rm -rf "$D/state"
@@ -99,21 +85,13 @@ EOF
         sleep 0.05
     done
     [ -n "$url" ] || { echo "bench/kube.sh: the daemon did not start: $(cat "$D/err")" >&2; exit 1; }
-    "$PY" - "$url" "$SUBMITS" "$D/starts" <<'EOF' || exit 1
-import http.client, json, sys, time, urllib.parse
-u = urllib.parse.urlparse(sys.argv[1])
-c = http.client.HTTPConnection(u.hostname, u.port)
-body = json.dumps({"run": "echo $(date +%s.%N) $$ >>" + sys.argv[3] + "; exec sleep 60",
-                   "gpus": 1})
-print("%.6f" % time.time())
-for i in range(int(sys.argv[2])):
-    c.request("POST", "/v1/jobs", body, {"Authorization": "Bearer bench-admin-token-000001",
-                                          "Content-Type": "application/json"})
-    r = c.getresponse()
-    r.read()
-    if r.status != 201:
-        sys.exit("submit %d: HTTP %d" % (i, r.status))
-EOF
+    t0=$(date +%s.%N)
+    local i
+    for i in $(seq 1 "$SUBMITS"); do
+        SPILLWAY_URL=$url "$SPW" submit --gpus 1 -- \
+            sh -c "echo \$(date +%s.%N) \$\$ >>$D/starts; exec sleep 60" >/dev/null ||
+            { echo "bench/kube.sh: submit $i failed" >&2; exit 1; }
+    done
 }
 daemon_stop() { kill -KILL "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; DPID=; }
 
@@ -131,7 +109,8 @@ for rep in $(seq 1 "$REPS"); do
     chmod 755 "$D"
     : >"$D/starts"
     chmod 666 "$D/starts"
-    t0=$(daemon_run "  - {name: local, nodes: 1, gpus_per_node: $SUBMITS, gpu: A100, cost_usd_per_gpu_h: 1.10}")
+    # (a local node has at most 64 GPU slots: 4 nodes of S/4, on both pools)
+    daemon_run "  - {name: local, nodes: 4, gpus_per_node: $((SUBMITS / 4)), gpu: A100, cost_usd_per_gpu_h: 1.10}"
     [ -n "$t0" ] || exit 1
     for _ in $(seq 1 600); do [ "$(wc -l <"$D/starts")" -ge "$SUBMITS" ] && break; sleep 0.1; done
     t1=$(sort -g "$D/starts" | sed -n "${SUBMITS}p" | cut -d' ' -f1)
@@ -140,8 +119,9 @@ for rep in $(seq 1 "$REPS"); do
     [ -n "$t1" ] || { echo "bench/kube.sh: the local jobs did not all start" >&2; exit 1; }
     local_rate=$(awk -v a="$t0" -v b="$t1" -v n="$SUBMITS" 'BEGIN { printf "%.2f", n / (b - a) }')
     # --- 1b. kubernetes pool on the fake ---
-    fake_start "$D/fake$rep" --node "n0:$SUBMITS:NVIDIA-H100-80GB-HBM3" --watch-window 100000
-    t0=$(daemon_run "  - {name: k8s, backend: kubernetes, kubeconfig: $D/fake$rep/kubeconfig, namespace: default, image: 'busybox:1.36', cost_usd_per_gpu_h: 1.10}")
+    fake_start "$D/fake$rep" --watch-window 100000 \
+        $(for n in 0 1 2 3; do echo "--node n$n:$((SUBMITS / 4)):NVIDIA-H100-80GB-HBM3"; done)
+    daemon_run "  - {name: k8s, backend: kubernetes, kubeconfig: $D/fake$rep/kubeconfig, namespace: default, image: 'busybox:1.36', cost_usd_per_gpu_h: 1.10}"
     [ -n "$t0" ] || exit 1
     t1=
     for _ in $(seq 1 300); do
@@ -165,29 +145,31 @@ print("%.6f" % t[n - 1] if len(t) >= n else "")' "$SUBMITS")
 
     # --- 2. state sync at N Jobs ---
     fake_start "$D/sync$rep" --watch-window 100000 --bookmark-s 1
-    "$PY" - "$FURL" "$D/sync$rep" "$JOBS" <<'EOF' || exit 1
-import http.client, json, ssl, sys, urllib.parse
-u = urllib.parse.urlparse(sys.argv[1])
-d, n = sys.argv[2], int(sys.argv[3])
-ctx = ssl.create_default_context(cafile=d + "/ca.crt")
-c = http.client.HTTPSConnection(u.hostname, u.port, context=ctx)
-tok = open(d + "/token").read().strip()
-h = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
-for i in range(1, n + 1):
+    "$PY" - "$JOBS" "$D/sync$rep/names" >"$D/seed.json" <<'EOF' || exit 1
+import json, sys
+def name(jid, tok):   # spw_kube_job_name: spw-JOBID-FNV1A(token)
+    h = 14695981039346656037
+    for c in tok.encode():
+        h = ((h ^ c) * 1099511628211) & (2**64 - 1)
+    return "spw-%s-%010x" % (jid, h & 0xffffffffff)
+jobs = []
+for i in range(1, int(sys.argv[1]) + 1):
     jid = "j-%06d" % i
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "spw-bench-%06d" % i, "labels": {"spillway.dev/daemon": "bench"},
-                        "annotations": {"spillway.dev/token": "bench.%s.1" % jid,
-                                        "spillway.dev/job-id": jid}},
-           "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
-               "restartPolicy": "Never", "containers": [{"name": "job", "image": "busybox:1.36",
-                                                         "command": ["/bin/sh", "-c", "true"]}]}}}}
-    c.request("POST", "/apis/batch/v1/namespaces/default/jobs", json.dumps(job), h)
-    r = c.getresponse()
-    r.read()
-    if r.status != 201:
-        sys.exit("create %d: HTTP %d" % (i, r.status))
+    jobs.append({"apiVersion": "batch/v1", "kind": "Job",
+                 "metadata": {"name": name(jid, "bench.%s.1" % jid),
+                              "labels": {"spillway.dev/daemon": "bench"},
+                              "annotations": {"spillway.dev/token": "bench.%s.1" % jid,
+                                              "spillway.dev/job-id": jid}},
+                 "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
+                     "restartPolicy": "Never",
+                     "containers": [{"name": "job", "image": "busybox:1.36",
+                                     "command": ["/bin/sh", "-c", "true"]}]}}}})
+print(json.dumps({"namespace": "default", "jobs": jobs}))
+open(sys.argv[2], "w").write("".join(j["metadata"]["name"] + "\n" for j in jobs))
 EOF
+    curl -sf --max-time 900 --cacert "$D/sync$rep/ca.crt" -H 'Content-Type: application/json' \
+        --data @"$D/seed.json" "$FURL/_fake/seed-jobs" >/dev/null ||
+        { echo "bench/kube.sh: cannot seed $JOBS Jobs" >&2; exit 1; }
     cat >"$D/patch.py" <<'EOF'
 import http.client, json, ssl, sys, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1])
@@ -196,9 +178,9 @@ ctx = ssl.create_default_context(cafile=d + "/ca.crt")
 c = http.client.HTTPSConnection(u.hostname, u.port, context=ctx)
 h = {"Authorization": "Bearer " + open(d + "/token").read().strip(),
      "Content-Type": "application/merge-patch+json"}
+names = [l.strip() for l in open(d + "/names")]
 for k in range(m):
-    i = 1 + (k * 7919) % n
-    c.request("PATCH", "/apis/batch/v1/namespaces/default/jobs/spw-bench-%06d" % i,
+    c.request("PATCH", "/apis/batch/v1/namespaces/default/jobs/" + names[(k * 7919) % n],
               json.dumps({"metadata": {"labels": {"bench-touch": str(k)}}}), h)
     r = c.getresponse()
     r.read()
@@ -209,7 +191,7 @@ EOF
         "$PY $D/patch.py $FURL $D/sync$rep $JOBS $PATCHES") || { fake_stop; exit 1; }
     fake_stop
     echo "rep $rep: $line"
-    for f in list_cpu_ms list_wall_ms find_cpu_ms idle_cpu_ms_per_s event_cpu_us; do
+    for f in list_cpu_ms list_wall_ms find_cpu_ms idle_cpu_ms_per_s event_cpu_us event_marginal_cpu_us; do
         echo "$line" | tr ' ' '\n' | sed -n "s/^$f=//p" >>"$D/$f"
     done
 done
@@ -218,4 +200,6 @@ stats local_starts_per_s
 stats kube_jobs_created_per_s
 stats ratio_kube_to_local
 echo "state sync at $JOBS Jobs (bench_kube_sync; $PATCHES watch events a run):"
-for f in list_cpu_ms list_wall_ms find_cpu_ms idle_cpu_ms_per_s event_cpu_us; do stats "$f"; done
+for f in list_cpu_ms list_wall_ms find_cpu_ms idle_cpu_ms_per_s event_cpu_us event_marginal_cpu_us; do
+    stats "$f"
+done

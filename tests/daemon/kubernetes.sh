@@ -13,7 +13,7 @@
 # storm-lib's kill -9 storm on the pool.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 51
+plan 54
 
 K=$T/kube
 mkdir -p "$K"
@@ -69,6 +69,12 @@ spw ml logs "$a" >"$T/logs.out" 2>&1
 grep -Eq "^hello kube gpus=[0-9],[0-9] token=[0-9a-f]+\.$a\.1$" "$T/logs.out"
 ok $? "spillway logs shows its output (from pods/log): $(head -1 "$T/logs.out")"
 
+# kjobs JOBID: "NAME TOKEN NODE..." of each Job of that spillway job, by attempt.
+kjobs() {
+    kstate '"\n".join(sorted("%s %s %s" % (j["metadata"]["name"], j["metadata"]["annotations"]["spillway.dev/token"], ",".join(sorted(p["spec"].get("nodeName") or "-" for p in s["objects"]["pods"] if p["metadata"]["labels"].get("spillway.dev/job-name") == j["metadata"]["name"]))) for j in s["objects"]["jobs"] if j["metadata"]["annotations"].get("spillway.dev/job-id") == "'"$1"'"))'
+}
+running_pods() { [ "$(kstate 'len([p for p in s["objects"]["pods"] if p["metadata"]["labels"].get("spillway.dev/job-name","").startswith("spw-'"$1"'-") and p["status"].get("phase") == "Running"])')" = "$2" ]; }
+
 # ---- watched, not polled: list once, then watch; 410 Gone -> list again ----
 # kcalls PATH WATCH: the GET calls of PATH that were watches (1) or lists (0).
 kcalls() { kstate 'len([c for c in s["calls"] if c["method"] == "GET" and c["path"] == "'"$1"'" and ("watch=1" in c["query"]) == bool('"$2"')])'; }
@@ -87,12 +93,6 @@ relisted() { [ "$(kcalls $JP 0)" = 2 ] && [ "$(kcalls /api/v1/pods 0)" = 2 ] && 
 wait_until 10 relisted
 ok $? "each 410 Gone led to one list again (Jobs $(kcalls $JP 0), pods $(kcalls /api/v1/pods 0), nodes $(kcalls /api/v1/nodes 0) lists in all)"
 
-# kjobs JOBID: "NAME TOKEN NODE..." of each Job of that spillway job, by attempt.
-kjobs() {
-    kstate '"\n".join(sorted("%s %s %s" % (j["metadata"]["name"], j["metadata"]["annotations"]["spillway.dev/token"], ",".join(sorted(p["spec"].get("nodeName") or "-" for p in s["objects"]["pods"] if p["metadata"]["labels"].get("spillway.dev/job-name") == j["metadata"]["name"]))) for j in s["objects"]["jobs"] if j["metadata"]["annotations"].get("spillway.dev/job-id") == "'"$1"'"))'
-}
-running_pods() { [ "$(kstate 'len([p for p in s["objects"]["pods"] if p["metadata"]["labels"].get("spillway.dev/job-name","").startswith("spw-'"$1"'-") and p["status"].get("phase") == "Running"])')" = "$2" ]; }
-
 # ---- an indexed 2-node gang ----------------------------------------------
 g=$(submit ml --gpus 8 --gpus-per-node 4 --name gang -- sh -c 'echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT')
 wait_for "$g" succeeded 30
@@ -109,14 +109,21 @@ ok $? "each rank's log is kept; RANK and NODE_RANK from the completion index, WO
 c=$(submit ml --gpus 1 --name cancelme -- sh -c 'echo up; sleep 300')
 wait_for "$c" running 30 && wait_until 20 running_pods "$c" 1
 ok $? "a job to cancel runs as a pod"
+spw ml logs -f "$c" >"$T/follow.out" 2>&1 &
+fpid=$!
+follow_up() { grep -q "^up$" "$T/follow.out"; }
+wait_until 15 follow_up && [ "$(state_of "$c")" = running ]
+ok $? "spillway logs -f shows the running Job's output as it comes (pods/log?follow=true): $(cat "$T/follow.out")"
 spw ml cancel "$c" >/dev/null 2>&1
 wait_for "$c" cancelled 20
 ok $? "spillway cancel ends it cancelled"
+wait_until 10 sh -c "! kill -0 $fpid 2>/dev/null" && [ "$(grep -c '^up$' "$T/follow.out")" = 1 ]
+ok $? "and logs -f ends with the job, its output once: $(tr '\n' ' ' <"$T/follow.out")"
 no_job() { [ -z "$(kjobs "$1")" ]; }
 wait_until 20 no_job "$c"
 ok $? "its Job is deleted (propagationPolicy Background): $(kjobs "$c")"
-no_procs() { [ "$(kstate 'sum(len(v) for k, v in s["processes"].items() if k.startswith("default/spw-'"$c"'-"))')" = 0 ]; }
-wait_until 20 no_procs
+no_procs_of() { [ "$(kstate 'sum(len(v) for k, v in s["processes"].items() if k.startswith("default/spw-'"$1"'-"))')" = 0 ]; }
+wait_until 20 no_procs_of "$c"
 ok $? "and its process is gone"
 
 # ---- a node NotReady mid-job -> failover ---------------------------------
@@ -229,10 +236,20 @@ curl -sk -X DELETE "$KURL/api/v1/namespaces/default/pods/theirs2" -H "Authorizat
 sed -i '/^    local_queue: team-q$/d' "$T/serve.yaml"
 mv "$T/state" "$T/state.before-storm"
 storm_t0=$(date +%s)
-STORM_ROUNDS=4 STORM_JOBS=10 STORM_WHAT="a kubernetes pool" STORM_GPU_VAR=NVIDIA_VISIBLE_DEVICES STORM_HOSTS='gpu-[ab]'
+STORM_ROUNDS=3 STORM_JOBS=6 STORM_WHAT="a kubernetes pool" STORM_GPU_VAR=NVIDIA_VISIBLE_DEVICES STORM_HOSTS='gpu-[ab]'
 # shellcheck source=tests/daemon/storm-lib
 . "$(dirname "$0")/storm-lib"
 diag "the storm took $(($(date +%s) - storm_t0)) s"
+# A cancel acknowledged just before a kill -9 is not lost (the storm's
+# canceller may find no job still running to cancel).
+x=$(submit ml --gpus 1 --name cancel-then-kill -- sh -c 'echo up; sleep 300')
+wait_for "$x" running 30 && wait_until 20 running_pods "$x" 1
+spw ml cancel "$x" >"$T/x.cancel" 2>&1
+xc=$?
+kill9_daemon
+start_daemon "$T/serve.yaml" "$T/state"
+wait_for "$x" cancelled 30 && wait_until 20 no_job "$x" && wait_until 20 no_procs_of "$x"
+ok $? "a cancel acknowledged ($xc) just before kill -9 is done after the restart: cancelled, its Job and process gone"
 kstate 's["violations"]' >"$K/viol"
 [ "$(cat "$K/viol")" = "[]" ]
 ok $? "nothing sent during the storm broke the schemas: $(cat "$K/viol")"

@@ -153,6 +153,9 @@ Control endpoints (not Kubernetes; no token; JSON in and out)
   POST /_fake/foreign-pod  {"name", "namespace"?, "node", "gpus"}: a Running
                             pod not made by any Job (no process) holding GPUs
   POST /_fake/admit        {"job", "namespace"?}: Kueue admission (above)
+  POST /_fake/seed-jobs    {"namespace"?, "jobs": [Job objects]}: creates them
+                           at once, as POSTs would (schema checks, defaults),
+                           for benchmarks with thousands of Jobs
   POST /_fake/compact      {"expire_watches"?}: forget every watch event so far
                            (with expire_watches, every open watch gets the
                            410 Expired ERROR event and ends, as after an etcd
@@ -1890,6 +1893,18 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.put('jobs', job)
                 CV.notify_all()
                 return self.send_json(200, {'job': job['metadata']['name']}, False)
+            if path == '/_fake/seed-jobs':
+                ns = b.get('namespace', 'default')
+                for obj in b.get('jobs') or []:
+                    self.validate('jobs', obj, ns)
+                    if STATE.get('jobs', ns, obj['metadata']['name']) is not None:
+                        raise ApiError(409, 'AlreadyExists', 'jobs.batch "%s" already exists'
+                                       % obj['metadata']['name'])
+                    new_meta(obj, 'jobs', ns)
+                    self.default_job(obj)
+                    STATE.put('jobs', obj, 'ADDED')
+                CV.notify_all()
+                return self.send_json(200, {'jobs': len(b.get('jobs') or [])}, False)
             if path == '/_fake/compact':
                 STATE.oldest = STATE.rv
                 STATE.hist = []

@@ -41,6 +41,18 @@ int spw_kube_request(spw_kube_api_t *api, const char *method, const char *path, 
 int spw_kube_get_text(spw_kube_api_t *api, const char *path, double now_s, char **text,
                       size_t *len, spw_error_t *err);
 
+/* What a text stream callback gets: the next len bytes of the body (data
+ * borrowed for the call); and, about once a second while the stream is
+ * quiet, data NULL and len 0.  Return 0 to go on, non-zero to end it. */
+typedef int (*spw_kube_text_f)(void *arg, const char *data, size_t len);
+
+/* A GET of a text stream (pods/log?follow=true) for at most max_s seconds
+ * (0 = a day), each chunk of a 200 body handed to cb as it comes.  Returns
+ * the status as spw_kube_request gives it (200 also when cb or max_s ended
+ * the stream). */
+int spw_kube_stream_text(spw_kube_api_t *api, const char *path, unsigned max_s, double now_s,
+                         spw_kube_text_f cb, void *arg, spw_error_t *err);
+
 /* Lists the collection at path (no query) with an optional label selector
  * (NULL = all), `limit` objects a request (0 = 500), following continue
  * tokens.  Returns 0 with *items (a JSON array, caller decrefs) and the

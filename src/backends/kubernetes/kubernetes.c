@@ -84,6 +84,29 @@ typedef struct kwatch {
     char err[256];              /* why the last list or watch failed; "" = none */
 } kwatch_t;
 
+/* A running pod's log followed (pods/log?follow=true) into the job's log
+ * file, so that `spillway logs -f` shows it as it is written. */
+typedef struct kfollow {
+    struct spw_kube *kb;        /* its backend */
+    char pod[160];              /* the pod's name */
+    char file[400];             /* LOG_DIR/JOBID/JOBID.out, or .rankN.out */
+    char mark[400];             /* LOG_DIR/JOBID/.POD.logbytes: bytes of the
+                                   pod's log already in file (a restarted
+                                   daemon's follower skips them) */
+    pthread_t thread;           /* its thread */
+    int fd;                     /* file, appended to; -1 = not open */
+    int mfd;                    /* mark; -1 = not open */
+    uint64_t skip;              /* bytes of the stream already in file */
+    uint64_t seen;              /* bytes of the stream received */
+    uint64_t bytes;             /* bytes of the pod's log in file (read by
+                                   OP_LOGS once the thread ended) */
+    int stop;                   /* under kb->lock: 1 = end the stream */
+} kfollow_t;
+
+/* Pods followed at once, at most: beyond, a pod's log is copied only when
+ * its Job ends (each follow holds a thread and a connection). */
+#define FOLLOW_MAX 256
+
 /* A finished request. */
 typedef struct kres {
     op_kind_t kind;             /* what was done */
@@ -123,6 +146,10 @@ struct spw_kube {
     uint64_t foreign_ver;       /* pods version foreign_async read last */
     uint64_t nodes_ver;         /* Nodes version nodes_async read last */
     double last_apply_s;        /* daemon clock when the watches were applied */
+    int holding;                /* 1: a Job is held as lost (apply again
+                                   each second, news or not) */
+    int dirty;                  /* 1: a Job was created or adopted since the
+                                   last apply (apply, news or not) */
 
     /* Shared with the thread, under lock: */
     pthread_mutex_t lock;       /* guards the members below */
@@ -139,6 +166,8 @@ struct spw_kube {
     size_t nres;                /* entries in res */
     kwatch_t w[W_COUNT];        /* the daemon's Jobs (by name), every pod of
                                    the cluster ("NS/NAME"), the Nodes */
+    kfollow_t **follows;        /* pods whose log is followed */
+    size_t nfollows;            /* entries in follows */
     double now_s;               /* the caller's clock, for credentials */
     uint64_t creates;           /* Jobs created */
 };
@@ -421,6 +450,8 @@ static void op_signal(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
     }
 }
 
+static uint64_t follow_end(spw_kube_t *kb, const char *pod, const char *mark);
+
 /* Copies each pod's log to LOG_DIR/JOBID.out (rank 0) or .rankN.out. */
 static void op_logs(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
 {
@@ -434,18 +465,24 @@ static void op_logs(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
             snprintf(file, sizeof(file), "%s/%s.out", op->log_dir, op->job_id);
         else
             snprintf(file, sizeof(file), "%s/%s.rank%zu.out", op->log_dir, op->job_id, i);
+        char mark[400];
+        snprintf(mark, sizeof(mark), "%s/.%s.logbytes", op->log_dir, json_string_value(pod));
+        /* What a follower (of this daemon, or of one before a restart)
+         * already wrote is not written again. */
+        uint64_t have = follow_end(kb, json_string_value(pod), mark);
         spw_error_t err;
         char *text = NULL;
         size_t len = 0;
         int http = spw_kube_get_text(kb->api, path, now_s, &text, &len, &err);
-        if (http == 200 && text) {
+        if (http == 200 && text && len > have) {
             int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
             if (fd >= 0) {
-                ssize_t w = write(fd, text, len);
+                ssize_t w = write(fd, text + have, len - (size_t)have);
                 (void)w;
                 close(fd);
             }
         }
+        unlink(mark);
         free(text);
     }
     r->ok = 1;
@@ -465,6 +502,128 @@ static int obj_key(const kwatch_t *w, const json_t *obj, char out[160])
     else
         snprintf(out, 160, "%s", n);
     return 0;
+}
+
+/* Bytes of a pod's log already in the job's log file, as its mark says
+ * (0 without one). */
+static uint64_t mark_read(const char *mark)
+{
+    char buf[32] = "";
+    int fd = open(mark, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strtoull(buf, NULL, 10);
+}
+
+/* The follower's stream (spw_kube_text_f): appends what the file lacks. */
+static int on_log_text(void *arg, const char *data, size_t len)
+{
+    kfollow_t *f = arg;
+    if (data && len) {
+        uint64_t s0 = f->seen;
+        f->seen += len;
+        if (f->seen > f->skip) {
+            size_t off = s0 < f->skip ? (size_t)(f->skip - s0) : 0;
+            ssize_t w = write(f->fd, data + off, len - off);
+            if (w > 0)
+                f->bytes += (uint64_t)w;
+            char num[24];
+            int k = snprintf(num, sizeof(num), "%020llu\n", (unsigned long long)f->bytes);
+            if (f->mfd >= 0 && pwrite(f->mfd, num, (size_t)k, 0) < 0)
+                f->bytes += 0;   /* the mark is a hint: a restart may repeat a chunk */
+        }
+    }
+    pthread_mutex_lock(&f->kb->lock);
+    int stop = f->stop || f->kb->stop;
+    pthread_mutex_unlock(&f->kb->lock);
+    return stop;
+}
+
+static void *follower(void *arg)
+{
+    kfollow_t *f = arg;
+    spw_kube_t *kb = f->kb;
+    f->skip = f->bytes = mark_read(f->mark);
+    f->fd = open(f->file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (f->fd < 0)
+        return NULL;
+    f->mfd = open(f->mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+    char path[400];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/log?follow=true", kb->ns, f->pod);
+    pthread_mutex_lock(&kb->lock);
+    double now_s = kb->now_s;
+    pthread_mutex_unlock(&kb->lock);
+    spw_error_t err;
+    spw_kube_stream_text(kb->api, path, 0, now_s, on_log_text, f, &err);
+    return NULL;
+}
+
+/* Starts following pod when it runs, belongs to one of the daemon's Jobs
+ * and is not followed yet (lock held). */
+static void maybe_follow(spw_kube_t *kb, const json_t *pod)
+{
+    json_t *md = json_object_get(pod, "metadata");
+    json_t *labels = json_object_get(md, "labels");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *jn = json_string_value(json_object_get(labels, L_JOBNAME));
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    json_t *job = jn ? json_object_get(kb->w[W_JOBS].objs, jn) : NULL;
+    const char *jid = json_string_value(
+        json_object_get(json_object_get(json_object_get(job, "metadata"), "annotations"), A_JOBID));
+    if (!job || !jid || !name || !ns || strcmp(ns, kb->ns) != 0 || !phase ||
+        strcmp(phase, "Running") != 0 || kb->nfollows >= FOLLOW_MAX)
+        return;
+    for (size_t i = 0; i < kb->nfollows; i++)
+        if (strcmp(kb->follows[i]->pod, name) == 0)
+            return;
+    const char *idx = json_string_value(json_object_get(labels, "batch.kubernetes.io/job-completion-index"));
+    unsigned long rank = idx ? strtoul(idx, NULL, 10) : 0;
+    kfollow_t *f = spw_xcalloc(1, sizeof(*f));
+    f->kb = kb;
+    f->fd = f->mfd = -1;
+    snprintf(f->pod, sizeof(f->pod), "%s", name);
+    /* The daemon's layout: LOG_DIR/JOBID/ (launch.c). */
+    if (rank == 0)
+        snprintf(f->file, sizeof(f->file), "%s/%s/%s.out", kb->log_dir, jid, jid);
+    else
+        snprintf(f->file, sizeof(f->file), "%s/%s/%s.rank%lu.out", kb->log_dir, jid, jid, rank);
+    snprintf(f->mark, sizeof(f->mark), "%s/%s/.%s.logbytes", kb->log_dir, jid, name);
+    if (pthread_create(&f->thread, NULL, follower, f) != 0) {
+        free(f);
+        return;
+    }
+    kb->follows = spw_xrealloc(kb->follows, (kb->nfollows + 1) * sizeof(*kb->follows));
+    kb->follows[kb->nfollows++] = f;
+}
+
+/* Ends the follow of pod (lock not held): the bytes of its log in the file
+ * (its mark's, when no follower of this daemon ran). */
+static uint64_t follow_end(spw_kube_t *kb, const char *pod, const char *mark)
+{
+    kfollow_t *f = NULL;
+    pthread_mutex_lock(&kb->lock);
+    for (size_t i = 0; i < kb->nfollows; i++)
+        if (strcmp(kb->follows[i]->pod, pod) == 0) {
+            f = kb->follows[i];
+            f->stop = 1;
+            kb->follows[i] = kb->follows[--kb->nfollows];
+            break;
+        }
+    pthread_mutex_unlock(&kb->lock);
+    if (!f)
+        return mark_read(mark);
+    pthread_join(f->thread, NULL);
+    uint64_t n = f->bytes;
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->mfd >= 0)
+        close(f->mfd);
+    free(f);
+    return n;
 }
 
 /* Lists w's collection and installs the list (a new generation); rv gets
@@ -494,6 +653,11 @@ static int watch_list(kwatch_t *w, double now_s, char *rv, size_t rvlen, spw_err
     w->gen = gen;
     w->ver++;
     w->err[0] = '\0';
+    if (w->kind == W_PODS) {
+        const char *k;
+        json_object_foreach(objs, k, o)
+            maybe_follow(kb, o);
+    }
     pthread_cond_broadcast(&kb->wwake);
     pthread_mutex_unlock(&kb->lock);
     return 0;
@@ -514,6 +678,8 @@ static int on_watch_event(void *arg, const char *type, json_t *obj)
             json_object_del(w->gone, key);
             w->ver++;
             w->events++;
+            if (w->kind == W_PODS)
+                maybe_follow(kb, obj);
         } else if (strcmp(type, "DELETED") == 0) {
             json_object_del(w->objs, key);
             json_object_set_new(w->gone, key, json_true());
@@ -816,6 +982,23 @@ static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_
     if (j->cancel)
         return 0;
     j->cancel = 1;
+    /* A create still queued is dropped: no Job, no pod that starts after
+     * the cancel was answered. */
+    pthread_mutex_lock(&kb->lock);
+    for (size_t i = 0; !j->created && i < kb->nops; i++)
+        if (kb->ops[i].kind == OP_CREATE && strcmp(kb->ops[i].token, j->h.token) == 0) {
+            free(kb->ops[i].body);
+            free(kb->ops[i].svc);
+            memmove(kb->ops + i, kb->ops + i + 1, (kb->nops - i - 1) * sizeof(*kb->ops));
+            kb->nops--;
+            pthread_mutex_unlock(&kb->lock);
+            spw_exit_t e = {.handle = j->h, .kind = SPW_EXIT_SIGNALED, .status = 15,
+                            .cause = SPW_CAUSE_CANCELLED};
+            exit_push(kb, &e);
+            job_remove(kb, (size_t)(j - kb->jobs));
+            return 0;
+        }
+    pthread_mutex_unlock(&kb->lock);
     kop_t op = {.kind = OP_DELETE};
     snprintf(op.name, sizeof(op.name), "%s", j->name);
     snprintf(op.token, sizeof(op.token), "%s", j->h.token);
@@ -928,16 +1111,19 @@ static void end_lost(spw_kube_t *kb, kjob_t *j, json_t *pods)
     }
     if (j->lost_s == 0)
         j->lost_s = kb->now_s;
-    if (kb->now_s - j->lost_s >= LOST_HOLD_S)
+    if (kb->now_s - j->lost_s >= LOST_HOLD_S) {
         job_end(kb, j, SPW_EXIT_LOST, -1, SPW_CAUSE_NONE, pods);
-    else
+    } else {
+        kb->holding = 1;
         json_decref(pods);
+    }
 }
 
 /* Applies what the watches say to every tracked Job (lock held). */
 static void apply_listing(spw_kube_t *kb)
 {
     kwatch_t *w = &kb->w[W_JOBS];
+    kb->holding = 0;
     for (size_t i = 0; i < kb->njobs; i++) {
         kjob_t *j = &kb->jobs[i];
         if (!j->created || j->ending)
@@ -1010,6 +1196,7 @@ static void kube_tick(void *be, double now_s)
             continue;
         if (res[r].kind == OP_CREATE && res[r].ok) {
             j->created = 1;
+            kb->dirty = 1;   /* its Job's events may all have come already */
             j->create_seq = res[r].seq;
             snprintf(j->h.ext, sizeof(j->h.ext), "%s", j->name);
         } else if (res[r].kind == OP_CREATE) {
@@ -1027,12 +1214,13 @@ static void kube_tick(void *be, double now_s)
     watch_start_locked(kb);
     /* On news, and once a second for the Jobs held as lost (LOST_HOLD_S). */
     uint64_t ver = kb->w[W_JOBS].ver + kb->w[W_PODS].ver;
-    if ((ver != kb->applied_ver && kb->w[W_JOBS].gen && kb->w[W_PODS].gen) ||
-        now_s - kb->last_apply_s >= 1) {
+    int listed = kb->w[W_JOBS].gen && kb->w[W_PODS].gen;
+    if (listed && (ver != kb->applied_ver || kb->dirty ||
+                   (kb->holding && now_s - kb->last_apply_s >= 1))) {
         kb->applied_ver = ver;
         kb->last_apply_s = now_s;
-        if (kb->w[W_JOBS].gen && kb->w[W_PODS].gen)
-            apply_listing(kb);
+        kb->dirty = 0;
+        apply_listing(kb);
     }
     pthread_mutex_unlock(&kb->lock);
 }
@@ -1076,22 +1264,37 @@ static int track_listed(spw_kube_t *kb, const char *token, const spw_handle_t *h
     pthread_mutex_lock(&kb->lock);
     const char *name;
     json_t *job, *hit = NULL;
-    json_object_foreach(kb->w[W_JOBS].objs, name, job) {
-        const char *t = ann_token(job);
-        if (t && strcmp(t, token) == 0) {
-            hit = job;
-            break;
-        }
+    /* The name is the token's ("DAEMON.JOBID.ATTEMPT"): one look-up; a
+     * scan only for a Job named otherwise. */
+    char jid_of[SPW_JOB_ID_MAX], byname[64];
+    const char *d1 = strchr(token, '.'), *d2 = d1 ? strrchr(token, '.') : NULL;
+    if (d1 && d2 > d1 + 1 && (size_t)(d2 - d1 - 1) < sizeof(jid_of)) {
+        snprintf(jid_of, sizeof(jid_of), "%.*s", (int)(d2 - d1 - 1), d1 + 1);
+        spw_kube_job_name(jid_of, token, byname);
+        json_t *cand = json_object_get(kb->w[W_JOBS].objs, byname);
+        const char *t = ann_token(cand);
+        if (t && strcmp(t, token) == 0)
+            hit = cand;
     }
+    if (!hit)
+        json_object_foreach(kb->w[W_JOBS].objs, name, job) {
+            const char *t = ann_token(job);
+            if (t && strcmp(t, token) == 0) {
+                hit = job;
+                break;
+            }
+        }
     if (!hit) {
         pthread_mutex_unlock(&kb->lock);
         return 0;
     }
     json_t *md = json_object_get(hit, "metadata");
+    name = json_string_value(json_object_get(md, "name"));
     const char *jid = json_string_value(json_object_get(json_object_get(md, "annotations"), A_JOBID));
     json_t *comp = json_object_get(json_object_get(hit, "spec"), "completions");
     int suspended = json_is_true(json_object_get(json_object_get(hit, "spec"), "suspend"));
     uint64_t seq = kb->w[W_JOBS].lists;
+    kb->dirty = 1;
     pthread_mutex_unlock(&kb->lock);
     kb->jobs = spw_xrealloc(kb->jobs, (kb->njobs + 1) * sizeof(*kb->jobs));
     kjob_t *j = &kb->jobs[kb->njobs++];
@@ -1379,6 +1582,9 @@ void spw_kube_destroy(spw_kube_t *kb)
     pthread_mutex_unlock(&kb->lock);
     if (kb->thread)
         pthread_join(kb->thread, NULL);
+    while (kb->nfollows)
+        follow_end(kb, kb->follows[0]->pod, "");
+    free(kb->follows);
     for (int k = 0; k < W_COUNT; k++) {
         if (kb->w[k].running)
             pthread_join(kb->w[k].thread, NULL);
