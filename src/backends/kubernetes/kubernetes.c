@@ -166,6 +166,10 @@ struct spw_kube {
     size_t nres;                /* entries in res */
     kwatch_t w[W_COUNT];        /* the daemon's Jobs (by name), every pod of
                                    the cluster ("NS/NAME"), the Nodes */
+    json_t *signalled;          /* Job name -> true: signal() deleted its pods */
+    json_t *pods_gone;          /* "NS/NAME" -> last state of a deleted pod of
+                                   a signalled Job (its exit code), until its
+                                   Job goes */
     kfollow_t **follows;        /* pods whose log is followed */
     size_t nfollows;            /* entries in follows */
     double now_s;               /* the caller's clock, for credentials */
@@ -663,6 +667,32 @@ static int watch_list(kwatch_t *w, double now_s, char *rv, size_t rvlen, spw_err
     return 0;
 }
 
+/* A deleted pod of a Job signal() signalled is kept (its last state says
+ * its exit code; a pod deleted otherwise, e.g. evicted from a lost node,
+ * is gone as before); a deleted Job takes its kept pods along (lock held). */
+static void keep_gone_pod(spw_kube_t *kb, kwatch_t *w, const char *key, json_t *obj)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    if (w->kind == W_PODS) {
+        const char *jn = json_string_value(json_object_get(json_object_get(md, "labels"), L_JOBNAME));
+        if (jn && json_object_get(kb->signalled, jn))
+            json_object_set(kb->pods_gone, key, obj);
+    } else if (w->kind == W_JOBS && json_object_size(kb->signalled)) {
+        const char *name = json_string_value(json_object_get(md, "name"));
+        if (name)
+            json_object_del(kb->signalled, name);
+        const char *k;
+        json_t *p;
+        void *tmp;
+        json_object_foreach_safe(kb->pods_gone, tmp, k, p) {
+            const char *jn = json_string_value(json_object_get(
+                json_object_get(json_object_get(p, "metadata"), "labels"), L_JOBNAME));
+            if (name && jn && strcmp(jn, name) == 0)
+                json_object_del(kb->pods_gone, k);
+        }
+    }
+}
+
 /* A watch event for w (spw_kube_event_f): the object replaces, or leaves,
  * the list; type NULL asks whether to go on. */
 static int on_watch_event(void *arg, const char *type, json_t *obj)
@@ -685,6 +715,7 @@ static int on_watch_event(void *arg, const char *type, json_t *obj)
             json_object_set_new(w->gone, key, json_true());
             w->ver++;
             w->events++;
+            keep_gone_pod(kb, w, key, obj);
         }
     }
     pthread_mutex_unlock(&kb->lock);
@@ -963,6 +994,7 @@ static int kube_signal(void *be, const spw_handle_t *h, int signum, spw_error_t 
         json_decref(pods);
         return spw_errorf(err, "job %s: its Job has no pod yet", h->job_id);
     }
+    json_object_set_new(kb->signalled, j->name, json_true());
     kop_t op = {.kind = OP_SIGNAL, .pods = pods,
                 .grace_s = signum == SIGKILL ? 0 : (int)kb->kill_grace_s};
     snprintf(op.name, sizeof(op.name), "%s", j->name);
@@ -1038,7 +1070,8 @@ static json_t *job_pods(spw_kube_t *kb, const char *name, int *found, spw_exit_k
     json_t *p;
     const char *key;
     *found = 0;
-    json_object_foreach(kb->w[W_PODS].objs, key, p) {
+    for (int pass = 0; pass < 2; pass++)
+    json_object_foreach(pass ? kb->pods_gone : kb->w[W_PODS].objs, key, p) {
         const char *jn = pod_label(p, L_JOBNAME);
         if (!jn || strcmp(jn, name) != 0)
             continue;
@@ -1560,6 +1593,8 @@ spw_kube_t *spw_kube_create(const spw_kube_opts_t *o, spw_error_t *err)
         w->objs = json_object();
         w->gone = json_object();
     }
+    kb->pods_gone = json_object();
+    kb->signalled = json_object();
     int started = pthread_create(&kb->thread, NULL, worker, kb) == 0;
     for (int k = 0; started && k < W_COUNT; k++)
         started = kb->w[k].running =
@@ -1585,6 +1620,8 @@ void spw_kube_destroy(spw_kube_t *kb)
     while (kb->nfollows)
         follow_end(kb, kb->follows[0]->pod, "");
     free(kb->follows);
+    json_decref(kb->pods_gone);
+    json_decref(kb->signalled);
     for (int k = 0; k < W_COUNT; k++) {
         if (kb->w[k].running)
             pthread_join(kb->w[k].thread, NULL);
