@@ -204,7 +204,7 @@ int main(void)
     int sig_rc = -1, nexit = 0;
     spw_exit_t ex = {0};
     double t = 1;
-    for (int k = 0; launched && k < 600 && nexit == 0; k++, t += 0.05) {
+    for (int k = 0; launched && k < 2000 && nexit == 0; k++, t += 0.05) {
         spw_kube_ops.tick(kb, t);
         if (sig_rc != 0) {
             spw_error_t e2 = {{0}};

@@ -29,9 +29,11 @@
  *   pods failed with no exit code (their node was lost) or that is gone is
  *   LOST, 10 s later (so that the daemon sees a lost node go down first and
  *   fails the job over: then it is cancelled); a cancelled one SIGNALED 15
- *   cause CANCELLED.  Before an exit is
- *   reported the thread copies each pod's log (pods/log) to
- *   LOG_DIR/JOBID.out (rank 0) and LOG_DIR/JOBID.rankN.out.
+ *   cause CANCELLED.  While a pod runs, a thread of its own follows its
+ *   log (pods/log?follow=true; at most 256 pods at once) into
+ *   LOG_DIR/JOBID.out (rank 0) or LOG_DIR/JOBID.rankN.out; before an exit
+ *   is reported the request thread reads each pod's whole log and appends
+ *   what the file still lacks.
  * - cancel() queues a delete with propagationPolicy Background and
  *   gracePeriodSeconds kill_grace_s (the kubelet sends SIGTERM, then
  *   SIGKILL after it).  signal() of SIGTERM or SIGINT deletes the Job's
