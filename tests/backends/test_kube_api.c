@@ -3,7 +3,8 @@
  * request and the Status of a refusal (409 AlreadyExists, 401 without the
  * token), a list in chunks of 2 with continue, a watch from a
  * resourceVersion with its events and bookmarks, and 410 Gone once the
- * fake forgot the events after that version (a compaction). */
+ * fake forgot the events after that version (a compaction); and the
+ * backend's signal() (kubernetes.h), which needs the fake's kubelet. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "backends/kubernetes/api.h"
 #include "backends/kubernetes/kubeconfig.h"
+#include "backends/kubernetes/kubernetes.h"
 #include "tap.h"
 
 static char dir[64];
@@ -73,6 +75,8 @@ static int on_event(void *arg, const char *type, json_t *obj)
 {
     int *n = arg;
     (void)obj;
+    if (!type)
+        return 0;
     if (strcmp(type, "ADDED") == 0)
         n[0]++;
     else if (strcmp(type, "BOOKMARK") == 0)
@@ -80,6 +84,18 @@ static int on_event(void *arg, const char *type, json_t *obj)
     else
         n[2]++;
     return n[0] > 0 && n[1] > 0;
+}
+
+/* Watch callback: ends the watch at its first "anything to stop?" call
+ * (type NULL), counted into an int. */
+static int on_quiet(void *arg, const char *type, json_t *obj)
+{
+    int *n = arg;
+    (void)obj;
+    if (type)
+        return 0;
+    (*n)++;
+    return 1;
 }
 
 int main(void)
@@ -147,6 +163,80 @@ int main(void)
     rc = spw_kube_watch(api, "/api/v1/namespaces/default/services", NULL, rv, sizeof(rv), 5, 0,
                         on_event, n, &err);
     is(rc, 1, "after a compaction a watch from the old resourceVersion says 410 Gone: list again");
+
+    /* A quiet stream (no object matches): the callback is still asked
+     * (type NULL) and can end the watch long before its timeout. */
+    int quiet = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(wrv, sizeof(wrv), "0");
+    rc = spw_kube_watch(api, "/api/v1/namespaces/default/services", "t=nothing", wrv,
+                        sizeof(wrv), 60, 0, on_quiet, &quiet, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ok(rc == 0 && quiet == 1 && took < 10,
+       "a quiet watch (timeoutSeconds 60) asks its callback and ends when told: rc %d, %d asks, "
+       "%.1f s %s",
+       rc, quiet, took, err.text);
+
+    /* The backend's signal(): SIGTERM deletes the Job's pods with
+     * kill_grace_s, the kubelet sends SIGTERM, the job's trap runs: the job
+     * ends with the trap's exit code, from the deleted pod's last state. */
+    char logdir[160], kcpath[160];
+    snprintf(logdir, sizeof(logdir), "%s/logs", dir);
+    mkdir(logdir, 0755);
+    snprintf(logdir, sizeof(logdir), "%s/logs/j-1", dir);
+    mkdir(logdir, 0755);
+    snprintf(logdir, sizeof(logdir), "%s/logs", dir);
+    snprintf(kcpath, sizeof(kcpath), "%s/k/kubeconfig", dir);
+    spw_kube_opts_t ko = {.kubeconfig = kcpath, .ns = "default", .log_dir = logdir,
+                          .image = "busybox:1.36", .kill_grace_s = 20, .timeout_s = 10};
+    spw_kube_t *kb = spw_kube_create(&ko, &err);
+    snprintf(logdir, sizeof(logdir), "%s/logs/j-1", dir);
+    spw_launch_t req = {.job_id = "j-1", .token = "d1.j-1.1", .log_dir = logdir, .now_s = 1,
+                        .script = "trap 'echo got-term; exit 143' TERM; echo up; "
+                                  "sleep 30 & wait $!"};
+    spw_handle_t h;
+    int launched = kb && spw_kube_ops.launch(kb, &req, &h, &err) == 0;
+    spw_error_t e3 = {{0}};
+    ok(launched && spw_kube_ops.signal(kb, &h, SIGUSR1, &e3) < 0 && strstr(e3.text, "SIGTERM"),
+       "signal(SIGUSR1) is refused with a sentence: %s", e3.text);
+    int sig_rc = -1, nexit = 0;
+    spw_exit_t ex = {0};
+    double t = 1;
+    for (int k = 0; launched && k < 2000 && nexit == 0; k++, t += 0.05) {
+        spw_kube_ops.tick(kb, t);
+        if (sig_rc != 0) {
+            spw_error_t e2 = {{0}};
+            FILE *lf = NULL;
+            char lpath[200];
+            snprintf(lpath, sizeof(lpath), "%s/j-1.out", logdir);
+            /* Once the job said "up" (it runs, its trap is set). */
+            if ((lf = fopen(lpath, "r")) != NULL) {
+                char line[64] = "";
+                if (fgets(line, sizeof(line), lf) && strncmp(line, "up", 2) == 0)
+                    sig_rc = spw_kube_ops.signal(kb, &h, SIGTERM, &e2);
+                fclose(lf);
+            }
+        }
+        nexit = spw_kube_ops.poll(kb, &ex, 1);
+        usleep(50000);
+    }
+    char lpath[200], logtext[256] = "";
+    snprintf(lpath, sizeof(lpath), "%s/j-1.out", logdir);
+    FILE *lf = fopen(lpath, "r");
+    if (lf) {
+        size_t n = fread(logtext, 1, sizeof(logtext) - 1, lf);
+        logtext[n] = '\0';
+        fclose(lf);
+    }
+    ok(launched && sig_rc == 0 && nexit == 1 && ex.kind == SPW_EXIT_EXITED && ex.status == 143 &&
+           strncmp(logtext, "up\n", 3) == 0 && strstr(logtext, "got-term\n") != NULL,
+       "signal(SIGTERM) of a running Job: its pod gets SIGTERM (deleted with kill_grace_s), the "
+       "job's trap runs and it ends with exit code 143 (kind %d status %d); its log, followed "
+       "live: %s %s",
+       ex.kind, ex.status, logtext, err.text);
+    spw_kube_destroy(kb);
 
     /* Another token, the server's certificate not checked: 401 Unauthorized. */
     url[strcspn(url, "\r\n")] = '\0';

@@ -8,10 +8,12 @@
 # index; cancel deletes the Job; a node NotReady mid-job fails the job over;
 # a Kueue-suspended Job runs once admitted; foreign pods holding GPUs are
 # counted busy; a restarted daemon adopts by token and creates nothing twice;
-# a create answered 409 AlreadyExists adopts the Job carrying its token.
+# a create answered 409 AlreadyExists adopts the Job carrying its token;
+# the state comes from watches (one list, then watch; 410 Gone lists again);
+# storm-lib's kill -9 storm on the pool.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 35
+plan 54
 
 K=$T/kube
 mkdir -p "$K"
@@ -73,6 +75,24 @@ kjobs() {
 }
 running_pods() { [ "$(kstate 'len([p for p in s["objects"]["pods"] if p["metadata"]["labels"].get("spillway.dev/job-name","").startswith("spw-'"$1"'-") and p["status"].get("phase") == "Running"])')" = "$2" ]; }
 
+# ---- watched, not polled: list once, then watch; 410 Gone -> list again ----
+# kcalls PATH WATCH: the GET calls of PATH that were watches (1) or lists (0).
+kcalls() { kstate 'len([c for c in s["calls"] if c["method"] == "GET" and c["path"] == "'"$1"'" and ("watch=1" in c["query"]) == bool('"$2"')])'; }
+JP=/apis/batch/v1/namespaces/default/jobs
+kstate '[c["query"] for c in s["calls"] if c["method"] == "GET" and c["path"] in ("'$JP'", "/api/v1/pods", "/api/v1/nodes") and "watch=1" in c["query"]]' >"$K/watches"
+[ "$(kcalls $JP 0)" = 1 ] && [ "$(kcalls /api/v1/pods 0)" = 1 ] &&
+    grep -q "allowWatchBookmarks=true&resourceVersion=[0-9]" "$K/watches" &&
+    [ "$(kcalls /api/v1/nodes 1)" -ge 1 ] && [ "$(kcalls /api/v1/pods 1)" -ge 1 ]
+ok $? "the job's changes were seen through watches (resourceVersion, bookmarks): one list of the Jobs and one of the pods, then watches (Job lists $(kcalls $JP 0), watches $(kcalls $JP 1); pod lists $(kcalls /api/v1/pods 0); node watches $(kcalls /api/v1/nodes 1))"
+w=$(submit ml --gpus 1 --name watched -- sh -c 'echo up; sleep 1.5; exit 7')
+wait_for "$w" running 30 && wait_until 20 running_pods "$w" 1
+kctl compact '{"expire_watches": true}'
+wait_for "$w" failed 30 && [ "$(field "$w" 'd["exit_code"]')" = 7 ]
+ok $? "after every watch got 410 Gone (a compaction) mid-job, nothing is missed: the job ends failed with exit code 7"
+relisted() { [ "$(kcalls $JP 0)" = 2 ] && [ "$(kcalls /api/v1/pods 0)" = 2 ] && [ "$(kcalls /api/v1/nodes 0)" -ge 2 ]; }
+wait_until 10 relisted
+ok $? "each 410 Gone led to one list again (Jobs $(kcalls $JP 0), pods $(kcalls /api/v1/pods 0), nodes $(kcalls /api/v1/nodes 0) lists in all)"
+
 # ---- an indexed 2-node gang ----------------------------------------------
 g=$(submit ml --gpus 8 --gpus-per-node 4 --name gang -- sh -c 'echo rank=$RANK node_rank=$NODE_RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT')
 wait_for "$g" succeeded 30
@@ -89,14 +109,21 @@ ok $? "each rank's log is kept; RANK and NODE_RANK from the completion index, WO
 c=$(submit ml --gpus 1 --name cancelme -- sh -c 'echo up; sleep 300')
 wait_for "$c" running 30 && wait_until 20 running_pods "$c" 1
 ok $? "a job to cancel runs as a pod"
+spw ml logs -f "$c" >"$T/follow.out" 2>&1 &
+fpid=$!
+follow_up() { grep -q "^up$" "$T/follow.out"; }
+wait_until 15 follow_up && [ "$(state_of "$c")" = running ]
+ok $? "spillway logs -f shows the running Job's output as it comes (pods/log?follow=true): $(cat "$T/follow.out")"
 spw ml cancel "$c" >/dev/null 2>&1
 wait_for "$c" cancelled 20
 ok $? "spillway cancel ends it cancelled"
+wait_until 10 sh -c "! kill -0 $fpid 2>/dev/null" && [ "$(grep -c '^up$' "$T/follow.out")" = 1 ]
+ok $? "and logs -f ends with the job, its output once: $(tr '\n' ' ' <"$T/follow.out")"
 no_job() { [ -z "$(kjobs "$1")" ]; }
 wait_until 20 no_job "$c"
 ok $? "its Job is deleted (propagationPolicy Background): $(kjobs "$c")"
-no_procs() { [ "$(kstate 'sum(len(v) for k, v in s["processes"].items() if k.startswith("default/spw-'"$c"'-"))')" = 0 ]; }
-wait_until 20 no_procs
+no_procs_of() { [ "$(kstate 'sum(len(v) for k, v in s["processes"].items() if k.startswith("default/spw-'"$1"'-"))')" = 0 ]; }
+wait_until 20 no_procs_of "$c"
 ok $? "and its process is gone"
 
 # ---- a node NotReady mid-job -> failover ---------------------------------
@@ -153,7 +180,7 @@ ok $? "its log is whole: $(spw ml logs "$r" 2>&1 | tr '\n' ' ')"
 # The Job the next launch will create, made first (as a create whose answer
 # was lost would have): same name (from the token), same token.
 did=$(kjobs "$r" | awk '{print $2}' | cut -d. -f1)
-next=j-000007
+next=$(echo "$r" | awk -F- '{ printf "j-%06d", $2 + 1 }')   # the id the next submit gets
 python3 - "$did.$next.1" "$next" >"$K/pre.json" <<'PY'
 import json, sys
 tok, jid = sys.argv[1], sys.argv[2]
@@ -201,5 +228,30 @@ ok $? "admitted by Kueue (unsuspended), it runs and succeeds"
 kstate 's["violations"]' >"$K/viol"
 [ "$(cat "$K/viol")" = "[]" ]
 ok $? "every object spillway sent passed the fake's schema checks: $(cat "$K/viol")"
+
+# ---- the kill -9 storm of storm-lib on the Kubernetes pool ---------------
+# A fresh state (the storm judges every job of it), no Kueue, no foreign pod.
+stop_daemon
+curl -sk -X DELETE "$KURL/api/v1/namespaces/default/pods/theirs2" -H "Authorization: Bearer $(cat "$K/fake/token")" >/dev/null
+sed -i '/^    local_queue: team-q$/d' "$T/serve.yaml"
+mv "$T/state" "$T/state.before-storm"
+storm_t0=$(date +%s)
+STORM_ROUNDS=3 STORM_JOBS=6 STORM_WHAT="a kubernetes pool" STORM_GPU_VAR=NVIDIA_VISIBLE_DEVICES STORM_HOSTS='gpu-[ab]'
+# shellcheck source=tests/daemon/storm-lib
+. "$(dirname "$0")/storm-lib"
+diag "the storm took $(($(date +%s) - storm_t0)) s"
+# A cancel acknowledged just before a kill -9 is not lost (the storm's
+# canceller may find no job still running to cancel).
+x=$(submit ml --gpus 1 --name cancel-then-kill -- sh -c 'echo up; sleep 300')
+wait_for "$x" running 30 && wait_until 20 running_pods "$x" 1
+spw ml cancel "$x" >"$T/x.cancel" 2>&1
+xc=$?
+kill9_daemon
+start_daemon "$T/serve.yaml" "$T/state"
+wait_for "$x" cancelled 30 && wait_until 20 no_job "$x" && wait_until 20 no_procs_of "$x"
+ok $? "a cancel acknowledged ($xc) just before kill -9 is done after the restart: cancelled, its Job and process gone"
+kstate 's["violations"]' >"$K/viol"
+[ "$(cat "$K/viol")" = "[]" ]
+ok $? "nothing sent during the storm broke the schemas: $(cat "$K/viol")"
 
 done_testing

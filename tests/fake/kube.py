@@ -121,7 +121,8 @@ Controllers
     env[].value and valueFrom.fieldRef (metadata.name/namespace/uid,
     metadata.labels['k'], metadata.annotations['k'], spec.nodeName,
     status.podIP, status.hostIP), plus HOSTNAME, NVIDIA_VISIBLE_DEVICES (the
-    node's GPU indices given to it), KUBERNETES_SERVICE_HOST/PORT; cwd
+    node's GPU indices given to it), KUBERNETES_SERVICE_HOST/PORT and (not
+    Kubernetes, for the tests' ledgers) SPILLWAY_TEST_HOST = the node; cwd
     workingDir (created if missing) or DIR/pods/NS/POD.  A container without
     command and args cannot run (the fake has no images): terminated exit 128
     reason StartError.  Statuses: phase Pending -> Running -> Succeeded|Failed,
@@ -152,7 +153,13 @@ Control endpoints (not Kubernetes; no token; JSON in and out)
   POST /_fake/foreign-pod  {"name", "namespace"?, "node", "gpus"}: a Running
                             pod not made by any Job (no process) holding GPUs
   POST /_fake/admit        {"job", "namespace"?}: Kueue admission (above)
-  POST /_fake/compact      forget every watch event so far -> {"oldest_rv"}
+  POST /_fake/seed-jobs    {"namespace"?, "jobs": [Job objects]}: creates them
+                           at once, as POSTs would (schema checks, defaults),
+                           for benchmarks with thousands of Jobs
+  POST /_fake/compact      {"expire_watches"?}: forget every watch event so far
+                           (with expire_watches, every open watch gets the
+                           410 Expired ERROR event and ends, as after an etcd
+                           compaction) -> {"oldest_rv"}
   POST /_fake/config       {"watch_window"?, "bookmark_s"?}
 
 SIGTERM or SIGINT: kills every pod's process group and exits.
@@ -467,6 +474,7 @@ class State:
         self.seq = 0
         self.url = ''
         self.bookmark_s = 1.0
+        self.watch_epoch = 0     # bumped by compact with expire_watches: open watches get 410
 
     def emit(self, res, typ, obj):
         self.hist.append((self.rv, res, typ, copy.deepcopy(obj)))
@@ -703,7 +711,9 @@ def start_pod(pod):
                'HOSTNAME': spec.get('hostname', m['name']),
                'KUBERNETES_SERVICE_HOST': '127.0.0.1',
                'KUBERNETES_SERVICE_PORT': str(ARGS.bound_port),
-               'NVIDIA_VISIBLE_DEVICES': ','.join(map(str, mine)) if mine else 'void'}
+               'NVIDIA_VISIBLE_DEVICES': ','.join(map(str, mine)) if mine else 'void',
+               # not Kubernetes: the node, as the tests' ssh hosts say theirs
+               'SPILLWAY_TEST_HOST': spec.get('nodeName', '')}
         err = None
         for e in c.get('env') or []:
             if 'value' in e:
@@ -1706,13 +1716,14 @@ class Handler(BaseHTTPRequestHandler):
                 except ValueError:
                     raise ApiError(400, 'BadRequest', 'invalid resource version: %s' % rvq)
             pending = [json.dumps(e).encode() + b'\n' for e in pending]
+            epoch = STATE.watch_epoch
         self.start_stream('application/json')
         last_bm = time.time()
         while True:
             with CV:
-                if pos < STATE.oldest:
+                if pos < STATE.oldest or epoch != STATE.watch_epoch:
                     err = status_obj(410, 'Expired', 'too old resource version: %d (%d)'
-                                     % (pos, STATE.oldest))
+                                     % (pos, max(STATE.oldest, pos + 1)))
                     pending.append(json.dumps({'type': 'ERROR', 'object': err}).encode() + b'\n')
                     done = True
                 else:
@@ -1882,9 +1893,23 @@ class Handler(BaseHTTPRequestHandler):
                 STATE.put('jobs', job)
                 CV.notify_all()
                 return self.send_json(200, {'job': job['metadata']['name']}, False)
+            if path == '/_fake/seed-jobs':
+                ns = b.get('namespace', 'default')
+                for obj in b.get('jobs') or []:
+                    self.validate('jobs', obj, ns)
+                    if STATE.get('jobs', ns, obj['metadata']['name']) is not None:
+                        raise ApiError(409, 'AlreadyExists', 'jobs.batch "%s" already exists'
+                                       % obj['metadata']['name'])
+                    new_meta(obj, 'jobs', ns)
+                    self.default_job(obj)
+                    STATE.put('jobs', obj, 'ADDED')
+                CV.notify_all()
+                return self.send_json(200, {'jobs': len(b.get('jobs') or [])}, False)
             if path == '/_fake/compact':
                 STATE.oldest = STATE.rv
                 STATE.hist = []
+                if b.get('expire_watches'):
+                    STATE.watch_epoch += 1
                 CV.notify_all()
                 return self.send_json(200, {'oldest_rv': STATE.oldest}, False)
             if path == '/_fake/config':

@@ -74,7 +74,8 @@ typedef struct reply {
     size_t rvlen;               /* its room, bytes */
     long http;                  /* watch: the status, known at the first byte */
     int gone;                   /* watch: an ERROR event with code 410 */
-    int stop;                   /* watch: cb asked to end */
+    int stop;                   /* watch, stream: cb asked to end */
+    spw_kube_text_f text;       /* stream: per chunk of a 200 body; NULL = none */
 } reply_t;
 
 /* One line of a watch stream. */
@@ -106,6 +107,11 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
 {
     reply_t *r = ud;
     size_t n = size * nmemb;
+    if (r->text && r->http < 300) {
+        if (!r->stop && r->text(r->arg, p, n) != 0)
+            r->stop = 1;
+        return r->stop ? 0 : n;
+    }
     spw_strbuf_addn(&r->body, p, n);
     if (!r->cb || r->http >= 300)
         return n;
@@ -120,6 +126,18 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
     r->body.len -= used;
     s[r->body.len] = '\0';
     return r->stop ? 0 : n;
+}
+
+/* A watch's progress callback (about once a second while idle): asks cb
+ * whether to go on, so that a quiet stream can be ended at once. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    reply_t *r = ud;
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    if (!r->stop && (r->text ? r->text(r->arg, NULL, 0) : r->cb(r->arg, NULL, NULL)) != 0)
+        r->stop = 1;
+    return r->stop;
 }
 
 static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
@@ -167,6 +185,11 @@ static long perform(spw_kube_api_t *api, const char *method, const char *path, c
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+    if (r->cb || r->text) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, r);
+    }
     if (body) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -198,7 +221,8 @@ static long perform(spw_kube_api_t *api, const char *method, const char *path, c
         memset(authz.s, 0, authz.len);
         free(authz.s);
     }
-    if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && r->stop) &&
+    if (rc != CURLE_OK &&
+        !((rc == CURLE_WRITE_ERROR || rc == CURLE_ABORTED_BY_CALLBACK) && r->stop) &&
         !(rc == CURLE_OPERATION_TIMEDOUT && stream_s > 0 && http == 200))
         return spw_errorf(err, "%s %s%s: %s", method, a.server, path,
                           ebuf[0] ? ebuf : curl_easy_strerror(rc));
@@ -241,6 +265,17 @@ int spw_kube_get_text(spw_kube_api_t *api, const char *path, double now_s, char 
     } else {
         free(r.body.s);
     }
+    return (int)http;
+}
+
+int spw_kube_stream_text(spw_kube_api_t *api, const char *path, unsigned max_s, double now_s,
+                         spw_kube_text_f cb, void *arg, spw_error_t *err)
+{
+    reply_t r = {.text = cb, .arg = arg};
+    long http = perform(api, "GET", path, NULL, now_s, max_s ? max_s : 86400, &r, err);
+    if (http >= 400)
+        spw_kube_status_text("GET", path, http, r.body.s, err);
+    free(r.body.s);
     return (int)http;
 }
 

@@ -41,6 +41,18 @@ int spw_kube_request(spw_kube_api_t *api, const char *method, const char *path, 
 int spw_kube_get_text(spw_kube_api_t *api, const char *path, double now_s, char **text,
                       size_t *len, spw_error_t *err);
 
+/* What a text stream callback gets: the next len bytes of the body (data
+ * borrowed for the call); and, about once a second while the stream is
+ * quiet, data NULL and len 0.  Return 0 to go on, non-zero to end it. */
+typedef int (*spw_kube_text_f)(void *arg, const char *data, size_t len);
+
+/* A GET of a text stream (pods/log?follow=true) for at most max_s seconds
+ * (0 = a day), each chunk of a 200 body handed to cb as it comes.  Returns
+ * the status as spw_kube_request gives it (200 also when cb or max_s ended
+ * the stream). */
+int spw_kube_stream_text(spw_kube_api_t *api, const char *path, unsigned max_s, double now_s,
+                         spw_kube_text_f cb, void *arg, spw_error_t *err);
+
 /* Lists the collection at path (no query) with an optional label selector
  * (NULL = all), `limit` objects a request (0 = 500), following continue
  * tokens.  Returns 0 with *items (a JSON array, caller decrefs) and the
@@ -50,8 +62,10 @@ int spw_kube_list(spw_kube_api_t *api, const char *path, const char *selector, u
                   double now_s, json_t **items, char *rv, size_t rvlen, spw_error_t *err);
 
 /* What a watch event callback gets: type is ADDED, MODIFIED, DELETED,
- * BOOKMARK or ERROR, obj the object (borrowed for the call).  Return 0 to
- * go on, non-zero to end the watch. */
+ * BOOKMARK or ERROR, obj the object (borrowed for the call; take a
+ * reference to keep it); and, about once a second while the stream is
+ * quiet, type and obj NULL (no event: a chance to end the watch).  Return 0
+ * to go on, non-zero to end the watch. */
 typedef int (*spw_kube_event_f)(void *arg, const char *type, json_t *obj);
 
 /* Watches the collection at path from resourceVersion rv (with

@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/kubernetes/api.h"
@@ -30,7 +32,7 @@ typedef struct kjob {
     uint32_t nodes;             /* pods of the gang (1 = plain Job) */
     char log_dir[256];          /* its launch's log_dir ("" = the backend's) */
     int created;                /* 1: the Job exists (created or adopted) */
-    uint64_t create_seq;        /* listings started before it existed */
+    uint64_t create_seq;        /* lists of the Jobs started before it existed */
     int reported;               /* 1: changed() reported it (running) */
     int cancel;                 /* 1: cancel() asked */
     int ending;                 /* 1: its logs are being copied; exit below */
@@ -39,7 +41,7 @@ typedef struct kjob {
     spw_exit_t exit;            /* its exit, while ending */
 } kjob_t;
 
-typedef enum op_kind { OP_CREATE, OP_DELETE, OP_LOGS } op_kind_t;
+typedef enum op_kind { OP_CREATE, OP_DELETE, OP_LOGS, OP_SIGNAL } op_kind_t;
 
 /* A request for the thread. */
 typedef struct kop {
@@ -50,8 +52,60 @@ typedef struct kop {
     char log_dir[256];          /* OP_LOGS: where they are */
     char *body;                 /* OP_CREATE: the Job, JSON (owned) */
     char *svc;                  /* OP_CREATE: a gang's Service, JSON (owned); NULL */
-    json_t *pods;               /* OP_LOGS: pod names, by rank (owned) */
+    json_t *pods;               /* OP_LOGS, OP_SIGNAL: pod names, by rank (owned) */
+    int grace_s;                /* OP_SIGNAL: the pods' gracePeriodSeconds */
 } kop_t;
+
+/* The collections the backend follows. */
+typedef enum watch_kind { W_JOBS, W_PODS, W_NODES, W_COUNT } watch_kind_t;
+
+struct spw_kube;
+
+/* One collection followed by list-then-watch on a thread of its own: a
+ * list, then a watch from the list's resourceVersion (bookmarks keep it
+ * current), again from the last one seen when the stream ends, and a new
+ * list only when the server answers 410 Gone. */
+typedef struct kwatch {
+    struct spw_kube *kb;        /* its backend */
+    watch_kind_t kind;          /* which collection */
+    char path[160];             /* its path (no query) */
+    const char *selector;       /* label selector; NULL = all */
+    pthread_t thread;           /* its thread */
+    int running;                /* 1: thread was started */
+    /* Under kb->lock: */
+    json_t *objs;               /* key ("NS/NAME", or NAME) -> object */
+    json_t *gone;               /* keys DELETED since the last list -> true */
+    uint64_t ver;               /* bumped by each change of objs */
+    uint64_t lists;             /* lists started */
+    uint64_t gen;               /* `lists` when the one installed last
+                                   started; 0 = none yet */
+    uint64_t relists;           /* lists after a 410 Gone */
+    uint64_t events;            /* ADDED/MODIFIED/DELETED events applied */
+    char err[256];              /* why the last list or watch failed; "" = none */
+} kwatch_t;
+
+/* A running pod's log followed (pods/log?follow=true) into the job's log
+ * file, so that `spillway logs -f` shows it as it is written. */
+typedef struct kfollow {
+    struct spw_kube *kb;        /* its backend */
+    char pod[160];              /* the pod's name */
+    char file[400];             /* LOG_DIR/JOBID/JOBID.out, or .rankN.out */
+    char mark[400];             /* LOG_DIR/JOBID/.POD.logbytes: bytes of the
+                                   pod's log already in file (a restarted
+                                   daemon's follower skips them) */
+    pthread_t thread;           /* its thread */
+    int fd;                     /* file, appended to; -1 = not open */
+    int mfd;                    /* mark; -1 = not open */
+    uint64_t skip;              /* bytes of the stream already in file */
+    uint64_t seen;              /* bytes of the stream received */
+    uint64_t bytes;             /* bytes of the pod's log in file (read by
+                                   OP_LOGS once the thread ended) */
+    int stop;                   /* under kb->lock: 1 = end the stream */
+} kfollow_t;
+
+/* Pods followed at once, at most: beyond, a pod's log is copied only when
+ * its Job ends (each follow holds a thread and a connection). */
+#define FOLLOW_MAX 256
 
 /* A finished request. */
 typedef struct kres {
@@ -59,7 +113,7 @@ typedef struct kres {
     char token[SPW_TOKEN_MAX];  /* of which attempt */
     int ok;                     /* 1: done */
     int created;                /* OP_CREATE: 1 created, 0 adopted after 409 */
-    uint64_t seq;               /* OP_CREATE: listings started by then */
+    uint64_t seq;               /* OP_CREATE: lists of the Jobs started by then */
     char msg[256];              /* why not (spw_error_t text) */
 } kres_t;
 
@@ -74,8 +128,8 @@ struct spw_kube {
     char *image;                /* default image; NULL = none */
     double kill_grace_s;        /* cancel's grace, seconds */
     double ttl_s;               /* ttlSecondsAfterFinished, seconds */
-    double sync_interval_s;     /* least time between listings, seconds */
-    double last_sync_s;         /* daemon clock of the last listing asked */
+    double timeout_s;           /* one API request, seconds */
+    unsigned watch_s;           /* a watch's timeoutSeconds */
 
     /* The caller's thread alone: */
     kjob_t *jobs;               /* tracked attempts */
@@ -88,29 +142,36 @@ struct spw_kube {
     size_t nfenced;             /* entries in fenced */
     char **node_names;          /* set_nodes() */
     size_t nnodes;              /* entries in node_names */
-    uint64_t applied_seq;       /* the listing applied last (its seq) */
-    uint64_t foreign_seq;       /* the listing foreign_async read last */
+    uint64_t applied_ver;       /* Jobs + pods versions applied last */
+    uint64_t foreign_ver;       /* pods version foreign_async read last */
+    uint64_t nodes_ver;         /* Nodes version nodes_async read last */
+    double last_apply_s;        /* daemon clock when the watches were applied */
+    int holding;                /* 1: a Job is held as lost (apply again
+                                   each second, news or not) */
+    int dirty;                  /* 1: a Job was created or adopted since the
+                                   last apply (apply, news or not) */
 
     /* Shared with the thread, under lock: */
     pthread_mutex_t lock;       /* guards the members below */
-    pthread_cond_t wake;        /* the thread waits here */
-    pthread_t thread;           /* the backend's thread */
-    int stop;                   /* 1: the thread ends */
+    pthread_cond_t wake;        /* the op thread waits here */
+    pthread_cond_t wwake;       /* the watch threads (to start, or after a
+                                   failure) and first-list waiters wait here */
+    pthread_t thread;           /* the backend's op thread */
+    int stop;                   /* 1: the threads end */
+    int watching;               /* 1: the watch threads may start (first
+                                   tick, adopt, find or nodes_async) */
     kop_t *ops;                 /* requests, in order */
     size_t nops;                /* entries in ops */
     kres_t *res;                /* answers not applied yet */
     size_t nres;                /* entries in res */
-    int list_asked;             /* 1: a listing is wanted */
-    int nodes_asked;            /* 1: a node read is wanted */
-    uint64_t lists_started;     /* listings started so far */
-    json_t *l_jobs;             /* last listing: Job name -> Job */
-    json_t *l_pods;             /* last listing: every pod of the cluster */
-    uint64_t l_seq;             /* its sequence number (0 = none yet) */
-    char l_err[256];            /* why the last listing failed; "" = it did not */
-    spw_backend_node_t *n_out;  /* last node read; NULL = none pending */
-    size_t n_n;                 /* entries in n_out */
-    int n_done;                 /* 1: a node read finished (n_out or n_err) */
-    char n_err[256];            /* why it failed; "" = it did not */
+    kwatch_t w[W_COUNT];        /* the daemon's Jobs (by name), every pod of
+                                   the cluster ("NS/NAME"), the Nodes */
+    json_t *signalled;          /* Job name -> true: signal() deleted its pods */
+    json_t *pods_gone;          /* "NS/NAME" -> last state of a deleted pod of
+                                   a signalled Job (its exit code), until its
+                                   Job goes */
+    kfollow_t **follows;        /* pods whose log is followed */
+    size_t nfollows;            /* entries in follows */
     double now_s;               /* the caller's clock, for credentials */
     uint64_t creates;           /* Jobs created */
 };
@@ -369,6 +430,32 @@ static void op_delete(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
         snprintf(r->msg, sizeof(r->msg), "%s", err.text);
 }
 
+/* Deletes each pod of the Job with gracePeriodSeconds op->grace_s: the
+ * kubelet sends SIGTERM, then SIGKILL after the grace (0: at once). */
+static void op_signal(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
+{
+    size_t i;
+    json_t *pod;
+    char body[160];
+    snprintf(body, sizeof(body),
+             "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d}",
+             op->grace_s);
+    r->ok = 1;
+    json_array_foreach(op->pods, i, pod) {
+        char path[400];
+        spw_error_t err;
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", kb->ns,
+                 json_string_value(pod));
+        int http = spw_kube_request(kb->api, "DELETE", path, body, now_s, NULL, &err);
+        if (http != 200 && http != 202 && http != 404) {
+            r->ok = 0;
+            snprintf(r->msg, sizeof(r->msg), "%s", err.text);
+        }
+    }
+}
+
+static uint64_t follow_end(spw_kube_t *kb, const char *pod, const char *mark);
+
 /* Copies each pod's log to LOG_DIR/JOBID.out (rank 0) or .rankN.out. */
 static void op_logs(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
 {
@@ -382,68 +469,337 @@ static void op_logs(spw_kube_t *kb, kop_t *op, double now_s, kres_t *r)
             snprintf(file, sizeof(file), "%s/%s.out", op->log_dir, op->job_id);
         else
             snprintf(file, sizeof(file), "%s/%s.rank%zu.out", op->log_dir, op->job_id, i);
+        char mark[400];
+        snprintf(mark, sizeof(mark), "%s/.%s.logbytes", op->log_dir, json_string_value(pod));
+        /* What a follower (of this daemon, or of one before a restart)
+         * already wrote is not written again. */
+        uint64_t have = follow_end(kb, json_string_value(pod), mark);
         spw_error_t err;
         char *text = NULL;
         size_t len = 0;
         int http = spw_kube_get_text(kb->api, path, now_s, &text, &len, &err);
-        if (http == 200 && text) {
+        if (http == 200 && text && len > have) {
             int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
             if (fd >= 0) {
-                ssize_t w = write(fd, text, len);
+                ssize_t w = write(fd, text + have, len - (size_t)have);
                 (void)w;
                 close(fd);
             }
         }
+        unlink(mark);
         free(text);
     }
     r->ok = 1;
 }
 
-/* One listing of the daemon's Jobs and the cluster's pods. */
-static void do_list(spw_kube_t *kb, double now_s)
+/* The key of obj in its watch: "NS/NAME" for pods, NAME otherwise (into
+ * out, 160 bytes); 0, or -1 when it has no name. */
+static int obj_key(const kwatch_t *w, const json_t *obj, char out[160])
 {
-    spw_error_t err = {{0}};
-    char path[160], rv[64];
-    json_t *jobs = NULL, *pods = NULL;
-    snprintf(path, sizeof(path), "/apis/batch/v1/namespaces/%s/jobs", kb->ns);
-    int rc = spw_kube_list(kb->api, path, L_DAEMON, 500, now_s, &jobs, rv, sizeof(rv), &err);
-    if (rc == 0)
-        rc = spw_kube_list(kb->api, "/api/v1/pods", NULL, 500, now_s, &pods, rv, sizeof(rv), &err);
-    json_t *byname = json_object();
-    size_t i;
-    json_t *j;
-    json_array_foreach(jobs, i, j) {
-        const char *n = json_string_value(json_object_get(json_object_get(j, "metadata"), "name"));
-        if (n)
-            json_object_set(byname, n, j);
-    }
-    json_decref(jobs);
-    pthread_mutex_lock(&kb->lock);
-    if (rc == 0) {
-        json_decref(kb->l_jobs);
-        json_decref(kb->l_pods);
-        kb->l_jobs = byname;
-        kb->l_pods = pods;
-        kb->l_seq = kb->lists_started;
-        kb->l_err[0] = '\0';
-    } else {
-        json_decref(byname);
-        snprintf(kb->l_err, sizeof(kb->l_err), "%s", err.text);
-    }
-    pthread_mutex_unlock(&kb->lock);
+    json_t *md = json_object_get(obj, "metadata");
+    const char *n = json_string_value(json_object_get(md, "name"));
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    if (!n)
+        return -1;
+    if (w->kind == W_PODS)
+        snprintf(out, 160, "%s/%s", ns ? ns : "", n);
+    else
+        snprintf(out, 160, "%s", n);
+    return 0;
 }
 
-static int read_nodes(spw_kube_t *kb, double now_s, spw_backend_node_t **out, size_t *n,
-                      spw_error_t *err)
+/* Bytes of a pod's log already in the job's log file, as its mark says
+ * (0 without one). */
+static uint64_t mark_read(const char *mark)
 {
-    json_t *items;
-    char rv[64];
-    if (spw_kube_list(kb->api, "/api/v1/nodes", NULL, 500, now_s, &items, rv, sizeof(rv), err) < 0)
+    char buf[32] = "";
+    int fd = open(mark, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strtoull(buf, NULL, 10);
+}
+
+/* The follower's stream (spw_kube_text_f): appends what the file lacks. */
+static int on_log_text(void *arg, const char *data, size_t len)
+{
+    kfollow_t *f = arg;
+    if (data && len) {
+        uint64_t s0 = f->seen;
+        f->seen += len;
+        if (f->seen > f->skip) {
+            size_t off = s0 < f->skip ? (size_t)(f->skip - s0) : 0;
+            ssize_t w = write(f->fd, data + off, len - off);
+            if (w > 0)
+                f->bytes += (uint64_t)w;
+            char num[24];
+            int k = snprintf(num, sizeof(num), "%020llu\n", (unsigned long long)f->bytes);
+            if (f->mfd >= 0 && pwrite(f->mfd, num, (size_t)k, 0) < 0)
+                f->bytes += 0;   /* the mark is a hint: a restart may repeat a chunk */
+        }
+    }
+    pthread_mutex_lock(&f->kb->lock);
+    int stop = f->stop || f->kb->stop;
+    pthread_mutex_unlock(&f->kb->lock);
+    return stop;
+}
+
+static void *follower(void *arg)
+{
+    kfollow_t *f = arg;
+    spw_kube_t *kb = f->kb;
+    f->skip = f->bytes = mark_read(f->mark);
+    f->fd = open(f->file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (f->fd < 0)
+        return NULL;
+    f->mfd = open(f->mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+    char path[400];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/log?follow=true", kb->ns, f->pod);
+    pthread_mutex_lock(&kb->lock);
+    double now_s = kb->now_s;
+    pthread_mutex_unlock(&kb->lock);
+    spw_error_t err;
+    spw_kube_stream_text(kb->api, path, 0, now_s, on_log_text, f, &err);
+    return NULL;
+}
+
+/* Starts following pod when it runs, belongs to one of the daemon's Jobs
+ * and is not followed yet (lock held). */
+static void maybe_follow(spw_kube_t *kb, const json_t *pod)
+{
+    json_t *md = json_object_get(pod, "metadata");
+    json_t *labels = json_object_get(md, "labels");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *jn = json_string_value(json_object_get(labels, L_JOBNAME));
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+    json_t *job = jn ? json_object_get(kb->w[W_JOBS].objs, jn) : NULL;
+    const char *jid = json_string_value(
+        json_object_get(json_object_get(json_object_get(job, "metadata"), "annotations"), A_JOBID));
+    if (!job || !jid || !name || !ns || strcmp(ns, kb->ns) != 0 || !phase ||
+        strcmp(phase, "Running") != 0 || kb->nfollows >= FOLLOW_MAX)
+        return;
+    for (size_t i = 0; i < kb->nfollows; i++)
+        if (strcmp(kb->follows[i]->pod, name) == 0)
+            return;
+    const char *idx = json_string_value(json_object_get(labels, "batch.kubernetes.io/job-completion-index"));
+    unsigned long rank = idx ? strtoul(idx, NULL, 10) : 0;
+    kfollow_t *f = spw_xcalloc(1, sizeof(*f));
+    f->kb = kb;
+    f->fd = f->mfd = -1;
+    snprintf(f->pod, sizeof(f->pod), "%s", name);
+    /* The daemon's layout: LOG_DIR/JOBID/ (launch.c). */
+    if (rank == 0)
+        snprintf(f->file, sizeof(f->file), "%s/%s/%s.out", kb->log_dir, jid, jid);
+    else
+        snprintf(f->file, sizeof(f->file), "%s/%s/%s.rank%lu.out", kb->log_dir, jid, jid, rank);
+    snprintf(f->mark, sizeof(f->mark), "%s/%s/.%s.logbytes", kb->log_dir, jid, name);
+    if (pthread_create(&f->thread, NULL, follower, f) != 0) {
+        free(f);
+        return;
+    }
+    kb->follows = spw_xrealloc(kb->follows, (kb->nfollows + 1) * sizeof(*kb->follows));
+    kb->follows[kb->nfollows++] = f;
+}
+
+/* Ends the follow of pod (lock not held): the bytes of its log in the file
+ * (its mark's, when no follower of this daemon ran). */
+static uint64_t follow_end(spw_kube_t *kb, const char *pod, const char *mark)
+{
+    kfollow_t *f = NULL;
+    pthread_mutex_lock(&kb->lock);
+    for (size_t i = 0; i < kb->nfollows; i++)
+        if (strcmp(kb->follows[i]->pod, pod) == 0) {
+            f = kb->follows[i];
+            f->stop = 1;
+            kb->follows[i] = kb->follows[--kb->nfollows];
+            break;
+        }
+    pthread_mutex_unlock(&kb->lock);
+    if (!f)
+        return mark_read(mark);
+    pthread_join(f->thread, NULL);
+    uint64_t n = f->bytes;
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->mfd >= 0)
+        close(f->mfd);
+    free(f);
+    return n;
+}
+
+/* Lists w's collection and installs the list (a new generation); rv gets
+ * its resourceVersion.  0, or -1 with err. */
+static int watch_list(kwatch_t *w, double now_s, char *rv, size_t rvlen, spw_error_t *err)
+{
+    spw_kube_t *kb = w->kb;
+    json_t *items = NULL;
+    pthread_mutex_lock(&kb->lock);
+    uint64_t gen = ++w->lists;
+    pthread_mutex_unlock(&kb->lock);
+    if (spw_kube_list(kb->api, w->path, w->selector, 500, now_s, &items, rv, rvlen, err) < 0)
         return -1;
-    size_t cnt = json_array_size(items), i;
+    json_t *objs = json_object();
+    size_t i;
+    json_t *o;
+    char key[160];
+    json_array_foreach(items, i, o) {
+        if (obj_key(w, o, key) == 0)
+            json_object_set(objs, key, o);
+    }
+    json_decref(items);
+    pthread_mutex_lock(&kb->lock);
+    json_decref(w->objs);
+    w->objs = objs;
+    json_object_clear(w->gone);
+    w->gen = gen;
+    w->ver++;
+    w->err[0] = '\0';
+    if (w->kind == W_PODS) {
+        const char *k;
+        json_object_foreach(objs, k, o)
+            maybe_follow(kb, o);
+    }
+    pthread_cond_broadcast(&kb->wwake);
+    pthread_mutex_unlock(&kb->lock);
+    return 0;
+}
+
+/* A deleted pod of a Job signal() signalled is kept (its last state says
+ * its exit code; a pod deleted otherwise, e.g. evicted from a lost node,
+ * is gone as before); a deleted Job takes its kept pods along (lock held). */
+static void keep_gone_pod(spw_kube_t *kb, kwatch_t *w, const char *key, json_t *obj)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    if (w->kind == W_PODS) {
+        const char *jn = json_string_value(json_object_get(json_object_get(md, "labels"), L_JOBNAME));
+        if (jn && json_object_get(kb->signalled, jn))
+            json_object_set(kb->pods_gone, key, obj);
+    } else if (w->kind == W_JOBS && json_object_size(kb->signalled)) {
+        const char *name = json_string_value(json_object_get(md, "name"));
+        if (name)
+            json_object_del(kb->signalled, name);
+        const char *k;
+        json_t *p;
+        void *tmp;
+        json_object_foreach_safe(kb->pods_gone, tmp, k, p) {
+            const char *jn = json_string_value(json_object_get(
+                json_object_get(json_object_get(p, "metadata"), "labels"), L_JOBNAME));
+            if (name && jn && strcmp(jn, name) == 0)
+                json_object_del(kb->pods_gone, k);
+        }
+    }
+}
+
+/* A watch event for w (spw_kube_event_f): the object replaces, or leaves,
+ * the list; type NULL asks whether to go on. */
+static int on_watch_event(void *arg, const char *type, json_t *obj)
+{
+    kwatch_t *w = arg;
+    spw_kube_t *kb = w->kb;
+    char key[160];
+    pthread_mutex_lock(&kb->lock);
+    int stop = kb->stop;
+    if (type && obj && obj_key(w, obj, key) == 0) {
+        if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+            json_object_set(w->objs, key, obj);
+            json_object_del(w->gone, key);
+            w->ver++;
+            w->events++;
+            if (w->kind == W_PODS)
+                maybe_follow(kb, obj);
+        } else if (strcmp(type, "DELETED") == 0) {
+            json_object_del(w->objs, key);
+            json_object_set_new(w->gone, key, json_true());
+            w->ver++;
+            w->events++;
+            keep_gone_pod(kb, w, key, obj);
+        }
+    }
+    pthread_mutex_unlock(&kb->lock);
+    return stop;
+}
+
+/* A watch thread: list, then watch from the list's resourceVersion and
+ * from the last one seen after each stream; list again on 410 Gone; after
+ * a failure, wait a second. */
+static void *watcher(void *arg)
+{
+    kwatch_t *w = arg;
+    spw_kube_t *kb = w->kb;
+    char rv[64] = "";
+    pthread_mutex_lock(&kb->lock);
+    while (!kb->stop) {
+        if (!kb->watching) {
+            pthread_cond_wait(&kb->wwake, &kb->lock);
+            continue;
+        }
+        double now_s = kb->now_s;
+        pthread_mutex_unlock(&kb->lock);
+        spw_error_t err = {{0}};
+        int rc;
+        if (!rv[0]) {
+            rc = watch_list(w, now_s, rv, sizeof(rv), &err);
+        } else {
+            rc = spw_kube_watch(kb->api, w->path, w->selector, rv, sizeof(rv), kb->watch_s, now_s,
+                                on_watch_event, w, &err);
+            if (rc == 1) {
+                /* 410 Gone: the events since rv are lost; the next list
+                 * says where everything stands. */
+                rv[0] = '\0';
+                pthread_mutex_lock(&kb->lock);
+                w->relists++;
+                pthread_mutex_unlock(&kb->lock);
+            }
+        }
+        pthread_mutex_lock(&kb->lock);
+        if (rc >= 0)
+            w->err[0] = '\0';
+        if (rc < 0 && !kb->stop) {
+            snprintf(w->err, sizeof(w->err), "%s", err.text[0] ? err.text : "no answer");
+            pthread_cond_broadcast(&kb->wwake);
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            pthread_cond_timedwait(&kb->wwake, &kb->lock, &until);
+        }
+    }
+    pthread_mutex_unlock(&kb->lock);
+    return NULL;
+}
+
+/* Lets the watch threads start (lock held). */
+static void watch_start_locked(spw_kube_t *kb)
+{
+    if (!kb->watching) {
+        kb->watching = 1;
+        pthread_cond_broadcast(&kb->wwake);
+    }
+}
+
+/* Orders nodes by name, as the API lists them. */
+static int node_cmp(const void *a, const void *b)
+{
+    return strcmp(((const spw_backend_node_t *)a)->name, ((const spw_backend_node_t *)b)->name);
+}
+
+/* The pool's nodes from the Node objects in items (an array or an object
+ * of them), sorted by name: *out (caller frees) and *n. */
+static void nodes_of(const json_t *items, spw_backend_node_t **out, size_t *n)
+{
+    size_t cnt = json_is_array(items) ? json_array_size(items) : json_object_size(items);
     spw_backend_node_t *v = spw_xcalloc(cnt ? cnt : 1, sizeof(*v));
+    /* An object's values in an array first. */
+    json_t *arr = json_is_array(items) ? json_incref((json_t *)items) : json_array();
+    const char *key;
     json_t *nd;
-    json_array_foreach(items, i, nd) {
+    if (!json_is_array(items))
+        json_object_foreach((json_t *)items, key, nd)
+            json_array_append(arr, nd);
+    size_t i;
+    json_array_foreach(arr, i, nd) {
         json_t *md = json_object_get(nd, "metadata"), *st = json_object_get(nd, "status");
         spw_backend_node_t *o = &v[i];
         snprintf(o->name, sizeof(o->name), "%s", json_string_value(json_object_get(md, "name")));
@@ -453,9 +809,9 @@ static int read_nodes(spw_kube_t *kb, double now_s, spw_backend_node_t **out, si
             json_string_value(json_object_get(json_object_get(md, "labels"), GPU ".product"));
         snprintf(o->gpu_type, sizeof(o->gpu_type), "%s", prod ? prod : "");
         int ready = 0;
-        size_t k;
+        size_t c_i;
         json_t *c;
-        json_array_foreach(json_object_get(st, "conditions"), k, c) {
+        json_array_foreach(json_object_get(st, "conditions"), c_i, c) {
             const char *t = json_string_value(json_object_get(c, "type"));
             if (t && strcmp(t, "Ready") == 0) {
                 ready = json_string_value(json_object_get(c, "status")) &&
@@ -472,9 +828,21 @@ static int read_nodes(spw_kube_t *kb, double now_s, spw_backend_node_t **out, si
         if (cordoned && ready)
             snprintf(o->reason, sizeof(o->reason), "cordoned");
     }
-    json_decref(items);
+    json_decref(arr);
+    qsort(v, cnt, sizeof(*v), node_cmp);
     *out = v;
     *n = cnt;
+}
+
+static int read_nodes(spw_kube_t *kb, double now_s, spw_backend_node_t **out, size_t *n,
+                      spw_error_t *err)
+{
+    json_t *items;
+    char rv[64];
+    if (spw_kube_list(kb->api, "/api/v1/nodes", NULL, 500, now_s, &items, rv, sizeof(rv), err) < 0)
+        return -1;
+    nodes_of(items, out, n);
+    json_decref(items);
     return 0;
 }
 
@@ -483,51 +851,32 @@ static void *worker(void *arg)
     spw_kube_t *kb = arg;
     pthread_mutex_lock(&kb->lock);
     while (!kb->stop) {
-        if (!kb->nops && !kb->list_asked && !kb->nodes_asked) {
+        if (!kb->nops) {
             pthread_cond_wait(&kb->wake, &kb->lock);
             continue;
         }
         double now_s = kb->now_s;
-        if (kb->nops) {
-            kop_t op = kb->ops[0];
-            memmove(kb->ops, kb->ops + 1, (kb->nops - 1) * sizeof(*kb->ops));
-            kb->nops--;
-            pthread_mutex_unlock(&kb->lock);
-            kres_t r = {.kind = op.kind};
-            snprintf(r.token, sizeof(r.token), "%s", op.token);
-            if (op.kind == OP_CREATE)
-                op_create(kb, &op, now_s, &r);
-            else if (op.kind == OP_DELETE)
-                op_delete(kb, &op, now_s, &r);
-            else
-                op_logs(kb, &op, now_s, &r);
-            free(op.body);
-            free(op.svc);
-            json_decref(op.pods);
-            pthread_mutex_lock(&kb->lock);
-            r.seq = kb->lists_started;
-            kb->creates += (uint64_t)r.created;
-            res_push(kb, &r);
-        } else if (kb->list_asked) {
-            kb->list_asked = 0;
-            kb->lists_started++;
-            pthread_mutex_unlock(&kb->lock);
-            do_list(kb, now_s);
-            pthread_mutex_lock(&kb->lock);
-        } else {
-            kb->nodes_asked = 0;
-            pthread_mutex_unlock(&kb->lock);
-            spw_backend_node_t *v = NULL;
-            size_t n = 0;
-            spw_error_t err = {{0}};
-            int rc = read_nodes(kb, now_s, &v, &n, &err);
-            pthread_mutex_lock(&kb->lock);
-            free(kb->n_out);
-            kb->n_out = rc == 0 ? v : NULL;
-            kb->n_n = n;
-            kb->n_done = 1;
-            snprintf(kb->n_err, sizeof(kb->n_err), "%s", rc == 0 ? "" : err.text);
-        }
+        kop_t op = kb->ops[0];
+        memmove(kb->ops, kb->ops + 1, (kb->nops - 1) * sizeof(*kb->ops));
+        kb->nops--;
+        pthread_mutex_unlock(&kb->lock);
+        kres_t r = {.kind = op.kind};
+        snprintf(r.token, sizeof(r.token), "%s", op.token);
+        if (op.kind == OP_CREATE)
+            op_create(kb, &op, now_s, &r);
+        else if (op.kind == OP_DELETE)
+            op_delete(kb, &op, now_s, &r);
+        else if (op.kind == OP_SIGNAL)
+            op_signal(kb, &op, now_s, &r);
+        else
+            op_logs(kb, &op, now_s, &r);
+        free(op.body);
+        free(op.svc);
+        json_decref(op.pods);
+        pthread_mutex_lock(&kb->lock);
+        r.seq = kb->w[W_JOBS].lists;
+        kb->creates += (uint64_t)r.created;
+        res_push(kb, &r);
     }
     pthread_mutex_unlock(&kb->lock);
     return NULL;
@@ -615,13 +964,44 @@ static int kube_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw
     return 0;
 }
 
+static json_t *job_pods(spw_kube_t *kb, const char *name, int *found, spw_exit_kind_t *kind,
+                        int *status);
+
+/* What a cluster can do: SIGTERM (or SIGINT) deletes the Job's pods with
+ * gracePeriodSeconds kill_grace_s, so the kubelet sends SIGTERM and SIGKILL
+ * after the grace; SIGKILL deletes them with gracePeriodSeconds 0.  Other
+ * signals would need pods/exec and a kill(1) in the image: refused.  The
+ * Job has backoffLimit 0: its pods' end is the Job's. */
 static int kube_signal(void *be, const spw_handle_t *h, int signum, spw_error_t *err)
 {
     spw_kube_t *kb = be;
-    if (!job_by_token(kb, h->token, NULL))
+    kjob_t *j = job_by_token(kb, h->token, NULL);
+    if (!j)
         return spw_errorf(err, "job %s is not tracked", h->job_id);
-    return spw_errorf(err, "a Kubernetes pool cannot send signal %d: only cancel (delete the "
-                           "Job) is possible", signum);
+    if (signum != SIGTERM && signum != SIGINT && signum != SIGKILL)
+        return spw_errorf(err, "a Kubernetes pool can send only SIGTERM (then SIGKILL after "
+                               "kill_grace_s) or SIGKILL to a job's pods, not signal %d",
+                          signum);
+    if (!j->created)
+        return spw_errorf(err, "job %s: its Job is not created yet", h->job_id);
+    int found;
+    spw_exit_kind_t kind;
+    int status;
+    pthread_mutex_lock(&kb->lock);
+    json_t *pods = job_pods(kb, j->name, &found, &kind, &status);
+    if (json_array_size(pods) == 0) {
+        pthread_mutex_unlock(&kb->lock);
+        json_decref(pods);
+        return spw_errorf(err, "job %s: its Job has no pod yet", h->job_id);
+    }
+    json_object_set_new(kb->signalled, j->name, json_true());
+    kop_t op = {.kind = OP_SIGNAL, .pods = pods,
+                .grace_s = signum == SIGKILL ? 0 : (int)kb->kill_grace_s};
+    snprintf(op.name, sizeof(op.name), "%s", j->name);
+    snprintf(op.token, sizeof(op.token), "%s", j->h.token);
+    op_push_locked(kb, &op);
+    pthread_mutex_unlock(&kb->lock);
+    return 0;
 }
 
 static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t *err)
@@ -634,6 +1014,23 @@ static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_
     if (j->cancel)
         return 0;
     j->cancel = 1;
+    /* A create still queued is dropped: no Job, no pod that starts after
+     * the cancel was answered. */
+    pthread_mutex_lock(&kb->lock);
+    for (size_t i = 0; !j->created && i < kb->nops; i++)
+        if (kb->ops[i].kind == OP_CREATE && strcmp(kb->ops[i].token, j->h.token) == 0) {
+            free(kb->ops[i].body);
+            free(kb->ops[i].svc);
+            memmove(kb->ops + i, kb->ops + i + 1, (kb->nops - i - 1) * sizeof(*kb->ops));
+            kb->nops--;
+            pthread_mutex_unlock(&kb->lock);
+            spw_exit_t e = {.handle = j->h, .kind = SPW_EXIT_SIGNALED, .status = 15,
+                            .cause = SPW_CAUSE_CANCELLED};
+            exit_push(kb, &e);
+            job_remove(kb, (size_t)(j - kb->jobs));
+            return 0;
+        }
+    pthread_mutex_unlock(&kb->lock);
     kop_t op = {.kind = OP_DELETE};
     snprintf(op.name, sizeof(op.name), "%s", j->name);
     snprintf(op.token, sizeof(op.token), "%s", j->h.token);
@@ -670,10 +1067,11 @@ static json_t *job_pods(spw_kube_t *kb, const char *name, int *found, spw_exit_k
                         int *status)
 {
     json_t *names = json_array();
-    size_t i;
     json_t *p;
+    const char *key;
     *found = 0;
-    json_array_foreach(kb->l_pods, i, p) {
+    for (int pass = 0; pass < 2; pass++)
+    json_object_foreach(pass ? kb->pods_gone : kb->w[W_PODS].objs, key, p) {
         const char *jn = pod_label(p, L_JOBNAME);
         if (!jn || strcmp(jn, name) != 0)
             continue;
@@ -746,22 +1144,28 @@ static void end_lost(spw_kube_t *kb, kjob_t *j, json_t *pods)
     }
     if (j->lost_s == 0)
         j->lost_s = kb->now_s;
-    if (kb->now_s - j->lost_s >= LOST_HOLD_S)
+    if (kb->now_s - j->lost_s >= LOST_HOLD_S) {
         job_end(kb, j, SPW_EXIT_LOST, -1, SPW_CAUSE_NONE, pods);
-    else
+    } else {
+        kb->holding = 1;
         json_decref(pods);
+    }
 }
 
-/* Applies the last listing to every tracked Job (lock held). */
+/* Applies what the watches say to every tracked Job (lock held). */
 static void apply_listing(spw_kube_t *kb)
 {
+    kwatch_t *w = &kb->w[W_JOBS];
+    kb->holding = 0;
     for (size_t i = 0; i < kb->njobs; i++) {
         kjob_t *j = &kb->jobs[i];
         if (!j->created || j->ending)
             continue;
-        json_t *job = json_object_get(kb->l_jobs, j->name);
+        json_t *job = json_object_get(w->objs, j->name);
         if (!job) {
-            if (kb->l_seq > j->create_seq)
+            /* Gone when a watch saw it deleted, or a list made after its
+             * create lacks it (not yet seen is not gone). */
+            if (w->gen > j->create_seq || json_object_get(w->gone, j->name))
                 end_lost(kb, j, json_array());
             continue;
         }
@@ -792,8 +1196,12 @@ static void apply_listing(spw_kube_t *kb)
     /* A fenced token's Job (a create of a dead daemon, late): delete it. */
     const char *name;
     json_t *job;
-    json_object_foreach(kb->l_jobs, name, job) {
+    if (!kb->nfenced)
+        return;
+    json_object_foreach(w->objs, name, job) {
         const char *t = ann_token(job);
+        if (json_object_get(json_object_get(job, "metadata"), "deletionTimestamp"))
+            continue;   /* asked already */
         for (size_t f = 0; t && f < kb->nfenced; f++)
             if (strcmp(kb->fenced[f], t) == 0 && !job_by_token(kb, t, NULL)) {
                 kop_t op = {.kind = OP_DELETE};
@@ -821,6 +1229,7 @@ static void kube_tick(void *be, double now_s)
             continue;
         if (res[r].kind == OP_CREATE && res[r].ok) {
             j->created = 1;
+            kb->dirty = 1;   /* its Job's events may all have come already */
             j->create_seq = res[r].seq;
             snprintf(j->h.ext, sizeof(j->h.ext), "%s", j->name);
         } else if (res[r].kind == OP_CREATE) {
@@ -835,14 +1244,16 @@ static void kube_tick(void *be, double now_s)
     }
     free(res);
     pthread_mutex_lock(&kb->lock);
-    if (kb->l_seq > kb->applied_seq) {
-        kb->applied_seq = kb->l_seq;
+    watch_start_locked(kb);
+    /* On news, and once a second for the Jobs held as lost (LOST_HOLD_S). */
+    uint64_t ver = kb->w[W_JOBS].ver + kb->w[W_PODS].ver;
+    int listed = kb->w[W_JOBS].gen && kb->w[W_PODS].gen;
+    if (listed && (ver != kb->applied_ver || kb->dirty ||
+                   (kb->holding && now_s - kb->last_apply_s >= 1))) {
+        kb->applied_ver = ver;
+        kb->last_apply_s = now_s;
+        kb->dirty = 0;
         apply_listing(kb);
-    }
-    if (now_s - kb->last_sync_s >= kb->sync_interval_s) {
-        kb->last_sync_s = now_s;
-        kb->list_asked = 1;
-        pthread_cond_signal(&kb->wake);
     }
     pthread_mutex_unlock(&kb->lock);
 }
@@ -859,24 +1270,22 @@ static int kube_changed(void *be, spw_handle_t *out, size_t max)
     return spw_queue_take(kb->changes, &kb->nchanges, sizeof(*kb->changes), out, max);
 }
 
-/* A listing for adopt()/find(): the last one, or one made now when there
- * is none yet.  0, or -1 with err. */
+/* The Jobs' list for adopt()/find(): waits (at most twice the request
+ * timeout) for the Jobs' watch to have listed once.  0, or -1 with err. */
 static int have_listing(spw_kube_t *kb, spw_error_t *err)
 {
+    kwatch_t *w = &kb->w[W_JOBS];
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(2 * kb->timeout_s) + 1;
     pthread_mutex_lock(&kb->lock);
-    uint64_t seq = kb->l_seq;
-    pthread_mutex_unlock(&kb->lock);
-    if (seq == 0) {
-        pthread_mutex_lock(&kb->lock);
-        kb->lists_started++;
-        double now_s = kb->now_s;
-        pthread_mutex_unlock(&kb->lock);
-        do_list(kb, now_s);
-    }
-    pthread_mutex_lock(&kb->lock);
-    int rc = kb->l_seq ? 0 : -1;
-    if (rc < 0 || kb->l_err[0])
-        rc = spw_errorf(err, "cannot list the cluster's Jobs: %s", kb->l_err);
+    watch_start_locked(kb);
+    while (!w->gen && !w->err[0] &&
+           pthread_cond_timedwait(&kb->wwake, &kb->lock, &until) != ETIMEDOUT)
+        ;
+    int rc = w->gen ? 0
+                    : spw_errorf(err, "cannot list the cluster's Jobs: %s",
+                                 w->err[0] ? w->err : "no answer");
     pthread_mutex_unlock(&kb->lock);
     return rc;
 }
@@ -888,22 +1297,37 @@ static int track_listed(spw_kube_t *kb, const char *token, const spw_handle_t *h
     pthread_mutex_lock(&kb->lock);
     const char *name;
     json_t *job, *hit = NULL;
-    json_object_foreach(kb->l_jobs, name, job) {
-        const char *t = ann_token(job);
-        if (t && strcmp(t, token) == 0) {
-            hit = job;
-            break;
-        }
+    /* The name is the token's ("DAEMON.JOBID.ATTEMPT"): one look-up; a
+     * scan only for a Job named otherwise. */
+    char jid_of[SPW_JOB_ID_MAX], byname[64];
+    const char *d1 = strchr(token, '.'), *d2 = d1 ? strrchr(token, '.') : NULL;
+    if (d1 && d2 > d1 + 1 && (size_t)(d2 - d1 - 1) < sizeof(jid_of)) {
+        snprintf(jid_of, sizeof(jid_of), "%.*s", (int)(d2 - d1 - 1), d1 + 1);
+        spw_kube_job_name(jid_of, token, byname);
+        json_t *cand = json_object_get(kb->w[W_JOBS].objs, byname);
+        const char *t = ann_token(cand);
+        if (t && strcmp(t, token) == 0)
+            hit = cand;
     }
+    if (!hit)
+        json_object_foreach(kb->w[W_JOBS].objs, name, job) {
+            const char *t = ann_token(job);
+            if (t && strcmp(t, token) == 0) {
+                hit = job;
+                break;
+            }
+        }
     if (!hit) {
         pthread_mutex_unlock(&kb->lock);
         return 0;
     }
     json_t *md = json_object_get(hit, "metadata");
+    name = json_string_value(json_object_get(md, "name"));
     const char *jid = json_string_value(json_object_get(json_object_get(md, "annotations"), A_JOBID));
     json_t *comp = json_object_get(json_object_get(hit, "spec"), "completions");
     int suspended = json_is_true(json_object_get(json_object_get(hit, "spec"), "suspend"));
-    uint64_t seq = kb->l_seq;
+    uint64_t seq = kb->w[W_JOBS].lists;
+    kb->dirty = 1;
     pthread_mutex_unlock(&kb->lock);
     kb->jobs = spw_xrealloc(kb->jobs, (kb->njobs + 1) * sizeof(*kb->jobs));
     kjob_t *j = &kb->jobs[kb->njobs++];
@@ -969,21 +1393,18 @@ static int kube_nodes(void *be, spw_backend_node_t **out, size_t *n, spw_error_t
 static int kube_nodes_async(void *be, spw_backend_node_t **out, size_t *n, spw_error_t *err)
 {
     spw_kube_t *kb = be;
+    kwatch_t *w = &kb->w[W_NODES];
     int rc = 0;
     pthread_mutex_lock(&kb->lock);
-    if (kb->n_done) {
-        kb->n_done = 0;
-        if (kb->n_out) {
-            *out = kb->n_out;
-            *n = kb->n_n;
-            kb->n_out = NULL;
-            rc = 1;
-        } else {
-            rc = spw_errorf(err, "cannot read the cluster's nodes: %s", kb->n_err);
-        }
+    watch_start_locked(kb);
+    if (w->gen && w->ver != kb->nodes_ver) {
+        kb->nodes_ver = w->ver;
+        nodes_of(w->objs, out, n);
+        rc = 1;
+    } else if (w->err[0]) {
+        rc = spw_errorf(err, "cannot read the cluster's nodes: %s", w->err);
+        w->err[0] = '\0';
     }
-    kb->nodes_asked = 1;
-    pthread_cond_signal(&kb->wake);
     pthread_mutex_unlock(&kb->lock);
     return rc;
 }
@@ -1028,19 +1449,22 @@ static int kube_foreign_async(void *be, const char *own_prefix, spw_backend_fore
                               size_t *n, spw_error_t *err)
 {
     spw_kube_t *kb = be;
+    kwatch_t *w = &kb->w[W_PODS];
     pthread_mutex_lock(&kb->lock);
-    if (kb->l_seq == kb->foreign_seq) {
-        int rc = kb->l_err[0] && kb->l_seq == 0
-                     ? spw_errorf(err, "cannot list the cluster's pods: %s", kb->l_err)
+    watch_start_locked(kb);
+    if (!w->gen || w->ver == kb->foreign_ver) {
+        int rc = w->err[0] && !w->gen
+                     ? spw_errorf(err, "cannot list the cluster's pods: %s", w->err)
                      : 0;
         pthread_mutex_unlock(&kb->lock);
         return rc;
     }
-    kb->foreign_seq = kb->l_seq;
-    spw_backend_foreign_t *v = spw_xcalloc(json_array_size(kb->l_pods) + 1, sizeof(*v));
-    size_t k = 0, i;
+    kb->foreign_ver = w->ver;
+    spw_backend_foreign_t *v = spw_xcalloc(json_object_size(w->objs) + 1, sizeof(*v));
+    size_t k = 0;
+    const char *key;
     json_t *p;
-    json_array_foreach(kb->l_pods, i, p) {
+    json_object_foreach(w->objs, key, p) {
         const char *t = ann_token(p);
         const char *phase =
             json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
@@ -1069,6 +1493,19 @@ uint64_t spw_kube_creates(const spw_kube_t *kb)
     uint64_t c = kb->creates;
     pthread_mutex_unlock((pthread_mutex_t *)&kb->lock);
     return c;
+}
+
+void spw_kube_watch_stats(spw_kube_t *kb, spw_kube_watch_stats_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&kb->lock);
+    for (int k = 0; k < W_COUNT; k++) {
+        out->lists += kb->w[k].lists;
+        out->relists += kb->w[k].relists;
+        out->events += kb->w[k].events;
+    }
+    out->job_events = kb->w[W_JOBS].events;
+    pthread_mutex_unlock(&kb->lock);
 }
 
 /* ---- lifecycle --------------------------------------------------------- */
@@ -1139,21 +1576,32 @@ spw_kube_t *spw_kube_create(const spw_kube_opts_t *o, spw_error_t *err)
     kb->image = o->image && o->image[0] ? spw_xstrdup(o->image) : NULL;
     kb->kill_grace_s = o->kill_grace_s > 0 ? o->kill_grace_s : 10;
     kb->ttl_s = o->ttl_after_finished_s > 0 ? o->ttl_after_finished_s : 3600;
-    kb->sync_interval_s = o->sync_interval_s > 0 ? o->sync_interval_s : 1;
-    kb->last_sync_s = -1e18;
+    kb->timeout_s = o->timeout_s > 0 ? o->timeout_s : 30;
+    kb->watch_s = o->watch_timeout_s > 0 ? (unsigned)o->watch_timeout_s : 300;
+    kb->last_apply_s = -1e18;
     pthread_mutex_init(&kb->lock, NULL);
     pthread_cond_init(&kb->wake, NULL);
-    if (pthread_create(&kb->thread, NULL, worker, kb) != 0) {
-        pthread_mutex_destroy(&kb->lock);
-        pthread_cond_destroy(&kb->wake);
-        spw_kube_api_destroy(api);
-        spw_kubeconfig_destroy(kc);
-        json_decref(extra);
-        free(kb->log_dir);
-        free(kb->local_queue);
-        free(kb->image);
-        free(kb);
-        return spw_errorf(err, "%s", "cannot start the Kubernetes backend's thread"), NULL;
+    pthread_cond_init(&kb->wwake, NULL);
+    static const char *const paths[W_COUNT] = {"/apis/batch/v1/namespaces/%s/jobs", "/api/v1/pods",
+                                               "/api/v1/nodes"};
+    for (int k = 0; k < W_COUNT; k++) {
+        kwatch_t *w = &kb->w[k];
+        w->kb = kb;
+        w->kind = (watch_kind_t)k;
+        snprintf(w->path, sizeof(w->path), paths[k], kb->ns);
+        w->selector = k == W_JOBS ? L_DAEMON : NULL;
+        w->objs = json_object();
+        w->gone = json_object();
+    }
+    kb->pods_gone = json_object();
+    kb->signalled = json_object();
+    int started = pthread_create(&kb->thread, NULL, worker, kb) == 0;
+    for (int k = 0; started && k < W_COUNT; k++)
+        started = kb->w[k].running =
+            pthread_create(&kb->w[k].thread, NULL, watcher, &kb->w[k]) == 0;
+    if (!started) {
+        spw_kube_destroy(kb);
+        return spw_errorf(err, "%s", "cannot start the Kubernetes backend's threads"), NULL;
     }
     return kb;
 }
@@ -1164,9 +1612,22 @@ void spw_kube_destroy(spw_kube_t *kb)
         return;
     pthread_mutex_lock(&kb->lock);
     kb->stop = 1;
-    pthread_cond_signal(&kb->wake);
+    pthread_cond_broadcast(&kb->wake);
+    pthread_cond_broadcast(&kb->wwake);
     pthread_mutex_unlock(&kb->lock);
-    pthread_join(kb->thread, NULL);
+    if (kb->thread)
+        pthread_join(kb->thread, NULL);
+    while (kb->nfollows)
+        follow_end(kb, kb->follows[0]->pod, "");
+    free(kb->follows);
+    json_decref(kb->pods_gone);
+    json_decref(kb->signalled);
+    for (int k = 0; k < W_COUNT; k++) {
+        if (kb->w[k].running)
+            pthread_join(kb->w[k].thread, NULL);
+        json_decref(kb->w[k].objs);
+        json_decref(kb->w[k].gone);
+    }
     for (size_t i = 0; i < kb->nops; i++) {
         free(kb->ops[i].body);
         free(kb->ops[i].svc);
@@ -1174,9 +1635,6 @@ void spw_kube_destroy(spw_kube_t *kb)
     }
     free(kb->ops);
     free(kb->res);
-    json_decref(kb->l_jobs);
-    json_decref(kb->l_pods);
-    free(kb->n_out);
     for (size_t i = 0; i < kb->nfenced; i++)
         free(kb->fenced[i]);
     free(kb->fenced);
@@ -1194,6 +1652,7 @@ void spw_kube_destroy(spw_kube_t *kb)
     spw_kubeconfig_destroy(kb->kc);
     pthread_mutex_destroy(&kb->lock);
     pthread_cond_destroy(&kb->wake);
+    pthread_cond_destroy(&kb->wwake);
     free(kb);
 }
 
