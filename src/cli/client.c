@@ -652,6 +652,8 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
     free(head);
     if (rc != 0) {
         /* A partial answer (the daemon died mid-way) is no answer either. */
+        if (c->quiet_unreach)
+            return SPW_CLI_EUNREACH;
         fprintf(stderr,
                 "spillway: cannot reach the daemon at %s: %s (is `spillway serve` running? "
                 "set --url or SPILLWAY_URL)\n",

@@ -28,7 +28,8 @@ const char spw_cli_submit_usage[] =
     "  --name NAME          a name to know it by in `spillway queue`\n"
     "  --team TEAM          the team it is filed under (a team token files it\n"
     "                       under the token's team)\n"
-    "  --est-runtime D      how long it should run: 90s, 30m, 1h30m, 2h; helps the\n"
+    "  --est-runtime D      how long it should run: 90s, 30m, 1h30m, 2h, or as\n"
+    "                       Slurm writes it: 01:30:00, 2-12:00:00; helps the\n"
     "                       scheduler decide between waiting and bursting\n"
     "  --max-runtime D      stop it after it has run this long\n"
     "  --priority P         larger runs first (default 0)\n"
@@ -44,8 +45,9 @@ const char spw_cli_submit_usage[] =
     "  --checkpoint-interval D  how often it saves its progress to\n"
     "                       $SPILLWAY_CHECKPOINT_DIR: 10m, 1h; 0 = never (an\n"
     "                       interrupted attempt starts over); continuous\n"
-    "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
-    "                       default: the daemon's)\n"
+    "  --workdir DIR        where it runs (a relative DIR is taken from here);\n"
+    "                       default: the directory submit is run in, which the\n"
+    "                       job's user must be able to enter\n"
     "  --env K=V            an environment variable; repeat for more\n"
     "  --image IMG          run it in a container: an unpacked root filesystem\n"
     "                       (a directory on the host, run under bubblewrap), an\n"
@@ -145,13 +147,20 @@ const char spw_cli_explain_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_logs_usage[] =
-    "usage: spillway logs ID [-f] [--stderr] [OPTIONS]\n"
+    "usage: spillway logs ID [-f] [--stdout|--stderr] [--rank N|--all-ranks] [OPTIONS]\n"
     "\n"
-    "Writes what the job has written to its stdout (or stderr), as raw bytes.\n"
+    "Writes what the job has written, as raw bytes: its stdout to stdout and\n"
+    "its stderr to stderr.  A gang's ranks each have their own logs.\n"
     "\n"
     "  -f, --follow         keep polling (every 0.5 s) until the job has ended\n"
-    "                       and everything it wrote has been printed\n"
-    "  --stderr             the job's stderr instead of its stdout\n"
+    "                       and everything it wrote has been printed; the\n"
+    "                       daemon may restart meanwhile (logs -f reconnects,\n"
+    "                       for up to 10 minutes); then exits with the job's\n"
+    "                       status (below)\n"
+    "  --stdout             only the job's stdout\n"
+    "  --stderr             only the job's stderr, written to stdout\n"
+    "  --rank N             rank N of a gang (default 0, the first node's)\n"
+    "  --all-ranks          every rank, each line prefixed with [rank N]\n"
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"
     "                       " SPW_CLI_DEFAULT_URL ")\n"
     "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"
@@ -161,7 +170,12 @@ const char spw_cli_logs_usage[] =
     "  spillway logs j-000042\n"
     "  spillway logs -f j-000042 | tee train.log\n"
     "  spillway logs --stderr j-000042 | tail\n"
-    SPW_CLI_EXIT_HELP;
+    "  spillway logs --all-ranks j-000042 | grep loss\n"
+    "\n"
+    "Exit status: 0 done; 1 the daemon refused (its message is on stderr);\n"
+    "2 bad usage, or the daemon cannot be reached.  With -f, once the job has\n"
+    "ended: 0 if it succeeded, its exit code if it failed with one (1 when it\n"
+    "has none, or was cancelled or rejected).\n";
 
 /* Parses a command that takes the common options and one job id. */
 static const char *parse_id_cmd(int argc, char **argv, const char *cmd, const char *usage,
@@ -212,7 +226,8 @@ static void set_duration(json_t *spec, const char *key, const char *opt, const c
     double v;
     if (spw_parse_duration(s, &v) < 0 || !(v > 0)) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "%s takes a duration > 0 such as 90s, 30m, 1h30m or 3600",
+        snprintf(msg, sizeof(msg), "%s takes a duration > 0 such as 90s, 30m, 1h30m, 3600, "
+                 "01:30:00 or 1-12:00:00",
                  opt);
         spw_cli_die_usage("submit", msg);
     }
@@ -439,6 +454,12 @@ int spw_cli_submit(int argc, char **argv)
         for (int i = nopt + 1; i < argc; i++)
             json_array_append_new(run, json_string(argv[i]));
         json_object_set_new(spec, "run", run);
+        /* Like sbatch, the job runs where it was submitted from. */
+        if (!json_object_get(spec, "workdir")) {
+            char *here = absolute_dir(".");
+            json_object_set_new(spec, "workdir", json_string(here));
+            free(here);
+        }
         if (model) {
             char g[160];
             snprintf(g, sizeof(g), "%s:%ld", model, gpus);
@@ -1045,12 +1066,84 @@ int spw_cli_explain(int argc, char **argv)
 
 /* ---- logs -------------------------------------------------------------------- */
 
+/* One log followed by `logs`: a rank's stdout or stderr. */
+typedef struct log_stream {
+    unsigned rank;          /* the gang rank, 0 = the first node's */
+    int err;                /* 1: the job's stderr */
+    FILE *to;               /* where its bytes go: stdout or stderr */
+    long long offset;       /* bytes of it already written */
+    int mid_line;           /* 1: the last byte written was not a newline
+                               (no [rank N] prefix before the next one) */
+} log_stream_t;
+
+/* Writes n bytes of s's log to s->to, with a "[rank N] " before each line
+ * when prefix.  0, or -1 when the output cannot be written. */
+static int log_write(log_stream_t *s, const char *b, size_t n, int prefix)
+{
+    for (size_t i = 0; i < n;) {
+        if (prefix && !s->mid_line && fprintf(s->to, "[rank %u] ", s->rank) < 0)
+            return -1;
+        const char *nl = memchr(b + i, '\n', n - i);
+        size_t k = nl ? (size_t)(nl - (b + i)) + 1 : n - i;
+        if (fwrite(b + i, 1, k, s->to) != k)
+            return -1;
+        s->mid_line = !nl;
+        i += k;
+    }
+    return fflush(s->to) == 0 ? 0 : -1;
+}
+
+/* The exit status logs -f ends with for a job in state with exit_code. */
+static int job_status(const json_t *job)
+{
+    const char *state = spw_cli_jstr(job, "state");
+    double code;
+    if (state && strcmp(state, "succeeded") == 0)
+        return 0;
+    if (state && strcmp(state, "failed") == 0 && spw_cli_jnum(job, "exit_code", &code) == 0 &&
+        code >= 1 && code <= 255)
+        return (int)code;
+    return 1;
+}
+
+/* Sends GET path for logs, reconnecting while the daemon is away when
+ * follow (up to LOGS_RECONNECT_S).  The request's status, as
+ * spw_client_request's. */
+#define LOGS_RECONNECT_S 600.0
+static int logs_request(spw_client_t *cl, const char *path, int follow, spw_resp_t *r)
+{
+    double since = 0;
+    cl->quiet_unreach = follow;
+    for (;;) {
+        int rc = spw_client_request(cl, "GET", path, NULL, 0, NULL, r);
+        if (rc != SPW_CLI_EUNREACH || !follow)
+            return rc;
+        spw_resp_free(r);
+        double now = spw_cli_now();
+        if (since == 0) {
+            since = now;
+            fprintf(stderr, "spillway logs: the daemon at %s is not answering (%s); "
+                            "retrying for up to %.0f minutes\n",
+                    cl->url, cl->errbuf[0] ? cl->errbuf : "no answer", LOGS_RECONNECT_S / 60);
+        } else if (now - since > LOGS_RECONNECT_S) {
+            fprintf(stderr, "spillway logs: the daemon at %s has not answered for %.0f minutes; "
+                            "giving up\n", cl->url, LOGS_RECONNECT_S / 60);
+            return SPW_CLI_EUNREACH;
+        }
+        struct timespec half = {0, 500000000L};
+        nanosleep(&half, NULL);
+    }
+}
+
 int spw_cli_logs(int argc, char **argv)
 {
-    enum { O_STDERR = SPW_CLI_O_FIRST };
+    enum { O_STDERR = SPW_CLI_O_FIRST, O_STDOUT, O_RANK, O_ALL_RANKS };
     static const struct option opts[] = {
         {"follow", no_argument, NULL, 'f'},
         {"stderr", no_argument, NULL, O_STDERR},
+        {"stdout", no_argument, NULL, O_STDOUT},
+        {"rank", required_argument, NULL, O_RANK},
+        {"all-ranks", no_argument, NULL, O_ALL_RANKS},
         {"url", required_argument, NULL, SPW_CLI_O_URL},
         {"token", required_argument, NULL, SPW_CLI_O_TOKEN},
         {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE},
@@ -1059,11 +1152,18 @@ int spw_cli_logs(int argc, char **argv)
     };
     spw_cli_common_t co;
     spw_cli_common_init(&co);
-    int follow = 0, err_stream = 0, c;
+    int follow = 0, only_err = 0, only_out = 0, all_ranks = 0, c;
+    long rank = 0;
     while ((c = getopt_long(argc, argv, "fo:h", opts, NULL)) != -1) {
         switch (c) {
         case 'f': follow = 1; break;
-        case O_STDERR: err_stream = 1; break;
+        case O_STDERR: only_err = 1; break;
+        case O_STDOUT: only_out = 1; break;
+        case O_ALL_RANKS: all_ranks = 1; break;
+        case O_RANK:
+            if (parse_int(optarg, 0, 1024, &rank) < 0)
+                spw_cli_die_usage("logs", "--rank takes a rank from 0 to 1024");
+            break;
         case 'o': spw_cli_die_usage("logs", "logs writes the job's output as it is; -o does not apply");
         case 'h': fputs(spw_cli_logs_usage, stdout); return 0;
         default:
@@ -1071,6 +1171,10 @@ int spw_cli_logs(int argc, char **argv)
                 spw_cli_die_usage("logs", "unknown option");
         }
     }
+    if (only_err && only_out)
+        spw_cli_die_usage("logs", "--stdout and --stderr each leave the other out: give one");
+    if (all_ranks && rank)
+        spw_cli_die_usage("logs", "--rank N and --all-ranks: give one");
     if (optind >= argc)
         spw_cli_die_usage("logs", "missing the job id (as `spillway queue` shows it: j-000042)");
     if (optind + 1 < argc)
@@ -1081,38 +1185,72 @@ int spw_cli_logs(int argc, char **argv)
 
     spw_client_t cl;
     spw_client_open(&cl, &co, "logs");
+    char *jpath = spw_client_path(&cl, "/v1/jobs/", id, "");
     char *prefix = spw_client_path(&cl, "/v1/jobs/", id, "/logs?stream=");
-    long long offset = 0;
-    int rc;
-    for (;;) {
-        char path[1024];
-        spw_resp_t r;
-        snprintf(path, sizeof(path), "%s%s&offset=%lld", prefix, err_stream ? "err" : "out",
-                 offset);
-        if ((rc = spw_client_request(&cl, "GET", path, NULL, 0, NULL, &r)) != SPW_CLI_OK) {
-            spw_resp_free(&r);
-            break;
+    unsigned nranks = 1;
+    int rc = SPW_CLI_OK;
+    if (all_ranks) {
+        json_t *job;
+        if ((rc = spw_client_get_json(&cl, jpath, &job)) == SPW_CLI_OK) {
+            double v;
+            if (spw_cli_jnum(job, "ranks", &v) == 0 && v >= 1 && v <= 1025)
+                nranks = (unsigned)v;
+            json_decref(job);
         }
-        if (r.len && (fwrite(r.body, 1, r.len, stdout) != r.len || fflush(stdout) != 0)) {
+    }
+    log_stream_t *st = spw_xmalloc(2 * nranks * sizeof(*st));
+    size_t ns = 0;
+    for (unsigned r = 0; r < nranks && rc == SPW_CLI_OK; r++) {
+        unsigned rk = all_ranks ? r : (unsigned)rank;
+        if (!only_err)
+            st[ns++] = (log_stream_t){.rank = rk, .err = 0, .to = stdout};
+        if (!only_out)
+            st[ns++] = (log_stream_t){.rank = rk, .err = 1, .to = only_err ? stdout : stderr};
+    }
+    int ended = 0;
+    while (rc == SPW_CLI_OK) {
+        size_t got = 0;
+        for (size_t i = 0; i < ns && rc == SPW_CLI_OK; i++) {
+            char path[1024];
+            spw_resp_t r;
+            snprintf(path, sizeof(path), "%s%s&offset=%lld&rank=%u", prefix,
+                     st[i].err ? "err" : "out", st[i].offset, st[i].rank);
+            if ((rc = logs_request(&cl, path, follow, &r)) != SPW_CLI_OK) {
+                spw_resp_free(&r);
+                break;
+            }
+            if (r.len && log_write(&st[i], r.body, r.len, all_ranks) < 0) {
+                spw_resp_free(&r);
+                rc = spw_cli_flush("logs");
+                if (rc == SPW_CLI_OK)
+                    rc = SPW_CLI_EREMOTE;
+                break;
+            }
+            st[i].offset = r.offset >= 0 ? r.offset : st[i].offset + (long long)r.len;
+            /* A daemon that does not say the state cannot be followed to the end. */
+            ended = !r.job_state[0] || is_ended(r.job_state);
+            got += r.len;
             spw_resp_free(&r);
-            rc = spw_cli_flush("logs");
-            if (rc == SPW_CLI_OK)
-                rc = SPW_CLI_EREMOTE;
-            break;
         }
-        offset = r.offset >= 0 ? r.offset : offset + (long long)r.len;
-        /* A daemon that does not say the state cannot be followed to the end. */
-        int ended = !r.job_state[0] || is_ended(r.job_state);
-        size_t got = r.len;
-        spw_resp_free(&r);
-        if (got)
+        if (rc != SPW_CLI_OK || got)
             continue;  /* more may be waiting: ask again at once */
         if (!follow || ended)
             break;
         struct timespec half = {0, 500000000L};
         nanosleep(&half, NULL);
     }
+    if (rc == SPW_CLI_OK && follow) {
+        json_t *job;
+        cl.quiet_unreach = 0;
+        if ((rc = spw_client_get_json(&cl, jpath, &job)) == SPW_CLI_OK) {
+            rc = job_status(job);
+            json_decref(job);
+        }
+    }
+    free(st);
+    free(jpath);
     free(prefix);
     spw_client_close(&cl);
-    return rc ? rc : spw_cli_flush("logs");
+    int frc = spw_cli_flush("logs");
+    return rc ? rc : frc;
 }

@@ -84,6 +84,8 @@ typedef struct spw_client {
     char *auth;                    /* "Authorization: Bearer T\r\n", owned
                                       (wiped when freed) */
     char errbuf[256];              /* why the last request got no answer */
+    int quiet_unreach;             /* 1: a request with no answer prints
+                                      nothing (the caller retries) */
 } spw_client_t;
 
 /* One answer from the daemon. */

@@ -3,10 +3,11 @@
 # GPU slots: each job gets its own CUDA_VISIBLE_DEVICES (disjoint sets that
 # match gpus_assigned) and SPILLWAY_JOB_ID; a YAML spec's env: and workdir:
 # reach the process; `spillway logs -f` streams a job's output in order and
-# ends by itself when the job ends; --stderr gives its stderr.
+# ends by itself when the job ends, with the job's exit status; --stderr
+# gives its stderr; a job runs in the directory it was submitted from.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 22
+plan 27
 
 mkconfig "$T/serve.yaml" 4 never
 start_daemon "$T/serve.yaml" "$T/state"
@@ -149,6 +150,32 @@ ok $? "logs --stderr gives the job's stderr" || diag "got:" "$(cat "$T/f.err" "$
 spw ml logs -f --stderr "$f" >"$T/f.err3" 2>&1
 cmp -s "$T/f.err" "$T/f.err3"
 ok $? "logs -f --stderr of an ended job prints its stderr and returns"
+
+# ---- 5. a job runs where it was submitted from; logs shows both streams ----
+job_dir "$T/here"
+(cd "$T/here" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --gpus 1 --name here -- \
+    sh -c 'pwd; echo kept > rel.txt; echo "to stderr" >&2; exit 3') >"$T/here.id" 2>"$T/here.err"
+h=$(cat "$T/here.id")
+[ -n "$h" ] && wait_for "$h" failed 10
+ok $? "a job submitted with -- COMMAND from a directory is accepted and runs ($h)" ||
+    diag "$(cat "$T/here.err")"
+spw ml logs "$h" >"$T/h.out" 2>"$T/h.err"
+[ "$(cat "$T/h.out")" = "$T/here" ] && [ "$(cat "$T/here/rel.txt" 2>/dev/null)" = kept ]
+ok $? "it ran in the directory submit was run in, and wrote its relative file there" ||
+    diag "stdout: $(cat "$T/h.out")"
+[ "$(cat "$T/h.err")" = "to stderr" ]
+ok $? "logs writes the job's stdout to stdout and its stderr to stderr" ||
+    diag "stderr: $(cat "$T/h.err")"
+spw ml logs -f --stdout "$h" >"$T/h.f" 2>&1
+frc=$?
+[ "$frc" -eq 3 ] && [ "$(cat "$T/h.f")" = "$T/here" ]
+ok $? "logs -f of a job that exited 3 prints its stdout and exits 3 (status $frc)"
+mkdir -p "$T/private" && chmod 700 "$T/private"
+(cd "$T/private" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --gpus 1 -- true) >"$T/p.out" 2>"$T/p.err"
+prc=$?
+[ "$prc" -eq 1 ] && contains "$T/p.err" "who cannot enter $T/private" &&
+    contains "$T/p.err" "--workdir DIR"
+ok $? "from a directory the job's user cannot enter, submit is refused and says so (status $prc)"
 
 stop_daemon "$DPID"
 ok $? "the daemon stops on SIGTERM"
