@@ -78,7 +78,7 @@ const char spw_cli_submit_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_queue_usage[] =
-    "usage: spillway queue [--state S] [--team T] [--all] [OPTIONS]\n"
+    "usage: spillway queue [--state S] [--team T] [--all] [--watch[=D]] [OPTIONS]\n"
     "\n"
     "Lists jobs, oldest first: where each runs or will run, for how long, and\n"
     "what it has cost so far.  Ended jobs are left out unless --all or --state\n"
@@ -89,6 +89,7 @@ const char spw_cli_queue_usage[] =
     "                       rejected (its team's budget ran out)\n"
     "  --team T             only team T's jobs (a team token sees only its own)\n"
     "  -a, --all            ended jobs too\n"
+    "  --watch[=D]          print it again every D (default 2s) until interrupted\n"
     SPW_CLI_COMMON_HELP
     "\n"
     "Columns: AGE/RUNTIME is the time since submit for a job not started yet,\n"
@@ -99,6 +100,7 @@ const char spw_cli_queue_usage[] =
     "Examples:\n"
     "  spillway queue\n"
     "  spillway queue --all --team ml\n"
+    "  spillway queue --watch=5s\n"
     "  spillway queue --state failed -o json | jq -r '.jobs[].id'\n"
     SPW_CLI_EXIT_HELP;
 
@@ -115,17 +117,24 @@ const char spw_cli_show_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_cancel_usage[] =
-    "usage: spillway cancel ID [OPTIONS]\n"
+    "usage: spillway cancel ID... [OPTIONS]\n"
+    "       spillway cancel [--team T] [--label K=V]... [OPTIONS]\n"
     "\n"
-    "Cancels a job.  A queued job, or one whose cloud instance is booting, is\n"
-    "cancelled at once; a running one is sent SIGTERM (SIGKILL after the\n"
-    "daemon's kill_grace_s) and is cancelled once it has exited.  Cancelling\n"
-    "a job that has already ended is an error (exit status 1).\n"
-    "\n" SPW_CLI_COMMON_HELP
+    "Cancels jobs: those named, or every job not ended yet of team T and with\n"
+    "all the labels given.  A queued job, or one whose cloud instance is\n"
+    "booting, is cancelled at once; a running one is sent SIGTERM (SIGKILL\n"
+    "after the daemon's kill_grace_s) and is cancelled once it has exited.\n"
+    "Cancelling a job that has already ended is an error (exit status 1);\n"
+    "the others named are still cancelled.\n"
+    "\n"
+    "  --team T             the jobs of team T (a team token sees only its own)\n"
+    "  --label K=V          the jobs labelled K=V; repeat for more (all must match)\n"
+    SPW_CLI_COMMON_HELP
     "\n"
     "Examples:\n"
     "  spillway cancel j-000042\n"
-    "  spillway queue --state queued -o json | jq -r '.jobs[].id' | xargs -n1 spillway cancel\n"
+    "  spillway cancel j-000042 j-000043 j-000044\n"
+    "  spillway cancel --team ml --label sweep=lr-3\n"
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_explain_usage[] =
@@ -559,13 +568,86 @@ static void job_row(spw_table_t *t, const json_t *job, double now, int *emulated
                   spw_cli_money(job, "cost_usd", cost, sizeof(cost)));
 }
 
+/* Every job the daemon lists (paging through), of state and team when
+ * given, ended ones left out (counted in *hidden) unless all or state.
+ * *jobs: a new array (caller decrefs).  0, or the exit status after
+ * printing why. */
+static int fetch_jobs(const spw_cli_common_t *co, const char *cmd, const char *state,
+                      const char *team, int all, json_t **jobs_out, size_t *hidden_out)
+{
+    spw_client_t cl;
+    spw_client_open(&cl, co, cmd);
+    char *qstate = state ? spw_client_escape(state) : NULL;
+    char *qteam = team ? spw_client_escape(team) : NULL;
+    json_t *jobs = json_array();
+    long long after = -1;
+    size_t hidden = 0;
+    int rc = SPW_CLI_OK;
+    for (;;) {
+        char path[1024];
+        size_t n = (size_t)snprintf(path, sizeof(path), "/v1/jobs?limit=1000");
+        if (qstate)
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&state=%s", qstate);
+        if (qteam && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&team=%s", qteam);
+        if (after >= 0 && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&after=%lld", after);
+        if (n >= sizeof(path))
+            spw_cli_die_usage(cmd, "--team is too long");
+        json_t *page;
+        if ((rc = spw_client_get_json(&cl, path, &page)) != SPW_CLI_OK)
+            break;
+        json_t *list = json_object_get(page, "jobs"), *job;
+        size_t i;
+        if (!json_is_array(list)) {
+            fprintf(stderr, "spillway: %s: the daemon's answer has no \"jobs\" list\n", cmd);
+            json_decref(page);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        json_array_foreach(list, i, job) {
+            if (!all && !state && is_ended(spw_cli_jstr(job, "state")))
+                hidden++;
+            else
+                json_array_append(jobs, job);
+        }
+        json_t *next = json_object_get(page, "next_after");
+        int more = json_is_integer(next);
+        long long nx = more ? json_integer_value(next) : -1;
+        json_decref(page);
+        if (!more)
+            break;
+        if (nx <= after) {
+            fprintf(stderr, "spillway: %s: the daemon's next_after %lld does not move past "
+                            "%lld; stopped paging\n", cmd, nx, after);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        after = nx;
+    }
+    free(qstate);
+    free(qteam);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK) {
+        json_decref(jobs);
+        return rc;
+    }
+    *jobs_out = jobs;
+    *hidden_out = hidden;
+    return SPW_CLI_OK;
+}
+
+static int queue_print(const spw_cli_common_t *cop, json_t *jobs_in, size_t hidden,
+                       const char *state, const char *team);
+
 int spw_cli_queue(int argc, char **argv)
 {
-    enum { O_STATE = SPW_CLI_O_FIRST, O_TEAM };
+    enum { O_STATE = SPW_CLI_O_FIRST, O_TEAM, O_WATCH };
     static const struct option opts[] = {
         {"state", required_argument, NULL, O_STATE},
         {"team", required_argument, NULL, O_TEAM},
         {"all", no_argument, NULL, 'a'},
+        {"watch", optional_argument, NULL, O_WATCH},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -575,8 +657,15 @@ int spw_cli_queue(int argc, char **argv)
     spw_cli_common_init(&co);
     const char *state = NULL, *team = NULL;
     int all = 0, c;
+    double watch = 0;
     while ((c = getopt_long(argc, argv, "ao:h", opts, NULL)) != -1) {
         switch (c) {
+        case O_WATCH:
+            watch = 2;
+            if (optarg && (spw_parse_duration(optarg, &watch) < 0 || !(watch >= 0.1) ||
+                           watch > 86400))
+                spw_cli_die_usage("queue", "--watch=D takes a period from 0.1s to 1d: 5, 10s, 1m");
+            break;
         case O_STATE: {
             int found = 0;
             for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
@@ -602,64 +691,29 @@ int spw_cli_queue(int argc, char **argv)
     if (optind < argc)
         spw_cli_die_usage("queue", "unexpected argument; to see one job: spillway show ID");
 
-    spw_client_t cl;
-    spw_client_open(&cl, &co, "queue");
-    char *qstate = state ? spw_client_escape(state) : NULL;
-    char *qteam = team ? spw_client_escape(team) : NULL;
-    json_t *jobs = json_array();
-    long long after = -1;
-    size_t hidden = 0;
-    int rc = SPW_CLI_OK;
     for (;;) {
-        char path[1024];
-        size_t n = (size_t)snprintf(path, sizeof(path), "/v1/jobs?limit=1000");
-        if (qstate)
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&state=%s", qstate);
-        if (qteam && n < sizeof(path))
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&team=%s", qteam);
-        if (after >= 0 && n < sizeof(path))
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&after=%lld", after);
-        if (n >= sizeof(path))
-            spw_cli_die_usage("queue", "--team is too long");
-        json_t *page;
-        if ((rc = spw_client_get_json(&cl, path, &page)) != SPW_CLI_OK)
-            break;
-        json_t *list = json_object_get(page, "jobs"), *job;
-        size_t i;
-        if (!json_is_array(list)) {
-            fprintf(stderr, "spillway: queue: the daemon's answer has no \"jobs\" list\n");
-            json_decref(page);
-            rc = SPW_CLI_EREMOTE;
-            break;
-        }
-        json_array_foreach(list, i, job) {
-            if (!all && !state && is_ended(spw_cli_jstr(job, "state")))
-                hidden++;
-            else
-                json_array_append(jobs, job);
-        }
-        json_t *next = json_object_get(page, "next_after");
-        int more = json_is_integer(next);
-        long long nx = more ? json_integer_value(next) : -1;
-        json_decref(page);
-        if (!more)
-            break;
-        if (nx <= after) {
-            fprintf(stderr, "spillway: queue: the daemon's next_after %lld does not move past "
-                            "%lld; stopped paging\n", nx, after);
-            rc = SPW_CLI_EREMOTE;
-            break;
-        }
-        after = nx;
-    }
-    free(qstate);
-    free(qteam);
-    spw_client_close(&cl);
-    if (rc != SPW_CLI_OK) {
+        json_t *jobs;
+        size_t hidden;
+        int rc = fetch_jobs(&co, "queue", state, team, all, &jobs, &hidden);
+        if (rc != SPW_CLI_OK)
+            return rc;
+        if (watch > 0 && isatty(STDOUT_FILENO))
+            fputs("\033[H\033[2J", stdout);  /* as watch(1): the screen anew */
+        rc = queue_print(&co, jobs, hidden, state, team);
         json_decref(jobs);
-        return rc;
+        if (rc != SPW_CLI_OK || !(watch > 0))
+            return rc;
+        struct timespec ts = {(time_t)watch, (long)((watch - (double)(time_t)watch) * 1e9)};
+        nanosleep(&ts, NULL);
     }
-    if (co.json) {
+}
+
+/* Prints jobs as queue does (a table, or -o json). */
+static int queue_print(const spw_cli_common_t *cop, json_t *jobs_in, size_t hidden,
+                       const char *state, const char *team)
+{
+    json_t *jobs = json_incref(jobs_in);
+    if (cop->json) {
         json_t *doc = json_pack("{s:o, s:n}", "jobs", jobs, "next_after");
         spw_cli_json_print(stdout, doc);
         json_decref(doc);
@@ -830,17 +884,16 @@ int spw_cli_show(int argc, char **argv)
 
 /* ---- cancel ------------------------------------------------------------------ */
 
-int spw_cli_cancel(int argc, char **argv)
+/* Cancels one job and says what became of it; 0, or the exit status. */
+static int cancel_one(const spw_cli_common_t *co, const char *id)
 {
-    spw_cli_common_t co;
-    const char *id = parse_id_cmd(argc, argv, "cancel", spw_cli_cancel_usage, &co);
     json_t *job;
-    int rc = spw_client_call(&co, "cancel", "POST", "/v1/jobs/", id, "/cancel", &job);
+    int rc = spw_client_call(co, "cancel", "POST", "/v1/jobs/", id, "/cancel", &job);
     if (rc != SPW_CLI_OK)
         return rc;
     const char *state = spw_cli_jstr(job, "state");
     const char *jid = spw_cli_jstr(job, "id");
-    if (co.json)
+    if (co->json)
         spw_cli_json_print(stdout, job);
     else if (state && strcmp(state, "cancelled") == 0)
         printf("%s: cancelled\n", jid ? jid : id);
@@ -848,7 +901,107 @@ int spw_cli_cancel(int argc, char **argv)
         printf("%s: cancel requested; it is %s, and is cancelled once its process has exited\n",
                jid ? jid : id, state ? state : "in an unknown state");
     json_decref(job);
-    return spw_cli_flush("cancel");
+    return SPW_CLI_OK;
+}
+
+/* Whether job's spec carries every K=V of labels (an object). */
+static int has_labels(const spw_cli_common_t *co, const char *id, const json_t *labels)
+{
+    if (!json_object_size(labels))
+        return 1;
+    json_t *job;
+    if (spw_client_call(co, "cancel", "GET", "/v1/jobs/", id, "", &job) != SPW_CLI_OK)
+        return 0;
+    json_t *have = json_object_get(json_object_get(job, "spec"), "labels");
+    const char *k;
+    json_t *v;
+    int ok = 1;
+    json_object_foreach((json_t *)labels, k, v) {
+        const char *got = spw_cli_jstr(have, k);
+        ok &= got && strcmp(got, json_string_value(v)) == 0;
+    }
+    json_decref(job);
+    return ok;
+}
+
+int spw_cli_cancel(int argc, char **argv)
+{
+    enum { O_TEAM = SPW_CLI_O_FIRST, O_LABEL };
+    static const struct option opts[] = {
+        {"team", required_argument, NULL, O_TEAM},
+        {"label", required_argument, NULL, O_LABEL},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    const char *team = NULL;
+    json_t *labels = json_object();
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TEAM:
+            if (!*optarg)
+                spw_cli_die_usage("cancel", "--team takes a team name");
+            team = optarg;
+            break;
+        case O_LABEL: {
+            const char *eq = strchr(optarg, '=');
+            if (!eq || eq == optarg)
+                spw_cli_die_usage("cancel", "--label takes KEY=VALUE, e.g. --label env=prod");
+            char *key = spw_xstrdup(optarg);
+            key[eq - optarg] = '\0';
+            json_object_set_new(labels, key, json_string(eq + 1));
+            free(key);
+            break;
+        }
+        case 'h':
+            fputs(spw_cli_cancel_usage, stdout);
+            json_decref(labels);
+            return 0;
+        default:
+            if (!spw_cli_common_opt(&co, "cancel", c, optarg))
+                spw_cli_die_usage("cancel", "unknown option");
+        }
+    }
+    int selectors = team || json_object_size(labels);
+    if (optind >= argc && !selectors)
+        spw_cli_die_usage("cancel", "missing the job ids (as `spillway queue` shows them: "
+                                    "j-000042), or --team/--label to choose them");
+    if (optind < argc && selectors)
+        spw_cli_die_usage("cancel", "give job ids or --team/--label, not both");
+    int rc = SPW_CLI_OK;
+    for (int i = optind; i < argc; i++) {
+        if (!*argv[i])
+            spw_cli_die_usage("cancel", "a job id is empty");
+        int one = cancel_one(&co, argv[i]);
+        if (one > rc)
+            rc = one;
+    }
+    if (selectors) {
+        json_t *jobs, *job;
+        size_t hidden, i, n = 0;
+        int frc = fetch_jobs(&co, "cancel", NULL, team, 0, &jobs, &hidden);
+        if (frc != SPW_CLI_OK) {
+            json_decref(labels);
+            return frc;
+        }
+        json_array_foreach(jobs, i, job) {
+            const char *id = spw_cli_jstr(job, "id");
+            if (!id || spw_cli_jbool(job, "cancel_requested") || !has_labels(&co, id, labels))
+                continue;
+            n++;
+            int one = cancel_one(&co, id);
+            if (one > rc)
+                rc = one;
+        }
+        json_decref(jobs);
+        if (!n)
+            fprintf(stderr, "spillway cancel: no job that has not ended matches\n");
+    }
+    json_decref(labels);
+    int frc = spw_cli_flush("cancel");
+    return rc ? rc : frc;
 }
 
 /* ---- explain ----------------------------------------------------------------- */

@@ -7,7 +7,7 @@
 # gives its stderr; a job runs in the directory it was submitted from.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 27
+plan 30
 
 mkconfig "$T/serve.yaml" 4 never
 start_daemon "$T/serve.yaml" "$T/state"
@@ -176,6 +176,27 @@ prc=$?
 [ "$prc" -eq 1 ] && contains "$T/p.err" "who cannot enter $T/private" &&
     contains "$T/p.err" "--workdir DIR"
 ok $? "from a directory the job's user cannot enter, submit is refused and says so (status $prc)"
+
+# ---- 6. cancel several ids, or by team and label; queue --watch ----------
+c1=$(submit ml --gpus 1 --label sweep=x -- sleep 30)
+c2=$(submit ml --gpus 1 --label sweep=x --label lr=3 -- sleep 30)
+c3=$(submit ml --gpus 1 --label sweep=y -- sleep 30)
+c4=$(submit ml --gpus 1 -- sleep 30)
+spw ml cancel --team ml --label sweep=x >"$T/cx.out" 2>&1
+crc=$?
+wait_for "$c1" cancelled 10 && wait_for "$c2" cancelled 10 && [ "$crc" -eq 0 ] &&
+    [ "$(grep -c "cancel" "$T/cx.out")" -eq 2 ] && ! is_state "$c3" cancelled && ! is_state "$c4" cancelled
+ok $? "cancel --team ml --label sweep=x cancels the two jobs labelled so, and only them" ||
+    diag "$(cat "$T/cx.out")"
+timeout 1.5 sh -c 'cd "$1" && SPILLWAY_TOKEN=$2 exec "$3" queue --watch=0.3' sh "$SUBMIT_DIR" "$ML_TOKEN" "$SPW" \
+    >"$T/watch.out" 2>&1
+n=$(grep -c "^ID " "$T/watch.out")
+[ "$n" -ge 2 ] && grep -q "^$c3 " "$T/watch.out"
+ok $? "queue --watch=0.3 prints the queue again and again ($n times in 1.5 s)"
+spw ml cancel "$c3" "$c4" >"$T/c34.out" 2>&1
+crc=$?
+wait_for "$c3" cancelled 10 && wait_for "$c4" cancelled 10 && [ "$crc" -eq 0 ]
+ok $? "cancel ID ID cancels both" || diag "$(cat "$T/c34.out")"
 
 stop_daemon "$DPID"
 ok $? "the daemon stops on SIGTERM"
