@@ -17,6 +17,7 @@
 const char spw_cli_submit_usage[] =
     "usage: spillway submit FILE|- [OPTIONS]\n"
     "       spillway submit --gpus N [OPTIONS] -- COMMAND [ARG...]\n"
+    "       spillway submit --sbatch SCRIPT [OPTIONS] [-- ARG...]\n"
     "\n"
     "Queues one job on the daemon and prints its id.  The job is a spec file\n"
     "(YAML or JSON, the fields of docs/daemon.md; '-' reads it from stdin), or\n"
@@ -62,6 +63,10 @@ const char spw_cli_submit_usage[] =
     "  --data DATASET       the dataset it reads (the config's data.datasets): egress\n"
     "                       and transfer time count where the data is not\n"
     "  --residency R        a residency of the config: where it may run\n"
+    "  --sbatch SCRIPT      run a Slurm batch script: its #SBATCH --gres=gpu:N,\n"
+    "                       --gpus, --gpus-per-node, --nodes, --time, --job-name,\n"
+    "                       --output and --error are read (options given here\n"
+    "                       win); others are ignored, with a warning\n"
     "\n"
     "Options of every client command:\n"
     SPW_CLI_COMMON_HELP
@@ -75,6 +80,7 @@ const char spw_cli_submit_usage[] =
     "  spillway submit --gpus 1 --image /srv/images/pytorch --workdir . -- \\\n"
     "      python3 train.py\n"
     "  printf 'run: [python, eval.py]\\ngpus: A100:1\\n' | spillway submit - -o json\n"
+    "  spillway submit --sbatch train.sbatch -- --epochs 3\n"
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_queue_usage[] =
@@ -261,12 +267,61 @@ static char *absolute_dir(const char *dir)
     return p;
 }
 
+/* Sends a job spec (body[0..len), of content type ctype; freed here) and
+ * prints the new job's id; body_name names the file it came from. */
+static int submit_body(const spw_cli_common_t *co, char *body, size_t len, const char *ctype,
+                       const char *body_name)
+{
+    spw_client_t cl;
+    spw_resp_t r;
+    json_t *doc = NULL;
+    spw_client_open(&cl, co, "submit");
+    cl.body_name = body_name;
+    int rc = spw_client_request(&cl, "POST", "/v1/jobs", body, len, ctype, &r);
+    free(body);
+    if (rc == SPW_CLI_OK)
+        rc = spw_client_parse(&cl, &r, &doc);
+    if (rc == SPW_CLI_OK) {
+        const char *id = spw_cli_jstr(doc, "id");
+        if (co->json) {
+            spw_cli_json_print(stdout, doc);
+        } else if (id) {
+            printf("%s\n", id);
+        } else {
+            fprintf(stderr, "spillway: submit: the daemon's answer has no job id\n");
+            rc = SPW_CLI_EREMOTE;
+        }
+    }
+    json_decref(doc);
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    return rc ? rc : spw_cli_flush("submit");
+}
+
+/* Sends spec (consumed), run where submit is run unless it says. */
+static int submit_spec(const spw_cli_common_t *co, json_t *spec)
+{
+    /* Like sbatch, the job runs where it was submitted from. */
+    if (!json_object_get(spec, "workdir")) {
+        char *here = absolute_dir(".");
+        json_object_set_new(spec, "workdir", json_string(here));
+        free(here);
+    }
+    char *body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(spec);
+    if (!body) {
+        fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
+        return SPW_CLI_EUNREACH;
+    }
+    return submit_body(co, body, strlen(body), "application/json", NULL);
+}
+
 int spw_cli_submit(int argc, char **argv)
 {
     enum {
         O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES, O_GPN,
         O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT, O_CLASS, O_LABEL, O_DATA,
-        O_RESIDENCY, O_IMAGE
+        O_RESIDENCY, O_IMAGE, O_SBATCH
     };
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, O_GPUS},
@@ -289,6 +344,7 @@ int spw_cli_submit(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},
         {"residency", required_argument, NULL, O_RESIDENCY},
         {"image", required_argument, NULL, O_IMAGE},
+        {"sbatch", required_argument, NULL, O_SBATCH},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -304,7 +360,7 @@ int spw_cli_submit(int argc, char **argv)
     spw_cli_common_init(&co);
     json_t *spec = json_object(), *env = json_object(), *labels = json_object();
     long gpus = 0, v;
-    const char *model = NULL;
+    const char *model = NULL, *sbatch = NULL;
     int spec_opts = 0, c;
     while ((c = getopt_long(nopt, argv, "o:h", opts, NULL)) != -1) {
         spec_opts += c >= SPW_CLI_O_FIRST;
@@ -386,6 +442,7 @@ int spw_cli_submit(int argc, char **argv)
             free(img);
             break;
         }
+        case O_SBATCH: sbatch = optarg; break;
         case O_CLASS: json_object_set_new(spec, "class", json_string(optarg)); break;
         case O_DATA: json_object_set_new(spec, "data", json_string(optarg)); break;
         case O_RESIDENCY: json_object_set_new(spec, "residency", json_string(optarg)); break;
@@ -420,6 +477,31 @@ int spw_cli_submit(int argc, char **argv)
             if (!spw_cli_common_opt(&co, "submit", c, optarg))
                 spw_cli_die_usage("submit", "unknown option");
         }
+    }
+    if (sbatch) {
+        if (have_cmd && nopt + 1 < argc && optind < nopt)
+            spw_cli_die_usage("submit", "--sbatch SCRIPT takes the script's arguments after "
+                                        "it or after '--', not both");
+        if (gpus)
+            json_object_set_new(spec, "gpus", json_integer(gpus));
+        if (model && gpus) {
+            char g[160];
+            snprintf(g, sizeof(g), "%s:%ld", model, gpus);
+            json_object_set_new(spec, "gpus", json_string(g));
+        }
+        if (json_object_size(env))
+            json_object_set(spec, "env", env);
+        if (json_object_size(labels))
+            json_object_set(spec, "labels", labels);
+        json_decref(env);
+        json_decref(labels);
+        int first = have_cmd ? nopt + 1 : optind, last = have_cmd ? argc : nopt;
+        int src = spw_cli_sbatch_spec(spec, sbatch, argv + first, last - first);
+        if (src != SPW_CLI_OK) {
+            json_decref(spec);
+            return src;
+        }
+        return submit_spec(&co, spec);
     }
     const char *file = optind < nopt ? argv[optind] : NULL;
     if (spec_opts && !have_cmd && file && access(file, F_OK) == 0)
@@ -463,12 +545,6 @@ int spw_cli_submit(int argc, char **argv)
         for (int i = nopt + 1; i < argc; i++)
             json_array_append_new(run, json_string(argv[i]));
         json_object_set_new(spec, "run", run);
-        /* Like sbatch, the job runs where it was submitted from. */
-        if (!json_object_get(spec, "workdir")) {
-            char *here = absolute_dir(".");
-            json_object_set_new(spec, "workdir", json_string(here));
-            free(here);
-        }
         if (model) {
             char g[160];
             snprintf(g, sizeof(g), "%s:%ld", model, gpus);
@@ -480,45 +556,15 @@ int spw_cli_submit(int argc, char **argv)
             json_object_set(spec, "env", env);
         if (json_object_size(labels))
             json_object_set(spec, "labels", labels);
-        body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-        if (!body) {
-            fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
-            json_decref(labels);
-    json_decref(spec);
-            json_decref(env);
-            return SPW_CLI_EUNREACH;
-        }
-        len = strlen(body);
+        json_decref(labels);
+        json_decref(env);
+        return submit_spec(&co, spec);
     }
     json_decref(labels);
     json_decref(spec);
     json_decref(env);
-
-    spw_client_t cl;
-    spw_resp_t r;
-    json_t *doc = NULL;
-    spw_client_open(&cl, &co, "submit");
-    if (file)
-        cl.body_name = strcmp(file, "-") == 0 ? "stdin" : file;
-    int rc = spw_client_request(&cl, "POST", "/v1/jobs", body, len, ctype, &r);
-    free(body);
-    if (rc == SPW_CLI_OK)
-        rc = spw_client_parse(&cl, &r, &doc);
-    if (rc == SPW_CLI_OK) {
-        const char *id = spw_cli_jstr(doc, "id");
-        if (co.json) {
-            spw_cli_json_print(stdout, doc);
-        } else if (id) {
-            printf("%s\n", id);
-        } else {
-            fprintf(stderr, "spillway: submit: the daemon's answer has no job id\n");
-            rc = SPW_CLI_EREMOTE;
-        }
-    }
-    json_decref(doc);
-    spw_resp_free(&r);
-    spw_client_close(&cl);
-    return rc ? rc : spw_cli_flush("submit");
+    return submit_body(&co, body, len, ctype, file ? strcmp(file, "-") == 0 ? "stdin" : file
+                                                   : NULL);
 }
 
 /* ---- queue ------------------------------------------------------------------- */

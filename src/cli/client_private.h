@@ -178,6 +178,14 @@ size_t spw_table_rows(const spw_table_t *t);
 void spw_table_print(const spw_table_t *t, FILE *f, int indent);
 void spw_table_destroy(spw_table_t *t);
 
+/* ---- submit --sbatch (client_sbatch.c) ------------------------------------ */
+
+/* Fills spec (a job spec being built) from the Slurm batch script file and
+ * its #SBATCH directives, the job running it with args[0..nargs); keys
+ * spec already has (command-line options) are kept.  0, or the exit
+ * status after printing why. */
+int spw_cli_sbatch_spec(json_t *spec, const char *file, char *const *args, int nargs);
+
 /* Writes stdout out; 0, or 1 after "spillway: CMD: cannot write output". */
 int spw_cli_flush(const char *cmd);
 

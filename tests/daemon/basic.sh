@@ -7,7 +7,7 @@
 # gives its stderr; a job runs in the directory it was submitted from.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 30
+plan 31
 
 mkconfig "$T/serve.yaml" 4 never
 start_daemon "$T/serve.yaml" "$T/state"
@@ -176,6 +176,29 @@ prc=$?
 [ "$prc" -eq 1 ] && contains "$T/p.err" "who cannot enter $T/private" &&
     contains "$T/p.err" "--workdir DIR"
 ok $? "from a directory the job's user cannot enter, submit is refused and says so (status $prc)"
+
+# ---- a Slurm batch script with #SBATCH directives -------------------------
+cat >"$T/here/train.sbatch" <<'EOF'
+#!/bin/sh
+#SBATCH --job-name=sb-train
+#SBATCH --gres=gpu:2
+#SBATCH --time=00:05:00
+#SBATCH --output=sb-%j.out
+#SBATCH --partition=gpu
+echo "hi from $1 in $(pwd) with $CUDA_VISIBLE_DEVICES"
+echo "to stderr" >&2
+EOF
+(cd "$T/here" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --sbatch train.sbatch -- there) \
+    >"$T/sb.id" 2>"$T/sb.err"
+sb=$(cat "$T/sb.id")
+[ -n "$sb" ] && wait_for "$sb" succeeded 10 && show_json "$sb" "$T/sb.json" &&
+    json_check "$T/sb.json" '
+assert d["name"] == "sb-train" and d["gpus"] == 2, (d["name"], d["gpus"])
+assert d["spec"]["max_runtime"] == 300, d["spec"].get("max_runtime")' &&
+    grep -q "^hi from there in $T/here with [0-9],[0-9]\$" "$T/here/sb-$sb.out" &&
+    grep -q "^to stderr\$" "$T/here/sb-$sb.out" && contains "$T/sb.err" "--partition ignored"
+ok $? "submit --sbatch reads --job-name, --gres=gpu:2, --time=00:05:00 and --output=sb-%j.out" ||
+    diag "$(cat "$T/sb.err" "$T/here/sb-$sb.out" 2>&1)"
 
 # ---- 6. cancel several ids, or by team and label; queue --watch ----------
 c1=$(submit ml --gpus 1 --label sweep=x -- sleep 30)
