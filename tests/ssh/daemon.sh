@@ -15,7 +15,7 @@
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 67 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 69 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
