@@ -22,6 +22,7 @@
 #include "sim/sim.h"
 #include "sim/trace.h"
 
+#include "util/names.h"
 #include "util/version.h"
 
 /* The example fleet used when no --config is given: one on-prem pool of
@@ -1226,7 +1227,23 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "spillway: unknown command '%s'\n\n%s", cmd, main_usage);
+    /* A typo gets a suggestion, not the whole usage. */
+    enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
+    const char *names[NCOMMANDS + 3];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    names[NCOMMANDS] = "help";
+    names[NCOMMANDS + 1] = "version";
+    names[NCOMMANDS + 2] = NULL;
+    const char *near = spw_names_closest(names, cmd);
+    char list[512];
+    fprintf(stderr, "spillway: unknown command '%s'", cmd);
+    if (near)
+        fprintf(stderr, "; did you mean '%s'?\n", near);
+    else
+        fprintf(stderr, "; the commands are:\n    %s\n",
+                spw_names_wrap(names, 60, "\n    ", list, sizeof(list)));
+    fprintf(stderr, "(spillway --help says what each does)\n");
     return 2;
 }
 

@@ -2,6 +2,7 @@
 #include "util/names.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int spw_names_find(const char *const *names, const char *name)
@@ -23,6 +24,94 @@ const char *spw_names_join(const char *const *names, char *buf, size_t len)
         if (n < 0)
             break;
         used += (size_t)n;
+    }
+    return buf;
+}
+
+/* The optimal string alignment distance between a and b (both at most 63
+ * bytes are compared; longer ones count as far). */
+static size_t distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return (size_t)-1;
+    size_t d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+const char *spw_names_closest(const char *const *names, const char *word)
+{
+    size_t best = (size_t)-1, limit = strlen(word) / 3;
+    if (limit < 1)
+        limit = 1;
+    if (limit > 3)
+        limit = 3;
+    const char *pick = NULL;
+    for (size_t i = 0; names[i]; i++) {
+        size_t dist = distance(word, names[i]);
+        /* A prefix typed short ("max_gpus_pe") is close whatever its length. */
+        size_t wl = strlen(word);
+        if (wl >= 4 && strncmp(names[i], word, wl) == 0 && dist > 1)
+            dist = 1;
+        if (dist < best) {
+            best = dist;
+            pick = names[i];
+        }
+    }
+    return best <= limit ? pick : NULL;
+}
+
+const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,
+                           char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    size_t used = 0, col = 0, ilen = strlen(indent);
+    size_t icol = ilen - (strrchr(indent, '\n') ? (size_t)(strrchr(indent, '\n') - indent) + 1 : 0);
+    for (size_t i = 0; names[i]; i++) {
+        size_t nl = strlen(names[i]);
+        int wrap = i && col + 2 + nl > width;
+        size_t need = (i ? 2 : 0) + (wrap ? ilen : 0) + nl;
+        /* Room for this name and, should more follow, ", and N more". */
+        if (used + need + (names[i + 1] ? 18 : 0) + 1 > len) {
+            size_t more = 0;
+            while (names[i + more])
+                more++;
+            snprintf(buf + used, len - used, ", and %zu more", more);
+            return buf;
+        }
+        if (i) {
+            memcpy(buf + used, wrap ? "," : ", ", wrap ? 1 : 2);
+            used += wrap ? 1 : 2;
+            col += 2;
+        }
+        if (wrap) {
+            memcpy(buf + used, indent, ilen);
+            used += ilen;
+            col = icol;
+        }
+        memcpy(buf + used, names[i], nl);
+        used += nl;
+        col += nl;
+        buf[used] = '\0';
     }
     return buf;
 }

@@ -13,4 +13,18 @@ int spw_names_find(const char *const *names, const char *name);
  * truncated to fit, always terminated); returns buf. */
 const char *spw_names_join(const char *const *names, char *buf, size_t len);
 
+/* The name of the list closest to word by edit distance (insertions,
+ * deletions, substitutions and swaps of two neighbours), when it is at
+ * most a third of word's length away (at least 1, at most 3); else NULL.
+ * Borrowed from names. */
+const char *spw_names_closest(const char *const *names, const char *word);
+
+/* As spw_names_join, but never cuts a name: the lines are wrapped before
+ * width columns, each line after the first starting with indent (a string
+ * such as "\n    "; width (size_t)-1: one line); a list that does not
+ * fit len (at least 32) ends ", and N more" after the last whole name.
+ * Returns buf. */
+const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,
+                           char *buf, size_t len);
+
 #endif
