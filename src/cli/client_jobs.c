@@ -1306,17 +1306,21 @@ static int job_status(const json_t *job)
 }
 
 /* Sends GET path for logs, reconnecting while the daemon is away when
- * follow (up to LOGS_RECONNECT_S).  The request's status, as
+ * follow (up to LOGS_RECONNECT_S: it restarts).  A daemon never reached
+ * (the first request) is not waited for.  The request's status, as
  * spw_client_request's. */
 #define LOGS_RECONNECT_S 600.0
 static int logs_request(spw_client_t *cl, const char *path, int follow, spw_resp_t *r)
 {
+    static int reached;    /* a request of this process had an answer */
     double since = 0;
-    cl->quiet_unreach = follow;
+    cl->quiet_unreach = follow && reached;
     for (;;) {
         int rc = spw_client_request(cl, "GET", path, NULL, 0, NULL, r);
-        if (rc != SPW_CLI_EUNREACH || !follow)
+        if (rc != SPW_CLI_EUNREACH || !follow || !reached) {
+            reached |= rc != SPW_CLI_EUNREACH;
             return rc;
+        }
         spw_resp_free(r);
         double now = spw_cli_now();
         if (since == 0) {
