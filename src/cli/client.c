@@ -28,6 +28,8 @@ void spw_cli_common_init(spw_cli_common_t *co)
     const char *tf = getenv("SPILLWAY_TOKEN_FILE");
     co->token_file = (!co->token || !*co->token) && tf && *tf ? tf : NULL;
     co->json = 0;
+    co->ca_file = NULL;
+    spw_cli_context_apply(co);
 }
 
 _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg)

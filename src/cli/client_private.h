@@ -51,9 +51,16 @@ typedef struct spw_cli_common {
     const char *token_file; /* --token-file, else $SPILLWAY_TOKEN_FILE when
                            there is no $SPILLWAY_TOKEN; read at open */
     int json;           /* 1: -o json */
+    const char *ca_file; /* the context's CA file (owned, process lifetime),
+                           or NULL: for an https:// URL */
 } spw_cli_common_t;
 
-/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN,
+/* Fills co from the current context of the client config, then overrides it
+ * with $SPILLWAY_URL and $SPILLWAY_TOKEN(_FILE) (client_context.c); exits 2
+ * for a config file it cannot read or a context it does not have. */
+void spw_cli_context_apply(spw_cli_common_t *co);
+
+/* Fills co with the defaults (the context, $SPILLWAY_URL, $SPILLWAY_TOKEN,
  * $SPILLWAY_TOKEN_FILE).  --token on the command line is still accepted
  * but warns: every local user sees it in `ps`. */
 void spw_cli_common_init(spw_cli_common_t *co);

@@ -64,6 +64,7 @@ static const char main_usage[] =
     "  cancel    cancel a job\n"
     "  explain   why a job is where it is: the decision and every candidate\n"
     "  logs      a job's stdout or stderr; -f follows it to the end\n"
+    "  context   the daemon this client talks to: list, use NAME (a kubeconfig-like file)\n"
     "  pools     on-prem pools, cloud offers and the cloud instances up\n"
     "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
     "  audit     who did what: the daemon's audit log (admin)\n"
@@ -1191,6 +1192,7 @@ static const command_t commands[] = {
     {"cancel", spw_cli_cancel, spw_cli_cancel_usage},
     {"explain", spw_cli_explain, spw_cli_explain_usage},
     {"logs", spw_cli_logs, spw_cli_logs_usage},
+    {"context", spw_cli_context, spw_cli_context_usage},
     {"pools", spw_cli_pools, spw_cli_pools_usage},
     {"costs", spw_cli_costs, spw_cli_costs_usage},
     {"audit", spw_cli_audit, spw_cli_audit_usage},
