@@ -8,6 +8,7 @@
 #   make valgrind   unit tests under valgrind
 #   make fuzz       build the libFuzzer drivers (clang) and run each FUZZ_SECONDS
 #   make bench      build and run the benchmarks in bench/
+#   make deb        build/spillway_VERSION_ARCH.deb from the tree (dpkg-deb)
 #   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local): the
 #                   binary, man page, systemd unit, shell completion
 #
@@ -53,7 +54,7 @@ FUZZ_SRC = $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN = $(FUZZ_SRC:%.c=build/%)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all demo check check-unit san san-daemon valgrind fuzz bench clean deps deps-test install
+.PHONY: all demo check check-unit san san-daemon valgrind fuzz bench clean deps deps-test install deb
 
 all: spillway
 
@@ -232,6 +233,16 @@ install: spillway build/spillway.1
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/spillway
 	install -m 0644 deploy/completion/_spillway $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_spillway
 	install -m 0644 examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/spillway/examples/
+
+# A Debian package of the tree, no network: make install into a staging
+# root, then dpkg-deb (docs/install.md).
+deb: spillway build/spillway.1
+	rm -rf build/deb && mkdir -p build/deb/DEBIAN
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/build/deb PREFIX=/usr UNITDIR=/lib/systemd/system
+	v=$$(./spillway --version | sed 's/^spillway //'); a=$$(dpkg --print-architecture); \
+	sed -e "s/@VERSION@/$$v/" -e "s/@ARCH@/$$a/" deploy/debian/control.in >build/deb/DEBIAN/control && \
+	install -m 0755 deploy/debian/postinst deploy/debian/prerm deploy/debian/postrm build/deb/DEBIAN/ && \
+	dpkg-deb --root-owner-group -Zgzip -z1 --build build/deb build/spillway_$${v}_$${a}.deb
 
 clean:
 	rm -rf build spillway
