@@ -235,6 +235,37 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Puts the options' gpus (with model; none when 0), env and labels into
+ * spec; env and labels are consumed. */
+static void spec_common(json_t *spec, const char *model, long gpus, json_t *env, json_t *labels)
+{
+    if (gpus && model) {
+        char g[160];
+        snprintf(g, sizeof(g), "%s:%ld", model, gpus);
+        json_object_set_new(spec, "gpus", json_string(g));
+    } else if (gpus) {
+        json_object_set_new(spec, "gpus", json_integer(gpus));
+    }
+    if (json_object_size(env))
+        json_object_set(spec, "env", env);
+    if (json_object_size(labels))
+        json_object_set(spec, "labels", labels);
+    json_decref(env);
+    json_decref(labels);
+}
+
+/* Adds --label K=V (arg) to the object labels; exits 2 for a bad one. */
+static void add_label(json_t *labels, const char *cmd, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        spw_cli_die_usage(cmd, "--label takes KEY=VALUE, e.g. --label env=prod");
+    char *key = spw_xstrdup(arg);
+    key[eq - arg] = '\0';
+    json_object_set_new(labels, key, json_string(eq + 1));
+    free(key);
+}
+
 /* Sets key to a duration as the user wrote it ("1h30m"), after checking it. */
 static void set_duration(json_t *spec, const char *key, const char *opt, const char *s)
 {
@@ -446,16 +477,7 @@ int spw_cli_submit(int argc, char **argv)
         case O_CLASS: json_object_set_new(spec, "class", json_string(optarg)); break;
         case O_DATA: json_object_set_new(spec, "data", json_string(optarg)); break;
         case O_RESIDENCY: json_object_set_new(spec, "residency", json_string(optarg)); break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg)
-                spw_cli_die_usage("submit", "--label takes KEY=VALUE, e.g. --label env=prod");
-            char *key = spw_xstrdup(optarg);
-            key[eq - optarg] = '\0';
-            json_object_set_new(labels, key, json_string(eq + 1));
-            free(key);
-            break;
-        }
+        case O_LABEL: add_label(labels, "submit", optarg); break;
         case O_ENV: {
             const char *eq = strchr(optarg, '=');
             if (!eq || eq == optarg)
@@ -482,19 +504,7 @@ int spw_cli_submit(int argc, char **argv)
         if (have_cmd && nopt + 1 < argc && optind < nopt)
             spw_cli_die_usage("submit", "--sbatch SCRIPT takes the script's arguments after "
                                         "it or after '--', not both");
-        if (gpus)
-            json_object_set_new(spec, "gpus", json_integer(gpus));
-        if (model && gpus) {
-            char g[160];
-            snprintf(g, sizeof(g), "%s:%ld", model, gpus);
-            json_object_set_new(spec, "gpus", json_string(g));
-        }
-        if (json_object_size(env))
-            json_object_set(spec, "env", env);
-        if (json_object_size(labels))
-            json_object_set(spec, "labels", labels);
-        json_decref(env);
-        json_decref(labels);
+        spec_common(spec, model, gpus, env, labels);
         int first = have_cmd ? nopt + 1 : optind, last = have_cmd ? argc : nopt;
         int src = spw_cli_sbatch_spec(spec, sbatch, argv + first, last - first);
         if (src != SPW_CLI_OK) {
@@ -545,19 +555,7 @@ int spw_cli_submit(int argc, char **argv)
         for (int i = nopt + 1; i < argc; i++)
             json_array_append_new(run, json_string(argv[i]));
         json_object_set_new(spec, "run", run);
-        if (model) {
-            char g[160];
-            snprintf(g, sizeof(g), "%s:%ld", model, gpus);
-            json_object_set_new(spec, "gpus", json_string(g));
-        } else {
-            json_object_set_new(spec, "gpus", json_integer(gpus));
-        }
-        if (json_object_size(env))
-            json_object_set(spec, "env", env);
-        if (json_object_size(labels))
-            json_object_set(spec, "labels", labels);
-        json_decref(labels);
-        json_decref(env);
+        spec_common(spec, model, gpus, env, labels);
         return submit_spec(&co, spec);
     }
     json_decref(labels);
@@ -991,16 +989,7 @@ int spw_cli_cancel(int argc, char **argv)
                 spw_cli_die_usage("cancel", "--team takes a team name");
             team = optarg;
             break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg)
-                spw_cli_die_usage("cancel", "--label takes KEY=VALUE, e.g. --label env=prod");
-            char *key = spw_xstrdup(optarg);
-            key[eq - optarg] = '\0';
-            json_object_set_new(labels, key, json_string(eq + 1));
-            free(key);
-            break;
-        }
+        case O_LABEL: add_label(labels, "cancel", optarg); break;
         case 'h':
             fputs(spw_cli_cancel_usage, stdout);
             json_decref(labels);
