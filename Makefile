@@ -8,6 +8,9 @@
 #   make valgrind   unit tests under valgrind
 #   make fuzz       build the libFuzzer drivers (clang) and run each FUZZ_SECONDS
 #   make bench      build and run the benchmarks in bench/
+#   make deb        build/spillway_VERSION_ARCH.deb from the tree (dpkg-deb)
+#   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local): the
+#                   binary, man page, systemd unit, shell completion
 #
 # SAN=address,undefined builds everything with those sanitizers into build/san.
 
@@ -54,7 +57,7 @@ FUZZ_SRC = $(wildcard fuzz/fuzz_*.c)
 FUZZ_BIN = $(FUZZ_SRC:%.c=build/%)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all demo check check-unit san san-daemon valgrind fuzz bench clean deps deps-test
+.PHONY: all demo check check-unit san san-daemon valgrind fuzz bench clean deps deps-test install deb
 
 all: spillway
 
@@ -211,6 +214,40 @@ build/bench/%: bench/%.c build/libspillway.a
 
 bench: spillway $(BENCH_BIN)
 	bench/run.sh
+
+# Installation (docs/install.md).  The unit names $(BINDIR)/spillway.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR   = $(PREFIX)/bin
+MANDIR   = $(PREFIX)/share/man/man1
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+build/spillway.1: spillway scripts/gen-man.sh
+	@mkdir -p build
+	sh scripts/gen-man.sh ./spillway $@
+
+install: spillway build/spillway.1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR) $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	    $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/doc/spillway/examples
+	install -m 0755 spillway $(DESTDIR)$(BINDIR)/spillway
+	install -m 0644 build/spillway.1 $(DESTDIR)$(MANDIR)/spillway.1
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/systemd/spillway.service >$(DESTDIR)$(UNITDIR)/spillway.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/spillway.service
+	install -m 0644 deploy/completion/spillway.bash \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/spillway
+	install -m 0644 deploy/completion/_spillway $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_spillway
+	install -m 0644 examples/*.yaml $(DESTDIR)$(PREFIX)/share/doc/spillway/examples/
+
+# A Debian package of the tree, no network: make install into a staging
+# root, then dpkg-deb (docs/install.md).
+deb: spillway build/spillway.1
+	rm -rf build/deb && mkdir -p build/deb/DEBIAN
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/build/deb PREFIX=/usr UNITDIR=/lib/systemd/system
+	v=$$(./spillway --version | sed 's/^spillway //'); a=$$(dpkg --print-architecture); \
+	sed -e "s/@VERSION@/$$v/" -e "s/@ARCH@/$$a/" deploy/debian/control.in >build/deb/DEBIAN/control && \
+	install -m 0755 deploy/debian/postinst deploy/debian/prerm deploy/debian/postrm build/deb/DEBIAN/ && \
+	dpkg-deb --root-owner-group -Zgzip -z1 --build build/deb build/spillway_$${v}_$${a}.deb
 
 clean:
 	rm -rf build spillway

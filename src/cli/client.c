@@ -30,6 +30,7 @@ void spw_cli_common_init(spw_cli_common_t *co)
     co->json = 0;
     const char *ca = getenv("SPILLWAY_CA");
     co->ca_file = ca && *ca ? ca : NULL;
+    spw_cli_context_apply(co);
 }
 
 _Noreturn void spw_cli_die_usage(const char *cmd, const char *msg)
@@ -686,6 +687,8 @@ int spw_client_request(spw_client_t *c, const char *method, const char *path,
     free(head);
     if (rc != 0) {
         /* A partial answer (the daemon died mid-way) is no answer either. */
+        if (c->quiet_unreach)
+            return SPW_CLI_EUNREACH;
         fprintf(stderr, "spillway: cannot reach the daemon at %s: %s%s\n", c->url,
                 c->errbuf[0] ? c->errbuf : "no answer",
                 strncmp(c->errbuf, "TLS:", 4) == 0

@@ -17,6 +17,7 @@
 const char spw_cli_submit_usage[] =
     "usage: spillway submit FILE|- [OPTIONS]\n"
     "       spillway submit --gpus N [OPTIONS] -- COMMAND [ARG...]\n"
+    "       spillway submit --sbatch SCRIPT [OPTIONS] [-- ARG...]\n"
     "\n"
     "Queues one job on the daemon and prints its id.  The job is a spec file\n"
     "(YAML or JSON, the fields of docs/daemon.md; '-' reads it from stdin), or\n"
@@ -28,7 +29,8 @@ const char spw_cli_submit_usage[] =
     "  --name NAME          a name to know it by in `spillway queue`\n"
     "  --team TEAM          the team it is filed under (a team token files it\n"
     "                       under the token's team)\n"
-    "  --est-runtime D      how long it should run: 90s, 30m, 1h30m, 2h; helps the\n"
+    "  --est-runtime D      how long it should run: 90s, 30m, 1h30m, 2h, or as\n"
+    "                       Slurm writes it: 01:30:00, 2-12:00:00; helps the\n"
     "                       scheduler decide between waiting and bursting\n"
     "  --max-runtime D      stop it after it has run this long\n"
     "  --priority P         larger runs first (default 0)\n"
@@ -44,8 +46,9 @@ const char spw_cli_submit_usage[] =
     "  --checkpoint-interval D  how often it saves its progress to\n"
     "                       $SPILLWAY_CHECKPOINT_DIR: 10m, 1h; 0 = never (an\n"
     "                       interrupted attempt starts over); continuous\n"
-    "  --workdir DIR        where it runs (a relative DIR is taken from here;\n"
-    "                       default: the daemon's)\n"
+    "  --workdir DIR        where it runs (a relative DIR is taken from here);\n"
+    "                       default: the directory submit is run in, which the\n"
+    "                       job's user must be able to enter\n"
     "  --env K=V            an environment variable; repeat for more\n"
     "  --image IMG          run it in a container: an unpacked root filesystem\n"
     "                       (a directory on the host, run under bubblewrap), an\n"
@@ -60,6 +63,10 @@ const char spw_cli_submit_usage[] =
     "  --data DATASET       the dataset it reads (the config's data.datasets): egress\n"
     "                       and transfer time count where the data is not\n"
     "  --residency R        a residency of the config: where it may run\n"
+    "  --sbatch SCRIPT      run a Slurm batch script: its #SBATCH --gres=gpu:N,\n"
+    "                       --gpus, --gpus-per-node, --nodes, --time, --job-name,\n"
+    "                       --output and --error are read (options given here\n"
+    "                       win); others are ignored, with a warning\n"
     "\n"
     "Options of every client command:\n"
     SPW_CLI_COMMON_HELP
@@ -73,10 +80,11 @@ const char spw_cli_submit_usage[] =
     "  spillway submit --gpus 1 --image /srv/images/pytorch --workdir . -- \\\n"
     "      python3 train.py\n"
     "  printf 'run: [python, eval.py]\\ngpus: A100:1\\n' | spillway submit - -o json\n"
+    "  spillway submit --sbatch train.sbatch -- --epochs 3\n"
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_queue_usage[] =
-    "usage: spillway queue [--state S] [--team T] [--all] [OPTIONS]\n"
+    "usage: spillway queue [--state S] [--team T] [--all] [--watch[=D]] [OPTIONS]\n"
     "\n"
     "Lists jobs, oldest first: where each runs or will run, for how long, and\n"
     "what it has cost so far.  Ended jobs are left out unless --all or --state\n"
@@ -87,6 +95,7 @@ const char spw_cli_queue_usage[] =
     "                       rejected (its team's budget ran out)\n"
     "  --team T             only team T's jobs (a team token sees only its own)\n"
     "  -a, --all            ended jobs too\n"
+    "  --watch[=D]          print it again every D (default 2s) until interrupted\n"
     SPW_CLI_COMMON_HELP
     "\n"
     "Columns: AGE/RUNTIME is the time since submit for a job not started yet,\n"
@@ -97,6 +106,7 @@ const char spw_cli_queue_usage[] =
     "Examples:\n"
     "  spillway queue\n"
     "  spillway queue --all --team ml\n"
+    "  spillway queue --watch=5s\n"
     "  spillway queue --state failed -o json | jq -r '.jobs[].id'\n"
     SPW_CLI_EXIT_HELP;
 
@@ -113,17 +123,24 @@ const char spw_cli_show_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_cancel_usage[] =
-    "usage: spillway cancel ID [OPTIONS]\n"
+    "usage: spillway cancel ID... [OPTIONS]\n"
+    "       spillway cancel [--team T] [--label K=V]... [OPTIONS]\n"
     "\n"
-    "Cancels a job.  A queued job, or one whose cloud instance is booting, is\n"
-    "cancelled at once; a running one is sent SIGTERM (SIGKILL after the\n"
-    "daemon's kill_grace_s) and is cancelled once it has exited.  Cancelling\n"
-    "a job that has already ended is an error (exit status 1).\n"
-    "\n" SPW_CLI_COMMON_HELP
+    "Cancels jobs: those named, or every job not ended yet of team T and with\n"
+    "all the labels given.  A queued job, or one whose cloud instance is\n"
+    "booting, is cancelled at once; a running one is sent SIGTERM (SIGKILL\n"
+    "after the daemon's kill_grace_s) and is cancelled once it has exited.\n"
+    "Cancelling a job that has already ended is an error (exit status 1);\n"
+    "the others named are still cancelled.\n"
+    "\n"
+    "  --team T             the jobs of team T (a team token sees only its own)\n"
+    "  --label K=V          the jobs labelled K=V; repeat for more (all must match)\n"
+    SPW_CLI_COMMON_HELP
     "\n"
     "Examples:\n"
     "  spillway cancel j-000042\n"
-    "  spillway queue --state queued -o json | jq -r '.jobs[].id' | xargs -n1 spillway cancel\n"
+    "  spillway cancel j-000042 j-000043 j-000044\n"
+    "  spillway cancel --team ml --label sweep=lr-3\n"
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_explain_usage[] =
@@ -145,13 +162,20 @@ const char spw_cli_explain_usage[] =
     SPW_CLI_EXIT_HELP;
 
 const char spw_cli_logs_usage[] =
-    "usage: spillway logs ID [-f] [--stderr] [OPTIONS]\n"
+    "usage: spillway logs ID [-f] [--stdout|--stderr] [--rank N|--all-ranks] [OPTIONS]\n"
     "\n"
-    "Writes what the job has written to its stdout (or stderr), as raw bytes.\n"
+    "Writes what the job has written, as raw bytes: its stdout to stdout and\n"
+    "its stderr to stderr.  A gang's ranks each have their own logs.\n"
     "\n"
     "  -f, --follow         keep polling (every 0.5 s) until the job has ended\n"
-    "                       and everything it wrote has been printed\n"
-    "  --stderr             the job's stderr instead of its stdout\n"
+    "                       and everything it wrote has been printed; the\n"
+    "                       daemon may restart meanwhile (logs -f reconnects,\n"
+    "                       for up to 10 minutes); then exits with the job's\n"
+    "                       status (below)\n"
+    "  --stdout             only the job's stdout\n"
+    "  --stderr             only the job's stderr, written to stdout\n"
+    "  --rank N             rank N of a gang (default 0, the first node's)\n"
+    "  --all-ranks          every rank, each line prefixed with [rank N]\n"
     "  --url URL            the daemon (default: $SPILLWAY_URL, else\n"
     "                       " SPW_CLI_DEFAULT_URL ")\n"
     "  --token-file FILE    read the bearer token from FILE (mode 600); default:\n"
@@ -161,7 +185,12 @@ const char spw_cli_logs_usage[] =
     "  spillway logs j-000042\n"
     "  spillway logs -f j-000042 | tee train.log\n"
     "  spillway logs --stderr j-000042 | tail\n"
-    SPW_CLI_EXIT_HELP;
+    "  spillway logs --all-ranks j-000042 | grep loss\n"
+    "\n"
+    "Exit status: 0 done; 1 the daemon refused (its message is on stderr);\n"
+    "2 bad usage, or the daemon cannot be reached.  With -f, once the job has\n"
+    "ended: 0 if it succeeded, its exit code if it failed with one (1 when it\n"
+    "has none, or was cancelled or rejected).\n";
 
 /* Parses a command that takes the common options and one job id. */
 static const char *parse_id_cmd(int argc, char **argv, const char *cmd, const char *usage,
@@ -206,13 +235,45 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Puts the options' gpus (with model; none when 0), env and labels into
+ * spec; env and labels are consumed. */
+static void spec_common(json_t *spec, const char *model, long gpus, json_t *env, json_t *labels)
+{
+    if (gpus && model) {
+        char g[160];
+        snprintf(g, sizeof(g), "%s:%ld", model, gpus);
+        json_object_set_new(spec, "gpus", json_string(g));
+    } else if (gpus) {
+        json_object_set_new(spec, "gpus", json_integer(gpus));
+    }
+    if (json_object_size(env))
+        json_object_set(spec, "env", env);
+    if (json_object_size(labels))
+        json_object_set(spec, "labels", labels);
+    json_decref(env);
+    json_decref(labels);
+}
+
+/* Adds --label K=V (arg) to the object labels; exits 2 for a bad one. */
+static void add_label(json_t *labels, const char *cmd, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        spw_cli_die_usage(cmd, "--label takes KEY=VALUE, e.g. --label env=prod");
+    char *key = spw_xstrdup(arg);
+    key[eq - arg] = '\0';
+    json_object_set_new(labels, key, json_string(eq + 1));
+    free(key);
+}
+
 /* Sets key to a duration as the user wrote it ("1h30m"), after checking it. */
 static void set_duration(json_t *spec, const char *key, const char *opt, const char *s)
 {
     double v;
     if (spw_parse_duration(s, &v) < 0 || !(v > 0)) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "%s takes a duration > 0 such as 90s, 30m, 1h30m or 3600",
+        snprintf(msg, sizeof(msg), "%s takes a duration > 0 such as 90s, 30m, 1h30m, 3600, "
+                 "01:30:00 or 1-12:00:00",
                  opt);
         spw_cli_die_usage("submit", msg);
     }
@@ -237,12 +298,61 @@ static char *absolute_dir(const char *dir)
     return p;
 }
 
+/* Sends a job spec (body[0..len), of content type ctype; freed here) and
+ * prints the new job's id; body_name names the file it came from. */
+static int submit_body(const spw_cli_common_t *co, char *body, size_t len, const char *ctype,
+                       const char *body_name)
+{
+    spw_client_t cl;
+    spw_resp_t r;
+    json_t *doc = NULL;
+    spw_client_open(&cl, co, "submit");
+    cl.body_name = body_name;
+    int rc = spw_client_request(&cl, "POST", "/v1/jobs", body, len, ctype, &r);
+    free(body);
+    if (rc == SPW_CLI_OK)
+        rc = spw_client_parse(&cl, &r, &doc);
+    if (rc == SPW_CLI_OK) {
+        const char *id = spw_cli_jstr(doc, "id");
+        if (co->json) {
+            spw_cli_json_print(stdout, doc);
+        } else if (id) {
+            printf("%s\n", id);
+        } else {
+            fprintf(stderr, "spillway: submit: the daemon's answer has no job id\n");
+            rc = SPW_CLI_EREMOTE;
+        }
+    }
+    json_decref(doc);
+    spw_resp_free(&r);
+    spw_client_close(&cl);
+    return rc ? rc : spw_cli_flush("submit");
+}
+
+/* Sends spec (consumed), run where submit is run unless it says. */
+static int submit_spec(const spw_cli_common_t *co, json_t *spec)
+{
+    /* Like sbatch, the job runs where it was submitted from. */
+    if (!json_object_get(spec, "workdir")) {
+        char *here = absolute_dir(".");
+        json_object_set_new(spec, "workdir", json_string(here));
+        free(here);
+    }
+    char *body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(spec);
+    if (!body) {
+        fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
+        return SPW_CLI_EUNREACH;
+    }
+    return submit_body(co, body, strlen(body), "application/json", NULL);
+}
+
 int spw_cli_submit(int argc, char **argv)
 {
     enum {
         O_GPUS = SPW_CLI_O_FIRST, O_MODEL, O_NAME, O_TEAM, O_EST, O_MAX, O_PRIO, O_RETRIES, O_GPN,
         O_DEADLINE, O_WORKDIR, O_ENV, O_SPOT, O_SPOT_POLICY, O_CKPT, O_CLASS, O_LABEL, O_DATA,
-        O_RESIDENCY, O_IMAGE
+        O_RESIDENCY, O_IMAGE, O_SBATCH
     };
     static const struct option opts[] = {
         {"gpus", required_argument, NULL, O_GPUS},
@@ -265,6 +375,7 @@ int spw_cli_submit(int argc, char **argv)
         {"data", required_argument, NULL, O_DATA},
         {"residency", required_argument, NULL, O_RESIDENCY},
         {"image", required_argument, NULL, O_IMAGE},
+        {"sbatch", required_argument, NULL, O_SBATCH},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -280,7 +391,7 @@ int spw_cli_submit(int argc, char **argv)
     spw_cli_common_init(&co);
     json_t *spec = json_object(), *env = json_object(), *labels = json_object();
     long gpus = 0, v;
-    const char *model = NULL;
+    const char *model = NULL, *sbatch = NULL;
     int spec_opts = 0, c;
     while ((c = getopt_long(nopt, argv, "o:h", opts, NULL)) != -1) {
         spec_opts += c >= SPW_CLI_O_FIRST;
@@ -362,19 +473,11 @@ int spw_cli_submit(int argc, char **argv)
             free(img);
             break;
         }
+        case O_SBATCH: sbatch = optarg; break;
         case O_CLASS: json_object_set_new(spec, "class", json_string(optarg)); break;
         case O_DATA: json_object_set_new(spec, "data", json_string(optarg)); break;
         case O_RESIDENCY: json_object_set_new(spec, "residency", json_string(optarg)); break;
-        case O_LABEL: {
-            const char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg)
-                spw_cli_die_usage("submit", "--label takes KEY=VALUE, e.g. --label env=prod");
-            char *key = spw_xstrdup(optarg);
-            key[eq - optarg] = '\0';
-            json_object_set_new(labels, key, json_string(eq + 1));
-            free(key);
-            break;
-        }
+        case O_LABEL: add_label(labels, "submit", optarg); break;
         case O_ENV: {
             const char *eq = strchr(optarg, '=');
             if (!eq || eq == optarg)
@@ -396,6 +499,19 @@ int spw_cli_submit(int argc, char **argv)
             if (!spw_cli_common_opt(&co, "submit", c, optarg))
                 spw_cli_die_usage("submit", "unknown option");
         }
+    }
+    if (sbatch) {
+        if (have_cmd && nopt + 1 < argc && optind < nopt)
+            spw_cli_die_usage("submit", "--sbatch SCRIPT takes the script's arguments after "
+                                        "it or after '--', not both");
+        spec_common(spec, model, gpus, env, labels);
+        int first = have_cmd ? nopt + 1 : optind, last = have_cmd ? argc : nopt;
+        int src = spw_cli_sbatch_spec(spec, sbatch, argv + first, last - first);
+        if (src != SPW_CLI_OK) {
+            json_decref(spec);
+            return src;
+        }
+        return submit_spec(&co, spec);
     }
     const char *file = optind < nopt ? argv[optind] : NULL;
     if (spec_opts && !have_cmd && file && access(file, F_OK) == 0)
@@ -439,56 +555,14 @@ int spw_cli_submit(int argc, char **argv)
         for (int i = nopt + 1; i < argc; i++)
             json_array_append_new(run, json_string(argv[i]));
         json_object_set_new(spec, "run", run);
-        if (model) {
-            char g[160];
-            snprintf(g, sizeof(g), "%s:%ld", model, gpus);
-            json_object_set_new(spec, "gpus", json_string(g));
-        } else {
-            json_object_set_new(spec, "gpus", json_integer(gpus));
-        }
-        if (json_object_size(env))
-            json_object_set(spec, "env", env);
-        if (json_object_size(labels))
-            json_object_set(spec, "labels", labels);
-        body = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-        if (!body) {
-            fprintf(stderr, "spillway submit: an argument is not valid UTF-8\n");
-            json_decref(labels);
-    json_decref(spec);
-            json_decref(env);
-            return SPW_CLI_EUNREACH;
-        }
-        len = strlen(body);
+        spec_common(spec, model, gpus, env, labels);
+        return submit_spec(&co, spec);
     }
     json_decref(labels);
     json_decref(spec);
     json_decref(env);
-
-    spw_client_t cl;
-    spw_resp_t r;
-    json_t *doc = NULL;
-    spw_client_open(&cl, &co, "submit");
-    if (file)
-        cl.body_name = strcmp(file, "-") == 0 ? "stdin" : file;
-    int rc = spw_client_request(&cl, "POST", "/v1/jobs", body, len, ctype, &r);
-    free(body);
-    if (rc == SPW_CLI_OK)
-        rc = spw_client_parse(&cl, &r, &doc);
-    if (rc == SPW_CLI_OK) {
-        const char *id = spw_cli_jstr(doc, "id");
-        if (co.json) {
-            spw_cli_json_print(stdout, doc);
-        } else if (id) {
-            printf("%s\n", id);
-        } else {
-            fprintf(stderr, "spillway: submit: the daemon's answer has no job id\n");
-            rc = SPW_CLI_EREMOTE;
-        }
-    }
-    json_decref(doc);
-    spw_resp_free(&r);
-    spw_client_close(&cl);
-    return rc ? rc : spw_cli_flush("submit");
+    return submit_body(&co, body, len, ctype, file ? strcmp(file, "-") == 0 ? "stdin" : file
+                                                   : NULL);
 }
 
 /* ---- queue ------------------------------------------------------------------- */
@@ -547,13 +621,86 @@ static void job_row(spw_table_t *t, const json_t *job, double now, int *emulated
                   spw_cli_money(job, "cost_usd", cost, sizeof(cost)), why);
 }
 
+/* Every job the daemon lists (paging through), of state and team when
+ * given, ended ones left out (counted in *hidden) unless all or state.
+ * *jobs: a new array (caller decrefs).  0, or the exit status after
+ * printing why. */
+static int fetch_jobs(const spw_cli_common_t *co, const char *cmd, const char *state,
+                      const char *team, int all, json_t **jobs_out, size_t *hidden_out)
+{
+    spw_client_t cl;
+    spw_client_open(&cl, co, cmd);
+    char *qstate = state ? spw_client_escape(state) : NULL;
+    char *qteam = team ? spw_client_escape(team) : NULL;
+    json_t *jobs = json_array();
+    long long after = -1;
+    size_t hidden = 0;
+    int rc = SPW_CLI_OK;
+    for (;;) {
+        char path[1024];
+        size_t n = (size_t)snprintf(path, sizeof(path), "/v1/jobs?limit=1000");
+        if (qstate)
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&state=%s", qstate);
+        if (qteam && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&team=%s", qteam);
+        if (after >= 0 && n < sizeof(path))
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&after=%lld", after);
+        if (n >= sizeof(path))
+            spw_cli_die_usage(cmd, "--team is too long");
+        json_t *page;
+        if ((rc = spw_client_get_json(&cl, path, &page)) != SPW_CLI_OK)
+            break;
+        json_t *list = json_object_get(page, "jobs"), *job;
+        size_t i;
+        if (!json_is_array(list)) {
+            fprintf(stderr, "spillway: %s: the daemon's answer has no \"jobs\" list\n", cmd);
+            json_decref(page);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        json_array_foreach(list, i, job) {
+            if (!all && !state && is_ended(spw_cli_jstr(job, "state")))
+                hidden++;
+            else
+                json_array_append(jobs, job);
+        }
+        json_t *next = json_object_get(page, "next_after");
+        int more = json_is_integer(next);
+        long long nx = more ? json_integer_value(next) : -1;
+        json_decref(page);
+        if (!more)
+            break;
+        if (nx <= after) {
+            fprintf(stderr, "spillway: %s: the daemon's next_after %lld does not move past "
+                            "%lld; stopped paging\n", cmd, nx, after);
+            rc = SPW_CLI_EREMOTE;
+            break;
+        }
+        after = nx;
+    }
+    free(qstate);
+    free(qteam);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK) {
+        json_decref(jobs);
+        return rc;
+    }
+    *jobs_out = jobs;
+    *hidden_out = hidden;
+    return SPW_CLI_OK;
+}
+
+static int queue_print(const spw_cli_common_t *cop, json_t *jobs_in, size_t hidden,
+                       const char *state, const char *team);
+
 int spw_cli_queue(int argc, char **argv)
 {
-    enum { O_STATE = SPW_CLI_O_FIRST, O_TEAM };
+    enum { O_STATE = SPW_CLI_O_FIRST, O_TEAM, O_WATCH };
     static const struct option opts[] = {
         {"state", required_argument, NULL, O_STATE},
         {"team", required_argument, NULL, O_TEAM},
         {"all", no_argument, NULL, 'a'},
+        {"watch", optional_argument, NULL, O_WATCH},
         SPW_CLI_COMMON_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -563,8 +710,15 @@ int spw_cli_queue(int argc, char **argv)
     spw_cli_common_init(&co);
     const char *state = NULL, *team = NULL;
     int all = 0, c;
+    double watch = 0;
     while ((c = getopt_long(argc, argv, "ao:h", opts, NULL)) != -1) {
         switch (c) {
+        case O_WATCH:
+            watch = 2;
+            if (optarg && (spw_parse_duration(optarg, &watch) < 0 || !(watch >= 0.1) ||
+                           watch > 86400))
+                spw_cli_die_usage("queue", "--watch=D takes a period from 0.1s to 1d: 5, 10s, 1m");
+            break;
         case O_STATE: {
             int found = 0;
             for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
@@ -590,64 +744,29 @@ int spw_cli_queue(int argc, char **argv)
     if (optind < argc)
         spw_cli_die_usage("queue", "unexpected argument; to see one job: spillway show ID");
 
-    spw_client_t cl;
-    spw_client_open(&cl, &co, "queue");
-    char *qstate = state ? spw_client_escape(state) : NULL;
-    char *qteam = team ? spw_client_escape(team) : NULL;
-    json_t *jobs = json_array();
-    long long after = -1;
-    size_t hidden = 0;
-    int rc = SPW_CLI_OK;
     for (;;) {
-        char path[1024];
-        size_t n = (size_t)snprintf(path, sizeof(path), "/v1/jobs?limit=1000");
-        if (qstate)
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&state=%s", qstate);
-        if (qteam && n < sizeof(path))
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&team=%s", qteam);
-        if (after >= 0 && n < sizeof(path))
-            n += (size_t)snprintf(path + n, sizeof(path) - n, "&after=%lld", after);
-        if (n >= sizeof(path))
-            spw_cli_die_usage("queue", "--team is too long");
-        json_t *page;
-        if ((rc = spw_client_get_json(&cl, path, &page)) != SPW_CLI_OK)
-            break;
-        json_t *list = json_object_get(page, "jobs"), *job;
-        size_t i;
-        if (!json_is_array(list)) {
-            fprintf(stderr, "spillway: queue: the daemon's answer has no \"jobs\" list\n");
-            json_decref(page);
-            rc = SPW_CLI_EREMOTE;
-            break;
-        }
-        json_array_foreach(list, i, job) {
-            if (!all && !state && is_ended(spw_cli_jstr(job, "state")))
-                hidden++;
-            else
-                json_array_append(jobs, job);
-        }
-        json_t *next = json_object_get(page, "next_after");
-        int more = json_is_integer(next);
-        long long nx = more ? json_integer_value(next) : -1;
-        json_decref(page);
-        if (!more)
-            break;
-        if (nx <= after) {
-            fprintf(stderr, "spillway: queue: the daemon's next_after %lld does not move past "
-                            "%lld; stopped paging\n", nx, after);
-            rc = SPW_CLI_EREMOTE;
-            break;
-        }
-        after = nx;
-    }
-    free(qstate);
-    free(qteam);
-    spw_client_close(&cl);
-    if (rc != SPW_CLI_OK) {
+        json_t *jobs;
+        size_t hidden;
+        int rc = fetch_jobs(&co, "queue", state, team, all, &jobs, &hidden);
+        if (rc != SPW_CLI_OK)
+            return rc;
+        if (watch > 0 && isatty(STDOUT_FILENO))
+            fputs("\033[H\033[2J", stdout);  /* as watch(1): the screen anew */
+        rc = queue_print(&co, jobs, hidden, state, team);
         json_decref(jobs);
-        return rc;
+        if (rc != SPW_CLI_OK || !(watch > 0))
+            return rc;
+        struct timespec ts = {(time_t)watch, (long)((watch - (double)(time_t)watch) * 1e9)};
+        nanosleep(&ts, NULL);
     }
-    if (co.json) {
+}
+
+/* Prints jobs as queue does (a table, or -o json). */
+static int queue_print(const spw_cli_common_t *cop, json_t *jobs_in, size_t hidden,
+                       const char *state, const char *team)
+{
+    json_t *jobs = json_incref(jobs_in);
+    if (cop->json) {
         json_t *doc = json_pack("{s:o, s:n}", "jobs", jobs, "next_after");
         spw_cli_json_print(stdout, doc);
         json_decref(doc);
@@ -818,17 +937,16 @@ int spw_cli_show(int argc, char **argv)
 
 /* ---- cancel ------------------------------------------------------------------ */
 
-int spw_cli_cancel(int argc, char **argv)
+/* Cancels one job and says what became of it; 0, or the exit status. */
+static int cancel_one(const spw_cli_common_t *co, const char *id)
 {
-    spw_cli_common_t co;
-    const char *id = parse_id_cmd(argc, argv, "cancel", spw_cli_cancel_usage, &co);
     json_t *job;
-    int rc = spw_client_call(&co, "cancel", "POST", "/v1/jobs/", id, "/cancel", &job);
+    int rc = spw_client_call(co, "cancel", "POST", "/v1/jobs/", id, "/cancel", &job);
     if (rc != SPW_CLI_OK)
         return rc;
     const char *state = spw_cli_jstr(job, "state");
     const char *jid = spw_cli_jstr(job, "id");
-    if (co.json)
+    if (co->json)
         spw_cli_json_print(stdout, job);
     else if (state && strcmp(state, "cancelled") == 0)
         printf("%s: cancelled\n", jid ? jid : id);
@@ -836,7 +954,98 @@ int spw_cli_cancel(int argc, char **argv)
         printf("%s: cancel requested; it is %s, and is cancelled once its process has exited\n",
                jid ? jid : id, state ? state : "in an unknown state");
     json_decref(job);
-    return spw_cli_flush("cancel");
+    return SPW_CLI_OK;
+}
+
+/* Whether job's spec carries every K=V of labels (an object). */
+static int has_labels(const spw_cli_common_t *co, const char *id, const json_t *labels)
+{
+    if (!json_object_size(labels))
+        return 1;
+    json_t *job;
+    if (spw_client_call(co, "cancel", "GET", "/v1/jobs/", id, "", &job) != SPW_CLI_OK)
+        return 0;
+    json_t *have = json_object_get(json_object_get(job, "spec"), "labels");
+    const char *k;
+    json_t *v;
+    int ok = 1;
+    json_object_foreach((json_t *)labels, k, v) {
+        const char *got = spw_cli_jstr(have, k);
+        ok &= got && strcmp(got, json_string_value(v)) == 0;
+    }
+    json_decref(job);
+    return ok;
+}
+
+int spw_cli_cancel(int argc, char **argv)
+{
+    enum { O_TEAM = SPW_CLI_O_FIRST, O_LABEL };
+    static const struct option opts[] = {
+        {"team", required_argument, NULL, O_TEAM},
+        {"label", required_argument, NULL, O_LABEL},
+        SPW_CLI_COMMON_OPTIONS,
+        {NULL, 0, NULL, 0},
+    };
+    spw_cli_common_t co;
+    spw_cli_common_init(&co);
+    const char *team = NULL;
+    json_t *labels = json_object();
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_TEAM:
+            if (!*optarg)
+                spw_cli_die_usage("cancel", "--team takes a team name");
+            team = optarg;
+            break;
+        case O_LABEL: add_label(labels, "cancel", optarg); break;
+        case 'h':
+            fputs(spw_cli_cancel_usage, stdout);
+            json_decref(labels);
+            return 0;
+        default:
+            if (!spw_cli_common_opt(&co, "cancel", c, optarg))
+                spw_cli_die_usage("cancel", "unknown option");
+        }
+    }
+    int selectors = team || json_object_size(labels);
+    if (optind >= argc && !selectors)
+        spw_cli_die_usage("cancel", "missing the job ids (as `spillway queue` shows them: "
+                                    "j-000042), or --team/--label to choose them");
+    if (optind < argc && selectors)
+        spw_cli_die_usage("cancel", "give job ids or --team/--label, not both");
+    int rc = SPW_CLI_OK;
+    for (int i = optind; i < argc; i++) {
+        if (!*argv[i])
+            spw_cli_die_usage("cancel", "a job id is empty");
+        int one = cancel_one(&co, argv[i]);
+        if (one > rc)
+            rc = one;
+    }
+    if (selectors) {
+        json_t *jobs, *job;
+        size_t hidden, i, n = 0;
+        int frc = fetch_jobs(&co, "cancel", NULL, team, 0, &jobs, &hidden);
+        if (frc != SPW_CLI_OK) {
+            json_decref(labels);
+            return frc;
+        }
+        json_array_foreach(jobs, i, job) {
+            const char *id = spw_cli_jstr(job, "id");
+            if (!id || spw_cli_jbool(job, "cancel_requested") || !has_labels(&co, id, labels))
+                continue;
+            n++;
+            int one = cancel_one(&co, id);
+            if (one > rc)
+                rc = one;
+        }
+        json_decref(jobs);
+        if (!n)
+            fprintf(stderr, "spillway cancel: no job that has not ended matches\n");
+    }
+    json_decref(labels);
+    int frc = spw_cli_flush("cancel");
+    return rc ? rc : frc;
 }
 
 /* ---- explain ----------------------------------------------------------------- */
@@ -1074,12 +1283,88 @@ int spw_cli_explain(int argc, char **argv)
 
 /* ---- logs -------------------------------------------------------------------- */
 
+/* One log followed by `logs`: a rank's stdout or stderr. */
+typedef struct log_stream {
+    unsigned rank;          /* the gang rank, 0 = the first node's */
+    int err;                /* 1: the job's stderr */
+    FILE *to;               /* where its bytes go: stdout or stderr */
+    long long offset;       /* bytes of it already written */
+    int mid_line;           /* 1: the last byte written was not a newline
+                               (no [rank N] prefix before the next one) */
+} log_stream_t;
+
+/* Writes n bytes of s's log to s->to, with a "[rank N] " before each line
+ * when prefix.  0, or -1 when the output cannot be written. */
+static int log_write(log_stream_t *s, const char *b, size_t n, int prefix)
+{
+    for (size_t i = 0; i < n;) {
+        if (prefix && !s->mid_line && fprintf(s->to, "[rank %u] ", s->rank) < 0)
+            return -1;
+        const char *nl = memchr(b + i, '\n', n - i);
+        size_t k = nl ? (size_t)(nl - (b + i)) + 1 : n - i;
+        if (fwrite(b + i, 1, k, s->to) != k)
+            return -1;
+        s->mid_line = !nl;
+        i += k;
+    }
+    return fflush(s->to) == 0 ? 0 : -1;
+}
+
+/* The exit status logs -f ends with for a job in state with exit_code. */
+static int job_status(const json_t *job)
+{
+    const char *state = spw_cli_jstr(job, "state");
+    double code;
+    if (state && strcmp(state, "succeeded") == 0)
+        return 0;
+    if (state && strcmp(state, "failed") == 0 && spw_cli_jnum(job, "exit_code", &code) == 0 &&
+        code >= 1 && code <= 255)
+        return (int)code;
+    return 1;
+}
+
+/* Sends GET path for logs, reconnecting while the daemon is away when
+ * follow (up to LOGS_RECONNECT_S: it restarts).  A daemon never reached
+ * (the first request) is not waited for.  The request's status, as
+ * spw_client_request's. */
+#define LOGS_RECONNECT_S 600.0
+static int logs_request(spw_client_t *cl, const char *path, int follow, spw_resp_t *r)
+{
+    static int reached;    /* a request of this process had an answer */
+    double since = 0;
+    cl->quiet_unreach = follow && reached;
+    for (;;) {
+        int rc = spw_client_request(cl, "GET", path, NULL, 0, NULL, r);
+        if (rc != SPW_CLI_EUNREACH || !follow || !reached) {
+            reached |= rc != SPW_CLI_EUNREACH;
+            return rc;
+        }
+        spw_resp_free(r);
+        double now = spw_cli_now();
+        if (since == 0) {
+            since = now;
+            fprintf(stderr, "spillway logs: the daemon at %s is not answering (%s); "
+                            "retrying for up to %.0f minutes\n",
+                    cl->url, cl->errbuf[0] ? cl->errbuf : "no answer", LOGS_RECONNECT_S / 60);
+        } else if (now - since > LOGS_RECONNECT_S) {
+            fprintf(stderr, "spillway logs: the daemon at %s has not answered for %.0f minutes; "
+                            "giving up\n", cl->url, LOGS_RECONNECT_S / 60);
+            return SPW_CLI_EUNREACH;
+        }
+        struct timespec half = {0, 500000000L};
+        nanosleep(&half, NULL);
+    }
+}
+
 int spw_cli_logs(int argc, char **argv)
 {
-    enum { O_STDERR = SPW_CLI_O_FIRST };
+    enum { O_STDERR = SPW_CLI_O_FIRST, O_STDOUT, O_RANK, O_ALL_RANKS };
     static const struct option opts[] = {
         {"follow", no_argument, NULL, 'f'},
         {"stderr", no_argument, NULL, O_STDERR},
+        {"stdout", no_argument, NULL, O_STDOUT},
+        {"rank", required_argument, NULL, O_RANK},
+        {"all-ranks", no_argument, NULL, O_ALL_RANKS},
         {"url", required_argument, NULL, SPW_CLI_O_URL},
         {"token", required_argument, NULL, SPW_CLI_O_TOKEN},
         {"token-file", required_argument, NULL, SPW_CLI_O_TOKEN_FILE},
@@ -1088,11 +1373,18 @@ int spw_cli_logs(int argc, char **argv)
     };
     spw_cli_common_t co;
     spw_cli_common_init(&co);
-    int follow = 0, err_stream = 0, c;
+    int follow = 0, only_err = 0, only_out = 0, all_ranks = 0, c;
+    long rank = 0;
     while ((c = getopt_long(argc, argv, "fo:h", opts, NULL)) != -1) {
         switch (c) {
         case 'f': follow = 1; break;
-        case O_STDERR: err_stream = 1; break;
+        case O_STDERR: only_err = 1; break;
+        case O_STDOUT: only_out = 1; break;
+        case O_ALL_RANKS: all_ranks = 1; break;
+        case O_RANK:
+            if (parse_int(optarg, 0, 1024, &rank) < 0)
+                spw_cli_die_usage("logs", "--rank takes a rank from 0 to 1024");
+            break;
         case 'o': spw_cli_die_usage("logs", "logs writes the job's output as it is; -o does not apply");
         case 'h': fputs(spw_cli_logs_usage, stdout); return 0;
         default:
@@ -1100,6 +1392,10 @@ int spw_cli_logs(int argc, char **argv)
                 spw_cli_die_usage("logs", "unknown option");
         }
     }
+    if (only_err && only_out)
+        spw_cli_die_usage("logs", "--stdout and --stderr each leave the other out: give one");
+    if (all_ranks && rank)
+        spw_cli_die_usage("logs", "--rank N and --all-ranks: give one");
     if (optind >= argc)
         spw_cli_die_usage("logs", "missing the job id (as `spillway queue` shows it: j-000042)");
     if (optind + 1 < argc)
@@ -1110,38 +1406,72 @@ int spw_cli_logs(int argc, char **argv)
 
     spw_client_t cl;
     spw_client_open(&cl, &co, "logs");
+    char *jpath = spw_client_path(&cl, "/v1/jobs/", id, "");
     char *prefix = spw_client_path(&cl, "/v1/jobs/", id, "/logs?stream=");
-    long long offset = 0;
-    int rc;
-    for (;;) {
-        char path[1024];
-        spw_resp_t r;
-        snprintf(path, sizeof(path), "%s%s&offset=%lld", prefix, err_stream ? "err" : "out",
-                 offset);
-        if ((rc = spw_client_request(&cl, "GET", path, NULL, 0, NULL, &r)) != SPW_CLI_OK) {
-            spw_resp_free(&r);
-            break;
+    unsigned nranks = 1;
+    int rc = SPW_CLI_OK;
+    if (all_ranks) {
+        json_t *job;
+        if ((rc = spw_client_get_json(&cl, jpath, &job)) == SPW_CLI_OK) {
+            double v;
+            if (spw_cli_jnum(job, "ranks", &v) == 0 && v >= 1 && v <= 1025)
+                nranks = (unsigned)v;
+            json_decref(job);
         }
-        if (r.len && (fwrite(r.body, 1, r.len, stdout) != r.len || fflush(stdout) != 0)) {
+    }
+    log_stream_t *st = spw_xmalloc(2 * nranks * sizeof(*st));
+    size_t ns = 0;
+    for (unsigned r = 0; r < nranks && rc == SPW_CLI_OK; r++) {
+        unsigned rk = all_ranks ? r : (unsigned)rank;
+        if (!only_err)
+            st[ns++] = (log_stream_t){.rank = rk, .err = 0, .to = stdout};
+        if (!only_out)
+            st[ns++] = (log_stream_t){.rank = rk, .err = 1, .to = only_err ? stdout : stderr};
+    }
+    int ended = 0;
+    while (rc == SPW_CLI_OK) {
+        size_t got = 0;
+        for (size_t i = 0; i < ns && rc == SPW_CLI_OK; i++) {
+            char path[1024];
+            spw_resp_t r;
+            snprintf(path, sizeof(path), "%s%s&offset=%lld&rank=%u", prefix,
+                     st[i].err ? "err" : "out", st[i].offset, st[i].rank);
+            if ((rc = logs_request(&cl, path, follow, &r)) != SPW_CLI_OK) {
+                spw_resp_free(&r);
+                break;
+            }
+            if (r.len && log_write(&st[i], r.body, r.len, all_ranks) < 0) {
+                spw_resp_free(&r);
+                rc = spw_cli_flush("logs");
+                if (rc == SPW_CLI_OK)
+                    rc = SPW_CLI_EREMOTE;
+                break;
+            }
+            st[i].offset = r.offset >= 0 ? r.offset : st[i].offset + (long long)r.len;
+            /* A daemon that does not say the state cannot be followed to the end. */
+            ended = !r.job_state[0] || is_ended(r.job_state);
+            got += r.len;
             spw_resp_free(&r);
-            rc = spw_cli_flush("logs");
-            if (rc == SPW_CLI_OK)
-                rc = SPW_CLI_EREMOTE;
-            break;
         }
-        offset = r.offset >= 0 ? r.offset : offset + (long long)r.len;
-        /* A daemon that does not say the state cannot be followed to the end. */
-        int ended = !r.job_state[0] || is_ended(r.job_state);
-        size_t got = r.len;
-        spw_resp_free(&r);
-        if (got)
+        if (rc != SPW_CLI_OK || got)
             continue;  /* more may be waiting: ask again at once */
         if (!follow || ended)
             break;
         struct timespec half = {0, 500000000L};
         nanosleep(&half, NULL);
     }
+    if (rc == SPW_CLI_OK && follow) {
+        json_t *job;
+        cl.quiet_unreach = 0;
+        if ((rc = spw_client_get_json(&cl, jpath, &job)) == SPW_CLI_OK) {
+            rc = job_status(job);
+            json_decref(job);
+        }
+    }
+    free(st);
+    free(jpath);
     free(prefix);
     spw_client_close(&cl);
-    return rc ? rc : spw_cli_flush("logs");
+    int frc = spw_cli_flush("logs");
+    return rc ? rc : frc;
 }

@@ -55,11 +55,17 @@ typedef struct spw_cli_common {
     const char *token_file; /* --token-file, else $SPILLWAY_TOKEN_FILE when
                            there is no $SPILLWAY_TOKEN; read at open */
     int json;           /* 1: -o json */
-    const char *ca_file; /* --ca, else $SPILLWAY_CA: PEM CA file for
-                           https://; NULL = the system's CA store */
+    const char *ca_file; /* --ca, else $SPILLWAY_CA, else the context's
+                           `ca`: PEM CA file for https://; NULL = the
+                           system's CA store */
 } spw_cli_common_t;
 
-/* Fills co with the defaults ($SPILLWAY_URL, $SPILLWAY_TOKEN,
+/* Fills co from the current context of the client config, then overrides it
+ * with $SPILLWAY_URL and $SPILLWAY_TOKEN(_FILE) (client_context.c); exits 2
+ * for a config file it cannot read or a context it does not have. */
+void spw_cli_context_apply(spw_cli_common_t *co);
+
+/* Fills co with the defaults (the context, $SPILLWAY_URL, $SPILLWAY_TOKEN,
  * $SPILLWAY_TOKEN_FILE).  --token on the command line is still accepted
  * but warns: every local user sees it in `ps`. */
 void spw_cli_common_init(spw_cli_common_t *co);
@@ -93,6 +99,8 @@ typedef struct spw_client {
     char *auth;                    /* "Authorization: Bearer T\r\n", owned
                                       (wiped when freed) */
     char errbuf[256];              /* why the last request got no answer */
+    int quiet_unreach;             /* 1: a request with no answer prints
+                                      nothing (the caller retries) */
 } spw_client_t;
 
 /* TLS over c->fd (client_tls.c), used when c->tls.  spw_tls_start runs the
@@ -196,6 +204,14 @@ size_t spw_table_rows(const spw_table_t *t);
 /* Prints the header and rows, each line starting with indent spaces. */
 void spw_table_print(const spw_table_t *t, FILE *f, int indent);
 void spw_table_destroy(spw_table_t *t);
+
+/* ---- submit --sbatch (client_sbatch.c) ------------------------------------ */
+
+/* Fills spec (a job spec being built) from the Slurm batch script file and
+ * its #SBATCH directives, the job running it with args[0..nargs); keys
+ * spec already has (command-line options) are kept.  0, or the exit
+ * status after printing why. */
+int spw_cli_sbatch_spec(json_t *spec, const char *file, char *const *args, int nargs);
 
 /* Writes stdout out; 0, or 1 after "spillway: CMD: cannot write output". */
 int spw_cli_flush(const char *cmd);

@@ -64,6 +64,7 @@ static const char main_usage[] =
     "  cancel    cancel a job\n"
     "  explain   why a job is where it is: the decision and every candidate\n"
     "  logs      a job's stdout or stderr; -f follows it to the end\n"
+    "  context   the daemon this client talks to: list, use NAME (a kubeconfig-like file)\n"
     "  pools     on-prem pools, cloud offers and the cloud instances up\n"
     "  costs     spend so far, on-prem and cloud, by team, provider and pool\n"
     "  audit     who did what: the daemon's audit log (admin)\n"
@@ -1282,6 +1283,7 @@ static const command_t commands[] = {
     {"cancel", spw_cli_cancel, spw_cli_cancel_usage},
     {"explain", spw_cli_explain, spw_cli_explain_usage},
     {"logs", spw_cli_logs, spw_cli_logs_usage},
+    {"context", spw_cli_context, spw_cli_context_usage},
     {"pools", spw_cli_pools, spw_cli_pools_usage},
     {"costs", spw_cli_costs, spw_cli_costs_usage},
     {"audit", spw_cli_audit, spw_cli_audit_usage},
@@ -1318,7 +1320,23 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "spillway: unknown command '%s'\n\n%s", cmd, main_usage);
+    /* A typo gets a suggestion, not the whole usage. */
+    enum { NCOMMANDS = sizeof(commands) / sizeof(commands[0]) };
+    const char *names[NCOMMANDS + 3];
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        names[i] = commands[i].name;
+    names[NCOMMANDS] = "help";
+    names[NCOMMANDS + 1] = "version";
+    names[NCOMMANDS + 2] = NULL;
+    const char *near = spw_names_closest(names, (size_t)-1, cmd);
+    char list[512];
+    fprintf(stderr, "spillway: unknown command '%s'", cmd);
+    if (near)
+        fprintf(stderr, "; did you mean '%s'?\n", near);
+    else
+        fprintf(stderr, "; the commands are:\n    %s\n",
+                spw_names_wrap(names, 60, "\n    ", list, sizeof(list)));
+    fprintf(stderr, "(spillway --help says what each does)\n");
     return 2;
 }
 

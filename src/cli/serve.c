@@ -16,6 +16,9 @@
 #include "daemon/daemon.h"
 #include "daemon/http.h"
 
+/* The config of an installed service, used without --config. */
+#define SPW_SERVE_ETC_CONFIG "/etc/spillway/spillway.yaml"
+
 /* Without --config: four GPU slots on this machine (or its real GPUs when
  * nvidia-smi finds some) and a flat-price emulated cloud. */
 static const char serve_default_config[] =
@@ -42,7 +45,9 @@ static const char serve_usage[] =
     "\n"
     "options:\n"
     "  --config FILE      fleet, policy and the daemon: section (docs/config.md);\n"
-    "                     default: 4 GPU slots and a flat-price emulated cloud\n"
+    "                     default: /etc/spillway/spillway.yaml when it exists\n"
+    "                     ($SPILLWAY_SERVE_CONFIG names another), else 4 GPU\n"
+    "                     slots and a flat-price emulated cloud\n"
     "  --state-dir DIR    database, job logs, emulated cloud state\n"
     "                     (default: daemon.state_dir, else ./spillway-state)\n"
     "  --listen HOST:PORT address of the API (default: daemon.listen, else\n"
@@ -211,6 +216,14 @@ int spw_cli_serve(int argc, char **argv)
         fprintf(stderr, "spillway serve: unexpected argument '%s'\n(see 'spillway serve --help')\n",
                 argv[optind]);
         return 2;
+    }
+    /* Installed as a service, the config is /etc/spillway/spillway.yaml. */
+    const char *etc = getenv("SPILLWAY_SERVE_CONFIG");
+    if (!etc || !*etc)
+        etc = SPW_SERVE_ETC_CONFIG;
+    if (!config && access(etc, F_OK) == 0) {
+        config = etc;
+        fprintf(stderr, "spillway: no --config: using %s\n", etc);
     }
     spw_config_t cfg;
     spw_error_t err;

@@ -217,6 +217,19 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
         if (!spec->team && who->team)
             spec->team = spw_xstrdup(who->team);
     }
+    /* The job's user must be able to enter its workdir (the CLI sends the
+     * directory it was run in): say so now, not as a failed start later.
+     * d->users is set at start and never changes. */
+    char blocker[4096];
+    if (spec->workdir &&
+        !spw_jobuser_enters(spw_jobusers_for(&d->users, spec->team), spec->workdir, blocker,
+                            sizeof(blocker))) {
+        const spw_jobuser_t *u = spw_jobusers_for(&d->users, spec->team);
+        spw_errorf(err, "field 'workdir': this team's jobs run as %.32s, who cannot enter %.96s; "
+                   "submit from a directory %.32s can reach, or pass --workdir DIR",
+                   u->name ? u->name : "?", blocker, u->name ? u->name : "?");
+        goto out;
+    }
     LOCK(d);
     spw_error_t e2 = {{0}};
     uint64_t mask = spw_daemon_mask(d, spec, &e2);
@@ -250,6 +263,43 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
 out:
     spw_jobspec_free(spec);
     return status;
+}
+
+/* The log of a job's rank in dir: rank 0 writes ID.out and ID.err, the
+ * others ID.nodeN.* (local, ssh hosts) or ID.rankN.out (Kubernetes). */
+static void rank_log_path(const char *dir, const char *id, unsigned rank, int err_stream,
+                          char *path, size_t cap)
+{
+    const char *ext = err_stream ? "err" : "out";
+    if (rank == 0) {
+        snprintf(path, cap, "%s/%s.%s", dir, id, ext);
+        return;
+    }
+    snprintf(path, cap, "%s/%s.node%u.%s", dir, id, rank, ext);
+    if (access(path, F_OK) == 0)
+        return;
+    char alt[4096];
+    snprintf(alt, sizeof(alt), "%s/%s.rank%u.%s", dir, id, rank, ext);
+    if (access(alt, F_OK) == 0)
+        snprintf(path, cap, "%s", alt);
+}
+
+/* The ranks whose logs a job has: its nodes while it runs, else the rank
+ * files its log directory holds (at least 1). */
+static unsigned job_ranks(const spw_daemon_t *d, const djob_t *j)
+{
+    unsigned n = j->ej.nnodes > j->ninst ? j->ej.nnodes : (unsigned)j->ninst;
+    if (n < 1)
+        n = 1;
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof(dir), "%s/%s", d->log_dir, j->id);
+    for (unsigned r = n; r < SPW_DAEMON_MAX_RANKS; r++) {
+        rank_log_path(dir, j->id, r, 0, path, sizeof(path));
+        if (access(path, F_OK) < 0)
+            break;
+        n = r + 1;
+    }
+    return n;
 }
 
 /* ---- job views -------------------------------------------------------------- */
@@ -290,6 +340,8 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
         p += n + (p[n] == ',');
     }
     json_object_set_new(o, "instances", inst);
+    if (with_spec)  /* one job's view: its log directory may be read */
+        json_object_set_new(o, "ranks", json_integer(job_ranks(d, j)));
     json_object_set_new(o, "emulated", json_boolean(j->offer >= 0 && dm_offer_emulated(d, (size_t)j->offer)));
     json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
     json_object_set_new(o, "attempts", json_integer(j->attempts));
@@ -466,7 +518,7 @@ int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id,
 /* ---- logs ------------------------------------------------------------------------ */
 
 int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, int err_stream,
-                    long long offset, size_t max, char **buf, size_t *len, long long *next,
+                    unsigned rank, long long offset, size_t max, char **buf, size_t *len, long long *next,
                     const char **state, spw_error_t *err)
 {
     LOCK(d);
@@ -476,9 +528,9 @@ int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, in
         return 404;
     }
     *state = spw_djob_state_name(j->st);
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s/%s.%s", d->log_dir, j->id, j->id,
-             err_stream ? "err" : "out");
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof(dir), "%s/%s", d->log_dir, j->id);
+    rank_log_path(dir, j->id, rank, err_stream, path, sizeof(path));
     spw_daemon_view_free(owned);
     UNLOCK(d);
     if (offset < 0)

@@ -104,11 +104,15 @@ int spw_daemon_cancel(spw_daemon_t *d, const spw_caller_t *who, const char *id, 
 int spw_daemon_explain(spw_daemon_t *d, const spw_caller_t *who, const char *id, json_t **out,
                        spw_error_t *err);
 
-/* GET /v1/jobs/{id}/logs?stream=out|err&offset=N: up to max bytes of the
- * log from offset into *buf (caller frees), *len, the offset after them in
- * *next and the job's state name in *state (static).  A log not written
- * yet reads as empty. */
+/* The highest rank whose log can be asked for (a gang's nodes - 1). */
+#define SPW_DAEMON_MAX_RANKS 1024
+
+/* GET /v1/jobs/{id}/logs?stream=out|err&offset=N&rank=R: up to max bytes
+ * of rank R's log (0: the first node's) from offset into *buf (caller
+ * frees), *len, the offset after them in *next and the job's state name in
+ * *state (static).  A log not written yet reads as empty. */
 int spw_daemon_logs(spw_daemon_t *d, const spw_caller_t *who, const char *id, int err_stream,
+                    unsigned rank,
                     long long offset, size_t max, char **buf, size_t *len, long long *next,
                     const char **state, spw_error_t *err);
 

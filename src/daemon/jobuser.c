@@ -215,6 +215,20 @@ int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker,
     return 1;
 }
 
+int spw_jobuser_enters(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap)
+{
+    if (!spw_jobuser_reaches(u, path, blocker, cap))
+        return 0;
+    struct stat st;
+    if (!u->set || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 1;
+    mode_t need = st.st_uid == u->uid ? S_IXUSR : st.st_gid == u->gid ? S_IXGRP : S_IXOTH;
+    if (st.st_mode & need)
+        return 1;
+    snprintf(blocker, cap, "%s", path);
+    return 0;
+}
+
 /* "NAME=VALUE", newly allocated. */
 static char *env_kv(const char *name, const char *value)
 {

@@ -64,6 +64,11 @@ void spw_jobusers_clear(spw_jobusers_t *us);
  * only). */
 int spw_jobuser_reaches(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap);
 
+/* As spw_jobuser_reaches, and u may also enter path itself when it is a
+ * directory on this machine: 1 yes (or it is not here: a host of a remote
+ * backend may have it); 0 no, with the directory that stops it in blocker. */
+int spw_jobuser_enters(const spw_jobuser_t *u, const char *path, char *blocker, size_t cap);
+
 /* The variables a job is launched with, for every backend: u's HOME, USER
  * and LOGNAME (when u is set), then the spec's env[0..nenv) without the
  * names spw_jobspec_env_reserved() refuses (a spec stored before they were

@@ -587,6 +587,11 @@ static void h_logs(call_t *c, spw_route_resp_t *out)
         resp_error(out, 400, "query parameter 'offset' must be a whole number >= 0");
         return;
     }
+    long long rank = 0;
+    if (query_get(c->req, "rank", &v) && *v && parse_count(v, SPW_DAEMON_MAX_RANKS, &rank) < 0) {
+        resp_error(out, 400, "query parameter 'rank' must be a whole number from 0 to 1024");
+        return;
+    }
     if (need_id(c, "job", out) < 0)
         return;
     char *buf = NULL;
@@ -594,7 +599,7 @@ static void h_logs(call_t *c, spw_route_resp_t *out)
     long long next = offset;
     const char *state = NULL;
     spw_error_t err = {{0}};
-    int st = spw_daemon_logs(c->d, &c->who, c->id, err_stream, offset, SPW_ROUTE_LOG_MAX, &buf,
+    int st = spw_daemon_logs(c->d, &c->who, c->id, err_stream, (unsigned)rank, offset, SPW_ROUTE_LOG_MAX, &buf,
                              &len, &next, &state, &err);
     if (st != 200) {
         free(buf);
@@ -644,7 +649,7 @@ static void h_audit(call_t *c, spw_route_resp_t *out)
 
 static const char *const no_params[] = {NULL};
 static const char *const list_params[] = {"state", "team", "after", "limit", NULL};
-static const char *const log_params[] = {"stream", "offset", NULL};
+static const char *const log_params[] = {"stream", "offset", "rank", NULL};
 static const char *const costs_params[] = {"period", NULL};
 static const char *const audit_params[] = {"since", "team", "limit", NULL};
 

@@ -2,6 +2,7 @@
 #include "util/names.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int spw_names_find(const char *const *names, const char *name)
@@ -35,39 +36,47 @@ static int fold(char c)
     return c == 'O' ? '0' : c == 'I' || c == 'L' ? '1' : c;
 }
 
-/* Levenshtein distance between a and b (each at most 63 bytes counted),
- * folded characters equal at no cost. */
+/* The optimal string alignment distance between a and b (insertions,
+ * deletions, substitutions, swaps of two neighbours; folded characters
+ * equal at no cost); both at most 63 bytes, longer ones count as far. */
 static size_t distance(const char *a, const char *b)
 {
-    size_t na = strlen(a), nb = strlen(b);
-    if (na > 63 || nb > 63)
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
         return (size_t)-1;
-    size_t row[64];
-    for (size_t k = 0; k <= nb; k++)
-        row[k] = k;
-    for (size_t i = 1; i <= na; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t k = 1; k <= nb; k++) {
-            size_t up = row[k];
-            size_t sub = diag + (fold(a[i - 1]) != fold(b[k - 1]));
-            size_t best = up + 1 < row[k - 1] + 1 ? up + 1 : row[k - 1] + 1;
-            row[k] = sub < best ? sub : best;
-            diag = up;
+    size_t d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = fold(a[i - 1]) != fold(b[j - 1]);
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && fold(a[i - 1]) == fold(b[j - 2]) &&
+                fold(a[i - 2]) == fold(b[j - 1]) && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
         }
-    }
-    return row[nb];
+    return d[n][m];
 }
 
 const char *spw_names_closest(const char *const *names, size_t n, const char *want)
 {
     static _Thread_local char fam[64];
     const char *best = NULL;
-    size_t bd = (size_t)-1, limit = strlen(want) / 3 + 1;
-    for (size_t i = 0; i < n; i++) {
+    size_t bd = (size_t)-1, wl = strlen(want), limit = wl / 3 + 1;
+    for (size_t i = 0; i < n && (n != (size_t)-1 || names[i]); i++) {
         if (!names[i])
             continue;
         size_t d = distance(want, names[i]);
+        /* A prefix typed short ("max_gpus_pe") is close whatever its length. */
+        if (wl >= 4 && strncmp(names[i], want, wl) == 0 && d > 1)
+            d = 1;
         if (d < bd) {
             bd = d;
             best = names[i];
@@ -86,4 +95,42 @@ const char *spw_names_closest(const char *const *names, size_t n, const char *wa
         }
     }
     return bd <= limit ? best : NULL;
+}
+
+const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,
+                           char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    buf[0] = '\0';
+    size_t used = 0, col = 0, ilen = strlen(indent);
+    size_t icol = ilen - (strrchr(indent, '\n') ? (size_t)(strrchr(indent, '\n') - indent) + 1 : 0);
+    for (size_t i = 0; names[i]; i++) {
+        size_t nl = strlen(names[i]);
+        int wrap = i && col + 2 + nl > width;
+        size_t need = (i ? 2 : 0) + (wrap ? ilen : 0) + nl;
+        /* Room for this name and, should more follow, ", and N more". */
+        if (used + need + (names[i + 1] ? 18 : 0) + 1 > len) {
+            size_t more = 0;
+            while (names[i + more])
+                more++;
+            snprintf(buf + used, len - used, ", and %zu more", more);
+            return buf;
+        }
+        if (i) {
+            memcpy(buf + used, wrap ? "," : ", ", wrap ? 1 : 2);
+            used += wrap ? 1 : 2;
+            col += 2;
+        }
+        if (wrap) {
+            memcpy(buf + used, indent, ilen);
+            used += ilen;
+            col = icol;
+        }
+        memcpy(buf + used, names[i], nl);
+        used += nl;
+        col += nl;
+        buf[used] = '\0';
+    }
+    return buf;
 }

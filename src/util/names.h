@@ -13,12 +13,23 @@ int spw_names_find(const char *const *names, const char *name);
  * truncated to fit, always terminated); returns buf. */
 const char *spw_names_join(const char *const *names, char *buf, size_t len);
 
-/* The name of names[0..n) (NULL entries skipped) closest to `want` as a
- * typo: fewest edits, case and the look-alikes 0/O and 1/I/l not counted;
- * NULL when even the closest needs more than a third of want's length plus
- * one edits; a name's family (the part before a '-': "A100" of
- * "A100-80GB") counts as a name too (then the answer lives in
- * thread-local storage until the next call).  For "did you mean". */
+/* The name of names[0..n) (NULL entries skipped; n (size_t)-1: up to the
+ * NULL that ends the list) closest to `want` as a typo: fewest edits
+ * (insertions, deletions, substitutions, swaps of two neighbours), case and
+ * the look-alikes 0/O and 1/I/l not counted, a prefix of 4 or more
+ * characters typed short counted as one; NULL when even the closest needs
+ * more than a third of want's length plus one edits; a name's family (the
+ * part before a '-': "A100" of "A100-80GB") counts as a name too (then the
+ * answer lives in thread-local storage until the next call).  For "did you
+ * mean". */
 const char *spw_names_closest(const char *const *names, size_t n, const char *want);
+
+/* As spw_names_join, but never cuts a name: the lines are wrapped before
+ * width columns, each line after the first starting with indent (a string
+ * such as "\n    "; width (size_t)-1: one line); a list that does not
+ * fit len (at least 32) ends ", and N more" after the last whole name.
+ * Returns buf. */
+const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,
+                           char *buf, size_t len);
 
 #endif

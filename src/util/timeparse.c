@@ -7,6 +7,65 @@
 #include "util/numparse.h"
 #include "util/timeparse.h"
 
+/* Reads a whole number of at most 9 digits at *p (Slurm's fields). */
+static int slurm_field(const char **p, double *out)
+{
+    const char *start = *p;
+    double v = 0;
+    while (isdigit((unsigned char)**p) && *p - start < 9)
+        v = v * 10 + (*(*p)++ - '0');
+    if (*p == start || isdigit((unsigned char)**p))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Slurm's forms (sbatch --time): MM:SS, HH:MM:SS, D-HH, D-HH:MM and
+ * D-HH:MM:SS.  Returns 0 and fills *out_s, or -1 for anything else. */
+static int parse_slurm_time(const char *s, double *out_s)
+{
+    const char *p = s;
+    double f[4], days = 0;
+    int n = 0, dash = strchr(s, '-') != NULL;
+
+    if (!dash && !strchr(s, ':'))
+        return -1;
+    if (dash) {
+        if (slurm_field(&p, &days) < 0 || *p++ != '-')
+            return -1;
+    }
+    for (;;) {
+        if (n == 3 || slurm_field(&p, &f[n]) < 0)
+            return -1;
+        n++;
+        if (!*p)
+            break;
+        if (*p++ != ':')
+            return -1;
+    }
+    double h = 0, m = 0, sec = 0;
+    if (dash) {           /* D-HH, D-HH:MM, D-HH:MM:SS */
+        h = f[0];
+        m = n > 1 ? f[1] : 0;
+        sec = n > 2 ? f[2] : 0;
+    } else if (n == 2) {  /* MM:SS */
+        m = f[0];
+        sec = f[1];
+    } else if (n == 3) {  /* HH:MM:SS */
+        h = f[0];
+        m = f[1];
+        sec = f[2];
+    } else {
+        return -1;
+    }
+    /* The leading field may be large (36:00:00, 90:00), as Slurm reads
+     * it; the others are clock fields. */
+    if ((dash && h > 23) || (m > 59 && (dash || n == 3)) || sec > 59)
+        return -1;
+    *out_s = days * 86400 + h * 3600 + m * 60 + sec;
+    return 0;
+}
+
 int spw_parse_duration(const char *s, double *out_s)
 {
     static const struct { char unit; double s; } units[] = {
@@ -22,6 +81,8 @@ int spw_parse_duration(const char *s, double *out_s)
         *out_s = v;
         return 0;
     }
+    if (parse_slurm_time(s, out_s) == 0)
+        return 0;
     while (*p) {
         const char *start = p;
         size_t k;

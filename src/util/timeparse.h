@@ -6,7 +6,9 @@
 
 /* Parses a duration: a finite number of seconds ("90", "1.5"), or one or
  * more NUMBER UNIT parts with units d, h, m, s in that order, each at most
- * once ("90s", "30m", "1h30m", "1.5h").  Returns 0 and fills *out_s, or -1. */
+ * once ("90s", "30m", "1h30m", "1.5h"), or one of Slurm's forms: MM:SS,
+ * HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS ("01:30:00", "2-12:00:00").  Returns
+ * 0 and fills *out_s, or -1. */
 int spw_parse_duration(const char *s, double *out_s);
 
 /* Parses an RFC 3339 time ("2026-11-21T18:00:00Z", fractional seconds and

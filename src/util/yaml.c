@@ -13,7 +13,9 @@
 
 #include "util/numparse.h"
 #include "util/file.h"
+#include "util/names.h"
 #include "util/yaml.h"
+#include "util/names.h"
 
 #define MAX_DEPTH 64        /* deepest nesting of maps and seqs accepted */
 #define MAX_NODES 1000000   /* most nodes (keys included) in a document */
@@ -495,21 +497,20 @@ int spw_ymap_check_keys(const spw_ydoc_t *d, const spw_ynode_t *map,
             if (strcmp(*a, key) == 0)
                 break;
         if (!*a) {
-            char list[160];
-            size_t used = 0;
-            list[0] = '\0';
-            for (a = allowed; *a && used < sizeof(list); a++) {
-                int w = snprintf(list + used, sizeof(list) - used, "%s%s",
-                                 a == allowed ? "" : ", ", *a);
-                if (w < 0)
-                    break;
-                used += (size_t)w;
-            }
-            return spw_errorf(err, "%s:%d:%d: unknown key '%.40s%s' in %s "
-                              "(expected one of: %s)", d->name,
-                              map->key_lines[i], map->key_cols[i], key,
-                              strlen(key) > 40 ? "..." : "",
-                              section ? section : "mapping", list);
+            /* The closest key first, then as many whole keys as the
+             * message holds (never one cut mid-word). */
+            char head[200], list[256];
+            const char *near = spw_names_closest(allowed, (size_t)-1, key);
+            int hl = snprintf(head, sizeof(head), "%s:%d:%d: unknown key '%.40s%s' in %s%s%s%s "
+                              "(expected one of: ", d->name, map->key_lines[i],
+                              map->key_cols[i], key, strlen(key) > 40 ? "..." : "",
+                              section ? section : "mapping", near ? ": did you mean '" : "",
+                              near ? near : "", near ? "'?" : "");
+            size_t room = sizeof(err->text) - 2 - (hl > 0 ? (size_t)hl : 0);
+            if (hl < 0 || room < 32 || room > sizeof(list))
+                room = room < 32 ? 32 : sizeof(list);
+            spw_names_wrap(allowed, (size_t)-1, "", list, room);
+            return spw_errorf(err, "%s%s)", head, list);
         }
         /* Only allowed keys reach here, so a duplicate shows up within the
          * first len(allowed) + 1 keys: this loop stays short. */

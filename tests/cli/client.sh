@@ -4,7 +4,7 @@
 # reached (exit 2 with a hint).  With a daemon they are tested elsewhere.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 24
+plan 28
 
 cmds="submit queue show cancel explain logs pools costs admin"
 for c in $cmds; do
@@ -95,5 +95,36 @@ run_spw "$T/out" "$T/err" show j-1 --url "$url"
     [ "$rc" -eq 2 ] && ! grep -q "secret" "$T/out" "$T/err"
 unset SPILLWAY_TOKEN
 ok $? "the token is never printed"
+
+
+# ---- client contexts (~/.config/spillway/config.yaml) ----------------------
+mkdir -p "$T/cfg"
+cat >"$T/cfg/config.yaml" <<'EOF'
+# two daemons, neither up: the URL in the error says which one was asked
+contexts:
+  prod: {url: "http://127.0.0.1:9", token_file: ~/prod.token}
+  lab: {url: "http://127.0.0.1:7"}
+current_context: prod
+EOF
+printf 'prod-token\n' >"$T/prod.token" && chmod 600 "$T/prod.token"
+export SPILLWAY_CONFIG="$T/cfg/config.yaml"
+env -u SPILLWAY_URL -u SPILLWAY_TOKEN -u SPILLWAY_TOKEN_FILE HOME="$T" "$SPW" queue >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 2 ] && contains "$T/err" "http://127.0.0.1:9"
+ok $? "the current context's url is used (status $rc)"
+run_spw "$T/out" "$T/err" context use lab
+"$SPW" context list >"$T/list" 2>&1
+[ "$rc" -eq 0 ] && grep -q "^\* lab  *http://127.0.0.1:7$" "$T/list" && grep -q "^  prod " "$T/list" &&
+    grep -q "^current_context: lab$" "$T/cfg/config.yaml" && grep -q "^# two daemons" "$T/cfg/config.yaml"
+ok $? "context use lab makes it current, the rest of the file kept" || diag "$(cat "$T/list" "$T/err")"
+env -u SPILLWAY_URL HOME="$T" SPILLWAY_CONTEXT=prod "$SPW" queue >"$T/out" 2>"$T/err"
+contains "$T/err" "http://127.0.0.1:9" &&
+    env SPILLWAY_URL=http://127.0.0.1:5 "$SPW" queue >"$T/out" 2>"$T/err2"; contains "$T/err2" "http://127.0.0.1:5"
+ok $? "SPILLWAY_CONTEXT picks another context; SPILLWAY_URL wins over both"
+env SPILLWAY_CONTEXT=nope "$SPW" queue >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 2 ] && contains "$T/err" "no context 'nope'"
+ok $? "an unknown context is exit 2, naming it (status $rc)"
+unset SPILLWAY_CONFIG
 
 done_testing

@@ -3,10 +3,11 @@
 # GPU slots: each job gets its own CUDA_VISIBLE_DEVICES (disjoint sets that
 # match gpus_assigned) and SPILLWAY_JOB_ID; a YAML spec's env: and workdir:
 # reach the process; `spillway logs -f` streams a job's output in order and
-# ends by itself when the job ends; --stderr gives its stderr.
+# ends by itself when the job ends, with the job's exit status; --stderr
+# gives its stderr; a job runs in the directory it was submitted from.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 22
+plan 31
 
 mkconfig "$T/serve.yaml" 4 never
 start_daemon "$T/serve.yaml" "$T/state"
@@ -149,6 +150,76 @@ ok $? "logs --stderr gives the job's stderr" || diag "got:" "$(cat "$T/f.err" "$
 spw ml logs -f --stderr "$f" >"$T/f.err3" 2>&1
 cmp -s "$T/f.err" "$T/f.err3"
 ok $? "logs -f --stderr of an ended job prints its stderr and returns"
+
+# ---- 5. a job runs where it was submitted from; logs shows both streams ----
+job_dir "$T/here"
+(cd "$T/here" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --gpus 1 --name here -- \
+    sh -c 'pwd; echo kept > rel.txt; echo "to stderr" >&2; exit 3') >"$T/here.id" 2>"$T/here.err"
+h=$(cat "$T/here.id")
+[ -n "$h" ] && wait_for "$h" failed 10
+ok $? "a job submitted with -- COMMAND from a directory is accepted and runs ($h)" ||
+    diag "$(cat "$T/here.err")"
+spw ml logs "$h" >"$T/h.out" 2>"$T/h.err"
+[ "$(cat "$T/h.out")" = "$T/here" ] && [ "$(cat "$T/here/rel.txt" 2>/dev/null)" = kept ]
+ok $? "it ran in the directory submit was run in, and wrote its relative file there" ||
+    diag "stdout: $(cat "$T/h.out")"
+[ "$(cat "$T/h.err")" = "to stderr" ]
+ok $? "logs writes the job's stdout to stdout and its stderr to stderr" ||
+    diag "stderr: $(cat "$T/h.err")"
+spw ml logs -f --stdout "$h" >"$T/h.f" 2>&1
+frc=$?
+[ "$frc" -eq 3 ] && [ "$(cat "$T/h.f")" = "$T/here" ]
+ok $? "logs -f of a job that exited 3 prints its stdout and exits 3 (status $frc)"
+mkdir -p "$T/private" && chmod 700 "$T/private"
+(cd "$T/private" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --gpus 1 -- true) >"$T/p.out" 2>"$T/p.err"
+prc=$?
+[ "$prc" -eq 1 ] && contains "$T/p.err" "who cannot enter $T/private" &&
+    contains "$T/p.err" "--workdir DIR"
+ok $? "from a directory the job's user cannot enter, submit is refused and says so (status $prc)"
+
+# ---- a Slurm batch script with #SBATCH directives -------------------------
+cat >"$T/here/train.sbatch" <<'EOF'
+#!/bin/sh
+#SBATCH --job-name=sb-train
+#SBATCH --gres=gpu:2
+#SBATCH --time=00:05:00
+#SBATCH --output=sb-%j.out
+#SBATCH --partition=gpu
+echo "hi from $1 in $(pwd) with $CUDA_VISIBLE_DEVICES"
+echo "to stderr" >&2
+EOF
+(cd "$T/here" && SPILLWAY_TOKEN=$ML_TOKEN "$SPW" submit --sbatch train.sbatch -- there) \
+    >"$T/sb.id" 2>"$T/sb.err"
+sb=$(cat "$T/sb.id")
+[ -n "$sb" ] && wait_for "$sb" succeeded 10 && show_json "$sb" "$T/sb.json" &&
+    json_check "$T/sb.json" '
+assert d["name"] == "sb-train" and d["gpus"] == 2, (d["name"], d["gpus"])
+assert d["spec"]["max_runtime"] == 300, d["spec"].get("max_runtime")' &&
+    grep -q "^hi from there in $T/here with [0-9],[0-9]\$" "$T/here/sb-$sb.out" &&
+    grep -q "^to stderr\$" "$T/here/sb-$sb.out" && contains "$T/sb.err" "--partition ignored"
+ok $? "submit --sbatch reads --job-name, --gres=gpu:2, --time=00:05:00 and --output=sb-%j.out" ||
+    diag "$(cat "$T/sb.err" "$T/here/sb-$sb.out" 2>&1)"
+
+# ---- 6. cancel several ids, or by team and label; queue --watch ----------
+c1=$(submit ml --gpus 1 --label sweep=x -- sleep 30)
+c2=$(submit ml --gpus 1 --label sweep=x --label lr=3 -- sleep 30)
+c3=$(submit ml --gpus 1 --label sweep=y -- sleep 30)
+c4=$(submit ml --gpus 1 -- sleep 30)
+spw ml cancel --team ml --label sweep=x >"$T/cx.out" 2>&1
+crc=$?
+wait_for "$c1" cancelled 10 && wait_for "$c2" cancelled 10 && [ "$crc" -eq 0 ] &&
+    [ "$(grep -c "cancel" "$T/cx.out")" -eq 2 ] && ! is_state "$c3" cancelled && ! is_state "$c4" cancelled
+ok $? "cancel --team ml --label sweep=x cancels the two jobs labelled so, and only them" ||
+    diag "$(cat "$T/cx.out")"
+timeout 1.5 sh -c 'cd "$1" && SPILLWAY_TOKEN=$2 exec "$3" queue --watch=0.3' sh "$SUBMIT_DIR" "$ML_TOKEN" "$SPW" \
+    >"$T/watch.out" 2>&1
+n=$(grep -c "^ID " "$T/watch.out")
+[ "$n" -ge 2 ] && grep -q "^$c3 " "$T/watch.out"
+ok $? "queue --watch=0.3 prints the queue again and again ($n times in 1.5 s)"
+spw ml cancel "$c3" "$c4" >"$T/c34.out" 2>&1
+crc=$?
+wait_for "$c3" cancelled 10 && wait_for "$c4" cancelled 10 && [ "$crc" -eq 0 ]
+ok $? "cancel ID ID cancels both" || diag "$(cat "$T/c34.out")"
 
 stop_daemon "$DPID"
 ok $? "the daemon stops on SIGTERM"

@@ -14,7 +14,7 @@
 #     capacity's idle part, which grows with it.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 24
+plan 26
 
 mkconfig "$T/serve.yaml" 8 never
 start_daemon "$T/serve.yaml" "$T/state"
@@ -145,11 +145,21 @@ show_json "$q1" "$T/q1.before.json"
 show_json "$q2" "$T/q2.before.json"
 show_json "$r1" "$T/r1.before.json"
 
+# logs -f follows q1 (queued until r1 and r2 end) across the kill; the
+# daemon comes back on its port.
+spw ml logs -f "$q1" >"$T/r1.follow" 2>"$T/r1.follow.err" &
+lpid=$!
+XPIDS="$XPIDS $lpid"
+LISTEN_PORT=${URL##*:}
 kill9_daemon "$DPID"
 t_kill=$(now_ms)
 sleep 0.5
 start_daemon "$T/serve.yaml" "$T/state"
-ok $? "after another kill -9 the daemon restarts"
+ok $? "after another kill -9 the daemon restarts (on the same port, $LISTEN_PORT)"
+LISTEN_PORT=
+diag "restarted $(($(now_ms) - t_kill)) ms after the kill"
+kill -0 "$lpid" 2>/dev/null && contains "$T/r1.follow.err" "is not answering"
+ok $? "logs -f of a queued job is still there after the daemon's restart, and said it was retrying"
 grep -q "job $r1: re-adopted its process $p1\$" "$DLOG" && grep -q "job $r2: re-adopted its process $p2\$" "$DLOG"
 ok $? "it re-adopts both running jobs, by the pids they had ($p1, $p2)" || diag "$(cat "$DLOG")"
 [ "$(state_of "$r1")" = running ] && [ "$(state_of "$r2")" = running ] &&
@@ -190,6 +200,12 @@ json_check "$T/r1.end.json" 'assert d["exit_code"] == 0, d["exit_code"]' &&
 ok $? "... with exit_code 0"
 wait_for "$q1" succeeded 8 && wait_for "$q2" succeeded 8
 ok $? "then the queued jobs run and succeed"
+wait_until 5 eval '! kill -0 "$lpid" 2>/dev/null'
+wait "$lpid"
+lrc=$?
+[ "$lrc" -eq 0 ]
+ok $? "the logs -f that outlived the restart ends with its job, status 0 (status $lrc)" ||
+    diag "$(cat "$T/r1.follow.err")"
 [ "$(($(now_ms) - t_kill))" -lt 15000 ]
 ok $? "all within 15 s of the kill"
 

@@ -15,7 +15,7 @@
 # shellcheck source=tests/ssh/ssh-lib
 . "$(dirname "$0")/ssh-lib"
 id spillway-job >/dev/null 2>&1 || { echo "1..0 # SKIP no spillway-job user (scripts/deps.sh creates it as root)"; exit 0; }
-hosts_up 4 67 "4 hosts with sshd are up" --gpus 2
+hosts_up 4 69 "4 hosts with sshd are up" --gpus 2
 set -- $(cat "$C/hosts")
 H0=$1 H1=$2 H2=$3 H3=$4
 
@@ -78,6 +78,13 @@ ok $? "a 4-GPU job (2 hosts of 2 GPUs) succeeds" || diag "$(spw ml logs "$g" 2>&
 spw ml logs "$g" >"$T/gang.out" 2>&1
 grep -q "^rank 0 of 2 nodes 10\.[0-9.]*,10\.[0-9.]* on [0-3] sum=3$" "$T/gang.out"
 ok $? "rank 0 summed both ranks over TCP: $(head -1 "$T/gang.out")"
+spw ml logs --rank 1 "$g" >"$T/gang.r1" 2>&1
+grep -q "^rank 1 of 2 nodes 10\.[0-9.]*,10\.[0-9.]* on [0-3] sum=3$" "$T/gang.r1"
+ok $? "logs --rank 1 prints the second node's output: $(head -1 "$T/gang.r1")"
+spw ml logs --all-ranks --stdout "$g" >"$T/gang.all" 2>&1
+grep -q "^\[rank 0\] rank 0 of 2 nodes .* sum=3$" "$T/gang.all" &&
+    grep -q "^\[rank 1\] rank 1 of 2 nodes .* sum=3$" "$T/gang.all" && [ "$(wc -l <"$T/gang.all")" -eq 2 ]
+ok $? "logs --all-ranks prints both ranks' lines, each prefixed with its rank" || diag "$(cat "$T/gang.all")"
 n=0; for i in 0 1 2 3; do n=$((n + $(rdirs "$g" $i | wc -l))); done
 [ "$n" = 2 ]
 ok $? "one process on each of 2 hosts ($n rank directories)"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "util/names.h"
 #include "util/yaml.h"
 
 static spw_ydoc_t *load(const char *s, spw_error_t *err)
@@ -30,8 +31,27 @@ static const char *load_fail(const char *s)
 
 static const char *const cluster_keys[] = {"name", "gpus", "price", NULL};
 
+/* util/names: the nearest name, and lists wrapped and never cut. */
+static void test_names(void)
+{
+    static const char *const names[] = {"listen", "state_dir", "max_gpus_per_job",
+                                         "max_instances_per_job", "run_as", NULL};
+    is_str(spw_names_closest(names, (size_t)-1, "max_gpus_pe"), "max_gpus_per_job", "a prefix typed short");
+    is_str(spw_names_closest(names, (size_t)-1, "lsiten"), "listen", "two letters swapped");
+    is_str(spw_names_closest(names, (size_t)-1, "stat_dir"), "state_dir", "a letter left out");
+    ok(spw_names_closest(names, (size_t)-1, "zzz") == NULL, "nothing near: no suggestion");
+    char buf[64];
+    is_str(spw_names_wrap(names, (size_t)-1, "", buf, 40), "listen, state_dir, and 3 more",
+           "a list that does not fit ends with whole names and a count");
+    char wide[128];
+    is_str(spw_names_wrap(names, 30, "\n  ", wide, sizeof(wide)),
+           "listen, state_dir,\n  max_gpus_per_job,\n  max_instances_per_job,\n  run_as",
+           "wrapped before 30 columns, the next lines indented");
+}
+
 int main(void)
 {
+    test_names();
     spw_error_t err;
     spw_ydoc_t *d;
     spw_ynode_t *root, *n, *seq;
@@ -146,8 +166,8 @@ int main(void)
     n = spw_ymap_get(spw_ydoc_root(d), "cluster");
     is(spw_ymap_check_keys(d, n, "cluster", cluster_keys, &err), -1,
        "unknown key fails");
-    is_str(err.text, "c.yaml:3:3: unknown key 'gpu' in cluster (expected one "
-           "of: name, gpus, price)", "unknown key text has line and column");
+    is_str(err.text, "c.yaml:3:3: unknown key 'gpu' in cluster: did you mean 'gpus'? "
+           "(expected one of: name, gpus, price)", "unknown key text has line and column");
     spw_ydoc_destroy(d);
     d = load("name: a\ngpus: 1\nname: b\n", &err);
     is(spw_ymap_check_keys(d, spw_ydoc_root(d), "top", cluster_keys, &err),
