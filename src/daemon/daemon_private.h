@@ -124,6 +124,9 @@ typedef struct dinst {
     int32_t acct;               /* the account that holds it (index into
                                    d->acct; in.account is its name); -1 =
                                    one the config no longer has */
+    double noticed_ts;          /* when the cloud's interruption notice was
+                                   seen on it (cloud_hosts.c), daemon clock;
+                                   0 = none: it takes no more work after */
 } dinst_t;
 
 /* One cloud account the daemon buys from (accounts.c): cloud.accounts[i],

@@ -12,7 +12,13 @@
 #   pools says what is blocked;
 # - kill -9 while RunInstances is in flight: after the restart, exactly
 #   one instance for the job;
-# - a spot interruption: the job is requeued and resumes elsewhere;
+# - a spot interruption told only by DescribeInstances (shutting-down,
+#   Server.SpotInstanceTermination): the job is requeued and resumes
+#   elsewhere;
+# - a spot interruption notice, read on the instance from its own IMDSv2
+#   (the fake serves one inside each namespace; imds_url moves it): the
+#   job gets SIGTERM while the instance still runs, saves its checkpoint,
+#   and resumes from it on another instance;
 # - an orphan carrying the daemon's tag: listed, and released; one made
 #   while the daemon was down: released by the sweep at start;
 # - AuthFailure: no launch, /healthz names the account and why.
@@ -36,11 +42,12 @@ down_all() {
     for d in "$HD"/inst-*; do [ -d "$d" ] && "$NET" del "$HD" "${d##*/inst-}"; done
 }
 trap 'down_all >/dev/null 2>&1; cleanup' EXIT
-plan 24
+plan 30
 
 mkdir -p "$HD"
 ssh-keygen -q -t ed25519 -N "" -f "$T/key" -C spillway-test
-fake_ec2_start ec2 --zones us-east-1a,us-east-1b --boot-delay-s 0.3 --boot-hosts "$NET" "$HD"
+fake_ec2_start ec2 --zones us-east-1a,us-east-1b --boot-delay-s 0.3 --boot-hosts "$NET" "$HD" \
+    --imds-port 1338
 ok $? "the fake EC2 is up at $FAKE_EC2_URL, booting instances as netns hosts" || exit 1
 
 cat >"$T/offers.csv" <<'EOF'
@@ -61,6 +68,7 @@ cloud:
       ssh_public_key: $T/key.pub
       ssh_user: root
       describe_s: 0.3
+      imds_url: http://169.254.169.254:1338
 policy:
   wait: none
 spot:
@@ -147,11 +155,45 @@ s=$(submit ml --gpus 1 --name spot --spot always -- sh -c 'sleep 8; echo done')
 wait_for "$s" running 60
 ok $? "a spot job runs" || diag "$(tail -30 "$DLOG")"
 sid=$(fake_ec2_py "[i['id'] for i in d['instances'] if i['tags'].get('spillway:job') == '$s' and i['state'] == 'running'][0]")
-fake_ec2_post _fake/interrupt "{\"instance\": \"$sid\", \"notice_s\": 0.5}" >/dev/null
+fake_ec2_post _fake/interrupt "{\"instance\": \"$sid\", \"notice_s\": 0.5, \"notice\": false}" >/dev/null
 wait_for "$s" succeeded 90
-ok $? "its instance $sid is interrupted; the job resumes elsewhere and succeeds" || diag "$(tail -30 "$DLOG")"
+ok $? "its instance $sid is reclaimed with no notice (DescribeInstances: Server.SpotInstanceTermination); the job resumes elsewhere and succeeds" || diag "$(tail -30 "$DLOG")"
 [ "$(field "$s" 'd.get("preemptions", 0)')" -ge 1 ] 2>/dev/null
 ok $? "it counts $(field "$s" 'd.get("preemptions", 0)') preemption(s)"
+
+# ---- a spot interruption notice, read on the instance from IMDS --------------
+# The job counts to 30 in steps of 0.2 s, resuming from its checkpoint; on
+# SIGTERM it saves the count there and says where.
+ck='d=$SPILLWAY_CHECKPOINT_DIR; n=0; [ -f "$d/n" ] && n=$(cat "$d/n")
+echo "start $n $SPILLWAY_TEST_HOST"
+trap '"'"'echo "$n" >"$d/n.tmp" && mv "$d/n.tmp" "$d/n"; echo "saved $n $SPILLWAY_TEST_HOST" >>"$d/saves"; exit 143'"'"' TERM
+while [ "$n" -lt 30 ]; do sleep 0.2; n=$((n + 1)); done
+echo "done $n"'
+k=$(submit ml --gpus 1 --name notice --spot always -- sh -c "$ck")
+wait_for "$k" running 60
+# Its instance (maybe an idle one, bought for another job): where it says it runs.
+counted() { kid=$(spw ml logs "$k" 2>/dev/null | sed -n 's/^start 0 \(i-[0-9a-f]*\)$/\1/p'); [ -n "$kid" ]; }
+wait_until 30 counted && sleep 1   # a few steps counted
+fake_ec2_post _fake/interrupt "{\"instance\": \"$kid\", \"notice_s\": 25}" >/dev/null
+kdir=$(field "$k" 'd.get("checkpoint_dir", "")')
+[ -n "$kdir" ] || kdir=$(find "$T/state/checkpoints" -type d -name "$k" | head -1)
+saved() { grep -q "^saved [0-9]* $kid\$" "$kdir/saves" 2>/dev/null; }
+wait_until 30 saved
+ok $? "at the notice, the job on $kid got SIGTERM and saved its checkpoint: $(cat "$kdir/saves" 2>/dev/null)" || diag "$(grep -i "notice\|$kid" "$DLOG" | tail -10)"
+[ "$(fake_ec2_py "[i['state'] for i in d['instances'] if i['id'] == '$kid'][0]")" = running ]
+ok $? "while $kid still ran (the notice, not the termination, stopped it)"
+fake_ec2_py "[i['imds'] for i in d['instances'] if i['id'] == '$kid'][0]" >"$T/imds"
+/usr/bin/python3 -c 'import ast, sys; m = ast.literal_eval(open(sys.argv[1]).read())
+sys.exit(not (m["tokens"] >= 1 and m["notices_read"] >= 1 and m["unauthorized"] == 0))' "$T/imds"
+ok $? "the host read it from its own IMDS at imds_url, with an IMDSv2 token: $(cat "$T/imds")"
+grep -q "instance .*spot interruption notice on the host" "$DLOG"
+ok $? "the daemon logs the notice: $(grep -o "spot interruption notice on the host.*" "$DLOG" | head -1)"
+wait_for "$k" succeeded 90
+ok $? "the job resumes and succeeds" || diag "$(tail -30 "$DLOG")"
+spw ml logs "$k" >"$T/k.out" 2>&1
+n0=$(sed -n 's/^saved \([0-9]*\) .*/\1/p' "$kdir/saves" | head -1)
+grep -q "^start $n0 " "$T/k.out" && ! grep -q "^start $n0 $kid\$" "$T/k.out" && [ "$n0" -gt 0 ] && grep -q "^done 30" "$T/k.out"
+ok $? "from its checkpoint ($n0 steps), on another instance: $(tr '\n' ' ' <"$T/k.out")"
 
 # ---- an orphan ---------------------------------------------------------------
 did=$(fake_ec2_py "[c['params'] for c in d['calls'] if c['action'] == 'RunInstances'][0]" |

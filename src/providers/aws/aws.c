@@ -1056,7 +1056,7 @@ static void aws_destroy(void *pv)
 static const char *const known_keys[] = {"image", "security_groups", "key_name",
                                          "ssh_public_key", "user", "address", "profile",
                                          "timeout_s", "describe_s", "describe_page",
-                                         "threads", NULL};
+                                         "threads", "imds_url", "spot_price_s", NULL};
 
 static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
 {
@@ -1079,7 +1079,8 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         if (!ok)
             return spw_errorf(err, "account %s: unknown option '%s' (known: image, image.REGION, "
                                    "subnet.ZONE, security_groups, key_name, ssh_public_key, user, "
-                                   "address, profile, timeout_s, describe_s, describe_page, threads)",
+                                   "address, profile, timeout_s, describe_s, describe_page, threads, "
+                                   "imds_url, spot_price_s)",
                               a->name, key);
     }
     const char *v;
@@ -1087,6 +1088,12 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         return spw_errorf(err, "account %s: address must be public or private, not '%s'",
                           a->name, v);
     a->use_private = v && strcmp(v, "private") == 0;
+    /* Read by the daemon (its hosts ask it for spot notices); checked here,
+     * where the account's options are. */
+    if ((v = opt(a, "imds_url")) && strcmp(v, "none") != 0 && strncmp(v, "http://", 7) != 0 &&
+        strncmp(v, "https://", 8) != 0)
+        return spw_errorf(err, "account %s: imds_url must be an http:// or https:// URL, or "
+                               "none, not '%s'", a->name, v);
     a->timeout_ms = 20000;
     if ((v = opt(a, "timeout_s"))) {
         double t = strtod(v, NULL);
