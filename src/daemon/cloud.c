@@ -664,6 +664,9 @@ void dm_spot_setup(spw_daemon_t *d)
     d->offer_avail = spw_xmalloc((n + 1) * sizeof(int32_t));
     d->spot_cap = spw_xmalloc((n + 1) * sizeof(uint32_t));
     d->backoff_s = spw_xcalloc(2 * n + 2, sizeof(double));
+    d->spot_live_ts = spw_xmalloc((n + 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        d->spot_live_ts[i] = NAN;
     d->spot_trace_start_ts = d->started_ts;
     for (size_t i = 0; i < n; i++) {
         d->offer_avail[i] = spw_spot_avail_of(d->cfg, &d->fleet.offers[i]);

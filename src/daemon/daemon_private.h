@@ -376,6 +376,10 @@ struct spw_daemon {
     double *backoff_s;           /* per offer and kind (2 * offer + spot):
                                     the next capacity-error backoff, seconds;
                                     0 = none pending */
+    double *spot_live_ts;        /* per offer: when its spot price (in
+                                    fleet.offers) last came live from its
+                                    account's cloud (spot_prices()), daemon
+                                    clock; NAN = the catalog's price */
     djob_t *waiting;             /* cloud jobs placed, waiting for boots */
     subreq_t *subq;              /* submits to commit, oldest first */
     subreq_t **subq_tail;
