@@ -76,7 +76,7 @@ cloud:
       ssh_user: root
       describe_s: 0.3
       imds_url: http://169.254.169.254:1338
-      spot_price_s: 1
+      spot_price_s: 2
 policy:
   wait: none
 spot:
@@ -185,7 +185,7 @@ k=$(submit ml --gpus 1 --name notice --spot always -- sh -c "$ck")
 wait_for "$k" running 60
 # Its instance (maybe an idle one, bought for another job): where it says it runs.
 counted() { kid=$(spw ml logs "$k" 2>/dev/null | sed -n 's/^start 0 \(i-[0-9a-f]*\)$/\1/p'); [ -n "$kid" ]; }
-wait_until 30 counted && sleep 1   # a few steps counted
+wait_until 30 counted
 fake_ec2_post _fake/interrupt "{\"instance\": \"$kid\", \"notice_s\": 15}" >/dev/null
 kdir=$(field "$k" 'd.get("checkpoint_dir", "")')
 [ -n "$kdir" ] || kdir=$(find "$T/state/checkpoints" -type d -name "$k" | head -1)
@@ -222,10 +222,13 @@ ok $? "a price raised at EC2 in zone a reaches the daemon: $(spot_of us-east-1a)
 http GET /metrics admin
 grep -q 'spillway_offer_spot_usd_per_h{offer="aws/us-east-1/us-east-1a/g4dn.xlarge",source="live"} 0.400000' "$T/http.body"
 ok $? "/metrics: $(grep 'spillway_offer_spot_usd_per_h.*us-east-1a' "$T/http.body")"
+# The decision is what is checked: the job is cancelled once placed.
 p=$(submit ml --gpus 1 --name priced --spot always -- true)
-wait_for "$p" succeeded 60
+placed() { case $(state_of "$p") in placed | running | succeeded) return 0 ;; esac; return 1; }
+wait_until 30 placed
 field "$p" 'd["placement"]' | grep -q us-east-1b
 ok $? "the next spot job goes to zone b, now the cheaper: $(field "$p" 'd["placement"]')" || diag "$(grep "live spot price\|$p" "$DLOG")" "$(spw ml explain "$p")"
+spw ml cancel "$p" >/dev/null 2>&1
 fake_ec2_py 'len(d["violations"]) + len(d["auth_failures"])' >"$T/bad"
 fake_ec2_py "len([c for c in d['calls'] if c['action'] == 'DescribeSpotPriceHistory'])" >"$T/nprice"
 [ "$(cat "$T/bad")" = 0 ] && [ "$(cat "$T/nprice")" -ge 2 ]
