@@ -25,7 +25,10 @@
 # at once and boots every instance as a netns host with sshd
 # (scripts/netns-hosts.sh); per job, the time from its instance's READY (the
 # describe that saw it running, once its sshd answers: boot excluded) to the
-# job's start over ssh (start_ts): min, median and max.
+# job's start (start_ts, the daemon's turn clock when it launched it:
+# ready_to_job_started) and to the job's own first instruction on the host
+# (its `date`, the ssh launch included: ready_to_process_ran): min, median
+# and max.
 #
 # Prints key=value lines starting "aws_bench".  Needs Debian's python3 with
 # python3-botocore (scripts/deps.sh test); exits 3 with SKIP without it.
@@ -104,7 +107,7 @@ serve_start() {
     dpid=$!
     pids+=($dpid)
     for _ in $(seq 600); do
-        url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$D/$1.log")
+        url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$D/$1.log" 2>/dev/null)
         [ -n "$url" ] && break
         sleep 0.05
     done
@@ -195,7 +198,7 @@ ready_phase() {
     for _ in $(seq 300); do [ -s "$D/url2" ] && break; sleep 0.1; done
     [ -s "$D/url2" ] || { echo "aws_bench: the second fake did not start" >&2; return 1; }
     config ready "    - {name: prod, type: aws, regions: [us-east-1], endpoint_url: $(cat "$D/url2"),
-       image: ami-0123456789abcdef0, ssh_public_key: $D/key.pub, user: root, describe_s: 0.2}"
+       image: ami-0123456789abcdef0, ssh_public_key: $D/key.pub, ssh_user: root, describe_s: 0.2}"
     sed -i "s|  cloud_ssh: {key: $D/key}|  cloud_ssh: {key: $D/key, port: 2222}\n  idle_timeout_s: 600|" "$D/ready.yaml"
     serve_start ready || return 1
     $PY - "$url" "$TOKEN" "$READY" <<'PY'
@@ -207,7 +210,7 @@ def req(path, body=None, tok=token):
     r = urllib.request.Request(url + path, data=body, headers=h, method="POST" if body else "GET")
     with urllib.request.urlopen(r, timeout=30) as f:
         return json.load(f)
-spec = json.dumps({"name": "r", "gpus": 1, "run": ["true"]}).encode()
+spec = json.dumps({"name": "r", "gpus": 1, "run": ["date", "+%s.%N"]}).encode()
 ids = [req("/v1/jobs", spec)["id"] for _ in range(k)]
 end = time.time() + 300
 jobs = {}
@@ -220,17 +223,26 @@ ready = {}
 for i in req("/v1/pools", tok=token + "-admin").get("instances", []):
     if i.get("ready_ts"):
         ready[i["id"]] = i["ready_ts"]
-lat = []
-for j in jobs.values():
+lat, proc = [], []
+for i, j in jobs.items():
     r = [ready[x] for x in j.get("instances", []) if x in ready]
     if j.get("start_ts") and r:
         lat.append(j["start_ts"] - max(r))
+        # The job's own first instruction on the host (its date), the ssh
+        # launch included.
+        with urllib.request.urlopen(urllib.request.Request(
+                url + "/v1/jobs/" + i + "/logs", headers=H), timeout=30) as f:
+            out = f.read().decode().split()
+        if out:
+            proc.append(float(out[0]) - max(r))
+proc.sort()
 lat.sort()
 n = len(lat)
 print("aws_bench_ready_jobs=%d" % n)
-for what, i in (("min", 0), ("median", n // 2), ("max", n - 1)):
-    if n:
-        print("aws_bench_ready_to_job_started_%s_s=%.4f" % (what, lat[i]))
+for name, v in (("job_started", lat), ("process_ran", proc)):
+    for what, i in (("min", 0), ("median", len(v) // 2), ("max", len(v) - 1)):
+        if v:
+            print("aws_bench_ready_to_%s_%s_s=%.4f" % (name, what, v[i]))
 PY
     kill "$dpid" 2>/dev/null
     wait "$dpid" 2>/dev/null
