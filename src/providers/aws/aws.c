@@ -750,6 +750,29 @@ static int live_work(const aws_t *a)
     return 0;
 }
 
+/* A periodic call (describe, prices) of an op thread, under the lock: when
+ * none is in flight (*busy) and it is due (*next, monotonic seconds), runs
+ * fn without the lock, the next one period later, and returns 1; else
+ * brings *wake forward to when it is due and returns 0. */
+static int periodic(aws_t *a, int *busy, double *next, double period, void (*fn)(aws_t *),
+                    double now, double *wake)
+{
+    if (*busy)
+        return 0;
+    if (*next > now) {
+        if (*next < *wake)
+            *wake = *next;
+        return 0;
+    }
+    *busy = 1;
+    *next = now + period;
+    pthread_mutex_unlock(&a->mu);
+    fn(a);
+    pthread_mutex_lock(&a->mu);
+    *busy = 0;
+    return 1;
+}
+
 static void *op_thread(void *arg)
 {
     aws_t *a = arg;
@@ -777,32 +800,12 @@ static void *op_thread(void *arg)
             pthread_mutex_lock(&a->mu);
             continue;
         }
-        if (a->spot_price_s > 0 && !a->pricing) {
-            if (a->next_prices <= now) {
-                a->pricing = 1;
-                a->next_prices = now + a->spot_price_s;
-                pthread_mutex_unlock(&a->mu);
-                do_prices(a);
-                pthread_mutex_lock(&a->mu);
-                a->pricing = 0;
-                continue;
-            }
-            if (a->next_prices < wake)
-                wake = a->next_prices;
-        }
-        if (!a->describing && live_work(a)) {
-            if (a->next_describe <= now) {
-                a->describing = 1;
-                a->next_describe = now + a->describe_s;
-                pthread_mutex_unlock(&a->mu);
-                do_describe(a);
-                pthread_mutex_lock(&a->mu);
-                a->describing = 0;
-                continue;
-            }
-            if (a->next_describe < wake)
-                wake = a->next_describe;
-        }
+        if (a->spot_price_s > 0 &&
+            periodic(a, &a->pricing, &a->next_prices, a->spot_price_s, do_prices, now, &wake))
+            continue;
+        if (live_work(a) &&
+            periodic(a, &a->describing, &a->next_describe, a->describe_s, do_describe, now, &wake))
+            continue;
         /* Sleep until the earliest due item, new work, or stop; at most a
          * second, as a describe may become due through poll()'s clock. */
         double until = wake < now + 1.0 ? wake : now + 1.0;
