@@ -14,7 +14,7 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 5
+#define SPW_BACKEND_VERSION 6
 /* Version 2 added find() and the launch token; version 3 changed(); version
  * 4 the optional members of a node inventory (nodes, nodes_async, set_nodes,
  * node_index, foreign_async), of hosts that come and go (host_count,
@@ -23,7 +23,8 @@
  * the CLI ask the table, not a concrete backend; version 5 the optional
  * fences that outlive the backend (fence_events, fence_add), so that a
  * daemon persists what a backend must still kill and gives it back after a
- * restart. */
+ * restart; version 6 the optional host_notice (a cloud's interruption
+ * notice read on a host, e.g. EC2's spot/instance-action from IMDS). */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_BACKEND_HAS(ops, 4, nodes).  A pool whose backend has `nodes` takes
@@ -403,6 +404,21 @@ struct spw_backend_ops {
      * has no such host (its address is no longer configured, or its
      * instance is gone) or `what` is malformed; nothing is held then. */
     int (*fence_add)(void *be, const char *host, const char *what, spw_error_t *err);
+
+    /* ---- version 6 ---- */
+
+    /* Optional.  Watches host `host` (as given to host_add) for a cloud's
+     * interruption notice: from now on each of its status rounds also asks
+     * the instance metadata service at imds_url (EC2's IMDSv2: a token PUT
+     * to IMDS_URL/latest/api/token, then GET
+     * IMDS_URL/latest/meta-data/spot/instance-action with it), on the host
+     * itself, in the background of the caller's thread.  imds_url NULL
+     * stops watching; a new url replaces the old.  Returns 1 with the
+     * notice (the metadata's answer, one line, truncated to cap) in buf
+     * once a round has seen one (and on every later call), 0 while none
+     * was seen, -1 if host is no host.  Never blocks. */
+    int (*host_notice)(void *be, const char *host, const char *imds_url, char *buf,
+                       size_t cap);
 };
 
 /* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job

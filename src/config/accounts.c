@@ -40,6 +40,8 @@ static const opt_key_t type_keys[] = {
     {"aws", "describe_s", "describe_s", OPT_SCALAR},
     {"aws", "describe_page", "describe_page", OPT_SCALAR},
     {"aws", "threads", "threads", OPT_SCALAR},
+    {"aws", "imds_url", "imds_url", OPT_SCALAR},      /* where hosts read spot notices */
+    {"aws", "spot_price_s", "spot_price_s", OPT_SCALAR},  /* live spot price refresh */
     {"command", "command", "command", OPT_SCALAR},
     {"command", "ssh_user", "user", OPT_SCALAR},
     {"command", "timeout_s", "timeout_s", OPT_SCALAR},

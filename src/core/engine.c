@@ -3217,3 +3217,18 @@ int spw_engine_cloud_choice(spw_engine_t *e, uint32_t gpus, uint64_t gpu_mask,
         *instances = c->instances;
     return c->offer;
 }
+
+void spw_engine_offers_repriced(spw_engine_t *e)
+{
+    for (size_t k = 0; k < e->ncls; k++) {
+        jclass_t *c = &e->cls[k];
+        sort_offers(e, c, c->offers, c->noffers, c->spot);
+        sort_offers(e, c, c->soffers, c->nsoffers, 1);
+        if (c->noffers) {
+            const spw_offer_t *o = &e->fleet->offers[c->offers[0]];
+            c->offer = (int)c->offers[0];
+            c->instances = (c->gpus + o->gpus - 1) / o->gpus;
+        }
+    }
+    e->spot_dirty = e->od_dirty = 1;
+}

@@ -125,6 +125,11 @@ uint32_t spw_engine_offer_held(const spw_engine_t *e, size_t offer, int spot);
  * before until_s; the caller chooses the backoff (the daemon doubles it). */
 void spw_engine_offer_unavailable(spw_engine_t *e, size_t offer, int spot, double until_s);
 
+/* The caller changed offer prices in the fleet it gave spw_engine_create
+ * (live spot prices from a cloud): the engine ranks its offers again by
+ * them from the next schedule on.  Jobs already placed keep their price. */
+void spw_engine_offers_repriced(spw_engine_t *e);
+
 /* A refusal of the cloud, classed (core/model.h): blocks, until until_s,
  * what `what` rules out around `offer` (spot when spot != 0): NONE and
  * OFFER that offer and kind; FAMILY every offer of the same provider,

@@ -354,6 +354,38 @@ void dm_release_all(spw_daemon_t *d, double now)
 
 /* ---- events, saves, health -------------------------------------------- */
 
+/* Account a's live spot prices, when its provider has new ones: they
+ * replace the catalog's in the fleet the engine ranks offers by (and
+ * reserves budgets at); what is already bought keeps its price. */
+static void take_spot_prices(spw_daemon_t *d, dacct_t *a, double now)
+{
+    size_t n = d->fleet.noffers;
+    if (!n || !SPW_PROVIDER_HAS(a->ops, 5, spot_prices))
+        return;
+    double *p = spw_xmalloc(n * sizeof(double));
+    int moved = 0;
+    if (a->ops->spot_prices(a->pv, p, n) == 1) {
+        for (size_t k = 0; k < n; k++) {
+            spw_offer_t *o = &d->fleet.offers[k];
+            if (isnan(p[k]) || !(p[k] > 0) || isnan(o->spot_usd_per_h) ||
+                dm_acct_of_offer(d, k) != a)
+                continue;
+            if (p[k] != o->spot_usd_per_h) {
+                char on[200];
+                dm_say(d, "offer %s: live spot price %.4f USD/h (was %.4f, %s)",
+                       spw_daemon_offer_name(o, on, sizeof(on)), p[k], o->spot_usd_per_h,
+                       isnan(d->spot_live_ts[k]) ? "the catalog's" : "live");
+                o->spot_usd_per_h = p[k];
+                moved = 1;
+            }
+            d->spot_live_ts[k] = now;
+        }
+    }
+    if (moved)
+        spw_engine_offers_repriced(d->engine);
+    free(p);
+}
+
 void dm_accounts_poll(spw_daemon_t *d, double now)
 {
     spw_inst_event_t ev[64];
@@ -362,6 +394,7 @@ void dm_accounts_poll(spw_daemon_t *d, double now)
         while ((m = d->acct[i].ops->poll(d->acct[i].pv, now, ev, 64)) > 0)
             for (size_t k = 0; k < m; k++)
                 dm_handle_inst_event(d, &ev[k], now);
+        take_spot_prices(d, &d->acct[i], now);
     }
 }
 

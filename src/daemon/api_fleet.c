@@ -138,6 +138,12 @@ int spw_daemon_pools(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         json_object_set_new(o, "gpus", json_integer(f->gpus));
         json_object_set_new(o, "ondemand_usd_per_h", json_real(f->ondemand_usd_per_h));
         json_object_set_new(o, "spot_usd_per_h", spw_daemon_ts_json(f->spot_usd_per_h));
+        /* Where that spot price comes from: the account's cloud (live, as
+         * of spot_price_at) or the catalog. */
+        int live_price = d->spot_live_ts && !isnan(d->spot_live_ts[i]);
+        json_object_set_new(o, "spot_price_source", json_string(live_price ? "live" : "catalog"));
+        json_object_set_new(o, "spot_price_at",
+                            live_price ? json_real(d->spot_live_ts[i]) : json_null());
         json_object_set_new(o, "boot_delay_s", json_real(f->boot_delay_s));
         json_object_set_new(o, "emulated", json_boolean(dm_offer_emulated(d, i)));
         const dacct_t *a = dm_acct_of_offer(d, i);

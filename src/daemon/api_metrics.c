@@ -164,6 +164,19 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                     esc(d->fleet.offers[i].provider, e1, sizeof(e1)), esc(on, e2, sizeof(e2)),
                     spw_instance_state_name((spw_instance_state_t)st), oemu, live[st]);
     }
+    put(&b, "# HELP spillway_offer_spot_usd_per_h The spot price each offer is ranked and "
+        "reserved at, USD per hour, by offer and source (live: the account's cloud; catalog).\n");
+    put(&b, "# TYPE spillway_offer_spot_usd_per_h gauge\n");
+    for (size_t i = 0; i < d->fleet.noffers; i++) {
+        if (isnan(d->fleet.offers[i].spot_usd_per_h))
+            continue;
+        char on[200];
+        spw_daemon_offer_name(&d->fleet.offers[i], on, sizeof(on));
+        put(&b, "spillway_offer_spot_usd_per_h{offer=\"%s\",source=\"%s\"} %.6f\n",
+            esc(on, e2, sizeof(e2)),
+            d->spot_live_ts && !isnan(d->spot_live_ts[i]) ? "live" : "catalog",
+            d->fleet.offers[i].spot_usd_per_h);
+    }
     put(&b, "# HELP spillway_offer_blocked Offers a cloud's refusal blocks now (1), by offer, "
         "market and why.\n");
     put(&b, "# TYPE spillway_offer_blocked gauge\n");

@@ -17,6 +17,10 @@
  * longest it doubles to while errors come in a row, seconds. */
 #define SPW_DAEMON_BACKOFF_S 5.0
 #define SPW_DAEMON_BACKOFF_MAX_S 300.0
+/* Seconds an instance under an interruption notice is left for the cloud
+ * to end (EC2 ends it 120 s after the notice) before the daemon releases
+ * it itself. */
+#define SPW_DAEMON_NOTICE_HOLD_S 150.0
 
 void dm_inst_save(spw_daemon_t *d, const dinst_t *x)
 {
@@ -262,7 +266,7 @@ void dm_place_cloud(spw_daemon_t *d, djob_t *j, double now)
     for (size_t i = 0; i < d->ninst && j->ninst < want; i++) {
         dinst_t *x = &d->inst[i];
         if (!x->job_seq && spw_instance_state_live(x->in.state) && (int32_t)x->in.offer == j->offer &&
-            !x->in.spot == !j->ej.spot) {
+            !x->in.spot == !j->ej.spot && !(x->noticed_ts > 0)) {
             bind_inst(d, j, i, now);
             dm_inst_save(d, x);
         }
@@ -501,6 +505,12 @@ void dm_release_idle(spw_daemon_t *d, double now)
         int old = life > 0 && now - x->in.launched_s >= life;
         if (!old && (x->job_seq || !(now - x->idle_ts >= d->cfg->daemon.idle_timeout_s)))
             continue;
+        /* An instance under an interruption notice is the cloud's to end
+         * (EC2: two minutes after it); until then its last job may still
+         * be writing its checkpoint there.  Released only if the cloud has
+         * not ended it well after. */
+        if (x->noticed_ts > 0 && now - x->noticed_ts < SPW_DAEMON_NOTICE_HOLD_S)
+            continue;
         spw_error_t err;
         const dacct_t *a = dm_acct_of_inst(d, x);
         if (!a) {
@@ -654,6 +664,9 @@ void dm_spot_setup(spw_daemon_t *d)
     d->offer_avail = spw_xmalloc((n + 1) * sizeof(int32_t));
     d->spot_cap = spw_xmalloc((n + 1) * sizeof(uint32_t));
     d->backoff_s = spw_xcalloc(2 * n + 2, sizeof(double));
+    d->spot_live_ts = spw_xmalloc((n + 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        d->spot_live_ts[i] = NAN;
     d->spot_trace_start_ts = d->started_ts;
     for (size_t i = 0; i < n; i++) {
         d->offer_avail[i] = spw_spot_avail_of(d->cfg, &d->fleet.offers[i]);

@@ -10,6 +10,9 @@
 #include "backends/registry.h"
 #include "daemon/loop_private.h"
 
+/* EC2's instance metadata service, as every instance reaches it. */
+#define SPW_DAEMON_IMDS_URL "http://169.254.169.254"
+
 static char *in_dir(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -100,13 +103,20 @@ int32_t spw_daemon_cloud_pool(const spw_daemon_t *d, const djob_t *j)
     return SPW_DAEMON_CLOUD_POOL;
 }
 
+/* The value of account a's option `key` ("KEY=VALUE"), or NULL. */
+static const char *acct_option(const dacct_t *a, const char *key)
+{
+    size_t n = strlen(key);
+    const char *v = NULL;
+    for (char **o = a && a->conf ? a->conf->options : NULL; o && *o; o++)
+        if (strncmp(*o, key, n) == 0 && (*o)[n] == '=')
+            v = *o + n + 1;
+    return v;
+}
+
 void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *buf, size_t len)
 {
-    const dacct_t *a = dm_acct_of_inst(d, x);
-    const char *user = NULL;
-    for (char **o = a && a->conf ? a->conf->options : NULL; o && *o; o++)
-        if (strncmp(*o, "user=", 5) == 0)
-            user = *o + 5;
+    const char *user = acct_option(dm_acct_of_inst(d, x), "user");
     snprintf(buf, len, "%s%s%s", user ? user : "", user ? "@" : "", x->in.addr);
 }
 
@@ -140,4 +150,48 @@ void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now)
     char host[SPW_INSTANCE_ADDR_MAX + 64];
     spw_daemon_cloud_host_name(d, x, host, sizeof(host));
     (void)d->cloud_ops->host_remove(d->cloud_be, host, now);
+}
+
+/* The metadata service the hosts of account a read spot notices from: the
+ * account's imds_url (EC2's own address by default), NULL for an account
+ * that is not aws or whose imds_url is none. */
+static const char *imds_url(const dacct_t *a)
+{
+    if (!a || !a->conf || strcmp(a->conf->type, "aws") != 0)
+        return NULL;
+    const char *v = acct_option(a, "imds_url");
+    if (!v)
+        return SPW_DAEMON_IMDS_URL;
+    return strcmp(v, "none") == 0 ? NULL : v;
+}
+
+void spw_daemon_cloud_notices(spw_daemon_t *d, double now)
+{
+    if (!d->cloud_be || !SPW_BACKEND_HAS(d->cloud_ops, 6, host_notice))
+        return;
+    for (size_t i = 0; i < d->ninst; i++) {
+        dinst_t *x = &d->inst[i];
+        if (x->in.state != SPW_INSTANCE_READY || !x->in.spot || !x->in.addr[0] ||
+            x->noticed_ts > 0)
+            continue;
+        const char *url = imds_url(dm_acct_of_inst(d, x));
+        if (!url)
+            continue;
+        char host[SPW_INSTANCE_ADDR_MAX + 64], notice[256];
+        spw_daemon_cloud_host_name(d, x, host, sizeof(host));
+        if (d->cloud_ops->host_notice(d->cloud_be, host, url, notice, sizeof(notice)) != 1)
+            continue;
+        /* The cloud takes the instance back soon (EC2: two minutes): its
+         * job stops now, while the machine is still there to write its
+         * checkpoint (SIGTERM, kill_grace_s), and resumes elsewhere; the
+         * instance takes no more work. */
+        x->noticed_ts = now;
+        dm_say(d, "instance %s: spot interruption notice on the host: %s", x->in.id, notice);
+        djob_t *j = x->job_seq ? d->jobs[x->job_seq] : NULL;
+        if (j) {
+            char what[128];
+            snprintf(what, sizeof(what), "instance %s: spot interruption notice", x->in.id);
+            dm_job_interrupt(d, j, SPW_INTERRUPT_PREEMPTED, what, now);
+        }
+    }
 }

@@ -444,6 +444,7 @@ void spw_daemon_destroy(spw_daemon_t *d)
     free(d->offer_avail);
     free(d->spot_cap);
     free(d->backoff_s);
+    free(d->spot_live_ts);
     free(d->pool_busy);
     free(d->pool_gpus);
     spw_fleet_clear(&d->fleet);

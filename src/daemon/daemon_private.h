@@ -124,6 +124,9 @@ typedef struct dinst {
     int32_t acct;               /* the account that holds it (index into
                                    d->acct; in.account is its name); -1 =
                                    one the config no longer has */
+    double noticed_ts;          /* when the cloud's interruption notice was
+                                   seen on it (cloud_hosts.c), daemon clock;
+                                   0 = none: it takes no more work after */
 } dinst_t;
 
 /* One cloud account the daemon buys from (accounts.c): cloud.accounts[i],
@@ -384,6 +387,10 @@ struct spw_daemon {
     double *backoff_s;           /* per offer and kind (2 * offer + spot):
                                     the next capacity-error backoff, seconds;
                                     0 = none pending */
+    double *spot_live_ts;        /* per offer: when its spot price (in
+                                    fleet.offers) last came live from its
+                                    account's cloud (spot_prices()), daemon
+                                    clock; NAN = the catalog's price */
     djob_t *waiting;             /* cloud jobs placed, waiting for boots */
     subreq_t *subq;              /* submits to commit, oldest first */
     subreq_t **subq_tail;

@@ -339,6 +339,12 @@ void spw_daemon_cloud_host_name(const spw_daemon_t *d, const dinst_t *x, char *b
 /* Instance x ended at now: its host leaves the cloud backend (jobs with a
  * rank there are lost). */
 void spw_daemon_cloud_host_gone(spw_daemon_t *d, dinst_t *x, double now);
+/* Once a turn: the ready spot instances of aws accounts are watched for
+ * the cloud's interruption notice, read on each host from the metadata
+ * service (the account's imds_url) by its ssh status rounds, so nothing
+ * here waits; an instance with a notice takes no more work, and its job
+ * is interrupted at once (SIGTERM: it checkpoints) and requeued. */
+void spw_daemon_cloud_notices(spw_daemon_t *d, double now);
 
 /* ---- fairshare.c ------------------------------------------------------------ */
 /* Stops the jobs whose reclaim grace is over (spw_engine_reclaims) after the

@@ -15,7 +15,7 @@
 /* The version of struct spw_provider_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_PROVIDER_VERSION 4
+#define SPW_PROVIDER_VERSION 5
 /* Version 2 added: spw_instance_t.addr (how to reach a ready instance), the
  * describe member, and LOST from poll() for an instance whose boot failed.
  * Version 3: the optional members preempt, defer_saves and flush, so that
@@ -26,7 +26,9 @@
  * spw_inst_event_t.reason/block/block_s and the FAILED event; ops.async
  * (acquire queues, the cloud answers later through poll()); the optional
  * members list (every instance the account holds with spillway's tags,
- * orphans included) and health (why the account cannot launch). */
+ * orphans included) and health (why the account cannot launch).
+ * Version 5: the optional spot_prices (live spot prices, refreshed on the
+ * provider's own threads). */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_PROVIDER_HAS(ops, 3, preempt). */
@@ -313,6 +315,16 @@ struct spw_provider_ops {
      * OptInRequired: /healthz names it), written to why (size len); returns
      * 0 when it can.  Never blocks. */
     int (*health)(void *pv, char *why, size_t len);
+
+    /* ---- version 5: optional ---- */
+
+    /* The cloud's live spot prices, which the provider refreshes on its own
+     * threads (EC2: DescribeSpotPriceHistory every spot_price_s): when any
+     * changed since the last call, writes each offer's (usd_per_h[k] for
+     * offer k, n = the offers' count; NAN = no live price, keep the
+     * catalog's) and returns 1; else returns 0 and writes nothing.  Never
+     * blocks. */
+    int (*spot_prices)(void *pv, double *usd_per_h, size_t n);
 };
 
 #endif

@@ -524,8 +524,37 @@ static void test_node_failure(void)
     spw_fleet_clear(&f);
 }
 
+/* ---- live spot prices -------------------------------------------------------- */
+
+/* Two spot offers, A $3/h and B $4/h spot (on demand $10/h both).  A first
+ * job goes to A, the cheaper.  Then the cloud raises A's spot price to $5/h
+ * (the caller changes the fleet and says so): the next job of the same
+ * class goes to B; the first keeps its price. */
+static void test_repriced(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
+    add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 4.0, 0);
+    spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 0, NULL);
+    spw_job_t a, b;
+    job_init(&a, "a", 0, 3600, 1, 1);
+    job_init(&b, "b", 0, 3600, 1, 2);
+    spw_engine_submit(e, &a, 0);
+    is(sched(e, 0), 1, "repriced: the first job is placed");
+    ok(a.offer == 0 && a.spot, "repriced: on A's spot, the cheaper");
+    f.offers[0].spot_usd_per_h = 5.0;
+    spw_engine_offers_repriced(e);
+    spw_engine_submit(e, &b, 1);
+    is(sched(e, 1), 1, "repriced: the second job is placed");
+    ok(b.offer == 1 && b.spot, "repriced: A's spot price rose to $5/h: on B's, now the cheaper");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 int main(void)
 {
+    test_repriced();
     test_spot_no_deadline();
     test_greedy_deadline();
     test_uniform_progress();

@@ -37,6 +37,15 @@ Run it with Debian's python3 and python3-botocore (scripts/deps.sh test):
                          such a CMD; its client key is DIR/id_ed25519, whatever
                          KeyName says); #cloud-config ssh_authorized_keys in the
                          user data are appended to DIR/authorized_keys
+  --imds-port N          with --boot-hosts: each instance's own IMDSv2, served
+                         inside its network namespace at 169.254.169.254:N
+                         (the address added to the namespace's lo), as EC2's
+                         is on an instance: PUT /latest/api/token (header
+                         X-aws-ec2-metadata-token-ttl-seconds), then with the
+                         X-aws-ec2-metadata-token header
+                         GET /latest/meta-data/spot/instance-action: the
+                         instance's notice (POST /_fake/interrupt), 404 while
+                         none, 401 without a valid token
   --imds-role NAME       serve IMDSv2 instance credentials (the fake's own
                          key, secret, token) under role NAME at /latest/...
   --role ARN             STS AssumeRole accepts only this role (repeatable);
@@ -97,7 +106,8 @@ Control endpoints (not EC2; unsigned; JSON in and out):
                      "market": "spot"|"on-demand", "max_price", "client_token",
                      "private_ip", "public_ip", "host", "launch_time",
                      "tags": {k: v}, "user_data" (decoded text), "spot_notice",
-                     "security_groups"}
+                     "security_groups", "imds": {"tokens", "reads", "notices_read",
+                     "unauthorized"} (its own IMDS's requests, --imds-port)}
        a call: {"seq", "t" (answered), "t_arrived", "action", "region", "service": "ec2"|"sts",
                  "status", "code", "params" (as sent, wire names),
                  "client_gone": the client hung up before the answer (the call
@@ -113,8 +123,11 @@ Control endpoints (not EC2; unsigned; JSON in and out):
                           only).  Capacity-class errors do not fire on DryRun
                           calls; auth-class ones do.
   POST /_fake/inject/clear  drop every injection
-  POST /_fake/interrupt   {"instance": "i-...", "notice_s"?}: spot interruption:
-                          the notice is served at once, then after notice_s the
+  POST /_fake/interrupt   {"instance": "i-...", "notice_s"?, "notice"?: false (none
+                          served: only the state tells)}: spot interruption:
+                          the notice is served at once (here, by the
+                          instance's own IMDS with --imds-port, and in a
+                          file with --boot-hosts), then after notice_s the
                           instance goes shutting-down -> terminated with state
                           reason Server.SpotInstanceTermination
   GET  /_fake/imds/INSTANCE/latest/meta-data/spot/instance-action
@@ -134,6 +147,7 @@ SIGTERM or SIGINT: stops; with --boot-hosts, first deletes every host still up.
 import argparse
 import base64
 import binascii
+import ctypes
 import datetime
 import hashlib
 import hmac
@@ -161,6 +175,8 @@ API_VERSION = '2016-11-15'
 XMLNS = 'http://ec2.amazonaws.com/doc/2016-11-15/'
 OWNER_ID = '123456789012'
 MAX_SKEW_S = 15 * 60
+IMDS_ADDR = '169.254.169.254'
+CLONE_NEWNET = 0x40000000
 STATES = {'pending': 0, 'running': 16, 'shutting-down': 32, 'terminated': 48,
           'stopping': 64, 'stopped': 80}
 DEFAULT_ZONES = 'us-east-1a,us-east-1b,us-east-1c,us-west-2a,us-west-2b'
@@ -628,6 +644,11 @@ class Cloud:
                     for k in keys:
                         if k not in have:
                             f.write(k + '\n')
+        if addr and self.args.imds_port:
+            try:
+                i['imds_server'] = self._start_imds(i)
+            except (OSError, subprocess.SubprocessError, ValueError) as e:
+                addr, err = [], 'its IMDS did not start: %s' % e
         with self.lock:
             if addr:
                 i['host'] = i['private_ip'] = i['public_ip'] = addr[0]
@@ -640,6 +661,49 @@ class Cloud:
                     self._shut(i, 'Server.InternalError',
                                'Server.InternalError: Internal error on launch', '')
 
+    def _start_imds(self, i):
+        """Serves instance i's own IMDS inside its namespace (named in
+        DIR/inst-ID/state by netns-hosts.sh): a thread enters the namespace
+        (setns affects the calling thread only) and listens there."""
+        hd = self.args.boot_hosts[1]
+        ns = None
+        with open(os.path.join(hd, 'inst-' + i['id'], 'state')) as f:
+            for ln in f:
+                k, _, v = ln.strip().partition(' ')
+                if k == 'netns':
+                    ns = v
+        if not ns:
+            raise ValueError('no namespace for %s' % i['id'])
+        subprocess.run(['ip', '-n', ns, 'addr', 'add', IMDS_ADDR + '/32', 'dev', 'lo'],
+                       check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=30)
+        box, ready = {}, threading.Event()
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def serve():
+            try:
+                fd = os.open('/run/netns/' + ns, os.O_RDONLY)
+                try:
+                    if libc.setns(fd, CLONE_NEWNET) != 0:
+                        raise OSError(ctypes.get_errno(), 'setns into %s' % ns)
+                finally:
+                    os.close(fd)
+                srv = ThreadingHTTPServer((IMDS_ADDR, self.args.imds_port), ImdsHandler)
+                srv.daemon_threads = True
+                srv.cloud, srv.instance = self, i
+                box['srv'] = srv
+            except OSError as e:
+                box['err'] = e
+            ready.set()
+            if 'srv' in box:
+                box['srv'].serve_forever(0.2)
+
+        threading.Thread(target=serve, daemon=True).start()
+        ready.wait(30)
+        if 'srv' not in box:
+            raise OSError('IMDS in %s: %s' % (ns, box.get('err', 'timed out')))
+        return box['srv']
+
     def _del_host(self, i):
         cmd, hd = self.args.boot_hosts
         # A boot still in flight ends first: a `del` before its `add` would
@@ -647,6 +711,10 @@ class Cloud:
         bt = i.get('boot_thread')
         if bt is not None and bt is not threading.current_thread():
             bt.join(200)
+        srv = i.pop('imds_server', None)
+        if srv is not None:
+            srv.shutdown()
+            srv.server_close()
         try:
             subprocess.run([cmd, 'del', hd, i['id']], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
@@ -770,6 +838,7 @@ class Cloud:
                     'sir': hexid('sir', 8) if spot else None,
                     'ready_at': now + self.boot_delay_s, 'gone_at': None,
                     'interrupt_at': None, 'booted': not self.args.boot_hosts,
+                    'imds': {'tokens': 0, 'reads': 0, 'notices_read': 0, 'unauthorized': 0},
                     'deleted': not self.args.boot_hosts,
                 }
                 if self.args.boot_hosts:
@@ -1003,6 +1072,7 @@ class Cloud:
                     'public_ip': i['public_ip'], 'host': i['host'],
                     'launch_time': now_iso(i['launch_time']), 'tags': i['tags'],
                     'user_data': i['user_data'], 'spot_notice': i['spot_notice'],
+                    'imds': dict(i['imds']),
                     'security_groups': i['groups']})
             return {'url': self.url, 'regions': self.regions, 'zones': self.zones,
                     'subnets': self.subnets, 'instances': insts, 'calls': self.calls,
@@ -1041,6 +1111,10 @@ class Cloud:
             if i['state'] not in ('pending', 'running'):
                 raise ValueError('instance %s is %s' % (x, i['state']))
             i['interrupt_at'] = time.time() + notice_s
+            if d.get('notice', True) is False:
+                # Reclaimed with no notice served: only DescribeInstances
+                # tells (the state and its reason).
+                return {'interrupt_at': i['interrupt_at']}
             i['spot_notice'] = {'action': 'terminate', 'time': now_iso(i['interrupt_at'])[:19]
                                 + 'Z'}
             notice = json.dumps(i['spot_notice'])
@@ -1137,6 +1211,59 @@ def parse_delay(s):
 
 
 # ---- HTTP ----------------------------------------------------------------
+
+class ImdsHandler(BaseHTTPRequestHandler):
+    """One instance's IMDSv2 (--imds-port), inside its namespace: a token,
+    then spot/instance-action; server.cloud and server.instance are set."""
+    protocol_version = 'HTTP/1.1'
+    server_version = 'EC2ws'
+
+    def log_message(self, fmt, *a):
+        pass
+
+    def _send(self, status, text, extra=()):
+        data = text.encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'text/plain')
+        self.send_header('Content-Length', str(len(data)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_PUT(self):
+        c, i = self.server.cloud, self.server.instance
+        n = int(self.headers.get('Content-Length') or 0)
+        if n:
+            self.rfile.read(n)
+        ttl = self.headers.get('X-aws-ec2-metadata-token-ttl-seconds', '')
+        if self.path != '/latest/api/token':
+            return self._send(404, 'Not Found')
+        if not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+            return self._send(400, 'Bad Request')
+        tok = uuid.uuid4().hex
+        with c.lock:
+            c.imds_tokens.add(tok)
+            i['imds']['tokens'] += 1
+        return self._send(200, tok, [('X-aws-ec2-metadata-token-ttl-seconds', ttl)])
+
+    def do_GET(self):
+        c, i = self.server.cloud, self.server.instance
+        with c.lock:
+            if self.headers.get('X-aws-ec2-metadata-token') not in c.imds_tokens:
+                i['imds']['unauthorized'] += 1
+                good, notice = False, None
+            else:
+                i['imds']['reads'] += 1
+                good, notice = True, i['spot_notice']
+                if notice and self.path == '/latest/meta-data/spot/instance-action':
+                    i['imds']['notices_read'] += 1
+        if not good:
+            return self._send(401, 'Unauthorized')
+        if self.path != '/latest/meta-data/spot/instance-action' or not notice:
+            return self._send(404, 'Not Found')
+        return self._send(200, json.dumps(notice))
+
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
@@ -1394,6 +1521,7 @@ def main():
     ap.add_argument('--delay-s')
     ap.add_argument('--boot-hosts', nargs=2, metavar=('CMD', 'DIR'))
     ap.add_argument('--imds-role')
+    ap.add_argument('--imds-port', type=int, default=0)
     ap.add_argument('--role', action='append')
     ap.add_argument('--log')
     args = ap.parse_args()

@@ -43,10 +43,11 @@ int main(void)
 {
     make_offers();
     const struct spw_provider_ops *ops = &spw_aws_ops;
-    ok(ops->version == 4 && ops->async == 1 && !ops->emulated && strcmp(ops->name, "aws") == 0 &&
+    ok(ops->version == 5 && ops->async == 1 && !ops->emulated && strcmp(ops->name, "aws") == 0 &&
            SPW_PROVIDER_HAS(ops, 4, list) && SPW_PROVIDER_HAS(ops, 4, health) &&
+           SPW_PROVIDER_HAS(ops, 5, spot_prices) &&
            !SPW_PROVIDER_HAS(ops, 3, preempt),
-       "the table: version 4, async, real, with list and health, no preempt");
+       "the table: version 5, async, real, with list, health and spot_prices, no preempt");
 
     /* Ids from tokens. */
     char a0[SPW_INSTANCE_ID_MAX], a1[SPW_INSTANCE_ID_MAX], b0[SPW_INSTANCE_ID_MAX],

@@ -77,6 +77,11 @@ typedef struct host {
                                    ControlPath, so a cloud instance that reuses
                                    the address of one just ended never meets
                                    that one's shared connection */
+    char *imds_url;             /* owned: the metadata service its status
+                                   rounds ask for an interruption notice
+                                   (host_notice); NULL = not watched */
+    char notice[256];           /* the notice a round saw, one line; "" =
+                                   none yet */
 } host_t;
 
 /* One node of a tracked launch. */
@@ -661,8 +666,10 @@ void spw_ssh_destroy(spw_ssh_t *sb)
             closedir(d);
         rmdir(sb->control_dir);
     }
-    for (size_t i = 0; i < sb->nhosts; i++)
+    for (size_t i = 0; i < sb->nhosts; i++) {
         free(sb->hosts[i].addr);
+        free(sb->hosts[i].imds_url);
+    }
     free(sb->hosts);
     for (size_t i = 0; i < sb->njobs; i++)
         job_free(sb->jobs[i]);
@@ -786,6 +793,9 @@ int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t
     fences_drop_host(sb, hi);
     h->gone = 0;
     h->gen = sb->next_gen++;
+    free(h->imds_url);
+    h->imds_url = NULL;
+    h->notice[0] = '\0';
     h->gpus = gpus;
     h->up = 1;
     h->last_ok_s = 0;
@@ -1174,6 +1184,8 @@ static int apply_status(spw_ssh_t *sb, uint32_t hi, const char *out, size_t len)
             if (j)
                 j->r[k].drained = 0;
             more = 1;
+        } else if (line[0] == 'N' && line[1] == ' ' && line[2] && !sb->hosts[hi].notice[0]) {
+            snprintf(sb->hosts[hi].notice, sizeof(sb->hosts[hi].notice), "%.255s", line + 2);
         } else if (line[0] == 'F' && sscanf(line, "F %111s", dir) == 1) {
             for (size_t f = 0; f < sb->nfences; f++)
                 if (sb->fences[f].host == hi && strcmp(sb->fences[f].dir, dir) == 0) {
@@ -1278,6 +1290,19 @@ static void status_script(spw_ssh_t *sb, uint32_t hi, spw_strbuf_t *s)
                 spw_strbuf_printf(s, "st '%s' %llu %llu\n", dir, (unsigned long long)j->r[k].off[0],
                           (unsigned long long)j->r[k].off[1]);
             }
+    }
+    /* A cloud's interruption notice, on the host itself (IMDSv2: a token
+     * first), with short limits: a silent metadata service delays the
+     * round by at most 2 s, and a notice is printed as one "N" line. */
+    if (sb->hosts[hi].imds_url) {
+        char u[600] = "";
+        if (spw_ssh_quote(u, sizeof(u), sb->hosts[hi].imds_url) == 0)
+            spw_strbuf_printf(s,
+                "u=%s; if command -v curl >/dev/null 2>&1 && t=$(curl -sf --connect-timeout 1 -m 1"
+                " -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \"$u/latest/api/token\")"
+                " && n=$(curl -sf --connect-timeout 1 -m 1 -H \"X-aws-ec2-metadata-token: $t\""
+                " \"$u/latest/meta-data/spot/instance-action\"); then"
+                " printf 'N %%s\\n' \"$(printf %%s \"$n\" | tr -d '\\n')\"; fi\n", u);
     }
     spw_strbuf_add(s, "echo END\n");
 }
@@ -2309,6 +2334,32 @@ static int ssh_fence_add(void *be, const char *host, const char *what, spw_error
     return spw_errorf(err, "ssh backend: no host %s to fence %s on", host, what);
 }
 
+int spw_ssh_host_notice(spw_ssh_t *sb, const char *host, const char *imds_url, char *buf,
+                        size_t cap)
+{
+    for (size_t hi = 0; hi < sb->nhosts; hi++) {
+        host_t *h = &sb->hosts[hi];
+        if (h->gone || strcmp(h->addr, host) != 0)
+            continue;
+        if (!imds_url || !h->imds_url || strcmp(imds_url, h->imds_url) != 0) {
+            free(h->imds_url);
+            h->imds_url = imds_url ? spw_xstrdup(imds_url) : NULL;
+        }
+        if (!h->notice[0])
+            return 0;
+        if (cap)
+            snprintf(buf, cap, "%s", h->notice);
+        return 1;
+    }
+    return -1;
+}
+
+static int ssh_host_notice(void *be, const char *host, const char *imds_url, char *buf,
+                           size_t cap)
+{
+    return spw_ssh_host_notice(be, host, imds_url, buf, cap);
+}
+
 const struct spw_backend_ops spw_ssh_ops = {
     .version = SPW_BACKEND_VERSION,
     .name = "ssh",
@@ -2326,4 +2377,5 @@ const struct spw_backend_ops spw_ssh_ops = {
     .host_remove = ssh_host_remove,
     .fence_events = ssh_fence_events,
     .fence_add = ssh_fence_add,
+    .host_notice = ssh_host_notice,
 };

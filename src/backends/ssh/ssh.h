@@ -171,6 +171,14 @@ void spw_ssh_host(const spw_ssh_t *sb, size_t i, spw_backend_host_t *out);
 int spw_ssh_host_add(spw_ssh_t *sb, const char *addr, uint32_t gpus, spw_error_t *err);
 int spw_ssh_host_remove(spw_ssh_t *sb, const char *addr, double now_s);
 
+/* The table's host_notice (version 6): watches host for a cloud's
+ * interruption notice read on the host from imds_url (NULL: stop
+ * watching).  Returns 1 with the notice in buf (cap bytes) once a status
+ * round saw one, 0 while none was seen, -1 if host is no host.  Adding the
+ * host again (a new machine at the address) forgets both. */
+int spw_ssh_host_notice(spw_ssh_t *sb, const char *host, const char *imds_url, char *buf,
+                        size_t cap);
+
 /* The directory of the shared connections' sockets (one per host, named
  * GEN-HASH), or "" without multiplexing.  For tests and diagnostics. */
 const char *spw_ssh_control_dir(const spw_ssh_t *sb);

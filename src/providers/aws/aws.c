@@ -76,6 +76,8 @@ typedef struct aws {
     double describe_s;          /* seconds between describes of live instances */
     int describe_page;          /* MaxResults of a describe page, 5..1000 */
     int nthreads;               /* op threads */
+    double spot_price_s;        /* seconds between refreshes of the live
+                                   spot prices; 0 = none (catalog prices) */
 
     pthread_mutex_t mu;         /* guards everything below */
     pthread_cond_t cv;          /* work queued, or stop */
@@ -90,6 +92,13 @@ typedef struct aws {
     double clock_s;             /* the latest daemon clock seen (events' time) */
     double next_describe;       /* monotonic seconds of the next describe */
     int describing;             /* a describe is in flight */
+    double next_prices;         /* monotonic seconds of the next spot price
+                                   refresh */
+    int pricing;                /* a spot price refresh is in flight */
+    double *spot_usd_per_h;     /* owned, noffers: each offer's live spot
+                                   price, USD per hour; NAN = none known */
+    int prices_changed;         /* 1: spot_usd_per_h changed since the last
+                                   spot_prices() */
     char block_why[256];        /* account-wide block, "" = none */
     double block_until_s;       /* daemon clock it lasts to */
     spw_rng_t rng;              /* backoff jitter */
@@ -676,6 +685,60 @@ static void do_describe(aws_t *a)
     }
 }
 
+/* ---- DescribeSpotPriceHistory ------------------------------------------ */
+
+/* Asks EC2 the spot price of every instance type of the account's spot
+ * offers, one call per (region, type), every zone at once; each offer
+ * takes the newest price of its zone.  A call that fails leaves the
+ * prices as they were (the catalog's, or the last ones). */
+static void do_prices(aws_t *a)
+{
+    time_t start = time(NULL) - 3600;
+    for (size_t k = 0; k < a->noffers; k++) {
+        const spw_offer_t *o = &a->offers[k];
+        if (!offer_ours(a, k) || isnan(o->spot_usd_per_h))
+            continue;
+        /* One call per (region, type): the first offer of the pair asks. */
+        size_t first = 0;
+        while (first < k && !(offer_ours(a, first) && !isnan(a->offers[first].spot_usd_per_h) &&
+                              strcmp(a->offers[first].region, o->region) == 0 &&
+                              strcmp(a->offers[first].instance_type, o->instance_type) == 0))
+            first++;
+        if (first < k)
+            continue;
+        spw_strbuf_t body = {0};
+        spw_ec2_spot_price_form(o->instance_type, NULL, start, &body);
+        spw_ec2_result_t r = {0};
+        long status;
+        spw_error_t err = {{0}};
+        int rc = ec2_call(a, o->region, body.s, &r, &status, &err);
+        free(body.s);
+        if (rc == 0 && !r.error_code[0]) {
+            pthread_mutex_lock(&a->mu);
+            for (size_t m = k; m < a->noffers; m++) {
+                const spw_offer_t *om = &a->offers[m];
+                if (!offer_ours(a, m) || isnan(om->spot_usd_per_h) ||
+                    strcmp(om->region, o->region) || strcmp(om->instance_type, o->instance_type))
+                    continue;
+                double best_t = -1, price = NAN;
+                for (size_t i = 0; i < r.nprices; i++)
+                    if (strcmp(r.prices[i].zone, om->zone) == 0 &&
+                        strcmp(r.prices[i].instance_type, om->instance_type) == 0 &&
+                        r.prices[i].time_s > best_t && r.prices[i].price_usd_per_h > 0) {
+                        best_t = r.prices[i].time_s;
+                        price = r.prices[i].price_usd_per_h;
+                    }
+                if (!isnan(price) && !(price == a->spot_usd_per_h[m])) {
+                    a->spot_usd_per_h[m] = price;
+                    a->prices_changed = 1;
+                }
+            }
+            pthread_mutex_unlock(&a->mu);
+        }
+        spw_ec2_result_clear(&r);
+    }
+}
+
 /* ---- Op threads ------------------------------------------------------ */
 
 static int live_work(const aws_t *a)
@@ -685,6 +748,29 @@ static int live_work(const aws_t *a)
             return 1;
     }
     return 0;
+}
+
+/* A periodic call (describe, prices) of an op thread, under the lock: when
+ * none is in flight (*busy) and it is due (*next, monotonic seconds), runs
+ * fn without the lock, the next one period later, and returns 1; else
+ * brings *wake forward to when it is due and returns 0. */
+static int periodic(aws_t *a, int *busy, double *next, double period, void (*fn)(aws_t *),
+                    double now, double *wake)
+{
+    if (*busy)
+        return 0;
+    if (*next > now) {
+        if (*next < *wake)
+            *wake = *next;
+        return 0;
+    }
+    *busy = 1;
+    *next = now + period;
+    pthread_mutex_unlock(&a->mu);
+    fn(a);
+    pthread_mutex_lock(&a->mu);
+    *busy = 0;
+    return 1;
 }
 
 static void *op_thread(void *arg)
@@ -714,19 +800,12 @@ static void *op_thread(void *arg)
             pthread_mutex_lock(&a->mu);
             continue;
         }
-        if (!a->describing && live_work(a)) {
-            if (a->next_describe <= now) {
-                a->describing = 1;
-                a->next_describe = now + a->describe_s;
-                pthread_mutex_unlock(&a->mu);
-                do_describe(a);
-                pthread_mutex_lock(&a->mu);
-                a->describing = 0;
-                continue;
-            }
-            if (a->next_describe < wake)
-                wake = a->next_describe;
-        }
+        if (a->spot_price_s > 0 &&
+            periodic(a, &a->pricing, &a->next_prices, a->spot_price_s, do_prices, now, &wake))
+            continue;
+        if (live_work(a) &&
+            periodic(a, &a->describing, &a->next_describe, a->describe_s, do_describe, now, &wake))
+            continue;
         /* Sleep until the earliest due item, new work, or stop; at most a
          * second, as a describe may become due through poll()'s clock. */
         double until = wake < now + 1.0 ? wake : now + 1.0;
@@ -1010,6 +1089,20 @@ static int aws_list(void *pv, spw_instance_t *out, size_t max, size_t *n, spw_er
     return 0;
 }
 
+static int aws_spot_prices(void *pv, double *usd_per_h, size_t n)
+{
+    aws_t *a = pv;
+    pthread_mutex_lock(&a->mu);
+    int changed = a->prices_changed;
+    if (changed) {
+        for (size_t k = 0; k < n; k++)
+            usd_per_h[k] = k < a->noffers ? a->spot_usd_per_h[k] : NAN;
+        a->prices_changed = 0;
+    }
+    pthread_mutex_unlock(&a->mu);
+    return changed;
+}
+
 static int aws_health(void *pv, char *why, size_t len)
 {
     aws_t *a = pv;
@@ -1046,7 +1139,8 @@ static void aws_destroy(void *pv)
     char **lists[] = {a->regions, a->opt_keys, a->opt_values, a->groups};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         free_strv(lists[i]);
-    void *owned[] = {a->endpoint_url, a->ssh_key, a->profile, a->inst, a->work, a->ev, a};
+    void *owned[] = {a->endpoint_url, a->ssh_key, a->profile, a->inst, a->work, a->ev,
+                     a->spot_usd_per_h, a};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
         free(owned[i]);
 }
@@ -1056,7 +1150,7 @@ static void aws_destroy(void *pv)
 static const char *const known_keys[] = {"image", "security_groups", "key_name",
                                          "ssh_public_key", "user", "address", "profile",
                                          "timeout_s", "describe_s", "describe_page",
-                                         "threads", NULL};
+                                         "threads", "imds_url", "spot_price_s", NULL};
 
 static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
 {
@@ -1079,7 +1173,8 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         if (!ok)
             return spw_errorf(err, "account %s: unknown option '%s' (known: image, image.REGION, "
                                    "subnet.ZONE, security_groups, key_name, ssh_public_key, user, "
-                                   "address, profile, timeout_s, describe_s, describe_page, threads)",
+                                   "address, profile, timeout_s, describe_s, describe_page, threads, "
+                                   "imds_url, spot_price_s)",
                               a->name, key);
     }
     const char *v;
@@ -1087,6 +1182,12 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
         return spw_errorf(err, "account %s: address must be public or private, not '%s'",
                           a->name, v);
     a->use_private = v && strcmp(v, "private") == 0;
+    /* Read by the daemon (its hosts ask it for spot notices); checked here,
+     * where the account's options are. */
+    if ((v = opt(a, "imds_url")) && strcmp(v, "none") != 0 && strncmp(v, "http://", 7) != 0 &&
+        strncmp(v, "https://", 8) != 0)
+        return spw_errorf(err, "account %s: imds_url must be an http:// or https:// URL, or "
+                               "none, not '%s'", a->name, v);
     a->timeout_ms = 20000;
     if ((v = opt(a, "timeout_s"))) {
         double t = strtod(v, NULL);
@@ -1130,6 +1231,14 @@ static int parse_options(aws_t *a, const char *const *opts, spw_error_t *err)
             p += l + (p[l] == ',');
         }
     }
+    a->spot_price_s = 300;
+    if ((v = opt(a, "spot_price_s"))) {
+        a->spot_price_s = strtod(v, NULL);
+        if (!(a->spot_price_s == 0 || (a->spot_price_s >= 1 && a->spot_price_s <= 86400)))
+            return spw_errorf(err, "account %s: spot_price_s must be 0 (catalog prices) or in "
+                                   "[1, 86400], not '%s'",
+                              a->name, v);
+    }
     if ((v = opt(a, "profile")))
         a->profile = spw_xstrdup(v);
     if ((v = opt(a, "ssh_public_key")) && *v) {
@@ -1155,6 +1264,9 @@ void *spw_aws_create(const spw_aws_opts_t *o, spw_error_t *err)
     a->offers = o->offers;
     a->noffers = o->noffers;
     a->dry_run = o->dry_run;
+    a->spot_usd_per_h = spw_xcalloc(o->noffers + 1, sizeof(double));
+    for (size_t k = 0; k < o->noffers; k++)
+        a->spot_usd_per_h[k] = NAN;
     pthread_mutex_init(&a->mu, NULL);
     pthread_mutex_init(&a->cmu, NULL);
     pthread_condattr_t ca;
@@ -1241,4 +1353,5 @@ const struct spw_provider_ops spw_aws_ops = {
     .describe = aws_describe,
     .list = aws_list,
     .health = aws_health,
+    .spot_prices = aws_spot_prices,
 };
