@@ -51,6 +51,11 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set);
  * record.  A name the config does not know counts as none (an unknown team
  * has no budget); submit has refused unknown datasets and residencies. */
 void dm_job_gov(spw_daemon_t *d, djob_t *j);
+/* The engine's runtime estimate of a job with this spec: its est_runtime,
+ * else daemon.default_est_runtime_s, but never more than its max_runtime
+ * (a job that says it stops within 12 s is not thought to need an hour;
+ * the engine never buys what cannot finish, judged on this estimate). */
+double dm_job_est_runtime(const spw_daemon_t *d, const spw_jobspec_t *spec);
 /* The engine's finish / cancel of j, with its cloud attempt billed first
  * (clamped to its reservation under money limits, as the ledger does). */
 void dm_eng_finish(spw_daemon_t *d, djob_t *j, double now);

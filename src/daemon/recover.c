@@ -311,8 +311,7 @@ static int reconcile(spw_daemon_t *d, size_t ai, spw_error_t *err)
 static void engine_fields(spw_daemon_t *d, djob_t *j)
 {
     j->ej.submit_s = j->submit_ts;
-    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
-                                                       : j->spec.est_runtime_s;
+    j->ej.est_runtime_s = dm_job_est_runtime(d, &j->spec);
     j->ej.gpus = j->gpus;
     spw_error_t e2;
     j->gpu_mask = spw_daemon_mask(d, &j->spec, &e2);

@@ -42,6 +42,14 @@ void dm_save_held(spw_daemon_t *d)
     }
 }
 
+double dm_job_est_runtime(const spw_daemon_t *d, const spw_jobspec_t *spec)
+{
+    if (!isnan(spec->est_runtime_s))
+        return spec->est_runtime_s;
+    double est = d->cfg->daemon.default_est_runtime_s;
+    return spec->max_runtime_s > 0 && spec->max_runtime_s < est ? spec->max_runtime_s : est;
+}
+
 /* The engine's fields of job j from its spec (j->spec, j->team) and GPU
  * mask, as submitted at now. */
 static void engine_fields(spw_daemon_t *d, djob_t *j, uint64_t mask, double now)
@@ -49,8 +57,7 @@ static void engine_fields(spw_daemon_t *d, djob_t *j, uint64_t mask, double now)
     j->gpus = j->spec.gpus;
     j->gpu_mask = mask;
     j->ej.submit_s = now;
-    j->ej.est_runtime_s = isnan(j->spec.est_runtime_s) ? d->cfg->daemon.default_est_runtime_s
-                                                       : j->spec.est_runtime_s;
+    j->ej.est_runtime_s = dm_job_est_runtime(d, &j->spec);
     j->ej.gpus = j->gpus;
     j->ej.gpu_mask = j->gpu_mask;
     j->ej.priority = j->spec.priority;

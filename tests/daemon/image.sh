@@ -163,7 +163,7 @@ if [ -n "$asroot" ]; then
     w=$(submit ml --gpus 1 -- sh -c 'echo x >"$1/rootfs/etc/layer2" 2>/dev/null && echo wrote-entry
         mkdir "$1/../sha256-x" 2>/dev/null && echo wrote-cache; echo checked' w "$E")
     wait_for "$w" succeeded 20
-    [ "$(spw ml logs "$w" 2>&1)" = checked ] && [ "$(cat "$E/rootfs/etc/layer2")" = "second layer" ]
+    [ "$(spw ml logs --stdout "$w" 2>&1)" = checked ] && [ "$(cat "$E/rootfs/etc/layer2")" = "second layer" ]
     ok $? "a job of ml cannot write its own team's cache: $(spw ml logs "$w" 2>&1 | tr '\n' ' ')"
     c2=$(submit cv --gpus 1 --image "$T/img/image.tar" -- cat /etc/layer2)
     wait_for "$c2" succeeded 30 cv

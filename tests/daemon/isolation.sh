@@ -75,8 +75,9 @@ ckpt=$(realpath "$T/state")/checkpoints/team-ml/$a
 ok $? "which is its user's, mode 0700 ($(stat -c '%U %a' "$ckpt"))"
 [ "$(stat -c '%u %g %a' "$(dirname "$ckpt")")" = "0 $(id -g spillway-job) 710" ]
 ok $? "inside its team's directory, root's and passable by the team's group alone ($(stat -c '%U %G %a' "$(dirname "$ckpt")"))"
-grep -q "^cwd=$ckpt\$" "$T/a.out"
-ok $? "without a workdir it starts in that directory" || diag "$(grep cwd "$T/a.out")"
+grep -q "^cwd=$(realpath "$T/submit-dir")\$" "$T/a.out"
+ok $? "spillway submit runs it where submit was run (the CLI sends its directory)" ||
+    diag "$(grep cwd "$T/a.out")"
 [ "$(stat -c '%a' "$T/state/spillway.db")" != "" ] &&
     [ "$(stat -c '%a' "$T/state")" = 711 ] && [ "$(stat -c '%a' "$T/state/logs")" = 700 ]
 ok $? "the state dir is 0711 and its logs 0700"

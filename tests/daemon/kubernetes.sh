@@ -13,7 +13,7 @@
 # storm-lib's kill -9 storm on the pool.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 54
+plan 55
 
 K=$T/kube
 mkdir -p "$K"
@@ -104,6 +104,10 @@ cat "$T"/state/logs/"$g"/"$g".out "$T"/state/logs/"$g"/"$g".rank1.out >"$T/gang.
 grep -q "^rank=0 node_rank=0 world=2 master=spw-$g-[0-9a-f]*-0\.spw-$g-[0-9a-f]*:29500$" "$T/gang.out" &&
     grep -q "^rank=1 node_rank=1 world=2 master=spw-$g-" "$T/gang.out"
 ok $? "each rank's log is kept; RANK and NODE_RANK from the completion index, WORLD_SIZE, MASTER_ADDR:PORT" || diag "$(cat "$T/gang.out"; ls -R "$T/state/logs/$g")"
+spw ml logs "$g" --rank 1 >"$T/rank1.out" 2>&1 && grep -q "^rank=1 node_rank=1" "$T/rank1.out" &&
+    spw ml logs "$g" --all-ranks >"$T/ranks.out" 2>&1 && grep -q "^\[rank 1\] rank=1" "$T/ranks.out" &&
+    grep -q "^\[rank 0\] rank=0" "$T/ranks.out"
+ok $? "spillway logs --rank 1 and --all-ranks read every rank of the gang" || diag "$(cat "$T/rank1.out" "$T/ranks.out")"
 
 # ---- cancel ----------------------------------------------------------------
 c=$(submit ml --gpus 1 --name cancelme -- sh -c 'echo up; sleep 300')

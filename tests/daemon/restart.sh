@@ -151,6 +151,13 @@ spw ml logs -f "$q1" >"$T/r1.follow" 2>"$T/r1.follow.err" &
 lpid=$!
 XPIDS="$XPIDS $lpid"
 LISTEN_PORT=${URL##*:}
+# logs -f retries only once it has reached the daemon: the kill comes after
+# its connection is up (its client process holds one to the port).
+following() { ss -Htnp state established "( dport = :$LISTEN_PORT )" 2>/dev/null | grep -q "pid=[0-9]*," &&
+    [ -n "$(ss -Htnp state established "( dport = :$LISTEN_PORT )" | grep -o "pid=[0-9]*" |
+        sed 's/pid=//' | while read -r p; do [ "$(ps -o ppid= -p "$p" | tr -d ' ')" = "$lpid" ] ||
+        [ "$p" = "$lpid" ] && echo "$p"; done)" ]; }
+wait_until 10 following || diag "logs -f did not connect: $(cat "$T/r1.follow.err")"
 kill9_daemon "$DPID"
 t_kill=$(now_ms)
 sleep 0.5

@@ -103,7 +103,7 @@ ok $? "a job that does not fit on-prem bursts and ends (exit 3: failed)" || diag
 [ "$(field "$a" 'd["exit_code"]')" = 3 ] && [ "$(field "$a" 'd["where"]')" = cloud ]
 ok $? "with exit_code 3, in the cloud"
 ia=$(insts "$a")
-spw ml logs "$a" >"$T/a.out" 2>&1
+spw ml logs --stdout "$a" >"$T/a.out" 2>&1
 [ -n "$ia" ] && [ "$(cat "$T/a.out")" = "dir=$HD/inst-$ia/spillway host=$ia" ]
 ok $? "it ran inside instance $ia's namespace, over ssh: $(cat "$T/a.out")"
 [ -s "$HD/inst-$ia/addr" ] && grep -q "instance $ia is host $(cat "$HD/inst-$ia/addr")" "$DLOG"

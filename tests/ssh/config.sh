@@ -30,7 +30,7 @@ check hosts-without-ssh 'onprem:\n  - name: a\n    nodes: 1\n    gpus_per_node: 
 check bad-port 'onprem:\n  - name: a\n    backend: ssh\n    hosts: [h1]\n    ssh: {port: 70000}\n' \
     "bad-port.yaml:5:17: pool 'a': ssh port must be 1..65535"
 check unknown-ssh-key 'onprem:\n  - name: a\n    backend: ssh\n    hosts: [h1]\n    ssh: {usr: x}\n' \
-    "unknown key 'usr' in ssh (expected one of: user, key, known_hosts, port, down_after_s)"
+    "unknown key 'usr' in ssh: did you mean 'user'? (expected one of: user, key, known_hosts, port, down_after_s)"
 check nodes-mismatch "onprem:\n  - name: a\n    backend: ssh\n    hosts_file: $T/hosts.txt\n    nodes: 2\n" \
     "an ssh pool has one node per host (3); leave out 'nodes'"
 check no-hosts 'onprem:\n  - name: a\n    backend: ssh\n    gpus_per_node: 2\n' \
