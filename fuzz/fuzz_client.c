@@ -1,14 +1,17 @@
 /* fuzz_client.c: libFuzzer driver for the CLI's HTTP/1.1 answer reader
  * (read_response in src/cli/client.c): any bytes, as a server would send
  * them, read from a socket pair until the reader stops.  The reader is
- * static, so the driver includes the file (and client_fmt.c, which it
- * uses): it is the code the CLI runs. */
+ * static, so the driver includes the file (and client_fmt.c,
+ * client_context.c and client_tls.c, which it uses): it is the code the
+ * CLI runs. */
 #include <stdint.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli/client.c"
+#include "cli/client_context.c"
 #include "cli/client_fmt.c"
+#include "cli/client_tls.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -92,11 +92,21 @@ start_daemon "$T/serve.yaml" "$T/state"
 ok $? "spillway serve starts with an aws account" || { diag "$(cat "$DLOG")"; exit 1; }
 
 # ---- a burst runs inside an EC2 instance ------------------------------------
+# The host key lives in STATE/cloud_known_hosts while the instance does
+# (idle_timeout_s after the job): a watcher keeps what it held, so a slow
+# look after the job cannot miss it.
+(
+    while [ ! -f "$T/kh.stop" ]; do
+        [ -s "$T/state/cloud_known_hosts" ] && cp "$T/state/cloud_known_hosts" "$T/kh1.new" &&
+            mv "$T/kh1.new" "$T/kh1"
+        sleep 0.05
+    done
+) </dev/null >/dev/null 2>&1 &
+XPIDS="$XPIDS $!"
 a=$(submit ml --gpus 1 --name burst -- sh -c 'echo "host=$SPILLWAY_TEST_HOST keys=$(env | grep -c "^AWS_")"')
 wait_for "$a" succeeded 60
 ok $? "a job bursts to the aws account and succeeds" || diag "$(tail -30 "$DLOG")"
-# Its key goes with the instance (idle_timeout_s after the job): kept now.
-cp "$T/state/cloud_known_hosts" "$T/kh1" 2>/dev/null
+touch "$T/kh.stop"
 fake_ec2_get _fake/state >"$T/s1.json"
 json_check "$T/s1.json" "
 ri = [c for c in d['calls'] if c['action'] == 'RunInstances']
