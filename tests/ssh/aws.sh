@@ -279,6 +279,10 @@ wait_until 30 o2term
 ok $? "an orphan made while the daemon was down ($orphan2) is released by the sweep at start" || diag "$(grep -i orphan "$DLOG")" "$(spw admin instances -o json)" "$(fake_ec2_py "[(i['id'], i['state'], i['tags']) for i in d['instances'] if i['id'] == '$orphan2']")"
 
 # ---- an account-wide refusal --------------------------------------------------
+# No idle instance of the earlier sections may take the next job (it would
+# run there and ask no RunInstances): wait until every one has ended.
+none_live() { [ "$(fake_ec2_py "len([i for i in d['instances'] if i['state'] in ('pending', 'running')])")" = 0 ]; }
+wait_until 30 none_live || diag "instances still live: $(fake_ec2_py "[(i['id'], i['state']) for i in d['instances'] if i['state'] in ('pending', 'running')]")"
 fake_ec2_post _fake/inject '{"action": "RunInstances", "code": "AuthFailure", "count": "always"}' >/dev/null
 before=$(fake_ec2_py "len([c for c in d['calls'] if c['action'] == 'RunInstances'])")
 e=$(submit ml --gpus 1 --name denied -- true)
