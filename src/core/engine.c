@@ -2964,11 +2964,11 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
     spw_wait_format(&e->policy.wait, wtxt, sizeof(wtxt));
     x.ok = 1;
     if (c->never_onprem && !cloud_ok(e, c, j))
-        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s, and it may not burst: it can "
-                 "never run", c->npools < e->npools ? "its rules allow can hold" : "can ever hold",
+        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %.40s, and it may not burst: it "
+                 "can never run", c->npools < e->npools ? "its rules allow can hold" : "can ever hold",
                  g, want);
     else if (c->never_onprem)
-        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %s: no wait, it bursts",
+        snprintf(x.why, sizeof(x.why), "no pool %s %u GPUs of %.40s: no wait, it bursts",
                  c->npools < e->npools ? "its rules allow can hold" : "can ever hold", g, want);
     else if (c->offer < 0 && c->placement == SPW_PLACE_ONPREM_ONLY)
         snprintf(x.why, sizeof(x.why), "placement onprem_only: it waits for on-prem as long as it takes");
