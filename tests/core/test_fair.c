@@ -144,7 +144,8 @@ static void run_one(uint64_t seed, world_t *w)
             nrec = spw_engine_reclaims(e, &rec);
             spw_job_t *v[64];
             size_t nv = nrec < 64 ? nrec : 64;
-            memcpy(v, rec, nv * sizeof(*v));
+            if (nv)  /* rec may be NULL with none: no memcpy from NULL */
+                memcpy(v, rec, nv * sizeof(*v));
             for (size_t k = 0; k < nv; k++) {
                 spw_fair_team_t ft;
                 uint32_t alloc = v[k]->alloc_gpus, team = v[k]->team;

@@ -1010,7 +1010,7 @@ static void run_scenario(int fair, spw_sim_summary_t *out)
     enum { NA = 200, NB = 20 };
     spw_job_t jobs[NA + NB];
     double rt[NA + NB];
-    char ids[NA + NB][8];
+    char ids[NA + NB][16];
     memset(jobs, 0, sizeof(jobs));
     for (int i = 0; i < NA + NB; i++) {
         spw_job_t *j = &jobs[i];
