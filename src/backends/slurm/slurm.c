@@ -36,6 +36,9 @@ typedef struct sjob {
     int code_busy;              /* it FAILED: its exit code is being read
                                    (scontrol) on the op threads */
     int missing;                /* syncs in a row that did not list it */
+    char *gate;                 /* owned: its cancel gate, LOG_DIR/TOKEN.cancelled
+                                   (batch_script); NULL for a job adopted
+                                   from an earlier daemon process */
 } sjob_t;
 
 /* One command for the op threads: an sbatch (a launch) or an scancel.
@@ -254,6 +257,11 @@ static void end_job(spw_slurm_t *sb, size_t i, spw_exit_kind_t kind, int status,
     }
     sb->ended[sb->nended++] = (spw_exit_t){
         .handle = sb->jobs[i].h, .kind = kind, .status = status, .cause = cause};
+    /* An ended job's gate is done with; one whose sbatch failed keeps it
+     * (Slurm may have taken the job after all: its token is fenced). */
+    if (sb->jobs[i].gate && kind != SPW_EXIT_NOT_STARTED)
+        unlink(sb->jobs[i].gate);
+    free(sb->jobs[i].gate);
     sb->jobs[i] = sb->jobs[--sb->njobs];
 }
 
@@ -361,6 +369,8 @@ void spw_slurm_destroy(spw_slurm_t *sb)
     for (size_t i = 0; sb->envp[i]; i++)
         free(sb->envp[i]);
     free(sb->envp);
+    for (size_t i = 0; i < sb->njobs; i++)
+        free(sb->jobs[i].gate);
     free(sb->jobs);
     free(sb->ended);
     free(sb->chg);
@@ -472,12 +482,34 @@ static void export_kv(spw_strbuf_t *b, const char *entry)
 }
 
 /* The batch script of req (see slurm.h). */
+/* The cancel gate of a launch: LOG_DIR/TOKEN.cancelled (owned), one per
+ * attempt (a failed-over job's next attempt must run).  cancel() makes it
+ * before it returns, so before the cancel is acknowledged; the batch
+ * script checks it first.  A job Slurm starts after its cancel was
+ * acknowledged (its sbatch was still in flight, or Slurm had not started
+ * it yet when the scancel was queued) then runs nothing of the user's. */
+static char *gate_path(const spw_launch_t *req)
+{
+    size_t len = strlen(req->log_dir) + strlen(req->token) + 16;
+    char *p = spw_xmalloc(len);
+    snprintf(p, len, "%s/%s.cancelled", req->log_dir, req->token);
+    return p;
+}
+
 static char *batch_script(const spw_launch_t *req)
 {
     spw_strbuf_t b = {0};
     spw_strbuf_add(&b, "#!/bin/sh\n# spillway job ");
     spw_strbuf_add(&b, req->job_id);
     spw_strbuf_add(&b, "\n");
+    /* The cancel gate (gate_path): a job cancelled before it started ends
+     * here, cancelling itself in Slurm too when scancel is at hand. */
+    char *gate = gate_path(req);
+    spw_strbuf_add(&b, "if [ -e ");
+    spw_strbuf_quote(&b, gate);
+    spw_strbuf_add(&b, " ]; then\n    command -v scancel >/dev/null 2>&1 && "
+                       "scancel \"$SLURM_JOB_ID\" 2>/dev/null\n    exit 0\nfi\n");
+    free(gate);
     /* sbatch runs in a scrubbed environment (PATH, TZ, the locale, Slurm's
      * own settings): the job sees that, Slurm's SLURM_* and what is
      * written here, quoted: the daemon's variables env_pass lets through,
@@ -566,7 +598,7 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
     if (!req->token || !req->token[0] || strlen(req->token) >= SPW_TOKEN_MAX)
         return spw_errorf(err, "a Slurm launch needs a launch token");
     for (const char *p = req->token; *p; p++)
-        if (*p == '\n' || *p == '"' || *p == '\'')
+        if (*p == '\n' || *p == '"' || *p == '\'' || *p == '/')
             return spw_errorf(err, "invalid launch token for a Slurm comment");
     if ((!req->argv || !req->argv[0]) && !req->script)
         return spw_errorf(err, "nothing to run (no argv and no script)");
@@ -662,7 +694,9 @@ static int sl_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_e
     snprintf(out->token, sizeof(out->token), "%s", req->token);
     out->started_s = req->now_s;
     out->max_runtime_s = req->max_runtime_s;
-    track(sb, out, 0)->pending = 1;
+    sjob_t *j = track(sb, out, 0);
+    j->pending = 1;
+    j->gate = gate_path(req);
     return 0;
 }
 
@@ -1278,6 +1312,13 @@ static int sl_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_t 
     if (j->cancel_req)
         return 0;
     j->cancel_req = 1;
+    if (j->gate) {
+        /* The gate first, before this cancel is acknowledged; the scancel
+         * below stops the job if it started before. */
+        int fd = open(j->gate, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd >= 0)
+            close(fd);
+    }
     if (j->pending) {
         /* sbatch has not answered: its op thread scancels right after it
          * (or tick() does, once the op is done). */
