@@ -272,6 +272,18 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                 put(&b, "spillway_team_gpus{team=\"%s\",kind=\"%s\"} %g\n",
                     esc(g->teams[i].name, e1, sizeof(e1)), kinds[k], v[k]);
         }
+        if (g->ncohorts) {
+            put(&b, "# HELP spillway_cohort_gpus On-prem GPUs per cohort, summed over the teams "
+                    "of its subtree: nominal, used, borrowed and lent as spillway_team_gpus.\n");
+            put(&b, "# TYPE spillway_cohort_gpus gauge\n");
+        }
+        for (size_t c = 0; c < g->ncohorts; c++) {
+            double v[4];
+            api_cohort_gpus(d, c, v);
+            for (int k = 0; k < 4; k++)
+                put(&b, "spillway_cohort_gpus{cohort=\"%s\",kind=\"%s\"} %g\n",
+                    esc(g->cohorts[c].name, e1, sizeof(e1)), kinds[k], v[k]);
+        }
         free(L);
     }
     free(held);

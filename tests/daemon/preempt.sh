@@ -118,8 +118,10 @@ EOF
 ok $? "/v1/teams: ml lends its 1 GPU of quota, cv borrows it (cohort lab)" || diag "$(cat "$T/http.body")"
 http GET /metrics admin
 grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
-    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body"
-ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending"
+    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body" &&
+    grep -q '^spillway_cohort_gpus{cohort="lab",kind="borrowed"} 1$' "$T/http.body" &&
+    grep -q '^spillway_cohort_gpus{cohort="lab",kind="nominal"} 1$' "$T/http.body"
+ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending, spillway_cohort_gpus lab's sums"
 # queue and costs print /v1/teams under their tables: teams, then cohorts.
 fair_rows() { sed -n '/^fair share: on-prem GPUs now (1 in all; queue fair)$/,$p' "$1"; }
 spw admin costs >"$T/costs.out" 2>&1 && fair_rows "$T/costs.out" >"$T/fair.out" &&
