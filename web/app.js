@@ -233,6 +233,22 @@ function renderPools() {
   ], { label: 'queue length and cloud GPUs' });
 }
 
+// Fair share (docs/fairshare.md): GET /v1/teams as it is, each team's then
+// each cohort's nominal, used, borrowed and lent on-prem GPUs; hidden when
+// the daemon has neither quotas nor queue fair.
+function renderFair() {
+  const f = state.data.teams;
+  $('fair').hidden = !f || !(f.quotas || f.queue === 'fair');
+  if ($('fair').hidden) return;
+  const row = (kind, name, group, x) => '<tr data-' + kind + '="' + esc(name) + '"><td>' + kind + '</td><td>' +
+    esc(name) + '</td><td>' + esc(group || '-') + '</td><td class="num">' + esc(x.nominal_gpus) +
+    '</td><td class="num">' + esc(x.used_gpus) + '</td><td class="num">' + esc(x.borrowed_gpus) +
+    '</td><td class="num">' + esc(x.lent_gpus) + '</td><td class="num">' +
+    esc(x.share === undefined ? '-' : (100 * x.share).toFixed(0) + '%') + '</td></tr>';
+  rows('fair-share', f.teams.map(t => row('team', t.team, t.cohort, t))
+    .concat(f.cohorts.map(c => row('cohort', c.cohort, c.parent, c))), 'no team');
+}
+
 function renderCloud() {
   const p = state.data.pools;
   if (!p) return;
@@ -325,6 +341,7 @@ function render() {
   renderAlerts();
   renderJobs();
   renderPools();
+  renderFair();
   renderCloud();
   renderBudgets();
   renderSpend();
@@ -369,10 +386,10 @@ async function loadJobs() {
 async function poll() {
   clearTimeout(state.timer);
   try {
-    const [jobs, pools, costs, series, tel] = await Promise.all([
+    const [jobs, pools, costs, series, tel, teams] = await Promise.all([
       loadJobs(), api('/v1/pools'), api('/v1/costs'),
-      api('/v1/ui/series'), api('/v1/ui/telemetry')]);
-    Object.assign(state.data, { jobs, pools, costs, series, tel });
+      api('/v1/ui/series'), api('/v1/ui/telemetry'), api('/v1/teams')]);
+    Object.assign(state.data, { jobs, pools, costs, series, tel, teams });
     $('status').textContent = '';
     $('updated').textContent = 'Last update ' + new Date().toTimeString().slice(0, 8) + '.';
     render();

@@ -148,12 +148,14 @@
     runs.forEach(r => groups.push({ name: r.label, vals: { 'on-prem (amortised)': r.summary.onprem_cost_usd, cloud: r.summary.cloud_cost_usd, egress: 0 } }));
   bars($('teams'), groups, ['on-prem (amortised)', 'cloud', 'egress']);
   $('team-table').querySelector('thead').innerHTML = '<tr><th>team</th><th>' + esc(inp.compare || 'policy') +
-    '</th><th>jobs</th><th>on-prem</th><th>cloud</th><th>egress</th><th>total</th></tr>';
+    '</th><th>jobs</th><th>on-prem</th><th>cloud</th><th>egress</th><th>total</th><th>mean wait</th>' +
+    '<th>p90 wait</th><th>rho</th></tr>';
   $('team-table').querySelector('tbody').innerHTML = groups.length && runs.some(r => r.teams.length) ?
     runs.flatMap(r => r.teams.map(t => '<tr><td>' + esc(t.team) + '</td><td>' + esc(r.label) + '</td><td>' + esc(t.jobs) +
       '</td><td>' + usd(t.onprem_usd) + '</td><td>' + usd(t.cloud_usd) + '</td><td>' + usd(t.egress_usd) + '</td><td>' +
-      usd(t.onprem_usd + t.cloud_usd + t.egress_usd) + '</td></tr>')).join('') :
-    '<tr><td colspan="7" class="muted">the trace has no teams</td></tr>';
+      usd(t.onprem_usd + t.cloud_usd + t.egress_usd) + '</td><td>' + esc(dur(t.wait_mean_s)) + '</td><td>' +
+      esc(dur(t.wait_p90_s)) + '</td><td>' + esc(t.rho > 0 ? t.rho.toFixed(2) : '-') + '</td></tr>')).join('') :
+    '<tr><td colspan="10" class="muted">the trace has no teams</td></tr>';
 
   // inputs
   const fleet = inp.pools.map(p => p.name + ': ' + p.nodes + ' nodes, ' + p.gpus + ' ' + p.gpu + ' GPUs at ' + usd(p.cost_usd_per_gpu_h) + '/GPU-h').join('; ');

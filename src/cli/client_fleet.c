@@ -33,7 +33,8 @@ const char spw_cli_costs_usage[] =
     "spend counts in the period of its last placement.  Cloud idle is what\n"
     "instances billed while bound to no job (it is in no team's budget).  A\n"
     "team token sees its own team only; the organisation's caps and the\n"
-    "providers' bills are for admins.\n"
+    "providers' bills are for admins.  Under fair share, a last table gives\n"
+    "each team's and cohort's on-prem GPUs now, as spillway queue does.\n"
     "\n"
     "  --period P           a month (2026-11) or an ISO week (2026-W47); default:\n"
     "                       the current month, and each team's current budget\n"
@@ -304,21 +305,6 @@ static void costs_table(const json_t *doc)
     }
     spw_table_destroy(t);
 
-    /* fair share and quotas: on-prem GPUs now (docs/fairshare.md) */
-    t = spw_table_create("TEAM|>NOMINAL GPUS|>USED|>BORROWED|>LENT");
-    json_array_foreach(json_object_get(doc, "teams"), i, o) {
-        if (!json_is_number(json_object_get(o, "nominal_gpus")))
-            continue;
-        spw_table_row(t, spw_cli_jstr(o, "team"), num(o, "nominal_gpus", a, sizeof(a)),
-                      num(o, "used_gpus", b, sizeof(b)), num(o, "borrowed_gpus", c, sizeof(c)),
-                      num(o, "lent_gpus", d, sizeof(d)));
-    }
-    if (spw_table_rows(t)) {
-        printf("\nfair share (on-prem GPUs now)\n");
-        spw_table_print(t, stdout, 0);
-    }
-    spw_table_destroy(t);
-
     t = spw_table_create("TEAM|>ON-PREM|>CLOUD|>ON-PREM GPU-H|>CLOUD GPU-H|>JOBS");
     json_array_foreach(json_object_get(doc, "teams"), i, o) {
         double gh;
@@ -391,6 +377,56 @@ static void costs_table(const json_t *doc)
         printf("* emulated cloud: what it would have billed; nothing was paid\n");
 }
 
+/* One row of the fair share table: a team's or a cohort's GPUs. */
+static void fair_row(spw_table_t *t, const char *kind, const json_t *o, const char *name,
+                     const char *group)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    double share;
+    if (spw_cli_jnum(o, "share", &share) == 0)
+        snprintf(e, sizeof(e), "%.0f%%", 100 * share);
+    else
+        snprintf(e, sizeof(e), "-");
+    spw_table_row(t, kind, spw_cli_jstr(o, name), group ? group : "-",
+                  num(o, "nominal_gpus", a, sizeof(a)), num(o, "used_gpus", b, sizeof(b)),
+                  num(o, "borrowed_gpus", c, sizeof(c)), num(o, "lent_gpus", d, sizeof(d)), e);
+}
+
+void spw_cli_fair_table(const json_t *doc)
+{
+    size_t i;
+    json_t *o;
+    const char *queue = spw_cli_jstr(doc, "queue");
+    if (!spw_cli_jbool(doc, "quotas") && !(queue && strcmp(queue, "fair") == 0))
+        return;
+    spw_table_t *t = spw_table_create("KIND|NAME|COHORT|>NOMINAL|>USED|>BORROWED|>LENT|>SHARE");
+    json_array_foreach(json_object_get(doc, "teams"), i, o)
+        fair_row(t, "team", o, "team", spw_cli_jstr(o, "cohort"));
+    json_array_foreach(json_object_get(doc, "cohorts"), i, o)
+        fair_row(t, "cohort", o, "cohort", spw_cli_jstr(o, "parent"));
+    if (spw_table_rows(t)) {
+        char cap[32];
+        printf("\nfair share: on-prem GPUs now (%s in all; queue %s)\n",
+               num(doc, "onprem_gpus", cap, sizeof(cap)), queue ? queue : "-");
+        spw_table_print(t, stdout, 0);
+    }
+    spw_table_destroy(t);
+}
+
+int spw_cli_fair_show(const spw_cli_common_t *co, const char *cmd)
+{
+    spw_client_t cl;
+    json_t *doc;
+    spw_client_open(&cl, co, cmd);
+    int rc = spw_client_get_json(&cl, "/v1/teams", &doc);
+    spw_client_close(&cl);
+    if (rc != SPW_CLI_OK)
+        return rc;
+    spw_cli_fair_table(doc);
+    json_decref(doc);
+    return SPW_CLI_OK;
+}
+
 int spw_cli_costs(int argc, char **argv)
 {
     enum { O_PERIOD = SPW_CLI_O_FIRST };
@@ -421,7 +457,12 @@ int spw_cli_costs(int argc, char **argv)
         spw_cli_die_usage("costs", "unexpected argument");
     char path[64];
     snprintf(path, sizeof(path), "/v1/costs%s%s", period ? "?period=" : "", period ? period : "");
-    return show(&co, "costs", path, costs_table);
+    int rc = show(&co, "costs", path, costs_table);
+    if (rc != SPW_CLI_OK || co.json)
+        return rc;
+    if ((rc = spw_cli_fair_show(&co, "costs")) != SPW_CLI_OK)
+        return rc;
+    return spw_cli_flush("costs");
 }
 
 /* ---- audit --------------------------------------------------------------- */

@@ -88,7 +88,9 @@ const char spw_cli_queue_usage[] =
     "\n"
     "Lists jobs, oldest first: where each runs or will run, for how long, and\n"
     "what it has cost so far.  Ended jobs are left out unless --all or --state\n"
-    "asks for them.\n"
+    "asks for them.  Under fair share (quotas or queue: fair), a table under\n"
+    "the jobs gives each team's and cohort's nominal, used, borrowed and lent\n"
+    "on-prem GPUs now (GET /v1/teams; docs/fairshare.md).\n"
     "\n"
     "  --state S            only jobs in state S: queued, placed (cloud instance\n"
     "                       booting), running, succeeded, failed, cancelled or\n"
@@ -790,7 +792,8 @@ static int queue_print(const spw_cli_common_t *cop, json_t *jobs_in, size_t hidd
         printf("(%zu ended job%s not shown; --all shows them)\n", hidden, hidden == 1 ? "" : "s");
     spw_table_destroy(t);
     json_decref(jobs);
-    return spw_cli_flush("queue");
+    int rc = spw_cli_fair_show(cop, "queue");
+    return rc != SPW_CLI_OK ? rc : spw_cli_flush("queue");
 }
 
 /* ---- show -------------------------------------------------------------------- */

@@ -213,6 +213,15 @@ void spw_table_destroy(spw_table_t *t);
  * status after printing why. */
 int spw_cli_sbatch_spec(json_t *spec, const char *file, char *const *args, int nargs);
 
+/* Fair share (docs/fairshare.md): prints a GET /v1/teams answer as one
+ * table, each team's then each cohort's nominal, used, borrowed and lent
+ * on-prem GPUs now; nothing when the daemon has neither quotas nor queue
+ * fair.  queue and costs print it under their own tables. */
+void spw_cli_fair_table(const json_t *doc);
+/* GET /v1/teams for cmd and print it with spw_cli_fair_table: 0, or the
+ * exit status after printing why. */
+int spw_cli_fair_show(const spw_cli_common_t *co, const char *cmd);
+
 /* Writes stdout out; 0, or 1 after "spillway: CMD: cannot write output". */
 int spw_cli_flush(const char *cmd);
 

@@ -117,6 +117,8 @@ static const char sim_usage[] =
     "                        cost, waits\n"
     "  --compare S1,S2,...   run once per spot policy (ondemand, greedy,\n"
     "                        uniform-progress), the policy of jobs without their own\n"
+    "  --compare Q1,Q2,...   run once per queue order (fifo, sjf, priority, fair;\n"
+    "                        docs/fairshare.md): per-team waits and rho side by side\n"
     "  --gravity on|off      whether data egress and transfer time weigh in placement\n"
     "                        (default on); with off, egress is still paid\n"
     "  -o, --output FMT      table (default) or json\n"
@@ -307,25 +309,84 @@ static size_t parse_compare(const char *list, spw_wait_t *out, size_t max)
 }
 
 /* What --compare varies. */
-typedef enum { CMP_NONE, CMP_WAIT, CMP_GRAVITY, CMP_SPOT } compare_t;
+typedef enum { CMP_NONE, CMP_WAIT, CMP_GRAVITY, CMP_SPOT, CMP_QUEUE } compare_t;
 
-/* Whether list's first item names a spot policy: --compare of spot policies. */
-static int is_spot_compare(const char *list)
+/* One item of a --compare or --spot-policy list as an enum's int; -1 with err. */
+typedef int (*item_parse_t)(const char *tok, int *out, spw_error_t *err);
+
+static int spot_item(const char *tok, int *out, spw_error_t *err)
+{
+    spw_spot_policy_t p;
+    if (spw_spot_policy_parse(tok, &p, err) < 0)
+        return -1;
+    *out = (int)p;
+    return 0;
+}
+
+static int queue_item(const char *tok, int *out, spw_error_t *err)
+{
+    spw_queue_order_t q;
+    if (spw_queue_order_parse(tok, &q, err) < 0)
+        return -1;
+    *out = (int)q;
+    return 0;
+}
+
+/* Whether list's first item is one that parse takes: what --compare varies. */
+static int compares(const char *list, item_parse_t parse)
 {
     char first[32];
     size_t n = strcspn(list, ",");
-    spw_spot_policy_t p;
+    int v;
+    spw_error_t err;
     if (n >= sizeof(first))
         return 0;
     memcpy(first, list, n);
     first[n] = '\0';
-    return spw_spot_policy_parse(first, &p, NULL) == 0;
+    return parse(first, &v, &err) == 0;
+}
+
+/* Splits list into at most max distinct items; exits naming opt on a bad,
+ * repeated or missing one (example: a list to show). */
+static size_t parse_items(const char *opt, const char *list, item_parse_t parse, int *out,
+                          size_t max, const char *example)
+{
+    size_t n = 0;
+    char *copy = spw_xstrdup(list), *save = NULL, msg[160];
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        spw_error_t err;
+        snprintf(msg, sizeof(msg), "%s: list each policy once", opt);
+        if (n == max)
+            die_usage("sim", msg);
+        if (parse(tok, &out[n], &err) < 0)
+            die_usage("sim", err.text);
+        for (size_t i = 0; i < n; i++)
+            if (out[i] == out[n])
+                die_usage("sim", msg);
+        n++;
+    }
+    free(copy);
+    if (n == 0) {
+        snprintf(msg, sizeof(msg), "%s needs a list such as %s", opt, example);
+        die_usage("sim", msg);
+    }
+    return n;
 }
 
 static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_policy_t *out);
 
+/* What --compare varies, as the reports name it. */
+static const char *compare_name(compare_t c)
+{
+    return c == CMP_GRAVITY ? "data gravity"
+           : c == CMP_SPOT  ? "spot policy"
+           : c == CMP_QUEUE ? "queue order"
+                            : "wait policy";
+}
+
 static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *waits, size_t nw,
-                         const spw_spot_policy_t *spots, const spw_sim_world_t *world,
+                         const spw_spot_policy_t *spots, const spw_queue_order_t *queues,
+                         const spw_sim_world_t *world,
                          int json, compare_t compare, const char *jobs_out, const char *ts_out,
                          double step, int quiet, const char *report, spw_html_inputs_t *hin)
 {
@@ -353,6 +414,7 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
                 compare == CMP_WAIT      ? "wait_policy,"
                 : compare == CMP_GRAVITY ? "gravity,"
                 : compare == CMP_SPOT    ? "spot_policy,"
+                : compare == CMP_QUEUE   ? "queue,"
                                          : "");
     if (compare == CMP_GRAVITY)
         nw = 2;
@@ -369,11 +431,15 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
             pol[i].spot_policy = spots[i];
             snprintf(rows[i].label, sizeof(rows[i].label), "%s",
                      spw_spot_policy_name(spots[i]));
+        } else if (compare == CMP_QUEUE) {
+            pol[i].wait = waits[0];
+            pol[i].queue = queues[i];
+            snprintf(rows[i].label, sizeof(rows[i].label), "%s", spw_queue_order_name(queues[i]));
         } else {
             pol[i].wait = waits[i];
         }
         spw_wait_format(&pol[i].wait, rows[i].wait, sizeof(rows[i].wait));
-        if (compare != CMP_GRAVITY && compare != CMP_SPOT)
+        if (compare == CMP_WAIT || compare == CMP_NONE)
             memcpy(rows[i].label, rows[i].wait, sizeof(rows[i].label));
         /* With --compare the time series gets a column for what varies. */
         run_ctx_t rc = {.ts = ts, .html = report ? &html[i] : NULL,
@@ -420,10 +486,7 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
     if (report) {
         spw_error_t err;
         hin->step_s = rstep;
-        hin->compare_what = !compare                ? NULL
-                            : compare == CMP_GRAVITY ? "data gravity"
-                            : compare == CMP_SPOT    ? "spot policy"
-                                                     : "wait policy";
+        hin->compare_what = !compare ? NULL : compare_name(compare);
         int hrc = spw_report_html(report, tr, hin, rows, html, nw, &err);
         for (size_t k = 0; k < nw; k++)
             spw_html_run_clear(&html[k]);
@@ -441,11 +504,7 @@ static int run_scenarios(spw_config_t *cfg, spw_trace_t *tr, const spw_wait_t *w
         if (json)
             spw_report_compare_json(sum, tr, rows, nw);
         else
-            spw_report_compare_table(sum, tr,
-                                     compare == CMP_GRAVITY ? "data gravity"
-                                     : compare == CMP_SPOT  ? "spot policy"
-                                                            : "wait policy",
-                                     rows, nw);
+            spw_report_compare_table(sum, tr, compare_name(compare), rows, nw);
     } else if (json) {
         spw_report_json(sum, tr, &rows[0]);
         fprintf(sum, "\n");
@@ -594,25 +653,11 @@ static double sim_price(const char *opt, const char *s)
  * policies; exits on a bad one. */
 static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_policy_t *out)
 {
-    size_t n = 0;
-    char *copy = spw_xstrdup(list), *save = NULL, msg[160];
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        spw_error_t err;
-        snprintf(msg, sizeof(msg), "%s: list each spot policy once", opt);
-        if (n == SPW_SPOT_POLICY_COUNT)
-            die_usage("sim", msg);
-        if (spw_spot_policy_parse(tok, &out[n], &err) < 0)
-            die_usage("sim", err.text);
-        for (size_t i = 0; i < n; i++)
-            if (out[i] == out[n])
-                die_usage("sim", msg);
-        n++;
-    }
-    free(copy);
-    if (n == 0) {
-        snprintf(msg, sizeof(msg), "%s needs a list such as ondemand,greedy,uniform-progress", opt);
-        die_usage("sim", msg);
-    }
+    int v[SPW_SPOT_POLICY_COUNT];
+    size_t n = parse_items(opt, list, spot_item, v, SPW_SPOT_POLICY_COUNT,
+                           "ondemand,greedy,uniform-progress");
+    for (size_t i = 0; i < n; i++)
+        out[i] = (spw_spot_policy_t)v[i];
     return n;
 }
 
@@ -962,7 +1007,8 @@ static int cmd_sim(int argc, char **argv)
         die_usage("sim", "missing --trace FILE");
     compare_t cmp = !compare                          ? CMP_NONE
                     : strcmp(compare, "gravity") == 0 ? CMP_GRAVITY
-                    : is_spot_compare(compare)        ? CMP_SPOT
+                    : compares(compare, spot_item)    ? CMP_SPOT
+                    : compares(compare, queue_item)   ? CMP_QUEUE
                                                       : CMP_WAIT;
     if (wait && cmp == CMP_WAIT)
         die_usage("sim", "--wait and --compare do not mix: list the policies in --compare");
@@ -992,6 +1038,13 @@ static int cmd_sim(int argc, char **argv)
         cfg.policy.gravity = gravity;
     if (cmp == CMP_WAIT)
         nw = parse_compare(compare, waits, 16);
+    spw_queue_order_t queues[SPW_QUEUE_COUNT];
+    if (cmp == CMP_QUEUE) {
+        int v[SPW_QUEUE_COUNT];
+        nw = parse_items("--compare", compare, queue_item, v, SPW_QUEUE_COUNT, "fifo,fair");
+        for (size_t i = 0; i < nw; i++)
+            queues[i] = (spw_queue_order_t)v[i];
+    }
     /* The command line overrides the config's spot: and failures:. */
     if (have_spot_policy)
         cfg.policy.spot_policy = sj.policies[0];
@@ -1065,7 +1118,7 @@ static int cmd_sim(int argc, char **argv)
     char *cmdline = join_args(argc, argv);
     spw_html_inputs_t hin = {.trace_path = trace, .config_path = config, .command = cmdline,
                              .cfg = &cfg};
-    int rc = run_scenarios(&cfg, &tr, waits, nw, spots, &world, json, cmp, jobs_out, ts_out,
+    int rc = run_scenarios(&cfg, &tr, waits, nw, spots, queues, &world, json, cmp, jobs_out, ts_out,
                            step, quiet, report, &hin);
     free(cmdline);
     free(spot);
@@ -1247,7 +1300,7 @@ static int cmd_demo(int argc, char **argv)
         spw_wait_parse(names[i], &waits[i], &err);
     char *cmdline = join_args(argc, argv);
     spw_html_inputs_t hin = {.trace_path = "<demo workload>", .command = cmdline, .cfg = &cfg};
-    rc = run_scenarios(&cfg, &tr, waits, 4, NULL, NULL, json, CMP_WAIT, NULL, NULL, 0, 1, report,
+    rc = run_scenarios(&cfg, &tr, waits, 4, NULL, NULL, NULL, json, CMP_WAIT, NULL, NULL, 0, 1, report,
                        &hin);
     free(cmdline);
     if (report && rc == 0 && !json)

@@ -456,6 +456,19 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
         ROW("on-prem: residency", CELL("%zu", s->jobs_onprem_by_residency));
         ROW("peak cloud $/h", money(s->peak_cloud_usd_per_h, a, sizeof(a)));
     }
+    /* Fair share: each team's waits and rho side by side (docs/fairshare.md). */
+    for (size_t k = 0; n && rows[0].sum.gov && k <= rows[0].sum.nteams; k++) {
+        const spw_sim_summary_t *s0 = &rows[0].sum;
+        if (!team_shown(s0, k) || !s0->team[k].jobs)
+            continue;
+        char label[24];
+        snprintf(label, sizeof(label), "%.9s wait mean", team_name(&rows[0], k));
+        ROW(label, human_s(s->team[k].wait_mean_s, a, sizeof(a)));
+        snprintf(label, sizeof(label), "%.9s wait p90", team_name(&rows[0], k));
+        ROW(label, human_s(s->team[k].wait_p90_s, a, sizeof(a)));
+        snprintf(label, sizeof(label), "%.9s rho", team_name(&rows[0], k));
+        ROW(label, s->team[k].rho > 0 ? CELL("%.2f", s->team[k].rho) : "-");
+    }
 #undef ROW
 #undef CELL
 }

@@ -116,11 +116,13 @@ static json_t *run_json(const spw_trace_t *t, const spw_report_row_t *row, const
         if (!tm->jobs && k == 0)
             continue;
         const char *name = k ? row->gov->teams[k - 1].name : "(no team)";
-        json_array_append_new(teams, json_pack("{s:s, s:I, s:f, s:f, s:f}", "team", name,
-                                               "jobs", (json_int_t)tm->jobs,
+        json_array_append_new(teams, json_pack("{s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f}",
+                                               "team", name, "jobs", (json_int_t)tm->jobs,
                                                "onprem_usd", tm->onprem_usd,
                                                "cloud_usd", tm->cloud_usd,
-                                               "egress_usd", tm->egress_usd));
+                                               "egress_usd", tm->egress_usd,
+                                               "wait_mean_s", tm->wait_mean_s,
+                                               "wait_p90_s", tm->wait_p90_s, "rho", tm->rho));
     }
     json_object_set_new(o, "teams", teams);
     return o;

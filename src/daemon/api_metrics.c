@@ -53,6 +53,17 @@ static const char *esc(const char *s, char *buf, size_t len)
     return buf;
 }
 
+/* spillway_team_gpus or spillway_cohort_gpus (what: "team" or "cohort") of
+ * one team or cohort: v[0] nominal, v[1] used, v[2] borrowed, v[3] lent. */
+static void put_gpus(sbuf_t *b, const char *what, const char *name, const double v[4])
+{
+    static const char *const kinds[] = {"nominal", "used", "borrowed", "lent"};
+    char e[256];
+    for (int k = 0; k < 4; k++)
+        put(b, "spillway_%s_gpus{%s=\"%s\",kind=\"%s\"} %g\n", what, what,
+            esc(name, e, sizeof(e)), kinds[k], v[k]);
+}
+
 void spw_daemon_metrics_conf(const spw_daemon_t *d, int *auth, int *per_job)
 {
     *auth = d->cfg->daemon.metrics_auth;
@@ -264,13 +275,22 @@ char *spw_daemon_metrics(spw_daemon_t *d)
                 "its jobs (used), held above its quota (borrowed), of its quota held by others "
                 "(lent).\n");
         put(&b, "# TYPE spillway_team_gpus gauge\n");
-        static const char *const kinds[] = {"nominal", "used", "borrowed", "lent"};
-        for (size_t i = 0; i < g->nteams; i++) {
+        /* The teams, then the cohorts (each summed over its subtree). */
+        for (size_t i = 0; i < g->nteams + g->ncohorts; i++) {
             double v[4];
-            api_team_gpus(d, i, v);
-            for (int k = 0; k < 4; k++)
-                put(&b, "spillway_team_gpus{team=\"%s\",kind=\"%s\"} %g\n",
-                    esc(g->teams[i].name, e1, sizeof(e1)), kinds[k], v[k]);
+            size_t c = i - g->nteams;
+            if (i == g->nteams) {
+                put(&b, "# HELP spillway_cohort_gpus On-prem GPUs per cohort, summed over the "
+                        "teams of its subtree: nominal, used, borrowed and lent as "
+                        "spillway_team_gpus.\n");
+                put(&b, "# TYPE spillway_cohort_gpus gauge\n");
+            }
+            if (i < g->nteams)
+                api_team_gpus(d, i, v);
+            else
+                api_cohort_gpus(d, c, v);
+            put_gpus(&b, i < g->nteams ? "team" : "cohort",
+                     i < g->nteams ? g->teams[i].name : g->cohorts[c].name, v);
         }
         free(L);
     }

@@ -30,6 +30,8 @@ int api_provider_total(const spw_daemon_t *d, const offer_tally_t *t, size_t i, 
 /* api_teams.c: fair share and quotas.  Team i's (config index) on-prem
  * GPUs: v[0] nominal, v[1] used, v[2] borrowed, v[3] lent. */
 void api_team_gpus(const spw_daemon_t *d, size_t i, double v[4]);
+/* The same summed over the teams of cohort c's subtree (config index). */
+void api_cohort_gpus(const spw_daemon_t *d, size_t c, double v[4]);
 /* What explain says of job j's fair share: "waits: team cv is above its
  * fair share (61% used vs 50%)", "will preempt j-000123 (borrowed by team
  * a)", ...; JSON null when fair share does not concern it. */

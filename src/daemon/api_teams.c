@@ -58,29 +58,18 @@ int spw_daemon_teams(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
         team_fields(d, (uint32_t)i + 1, o);
         json_array_append_new(teams, o);
     }
-    /* A cohort's figures add up those of the teams in its subtree. */
     for (size_t c = 0; c < g->ncohorts && who->admin; c++) {
-        double nominal = 0;
-        json_int_t used = 0, borrowed = 0, lent = 0;
-        for (size_t i = 0; i < g->nteams; i++) {
-            if (!g->teams[i].cohort || !in_tree(g, (int)g->teams[i].cohort - 1, (int)c))
-                continue;
-            spw_fair_team_t ft;
-            spw_fair_team(spw_engine_fair(d->engine), (uint32_t)i + 1, d->now, &ft);
-            nominal += ft.nominal_gpus;
-            used += ft.used_gpus;
-            borrowed += ft.borrowed_gpus;
-            lent += ft.lent_gpus;
-        }
+        double v[4];
+        api_cohort_gpus(d, c, v);
         json_t *o = json_object();
         json_object_set_new(o, "cohort", json_string(g->cohorts[c].name));
         json_object_set_new(o, "parent", g->cohorts[c].parent >= 0
                                              ? json_string(g->cohorts[g->cohorts[c].parent].name)
                                              : json_null());
-        json_object_set_new(o, "nominal_gpus", json_real(nominal));
-        json_object_set_new(o, "used_gpus", json_integer(used));
-        json_object_set_new(o, "borrowed_gpus", json_integer(borrowed));
-        json_object_set_new(o, "lent_gpus", json_integer(lent));
+        json_object_set_new(o, "nominal_gpus", json_real(v[0]));
+        json_object_set_new(o, "used_gpus", json_integer((json_int_t)v[1]));
+        json_object_set_new(o, "borrowed_gpus", json_integer((json_int_t)v[2]));
+        json_object_set_new(o, "lent_gpus", json_integer((json_int_t)v[3]));
         json_array_append_new(cohorts, o);
     }
     json_t *o = json_object();
@@ -103,6 +92,21 @@ void api_team_gpus(const spw_daemon_t *d, size_t i, double v[4])
     v[1] = ft.used_gpus;
     v[2] = ft.borrowed_gpus;
     v[3] = ft.lent_gpus;
+}
+
+/* A cohort's figures add up those of the teams in its subtree. */
+void api_cohort_gpus(const spw_daemon_t *d, size_t c, double v[4])
+{
+    const spw_gov_t *g = &d->fleet.gov;
+    v[0] = v[1] = v[2] = v[3] = 0;
+    for (size_t i = 0; i < g->nteams; i++) {
+        if (!g->teams[i].cohort || !in_tree(g, (int)g->teams[i].cohort - 1, (int)c))
+            continue;
+        double t[4];
+        api_team_gpus(d, i, t);
+        for (int k = 0; k < 4; k++)
+            v[k] += t[k];
+    }
 }
 
 json_t *api_fair_explain(const spw_daemon_t *d, const djob_t *j)

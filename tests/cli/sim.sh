@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 76
+plan 78
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -593,5 +593,45 @@ else
     skip "examples/governance.yaml reads ../shared/data/catalog, which is absent"
     skip "examples/fleet.yaml reads ../shared/data/catalog, which is absent"
 fi
+
+# Fair share before and after (docs/fairshare.md): the issue's scenario,
+# small: team a's 24 x 8-GPU hour-long jobs at t = 0 fill a 4 x 8-GPU pool,
+# team b's eight 1-GPU half-hour jobs come at 10 min.  --compare fifo,fair
+# runs the queue orders side by side with each team's waits and rho.
+{
+    echo "id,submit_s,gpus,runtime_s,gpu,team,checkpoint_interval_s"
+    i=1; while [ $i -le 24 ]; do echo "a$i,0,8,3600,,a,600"; i=$((i + 1)); done
+    i=1; while [ $i -le 8 ]; do echo "b$i,600,1,1800,,b,600"; i=$((i + 1)); done
+} >"$T/fair-jobs.csv"
+printf 'onprem:\n  - {name: pool, nodes: 4, gpus_per_node: 8}\npolicy: {wait: never, half_life: 1d}\nteams:\n  - {name: a}\n  - {name: b}\n' >"$T/fair.yaml"
+run_spw "$T/fc.txt" "$T/fc.err" sim --trace "$T/fair-jobs.csv" --config "$T/fair.yaml" -q \
+    --compare fifo,fair
+[ "$rc" = 0 ] && grep -Eq '^queue order +fifo +fair *$' "$T/fc.txt" &&
+    grep -Eq '^b wait mean +5\.8 h +50\.0 min *$' "$T/fc.txt" && grep -Eq '^b wait p90 ' "$T/fc.txt" &&
+    grep -Eq '^a rho +[0-9.]+ +[0-9.]+ *$' "$T/fc.txt" && grep -Eq '^b rho +[0-9.]+ +[0-9.]+ *$' "$T/fc.txt"
+ok $? "sim --compare fifo,fair: per-team mean and p90 waits and rho side by side" ||
+    diag "$(cat "$T/fc.txt" "$T/fc.err")"
+run_spw "$T/fc.json" "$T/fc.err" sim --trace "$T/fair-jobs.csv" --config "$T/fair.yaml" -q \
+    --compare fifo,fair -o json --report "$T/fc.html"
+[ "$rc" = 0 ] && python3 - "$T/fc.json" "$T/fc.html" <<'PY'
+import json, re, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["queue"] for r in rows] == ["fifo", "fair"], rows
+b = [[t for t in r["governance"]["teams"] if t["team"] == "b"][0] for r in rows]
+assert b[1]["wait_mean_s"] < b[0]["wait_mean_s"] / 4 and b[1]["rho"] < b[0]["rho"], b
+assert abs(rows[0]["onprem_utilization"] - rows[1]["onprem_utilization"]) < 0.02, rows
+html = open(sys.argv[2]).read()
+m = re.search(r'<script id="spw-data" type="application/json">(.*?)</script>', html, re.S)
+d = json.loads(m.group(1).replace("<\\/", "</"))
+assert d["inputs"]["compare"] == "queue order", d["inputs"]
+for r, j in zip(d["runs"], rows):
+    t = {x["team"]: x for x in r["teams"]}
+    g = {x["team"]: x for x in j["governance"]["teams"]}
+    for k in ("a", "b"):
+        for f in ("wait_mean_s", "wait_p90_s", "rho"):
+            assert abs(t[k][f] - g[k][f]) < 1e-6, (r["label"], k, f, t[k], g[k])
+PY
+ok $? "fair cuts team b's mean wait and rho at the same utilisation; --report has each team's waits and rho" ||
+    diag "$(cat "$T/fc.err")"
 
 done_testing

@@ -9,7 +9,7 @@
 # requeued and resumes from its checkpoint, and ml's job runs on-prem.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 27
+plan 28
 
 mkconfig "$T/serve.yaml" 1 none
 sed -i 's/^  queue: fifo$/  queue: fair\n  reclaim_grace: 3/' "$T/serve.yaml"
@@ -118,11 +118,24 @@ EOF
 ok $? "/v1/teams: ml lends its 1 GPU of quota, cv borrows it (cohort lab)" || diag "$(cat "$T/http.body")"
 http GET /metrics admin
 grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
-    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body"
-ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending"
-spw admin costs >"$T/costs.out" 2>&1
-grep -A3 '^fair share (on-prem GPUs now)' "$T/costs.out" | grep -Eq '^ *cv +0 +1 +1 +0 *$'
-ok $? "spillway costs: a fair share table with cv's borrowed GPU" || diag "$(cat "$T/costs.out")"
+    grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body" &&
+    grep -q '^spillway_cohort_gpus{cohort="lab",kind="borrowed"} 1$' "$T/http.body" &&
+    grep -q '^spillway_cohort_gpus{cohort="lab",kind="nominal"} 1$' "$T/http.body"
+ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending, spillway_cohort_gpus lab's sums"
+# queue and costs print /v1/teams under their tables: teams, then cohorts.
+fair_rows() { sed -n '/^fair share: on-prem GPUs now (1 in all; queue fair)$/,$p' "$1"; }
+spw admin costs >"$T/costs.out" 2>&1 && fair_rows "$T/costs.out" >"$T/fair.out" &&
+    grep -Eq '^team +cv +lab +0 +1 +1 +0 +' "$T/fair.out" &&
+    grep -Eq '^team +ml +lab +1 +0 +0 +1 +' "$T/fair.out"
+ok $? "spillway costs: a fair share table with cv's borrowed GPU, ml's lent one" ||
+    diag "$(cat "$T/costs.out")"
+spw admin queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
+    grep -Eq '^team +cv +lab +0 +1 +1 +0 +' "$T/fair.out" &&
+    grep -Eq '^cohort +lab +- +1 +1 +1 +1 +- *$' "$T/fair.out" &&
+    spw cv queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
+    grep -Eq '^team +cv ' "$T/fair.out" && ! grep -Eq '^(team +ml|cohort) ' "$T/fair.out"
+ok $? "spillway queue: the same per team and cohort under the jobs (team cv sees its own row)" ||
+    diag "$(cat "$T/queue.out")"
 mlj=$(submit ml "$T/owner.yaml")
 will_preempt() {
     spw ml explain "$mlj" -o json >"$T/ex.json" 2>/dev/null &&

@@ -10,13 +10,15 @@
 . "$(dirname "$0")/ui-lib"
 
 need_chromium
-plan 16
+plan 17
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 
 # GPUs 0 and 1 busy, 2 and 3 at 0%: the job on 2-3 gets flagged idle.
 fake_gpus 80 80 0 0
 mkconfig_ui "$T/d.yaml" constant:1
+# Fair share: ml's quota is 2 of the 4 slots; cv, without one, borrows the other 2.
+sed -i 's/{name: ml, monthly_usd: 100}/{name: ml, monthly_usd: 100, quota: {gpus: 2}}/' "$T/d.yaml"
 start_daemon "$T/d.yaml" "$T/state"
 ok $? "spillway serve starts (4 GPU slots, wait constant:1, teams ml and cv with budgets)"
 
@@ -85,7 +87,7 @@ cat >"$T/steps.json" <<JSON
   "extract": "({decision: document.querySelector('#explain .decision').textContent, kinds: [...document.querySelectorAll('#explain tbody tr')].map(r => r.cells[0].textContent)})",
   "shot": "$ART/explain.png"},
  {"name": "pools", "url": "$URL/ui#pools", "wait": "$ready && !document.getElementById('view-pools').hidden && !!document.querySelector('#chart-pools svg path')",
-  "extract": "({rows: $(rows_js pools), paths: document.querySelectorAll('#chart-pools svg path').length, qpaths: document.querySelectorAll('#chart-queue svg path').length})",
+  "extract": "({rows: $(rows_js pools), fair: $(rows_js fair-share), paths: document.querySelectorAll('#chart-pools svg path').length, qpaths: document.querySelectorAll('#chart-queue svg path').length})",
   "shot": "$ART/pools.png"},
  {"name": "cloud", "url": "$URL/ui#cloud", "wait": "$ready && !document.getElementById('view-cloud').hidden",
   "extract": "({rows: $(rows_js instances)})", "shot": "$ART/cloud.png"},
@@ -96,7 +98,7 @@ cat >"$T/steps.json" <<JSON
  {"name": "gpus", "url": "$URL/ui#gpus", "wait": "$ready && !document.getElementById('view-gpus').hidden && document.querySelectorAll('#gpus tbody tr[data-gpu]').length === 4",
   "extract": "({gpus: $(rows_js gpus), jobs: $(rows_js gpu-jobs)})", "shot": "$ART/gpus.png"},
  {"name": "team", "url": "$URL/ui#token=$CV_TOKEN&view=jobs", "wait": "$ready && document.getElementById('who').textContent === 'team view'",
-  "extract": "({rows: $(rows_js jobs-active), budgets: $(rows_js budgets), explain_hidden: document.getElementById('explain').hidden && !document.getElementById('explain').textContent})", "shot": "$ART/team-cv.png"}
+  "extract": "({rows: $(rows_js jobs-active), budgets: $(rows_js budgets), fair: $(rows_js fair-share), explain_hidden: document.getElementById('explain').hidden && !document.getElementById('explain').textContent})", "shot": "$ART/team-cv.png"}
 ]
 JSON
 python3 "$(dirname "$0")/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err"
@@ -106,7 +108,7 @@ ok $st "chromium loads the login page and every view (jobs, explain, pools, clou
 
 # The API's view, right after the browser's (the jobs sleep 300 s, so
 # states and placements hold still; money moves by cents).
-for what in jobs pools costs; do
+for what in jobs pools costs teams; do
     case $what in jobs) p='/v1/jobs?limit=10000' ;; *) p=/v1/$what ;; esac
     http GET "$p" admin
     cp "$T/http.body" "$T/api-$what.json"
@@ -121,7 +123,7 @@ t = sys.argv[1]
 r = json.load(open(t + "/res.json"))
 out = {s["name"]: s["value"] for s in r["steps"]}
 out["console"] = r["console"]
-for k in ("jobs", "pools", "costs", "tel", "explain"):
+for k in ("jobs", "pools", "costs", "teams", "tel", "explain"):
     out["api_" + k] = json.load(open("%s/api-%s.json" % (t, k)))
 json.dump(out, open(t + "/all.json", "w"))
 PYEOF
@@ -196,6 +198,18 @@ for r in d['cloud']['rows']:
     assert abs(float(r['cells'][5].lstrip('\$')) - i['cost_usd']) < 0.05, (r, i)
 "
 ok $? "pools and cloud views: GPUs busy/free/down, charts, and the live instances with their job and cost equal the API's"
+
+json_check "$T/all.json" "
+api = d['api_teams']
+want = [['team', t['team'], t['cohort'] or '-', t['nominal_gpus'], t['used_gpus'], t['borrowed_gpus'],
+         t['lent_gpus']] for t in api['teams']]
+got = [r['cells'][:7] for r in d['pools']['fair']]
+assert [[str(x) if not isinstance(x, float) else '%g' % x for x in w] for w in want] == got, (got, want)
+assert {r['team']: r['cells'][3:7] for r in d['pools']['fair']} == {
+    'ml': ['2', '2', '0', '0'], 'cv': ['0', '2', '2', '0']}, got
+assert [r['cells'][:2] for r in d['team']['fair']] == [['team', 'cv']], d['team']['fair']
+"
+ok $? "pools view: the fair share table equals /v1/teams (ml uses its quota of 2, cv borrows 2); team cv sees its row only"
 
 json_check "$T/all.json" "
 api = {t['team']: t for t in d['api_costs']['teams']}
