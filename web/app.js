@@ -215,11 +215,18 @@ async function showExplain(id) {
 function renderPools() {
   const p = state.data.pools;
   if (!p) return;
-  rows('pools', p.pools.map(x => '<tr data-pool="' + esc(x.name) + '"><td>' + esc(x.name) + '</td><td>' +
-    esc(x.gpu_model || '') + '</td><td class="num">' + esc(x.nodes) + '</td><td class="num">' + esc(x.gpus) +
-    '</td><td class="num busy">' + esc(x.gpus_busy) + '</td><td class="num free">' + esc(x.gpus_free) +
-    '</td><td class="num down">' + esc(x.gpus_down) + '</td><td class="num">' + esc(usd(x.cost_usd_per_gpu_h)) + '</td></tr>'),
-    'no on-prem pool');
+  // What owned GPUs cost this month, used or idle (`spillway costs`; admins).
+  const owned = new Map(((state.data.costs && state.data.costs.pools) || []).map(x => [x.pool, x]));
+  const money = v => v === null || v === undefined ? '' : usd(v);
+  rows('pools', p.pools.map(x => {
+    const o = owned.get(x.name) || {};
+    return '<tr data-pool="' + esc(x.name) + '"><td>' + esc(x.name) + '</td><td>' +
+      esc(x.gpu_model || '') + '</td><td class="num">' + esc(x.nodes) + '</td><td class="num">' + esc(x.gpus) +
+      '</td><td class="num busy">' + esc(x.gpus_busy) + '</td><td class="num free">' + esc(x.gpus_free) +
+      '</td><td class="num down">' + esc(x.gpus_down) + '</td><td class="num">' + esc(usd(x.cost_usd_per_gpu_h)) +
+      '</td><td class="num owned">' + esc(money(o.owned_usd)) + '</td><td class="num owned-idle">' +
+      esc(money(o.owned_idle_usd)) + '</td></tr>';
+  }), 'no on-prem pool');
   const s = (state.data.series && state.data.series.samples) || [];
   const lines = [];
   p.pools.forEach(pool => {
@@ -250,19 +257,30 @@ function renderCloud() {
     '</td></tr>'), 'no offer has a live instance');
 }
 
+// How far a team is into its budget: ok (green) below 80%, warn (amber)
+// from 80% up to 100%, over (red) at 100% and above.
+function budgetLevel(frac) {
+  return frac >= 1 ? 'over' : frac >= 0.8 ? 'warn' : 'ok';
+}
+
 function renderBudgets() {
   const c = state.data.costs;
   if (!c) return;
   rows('budgets', c.teams.map(t => {
-    const used = t.budget_usd ? (t.settled_usd + t.reserved_usd) / t.budget_usd : null;
-    const bar = used === null ? '' : '<div class="bar"><i class="settled" style="width:' +
-      Math.min(100, 100 * t.settled_usd / t.budget_usd).toFixed(1) + '%"></i><i class="reserved" style="width:' +
-      Math.min(100, 100 * t.reserved_usd / t.budget_usd).toFixed(1) + '%"></i></div>';
-    return '<tr data-team="' + esc(t.team) + '"><td>' + esc(t.team) + '</td><td>' + esc(t.period || '') + '</td><td class="num budget">' +
-      esc(t.budget_usd === null ? 'none' : usd(t.budget_usd)) + '</td><td class="num settled">' + esc(usd(t.settled_usd)) +
+    const has = t.budget_usd !== null && t.budget_usd !== undefined;
+    const part = v => has && t.budget_usd > 0 ? v / t.budget_usd : (v > 0 ? Infinity : 0);
+    const used = has ? part(t.settled_usd + t.reserved_usd) : null;
+    const lvl = used === null ? '' : budgetLevel(used);
+    const ws = Math.min(100, 100 * part(t.settled_usd));
+    const wr = Math.min(100 - ws, 100 * part(t.reserved_usd));
+    const bar = used === null ? '' : '<div class="bar lvl-' + lvl + '" data-level="' + lvl + '"><i class="settled" style="width:' +
+      ws.toFixed(1) + '%"></i><i class="reserved" style="width:' + wr.toFixed(1) + '%"></i></div>';
+    return '<tr data-team="' + esc(t.team) + '" data-level="' + lvl + '"><td>' + esc(t.team) + '</td><td>' + esc(t.period || '') + '</td><td class="num budget">' +
+      esc(has ? usd(t.budget_usd) : 'none') + '</td><td class="num settled">' + esc(usd(t.settled_usd)) +
       '</td><td class="num reserved">' + esc(usd(t.reserved_usd)) + '</td><td class="num">' +
       esc(t.remaining_usd === null || t.remaining_usd === undefined ? '' : usd(t.remaining_usd)) + '</td><td>' + bar +
-      (used === null ? '' : esc((100 * used).toFixed(0) + '%')) + '</td><td class="num">' + esc(usd(t.cloud_usd_per_h)) +
+      (used === null ? '' : '<span class="pct lvl-' + lvl + '">' + esc(isFinite(used) ? (100 * used).toFixed(0) + '%' : 'over') + '</span>') +
+      '</td><td class="num">' + esc(usd(t.cloud_usd_per_h)) +
       '</td><td class="num held">' + esc(t.held_jobs) + '</td></tr>';
   }), 'no team');
   const s = (state.data.series && state.data.series.samples) || [];
