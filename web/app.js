@@ -5,7 +5,8 @@
 
 const POLL_MS = 3000;
 const KEY = 'spillway-token';
-const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null };
+const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null,
+                filter: { state: '', team: '', q: '', page: 0 }, pageSize: 25 };
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -152,10 +153,36 @@ function jobRuntime(j, now) {
   return now - j.submit_ts;
 }
 
+// The live jobs the filters let through (state, team, text in the id, name
+// or reason), one page of state.pageSize at a time.
+function jobFilter(j) {
+  const f = state.filter;
+  const q = f.q.trim().toLowerCase();
+  return (!f.state || j.state === f.state) && (!f.team || j.team === f.team) &&
+    (!q || [j.id, j.name, j.reason].some(x => String(x || '').toLowerCase().includes(q)));
+}
+
 function renderJobs() {
   const jobs = (state.data.jobs && state.data.jobs.jobs) || [];
   const now = Date.now() / 1000;
-  const live = jobs.filter(j => ['queued', 'placed', 'running'].includes(j.state));
+  const all = jobs.filter(j => ['queued', 'placed', 'running'].includes(j.state));
+  const teams = [...new Set(all.map(j => j.team))].sort();
+  const sel = $('f-team');
+  const opts = ['<option value="">all teams</option>'].concat(teams.map(t =>
+    '<option value="' + esc(t) + '"' + (t === state.filter.team ? ' selected' : '') + '>' + esc(t) + '</option>')).join('');
+  if (sel.innerHTML !== opts) sel.innerHTML = opts;
+  if (state.filter.team && !teams.includes(state.filter.team))
+    sel.insertAdjacentHTML('beforeend', '<option value="' + esc(state.filter.team) + '" selected>' + esc(state.filter.team) + '</option>');
+  const shown = all.filter(jobFilter);
+  const size = state.pageSize;
+  const pages = Math.max(1, Math.ceil(shown.length / size));
+  state.filter.page = Math.min(Math.max(0, state.filter.page), pages - 1);
+  const from = state.filter.page * size;
+  const live = shown.slice(from, from + size);
+  $('page-info').textContent = shown.length ? (from + 1) + '\u2013' + (from + live.length) + ' of ' + shown.length +
+    (shown.length < all.length ? ' (' + all.length + ' live)' : '') : '0 of ' + all.length;
+  $('page-prev').disabled = state.filter.page === 0;
+  $('page-next').disabled = state.filter.page >= pages - 1;
   rows('jobs-active', live.map(j =>
     '<tr class="job" data-id="' + esc(j.id) + '" data-state="' + esc(j.state) + '">' +
     '<td><a href="#jobs" data-explain="' + esc(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.name) +
@@ -163,7 +190,7 @@ function renderJobs() {
     esc(j.gpus) + '</td><td>' + esc(j.where || '') + (j.emulated ? '*' : '') + (j.spot ? ' (spot)' : '') +
     '</td><td>' + esc(j.placement || '') + '</td><td class="num">' + esc(dur(jobRuntime(j, now))) +
     '</td><td class="num cost">' + esc(usd(j.cost_usd)) + '</td><td class="why">' + esc(j.reason || '') + '</td></tr>'),
-    'no job is queued or running');
+    all.length ? 'no job matches the filters' : 'no job is queued or running');
   const intr = jobs.filter(j => j.preemptions || j.restarts || j.failures);
   rows('jobs-interrupted', intr.map(j => '<tr data-id="' + esc(j.id) + '"><td>' + esc(j.id) + '</td><td>' +
     esc(j.team) + '</td><td>' + esc(j.state) + '</td><td class="num">' + esc(j.preemptions) +
@@ -419,6 +446,10 @@ function signOut(msg) {
 // Forgets what the previous token showed (an open explain, the views).
 function clearViews() {
   state.explainId = null;
+  state.filter = { state: '', team: '', q: '', page: 0 };
+  $('f-state').value = '';
+  $('f-team').value = '';
+  $('f-q').value = '';
   $('explain').hidden = true;
   $('explain').innerHTML = '';
 }
@@ -474,6 +505,17 @@ $('login').addEventListener('submit', ev => {
   if (t) signIn(t);
 });
 $('logout').addEventListener('click', () => signOut(''));
+// Filters and pages of the job list: drawn again at once, from what the
+// last poll read.
+function refilter(change) {
+  Object.assign(state.filter, change);
+  if (state.data.jobs) renderJobs();
+}
+$('f-state').addEventListener('change', ev => refilter({ state: ev.target.value, page: 0 }));
+$('f-team').addEventListener('change', ev => refilter({ team: ev.target.value, page: 0 }));
+$('f-q').addEventListener('input', ev => refilter({ q: ev.target.value, page: 0 }));
+$('page-prev').addEventListener('click', () => refilter({ page: state.filter.page - 1 }));
+$('page-next').addEventListener('click', () => refilter({ page: state.filter.page + 1 }));
 
 route();
 const saved = sessionStorage.getItem(KEY);

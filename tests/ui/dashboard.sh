@@ -10,7 +10,7 @@
 . "$(dirname "$0")/ui-lib"
 
 need_chromium
-plan 17
+plan 18
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 
@@ -84,6 +84,7 @@ cat >"$T/steps.json" <<JSON
  {"name": "explain", "click": "[data-explain=\"$j3\"]", "wait": "!!document.querySelector('#explain table tbody tr')",
   "extract": "({decision: document.querySelector('#explain .decision').textContent, kinds: [...document.querySelectorAll('#explain tbody tr')].map(r => r.cells[0].textContent)})",
   "shot": "$ART/explain.png"},
+ {"name": "jobs-pages", "extract": "(() => { const ids = () => [...document.querySelectorAll('#jobs-active tbody tr.job')].map(r => r.dataset.id); const info = () => document.getElementById('page-info').textContent; const prev = document.getElementById('page-prev'), next = document.getElementById('page-next'); const set = (id, v, ev) => { const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event(ev)); }; const out = {}; state.pageSize = 2; renderJobs(); out.p1 = [ids(), info(), prev.disabled, next.disabled]; next.click(); out.p2 = [ids(), info(), prev.disabled, next.disabled]; set('f-team', 'cv', 'change'); out.team = [ids(), info()]; set('f-team', '', 'change'); set('f-state', 'queued', 'change'); out.queued = [ids(), info(), document.querySelector('#jobs-active tbody tr.empty').textContent]; set('f-state', '', 'change'); set('f-q', 'BURST', 'input'); out.q = [ids(), info()]; set('f-q', '', 'input'); state.pageSize = 25; renderJobs(); out.reset = [ids(), info()]; return out; })()"},
  {"name": "pools", "url": "$URL/ui#pools", "wait": "$ready && !document.getElementById('view-pools').hidden && !!document.querySelector('#chart-pools svg path')",
   "extract": "({rows: $(rows_js pools), paths: document.querySelectorAll('#chart-pools svg path').length, qpaths: document.querySelectorAll('#chart-queue svg path').length})",
   "shot": "$ART/pools.png"},
@@ -159,6 +160,17 @@ assert tl['busy'] == '4 / 4' and tl['cloud'] == '2', tl
 assert not d['jobs']['token_in_url']
 "
 ok $? "jobs view: the live jobs, their state, team, GPUs, where, placement and why equal the API's"
+
+json_check "$T/all.json" "
+p = d['jobs-pages']
+assert p['p1'] == [['$j1', '$j2'], '1\u20132 of 3', True, False], p['p1']
+assert p['p2'] == [['$j3'], '3\u20133 of 3', False, True], p['p2']
+assert p['team'] == [['$j2'], '1\u20131 of 1 (3 live)'], p['team']
+assert p['queued'] == [[], '0 of 3', 'no job matches the filters'], p['queued']
+assert p['q'] == [['$j3'], '1\u20131 of 1 (3 live)'], p['q']
+assert p['reset'] == [['$j1', '$j2', '$j3'], '1\u20133 of 3'], p['reset']
+"
+ok $? "the job list pages (2 a page: $j1 $j2, then $j3) and filters by team, state and text (case-insensitive)"
 
 json_check "$T/all.json" "
 api = {j['id']: j for j in d['api_jobs']['jobs'] if j['preemptions'] or j['restarts'] or j['failures']}
