@@ -129,9 +129,21 @@
         acc += v;
       });
       s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 18) + '" text-anchor="middle">' + esc(g.name) + '</text>';
-      if (g.sub)
-        s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 5) + '" text-anchor="middle" style="font-size:9px">' + esc(g.sub) + '</text>';
     });
+    // Each run's name once, under its run's bars (one under each narrow bar
+    // would overlap its neighbours), with a tick between runs.
+    for (let i = 0; i < groups.length;) {
+      let k = i;
+      while (k < groups.length && groups[k].sub === groups[i].sub) k++;
+      if (groups[i].sub) {
+        const cx = L + (i + k) / 2 * bw;
+        s += '<text class="sub" x="' + cx.toFixed(1) + '" y="' + (H - 4) + '" text-anchor="middle" style="font-size:10px;fill:#1a202c">' +
+          esc(groups[i].sub) + '</text>';
+        if (i > 0)
+          s += '<line class="grid" x1="' + (L + i * bw).toFixed(1) + '" x2="' + (L + i * bw).toFixed(1) + '" y1="' + (H - B) + '" y2="' + H + '"/>';
+      }
+      i = k;
+    }
     s += '</svg><div class="legend">' + keys.map((k, j) => '<span><i style="background:' + COLORS[j % COLORS.length] + '"></i>' + esc(k) + '</span>').join('') + '</div>';
     el.innerHTML = s;
   }

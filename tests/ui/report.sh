@@ -36,7 +36,7 @@ ok $? "the file is self-contained: one page, no external script, style or image"
 
 cat >"$T/steps.json" <<JSON
 [{"name": "report", "url": "file://$T/r.html", "wait": "document.body.dataset.ready === '1'",
-  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), frontier: document.getElementById('frontier').dataset.frontier, points: document.querySelectorAll('#frontier svg circle.pt').length, charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), labels: [...document.querySelectorAll('#frontier svg text[style]')].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.y, b.width, b.height]; }), dots: [...document.querySelectorAll('#frontier svg circle.pt')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]), box: document.querySelector('#frontier svg').getAttribute('viewBox'), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
+  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), frontier: document.getElementById('frontier').dataset.frontier, points: document.querySelectorAll('#frontier svg circle.pt').length, charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), labels: [...document.querySelectorAll('#frontier svg text[style]')].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.y, b.width, b.height]; }), dots: [...document.querySelectorAll('#frontier svg circle.pt')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]), box: document.querySelector('#frontier svg').getAttribute('viewBox'), xlabels: [...document.querySelectorAll('#teams svg text')].filter(t => t.getBBox().y > 200).map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.y, b.width, b.height]; }), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
   "shot": "$ART/report.png"},
  {"name": "report-lower", "extract": "window.scrollTo(0, 720)", "shot": "$ART/report-charts.png"}]
 JSON
@@ -125,8 +125,13 @@ for i, a in enumerate(boxes):
     for j, b in enumerate(boxes[:i]):
         assert not hit(a, b), ("labels overlap", labels[i], labels[j])
     for c in dots:
-        assert not hit(a, [c[0] - c[2], c[1] - c[2], 2 * c[2], 2 * c[2]]), ("label on a point", labels[i], c)'
-ok $? "frontier labels are readable: none overlaps another label or a point, all inside the chart" ||
+        assert not hit(a, [c[0] - c[2], c[1] - c[2], 2 * c[2], 2 * c[2]]), ("label on a point", labels[i], c)
+xl = v["xlabels"]
+assert len(xl) >= 4, xl
+for i, a in enumerate(xl):
+    for b in xl[:i]:
+        assert not hit(a[1:], b[1:]), ("team chart labels overlap", a, b)'
+ok $? "frontier labels are readable: none overlaps another label or a point, all inside the chart; the team chart's labels do not overlap" ||
     diag "$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["steps"][0]["value"]; print(v["labels"], v["dots"])' "$T/res.json")"
 
 json_check "$T/res.json" '
