@@ -5,7 +5,8 @@
 
 const POLL_MS = 3000;
 const KEY = 'spillway-token';
-const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null };
+const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null,
+                filter: { state: '', team: '', q: '', page: 0 }, pageSize: 25 };
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -152,10 +153,36 @@ function jobRuntime(j, now) {
   return now - j.submit_ts;
 }
 
+// The live jobs the filters let through (state, team, text in the id, name
+// or reason), one page of state.pageSize at a time.
+function jobFilter(j) {
+  const f = state.filter;
+  const q = f.q.trim().toLowerCase();
+  return (!f.state || j.state === f.state) && (!f.team || j.team === f.team) &&
+    (!q || [j.id, j.name, j.reason].some(x => String(x || '').toLowerCase().includes(q)));
+}
+
 function renderJobs() {
   const jobs = (state.data.jobs && state.data.jobs.jobs) || [];
   const now = Date.now() / 1000;
-  const live = jobs.filter(j => ['queued', 'placed', 'running'].includes(j.state));
+  const all = jobs.filter(j => ['queued', 'placed', 'running'].includes(j.state));
+  const teams = [...new Set(all.map(j => j.team))].sort();
+  const sel = $('f-team');
+  const opts = ['<option value="">all teams</option>'].concat(teams.map(t =>
+    '<option value="' + esc(t) + '"' + (t === state.filter.team ? ' selected' : '') + '>' + esc(t) + '</option>')).join('');
+  if (sel.innerHTML !== opts) sel.innerHTML = opts;
+  if (state.filter.team && !teams.includes(state.filter.team))
+    sel.insertAdjacentHTML('beforeend', '<option value="' + esc(state.filter.team) + '" selected>' + esc(state.filter.team) + '</option>');
+  const shown = all.filter(jobFilter);
+  const size = state.pageSize;
+  const pages = Math.max(1, Math.ceil(shown.length / size));
+  state.filter.page = Math.min(Math.max(0, state.filter.page), pages - 1);
+  const from = state.filter.page * size;
+  const live = shown.slice(from, from + size);
+  $('page-info').textContent = shown.length ? (from + 1) + '\u2013' + (from + live.length) + ' of ' + shown.length +
+    (shown.length < all.length ? ' (' + all.length + ' live)' : '') : '0 of ' + all.length;
+  $('page-prev').disabled = state.filter.page === 0;
+  $('page-next').disabled = state.filter.page >= pages - 1;
   rows('jobs-active', live.map(j =>
     '<tr class="job" data-id="' + esc(j.id) + '" data-state="' + esc(j.state) + '">' +
     '<td><a href="#jobs" data-explain="' + esc(j.id) + '">' + esc(j.id) + '</a></td><td>' + esc(j.name) +
@@ -163,7 +190,7 @@ function renderJobs() {
     esc(j.gpus) + '</td><td>' + esc(j.where || '') + (j.emulated ? '*' : '') + (j.spot ? ' (spot)' : '') +
     '</td><td>' + esc(j.placement || '') + '</td><td class="num">' + esc(dur(jobRuntime(j, now))) +
     '</td><td class="num cost">' + esc(usd(j.cost_usd)) + '</td><td class="why">' + esc(j.reason || '') + '</td></tr>'),
-    'no job is queued or running');
+    all.length ? 'no job matches the filters' : 'no job is queued or running');
   const intr = jobs.filter(j => j.preemptions || j.restarts || j.failures);
   rows('jobs-interrupted', intr.map(j => '<tr data-id="' + esc(j.id) + '"><td>' + esc(j.id) + '</td><td>' +
     esc(j.team) + '</td><td>' + esc(j.state) + '</td><td class="num">' + esc(j.preemptions) +
@@ -215,11 +242,18 @@ async function showExplain(id) {
 function renderPools() {
   const p = state.data.pools;
   if (!p) return;
-  rows('pools', p.pools.map(x => '<tr data-pool="' + esc(x.name) + '"><td>' + esc(x.name) + '</td><td>' +
-    esc(x.gpu_model || '') + '</td><td class="num">' + esc(x.nodes) + '</td><td class="num">' + esc(x.gpus) +
-    '</td><td class="num busy">' + esc(x.gpus_busy) + '</td><td class="num free">' + esc(x.gpus_free) +
-    '</td><td class="num down">' + esc(x.gpus_down) + '</td><td class="num">' + esc(usd(x.cost_usd_per_gpu_h)) + '</td></tr>'),
-    'no on-prem pool');
+  // What owned GPUs cost this month, used or idle (`spillway costs`; admins).
+  const owned = new Map(((state.data.costs && state.data.costs.pools) || []).map(x => [x.pool, x]));
+  const money = v => v === null || v === undefined ? '' : usd(v);
+  rows('pools', p.pools.map(x => {
+    const o = owned.get(x.name) || {};
+    return '<tr data-pool="' + esc(x.name) + '"><td>' + esc(x.name) + '</td><td>' +
+      esc(x.gpu_model || '') + '</td><td class="num">' + esc(x.nodes) + '</td><td class="num">' + esc(x.gpus) +
+      '</td><td class="num busy">' + esc(x.gpus_busy) + '</td><td class="num free">' + esc(x.gpus_free) +
+      '</td><td class="num down">' + esc(x.gpus_down) + '</td><td class="num">' + esc(usd(x.cost_usd_per_gpu_h)) +
+      '</td><td class="num owned">' + esc(money(o.owned_usd)) + '</td><td class="num owned-idle">' +
+      esc(money(o.owned_idle_usd)) + '</td></tr>';
+  }), 'no on-prem pool');
   const s = (state.data.series && state.data.series.samples) || [];
   const lines = [];
   p.pools.forEach(pool => {
@@ -266,19 +300,30 @@ function renderCloud() {
     '</td></tr>'), 'no offer has a live instance');
 }
 
+// How far a team is into its budget: ok (green) below 80%, warn (amber)
+// from 80% up to 100%, over (red) at 100% and above.
+function budgetLevel(frac) {
+  return frac >= 1 ? 'over' : frac >= 0.8 ? 'warn' : 'ok';
+}
+
 function renderBudgets() {
   const c = state.data.costs;
   if (!c) return;
   rows('budgets', c.teams.map(t => {
-    const used = t.budget_usd ? (t.settled_usd + t.reserved_usd) / t.budget_usd : null;
-    const bar = used === null ? '' : '<div class="bar"><i class="settled" style="width:' +
-      Math.min(100, 100 * t.settled_usd / t.budget_usd).toFixed(1) + '%"></i><i class="reserved" style="width:' +
-      Math.min(100, 100 * t.reserved_usd / t.budget_usd).toFixed(1) + '%"></i></div>';
-    return '<tr data-team="' + esc(t.team) + '"><td>' + esc(t.team) + '</td><td>' + esc(t.period || '') + '</td><td class="num budget">' +
-      esc(t.budget_usd === null ? 'none' : usd(t.budget_usd)) + '</td><td class="num settled">' + esc(usd(t.settled_usd)) +
+    const has = t.budget_usd !== null && t.budget_usd !== undefined;
+    const part = v => has && t.budget_usd > 0 ? v / t.budget_usd : (v > 0 ? Infinity : 0);
+    const used = has ? part(t.settled_usd + t.reserved_usd) : null;
+    const lvl = used === null ? '' : budgetLevel(used);
+    const ws = Math.min(100, 100 * part(t.settled_usd));
+    const wr = Math.min(100 - ws, 100 * part(t.reserved_usd));
+    const bar = used === null ? '' : '<div class="bar lvl-' + lvl + '" data-level="' + lvl + '"><i class="settled" style="width:' +
+      ws.toFixed(1) + '%"></i><i class="reserved" style="width:' + wr.toFixed(1) + '%"></i></div>';
+    return '<tr data-team="' + esc(t.team) + '" data-level="' + lvl + '"><td>' + esc(t.team) + '</td><td>' + esc(t.period || '') + '</td><td class="num budget">' +
+      esc(has ? usd(t.budget_usd) : 'none') + '</td><td class="num settled">' + esc(usd(t.settled_usd)) +
       '</td><td class="num reserved">' + esc(usd(t.reserved_usd)) + '</td><td class="num">' +
       esc(t.remaining_usd === null || t.remaining_usd === undefined ? '' : usd(t.remaining_usd)) + '</td><td>' + bar +
-      (used === null ? '' : esc((100 * used).toFixed(0) + '%')) + '</td><td class="num">' + esc(usd(t.cloud_usd_per_h)) +
+      (used === null ? '' : '<span class="pct lvl-' + lvl + '">' + esc(isFinite(used) ? (100 * used).toFixed(0) + '%' : 'over') + '</span>') +
+      '</td><td class="num">' + esc(usd(t.cloud_usd_per_h)) +
       '</td><td class="num held">' + esc(t.held_jobs) + '</td></tr>';
   }), 'no team');
   const s = (state.data.series && state.data.series.samples) || [];
@@ -418,6 +463,10 @@ function signOut(msg) {
 // Forgets what the previous token showed (an open explain, the views).
 function clearViews() {
   state.explainId = null;
+  state.filter = { state: '', team: '', q: '', page: 0 };
+  $('f-state').value = '';
+  $('f-team').value = '';
+  $('f-q').value = '';
   $('explain').hidden = true;
   $('explain').innerHTML = '';
 }
@@ -473,6 +522,17 @@ $('login').addEventListener('submit', ev => {
   if (t) signIn(t);
 });
 $('logout').addEventListener('click', () => signOut(''));
+// Filters and pages of the job list: drawn again at once, from what the
+// last poll read.
+function refilter(change) {
+  Object.assign(state.filter, change);
+  if (state.data.jobs) renderJobs();
+}
+$('f-state').addEventListener('change', ev => refilter({ state: ev.target.value, page: 0 }));
+$('f-team').addEventListener('change', ev => refilter({ team: ev.target.value, page: 0 }));
+$('f-q').addEventListener('input', ev => refilter({ q: ev.target.value, page: 0 }));
+$('page-prev').addEventListener('click', () => refilter({ page: state.filter.page - 1 }));
+$('page-next').addEventListener('click', () => refilter({ page: state.filter.page + 1 }));
 
 route();
 const saved = sessionStorage.getItem(KEY);

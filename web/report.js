@@ -47,7 +47,8 @@
       if (opts.points) {
         se.pts.forEach(p => {
           s += '<circle class="pt" cx="' + sx(p[0]).toFixed(1) + '" cy="' + sy(p[1]).toFixed(1) + '" r="6" fill="' + c + '"><title>' +
-            esc(se.name) + '</title></circle><text x="' + (sx(p[0]) + 9).toFixed(1) + '" y="' + (sy(p[1]) + 4).toFixed(1) +
+            esc(se.name) + '</title></circle><text class="lbl" data-x="' + sx(p[0]).toFixed(1) + '" data-y="' + sy(p[1]).toFixed(1) +
+            '" x="' + (sx(p[0]) + 9).toFixed(1) + '" y="' + (sy(p[1]) + 4).toFixed(1) +
             '" style="fill:#1a202c">' + esc(se.name) + '</text>';
         });
       } else {
@@ -60,6 +61,50 @@
       s += '<div class="legend">' + series.map((se, i) => '<span><i style="background:' + COLORS[i % COLORS.length] +
         '"></i>' + esc(se.name) + '</span>').join('') + '</div>';
     el.innerHTML = s;
+    if (opts.points)
+      unclutter(el.querySelector('svg'), W, H);
+  }
+  // Moves each point's label to the first place, near its point, where it
+  // overlaps no label placed before it, no point and stays inside the chart
+  // (measured: the labels are in the page); a label moved off its point's
+  // side gets a thin leader line.
+  function unclutter(svg, W, H) {
+    const boxes = [...svg.querySelectorAll('circle.pt')].map(c => {
+      const x = +c.getAttribute('cx'), y = +c.getAttribute('cy');
+      return { x: x - 6, y: y - 6, width: 12, height: 12 };
+    });
+    const hit = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+    const tries = [[9, 4, 'start'], [-9, 4, 'end'], [0, -10, 'middle'], [0, 18, 'middle']];
+    for (let k = 1; k <= 8; k++)
+      tries.push([9, 4 + 14 * k, 'start'], [9, 4 - 14 * k, 'start'], [-9, 4 + 14 * k, 'end'], [-9, 4 - 14 * k, 'end']);
+    svg.querySelectorAll('text.lbl').forEach(t => {
+      const px = +t.dataset.x, py = +t.dataset.y;
+      let best = null;
+      for (const [dx, dy, anchor] of tries) {
+        t.setAttribute('x', (px + dx).toFixed(1));
+        t.setAttribute('y', (py + dy).toFixed(1));
+        t.setAttribute('text-anchor', anchor);
+        const b = t.getBBox();
+        const inside = b.x >= 0 && b.y >= 0 && b.x + b.width <= W && b.y + b.height <= H;
+        if (inside && !boxes.some(o => hit(b, o))) { best = [dx, dy, anchor, b]; break; }
+      }
+      if (!best) {  // nowhere free: beside the point, as before
+        t.setAttribute('x', (px + 9).toFixed(1));
+        t.setAttribute('y', (py + 4).toFixed(1));
+        t.setAttribute('text-anchor', 'start');
+        boxes.push(t.getBBox());
+        return;
+      }
+      boxes.push(best[3]);
+      if (Math.abs(best[1]) > 18) {
+        const ln = document.createElementNS('http://www.w3.org/2000/svg', 'line');
+        ln.setAttribute('class', 'lead');
+        ln.setAttribute('x1', px); ln.setAttribute('y1', py);
+        ln.setAttribute('x2', px + best[0] * 0.8); ln.setAttribute('y2', py + best[1] - 4);
+        ln.setAttribute('stroke', '#a0aec0');
+        svg.insertBefore(ln, svg.firstChild);
+      }
+    });
   }
   function bars(el, groups, keys) {
     // groups: [{name, vals: {key: v}}], stacked bars of keys
@@ -84,9 +129,21 @@
         acc += v;
       });
       s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 18) + '" text-anchor="middle">' + esc(g.name) + '</text>';
-      if (g.sub)
-        s += '<text x="' + (x + bw * 0.35).toFixed(1) + '" y="' + (H - 5) + '" text-anchor="middle" style="font-size:9px">' + esc(g.sub) + '</text>';
     });
+    // Each run's name once, under its run's bars (one under each narrow bar
+    // would overlap its neighbours), with a tick between runs.
+    for (let i = 0; i < groups.length;) {
+      let k = i;
+      while (k < groups.length && groups[k].sub === groups[i].sub) k++;
+      if (groups[i].sub) {
+        const cx = L + (i + k) / 2 * bw;
+        s += '<text class="sub" x="' + cx.toFixed(1) + '" y="' + (H - 4) + '" text-anchor="middle" style="font-size:10px;fill:#1a202c">' +
+          esc(groups[i].sub) + '</text>';
+        if (i > 0)
+          s += '<line class="grid" x1="' + (L + i * bw).toFixed(1) + '" x2="' + (L + i * bw).toFixed(1) + '" y1="' + (H - B) + '" y2="' + H + '"/>';
+      }
+      i = k;
+    }
     s += '</svg><div class="legend">' + keys.map((k, j) => '<span><i style="background:' + COLORS[j % COLORS.length] + '"></i>' + esc(k) + '</span>').join('') + '</div>';
     el.innerHTML = s;
   }
@@ -96,23 +153,38 @@
     ' \u2014 spillway ' + inp.version;
 
   // comparison table
-  const total = r => r.summary.total_cost_usd !== undefined ? r.summary.total_cost_usd :
-    (r.summary.cloud_cost_usd || 0) + (r.summary.onprem_cost_usd || 0);
+  const total = r => r.summary.total_cost_usd;
+  // The cost rows add up: on-prem used + on-prem idle + cloud (+ egress) =
+  // total; owned GPUs cost money whether a job used them or not.
+  const S = r => r.summary, G = r => r.summary.governance || {};
+  const egress = runs.some(r => (S(r).egress_usd || 0) > 0);
+  const gov = runs.some(r => G(r).active);
   const rowsDef = [
-    ['jobs on-prem', r => r.summary.jobs_onprem],
-    ['jobs to cloud', r => r.summary.jobs_cloud],
+    ['jobs on-prem', r => S(r).jobs_onprem],
+    ['jobs to cloud', r => S(r).jobs_cloud],
+    ['on-prem used (amortised)', r => usd(S(r).owned_used_usd)],
+    ['on-prem idle (owned, unused)', r => usd(S(r).owned_idle_usd)],
+    ['cloud cost', r => usd(S(r).cloud_cost_usd)],
+  ].concat(egress ? [['egress cost', r => usd(S(r).egress_usd)]] : [], [
     ['total cost', r => usd(total(r))],
-    ['on-prem cost (amortised)', r => usd(r.summary.onprem_cost_usd)],
-    ['cloud cost', r => usd(r.summary.cloud_cost_usd)],
-    ['wait mean', r => dur(r.summary.wait_mean_s)],
-    ['wait p50', r => dur(r.summary.wait_p50_s)],
-    ['wait p90', r => dur(r.summary.wait_p90_s)],
-    ['wait p99', r => dur(r.summary.wait_p99_s)],
-    ['JCT mean', r => dur(r.summary.jct_mean_s)],
-    ['on-prem utilisation', r => r.summary.onprem_utilization === undefined ? '' : (100 * r.summary.onprem_utilization).toFixed(1) + '%'],
-    ['most jobs queued', r => r.summary.queue_max],
-    ['cloud GPU-hours', r => r.summary.cloud_gpu_hours === undefined ? '' : num(r.summary.cloud_gpu_hours)],
-  ];
+    ['wait mean', r => dur(S(r).wait_mean_s)],
+    ['wait p50', r => dur(S(r).wait_p50_s)],
+    ['wait p90', r => dur(S(r).wait_p90_s)],
+    ['wait p99', r => dur(S(r).wait_p99_s)],
+    ['JCT mean', r => dur(S(r).jct_mean_s)],
+    ['on-prem utilisation', r => S(r).onprem_utilization === undefined ? '' : (100 * S(r).onprem_utilization).toFixed(1) + '%'],
+    ['most jobs queued', r => S(r).queue_max],
+    ['cloud GPU-hours', r => S(r).cloud_gpu_hours === undefined ? '' : num(S(r).cloud_gpu_hours)],
+  ], gov ? [
+    ['held (budget/cap)', r => G(r).jobs_held],
+    ['rejected (budget)', r => G(r).jobs_rejected],
+    ['never ran', r => G(r).jobs_never_ran],
+    ['on-prem: residency', r => G(r).jobs_onprem_by_residency],
+    ['on-prem only (budget)', r => G(r).jobs_onprem_only_budget],
+    ['stopped at max runtime', r => G(r).jobs_stopped_max_runtime],
+    ['peak cloud $/h', r => usd(G(r).peak_cloud_usd_per_h)],
+    ['peak cloud GPUs', r => G(r).peak_cloud_gpus === undefined ? '' : String(+G(r).peak_cloud_gpus.toFixed(1))],
+  ] : []);
   $('compare').querySelector('thead').innerHTML = '<tr><th>' + esc(inp.compare || 'policy') + '</th>' +
     runs.map(r => '<th>' + esc(r.label) + '</th>').join('') + '</tr>';
   $('compare').querySelector('tbody').innerHTML = rowsDef.map(([name, f]) => '<tr data-row="' + esc(name) + '"><td>' + esc(name) + '</td>' +

@@ -84,10 +84,34 @@ static void put_hist(sbuf_t *b, const char *name, const char *help, const dm_his
     put(b, "%s_sum %.9f\n%s_count %" PRIu64 "\n", name, h->sum_s, name, h->n);
 }
 
+/* Owned capacity per pool as `spillway costs` prices it (spw_daemon_costs,
+ * current period, from the first submit): {"pool": [used_usd, idle_usd]}
+ * (new reference), or NULL.  Asked before the metrics take the lock. */
+static json_t *owned_by_pool(spw_daemon_t *d)
+{
+    static const spw_caller_t admin = {.team = NULL, .admin = 1, .token_name = "daemon"};
+    json_t *c = NULL, *out = json_object();
+    spw_error_t err = {{0}};
+    if (spw_daemon_costs(d, &admin, NULL, &c, &err) == 200) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(c, "pools"), i, p) {
+            const char *name = json_string_value(json_object_get(p, "pool"));
+            double all = json_number_value(json_object_get(p, "owned_usd"));
+            double idle = json_number_value(json_object_get(p, "owned_idle_usd"));
+            if (name)
+                json_object_set_new(out, name, json_pack("[f, f]", all - idle, idle));
+        }
+    }
+    json_decref(c);
+    return out;
+}
+
 char *spw_daemon_metrics(spw_daemon_t *d)
 {
     sbuf_t b = {spw_xmalloc(4096), 0, 4096};
     char e1[256], e2[256], e3[256];
+    json_t *owned = owned_by_pool(d);
     LOCK(d);
     double now = d->now;
     size_t np = d->fleet.npools;
@@ -160,6 +184,25 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"free\"} %" PRIu64 "\n", e1, api_pool_free_gpus(d, p));
         put(&b, "spillway_pool_gpus{pool=\"%s\",state=\"down\"} %" PRIu64 "\n", e1, api_pool_down_gpus(d, p));
     }
+    put(&b, "# HELP spillway_pool_owned_gpus On-prem GPUs a pool owns (every node, in service or "
+            "down); busy, free (idle) and down ones are spillway_pool_gpus.\n");
+    put(&b, "# TYPE spillway_pool_owned_gpus gauge\n");
+    for (size_t p = 0; p < np; p++)
+        put(&b, "spillway_pool_owned_gpus{pool=\"%s\"} %" PRIu64 "\n",
+            esc(d->fleet.pools[p].name, e1, sizeof(e1)), d->pool_gpus[p]);
+    put(&b, "# HELP spillway_pool_owned_usd What a pool's owned GPUs cost this month since the "
+            "first submit, as spillway costs prices them: the share its jobs used and the "
+            "share that stood idle.\n");
+    put(&b, "# TYPE spillway_pool_owned_usd gauge\n");
+    for (size_t p = 0; p < np; p++) {
+        const json_t *v = json_object_get(owned, d->fleet.pools[p].name);
+        esc(d->fleet.pools[p].name, e1, sizeof(e1));
+        put(&b, "spillway_pool_owned_usd{pool=\"%s\",share=\"used\"} %.6f\n", e1,
+            json_number_value(json_array_get(v, 0)));
+        put(&b, "spillway_pool_owned_usd{pool=\"%s\",share=\"idle\"} %.6f\n", e1,
+            json_number_value(json_array_get(v, 1)));
+    }
+    json_decref(owned);
     put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
     put(&b, "# TYPE spillway_cloud_instances gauge\n");
     const char *emu = dm_all_emulated(d) ? "true" : "false";

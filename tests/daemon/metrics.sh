@@ -12,7 +12,7 @@
 # to the emulated cloud, and a 2-GPU job estimated at 1 h stays queued.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 19
+plan 20
 
 PROM_TOKEN=prom-scrape-token-5c1e2a9b
 mkconfig "$T/serve.yaml" 2 runtime:1
@@ -83,6 +83,22 @@ has '^spillway_cloud_instances\{[^}]*emulated="true"[^}]*\} 1$'
 ok $? "spillway_cloud_instances: 1 emulated instance"
 has '^spillway_queue_length 1$' && has '^spillway_jobs_submitted_total 3$'
 ok $? "spillway_queue_length 1, spillway_jobs_submitted_total 3"
+# Owned capacity as `spillway costs` prices it: the API's answer right
+# after the scrape (the owned cost grows by the second, so by a cent at most).
+http GET /v1/costs admin
+python3 - "$T/metrics.txt" "$T/http.body" <<'PYEOF'
+import json, re, sys
+m = open(sys.argv[1]).read()
+c = {p["pool"]: p for p in json.load(open(sys.argv[2]))["pools"]}
+assert re.search(r'^spillway_pool_owned_gpus\{pool="local"\} 2$', m, re.M), "owned GPUs"
+got = {k: float(v) for k, v in re.findall(r'^spillway_pool_owned_usd\{pool="local",share="(used|idle)"\} (\S+)$', m, re.M)}
+api = c["local"]
+assert set(got) == {"used", "idle"}, got
+assert got["used"] > 0 and got["idle"] >= 0, got
+assert 0 <= api["owned_usd"] - (got["used"] + got["idle"]) < 0.01, (got, api)
+assert 0 <= api["owned_idle_usd"] - got["idle"] < 0.01, (got, api)
+PYEOF
+ok $? "spillway_pool_owned_gpus (2) and spillway_pool_owned_usd (used, idle) equal spillway costs' owned and idle owned cost"
 
 # ---- a real Prometheus -----------------------------------------------------
 if ! command -v prometheus >/dev/null 2>&1; then

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/ui-lib"
 
 need_chromium
-plan 17
+plan 19
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 
@@ -86,6 +86,7 @@ cat >"$T/steps.json" <<JSON
  {"name": "explain", "click": "[data-explain=\"$j3\"]", "wait": "!!document.querySelector('#explain table tbody tr')",
   "extract": "({decision: document.querySelector('#explain .decision').textContent, kinds: [...document.querySelectorAll('#explain tbody tr')].map(r => r.cells[0].textContent)})",
   "shot": "$ART/explain.png"},
+ {"name": "jobs-pages", "extract": "(() => { const ids = () => [...document.querySelectorAll('#jobs-active tbody tr.job')].map(r => r.dataset.id); const info = () => document.getElementById('page-info').textContent; const prev = document.getElementById('page-prev'), next = document.getElementById('page-next'); const set = (id, v, ev) => { const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event(ev)); }; const out = {}; state.pageSize = 2; renderJobs(); out.p1 = [ids(), info(), prev.disabled, next.disabled]; next.click(); out.p2 = [ids(), info(), prev.disabled, next.disabled]; set('f-team', 'cv', 'change'); out.team = [ids(), info()]; set('f-team', '', 'change'); set('f-state', 'queued', 'change'); out.queued = [ids(), info(), document.querySelector('#jobs-active tbody tr.empty').textContent]; set('f-state', '', 'change'); set('f-q', 'BURST', 'input'); out.q = [ids(), info()]; set('f-q', '', 'input'); state.pageSize = 25; renderJobs(); out.reset = [ids(), info()]; return out; })()"},
  {"name": "pools", "url": "$URL/ui#pools", "wait": "$ready && !document.getElementById('view-pools').hidden && !!document.querySelector('#chart-pools svg path')",
   "extract": "({rows: $(rows_js pools), fair: $(rows_js fair-share), paths: document.querySelectorAll('#chart-pools svg path').length, qpaths: document.querySelectorAll('#chart-queue svg path').length})",
   "shot": "$ART/pools.png"},
@@ -93,6 +94,7 @@ cat >"$T/steps.json" <<JSON
   "extract": "({rows: $(rows_js instances)})", "shot": "$ART/cloud.png"},
  {"name": "budgets", "url": "$URL/ui#budgets", "wait": "$ready && !document.getElementById('view-budgets').hidden && !!document.querySelector('#chart-burn svg path')",
   "extract": "({rows: $(rows_js budgets)})", "shot": "$ART/budgets.png"},
+ {"name": "budget-colours", "extract": "(() => { const real = [...document.querySelectorAll('#budgets tbody tr')].map(r => [r.dataset.team, r.dataset.level]); const saved = state.data.costs; state.data.costs = {teams: [50, 79.9, 80, 99.9, 100, 130].map(p => ({team: 't' + p, period: '2026-11', budget_usd: 100, settled_usd: p, reserved_usd: 0, remaining_usd: 100 - p, cloud_usd_per_h: 0, held_jobs: 0}))}; renderBudgets(); const out = [...document.querySelectorAll('#budgets tbody tr')].map(r => { const b = r.querySelector('.bar'), i = b.querySelector('.settled'); return [r.dataset.team, r.dataset.level, getComputedStyle(i).backgroundColor, i.getBoundingClientRect().width / b.getBoundingClientRect().width]; }); state.data.costs = saved; renderBudgets(); return {real, drawn: out}; })()"},
  {"name": "spend", "url": "$URL/ui#spend", "wait": "$ready && !document.getElementById('view-spend').hidden && !!document.querySelector('#chart-spend svg path')",
   "extract": "({teams: $(rows_js spend-teams), providers: $(rows_js spend-providers)})", "shot": "$ART/spend.png"},
  {"name": "gpus", "url": "$URL/ui#gpus", "wait": "$ready && !document.getElementById('view-gpus').hidden && document.querySelectorAll('#gpus tbody tr[data-gpu]').length === 4",
@@ -162,6 +164,17 @@ assert not d['jobs']['token_in_url']
 ok $? "jobs view: the live jobs, their state, team, GPUs, where, placement and why equal the API's"
 
 json_check "$T/all.json" "
+p = d['jobs-pages']
+assert p['p1'] == [['$j1', '$j2'], '1\u20132 of 3', True, False], p['p1']
+assert p['p2'] == [['$j3'], '3\u20133 of 3', False, True], p['p2']
+assert p['team'] == [['$j2'], '1\u20131 of 1 (3 live)'], p['team']
+assert p['queued'] == [[], '0 of 3', 'no job matches the filters'], p['queued']
+assert p['q'] == [['$j3'], '1\u20131 of 1 (3 live)'], p['q']
+assert p['reset'] == [['$j1', '$j2', '$j3'], '1\u20133 of 3'], p['reset']
+"
+ok $? "the job list pages (2 a page: $j1 $j2, then $j3) and filters by team, state and text (case-insensitive)"
+
+json_check "$T/all.json" "
 api = {j['id']: j for j in d['api_jobs']['jobs'] if j['preemptions'] or j['restarts'] or j['failures']}
 rows = {r['id']: r['cells'] for r in d['jobs']['interrupted']}
 assert sorted(rows) == sorted(api) == ['$j3'], (rows, sorted(api))
@@ -188,6 +201,12 @@ rows = {r['pool']: r['cells'] for r in d['pools']['rows']}
 assert sorted(rows) == sorted(api), rows
 for n, p in api.items():
     assert rows[n][3:7] == [str(p['gpus']), str(p['gpus_busy']), str(p['gpus_free']), str(p['gpus_down'])], (rows[n], p)
+owned = {p['pool']: p for p in d['api_costs']['pools']}
+for n in api:
+    # the owned cost grows by the second: the API was asked a few seconds later
+    ui_all, ui_idle = (float(x.lstrip('\$')) for x in rows[n][8:10])
+    assert 0 <= owned[n]['owned_usd'] - ui_all < 0.25 and owned[n]['owned_usd'] > 0, (rows[n], owned[n])
+    assert 0 <= owned[n]['owned_idle_usd'] - ui_idle < 0.25, (rows[n], owned[n])
 assert d['pools']['paths'] >= 2 and d['pools']['qpaths'] >= 2, d['pools']
 live = sorted(i['id'] for i in d['api_pools']['instances'] if i['state'] in ('ready', 'booting'))
 shown = sorted(r['instance'] for r in d['cloud']['rows'] if r['cells'][2] in ('ready', 'booting'))
@@ -197,7 +216,7 @@ for r in d['cloud']['rows']:
     assert r['cells'][3] == (i['job_id'] or r['cells'][3]), (r, i)
     assert abs(float(r['cells'][5].lstrip('\$')) - i['cost_usd']) < 0.05, (r, i)
 "
-ok $? "pools and cloud views: GPUs busy/free/down, charts, and the live instances with their job and cost equal the API's"
+ok $? "pools and cloud views: GPUs busy/free/down, owned and idle owned cost (as costs has them), charts, and the live instances with their job and cost equal the API's"
 
 json_check "$T/all.json" "
 api = d['api_teams']
@@ -229,6 +248,22 @@ provs = sorted(r['provider'] for r in d['spend']['providers'])
 assert provs == sorted(p['provider'] for p in d['api_costs']['providers']), provs
 "
 ok $? "budgets and spend views: budget, settled, reserved, held, on-prem and cloud spend per team and provider equal the API's"
+
+json_check "$T/all.json" "
+api = {t['team']: t for t in d['api_costs']['teams']}
+lvl = lambda f: 'over' if f >= 1 else 'warn' if f >= 0.8 else 'ok'
+real = dict(d['budget-colours']['real'])
+for n, t in api.items():
+    want = '' if t['budget_usd'] is None else lvl((t['settled_usd'] + t['reserved_usd']) / t['budget_usd'])
+    assert real[n] == want, (n, real[n], want, t)
+green, amber, red = 'rgb(47, 133, 90)', 'rgb(183, 121, 31)', 'rgb(197, 48, 48)'
+want = [('t50', 'ok', green, 0.5), ('t79.9', 'ok', green, 0.799), ('t80', 'warn', amber, 0.8),
+        ('t99.9', 'warn', amber, 0.999), ('t100', 'over', red, 1.0), ('t130', 'over', red, 1.0)]
+got = d['budget-colours']['drawn']
+assert [g[:3] for g in got] == [list(w[:3]) for w in want], got
+assert all(abs(g[3] - w[3]) < 0.02 for g, w in zip(got, want)), got
+"
+ok $? "budget colours: green below 80%, amber from 80% to 100%, red at 100% and above (the bar full), for the API's teams and drawn at 50-130%"
 
 json_check "$T/all.json" "
 g = {r['gpu']: r['cells'] for r in d['gpus']['gpus']}

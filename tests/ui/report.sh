@@ -13,7 +13,7 @@ if [ -z "$CHROMIUM" ] || ! command -v python3 >/dev/null 2>&1; then
     exit 0
 fi
 export CHROMIUM
-plan 9
+plan 12
 ART=$(pwd)/build/artifacts/ui
 mkdir -p "$ART"
 EX=$(cd "$(dirname "$0")/../../examples" && pwd)
@@ -36,7 +36,7 @@ ok $? "the file is self-contained: one page, no external script, style or image"
 
 cat >"$T/steps.json" <<JSON
 [{"name": "report", "url": "file://$T/r.html", "wait": "document.body.dataset.ready === '1'",
-  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), frontier: document.getElementById('frontier').dataset.frontier, points: document.querySelectorAll('#frontier svg circle.pt').length, charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
+  "extract": "({head: [...document.querySelectorAll('#compare thead th')].map(c => c.textContent), rows: Object.fromEntries([...document.querySelectorAll('#compare tbody tr')].map(r => [r.dataset.row, [...r.cells].slice(1).map(c => c.textContent)])), frontier: document.getElementById('frontier').dataset.frontier, points: document.querySelectorAll('#frontier svg circle.pt').length, charts: Object.fromEntries(['frontier', 'teams', 'queue', 'cloud', 'wait', 'jct'].map(id => [id, document.querySelectorAll('#' + id + ' svg path, #' + id + ' svg circle.pt, #' + id + ' svg rect').length])), labels: [...document.querySelectorAll('#frontier svg text[style]')].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.y, b.width, b.height]; }), dots: [...document.querySelectorAll('#frontier svg circle.pt')].map(c => [+c.getAttribute('cx'), +c.getAttribute('cy'), +c.getAttribute('r')]), box: document.querySelector('#frontier svg').getAttribute('viewBox'), xlabels: [...document.querySelectorAll('#teams svg text')].filter(t => t.getBBox().y > 200).map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.y, b.width, b.height]; }), teams: [...document.querySelectorAll('#team-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), inputs: document.getElementById('inputs').textContent})",
   "shot": "$ART/report.png"},
  {"name": "report-lower", "extract": "window.scrollTo(0, 720)", "shot": "$ART/report-charts.png"}]
 JSON
@@ -77,6 +77,62 @@ front = sorted((p for p in pts if not any(q != p and q[1] <= p[1] and q[2] <= p[
 assert v["frontier"] == ",".join(p[0] for p in front), (v["frontier"], front)
 PYEOF
 ok $? "the frontier line joins the policies no other beats on both cost and mean wait (from sim -o json)"
+
+# The comparison table's rows against sim -o json: rows.py sums | governance
+cat >"$T/rows.py" <<'PYEOF'
+import json, sys
+v = json.load(open(sys.argv[2]))["steps"][0]["value"]
+runs = json.load(open(sys.argv[3]))
+rows = v["rows"]
+cents = lambda s: round(float(s.replace("$", "").replace(",", "")) * 100)
+money = lambda x: "$" + format(round(x, 2), ",.2f")
+if sys.argv[1] == "sums":
+    parts = ["on-prem used (amortised)", "on-prem idle (owned, unused)", "cloud cost"]
+    if any(r["egress_usd"] > 0 for r in runs):
+        parts.append("egress cost")
+    for i, r in enumerate(runs):
+        # each part as sim -o json has it, and the parts add up to the total shown
+        assert rows["on-prem used (amortised)"][i] == money(r["owned_used_usd"]), (rows, r)
+        assert rows["on-prem idle (owned, unused)"][i] == money(r["owned_idle_usd"]), (rows, r)
+        assert r["owned_idle_usd"] > 0, r
+        s = sum(cents(rows[p][i]) for p in parts)
+        assert abs(s - cents(rows["total cost"][i])) <= len(parts) - 1, (i, [rows[p][i] for p in parts], rows["total cost"][i])
+else:
+    assert all(r["governance"]["active"] for r in runs)
+    for name, key in (("held (budget/cap)", "jobs_held"), ("rejected (budget)", "jobs_rejected"),
+                      ("never ran", "jobs_never_ran"), ("on-prem: residency", "jobs_onprem_by_residency"),
+                      ("on-prem only (budget)", "jobs_onprem_only_budget"),
+                      ("stopped at max runtime", "jobs_stopped_max_runtime")):
+        assert rows[name] == [str(r["governance"][key]) for r in runs], (name, rows.get(name))
+    assert rows["peak cloud $/h"] == [money(r["governance"]["peak_cloud_usd_per_h"]) for r in runs], rows["peak cloud $/h"]
+    assert any(r["governance"]["jobs_held"] or r["governance"]["jobs_rejected"] for r in runs), runs
+PYEOF
+python3 "$T/rows.py" sums "$T/res.json" "$T/r.json"
+ok $? "the cost rows add up: on-prem used + on-prem idle (owned) + cloud (+ egress) = total cost, each as in sim -o json"
+
+python3 "$T/rows.py" governance "$T/res.json" "$T/r.json"
+ok $? "governance rows (held, rejected, never ran, residency, on-prem only, max runtime, peak cloud \$/h) equal sim -o json"
+
+json_check "$T/res.json" '
+v = d["steps"][0]["value"]
+labels, dots = v["labels"], v["dots"]
+x0, y0, w, h = map(float, v["box"].split())
+assert len(labels) == len(dots) == 3, (labels, dots)
+hit = lambda a, b: a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+boxes = [l[1:] for l in labels]
+for i, a in enumerate(boxes):
+    assert a[0] >= x0 and a[1] >= y0 and a[0] + a[2] <= x0 + w and a[1] + a[3] <= y0 + h, ("outside", labels[i])
+    for j, b in enumerate(boxes[:i]):
+        assert not hit(a, b), ("labels overlap", labels[i], labels[j])
+    for c in dots:
+        assert not hit(a, [c[0] - c[2], c[1] - c[2], 2 * c[2], 2 * c[2]]), ("label on a point", labels[i], c)
+xl = v["xlabels"]
+assert len(xl) >= 4, xl
+for i, a in enumerate(xl):
+    for b in xl[:i]:
+        assert not hit(a[1:], b[1:]), ("team chart labels overlap", a, b)'
+ok $? "frontier labels are readable: none overlaps another label or a point, all inside the chart; the team chart's labels do not overlap" ||
+    diag "$(python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["steps"][0]["value"]; print(v["labels"], v["dots"])' "$T/res.json")"
 
 json_check "$T/res.json" '
 v = d["steps"][0]["value"]
