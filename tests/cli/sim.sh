@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 76
+plan 77
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -452,6 +452,22 @@ fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
 sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
 fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
     sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
+
+# A preempted-then-rejected spot job (issue 24): its spot attempt (0 to
+# 1200 s at $0.90/h, where avail.json's capacity ends) was paid, $0.30; the
+# retry on demand ($3/h x the 2 h default max_runtime = $6) is over team
+# t's whole $5 budget, so it is rejected.  Its --jobs-out row carries the
+# $0.30, not a blank cost.
+printf 'provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h\naws,us-east-1,use1-az1,g1.x,A100,1,3.00,0.90\n' \
+    >"$T/pr-offers.csv"
+printf '%s\n' 'cloud: {offers: pr-offers.csv, boot_delay_s: 0}' 'policy: {wait: none}' \
+    'spot: {policy: greedy, availability: [{zone: use1-az1, trace: avail.json}]}' \
+    'teams: [{name: t, monthly_usd: 5, on_exhausted: reject}]' 'caps: {default_max_runtime_s: 2h}' \
+    >"$T/pr.yaml"
+printf 'id,submit_s,gpus,runtime_s,team\na,0,1,3600,t\n' >"$T/pr.csv"
+(cd "$T" && "$SPW" sim --trace pr.csv --config pr.yaml -q --jobs-out - >pr-jobs.csv 2>pr.err)
+grep -E '^a,0\.000,,,rejected,,0\.300000,.*,1,1200\.000,rejected$' "$T/pr-jobs.csv" >/dev/null
+ok $? "a preempted-then-rejected spot job ends rejected with the \$0.30 its spot attempt cost"
 
 # Spot without data (issue 24): no availability entry.  Not silently
 # unlimited and never preempted: a loud warning (even with -q), and each
