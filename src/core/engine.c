@@ -753,6 +753,8 @@ static int copy_fits(spw_engine_t *e, const jclass_t *c, uint32_t pool)
     double left, usd;
     if (copy_over(e, c, pool, e->pass_now, &left, &usd) <= 0)
         return 1;
+    if (usd > e->fleet->gov.teams[c->team - 1].max_egress_usd_per_month + 1e-9)
+        return 0;                /* over the whole cap: no month will do */
     double origin = e->fleet->gov.origin_s;
     double end = spw_period_end(SPW_PERIOD_MONTH, origin + e->pass_now) - origin;
     if (end < e->egress_retry_at)

@@ -1091,6 +1091,18 @@ static void test_egress_cap_onprem(void)
     is_double(ledger(e, t, april).egress_settled_usd, 5, EPS, "egress: April holds j4's $5");
     is_double(ledger(e, t, 0).egress_settled_usd, 10, EPS, "egress: March stays at $10");
     spw_engine_destroy(e);
+
+    /* A $4 cap: the $5 copy into B never fits, so no month is waited for
+     * (a replay would otherwise step from month to month for ever). */
+    f.gov.teams[t - 1].max_egress_usd_per_month = 4;
+    e = engine(&f, "none", 1);
+    job_init(&b, "b", 0, 1e7, 4, 0, 0);
+    spw_engine_submit(e, &b, 0);
+    submit_data(e, &j1, "j1", 0, 100, 1, 1, t, ds);
+    sched(e, 0);
+    is(j1.state, SPW_JOB_QUEUED, "egress over the whole cap: j1 waits");
+    ok(isinf(spw_engine_next_wakeup(e)), "egress over the whole cap: no wakeup at a month's end");
+    spw_engine_destroy(e);
     spw_fleet_clear(&f);
 }
 
