@@ -519,9 +519,9 @@ static void check_table(const char *path, const spw_config_t *cfg, const size_t 
     printf("  (a job whose team is not listed is only under the organisation caps)\n");
     fair_table(cfg);
     printf("  (budgets and caps hold cloud placements: their compute, and the egress and cache\n"
-           "   storage of copying their data into the cloud, per calendar month for the egress\n"
-           "   cap; a copy into an on-prem pool, for a job that runs there, is paid and reported\n"
-           "   as on-prem egress but counts against no budget or cap)\n");
+           "   storage of copying their data into the cloud; the egress cap holds every egress\n"
+           "   dollar of the team per calendar month, copies into on-prem pools too: such a\n"
+           "   copy waits for the cap, and counts against no budget)\n");
 
     printf("\norganisation caps:\n  max cloud $/h: %s   max cloud GPUs: %s   "
            "worst case of a job without max_runtime: %s\n",

@@ -256,7 +256,7 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
     if (!s->nteams && !s->team[0].jobs)
         return;
     fprintf(f, "\n  %-16s %18s %12s %7s %6s %8s %21s %14s\n", "team", "budget", "spend", "use",
-            "held", "rejected", "cloud egress / cap", "on-prem egress");
+            "held", "rejected", "egress / cap", "into pools");
     for (size_t k = 0; k <= s->nteams; k++) {
         if (!team_shown(s, k))
             continue;
@@ -271,16 +271,15 @@ static void table_governance(FILE *f, const spw_report_row_t *r)
         char eg[64], cap[32] = "-", d[32];
         if (ts && isfinite(ts->max_egress_usd_per_month))
             money(ts->max_egress_usd_per_month, cap, sizeof(cap));
-        snprintf(eg, sizeof(eg), "%s / %s",
-                 money(tm->egress_usd - tm->onprem_egress_usd, c, sizeof(c)), cap);
+        snprintf(eg, sizeof(eg), "%s / %s", money(tm->egress_usd, c, sizeof(c)), cap);
         fprintf(f, "  %-16.16s %18s %12s %7s %6zu %8zu %21s %14s\n", team_name(r, k), budget,
                 money(tm->cloud_usd + tm->egress_usd, b, sizeof(b)), use, tm->jobs_held,
                 tm->jobs_rejected, eg, money(tm->onprem_egress_usd, d, sizeof(d)));
     }
     fprintf(f, "  (spend: cloud compute + egress over the whole run; use: the fullest budget "
-               "period;\n   cloud egress: egress and cache storage of cloud placements, under the "
-               "team's\n   max_cloud_egress_usd_per_month; on-prem egress: copies into pools, "
-               "paid, never capped)\n");
+               "period;\n   egress: every egress dollar of the team (copies into the cloud with "
+               "cache storage,\n   and into pools), under its max_cloud_egress_usd_per_month "
+               "each month;\n   into pools: the part that copied data into on-prem pools)\n");
 }
 
 /* Whether a run used spot, lost capacity or had deadlines: the "spot and

@@ -71,7 +71,7 @@
  *       on_exhausted: hold       # hold | onprem_only | reject
  *       max_cloud_usd_per_h: 40
  *       max_cloud_gpus: 32
- *       max_cloud_egress_usd_per_month: 200  # cloud placements only
+ *       max_cloud_egress_usd_per_month: 200  # all egress, copies into pools too
  *   caps:                        # organisation-wide
  *     max_cloud_usd_per_h: 100
  *     max_cloud_gpus: 64

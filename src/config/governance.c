@@ -166,9 +166,9 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
     const spw_ynode_t *mn = spw_ymap_get(n, "monthly_usd"), *wn = spw_ymap_get(n, "weekly_usd");
     if (mn && wn)
         return cfg_at(x, wn, err, "team '%s': give monthly_usd or weekly_usd, not both", name);
-    /* The egress cap covers cloud placements only (copies into on-prem
-     * pools are paid and reported, not capped: docs/governance.md), hence
-     * its name; max_egress_usd_per_month is its old name, still read. */
+    /* The egress cap holds every egress dollar of the team, copies into
+     * on-prem pools included (docs/governance.md); max_egress_usd_per_month
+     * is its old name, still read. */
     const spw_ynode_t *en = spw_ymap_get(n, "max_cloud_egress_usd_per_month"),
                       *on = spw_ymap_get(n, "max_egress_usd_per_month");
     if (en && on)

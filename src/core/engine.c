@@ -159,8 +159,9 @@ typedef struct jclass {
                                 offer that could serve it */
     int same_boot;           /* its offers all boot equally fast: worst cases
                                 then rise with the price */
-    uint32_t team;           /* its team (index + 1) when fair share or
-                                quotas split classes by team; else 0 */
+    uint32_t team;           /* its team (index + 1) when fair share, quotas
+                                or an egress cap split classes by team;
+                                else 0 */
     spw_job_t *root;         /* treap of queued jobs */
     spw_job_t *head;         /* first job in queue order (cached) */
     size_t count;            /* queued jobs */
@@ -233,6 +234,14 @@ struct spw_engine {
     double swait_next;            /* earliest time a waiting job's choice changes */
     int money_limits;             /* some budget or cap exists: cloud worst
                                      cases bind and max_runtime stops jobs */
+    int egress_gate;              /* some team caps egress and some dataset
+                                     exists: copies into pools wait for the
+                                     cap (classes are split by team) */
+    double pass_now;              /* engine seconds of the pass under way: the
+                                     egress gate prices copies then */
+    double egress_retry_at;       /* engine seconds: a calendar month ends
+                                     while a copy waited for its team's egress
+                                     cap: a pass then; INFINITY = none */
     uint32_t epoch;               /* EASY reservation counter (see pool_t.stamp) */
     size_t queued;
     int dirty;                    /* something changed since the last pass */
@@ -705,7 +714,7 @@ static uint32_t job_class(spw_engine_t *e, const spw_job_t *j)
 {
     return class_of(e, j->gpus, j->gpu_mask, spw_govrt_profile_of(e->gov, j), j->data,
                     j->gpus_per_node, spw_fleet_perf_class(e->fleet, j->jclass) ? j->jclass : 0,
-                    e->by_team ? j->team : 0);
+                    e->by_team || e->egress_gate ? j->team : 0);
 }
 
 /* ---- placement ----------------------------------------------------------- */
@@ -718,13 +727,50 @@ typedef struct place {
     int multi;      /* takes whole nodes */
 } place_t;
 
-static place_t find_place(const spw_engine_t *e, const jclass_t *c)
+/* Dollars by which copying class c's data into pool `pool` at now would
+ * overshoot its team's egress cap (left gets what the cap has left, usd
+ * the copy's price); 0 when it fits, or without a cap, data or copy. */
+static double copy_over(const spw_engine_t *e, const jclass_t *c, uint32_t pool, double now,
+                        double *left, double *usd)
+{
+    *left = INFINITY;
+    *usd = 0;
+    if (!e->egress_gate || !c->data || !c->team)
+        return 0;
+    *left = spw_govrt_egress_left(e->gov, (int)c->team - 1, now);
+    if (!isfinite(*left))
+        return 0;
+    double gb, tr;
+    *usd = data_cost(e, c->data, (int)pool, -1, now, &gb, &tr);
+    return *usd > *left + 1e-9 ? *usd - *left : 0;
+}
+
+/* Whether class c's head may have its data copied into pool `pool` in the
+ * pass under way (docs/governance.md: every egress dollar counts against
+ * the team's cap).  A refusal asks for a pass when the month ends. */
+static int copy_fits(spw_engine_t *e, const jclass_t *c, uint32_t pool)
+{
+    double left, usd;
+    if (copy_over(e, c, pool, e->pass_now, &left, &usd) <= 0)
+        return 1;
+    if (usd > e->fleet->gov.teams[c->team - 1].max_egress_usd_per_month + 1e-9)
+        return 0;                /* over the whole cap: no month will do */
+    double origin = e->fleet->gov.origin_s;
+    double end = spw_period_end(SPW_PERIOD_MONTH, origin + e->pass_now) - origin;
+    if (end < e->egress_retry_at)
+        e->egress_retry_at = end;
+    return 0;
+}
+
+static place_t find_place(spw_engine_t *e, const jclass_t *c)
 {
     place_t best = {.pool = -1, .node = 0, .multi = 0};
     uint32_t best_level = UINT32_MAX;
     uint32_t g = c->gpus;
     for (uint32_t k = 0; k < c->npools; k++) {
         const pool_t *p = &e->pools[c->pools[k]];
+        if (!copy_fits(e, c, c->pools[k]))
+            continue;
         if (g > p->maxcap) {
             if (p->full_gpus >= g && best.pool < 0) {
                 best.pool = (int)c->pools[k];
@@ -763,11 +809,13 @@ static place_t find_place(const spw_engine_t *e, const jclass_t *c)
     return best;
 }
 
-static inline int class_fits(const spw_engine_t *e, const jclass_t *c)
+static inline int class_fits(spw_engine_t *e, const jclass_t *c)
 {
     uint32_t g = c->gpus;
     for (uint32_t k = 0; k < c->npools; k++) {
         const pool_t *p = &e->pools[c->pools[k]];
+        if (!copy_fits(e, c, c->pools[k]))
+            continue;
         if (g > p->maxcap) {
             if (p->full_gpus >= g)
                 return 1;
@@ -965,8 +1013,9 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->state = SPW_JOB_ONPREM;
     j->speed = c_pool_speed(e, c, (uint32_t)pl.pool);
     /* Data from elsewhere is copied first: the GPUs are held meanwhile.
-     * Egress into on-prem is paid and reported, but it is outside the
-     * budgets, which gate cloud placements only (docs/governance.md). */
+     * Egress into on-prem is paid at once and counts against the team's
+     * egress cap (the pass made sure it fits); the budgets gate cloud
+     * placements only (docs/governance.md). */
     double gb, tr;
     double egress = data_cost(e, j->data, pl.pool, -1, now, &gb, &tr);
     j->placed_s = now;
@@ -976,6 +1025,7 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     j->onprem_egress_usd += egress;
     j->egress_gb += gb;
     j->cost_usd += egress;
+    spw_govrt_egress_paid(e->gov, (int)j->team - 1, now, egress);
     if (gb > 0)
         spw_govrt_data_placed(e->gov, (int)j->data - 1, pl.pool, -1, now);
     take_onprem(e, c, j, pl);
@@ -1833,11 +1883,18 @@ static int head_before(const spw_engine_t *e, const jclass_t *a, const jclass_t 
     return fair_job_before(e, a->head, b->head, now);
 }
 
-/* Whether class c's jobs may start on-prem now as far as quotas go. */
-static int head_ok(const spw_engine_t *e, const jclass_t *c)
+/* Whether class c's jobs may start on-prem now as far as quotas and the
+ * team's egress cap go (some pool can take its data's copy). */
+static int head_ok(spw_engine_t *e, const jclass_t *c)
 {
-    return !spw_fair_quotas(e->fair) ||
-           spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_REFUSED;
+    if (spw_fair_quotas(e->fair) && spw_fair_tier(e->fair, c->team, c->gpus) == SPW_FAIR_REFUSED)
+        return 0;
+    if (!e->egress_gate || !c->data || !c->team)
+        return 1;
+    for (uint32_t k = 0; k < c->npools; k++)
+        if (copy_fits(e, c, c->pools[k]))
+            return 1;
+    return 0;
 }
 
 /* Gives notice to victims in one pool of class c, taken in
@@ -1900,9 +1957,11 @@ static void reclaim(spw_engine_t *e, double now)
     e->nrecl = 0;
     if (!spw_fair_quotas(e->fair))
         return;
+    e->pass_now = now;
     for (size_t i = 0; i < e->ncls; i++) {
         jclass_t *c = &e->cls[i];
-        if (!c->head || c->never_onprem || spw_fair_reclaiming(e->fair, c->team) ||
+        if (!c->head || c->never_onprem || !head_ok(e, c) ||
+            spw_fair_reclaiming(e->fair, c->team) ||
             spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_NOMINAL ||
             find_place(e, c).pool >= 0)
             continue;
@@ -2040,9 +2099,13 @@ static void reserve(spw_engine_t *e, resv_t *r, double now)
     e->epoch++;
     for (uint32_t k = 0; k < h->npools; k++) {
         pool_t *p = &e->pools[h->pools[k]];
-        p->head_ok = 1;
-        p->sh_full = p->full_gpus;
+        p->sh_full = 0;
         p->sh_cnt = 0;
+        /* A pool its data may not be copied into holds no reservation. */
+        p->head_ok = copy_fits(e, h, h->pools[k]);
+        if (!p->head_ok)
+            continue;
+        p->sh_full = p->full_gpus;
         for (uint32_t f = g; f <= p->maxcap; f++)
             p->sh_cnt += p->level_n[f];
     }
@@ -2178,6 +2241,7 @@ static void pass(spw_engine_t *e, double now)
         return;
     e->dirty = 0;
     e->passes++;
+    e->pass_now = now;
     if (e->policy.backfill == SPW_BACKFILL_EASY)
         pass_easy(e, now);
     else if (e->policy.scan == SPW_SCAN_SKIP)
@@ -2255,6 +2319,9 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
                            isfinite(t->max_cloud_gpus) || isfinite(t->max_egress_usd_per_month);
     }
     e->held_retry_at = INFINITY;
+    e->egress_retry_at = INFINITY;
+    for (size_t i = 0; i < g->nteams && g->ndatasets; i++)
+        e->egress_gate |= isfinite(g->teams[i].max_egress_usd_per_month);
     size_t no = fleet->noffers ? fleet->noffers : 1;
     e->spot_cap = spw_xmalloc(no * sizeof(uint32_t));
     for (size_t i = 0; i < no; i++)
@@ -2483,6 +2550,10 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
 {
     e->nplaced = 0;
     e->nrejected = 0;
+    if (now >= e->egress_retry_at) {
+        e->egress_retry_at = INFINITY;   /* a new month: copies may fit */
+        e->dirty = 1;
+    }
     /* Cloud-first jobs try the cloud before the pass can put them on-prem. */
     size_t nb = e->nburst;
     e->nburst = 0;
@@ -2587,6 +2658,8 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         if (e->money_limits)
             act.usd = fmin(act.usd, res.usd);
         spw_govrt_settle(e->gov, (int)j->team - 1, j->charge_s, &res, &act);
+        if (e->egress_gate && act.egress_usd < res.egress_usd)
+            e->dirty = 1;        /* egress came back: a copy may fit now */
         j->cost_usd += act.usd + act.egress_usd;
         j->reserved_usd = 0;
         j->charge_s = NAN;
@@ -2903,7 +2976,7 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         x.kind = SPW_CAND_ONPREM;
         x.index = (int)i;
         x.est_start_s = NAN;
-        double gb, tr;
+        double gb, tr, left, copy_usd;
         double egress = data_cost(e, j->data, (int)i, -1, now, &gb, &tr);
         x.est_cost_usd = g * p->spec->cost_usd_per_gpu_h *
                              (tr + j->est_runtime_s / c_pool_speed(e, c, (uint32_t)i)) / 3600.0 +
@@ -2924,6 +2997,16 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             snprintf(x.why, sizeof(x.why), "needs %u GPUs; pool %s has %llu in service now "
                      "(nodes are down): it waits for them", g, p->spec->name,
                      (unsigned long long)p->total);
+        } else if (copy_over(e, c, (uint32_t)i, now, &left, &copy_usd) > 0) {
+            const spw_team_spec_t *ts = &e->fleet->gov.teams[c->team - 1];
+            char month[24];
+            spw_period_label(SPW_PERIOD_MONTH, e->fleet->gov.origin_s + now, month,
+                             sizeof(month));
+            snprintf(x.why, sizeof(x.why),
+                     "waits for team %.20s's egress cap: its data (%.0f GB) to %.16s costs "
+                     "$%.2f; $%.2f of its %.8s cap ($%.2f) is left",
+                     ts->name, gb, p->spec->name, copy_usd, left, month,
+                     ts->max_egress_usd_per_month);
         } else if (g > p->maxcap ? p->full_gpus >= g : maxfree >= g) {
             x.ok = 1;
             x.est_start_s = now + tr;
@@ -3087,6 +3170,8 @@ double spw_engine_next_wakeup(spw_engine_t *e)
     double r = spw_fair_next(e->fair);
     if (r < t)
         t = r;
+    if (e->queued && e->egress_retry_at < t)
+        t = e->egress_retry_at;
     return e->nheld && e->held_retry_at < t ? e->held_retry_at : t;
 }
 

@@ -1336,6 +1336,26 @@ void spw_govrt_settle(spw_govrt_t *rt, int team, double placed_s, const spw_char
     release(&rt->org_usd_per_h, &rt->org_gpus, &rt->org_nlive, reserved);
 }
 
+double spw_govrt_egress_left(const spw_govrt_t *rt, int team, double now)
+{
+    const spw_team_spec_t *ts = team_spec(rt, team);
+    if (!ts || !isfinite(ts->max_egress_usd_per_month))
+        return INFINITY;
+    double t = rt->g->origin_s + now;
+    const ledger_entry_t *m =
+        entry_find(&rt->teams[team].months, spw_period_start(SPW_PERIOD_MONTH, t));
+    double left = ts->max_egress_usd_per_month - (m ? m->settled_usd + m->reserved_usd : 0);
+    return left > 0 ? left : 0;
+}
+
+void spw_govrt_egress_paid(spw_govrt_t *rt, int team, double now, double usd)
+{
+    if (!team_spec(rt, team) || !(usd > 0))
+        return;
+    double t = rt->g->origin_s + now;
+    entry_get(&rt->teams[team].months, spw_period_start(SPW_PERIOD_MONTH, t))->settled_usd += usd;
+}
+
 void spw_govrt_add_settled(spw_govrt_t *rt, int team, double placed_s, double usd,
                            double egress_usd)
 {

@@ -84,9 +84,10 @@ typedef struct spw_team_spec {
     spw_exhausted_t on_exhausted;
     double max_cloud_usd_per_h;  /* concurrent cloud spend rate; INFINITY = none */
     double max_cloud_gpus;       /* concurrent cloud GPUs; INFINITY = none */
-    double max_egress_usd_per_month; /* max_cloud_egress_usd_per_month: egress and
-                                        cache storage of cloud placements per calendar
-                                        month (copies into pools are not capped);
+    double max_egress_usd_per_month; /* max_cloud_egress_usd_per_month: every
+                                        egress dollar the team causes per calendar
+                                        month, dollars: copies into the cloud (with
+                                        cache storage) and into on-prem pools;
                                         INFINITY = none */
     /* Fair share and quotas (docs/fairshare.md): */
     int has_quota;               /* quota: was given (0 = none: 0 nominal GPUs
@@ -286,6 +287,13 @@ void spw_govrt_reserve(spw_govrt_t *rt, int team, double now, const spw_charge_t
  * of the period of placed_s, and frees its rate and GPUs. */
 void spw_govrt_settle(spw_govrt_t *rt, int team, double placed_s, const spw_charge_t *reserved,
                       const spw_charge_t *actual);
+/* Dollars of team's egress cap left in the calendar month containing now
+ * (settled + reserved egress taken off; never below 0); INFINITY when the
+ * team (index, -1 = none) has no cap. */
+double spw_govrt_egress_left(const spw_govrt_t *rt, int team, double now);
+/* Settles usd of egress paid at once at now (a copy into an on-prem pool)
+ * in the team's egress month; the caller checked spw_govrt_egress_left. */
+void spw_govrt_egress_paid(spw_govrt_t *rt, int team, double now, double usd);
 /* Adds spend already settled before a restart (the daemon's ended jobs). */
 void spw_govrt_add_settled(spw_govrt_t *rt, int team, double placed_s, double usd,
                            double egress_usd);

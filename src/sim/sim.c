@@ -215,7 +215,7 @@ typedef struct period_sum {
 /* An open-addressing table of period_sum_t, filled as cloud attempts settle:
  * each attempt's compute and egress are charged to the budget period of its
  * placement, as the engine's ledger does (egress into on-prem is outside
- * budgets). */
+ * budgets; it counts against the egress cap only). */
 typedef struct periods {
     period_sum_t *h;         /* cap slots, a power of two */
     size_t cap, used;

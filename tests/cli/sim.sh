@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 78
+plan 79
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -328,10 +328,13 @@ run_spw "$T/sj0.json" "$T/sj0.err" sim --spot-job 4h --deadline 6h --spot-trace 
 json_check "$T/sj0.json" 'assert d["checkpoint"] == "none" and d["checkpoint_interval_s"] == 0, d'
 ok $? "--spot-job --checkpoint-interval 0 means restart from scratch"
 
-# The egress cap covers cloud placements only.  Dataset cds lives only in
-# aws:us-west-2 ($0.09/GB out), 50 GB: a job on-prem copies it into the pool
-# ($4.50, never capped); a burst to us-east-1 copies it there ($4.50, under
-# team ml's $5 max_cloud_egress_usd_per_month, so only one such copy a month).
+# The egress cap holds every egress dollar of the team (issue 24), copies
+# into pools too.  Dataset cds lives only in aws:us-west-2 ($0.09/GB out),
+# 50 GB, no cache: a job on-prem copies it into the pool ($4.50), and so
+# would a burst to us-east-1; team ml's $5 max_cloud_egress_usd_per_month
+# has room for one such copy.  The first job copies it into the pool; the
+# others, finding no copy they may pay for, burst to us-west-2 where the
+# data is (the old build copied into the pool for each on-prem job).
 cat >"$T/egress.yaml" <<'YAML'
 onprem:
   - {name: dc, nodes: 1, gpus_per_node: 2, gpu: A100, cost_usd_per_gpu_h: 1.0}
@@ -352,18 +355,19 @@ run_spw "$T/eg.json" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/e
 json_check "$T/eg.json" '
 t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
 assert abs(t["cloud_egress_usd"] + t["onprem_egress_usd"] - t["egress_usd"]) < 1e-9, t
-assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t
-assert t["onprem_egress_usd"] > 5, t'
-ok $? "max_cloud_egress_usd_per_month holds cloud egress to \$5; copies into the pool are reported apart, uncapped"
+assert t["egress_usd"] <= 5 + 1e-9, t
+assert abs(t["onprem_egress_usd"] - 4.5) < 1e-9, t
+assert t["jobs"] == 40 and d["jobs_onprem"] + d["jobs_cloud"] == 40, t'
+ok $? "max_cloud_egress_usd_per_month holds all of the team's egress to \$5, the copy into the pool included"
 run_spw "$T/eg.txt" "$T/eg.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress.yaml" --gravity off -q
-grep -E '^  ml .* \$4\.50 / \$5\.00 +\$[0-9.]+$' "$T/eg.txt" >/dev/null &&
-    contains "$T/eg.txt" "on-prem egress: copies into pools, paid, never capped"
-ok $? "the team table shows cloud egress against its cap and on-prem egress apart"
+grep -E '^  ml .* \$4\.50 / \$5\.00 +\$4\.50$' "$T/eg.txt" >/dev/null &&
+    contains "$T/eg.txt" "into pools: the part that copied data into on-prem pools"
+ok $? "the team table shows all egress against the cap and the part copied into pools"
 sed 's/max_cloud_egress_usd_per_month/max_egress_usd_per_month/' "$T/egress.yaml" >"$T/egress-old.yaml"
 run_spw "$T/ego.json" "$T/ego.err" sim --trace "$T/egress-jobs.csv" --config "$T/egress-old.yaml" --gravity off -o json -q
 json_check "$T/ego.json" '
 t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
-assert 0 < t["cloud_egress_usd"] <= 5 + 1e-9, t'
+assert abs(t["egress_usd"] - 4.5) < 1e-9, t'
 ok $? "the old name max_egress_usd_per_month is still read as the same cap"
 sed 's/max_cloud_egress_usd_per_month: 5/max_cloud_egress_usd_per_month: 5, max_egress_usd_per_month: 5/' \
     "$T/egress.yaml" >"$T/egress-both.yaml"
@@ -448,6 +452,22 @@ fails_with "a throughput of 0 is refused with its line" "perf-bad.yaml:5:" \
 sed 's/reference: A100/reference: X9000/' "$T/perf.yaml" >"$T/perf-ref.yaml"
 fails_with "an unknown reference GPU says how to rate it" "add it under performance: throughput:" \
     sim --trace "$T/perf-jobs.csv" --config "$T/perf-ref.yaml"
+
+# A preempted-then-rejected spot job (issue 24): its spot attempt (0 to
+# 1200 s at $0.90/h, where avail.json's capacity ends) was paid, $0.30; the
+# retry on demand ($3/h x the 2 h default max_runtime = $6) is over team
+# t's whole $5 budget, so it is rejected.  Its --jobs-out row carries the
+# $0.30, not a blank cost.
+printf 'provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h\naws,us-east-1,use1-az1,g1.x,A100,1,3.00,0.90\n' \
+    >"$T/pr-offers.csv"
+printf '%s\n' 'cloud: {offers: pr-offers.csv, boot_delay_s: 0}' 'policy: {wait: none}' \
+    'spot: {policy: greedy, availability: [{zone: use1-az1, trace: avail.json}]}' \
+    'teams: [{name: t, monthly_usd: 5, on_exhausted: reject}]' 'caps: {default_max_runtime_s: 2h}' \
+    >"$T/pr.yaml"
+printf 'id,submit_s,gpus,runtime_s,team\na,0,1,3600,t\n' >"$T/pr.csv"
+(cd "$T" && "$SPW" sim --trace pr.csv --config pr.yaml -q --jobs-out - >pr-jobs.csv 2>pr.err)
+grep -E '^a,0\.000,,,rejected,,0\.300000,.*,1,1200\.000,rejected$' "$T/pr-jobs.csv" >/dev/null
+ok $? "a preempted-then-rejected spot job ends rejected with the \$0.30 its spot attempt cost"
 
 # Spot without data (issue 24): no availability entry.  Not silently
 # unlimited and never preempted: a loud warning (even with -q), and each
@@ -548,16 +568,15 @@ teams = [t["team"] for t in d["governance"]["teams"]]
 assert [t for t in teams if t] == ["ml", "cv", "research"], teams
 assert d["governance"]["active"]'
     ok $? "sim with examples/governance.yaml: teams ml, cv, research in the JSON"
-    # The row of issue 12: team ml's egress ($287.50) over its $200 cap.
-    # All of it copies laion-subset into the pools; its cloud egress is
-    # under the cap.
+    # Issue 24's row: team ml paid $287.50 of egress over its $200 cap, as
+    # copies into the pools were not capped.  Every egress dollar counts now.
     run_spw "$T/tj.json" "$T/tj.err" sim --trace examples/team-jobs.csv \
         --config examples/governance.yaml -o json -q
     json_check "$T/tj.json" '
 t = [t for t in d["governance"]["teams"] if t["team"] == "ml"][0]
-assert t["cloud_egress_usd"] <= 200 + 1e-9, t
-assert abs(t["onprem_egress_usd"] - 287.5) < 1e-6, t'
-    ok $? "examples/governance.yaml + team-jobs.csv: ml cloud egress within its \$200 cap, \$287.50 on-prem egress apart"
+assert t["egress_usd"] <= 200 + 1e-9, t
+assert t["onprem_egress_usd"] > 0 and t["jobs"] == 1000, t'
+    ok $? "examples/governance.yaml + team-jobs.csv: all of ml's egress, copies into pools included, within its \$200 cap"
     # Issue 12's rows on examples/fleet.yaml (A100 pool, the real catalog):
     # bursts go to the offer cheapest for the work at its GPU's speed, not
     # to the cheapest per hour (T4 g4dn.xlarge); a job of 8 GPUs takes one

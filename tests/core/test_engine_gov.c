@@ -114,6 +114,15 @@ static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s
     spw_job_reset(j);
 }
 
+/* Submits job j (as job_init) reading dataset `data` at time at. */
+static void submit_data(spw_engine_t *e, spw_job_t *j, const char *id, double at, double est_s,
+                        uint32_t gpus, uint32_t order, uint32_t team, uint32_t data)
+{
+    job_init(j, id, at, est_s, gpus, order, team);
+    j->data = data;
+    spw_engine_submit(e, j, at);
+}
+
 static spw_engine_t *engine(const spw_fleet_t *f, const char *wait, int gravity)
 {
     spw_policy_t p;
@@ -748,13 +757,22 @@ static void test_rules(void)
 /* Pools B (index 0) and A (index 1), one 4-GPU A100 node each, $3.60 per
  * GPU-hour; dataset ds (100 GB) at home in A; 10 Gbit/s: a copy takes
  * 100 x 8 / 10 = 80 s; egress out of on-prem is free. */
+/* Pools `first` (0) and `second` (1), one 4-GPU A100 node each at usd_h
+ * per GPU-hour, and dataset ds (100 GB) at home in pool `home`; returns
+ * ds's value for spw_job_t.data. */
+static uint32_t two_pools_fleet(spw_fleet_t *f, const char *first, const char *second,
+                                double usd_h, int home)
+{
+    spw_fleet_init(f);
+    add_pool(f, first, 1, 4, "A100", usd_h);
+    add_pool(f, second, 1, 4, "A100", usd_h);
+    return add_dataset(f, "ds", 100, home, NULL, NULL);
+}
+
 static void test_gravity_onprem(void)
 {
     spw_fleet_t f;
-    spw_fleet_init(&f);
-    add_pool(&f, "B", 1, 4, "A100", 3.6);
-    add_pool(&f, "A", 1, 4, "A100", 3.6);
-    uint32_t ds = add_dataset(&f, "ds", 100, 1, NULL, NULL);
+    uint32_t ds = two_pools_fleet(&f, "B", "A", 3.6, 1);
 
     spw_engine_t *e = engine(&f, "none", 1);
     spw_job_t d1, plain;
@@ -874,9 +892,7 @@ static void test_gravity_cloud(void)
      * worst case $20.50 does not fit; r1's $10 does: the dearer r1. */
     uint32_t t = add_team(&f, "t", 20, SPW_EXHAUSTED_HOLD);
     e = engine(&f, "none", 0);
-    job_init(&c1, "c1", 0, 3600, 1, 1, t);
-    c1.data = ds;
-    spw_engine_submit(e, &c1, 0);
+    submit_data(e, &c1, "c1", 0, 3600, 1, 1, t, ds);
     sched(e, 0);
     ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0 && c1.egress_usd == 0,
        "gravity 0 + budget: egress makes r2 too dear for the budget; r1 taken");
@@ -1013,6 +1029,83 @@ static void test_explain(void)
 
 /* No budget or cap: a 100000 s cloud job (beyond the 86400 s default
  * max runtime) is not stopped and costs 100000/3600 x $10 = $277.78. */
+/* Every egress dollar a team causes counts against its egress cap, copies
+ * into on-prem pools included (issue 24).  Pools A (0) and B (1), one
+ * 4-GPU A100 node each; dataset ds, 100 GB, at home in A; on-prem egress
+ * $0.05/GB, so a copy into B costs $5; no cache.  Team ml caps egress at
+ * $10 a month (March 2026).  A blocker fills A until 1000 s.
+ *   t=0:    j1, j2 (1 GPU) copy into B: $10, the cap;
+ *           j3 waits: another copy ($5) would make $15;
+ *   t=1000: the blocker ends: j3 starts in A, where its data is ($0);
+ *           j4 (4 GPUs) fits only B: it waits for April;
+ *   April 1 (2678400 s): j4 copies into B against April's cap. */
+static void test_egress_cap_onprem(void)
+{
+    spw_fleet_t f;
+    uint32_t ds = two_pools_fleet(&f, "A", "B", 1.0, 0);
+    uint32_t t = add_team(&f, "ml", INFINITY, SPW_EXHAUSTED_HOLD);
+    f.gov.teams[t - 1].max_egress_usd_per_month = 10;
+    f.gov.egress_onprem_usd_per_gb = 0.05;
+    f.gov.cache_ttl_s = 0;
+    f.gov.origin_s = MAR_2026;
+    spw_engine_t *e = engine(&f, "none", 1);
+    spw_job_t b, j1, j2, j3, j4;
+    job_init(&b, "b", 0, 1e7, 4, 0, 0);
+    spw_engine_submit(e, &b, 0);
+    sched(e, 0);
+    spw_job_t *js[] = {&j1, &j2, &j3};
+    for (int i = 0; i < 3; i++)
+        submit_data(e, js[i], i == 0 ? "j1" : i == 1 ? "j2" : "j3", 0, 100, 1, (uint32_t)i + 1, t,
+                    ds);
+    sched(e, 0);
+    ok(b.pool == 0 && j1.pool == 1 && j2.pool == 1, "egress: j1 and j2 copy into B");
+    is_double(j1.egress_usd + j2.egress_usd, 10, EPS, "egress: $5 each");
+    is(j3.state, SPW_JOB_QUEUED, "egress: j3 waits: a third copy would overshoot the $10 cap");
+    spw_team_ledger_t L = ledger(e, t, 0);
+    is_double(L.egress_settled_usd, 10, EPS, "egress: the copies into the pool count: $10 of $10");
+    spw_candidate_t c[8];
+    size_t n = spw_engine_explain(e, &j3, 0, c, 8);
+    int said = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        said |= c[i].kind == SPW_CAND_ONPREM && c[i].index == 1 && !c[i].ok &&
+                strstr(c[i].why, "waits for team ml's egress cap") &&
+                strstr(c[i].why, "costs $5.00; $0.00 of its 2026-03 cap ($10.00) is left");
+    ok(said, "egress: explain says j3 waits for the egress cap in B");
+    is_double(spw_engine_next_wakeup(e), 31 * 86400.0, EPS, "egress: a pass is due on April 1");
+
+    spw_engine_finish(e, &j1, 100);
+    spw_engine_finish(e, &j2, 100);
+    sched(e, 100);
+    is(j3.state, SPW_JOB_QUEUED, "egress: B is free, but the copy still waits");
+    spw_engine_finish(e, &b, 1000);
+    submit_data(e, &j4, "j4", 1000, 100, 4, 4, t, ds);
+    sched(e, 1000);
+    ok(j3.state == SPW_JOB_ONPREM && j3.pool == 0 && j3.egress_usd == 0,
+       "egress: j3 starts in A, home of its data, without a copy");
+    is(j4.state, SPW_JOB_QUEUED, "egress: j4 fits only B and waits for the cap");
+    double april = 31 * 86400.0;
+    sched(e, april - 1);
+    is(j4.state, SPW_JOB_QUEUED, "egress: still waiting a second before April");
+    sched(e, april);
+    ok(j4.state == SPW_JOB_ONPREM && j4.pool == 1, "egress: April 1: j4 copies into B");
+    is_double(ledger(e, t, april).egress_settled_usd, 5, EPS, "egress: April holds j4's $5");
+    is_double(ledger(e, t, 0).egress_settled_usd, 10, EPS, "egress: March stays at $10");
+    spw_engine_destroy(e);
+
+    /* A $4 cap: the $5 copy into B never fits, so no month is waited for
+     * (a replay would otherwise step from month to month for ever). */
+    f.gov.teams[t - 1].max_egress_usd_per_month = 4;
+    e = engine(&f, "none", 1);
+    job_init(&b, "b", 0, 1e7, 4, 0, 0);
+    spw_engine_submit(e, &b, 0);
+    submit_data(e, &j1, "j1", 0, 100, 1, 1, t, ds);
+    sched(e, 0);
+    is(j1.state, SPW_JOB_QUEUED, "egress over the whole cap: j1 waits");
+    ok(isinf(spw_engine_next_wakeup(e)), "egress over the whole cap: no wakeup at a month's end");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 static void test_no_governance(void)
 {
     spw_fleet_t f;
@@ -1048,6 +1141,7 @@ int main(void)
     test_gravity_cloud();
     test_restore();
     test_explain();
+    test_egress_cap_onprem();
     test_no_governance();
     return done_testing();
 }

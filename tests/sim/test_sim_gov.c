@@ -810,14 +810,16 @@ static int budgets_hold(const spw_fleet_t *f, const spw_job_t *j, size_t n, char
             continue;
         const spw_team_spec_t *ts = &g->teams[j[i].team - 1];
         double t = g->origin_s + j[i].placed_s;
-        /* Cloud placements: compute + egress, admitted against the budget.
-         * (Egress into on-prem is paid without asking the budget; it only
-         * makes later admissions stricter, so it is left out here.) */
-        if (j[i].offer < 0)
-            continue;
+        /* Cloud placements: compute + egress, admitted against the budget
+         * and the egress cap.  Copies into on-prem pools are paid without
+         * asking the budget, but every egress dollar counts against the
+         * team's egress cap (each attempt's copy in the month it started:
+         * a job that ran once on-prem has all of its egress there). */
         double usd = j[i].cost_usd;
         double eg = j[i].egress_usd;
-        for (int month = 0; month < 2; month++) {
+        if (j[i].offer < 0 && j[i].restarts)
+            continue;
+        for (int month = j[i].offer < 0; month < 2; month++) {
             double start = month ? spw_period_start(SPW_PERIOD_MONTH, t)
                                  : spw_period_start(ts->period, t);
             size_t k = 0;
