@@ -743,7 +743,9 @@ int main(void)
     t0 = now();
     rc = launch(sb, "j13", "d1.j13.1", NULL, argv13, env11, 1, 0, &h, &err);
     double held_s = now() - t0;
-    ok(rc < 0 && held_s <= 10 + 1, "a launch to the unreachable host fails after %.1f s "
+    /* 10 s of command timeout, plus the time a loaded machine takes to
+     * start and reap ssh (seen: 1.8 s at load 17). */
+    ok(rc < 0 && held_s <= 10 + 5, "a launch to the unreachable host fails after %.1f s "
        "(command timeout 10 s): %s", held_s, err.text);
     t0 = now();
     got = wait_exit(sb, "j11", &x, 30);
@@ -786,7 +788,7 @@ int main(void)
     ok(spw_ssh_ops.fence_events(sb, fv, 8) == 0, "a fence given back is not reported as new");
     snprintf(cmd, sizeof(cmd), "%s mend %s/cluster 3", script, T);
     ok(system(cmd) == 0, "mend host 3's link");
-    double end = now() + 30;
+    double end = now() + 60;   /* a deadline only: it ends once all three hold */
     int up = 0;
     nf = 0;
     while (now() < end && !(up && !remote_alive(3, "d1.j11.1-r0") && nf)) {
