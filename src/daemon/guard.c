@@ -81,13 +81,14 @@ int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
         out->admin = 1;
         return 0;
     }
-    if (d->oidc && token && spw_oidc_looks_like_jwt(token))
-        return oidc_auth(d, token, out);
     const dtokens_t *t = tokens_now(d);
     int found = -1;
     for (size_t i = 0; t && i < t->n; i++)
         if (token && same_secret(token, t->v[i].token) && found < 0)
             found = (int)i;
+    /* A static token that happens to look like a JWT stays a static token. */
+    if (found < 0 && d->oidc && token && spw_oidc_looks_like_jwt(token))
+        return oidc_auth(d, token, out);
     if (found < 0)
         return -1;
     out->token_name = t->v[found].name;
