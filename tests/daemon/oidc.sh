@@ -33,31 +33,17 @@ if [ ! -f "$NPM_DIR/node_modules/oidc-provider/package.json" ]; then
 fi
 plan 16
 
-# ---- the provider ---------------------------------------------------------------
-# The script runs from the npm directory, where `import 'oidc-provider'` resolves.
+# ---- the provider and the daemon, started side by side ----------------------------
+# The provider's script runs from the npm directory, where `import
+# 'oidc-provider'` resolves.  The daemon needs the issuer's URL in its config
+# but fetches nothing from it before the first token, so it starts while node
+# loads.
+P1=$(free_port)
+ISS=http://127.0.0.1:$P1
 cp "$(dirname "$0")/oidc_idp.mjs" "$NPM_DIR/idp-$$.mjs"
-env SPW_DTEST="$T" node "$NPM_DIR/idp-$$.mjs" "$T/idp.ports" "$T/k2.flag" "$T/jwks.log" \
+env SPW_DTEST="$T" node "$NPM_DIR/idp-$$.mjs" "$T/idp.ports" "$T/k2.flag" "$T/jwks.log" "$P1" \
     >"$T/idp.log" 2>&1 &
 XPIDS="$XPIDS $!"
-wait_until 30 test -s "$T/idp.ports" || diag "the provider did not start:" "$(cat "$T/idp.log")"
-rm -f "$NPM_DIR/idp-$$.mjs"
-read -r P1 P2 <"$T/idp.ports"
-ISS=http://127.0.0.1:$P1
-
-# token CLIENT [RESOURCE] [PORT]: an access token from the provider.
-token() {
-    curl -s -m 10 -u "$1:secret-$1-0123456789abcdef" -d grant_type=client_credentials \
-        -d scope=api -d "resource=${2:-urn:spillway}" "http://127.0.0.1:${3:-$P1}/token" |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])'
-}
-SHORT=$(token short)   # lives 1 s: checked last, when it has expired
-ML_JWT=$(token ml-user)
-WALL_JWT=$(token wall)
-OPS_JWT=$(token ops)
-[ -n "$ML_JWT" ] && [ -n "$WALL_JWT" ] && [ -n "$OPS_JWT" ] && [ -n "$SHORT" ]
-ok $? "oidc-provider issues JWT access tokens (issuer $ISS)" || diag "$(cat "$T/idp.log")"
-
-# ---- the daemon -------------------------------------------------------------------
 mkconfig "$T/serve.yaml" 2 never
 cat >>"$T/serve.yaml" <<EOT
   oidc:
@@ -68,6 +54,22 @@ cat >>"$T/serve.yaml" <<EOT
     roles: {wall-screens: viewer, platform: admin}
 EOT
 start_daemon "$T/serve.yaml" "$T/state" || exit 1
+wait_until 30 test -s "$T/idp.ports" || diag "the provider did not start:" "$(cat "$T/idp.log")"
+rm -f "$NPM_DIR/idp-$$.mjs"
+read -r P1 P2 <"$T/idp.ports"
+
+# token CLIENT [RESOURCE] [PORT]: an access token from the provider.
+token() {
+    curl -s -m 10 -u "$1:secret-$1-0123456789abcdef" -d grant_type=client_credentials \
+        -d scope=api -d "resource=${2:-urn:spillway}" "http://127.0.0.1:${3:-$P1}/token" |
+        sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p'
+}
+SHORT=$(token short)   # lives 1 s: checked last, when it has expired
+ML_JWT=$(token ml-user)
+WALL_JWT=$(token wall)
+OPS_JWT=$(token ops)
+[ -n "$ML_JWT" ] && [ -n "$WALL_JWT" ] && [ -n "$OPS_JWT" ] && [ -n "$SHORT" ]
+ok $? "oidc-provider issues JWT access tokens (issuer $ISS)" || diag "$(cat "$T/idp.log")"
 
 j=$(submit "$ML_JWT" --gpus 1 --name by-oidc -- sleep 600)
 [ -n "$j" ] && [ "$(field "$j" 'd["team"]')" = ml ]

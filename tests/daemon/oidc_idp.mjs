@@ -1,19 +1,20 @@
 // oidc_idp.mjs: the OpenID provider tests/daemon/oidc.sh logs in with: npm's
 // oidc-provider (OpenID Certified), two issuers in one process.
-//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG
+//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG PORT1
 // The first issuer signs access tokens (client_credentials, resource
 // indicators, RFC 9068 JWTs) for the audience "spillway" with key k1, or k2
 // for resource urn:spillway:k2; its JWKS hides k2 until K2_FLAG exists (a
 // key rotation) and every JWKS fetch appends a line to JWKS_LOG.  The second
 // issuer shares the keys, so its tokens verify but name another issuer.
 // Each client stands for a user whose groups claim is fixed below; client
-// "short" gets tokens that live 1 s.  PORTS_FILE gets "PORT1 PORT2".
+// "short" gets tokens that live 1 s.  The first issuer listens on PORT1 (0:
+// any), the second on any port; PORTS_FILE gets "PORT1 PORT2" once both do.
 import http from 'node:http';
 import fs from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
-const [portsFile, k2Flag, jwksLog] = process.argv.slice(2);
+const [portsFile, k2Flag, jwksLog, port1] = process.argv.slice(2);
 const key = (kid) => ({
   ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
   kid, use: 'sig', alg: 'RS256',
@@ -66,10 +67,10 @@ function provider(issuer, logJwks) {
   return p;
 }
 
-function serve(logJwks) {
+function serve(logJwks, want) {
   return new Promise((resolve) => {
     const srv = http.createServer();
-    srv.listen(0, '127.0.0.1', () => {
+    srv.listen(want, '127.0.0.1', () => {
       const port = srv.address().port;
       srv.on('request', provider(`http://127.0.0.1:${port}`, logJwks).callback());
       resolve(port);
@@ -77,6 +78,6 @@ function serve(logJwks) {
   });
 }
 
-const ports = [await serve(true), await serve(false)];
+const ports = [await serve(true, Number(port1 || 0)), await serve(false, 0)];
 fs.writeFileSync(`${portsFile}.tmp`, ports.join(' ') + '\n');
 fs.renameSync(`${portsFile}.tmp`, portsFile);
