@@ -86,7 +86,8 @@ static int fetch_json(const spw_oidc_t *o, const char *url, json_t **out, spw_er
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
     CURLcode rc = curl_easy_perform(c);
     long http = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
+    if (rc == CURLE_OK)  /* the status of an answer; none when nothing answered */
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
     curl_easy_cleanup(c);
     int ret = -1;
     json_error_t je;
@@ -249,9 +250,8 @@ static EVP_PKEY *key_for(spw_oidc_t *o, const char *kid, double now, spw_error_t
 
 spw_oidc_t *spw_oidc_new(const spw_oidc_conf_t *conf)
 {
-    spw_oidc_t *o = spw_xcalloc(1, sizeof(*o));
-    o->conf = conf;
-    pthread_mutex_init(&o->mu, NULL);
+    spw_oidc_t *o = spw_xmalloc(sizeof(*o));
+    *o = (spw_oidc_t){.conf = conf, .mu = PTHREAD_MUTEX_INITIALIZER};
     return o;
 }
 
