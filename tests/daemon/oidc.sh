@@ -12,7 +12,8 @@
 # nothing gets 401 with a sentence; a token signed by a key the daemon has
 # not seen (a key rotation) makes it fetch the JWKS again, once.
 # oidc-provider is installed once with npm into $SPW_NPM_DIR (default
-# ~/.cache/spillway-tests/oidc-provider-8); without node, or when npm's
+# ~/.cache/spillway-tests/oidc-provider-8, with the provider's two test RSA
+# keys, made on the first run); without node, or when npm's
 # registry cannot be reached, the file skips itself saying so.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
@@ -42,7 +43,7 @@ P1=$(free_port)
 ISS=http://127.0.0.1:$P1
 cp "$(dirname "$0")/oidc_idp.mjs" "$NPM_DIR/idp-$$.mjs"
 env SPW_DTEST="$T" node "$NPM_DIR/idp-$$.mjs" "$T/idp.ports" "$T/k2.flag" "$T/jwks.log" "$P1" \
-    >"$T/idp.log" 2>&1 &
+    "$NPM_DIR/test-keys.json" >"$T/idp.log" 2>&1 &
 XPIDS="$XPIDS $!"
 mkconfig "$T/serve.yaml" 2 never
 cat >>"$T/serve.yaml" <<EOT

@@ -1,6 +1,6 @@
 // oidc_idp.mjs: the OpenID provider tests/daemon/oidc.sh logs in with: npm's
 // oidc-provider (OpenID Certified), two issuers in one process.
-//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG PORT1
+//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG PORT1 KEYS_FILE
 // The first issuer signs access tokens (client_credentials, resource
 // indicators, RFC 9068 JWTs) for the audience "spillway" with key k1, or k2
 // for resource urn:spillway:k2; its JWKS hides k2 until K2_FLAG exists (a
@@ -9,17 +9,26 @@
 // Each client stands for a user whose groups claim is fixed below; client
 // "short" gets tokens that live 1 s.  The first issuer listens on PORT1 (0:
 // any), the second on any port; PORTS_FILE gets "PORT1 PORT2" once both do.
+// The two RSA keys are made once and kept in KEYS_FILE (making them took 2 s
+// of a loaded machine's time).
 import http from 'node:http';
 import fs from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
-const [portsFile, k2Flag, jwksLog, port1] = process.argv.slice(2);
+const [portsFile, k2Flag, jwksLog, port1, keysFile] = process.argv.slice(2);
 const key = (kid) => ({
   ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
   kid, use: 'sig', alg: 'RS256',
 });
-const keys = [key('k1'), key('k2')];
+let keys;
+try {
+  keys = JSON.parse(fs.readFileSync(keysFile, 'utf8'));
+} catch {
+  keys = [key('k1'), key('k2')];
+  fs.writeFileSync(`${keysFile}.${process.pid}`, JSON.stringify(keys), { mode: 0o600 });
+  fs.renameSync(`${keysFile}.${process.pid}`, keysFile);
+}
 const groups = {
   'ml-user': ['ml', 'staff'], wall: ['wall-screens'], ops: ['platform'], nobody: ['guests'],
   short: ['ml'],
