@@ -39,8 +39,8 @@ struct spw_oidc {
     okey_t keys[KEYS_MAX];      /* the JWKS last fetched */
     size_t nkeys;
     double fetched_at;          /* when the JWKS was last fetched, s; 0 never */
-    char missed_kid[128];       /* the last unknown key id that caused a
-                                   fetch */
+    char missed_kid[128];       /* the last key id a successful fetch did
+                                   not bring ("" for a token without one) */
     double missed_at;           /* when, s */
     unsigned long fetches;      /* JWKS fetches so far */
 };
@@ -224,22 +224,27 @@ static int refresh(spw_oidc_t *o, double now, spw_error_t *err)
 }
 
 /* The key for kid (NULL = the only key), fetching the JWKS when it is not
- * known and the limits allow; o->mu held.  A new reference, or NULL with err. */
+ * known and the limits allow; o->mu held.  A kid that a successful fetch
+ * did not bring is remembered, so that the same forged kid cannot make every
+ * request fetch; a failed fetch is tried again a second later.  A new
+ * reference, or NULL with err. */
 static EVP_PKEY *key_for(spw_oidc_t *o, const char *kid, double now, spw_error_t *err)
 {
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0;; pass++) {
         for (size_t i = 0; i < o->nkeys; i++)
             if (kid ? strcmp(o->keys[i].kid, kid) == 0 : o->nkeys == 1) {
                 EVP_PKEY_up_ref(o->keys[i].pkey);
                 return o->keys[i].pkey;
             }
-        int same = kid && strcmp(kid, o->missed_kid) == 0 && now - o->missed_at < REFETCH_SAME_KID_S;
-        if (pass == 1 || (o->fetched_at > 0 && (same || now - o->fetched_at < REFETCH_MIN_S)))
-            break;
-        if (o->fetched_at > 0) {
+        if (pass == 1) {
             snprintf(o->missed_kid, sizeof(o->missed_kid), "%s", kid ? kid : "");
             o->missed_at = now;
+            break;
         }
+        int same = strcmp(kid ? kid : "", o->missed_kid) == 0 &&
+                   now - o->missed_at < REFETCH_SAME_KID_S;
+        if (o->fetched_at > 0 && (same || now - o->fetched_at < REFETCH_MIN_S))
+            break;
         if (refresh(o, now, err) < 0)
             return NULL;
     }
@@ -405,6 +410,9 @@ int spw_oidc_verify(spw_oidc_t *o, const char *tok, double now, spw_oidc_who_t *
         for (size_t i = 0; i < 5 && !u; i++)
             u = names[i] ? json_string_value(json_object_get(cl, names[i])) : NULL;
         snprintf(who->user, sizeof(who->user), "oidc:%s", u ? u : "?");
+        for (char *q = who->user; *q; q++)  /* the audit log and terminals show it */
+            if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                *q = '?';
         rc = map_groups(o->conf, cl, who, err);
     }
     json_decref(hdr);
