@@ -10,7 +10,8 @@
 # beside OIDC; a token for another audience, from another issuer, expired,
 # with an altered payload, with alg none, or of a user whose groups map to
 # nothing gets 401 with a sentence; a token signed by a key the daemon has
-# not seen (a key rotation) makes it fetch the JWKS again, once.
+# not seen (a key rotation) makes it fetch the JWKS again, once, and a
+# forged unknown kid cannot make it fetch on every request.
 # oidc-provider is installed once with npm into $SPW_NPM_DIR (default
 # ~/.cache/spillway-tests/oidc-provider-8, with the provider's two test RSA
 # keys, made on the first run); without node, or when npm's
@@ -32,7 +33,7 @@ if [ ! -f "$NPM_DIR/node_modules/oidc-provider/package.json" ]; then
         exit 0
     fi
 fi
-plan 16
+plan 17
 
 # ---- the provider and the daemon, started side by side ----------------------------
 # The provider's script runs from the npm directory, where `import
@@ -122,12 +123,28 @@ http_is 401 "'none' never" "an unsigned token (alg none): 401"
 # ---- a key rotation ------------------------------------------------------------------
 touch "$T/k2.flag"
 K2_JWT=$(token ml-user urn:spillway:k2)
+t_k2=$(now_ms)
 http GET /v1/jobs "$K2_JWT"
 c1=$code
 http GET /v1/jobs "$K2_JWT"
 [ "$c1" = 200 ] && [ "$code" = 200 ] && [ "$(wc -l <"$T/jwks.log")" -eq 2 ]
 ok $? "a token signed with a new key (kid k2) makes the daemon fetch the JWKS once more" ||
     diag "status $c1 then $code; JWKS fetched $(wc -l <"$T/jwks.log") times"
+
+# A kid the provider never had: one more fetch at most (a second after the
+# last), then none for the same kid.
+BOGUS=$(printf '%s' "$ML_JWT" | python3 -c '
+import base64, json, sys
+h, p, s = sys.stdin.read().split(".")
+print(base64.urlsafe_b64encode(b"{\"alg\":\"RS256\",\"kid\":\"nope\"}").decode().rstrip("=") + "." + p + "." + s)')
+wait_until 3 sh -c "[ \$(date +%s%3N) -ge $((t_k2 + 1100)) ]"
+http GET /v1/jobs "$BOGUS"
+c1=$code n1=$(wc -l <"$T/jwks.log")
+http GET /v1/jobs "$BOGUS"
+[ "$c1" = 401 ] && [ "$n1" -eq 3 ] && [ "$(wc -l <"$T/jwks.log")" -eq 3 ] &&
+    contains "$T/http.body" "does not have"
+ok $? "a token naming an unknown kid: 401; the JWKS is fetched once for it, not on every request" ||
+    diag "status $c1 then $code; JWKS fetched $n1 then $(wc -l <"$T/jwks.log") times"
 
 # ---- expiry and the audit log ------------------------------------------------------------
 wait_until 10 sh -c "[ \$(date +%s) -gt $(printf '%s' "$SHORT" | python3 -c '
