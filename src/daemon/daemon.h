@@ -83,8 +83,6 @@ void spw_daemon_turn(spw_daemon_t *d);
  * one out->token_name names it).  When the config has no tokens every
  * request is admin. */
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out);
-/* How many times daemon.oidc's JWKS was fetched (0 without oidc). */
-unsigned long spw_daemon_oidc_fetches(spw_daemon_t *d);
 /* Whether the config has tokens at all (no tokens = open, loopback only). */
 int spw_daemon_auth_required(const spw_daemon_t *d);
 

@@ -67,11 +67,6 @@ static int oidc_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
     return 0;
 }
 
-unsigned long spw_daemon_oidc_fetches(spw_daemon_t *d)
-{
-    return d->oidc ? spw_oidc_jwks_fetches(d->oidc) : 0;
-}
-
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
 {
     out->token_name = NULL;

@@ -42,7 +42,6 @@ struct spw_oidc {
     char missed_kid[128];       /* the last key id a successful fetch did
                                    not bring ("" for a token without one) */
     double missed_at;           /* when, s */
-    unsigned long fetches;      /* JWKS fetches so far */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -194,7 +193,6 @@ static int refresh(spw_oidc_t *o, double now, spw_error_t *err)
         json_decref(doc);
     }
     o->fetched_at = now;
-    o->fetches++;
     if (fetch_json(o, o->jwks_uri, &doc, err) < 0)
         return -1;
     json_t *keys = json_object_get(doc, "keys"), *k;
@@ -275,14 +273,6 @@ int spw_oidc_looks_like_jwt(const char *tok)
     size_t n = strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.");
     const char *d1 = strchr(tok, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
     return tok[n] == '\0' && d1 && d2 && !strchr(d2 + 1, '.') && d1 > tok;
-}
-
-unsigned long spw_oidc_jwks_fetches(spw_oidc_t *o)
-{
-    pthread_mutex_lock(&o->mu);
-    unsigned long n = o->fetches;
-    pthread_mutex_unlock(&o->mu);
-    return n;
 }
 
 /* Checks the signature of "HEADER.PAYLOAD" (n bytes) with alg and kid. */

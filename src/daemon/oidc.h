@@ -41,7 +41,5 @@ int spw_oidc_looks_like_jwt(const char *tok);
  * 0 with *who, or -1 with a sentence in err (never the token itself). */
 int spw_oidc_verify(spw_oidc_t *o, const char *tok, double now, spw_oidc_who_t *who,
                     spw_error_t *err);
-/* How many times the JWKS was fetched (for tests and /metrics). */
-unsigned long spw_oidc_jwks_fetches(spw_oidc_t *o);
 
 #endif
