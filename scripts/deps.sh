@@ -13,6 +13,10 @@ esac
 # kubectl for tests/backends/kube_fake.sh: Debian's kubernetes-client only where
 # no kubectl is present (it conflicts with google-cloud-cli's kubectl).
 case $level in test|fuzz) command -v kubectl >/dev/null 2>&1 || pkgs="$pkgs kubernetes-client" ;; esac
+# node and npm for tests/daemon/oidc.sh (it runs npm's oidc-provider): Debian's
+# nodejs and npm only where no node is present (a NodeSource nodejs bundles npm
+# and conflicts with Debian's npm).
+case $level in test|fuzz) { command -v node && command -v npm; } >/dev/null 2>&1 || pkgs="$pkgs nodejs npm" ;; esac
 # Jobs of a daemon running as root run as this unprivileged user (daemon.run_as
 # in docs/daemon.md): created here, as root, like the packages.
 job_user=spillway-job

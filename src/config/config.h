@@ -125,6 +125,36 @@ typedef struct spw_token {
     int revoked;            /* 1: `revoked: true`: answered 401, audited */
 } spw_token_t;
 
+/* One entry of daemon.oidc's teams: or roles: map: an IdP group (a value
+ * of the groups claim) and the team or role it gives. */
+typedef struct spw_oidc_map {
+    char *group;            /* owned; the claim's value, e.g. "ml" */
+    char *value;            /* owned; a team name, or "admin", "member",
+                               "viewer" */
+} spw_oidc_map_t;
+
+/* daemon.oidc: bearer tokens that are JWTs signed by an OpenID Connect
+ * provider (docs/identity.md).  issuer NULL = off. */
+typedef struct spw_oidc_conf {
+    char *issuer;           /* owned; the provider's issuer URL, exactly as
+                               its tokens' `iss`; its discovery document is
+                               ISSUER/.well-known/openid-configuration */
+    char *audience;         /* owned; what `aud` must hold (a string or one
+                               of an array) */
+    char *groups_claim;     /* owned; the claim listing the user's groups;
+                               default "groups" */
+    char *user_claim;       /* owned; the claim the audit log names the user
+                               by; NULL = preferred_username, email, sub */
+    spw_oidc_map_t *teams;  /* owned; group -> team, the first match wins */
+    size_t nteams;
+    spw_oidc_map_t *roles;  /* owned; group -> role, the highest wins */
+    size_t nroles;
+    double leeway_s;        /* seconds of clock skew allowed on exp, nbf
+                               and iat; 60 */
+    double timeout_s;       /* seconds a fetch of the discovery document or
+                               the JWKS may take; 5 */
+} spw_oidc_conf_t;
+
 /* A team's own job user (teams: entries' run_as). */
 typedef struct spw_team_user {
     char *team;             /* owned team name */
@@ -200,6 +230,7 @@ typedef struct spw_daemon_conf {
                                    defaults (PATH, LANG, LC_*, TZ, ...) */
     size_t njob_env;
     size_t ntokens_inline;      /* of them, written in the config itself */
+    spw_oidc_conf_t oidc;       /* daemon.oidc; issuer NULL = off */
     char *tokens_file;          /* owned, resolved; NULL = none */
     char *tls_cert;             /* owned, resolved: PEM certificate chain the
                                    API serves HTTPS with; NULL = plain HTTP */

@@ -80,6 +80,9 @@ int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err);
 
 /* daemon.c: the daemon section; user_value also for teams' run_as. */
 void cfg_daemon_defaults(spw_daemon_conf_t *dc);
+/* oidc_conf.c: daemon.oidc, and freeing it. */
+int cfg_oidc_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
+void cfg_oidc_free(spw_oidc_conf_t *oc);
 int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_user_value(ctx_t *x, const spw_ynode_t *n, const char *key, const char **out,
                spw_error_t *err);

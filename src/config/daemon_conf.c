@@ -364,7 +364,7 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
                                        "job_memory_mib", "log_dir", "max_log_bytes",
                                        "min_free_mib", "image_max_bytes", "image_max_files",
                                        "cloud_ssh", "job_retention_s", "tls_cert",
-                                       "tls_key", NULL};
+                                       "tls_key", "oidc", NULL};
     static const char *const ekeys[] = {"seed", "capacity", "preempt_rate_per_h",
                                         "boot_command", "hosts_dir", "ssh", NULL};
     static const char *const ikeys[] = {"threshold_pct", "window_s", "action", NULL};
@@ -492,6 +492,8 @@ int cfg_daemon_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             return -1;
     }
     token_default_names(dc);
+    if ((v = spw_ymap_get(n, "oidc")) && cfg_oidc_section(x, v, err) < 0)
+        return -1;
     if ((v = spw_ymap_get(n, "run_as"))) {
         if (cfg_user_value(x, v, "run_as", &s, err) < 0)
             return -1;

@@ -275,6 +275,7 @@ void spw_config_free(spw_config_t *cfg)
     free(dc->cloud_ssh_key);
     free(dc->cloud_ssh_known_hosts);
     free(dc->tokens_file);
+    cfg_oidc_free(&dc->oidc);
     free(dc->tls_cert);
     free(dc->tls_key);
     free(dc->config_path);

@@ -36,7 +36,12 @@ typedef struct spw_caller {
     const char *token_name; /* the token's name, for the audit log; NULL
                            when there is no token (open daemon) or it is
                            unknown.  Set for a revoked token too (auth
-                           then fails). */
+                           then fails).  For an OpenID Connect token it
+                           points at user below. */
+    char user[160];     /* "oidc:NAME" of an OpenID Connect token's user
+                           (daemon.oidc); "" for static tokens */
+    char why[256];      /* why spw_daemon_auth refused an OpenID Connect
+                           token, a sentence for the 401; "" otherwise */
 } spw_caller_t;
 
 /* Options given on the command line (they win over the config's daemon:

@@ -412,6 +412,8 @@ struct spw_daemon {
                                     atomic load, without mu */
     int auth_required;           /* the config had tokens at start */
     struct spw_audit *audit;     /* the audit log (audit.h) */
+    struct spw_oidc *oidc;       /* daemon.oidc's verifier (oidc.h); NULL
+                                    when off */
     struct dteamq *teamq;        /* queued jobs per team, for
                                     max_queued_per_team: counted once per
                                     turn, plus the submits since */

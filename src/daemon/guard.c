@@ -8,6 +8,7 @@
 
 #include "daemon/audit.h"
 #include "daemon/daemon_private.h"
+#include "daemon/oidc.h"
 
 /* ---- auth --------------------------------------------------------------- */
 
@@ -44,9 +45,32 @@ static dtokens_t *tokens_copy(const spw_token_t *v, size_t n)
     return t;
 }
 
+/* spw_daemon_auth for a JWT: out from its verified claims, or -1 with
+ * out->why (and out->user when the token was valid but maps to nothing). */
+static int oidc_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
+{
+    spw_oidc_who_t w;
+    spw_error_t err;
+    w.user[0] = '\0';
+    int rc = spw_oidc_verify(d->oidc, token, spw_daemon_clock(), &w, &err);
+    if (rc < 0) {
+        snprintf(out->why, sizeof(out->why), "%s", err.text);
+        snprintf(out->user, sizeof(out->user), "%s", w.user);
+        return -1;
+    }
+    snprintf(out->user, sizeof(out->user), "%s", w.user);
+    out->token_name = out->user;
+    out->team = w.team;
+    out->admin = w.role == SPW_OIDC_ADMIN || (w.role == SPW_OIDC_VIEWER && !w.team);
+    out->viewer = w.role == SPW_OIDC_VIEWER;
+    out->metrics = 0;
+    return 0;
+}
+
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
 {
     out->token_name = NULL;
+    out->user[0] = out->why[0] = '\0';
     if (!d->auth_required) {
         out->team = NULL;
         out->admin = 1;
@@ -57,6 +81,9 @@ int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out)
     for (size_t i = 0; t && i < t->n; i++)
         if (token && same_secret(token, t->v[i].token) && found < 0)
             found = (int)i;
+    /* A static token that happens to look like a JWT stays a static token. */
+    if (found < 0 && d->oidc && token && spw_oidc_looks_like_jwt(token))
+        return oidc_auth(d, token, out);
     if (found < 0)
         return -1;
     out->token_name = t->v[found].name;
@@ -130,7 +157,9 @@ int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since
 int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err)
 {
     const spw_daemon_conf_t *dc = &d->cfg->daemon;
-    d->auth_required = dc->ntokens > 0;
+    d->auth_required = dc->ntokens > 0 || dc->oidc.issuer;
+    if (dc->oidc.issuer)
+        d->oidc = spw_oidc_new(&dc->oidc);
     d->tokens = tokens_copy(dc->tokens, dc->ntokens);
     if (!(d->audit = spw_audit_open(spw_store_db(d->store), err)))
         return -1;
@@ -148,6 +177,8 @@ void spw_daemon_guard_free(spw_daemon_t *d)
 {
     spw_audit_close(d->audit);
     d->audit = NULL;
+    spw_oidc_free(d->oidc);
+    d->oidc = NULL;
     for (dtokens_t *t = d->tokens, *older; t; t = older) {
         older = t->older;
         for (size_t i = 0; i < t->n; i++) {

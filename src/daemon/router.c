@@ -287,10 +287,14 @@ static int authenticate(call_t *c, spw_route_resp_t *out)
     free(tok);
     if (rc == 0)
         return 0;
-    const char *name = c->who.token_name;  /* kept for the audit of a revoked one */
+    spw_caller_t was = c->who;  /* its name kept for the audit of a revoked one */
     memset(&c->who, 0, sizeof(c->who));
-    c->who.token_name = name;
-    resp_error(out, 401, name ? "this token has been revoked" : "unknown token");
+    snprintf(c->who.user, sizeof(c->who.user), "%s", was.user);
+    c->who.token_name = was.user[0] ? c->who.user : was.token_name;
+    if (was.why[0])
+        resp_error(out, 401, "%s", was.why);
+    else
+        resp_error(out, 401, was.token_name ? "this token has been revoked" : "unknown token");
 unauthorized:
     out->www_authenticate = "Bearer";
     return -1;

@@ -1055,6 +1055,42 @@ static void test_emulated_hosts(void)
     ERR("an unknown ssh key", yaml, "pot");
 }
 
+/* daemon.oidc: defaults, the maps, and errors naming the key. */
+static void test_oidc(void)
+{
+    spw_config_t c;
+    spw_error_t err;
+    const char *base = "onprem: [{name: a, nodes: 1, gpus_per_node: 1}]\ndaemon:\n  oidc:\n";
+    char y[1024];
+    snprintf(y, sizeof(y), "%s    issuer: https://idp.example/r\n    audience: spillway\n"
+             "    teams: {ml-people: ml, vision: cv}\n    roles: {ops: admin, wall: viewer}\n",
+             base);
+    is(load(&c, y, "/tmp", &err), 0, "daemon.oidc loads: %s", err.text);
+    const spw_oidc_conf_t *o = &c.daemon.oidc;
+    ok(o->issuer && strcmp(o->issuer, "https://idp.example/r") == 0 && o->audience &&
+           strcmp(o->audience, "spillway") == 0, "issuer and audience kept");
+    ok(o->groups_claim && strcmp(o->groups_claim, "groups") == 0 && o->leeway_s == 60 &&
+           o->timeout_s == 5 && !o->user_claim, "defaults: groups, leeway 60 s, timeout 5 s");
+    ok(o->nteams == 2 && strcmp(o->teams[1].group, "vision") == 0 &&
+           strcmp(o->teams[1].value, "cv") == 0 && o->nroles == 2 &&
+           strcmp(o->roles[0].value, "admin") == 0, "teams and roles maps in order");
+    spw_config_free(&c);
+    snprintf(y, sizeof(y), "%s    issuer: https://idp.example/r\n", base);
+    is(load(&c, y, "/tmp", &err), -1, "oidc without audience is an error");
+    ok(strstr(err.text, "needs 'audience:'") != NULL, "naming it: %s", err.text);
+    snprintf(y, sizeof(y), "%s    issuer: https://i/\n    audience: a\n    roles: {x: boss}\n",
+             base);
+    is(load(&c, y, "/tmp", &err), -1, "an unknown role is an error");
+    ok(strstr(err.text, "oidc.roles.x") && strstr(err.text, "admin, member or viewer"), "%s",
+       err.text);
+    snprintf(y, sizeof(y), "%s    issuer: idp.example\n    audience: a\n", base);
+    is(load(&c, y, "/tmp", &err), -1, "an issuer that is not a URL is an error");
+    ok(strstr(err.text, "https://") != NULL, "%s", err.text);
+    snprintf(y, sizeof(y), "%s    issuer: https://i/\n    audience: a\n    client: x\n", base);
+    is(load(&c, y, "/tmp", &err), -1, "an unknown oidc key is an error");
+    ok(strstr(err.text, "'client'") && strstr(err.text, "daemon.oidc"), "%s", err.text);
+}
+
 /* daemon.tokens, tokens_file, names, revocation, limits and the 0600 check. */
 static void test_tokens(void)
 {
@@ -1421,6 +1457,7 @@ int main(void)
     test_image_bounds();
     test_home_without_pools();
     test_tokens();
+    test_oidc();
     test_emulated_hosts();
     test_valid();
     test_offers();
