@@ -137,7 +137,7 @@ ok $? "spillway costs: a fair share table with cv's borrowed GPU, ml's lent one,
     diag "$(cat "$T/costs.out")"
 spw admin queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
     grep -Eq '^team +cv +lab +0 +1 +1 +0 +' "$T/fair.out" &&
-    grep -Eq '^cohort +lab +- +1 +1 +1 +1 +- *$' "$T/fair.out" &&
+    grep -Eq '^cohort +lab +- +1 +1 +1 +1 +- +- *$' "$T/fair.out" &&
     spw cv queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
     grep -Eq '^team +cv ' "$T/fair.out" && ! grep -Eq '^(team +ml|cohort) ' "$T/fair.out"
 ok $? "spillway queue: the same per team and cohort under the jobs (team cv sees its own row)" ||
