@@ -198,12 +198,14 @@ spw_fair_t *spw_fair_create(const spw_gov_t *g, uint64_t capacity_gpus, size_t n
     }
     free(root_tree);
     f->part_pool = -1;
-    for (size_t i = 0; i < f->nt && npools; i++)
-        if (f->t[i].pq)
-            for (size_t k = 0; k < f->nt; k++) {
-                f->t[k].upool = spw_xcalloc(npools, sizeof(*f->t[k].upool));
-                f->t[k].tkpool = spw_xcalloc(npools, sizeof(*f->t[k].tkpool));
-            }
+    /* Some team has parts: every team's GPUs are counted per pool. */
+    int parts = 0;
+    for (size_t i = 0; i < f->nt; i++)
+        parts |= f->t[i].pq != NULL;
+    for (size_t k = 0; k < f->nt && parts; k++) {
+        f->t[k].upool = spw_xcalloc(npools, sizeof(*f->t[k].upool));
+        f->t[k].tkpool = spw_xcalloc(npools, sizeof(*f->t[k].tkpool));
+    }
     f->unassigned = (double)capacity_gpus > assigned ? (double)capacity_gpus - assigned : 0;
     f->tr = spw_xcalloc(f->ntr ? f->ntr : 1, sizeof(*f->tr));
     refresh(f);
