@@ -381,15 +381,19 @@ static void costs_table(const json_t *doc)
 static void fair_row(spw_table_t *t, const char *kind, const json_t *o, const char *name,
                      const char *group)
 {
-    char a[32], b[32], c[32], d[32], e[32];
-    double share;
+    char a[32], b[32], c[32], d[32], e[32], f[72] = "", g[32], h[32];
+    double share, cl;
     if (spw_cli_jnum(o, "share", &share) == 0)
         snprintf(e, sizeof(e), "%.0f%%", 100 * share);
     else
         snprintf(e, sizeof(e), "-");
+    /* The cloud GPUs held now over the team's max_cloud_gpus (teams only). */
+    if (spw_cli_jnum(o, "cloud_gpus", &cl) == 0)
+        snprintf(f, sizeof(f), "%s/%s", num(o, "cloud_gpus", g, sizeof(g)),
+                 num(o, "max_cloud_gpus", h, sizeof(h)));
     spw_table_row(t, kind, spw_cli_jstr(o, name), group ? group : "-",
                   num(o, "nominal_gpus", a, sizeof(a)), num(o, "used_gpus", b, sizeof(b)),
-                  num(o, "borrowed_gpus", c, sizeof(c)), num(o, "lent_gpus", d, sizeof(d)), e);
+                  num(o, "borrowed_gpus", c, sizeof(c)), num(o, "lent_gpus", d, sizeof(d)), e, f);
 }
 
 void spw_cli_fair_table(const json_t *doc)
@@ -399,7 +403,7 @@ void spw_cli_fair_table(const json_t *doc)
     const char *queue = spw_cli_jstr(doc, "queue");
     if (!spw_cli_jbool(doc, "quotas") && !(queue && strcmp(queue, "fair") == 0))
         return;
-    spw_table_t *t = spw_table_create("KIND|NAME|COHORT|>NOMINAL|>USED|>BORROWED|>LENT|>SHARE");
+    spw_table_t *t = spw_table_create("KIND|NAME|COHORT|>NOMINAL|>USED|>BORROWED|>LENT|>SHARE|>CLOUD");
     json_array_foreach(json_object_get(doc, "teams"), i, o)
         fair_row(t, "team", o, "team", spw_cli_jstr(o, "cohort"));
     json_array_foreach(json_object_get(doc, "cohorts"), i, o)

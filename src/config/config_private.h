@@ -75,6 +75,9 @@ int cfg_sim_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
  * n), the cohorts section (before teams), and the checks of quotas
  * against the fleet once everything is read (file names the config). */
 int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err);
+/* quota.pools of team map n into t->quota_pool_gpus (allocated only on
+ * success: call it last, before t joins the teams). */
+int cfg_team_pool_quotas(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err);
 int cfg_cohorts_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err);
 int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err);
 

@@ -28,7 +28,7 @@ static int cohort_index(const spw_gov_t *g, const char *name)
 
 int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err)
 {
-    static const char *const qkeys[] = {"gpus", "borrowing_limit", "lending_limit", NULL};
+    static const char *const qkeys[] = {"gpus", "borrowing_limit", "lending_limit", "pools", NULL};
     const spw_gov_t *g = &x->cfg->fleet.gov;
     t->borrowing_limit_gpus = INFINITY;
     t->lending_limit_gpus = INFINITY;
@@ -64,6 +64,51 @@ int cfg_team_fair(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_
             return cfg_at(x, cn, err, "cohort '%.40s' is not in cohorts: (add '- {name: %.40s}' "
                           "there)", name, name);
     }
+    return 0;
+}
+
+/* GPUs of on-prem pool p. */
+static double pool_gpus(const spw_pool_spec_t *p)
+{
+    double s = 0;
+    for (uint32_t k = 0; k < p->nnodes; k++)
+        s += p->node_gpus[k];
+    return s;
+}
+
+int cfg_team_pool_quotas(ctx_t *x, const spw_ynode_t *n, spw_team_spec_t *t, spw_error_t *err)
+{
+    const spw_fleet_t *fl = &x->cfg->fleet;
+    const spw_ynode_t *q = spw_ymap_get(n, "quota"), *pn = q ? spw_ymap_get(q, "pools") : NULL;
+    if (!pn)
+        return 0;
+    if (pn->kind != SPW_Y_MAP || !pn->n)
+        return cfg_at(x, pn, err, "%s", "quota.pools: expected a map of on-prem pool names to "
+                      "GPUs, like '{a100-pool: 4}'");
+    double *pq = spw_xcalloc(fl->npools ? fl->npools : 1, sizeof(*pq)), sum = 0;
+    for (size_t i = 0; i < pn->n; i++) {
+        size_t p = 0;
+        while (p < fl->npools && strcmp(fl->pools[p].name, pn->keys[i]) != 0)
+            p++;
+        if (p == fl->npools) {
+            free(pq);
+            return cfg_at(x, pn->items[i], err, "quota.pools: '%.40s' is not an on-prem pool "
+                          "(name one under pools:, e.g. '%.40s')", pn->keys[i],
+                          fl->npools ? fl->pools[0].name : "none defined");
+        }
+        if (cfg_count_key(x, pn, pn->keys[i], 0, &pq[p], err) < 0) {
+            free(pq);
+            return -1;
+        }
+        sum += pq[p];
+    }
+    if (sum > t->quota_gpus) {
+        free(pq);
+        return cfg_at(x, pn, err, "quota.pools add up to %g GPUs, above the quota's %g: raise "
+                      "quota.gpus or lower the pools' parts (quota.gpus covers them and the "
+                      "rest floats)", sum, t->quota_gpus);
+    }
+    t->quota_pool_gpus = pq;
     return 0;
 }
 
@@ -130,9 +175,44 @@ static int cohort_root(const spw_gov_t *g, int c)
     return c;
 }
 
+/* Per pool: the teams' quota.pools parts, in one cohort tree and all
+ * together, fit in the pool's GPUs. */
+static int pool_quotas_validate(ctx_t *x, const char *file, spw_error_t *err)
+{
+    const spw_gov_t *g = &x->cfg->fleet.gov;
+    const spw_fleet_t *fl = &x->cfg->fleet;
+    for (size_t p = 0; p < fl->npools; p++) {
+        double cap = pool_gpus(&fl->pools[p]), all = 0;
+        for (size_t i = 0; i < g->nteams; i++) {
+            const spw_team_spec_t *t = &g->teams[i];
+            if (!t->has_quota || !t->quota_pool_gpus || !t->quota_pool_gpus[p])
+                continue;
+            all += t->quota_pool_gpus[p];
+            int root = cohort_root(g, (int)t->cohort - 1);
+            double tree = 0;
+            for (size_t k = 0; k <= i && root >= 0; k++)
+                if (g->teams[k].has_quota && g->teams[k].quota_pool_gpus &&
+                    cohort_root(g, (int)g->teams[k].cohort - 1) == root)
+                    tree += g->teams[k].quota_pool_gpus[p];
+            if (tree > cap)
+                return spw_errorf(err, "%s:%d: team '%s': the quota.pools parts of cohort '%s' "
+                                  "in pool '%s' add up to %g GPUs, above its %g; lower them or "
+                                  "add nodes", file, t->line, t->name, g->cohorts[root].name,
+                                  fl->pools[p].name, tree, cap);
+            if (all > cap)
+                return spw_errorf(err, "%s:%d: team '%s': the teams' quota.pools parts in pool "
+                                  "'%s' add up to %g GPUs, above its %g; lower them or add "
+                                  "nodes", file, t->line, t->name, fl->pools[p].name, all, cap);
+        }
+    }
+    return 0;
+}
+
 int cfg_fair_validate(ctx_t *x, const char *file, spw_error_t *err)
 {
     const spw_gov_t *g = &x->cfg->fleet.gov;
+    if (pool_quotas_validate(x, file, err) < 0)
+        return -1;
     double cap = (double)spw_fleet_gpus(&x->cfg->fleet), all = 0;
     for (size_t i = 0; i < g->nteams; i++) {
         const spw_team_spec_t *t = &g->teams[i];

@@ -199,6 +199,8 @@ static int team_entry(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
         if (spw_exhausted_parse(s, &t.on_exhausted, &e2) < 0)
             return cfg_at(x, ev, err, "team '%s': on_exhausted: %s", name, e2.text);
     }
+    if (cfg_team_pool_quotas(x, n, &t, err) < 0)
+        return -1;
     t.name = spw_xstrdup(name);
     g->teams = spw_xrealloc(g->teams, (g->nteams + 1) * sizeof(*g->teams));
     g->teams[g->nteams++] = t;

@@ -762,6 +762,18 @@ static int copy_fits(spw_engine_t *e, const jclass_t *c, uint32_t pool)
     return 0;
 }
 
+static spw_fair_tier_t class_tier(const spw_engine_t *e, const jclass_t *c);
+
+/* Whether class c's jobs may start in pool `pool` as far as its team's
+ * per-pool quota parts go: only in the pools of its best tier (work that
+ * fits a part it has idle goes there, not to borrow elsewhere; without
+ * parts every pool is alike and head_ok decides). */
+static int pool_quota_fits(const spw_engine_t *e, const jclass_t *c, uint32_t pool)
+{
+    return !spw_fair_quotas(e->fair) || !spw_fair_parts(e->fair, c->team) ||
+           spw_fair_tier_in(e->fair, c->team, c->gpus, (int)pool) == class_tier(e, c);
+}
+
 static place_t find_place(spw_engine_t *e, const jclass_t *c)
 {
     place_t best = {.pool = -1, .node = 0, .multi = 0};
@@ -769,7 +781,7 @@ static place_t find_place(spw_engine_t *e, const jclass_t *c)
     uint32_t g = c->gpus;
     for (uint32_t k = 0; k < c->npools; k++) {
         const pool_t *p = &e->pools[c->pools[k]];
-        if (!copy_fits(e, c, c->pools[k]))
+        if (!copy_fits(e, c, c->pools[k]) || !pool_quota_fits(e, c, c->pools[k]))
             continue;
         if (g > p->maxcap) {
             if (p->full_gpus >= g && best.pool < 0) {
@@ -814,7 +826,7 @@ static inline int class_fits(spw_engine_t *e, const jclass_t *c)
     uint32_t g = c->gpus;
     for (uint32_t k = 0; k < c->npools; k++) {
         const pool_t *p = &e->pools[c->pools[k]];
-        if (!copy_fits(e, c, c->pools[k]))
+        if (!copy_fits(e, c, c->pools[k]) || !pool_quota_fits(e, c, c->pools[k]))
             continue;
         if (g > p->maxcap) {
             if (p->full_gpus >= g)
@@ -1855,21 +1867,35 @@ static void retry_held(spw_engine_t *e, double now)
 
 /* ---- fair share and quotas (core/fair.c, docs/fairshare.md) ----------------- */
 
+/* The tier of class c's jobs (their team and GPUs): in the best of the
+ * pools it may use (the same in all of them without per-pool quota parts). */
+static spw_fair_tier_t class_tier(const spw_engine_t *e, const jclass_t *c)
+{
+    if (!c->npools)
+        return spw_fair_tier(e->fair, c->team, c->gpus);
+    spw_fair_tier_t best = SPW_FAIR_REFUSED;
+    for (uint32_t k = 0; k < c->npools && best != SPW_FAIR_NOMINAL; k++) {
+        spw_fair_tier_t t = spw_fair_tier_in(e->fair, c->team, c->gpus, (int)c->pools[k]);
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
 /* Queue order across teams: with quotas, work that fits in its team's
- * nominal quota before work that would borrow; under queue: fair, the team
+ * nominal quota before work that would borrow (within a team too when it
+ * has per-pool parts: work for a part it has idle goes first); under queue: fair, the team
  * with the lower fair-share key (usage over share) first; then the
  * policy's order. */
-static int fair_job_before(const spw_engine_t *e, const spw_job_t *a, const spw_job_t *b,
-                           double now)
+static int fair_job_before(const spw_engine_t *e, const jclass_t *ca, const spw_job_t *a,
+                           const jclass_t *cb, const spw_job_t *b, double now)
 {
-    if (e->by_team && a->team != b->team) {
+    if (e->by_team && (a->team != b->team || spw_fair_parts(e->fair, a->team))) {
         if (spw_fair_quotas(e->fair)) {
-            spw_fair_tier_t ta = spw_fair_tier(e->fair, a->team, a->gpus),
-                            tb = spw_fair_tier(e->fair, b->team, b->gpus);
+            spw_fair_tier_t ta = class_tier(e, ca), tb = class_tier(e, cb);
             if (ta != tb)
                 return ta < tb;
         }
-        if (e->policy.queue == SPW_QUEUE_FAIR) {
+        if (e->policy.queue == SPW_QUEUE_FAIR && a->team != b->team) {
             double ka = spw_fair_key(e->fair, a->team, now), kb = spw_fair_key(e->fair, b->team, now);
             if (ka != kb)
                 return ka < kb;
@@ -1880,14 +1906,14 @@ static int fair_job_before(const spw_engine_t *e, const spw_job_t *a, const spw_
 
 static int head_before(const spw_engine_t *e, const jclass_t *a, const jclass_t *b, double now)
 {
-    return fair_job_before(e, a->head, b->head, now);
+    return fair_job_before(e, a, a->head, b, b->head, now);
 }
 
 /* Whether class c's jobs may start on-prem now as far as quotas and the
  * team's egress cap go (some pool can take its data's copy). */
 static int head_ok(spw_engine_t *e, const jclass_t *c)
 {
-    if (spw_fair_quotas(e->fair) && spw_fair_tier(e->fair, c->team, c->gpus) == SPW_FAIR_REFUSED)
+    if (spw_fair_quotas(e->fair) && class_tier(e, c) == SPW_FAIR_REFUSED)
         return 0;
     if (!e->egress_gate || !c->data || !c->team)
         return 1;
@@ -1907,13 +1933,16 @@ static int reclaim_for(spw_engine_t *e, const jclass_t *c, double now)
     spw_job_t **cand;
     size_t n = spw_fair_candidates(e->fair, c->team, now, &cand);
     for (uint32_t k = 0; k < c->npools && n; k++) {
+        /* With per-pool quota parts, only where c's team is under its share. */
+        if (spw_fair_tier_in(e->fair, c->team, c->gpus, (int)c->pools[k]) != SPW_FAIR_NOMINAL)
+            continue;
         const pool_t *p = &e->pools[c->pools[k]];
         uint32_t *extra = spw_xcalloc(p->n, sizeof(uint32_t));
         uint8_t *taken = spw_xcalloc(n, 1);
         uint64_t full = p->full_gpus;
         int multi = c->gpus > p->maxcap;
         int64_t at = -1;   /* the node that fits (single), or 0 (multi) */
-        spw_fair_take_reset(e->fair);
+        spw_fair_take_reset(e->fair, spw_fair_parts(e->fair, c->team) ? (int)c->pools[k] : -1);
         for (size_t i = 0; i < n && at < 0; i++) {
             spw_job_t *v = cand[i];
             if (v->pool != (int32_t)c->pools[k] || !spw_fair_may_take(e->fair, v))
@@ -1962,8 +1991,7 @@ static void reclaim(spw_engine_t *e, double now)
         jclass_t *c = &e->cls[i];
         if (!c->head || c->never_onprem || !head_ok(e, c) ||
             spw_fair_reclaiming(e->fair, c->team) ||
-            spw_fair_tier(e->fair, c->team, c->gpus) != SPW_FAIR_NOMINAL ||
-            find_place(e, c).pool >= 0)
+            class_tier(e, c) != SPW_FAIR_NOMINAL || find_place(e, c).pool >= 0)
             continue;
         reclaim_for(e, c, now);
     }
@@ -2220,7 +2248,7 @@ static void pass_easy(spw_engine_t *e, double now)
             spw_job_t *cand = c->head;
             if (!keeps_reservation(e, &r, c, cand, pl, now, 0))
                 cand = treap_first_short(c->root, r.t - now - e->policy.restart_overhead_s);
-            if (cand && (!bj || fair_job_before(e, cand, bj, now))) {
+            if (cand && (!bj || fair_job_before(e, c, cand, best, bj, now))) {
                 best = c;
                 bj = cand;
                 bpl = pl;
@@ -2332,7 +2360,7 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     }
     e->swait_next = INFINITY;
     e->od_next = INFINITY;
-    e->fair = spw_fair_create(g, spw_fleet_gpus(fleet), &e->policy);
+    e->fair = spw_fair_create(g, spw_fleet_gpus(fleet), fleet->npools, &e->policy);
     e->by_team = e->policy.queue == SPW_QUEUE_FAIR || spw_fair_quotas(e->fair);
     return e;
 }

@@ -31,15 +31,25 @@ typedef enum spw_fair_tier {
     SPW_FAIR_REFUSED = 2,   /* its team may not take more now */
 } spw_fair_tier_t;
 
-/* For the teams of g over capacity_gpus on-prem GPUs under policy p (its
- * half-life and reclaim grace).  Borrows g until destroyed. */
-spw_fair_t *spw_fair_create(const spw_gov_t *g, uint64_t capacity_gpus, const spw_policy_t *p);
+/* For the teams of g over capacity_gpus on-prem GPUs in npools pools (a
+ * job's pool indexes them, as do the teams' quota_pool_gpus) under policy
+ * p (its half-life and reclaim grace).  Borrows g until destroyed. */
+spw_fair_t *spw_fair_create(const spw_gov_t *g, uint64_t capacity_gpus, size_t npools,
+                            const spw_policy_t *p);
 void spw_fair_destroy(spw_fair_t *f);
 
 /* Whether some team has a quota (admission and reclaim apply). */
 int spw_fair_quotas(const spw_fair_t *f);
+/* Whether team (index + 1) has per-pool quota parts (quota.pools). */
+int spw_fair_parts(const spw_fair_t *f, uint32_t team);
 
-/* The tier of `gpus` more on-prem GPUs for team (index + 1, 0 = none). */
+/* The tier of `gpus` more on-prem GPUs for team (index + 1, 0 = none):
+ * in pool `pool` (fleet index), or with pool -1 in the pool best for it
+ * (the same for a team without per-pool parts: quota.pools).  With
+ * per-pool parts a team is within its nominal share while each pool holds
+ * at most its part there plus what its floating rest (quota less the
+ * parts) covers. */
+spw_fair_tier_t spw_fair_tier_in(const spw_fair_t *f, uint32_t team, uint32_t gpus, int pool);
 spw_fair_tier_t spw_fair_tier(const spw_fair_t *f, uint32_t team, uint32_t gpus);
 
 /* queue: fair: team's usage at now (GPU-seconds decayed by the half-life)
@@ -71,9 +81,14 @@ void spw_fair_team(const spw_fair_t *f, uint32_t team, double now, spw_fair_team
  * last checkpoint, then lowest priority, then most recently started.
  * Valid until the next call into f.  spw_fair_may_take then says whether
  * taking candidate v keeps its team at or above its nominal quota, counting
- * the candidates already taken since spw_fair_take_reset. */
+ * the candidates already taken since spw_fair_take_reset; with per-pool
+ * parts also at or above its part in v's pool (only borrowed GPUs of that
+ * pool are taken).  With part_pool >= 0 (for_team has per-pool parts and
+ * reclaims for its part of that pool) candidates are any other team's jobs
+ * there, and v may be taken while its team keeps its own part of the pool:
+ * a part outranks another team's floating quota in its pool. */
 size_t spw_fair_candidates(spw_fair_t *f, uint32_t for_team, double now, spw_job_t ***out);
-void spw_fair_take_reset(spw_fair_t *f);
+void spw_fair_take_reset(spw_fair_t *f, int part_pool);
 int spw_fair_may_take(spw_fair_t *f, const spw_job_t *v);
 
 /* Gives victim v notice at now: it is preempted at now + the reclaim grace,

@@ -289,8 +289,10 @@ static void site_free(spw_site_t *s)
 
 void spw_gov_clear(spw_gov_t *g)
 {
-    for (size_t i = 0; i < g->nteams; i++)
+    for (size_t i = 0; i < g->nteams; i++) {
         free(g->teams[i].name);
+        free(g->teams[i].quota_pool_gpus);
+    }
     free(g->teams);
     for (size_t i = 0; i < g->ncohorts; i++)
         free(g->cohorts[i].name);

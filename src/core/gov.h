@@ -98,6 +98,10 @@ typedef struct spw_team_spec {
                                     from idle quota; INFINITY = no limit */
     double lending_limit_gpus;   /* GPUs of its idle quota others may borrow;
                                     INFINITY = all of it */
+    double *quota_pool_gpus;     /* owned; per fleet pool (by index), the part
+                                    of quota_gpus nominal in that pool (quota:
+                                    {pools: {NAME: N}}), GPUs; NULL = none: the
+                                    whole quota counts in any pool */
     double weight;               /* fair-share weight among its siblings; 1
                                     (0 counts as 1) */
     uint32_t cohort;             /* cohort index + 1; 0 = none */

@@ -30,6 +30,26 @@ static void team_fields(const spw_daemon_t *d, uint32_t t, json_t *o)
     json_object_set_new(o, "share", json_real(ft.share));
 }
 
+/* Adds team i's (index) per-pool quota parts (quota.pools, an object by
+ * pool name, when it has them) and its cloud GPUs: held now and its cap
+ * (governance's max_cloud_gpus, the cloud GPU quota; null = none). */
+static void cloud_fields(const spw_daemon_t *d, size_t i, json_t *o)
+{
+    const spw_team_spec_t *ts = &d->fleet.gov.teams[i];
+    if (ts->has_quota && ts->quota_pool_gpus) {
+        json_t *p = json_object();
+        for (size_t k = 0; k < d->fleet.npools; k++)
+            if (ts->quota_pool_gpus[k] > 0)
+                json_object_set_new(p, d->fleet.pools[k].name, json_real(ts->quota_pool_gpus[k]));
+        json_object_set_new(o, "quota_pools", p);
+    }
+    spw_team_ledger_t lg;
+    spw_govrt_ledger(spw_engine_gov(d->engine), (int)i, d->now, &lg);
+    json_object_set_new(o, "cloud_gpus", json_real(lg.cloud_gpus));
+    json_object_set_new(o, "max_cloud_gpus",
+                        isfinite(ts->max_cloud_gpus) ? json_real(ts->max_cloud_gpus) : json_null());
+}
+
 /* The cohort tree's root of cohort c (index), and whether c is in the tree of r. */
 static int in_tree(const spw_gov_t *g, int c, int r)
 {
@@ -56,6 +76,7 @@ int spw_daemon_teams(spw_daemon_t *d, const spw_caller_t *who, json_t **out, spw
                                              : json_null());
         json_object_set_new(o, "quota", json_boolean(ts->has_quota));
         team_fields(d, (uint32_t)i + 1, o);
+        cloud_fields(d, i, o);
         json_array_append_new(teams, o);
     }
     for (size_t c = 0; c < g->ncohorts && who->admin; c++) {

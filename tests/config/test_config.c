@@ -598,6 +598,25 @@ static void test_fairshare(void)
     GERR("unknown quota key", "teams:\n  - {name: a, quota: {gpu: 5}}\n",
          "c.yaml:7:", "unknown key 'gpu'");
     GERR("fair without teams", "policy: {queue: fair}\n", "policy.queue: fair", "no teams:");
+    /* Per-pool parts (quota.pools): read by pool index, then the checks. */
+    rc = gov_load(&c, "teams:\n  - {name: a, quota: {gpus: 8, pools: {dc2: 4, dc1: 3}}}\n", &err);
+    ok(rc == 0 && c.fleet.gov.teams[0].quota_pool_gpus &&
+       c.fleet.gov.teams[0].quota_pool_gpus[0] == 3 && c.fleet.gov.teams[0].quota_pool_gpus[1] == 4,
+       "quota.pools: the parts by pool (dc1 3, dc2 4)%s%s", rc ? ": " : "", rc ? err.text : "");
+    if (rc == 0)
+        spw_config_free(&c);
+    GERR("quota.pools: unknown pool", "teams:\n  - {name: a, quota: {gpus: 8, pools: {dc3: 4}}}\n",
+         "c.yaml:7:", "'dc3' is not an on-prem pool", "under pools:");
+    GERR("quota.pools above quota.gpus", "teams:\n  - {name: a, quota: {gpus: 4, pools: {dc1: 3, dc2: 2}}}\n",
+         "c.yaml:7:", "quota.pools add up to 5 GPUs, above the quota's 4", "raise quota.gpus");
+    GERR("quota.pools above a pool's GPUs in a cohort",
+         "cohorts:\n  - {name: lab}\nteams:\n  - {name: a, quota: {gpus: 4, pools: {dc2: 3}}, cohort: lab}\n"
+         "  - {name: b, quota: {gpus: 4, pools: {dc2: 2}}, cohort: lab}\n",
+         "c.yaml:10:", "team 'b'", "parts of cohort 'lab' in pool 'dc2' add up to 5 GPUs, above its 4");
+    GERR("quota.pools above a pool's GPUs in all",
+         "teams:\n  - {name: a, quota: {gpus: 4, pools: {dc2: 3}}}\n"
+         "  - {name: b, quota: {gpus: 4, pools: {dc2: 3}}}\n",
+         "c.yaml:8:", "team 'b'", "parts in pool 'dc2' add up to 6 GPUs, above its 4");
     GERR("bad half-life", "policy: {half_life: soon}\n", "c.yaml:6:", "half_life");
 }
 

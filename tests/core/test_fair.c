@@ -2,7 +2,10 @@
  * engine over random seeded workloads: a team under its nominal quota
  * starts waiting work within one reclaim grace; reclaims take only
  * borrowed GPUs; GPUs in use never exceed capacity; budgets are never
- * overshot; every job starts within the stated bound. */
+ * overshot; every job starts within the stated bound.  The same over two
+ * pools with per-pool quota parts (quota.pools): a reclaim in a pool takes
+ * only GPUs its victim's team holds there above its part, and a team under
+ * its part of a pool starts work there within one grace. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,9 +29,55 @@ typedef struct world {
     size_t n;
     double cond_since[NTEAMS + 1]; /* team has startable work within its quota since; NAN = not */
     double last_start[NTEAMS + 1];
-    int bad_capacity, bad_reclaim, bad_budget, bad_latency;
+    int bad_capacity, bad_reclaim, bad_budget, bad_latency, bad_pool;
     size_t reclaims;
 } world_t;
+
+/* GPUs team t's running jobs hold in pool p (t = 0: all teams). */
+static double pool_used(const world_t *w, uint32_t t, int32_t p)
+{
+    double u = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->jobs[i].state == SPW_JOB_ONPREM && w->jobs[i].pool == p && (!t || w->jobs[i].team == t))
+            u += w->jobs[i].alloc_gpus;
+    return u;
+}
+
+/* With per-pool parts: whether team t has a queued job that fits in its
+ * part of a pool it may run in, and that the pool's free GPUs plus those
+ * other teams hold there above their parts (and borrow) could hold. */
+static int startable_pool(const world_t *w, const spw_engine_t *e, const spw_fleet_t *fl,
+                          uint32_t t, double now)
+{
+    const spw_fair_t *f = spw_engine_fair(e);
+    for (size_t p = 0; p < fl->npools; p++) {
+        double room = 8.0 * fl->pools[p].nnodes - pool_used(w, 0, (int32_t)p);
+        /* Whole jobs of other teams that reclaim may take there. */
+        for (uint32_t u = 1; u <= NTEAMS; u++) {
+            const double *pq = fl->gov.teams[u - 1].quota_pool_gpus;
+            spw_fair_team_t o;
+            spw_fair_team(f, u, now, &o);
+            double above = pool_used(w, u, (int32_t)p) - (pq ? pq[p] : 0), lent = o.borrowed_gpus;
+            for (size_t i = 0; i < w->n && u != t; i++) {
+                const spw_job_t *v = &w->jobs[i];
+                if (v->team == u && v->state == SPW_JOB_ONPREM && v->pool == (int32_t)p &&
+                    v->alloc_gpus <= above && v->alloc_gpus <= lent) {
+                    room += v->alloc_gpus;
+                    above -= v->alloc_gpus;
+                    lent -= v->alloc_gpus;
+                }
+            }
+        }
+        for (size_t i = 0; i < w->n; i++) {
+            const spw_job_t *j = &w->jobs[i];
+            if (j->team == t && j->state == SPW_JOB_QUEUED && j->gpus <= room &&
+                (!j->gpu_mask || j->gpu_mask == 1ull << fl->pools[p].model) &&
+                spw_fair_tier_in(f, t, j->gpus, (int)p) == SPW_FAIR_NOMINAL)
+                return 1;
+        }
+    }
+    return 0;
+}
 
 /* Whether team t has a queued job that fits in its nominal quota and that
  * free plus borrowed GPUs (whole nodes here) could hold. */
@@ -54,11 +103,24 @@ static int startable(const world_t *w, const spw_engine_t *e, uint32_t t, double
     return 0;
 }
 
-static void run_one(uint64_t seed, world_t *w)
+/* Two pools of models A100 and H100; a's quota lies in pa, b's in pb, c's
+ * floats but for 8 GPUs in pb; a job asks for either model or any. */
+static const char pool_yaml[] =
+    "onprem:\n  - {name: pa, nodes: 3, gpus_per_node: 8, gpu: A100}\n"
+    "  - {name: pb, nodes: 3, gpus_per_node: 8, gpu: H100}\n"
+    "cloud: {price_usd_per_gpu_h: 3.75, boot_delay_s: 60}\n"
+    "policy: {queue: fair, wait: constant:7200, reclaim_grace: 300, half_life: 1h}\n"
+    "cohorts:\n  - {name: lab}\n"
+    "teams:\n"
+    "  - {name: a, quota: {gpus: 16, pools: {pa: 16}}, cohort: lab, monthly_usd: 400}\n"
+    "  - {name: b, quota: {gpus: 16, pools: {pb: 8}}, cohort: lab, monthly_usd: 300}\n"
+    "  - {name: c, quota: {gpus: 16, pools: {pb: 8}}}\n";
+
+static void run_one(uint64_t seed, world_t *w, int per_pool)
 {
     /* Teams a and b lend each other their quota in cohort lab; c has a
      * quota and no cohort; a and b have budgets for the cloud. */
-    static const char yaml[] =
+    static const char one_yaml[] =
         "onprem:\n  - {name: p, nodes: 6, gpus_per_node: 8}\n"
         "cloud: {price_usd_per_gpu_h: 3.75, boot_delay_s: 60}\n"
         "policy: {queue: fair, wait: constant:7200, reclaim_grace: 300, half_life: 1h}\n"
@@ -69,7 +131,8 @@ static void run_one(uint64_t seed, world_t *w)
         "  - {name: c, quota: {gpus: 16}}\n";
     spw_config_t cfg;
     spw_error_t err;
-    if (spw_config_load_mem(&cfg, "fair.yaml", yaml, sizeof(yaml) - 1, NULL, &err) < 0) {
+    const char *yaml = per_pool ? pool_yaml : one_yaml;
+    if (spw_config_load_mem(&cfg, "fair.yaml", yaml, strlen(yaml), NULL, &err) < 0) {
         diag("%s", err.text);
         exit(1);
     }
@@ -91,7 +154,9 @@ static void run_one(uint64_t seed, world_t *w)
         t += spw_rng_exp(&r, 600);
         j->id = ids[i];
         j->submit_s = floor(t);
-        j->gpus = spw_rng_below(&r, 3) ? 8 : 16;
+        /* Over two pools one node each: the victims any reclaim may take
+         * (least progress lost first) each free a node for it. */
+        j->gpus = per_pool || spw_rng_below(&r, 3) ? 8 : 16;
         j->gpus_per_node = 8;
         w->run_s[i] = 600 + (double)spw_rng_below(&r, 7200);
         j->est_runtime_s = w->run_s[i];
@@ -100,6 +165,8 @@ static void run_one(uint64_t seed, world_t *w)
         j->deadline_s = NAN;
         j->checkpoint_interval_s = spw_rng_below(&r, 2) ? 600 : 0;
         j->max_runtime_s = 3 * 3600;
+        if (per_pool && spw_rng_below(&r, 3))
+            j->gpu_mask = 1ull << spw_rng_below(&r, 2);
         w->end[i] = INFINITY;
         spw_job_reset(j);
     }
@@ -149,15 +216,24 @@ static void run_one(uint64_t seed, world_t *w)
             for (size_t k = 0; k < nv; k++) {
                 spw_fair_team_t ft;
                 uint32_t alloc = v[k]->alloc_gpus, team = v[k]->team;
+                int32_t vp = v[k]->pool;
                 w->end[v[k] - w->jobs] = INFINITY;
                 spw_engine_interrupt(e, v[k], SPW_INTERRUPT_RECLAIMED, now);
                 spw_fair_team(spw_engine_fair(e), team, now, &ft);
                 /* The victim's team is still at or above its quota. */
-                if (ft.used_gpus < ft.nominal_gpus) {
+                if (!per_pool && ft.used_gpus < ft.nominal_gpus) {
                     diag("seed %llu: reclaiming %s (%u GPUs) left team %u at %u < %g",
                          (unsigned long long)seed, v[k]->id, alloc, team, ft.used_gpus,
                          ft.nominal_gpus);
                     w->bad_reclaim++;
+                }
+                /* ... and at or above its part of the victim's pool. */
+                const double *pq = fl->gov.teams[team - 1].quota_pool_gpus;
+                if (pq && vp >= 0 && pool_used(w, team, vp) < pq[vp]) {
+                    diag("seed %llu: reclaiming %s left team %u at %g < %g in pool %d",
+                         (unsigned long long)seed, v[k]->id, team, pool_used(w, team, vp),
+                         pq[vp], vp);
+                    w->bad_pool++;
                 }
                 w->reclaims++;
             }
@@ -171,15 +247,15 @@ static void run_one(uint64_t seed, world_t *w)
             spw_govrt_ledger(spw_engine_gov(e), (int)k - 1, now, &lg);
             if (lg.settled_usd + lg.reserved_usd > lg.budget_usd + 1e-6)
                 w->bad_budget++;
-            int c = startable(w, e, k, now);
+            int c = per_pool ? startable_pool(w, e, fl, k, now) : startable(w, e, k, now);
             if (!c) {
                 w->cond_since[k] = NAN;
             } else if (isnan(w->cond_since[k])) {
                 w->cond_since[k] = now;
             } else if (now > w->cond_since[k] + GRACE_S + 1e-6 &&
                        w->last_start[k] < w->cond_since[k]) {
-                diag("seed %llu: team %u could start work within its quota since %.0f, "
-                     "nothing started by %.0f", (unsigned long long)seed, k, w->cond_since[k], now);
+                diag("%sseed %llu: team %u could start work within its quota since %.0f, "
+                     "nothing started by %.0f", per_pool ? "pools " : "", (unsigned long long)seed, k, w->cond_since[k], now);
                 w->bad_latency++;
                 w->cond_since[k] = now;
             }
@@ -193,10 +269,17 @@ static void run_one(uint64_t seed, world_t *w)
 int main(void)
 {
     size_t reclaims = 0, jobs = 0, done = 0, cloud = 0;
-    int capacity = 0, reclaim = 0, budget = 0, latency = 0, starve = 0;
-    for (uint64_t seed = 1; seed <= 40; seed++) {
+    int capacity = 0, reclaim = 0, budget = 0, latency = 0, starve = 0, pool = 0;
+    size_t preclaims = 0;
+    for (uint64_t run = 1; run <= 70; run++) {
+        /* 40 runs over one pool, then 30 with per-pool parts over two. */
+        int per_pool = run > 40;
+        uint64_t seed = per_pool ? run - 40 : run;
         world_t w;
-        run_one(seed, &w);
+        run_one(seed, &w, per_pool);
+        pool += w.bad_pool;
+        if (per_pool)
+            preclaims += w.reclaims;
         capacity += w.bad_capacity;
         reclaim += w.bad_reclaim;
         budget += w.bad_budget;
@@ -220,13 +303,17 @@ int main(void)
         free(w.end);
         free(w.run_s);
     }
-    ok(reclaims > 0, "the random workloads reclaim borrowed GPUs (%zu reclaims in 40 runs)",
-       reclaims);
+    ok(reclaims > preclaims, "the random workloads reclaim borrowed GPUs (%zu reclaims in 40 runs)",
+       reclaims - preclaims);
+    ok(preclaims > 0, "with per-pool quota parts too (%zu reclaims in 30 runs over two pools)",
+       preclaims);
+    is(pool, 0, "reclaims in a pool take only GPUs the victim's team holds there above its part");
     is(capacity, 0, "GPUs in use never exceed the on-prem capacity");
     is(reclaim, 0, "reclaims take only borrowed GPUs: no victim's team falls below its quota");
     ok(cloud > 0, "some jobs burst to the cloud under the budgets (%zu)", cloud);
     is(budget, 0, "no team's settled + reserved spend ever exceeds its budget");
-    is(latency, 0, "a team under its quota with startable work starts some within one grace");
+    is(latency, 0, "a team under its quota (or its part of a pool) with startable work starts "
+       "some within one grace");
     is(starve, 0, "every job ran to the end, started before the stated bound (%zu/%zu done)",
        done, jobs);
     done_testing();

@@ -7,6 +7,8 @@
 # one cohort cv borrows ml's idle slot with a checkpointing job; when ml
 # submits, the slot is reclaimed after the grace: cv's job is preempted,
 # requeued and resumes from its checkpoint, and ml's job runs on-prem.
+# ml's quota is its part of pool local (quota.pools): the reclaim is for
+# that part; its cloud GPU cap shows in /v1/teams and the fair share table.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
 plan 28
@@ -17,7 +19,7 @@ cat >>"$T/serve.yaml" <<EOF
 cohorts:
   - {name: lab}
 teams:
-  - {name: ml, quota: {gpus: 1}, cohort: lab}
+  - {name: ml, quota: {gpus: 1, pools: {local: 1}}, cohort: lab, max_cloud_gpus: 2}
   - {name: cv, cohort: lab}
 rules:
   - {name: owned-onprem, match: {class: owned}, placement: onprem_only}
@@ -112,10 +114,13 @@ t = {r["team"]: r for r in d["teams"]}
 assert d["queue"] == "fair" and d["quotas"] is True and d["onprem_gpus"] == 1, d
 assert t["ml"]["nominal_gpus"] == 1 and t["ml"]["used_gpus"] == 0 and t["ml"]["lent_gpus"] == 1, t
 assert t["cv"]["nominal_gpus"] == 0 and t["cv"]["used_gpus"] == 1 and t["cv"]["borrowed_gpus"] == 1, t
+assert t["ml"]["quota_pools"] == {"local": 1} and "quota_pools" not in t["cv"], t
+assert t["ml"]["max_cloud_gpus"] == 2 and t["cv"]["max_cloud_gpus"] is None, t
+assert t["ml"]["cloud_gpus"] == 0 and t["cv"]["cloud_gpus"] == 0, t
 c = d["cohorts"][0]
 assert c["cohort"] == "lab" and c["used_gpus"] == 1 and c["borrowed_gpus"] == 1, c
 EOF
-ok $? "/v1/teams: ml lends its 1 GPU of quota, cv borrows it (cohort lab)" || diag "$(cat "$T/http.body")"
+ok $? "/v1/teams: ml lends its 1 GPU of quota (its part of pool local), cv borrows it (cohort lab); cloud GPU caps" || diag "$(cat "$T/http.body")"
 http GET /metrics admin
 grep -q '^spillway_team_gpus{team="cv",kind="borrowed"} 1$' "$T/http.body" &&
     grep -q '^spillway_team_gpus{team="ml",kind="lent"} 1$' "$T/http.body" &&
@@ -126,12 +131,13 @@ ok $? "/metrics: spillway_team_gpus shows cv borrowing and ml lending, spillway_
 fair_rows() { sed -n '/^fair share: on-prem GPUs now (1 in all; queue fair)$/,$p' "$1"; }
 spw admin costs >"$T/costs.out" 2>&1 && fair_rows "$T/costs.out" >"$T/fair.out" &&
     grep -Eq '^team +cv +lab +0 +1 +1 +0 +' "$T/fair.out" &&
-    grep -Eq '^team +ml +lab +1 +0 +0 +1 +' "$T/fair.out"
-ok $? "spillway costs: a fair share table with cv's borrowed GPU, ml's lent one" ||
+    grep -Eq '^team +ml +lab +1 +0 +0 +1 +[0-9]+% +0/2$' "$T/fair.out" &&
+    grep -Eq '^team +cv +lab +0 +1 +1 +0 +[0-9]+% +0/-$' "$T/fair.out"
+ok $? "spillway costs: a fair share table with cv's borrowed GPU, ml's lent one, cloud GPUs/cap" ||
     diag "$(cat "$T/costs.out")"
 spw admin queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
     grep -Eq '^team +cv +lab +0 +1 +1 +0 +' "$T/fair.out" &&
-    grep -Eq '^cohort +lab +- +1 +1 +1 +1 +- *$' "$T/fair.out" &&
+    grep -Eq '^cohort +lab +- +1 +1 +1 +1 +- +- *$' "$T/fair.out" &&
     spw cv queue >"$T/queue.out" 2>&1 && fair_rows "$T/queue.out" >"$T/fair.out" &&
     grep -Eq '^team +cv ' "$T/fair.out" && ! grep -Eq '^(team +ml|cohort) ' "$T/fair.out"
 ok $? "spillway queue: the same per team and cohort under the jobs (team cv sees its own row)" ||
