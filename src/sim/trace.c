@@ -65,10 +65,9 @@ typedef struct loader {
     spw_trace_t *t;
     spw_csv_t csv;
     spw_models_t *models;
-    size_t cap;              /* capacity of jobs/runtime/idoff/attr */
+    size_t cap;              /* capacity of jobs/runtime/line/attr */
     size_t rows;             /* lines after the header: the first capacity */
     size_t text_left;        /* bytes after the header: the first room for ids */
-    size_t *idoff;           /* offset of each id in ids */
     size_t idlen, idcap;     /* bytes used / allocated in t->ids */
     long *line;              /* line of each job (for duplicate-id messages) */
     int has_attr;            /* the trace has a governance column: keep t->attr */
@@ -141,20 +140,26 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         L->cap = L->cap ? L->cap * 2 : L->rows > 4096 ? L->rows : 4096;
         jobs_room(t, t->njobs, L->cap);
         t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
-        L->idoff = spw_xrealloc(L->idoff, L->cap * sizeof(size_t));
         L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
         if (L->has_attr)
             t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
         if (L->has_ckpt)
             t->own_ckpt = spw_xrealloc(t->own_ckpt, L->cap);
     }
-    while (L->idlen + idn + 1 > L->idcap) {
-        L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
+    /* The first size is the text after the header, which holds every id
+     * and a separator after each: it never grows for a file.  Should it
+     * grow, the ids already given to jobs move with it. */
+    if (L->idlen + idn + 1 > L->idcap) {
+        uintptr_t old = (uintptr_t)t->ids;
+        while (L->idlen + idn + 1 > L->idcap)
+            L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
         t->ids = spw_xrealloc(t->ids, L->idcap);
+        for (size_t i = 0; old && i < t->njobs; i++)
+            t->jobs[i].id = t->ids + ((uintptr_t)t->jobs[i].id - old);
     }
-    memcpy(t->ids + L->idlen, id, idn);
-    t->ids[L->idlen + idn] = '\0';
-    L->idoff[t->njobs] = L->idlen;
+    char *jid = t->ids + L->idlen;
+    memcpy(jid, id, idn);
+    jid[idn] = '\0';
     L->idlen += idn + 1;
     L->line[t->njobs] = L->csv.line;
     if (L->has_attr)
@@ -163,6 +168,7 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         t->own_ckpt[t->njobs] = 0;
     spw_job_t *j = &t->jobs[t->njobs++];
     memset(j, 0, sizeof(*j));
+    j->id = jid;
     j->deadline_s = NAN;
     return j;
 }
@@ -587,8 +593,6 @@ static int finish(loader_t *L, spw_error_t *err)
 {
     spw_trace_t *t = L->t;
     size_t n = t->njobs;
-    for (size_t i = 0; i < n; i++)
-        t->jobs[i].id = t->ids + L->idoff[i];
     /* Ties out of id order only need sorting; a submit time that goes
      * backwards is also worth a warning, so keep looking for the first. */
     int sorted = 1;
@@ -665,7 +669,6 @@ static int finish(loader_t *L, spw_error_t *err)
 
 static void loader_free(loader_t *L)
 {
-    free(L->idoff);
     free(L->line);
     for (int k = 0; k < T_NTABS; k++)
         free(L->tab[k].slot);
