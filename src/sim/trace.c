@@ -72,6 +72,7 @@ typedef struct loader {
     long *line;              /* line of each job (for duplicate-id messages) */
     int has_attr;            /* the trace has a governance column: keep t->attr */
     int has_ckpt;            /* the trace has checkpoint_interval_s: keep t->own_ckpt */
+    size_t dropped;          /* bytes of a mapped file handed back (drop_read) */
     strtab_t tab[T_NTABS];
 } loader_t;
 
@@ -171,6 +172,19 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
     j->id = jid;
     j->deadline_s = NAN;
     return j;
+}
+
+/* Hands back the pages of a mapped trace that are read and copied out
+ * (every 8 MiB), so the text does not add to the peak beside the jobs. */
+static void drop_read(loader_t *L)
+{
+    const size_t chunk = (size_t)8 << 20;
+    spw_csv_t *c = &L->csv;
+    if (!c->map_len || c->pos - L->dropped < chunk)
+        return;
+    size_t upto = c->pos & ~(chunk - 1);   /* the mapping is page-aligned */
+    madvise(c->buf + L->dropped, upto - L->dropped, MADV_DONTNEED);
+    L->dropped = upto;
 }
 
 /* Parses a '|'-separated list of model names into a mask. */
@@ -467,6 +481,7 @@ static int load_spillway(loader_t *L, spw_error_t *err)
         }
         if (spot_cells(L, col, j, err) < 0)
             return -1;
+        drop_read(L);
     }
     return r;
 }
