@@ -108,30 +108,27 @@ static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi
     return field_error(L, col, want, (size_t)idx, err);
 }
 
-/* Room for cap jobs at t->jobs, in huge pages where the kernel has them
- * (fewer page faults and TLB misses over an array of hundreds of MB).  The
- * first call sizes it from the file, so it does not grow by copying. */
-static void jobs_room(spw_trace_t *t, size_t old, size_t cap)
+/* Moves the first `used` bytes of p (malloc'd or NULL) to room for `bytes`,
+ * in huge pages where the kernel has them: fewer page faults and TLB misses
+ * over the loader's arrays of many MB (a fault costs more than zeroing
+ * its page on a virtual machine).  Callers size them once from the file, so
+ * they do not grow by copying; the result is free()d as usual. */
+static void *huge_room(void *p, size_t used, size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
-    size_t bytes = cap * sizeof(spw_job_t);
-    if (bytes < huge) {
-        t->jobs = spw_xrealloc(t->jobs, bytes);
-        return;
-    }
-    bytes = (bytes + huge - 1) & ~(huge - 1);
-    spw_job_t *j = aligned_alloc(huge, bytes);
-    if (!j) {
-        t->jobs = spw_xrealloc(t->jobs, cap * sizeof(spw_job_t));
-        return;
-    }
+    if (bytes < huge)
+        return spw_xrealloc(p, bytes);
+    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+    void *q = aligned_alloc(huge, rounded);
+    if (!q)
+        return spw_xrealloc(p, bytes);
 #ifdef MADV_HUGEPAGE
-    madvise(j, bytes, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
+    madvise(q, rounded, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
 #endif
-    if (old)
-        memcpy(j, t->jobs, old * sizeof(spw_job_t));
-    free(t->jobs);
-    t->jobs = j;
+    if (used)
+        memcpy(q, p, used);
+    free(p);
+    return q;
 }
 
 static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
@@ -139,9 +136,9 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
     spw_trace_t *t = L->t;
     if (t->njobs == L->cap) {
         L->cap = L->cap ? L->cap * 2 : L->rows > 4096 ? L->rows : 4096;
-        jobs_room(t, t->njobs, L->cap);
-        t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
-        L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
+        t->jobs = huge_room(t->jobs, t->njobs * sizeof(spw_job_t), L->cap * sizeof(spw_job_t));
+        t->runtime_s = huge_room(t->runtime_s, t->njobs * sizeof(double), L->cap * sizeof(double));
+        L->line = huge_room(L->line, t->njobs * sizeof(long), L->cap * sizeof(long));
         if (L->has_attr)
             t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
         if (L->has_ckpt)
@@ -154,7 +151,7 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         uintptr_t old = (uintptr_t)t->ids;
         while (L->idlen + idn + 1 > L->idcap)
             L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
-        t->ids = spw_xrealloc(t->ids, L->idcap);
+        t->ids = huge_room(t->ids, L->idlen, L->idcap);
         for (size_t i = 0; old && i < t->njobs; i++)
             t->jobs[i].id = t->ids + ((uintptr_t)t->jobs[i].id - old);
     }
@@ -660,7 +657,8 @@ static int finish(loader_t *L, spw_error_t *err)
     size_t cap = 16;
     while (cap < n * 2)
         cap *= 2;
-    uint64_t *slot = spw_xcalloc(cap, sizeof(uint64_t));
+    uint64_t *slot = huge_room(NULL, 0, cap * sizeof(uint64_t));
+    memset(slot, 0, cap * sizeof(uint64_t));
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         uint64_t h = fnv(t->jobs[i].id), tag = h >> 32 << 32;
