@@ -300,7 +300,10 @@ uint64_t spw_fleet_gpus(const spw_fleet_t *f);  /* on-prem GPUs in total */
     X(CLOUD, "cloud") X(DONE, "done") X(UNSCHEDULABLE, "unschedulable")      \
     X(CANCELLED, "cancelled") X(REJECTED, "rejected") X(FAILED, "failed")
 #define SPW_ENUM_JSTATE(a, s) SPW_JOB_##a,
-typedef enum spw_job_state { SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT } spw_job_state_t;
+/* Both enums below are one byte (packed: a trace holds millions of jobs). */
+typedef enum __attribute__((packed)) spw_job_state {
+    SPW_JOB_STATES(SPW_ENUM_JSTATE) SPW_JOB_STATE_COUNT
+} spw_job_state_t;
 const char *spw_job_state_name(spw_job_state_t s);
 
 /* Why the engine placed a job where it did (kept for explain). */
@@ -330,7 +333,9 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available") \
     X(RECLAIMED, "requeued: a team under its quota took back the GPUs it borrowed")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
-typedef enum spw_reason { SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT } spw_reason_t;
+typedef enum __attribute__((packed)) spw_reason {
+    SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT
+} spw_reason_t;
 const char *spw_reason_text(spw_reason_t r);
 
 typedef struct spw_job spw_job_t;
@@ -370,18 +375,14 @@ struct spw_job {
                                    cloud several instances of >= N GPUs each in
                                    one zone (on-prem a job bigger than a node
                                    always takes whole nodes) */
+    uint32_t residency;         /* residency index + 1; 0 = none (its class may
+                                   still name one) */
     double deadline_s;          /* absolute time it should end by; NAN = none */
     uint32_t order;             /* unique tie-break rank: equal keys run in this order */
     uint32_t team;              /* governance team index + 1; 0 = none */
     uint32_t jclass;            /* governance class index + 1; 0 = none */
     uint32_t data;              /* dataset index + 1; 0 = reads none */
     uint64_t labels;            /* governance label bits the job carries */
-    uint32_t residency;         /* residency index + 1; 0 = none (its class may
-                                   still name one) */
-    uint8_t billed;             /* bill_usd is set */
-    uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
-                                   policy decides */
-    uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
     double max_runtime_s;       /* stopped once it has run this long; 0 or NAN =
                                    the governance default; the cloud worst case */
     double bill_usd;            /* with billed = 1: the cloud compute this attempt
@@ -392,15 +393,27 @@ struct spw_job {
                                    of running; 0 = never: an interrupted job
                                    restarts from scratch; SPW_CKPT_CONTINUOUS
                                    = nothing is ever lost */
+    uint8_t billed;             /* bill_usd is set */
+    uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
+                                   policy decides */
+    uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
     /* ---- written by the engine ---- */
     spw_job_state_t state;      /* where the job is in its life */
     spw_reason_t reason;        /* why it was placed where it is */
+    uint8_t spot;               /* the current cloud placement is on spot capacity */
+    uint8_t by_residency;       /* residency alone kept it off the cloud */
+    uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
+                                   (on_exhausted: onprem_only, or over a limit) */
+    uint8_t stopped_max_run;    /* DONE only because its last attempt was
+                                   stopped at its max runtime: unfinished
+                                   (set by the world that ran it) */
     int32_t pool;               /* on-prem pool, -1 if none */
     int32_t node;               /* lowest node index held, -1 if none */
     uint32_t nnodes;            /* nodes held on-prem */
     uint32_t alloc_gpus;        /* GPUs held on-prem (whole nodes for a multi-node job) */
     int32_t offer;              /* cloud offer, -1 if none */
     uint32_t instances;         /* cloud instances held */
+    uint32_t held;              /* times a budget or cap held its burst */
     double placed_s;            /* when the engine placed it */
     double start_s;             /* when it starts running (after boot in the cloud) */
     double end_s;               /* when it finished */
@@ -416,17 +429,9 @@ struct spw_job {
                                    (compute + egress); 0 = none */
     double charge_s;            /* when the current cloud placement was made
                                    (its budget period); NAN = none */
-    uint32_t held;              /* times a budget or cap held its burst */
-    uint8_t spot;               /* the current cloud placement is on spot capacity */
     double speed;               /* work seconds per wall-clock second of the
                                    current placement: spw_fleet_speed of its
                                    GPU model (1 before any placement) */
-    uint8_t by_residency;       /* residency alone kept it off the cloud */
-    uint8_t by_budget;          /* a budget or cap kept it off the cloud for good
-                                   (on_exhausted: onprem_only, or over a limit) */
-    uint8_t stopped_max_run;    /* DONE only because its last attempt was
-                                   stopped at its max runtime: unfinished
-                                   (set by the world that ran it) */
     /* Interruptions (spw_engine_interrupt): */
     double done_s;              /* work kept from interrupted attempts (up to
                                    their last checkpoint), seconds; the current

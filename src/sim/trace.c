@@ -65,14 +65,14 @@ typedef struct loader {
     spw_trace_t *t;
     spw_csv_t csv;
     spw_models_t *models;
-    size_t cap;              /* capacity of jobs/runtime/idoff/attr */
+    size_t cap;              /* capacity of jobs/runtime/line/attr */
     size_t rows;             /* lines after the header: the first capacity */
     size_t text_left;        /* bytes after the header: the first room for ids */
-    size_t *idoff;           /* offset of each id in ids */
     size_t idlen, idcap;     /* bytes used / allocated in t->ids */
     long *line;              /* line of each job (for duplicate-id messages) */
     int has_attr;            /* the trace has a governance column: keep t->attr */
     int has_ckpt;            /* the trace has checkpoint_interval_s: keep t->own_ckpt */
+    size_t dropped;          /* bytes of a mapped file handed back (drop_read) */
     strtab_t tab[T_NTABS];
 } loader_t;
 
@@ -108,30 +108,27 @@ static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi
     return field_error(L, col, want, (size_t)idx, err);
 }
 
-/* Room for cap jobs at t->jobs, in huge pages where the kernel has them
- * (fewer page faults and TLB misses over an array of hundreds of MB).  The
- * first call sizes it from the file, so it does not grow by copying. */
-static void jobs_room(spw_trace_t *t, size_t old, size_t cap)
+/* Moves the first `used` bytes of p (malloc'd or NULL) to room for `bytes`,
+ * in huge pages where the kernel has them: fewer page faults and TLB misses
+ * over the loader's arrays of many MB (a fault costs more than zeroing
+ * its page on a virtual machine).  Callers size them once from the file, so
+ * they do not grow by copying; the result is free()d as usual. */
+static void *huge_room(void *p, size_t used, size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
-    size_t bytes = cap * sizeof(spw_job_t);
-    if (bytes < huge) {
-        t->jobs = spw_xrealloc(t->jobs, bytes);
-        return;
-    }
-    bytes = (bytes + huge - 1) & ~(huge - 1);
-    spw_job_t *j = aligned_alloc(huge, bytes);
-    if (!j) {
-        t->jobs = spw_xrealloc(t->jobs, cap * sizeof(spw_job_t));
-        return;
-    }
+    if (bytes < huge)
+        return spw_xrealloc(p, bytes);
+    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+    void *q = aligned_alloc(huge, rounded);
+    if (!q)
+        return spw_xrealloc(p, bytes);
 #ifdef MADV_HUGEPAGE
-    madvise(j, bytes, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
+    madvise(q, rounded, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
 #endif
-    if (old)
-        memcpy(j, t->jobs, old * sizeof(spw_job_t));
-    free(t->jobs);
-    t->jobs = j;
+    if (used)
+        memcpy(q, p, used);
+    free(p);
+    return q;
 }
 
 static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
@@ -139,22 +136,28 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
     spw_trace_t *t = L->t;
     if (t->njobs == L->cap) {
         L->cap = L->cap ? L->cap * 2 : L->rows > 4096 ? L->rows : 4096;
-        jobs_room(t, t->njobs, L->cap);
-        t->runtime_s = spw_xrealloc(t->runtime_s, L->cap * sizeof(double));
-        L->idoff = spw_xrealloc(L->idoff, L->cap * sizeof(size_t));
-        L->line = spw_xrealloc(L->line, L->cap * sizeof(long));
+        t->jobs = huge_room(t->jobs, t->njobs * sizeof(spw_job_t), L->cap * sizeof(spw_job_t));
+        t->runtime_s = huge_room(t->runtime_s, t->njobs * sizeof(double), L->cap * sizeof(double));
+        L->line = huge_room(L->line, t->njobs * sizeof(long), L->cap * sizeof(long));
         if (L->has_attr)
             t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
         if (L->has_ckpt)
             t->own_ckpt = spw_xrealloc(t->own_ckpt, L->cap);
     }
-    while (L->idlen + idn + 1 > L->idcap) {
-        L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
-        t->ids = spw_xrealloc(t->ids, L->idcap);
+    /* The first size is the text after the header, which holds every id
+     * and a separator after each: it never grows for a file.  Should it
+     * grow, the ids already given to jobs move with it. */
+    if (L->idlen + idn + 1 > L->idcap) {
+        uintptr_t old = (uintptr_t)t->ids;
+        while (L->idlen + idn + 1 > L->idcap)
+            L->idcap = L->idcap ? L->idcap * 2 : L->text_left > 65536 ? L->text_left : 65536;
+        t->ids = huge_room(t->ids, L->idlen, L->idcap);
+        for (size_t i = 0; old && i < t->njobs; i++)
+            t->jobs[i].id = t->ids + ((uintptr_t)t->jobs[i].id - old);
     }
-    memcpy(t->ids + L->idlen, id, idn);
-    t->ids[L->idlen + idn] = '\0';
-    L->idoff[t->njobs] = L->idlen;
+    char *jid = t->ids + L->idlen;
+    memcpy(jid, id, idn);
+    jid[idn] = '\0';
     L->idlen += idn + 1;
     L->line[t->njobs] = L->csv.line;
     if (L->has_attr)
@@ -163,8 +166,22 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
         t->own_ckpt[t->njobs] = 0;
     spw_job_t *j = &t->jobs[t->njobs++];
     memset(j, 0, sizeof(*j));
+    j->id = jid;
     j->deadline_s = NAN;
     return j;
+}
+
+/* Hands back the pages of a mapped trace that are read and copied out
+ * (every 8 MiB), so the text does not add to the peak beside the jobs. */
+static void drop_read(loader_t *L)
+{
+    const size_t chunk = (size_t)8 << 20;
+    spw_csv_t *c = &L->csv;
+    if (!c->map_len || c->pos - L->dropped < chunk)
+        return;
+    size_t upto = c->pos & ~(chunk - 1);   /* the mapping is page-aligned */
+    madvise(c->buf + L->dropped, upto - L->dropped, MADV_DONTNEED);
+    L->dropped = upto;
 }
 
 /* Parses a '|'-separated list of model names into a mask. */
@@ -461,6 +478,7 @@ static int load_spillway(loader_t *L, spw_error_t *err)
         }
         if (spot_cells(L, col, j, err) < 0)
             return -1;
+        drop_read(L);
     }
     return r;
 }
@@ -587,8 +605,6 @@ static int finish(loader_t *L, spw_error_t *err)
 {
     spw_trace_t *t = L->t;
     size_t n = t->njobs;
-    for (size_t i = 0; i < n; i++)
-        t->jobs[i].id = t->ids + L->idoff[i];
     /* Ties out of id order only need sorting; a submit time that goes
      * backwards is also worth a warning, so keep looking for the first. */
     int sorted = 1;
@@ -641,7 +657,8 @@ static int finish(loader_t *L, spw_error_t *err)
     size_t cap = 16;
     while (cap < n * 2)
         cap *= 2;
-    uint64_t *slot = spw_xcalloc(cap, sizeof(uint64_t));
+    uint64_t *slot = huge_room(NULL, 0, cap * sizeof(uint64_t));
+    memset(slot, 0, cap * sizeof(uint64_t));
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         uint64_t h = fnv(t->jobs[i].id), tag = h >> 32 << 32;
@@ -665,7 +682,6 @@ static int finish(loader_t *L, spw_error_t *err)
 
 static void loader_free(loader_t *L)
 {
-    free(L->idoff);
     free(L->line);
     for (int k = 0; k < T_NTABS; k++)
         free(L->tab[k].slot);

@@ -1,8 +1,12 @@
 /* csv.c: CSV tokenizer.  Unquoted fields are found with memchr and never
  * copied; quoted fields are unquoted in place, which only ever shrinks them,
  * so every field pointer stays inside buf. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/csv.h"
 #include "util/file.h"
@@ -32,11 +36,47 @@ static void init_reader(spw_csv_t *c, const char *name, char *buf,
         c->pos = 3;
 }
 
+/* Maps a regular file privately (the tokenizer unquotes in place: those
+ * pages are copied on write), so a large trace is neither copied nor zeroed
+ * before it is read.  Only when its size is not a multiple of the page size:
+ * the rest of the last page reads as zeros, which is the NUL after the text.
+ * Returns NULL to read the file instead. */
+static char *map_file(const char *path, size_t *len)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    char *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && page > 0
+        && st.st_size % page != 0) {
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+                 fd, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+        else {
+            *len = (size_t)st.st_size;
+            /* Read ahead; no MAP_POPULATE: it would write-fault (copy) every
+             * page of a writable mapping, where reading maps the page cache. */
+            madvise(p, *len, MADV_SEQUENTIAL | MADV_WILLNEED);
+        }
+    }
+    close(fd);
+    return p;
+}
+
 int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err)
 {
     size_t len;
     memset(c, 0, sizeof(*c));
-    char *buf = spw_read_file(path, &len, err);
+    char *buf = map_file(path, &len);
+    if (buf) {
+        init_reader(c, path, buf, len);
+        c->map_len = len;
+        return 0;
+    }
+    buf = spw_read_file(path, &len, err);
     if (!buf)
         return -1;
     init_reader(c, path, buf, len);
@@ -60,7 +100,10 @@ void spw_csv_close(spw_csv_t *c)
 {
     if (!c)
         return;
-    free(c->buf);
+    if (c->map_len)
+        munmap(c->buf, c->map_len);
+    else
+        free(c->buf);
     free(c->field);
     free(c->field_len);
     memset(c, 0, sizeof(*c));

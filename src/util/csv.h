@@ -23,10 +23,13 @@ typedef struct spw_csv {
     size_t *field_len;   /* length of each field, bytes */
     size_t nfields;      /* fields in the last row */
     size_t cap;          /* capacity of field and field_len, entries */
+    size_t map_len;      /* bytes of the file mapped at buf (spw_csv_open of a
+                            regular file); 0 = buf is malloc'd */
 } spw_csv_t;
 
 /* Reads the whole file at path (borrowed for messages until close) into
- * memory.  Returns 0, or -1 with "PATH: cannot open: REASON" (or "cannot
+ * memory: a regular file is mapped (private, copy on write), anything else
+ * read.  Returns 0, or -1 with "PATH: cannot open: REASON" (or "cannot
  * read") in err and *c zeroed, so spw_csv_close(c) is harmless either way. */
 int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err);
 

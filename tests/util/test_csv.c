@@ -1,5 +1,6 @@
 /* test_csv.c: util/csv tokenizer: quoting, line ends, BOM, empty lines,
  * line numbers, errors and header lookup. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +175,47 @@ int main(void)
     spw_csv_next(&c, &err);
     is_str(row(&c), "10|20", "row read from the file");
     ok(c.path == path, "path is borrowed");
+    ok(c.map_len == 12, "a regular file is mapped, not read");
     spw_csv_close(&c);
+
+    /* A mapped file: quoted fields are unquoted in the mapping, never in
+     * the file; the text ends where the file does. */
+    static const char quoted[] = "a,b\n\"x\"\"y\",\"tail\"";
+    fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0 || write(fd, quoted, sizeof(quoted) - 1) != (ssize_t)(sizeof(quoted) - 1))
+        diag("short write");
+    close(fd);
+    is(spw_csv_open(&c, path, &err), 0, "open a file with quoted fields");
+    spw_csv_next(&c, &err);
+    is(spw_csv_next(&c, &err), 1, "its row");
+    is_str(row(&c), "x\"y|tail", "unquoted from a mapped file, last field ends at EOF");
+    is(spw_csv_next(&c, &err), 0, "then the end");
+    spw_csv_close(&c);
+    char back[64] = "";
+    fd = open(path, O_RDONLY);
+    ssize_t got = fd >= 0 ? read(fd, back, sizeof(back) - 1) : -1;
+    close(fd);
+    ok(got == (ssize_t)(sizeof(quoted) - 1) && memcmp(back, quoted, sizeof(quoted) - 1) == 0,
+       "the file itself is unchanged");
+
+    /* A file of exactly one page has no byte after it to end the text:
+     * it is read into memory instead. */
+    long page = sysconf(_SC_PAGESIZE);
+    char *big = malloc((size_t)page);
+    memset(big, 'z', (size_t)page);
+    memcpy(big, "k\n", 2);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0 || write(fd, big, (size_t)page) != (ssize_t)page)
+        diag("short write");
+    close(fd);
+    is(spw_csv_open(&c, path, &err), 0, "open a file of one page");
+    ok(c.map_len == 0 && c.len == (size_t)page && c.buf[page] == '\0',
+       "a page-sized file is read, NUL-terminated");
+    spw_csv_next(&c, &err);
+    is(spw_csv_next(&c, &err), 1, "its last row");
+    ok(c.field_len[0] == (size_t)page - 2, "the last row runs to the end of the file");
+    spw_csv_close(&c);
+    free(big);
     unlink(path);
     is(spw_csv_open(&c, path, &err), -1, "open a missing file");
     ok(strstr(err.text, ": cannot open: No such file or directory") != NULL &&
