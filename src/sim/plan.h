@@ -62,6 +62,10 @@ typedef struct spw_plan_opts {
     void (*on_progress)(void *ctx, size_t done, size_t total);  /* from any
                                     thread, one call at a time; may be NULL */
     void *ctx;
+    uint64_t *runs;              /* may be NULL: receives the simulator runs
+                                    made (fewer than the results' sims: a run
+                                    is shared or reused wherever it is the same
+                                    simulation) */
 } spw_plan_opts_t;
 
 /* Runs the sweep: nnodes x nwaits configurations into out (caller's array
