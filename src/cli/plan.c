@@ -389,10 +389,11 @@ int spw_cli_plan(int argc, char **argv)
     size_t n = nnodes * nwaits;
     res = spw_xcalloc(n, sizeof(*res));
     double t0 = mono_s();
+    uint64_t runs = 0;
     spw_plan_opts_t po = {
         .pool = pool, .nodes = nodes, .nnodes = nnodes, .waits = waits, .nwaits = nwaits,
         .stat = stat, .target_s = target, .horizon_s = horizon, .threads = (int)threads,
-        .on_progress = quiet ? NULL : on_progress, .ctx = &t0,
+        .on_progress = quiet ? NULL : on_progress, .ctx = &t0, .runs = &runs,
     };
     if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po, res,
                      &err) < 0) {
@@ -403,6 +404,10 @@ int spw_cli_plan(int argc, char **argv)
     uint64_t sims = 0;
     for (size_t i = 0; i < n; i++)
         sims += res[i].sims;
+    if (!quiet)
+        fprintf(stderr, "spillway plan: %llu simulator runs gave the %llu simulations (the "
+                        "rest were the same simulation as one already made)\n",
+                (unsigned long long)runs, (unsigned long long)sims);
     long best = spw_plan_best(res, n);
     const char *statname = stat == SPW_PLAN_P90 ? "p90" : "mean";
     if (csv) {

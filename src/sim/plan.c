@@ -21,12 +21,27 @@ typedef struct point {
     double stat_s;               /* the targeted wait statistic */
     double total_usd;
     spw_sim_summary_t sum;
+    int full;                    /* the run went to the end (a probe that
+                                    gave up did not): sum is its summary */
 } point_t;
+
+/* The full runs one search made, by parameter.  A probe that did not give
+ * up is one (giving up only stops a run early), so the grid and the swing
+ * take a run the bisection already made instead of making it again. */
+typedef struct memo {
+    point_t p[BISECT_STEPS + GRID + 4];
+    size_t n;
+} memo_t;
 
 /* One worker: its own jobs and fleet copy; the shared run, read only. */
 typedef struct worker {
     struct run *run;
-    spw_job_t *jobs;             /* owned copy */
+    spw_job_t *jobs;             /* owned copy, made once: the simulator resets
+                                    the fields it writes at the start of every
+                                    run and never writes the trace's own */
+    int checked;                 /* a run of jobs returned: the simulator need
+                                    not check the trace again */
+    uint64_t runs;               /* simulator runs it made */
     spw_fleet_t fleet;           /* shallow copy of run->fleet with its own pools */
     spw_pool_spec_t *pools;      /* owned: the pools array of fleet */
     uint16_t *node_gpus;         /* owned: the swept pool's nodes */
@@ -77,13 +92,16 @@ static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
     spw_sim_opts_t so = {
         .give_up_wait_s = probe ? o->target_s : 0,
         .give_up_p90 = o->stat == SPW_PLAN_P90,
+        .checked = w->checked,
     };
-    memcpy(w->jobs, w->run->jobs, w->run->njobs * sizeof(spw_job_t));
     int rc = spw_sim_run(&w->fleet, &pol, w->jobs, w->run->runtime_s, w->run->njobs, &so,
                          &p->sum, &w->err);
     if (rc < 0)
         return -1;
+    w->checked = 1;
+    w->runs++;
     p->param = wait.param;
+    p->full = rc == 0;
     if (rc == 1) {
         p->stat_s = p->total_usd = INFINITY;
         return 0;
@@ -116,6 +134,31 @@ static int sim_zero(worker_t *w, spw_wait_t wait, point_t *p)
         pthread_mutex_unlock(&r->mu);
     }
     p->param = wait.param;
+    return 0;
+}
+
+static void memo_put(memo_t *m, const point_t *p)
+{
+    if (p->full && m->n < sizeof(m->p) / sizeof(m->p[0]))
+        m->p[m->n++] = *p;
+}
+
+/* sim_at(w, x, p, 0) for a kind that takes a parameter: the shared run of
+ * no wait when the parameter is 0 (it gives every job a wait of 0, as
+ * sim_zero says), else a run of this search at the same parameter, else a
+ * new run (remembered in m). */
+static int sim_full(worker_t *w, spw_wait_t x, point_t *p, memo_t *m)
+{
+    if (x.param == 0)
+        return sim_zero(w, x, p);
+    for (size_t i = 0; i < m->n; i++)
+        if (m->p[i].param == x.param) {
+            *p = m->p[i];
+            return 0;
+        }
+    if (sim_at(w, x, p, 0) < 0)
+        return -1;
+    memo_put(m, p);
     return 0;
 }
 
@@ -178,8 +221,13 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     double hi = wait.param > 0 ? wait.param : default_hi(wait.kind), lo = 0;
     spw_wait_t x = {wait.kind, hi};
     /* A probe: when it misses the target its summary is never used. */
-    if (sim_at(w, x, &p, 1) < 0)
+    memo_t *m = spw_xmalloc(sizeof(*m));
+    m->n = 0;
+    if (sim_at(w, x, &p, 1) < 0) {
+        free(m);
         return -1;
+    }
+    memo_put(m, &p);
     r->sims++;
     double best = hi;
     /* Runs already made that the grid can reuse: at 0 and at best. */
@@ -201,6 +249,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             r->swing = 0;
             free(at0);
             free(atb);
+            free(m);
             return 0;
         }
         *atb = *at0;
@@ -209,6 +258,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             x.param = (lo + hi) / 2;
             if (sim_at(w, x, &p, 1) < 0)
                 goto fail;
+            memo_put(m, &p);
             r->sims++;
             if (p.stat_s <= o->target_s) {
                 lo = x.param;
@@ -231,7 +281,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
             g[k] = *atb;
             continue;
         }
-        if ((k == 0 ? sim_zero(w, x, &g[k]) : sim_at(w, x, &g[k], 0)) < 0) {
+        if (sim_full(w, x, &g[k], m) < 0) {
             free(g);
             goto fail;
         }
@@ -274,18 +324,22 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     if (r->wait.param > 0) {
         for (int s = -1; s <= 1; s += 2) {
             x.param = r->wait.param * (1 + s * NUDGE);
-            if (sim_at(w, x, &p, 0) < 0)
+            if (sim_full(w, x, &p, m) < 0) {
+                free(m);
                 return -1;
+            }
             r->sims++;
             double d = c0 > 0 ? fabs(p.total_usd - c0) / c0 : 0;
             if (d > r->swing)
                 r->swing = d;
         }
     }
+    free(m);
     return 0;
 fail:
     free(at0);
     free(atb);
+    free(m);
     return -1;
 }
 
@@ -308,6 +362,10 @@ static void *work(void *arg)
     worker_t *w = arg;
     run_t *r = w->run;
     const spw_plan_opts_t *o = r->opts;
+    /* The worker's copy of the trace, made here so each thread touches its
+     * own first; every run after resets only what the simulator writes. */
+    if (r->njobs)
+        memcpy(w->jobs, r->jobs, r->njobs * sizeof(spw_job_t));
     for (;;) {
         pthread_mutex_lock(&r->mu);
         size_t k = r->failed ? r->total : r->next++;
@@ -390,7 +448,11 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     work(&ws[0]);
     for (int t = 1; t <= started; t++)
         pthread_join(th[t], NULL);
+    if (opts->runs)
+        *opts->runs = 0;
     for (int t = 0; t < nt; t++) {
+        if (opts->runs)
+            *opts->runs += ws[t].runs;
         free(ws[t].jobs);
         free(ws[t].pools);
         free(ws[t].node_gpus);

@@ -2,9 +2,10 @@
  * a sweep of owned capacity (nodes of one pool) x wait policies, searches each
  * wait policy's parameter for a target mean or p90 wait, and picks a robust
  * setting (docs/roi.md).  Configurations run in parallel threads, each with its
- * own copy of the jobs and of the fleet it changes; the one thing shared is
- * the run with no wait of each node count (under the run's lock).  Never
- * prints; progress comes through a callback. */
+ * own copy of the jobs (made once; every run resets only what the simulator
+ * writes) and of the fleet it changes; the one thing shared is the run with
+ * no wait of each node count (under the run's lock), and a search reuses
+ * its own full runs.  Never prints; progress comes through a callback. */
 #ifndef SPW_SIM_PLAN_H
 #define SPW_SIM_PLAN_H
 
@@ -62,6 +63,10 @@ typedef struct spw_plan_opts {
     void (*on_progress)(void *ctx, size_t done, size_t total);  /* from any
                                     thread, one call at a time; may be NULL */
     void *ctx;
+    uint64_t *runs;              /* may be NULL: receives the simulator runs
+                                    made (fewer than the results' sims: a run
+                                    is shared or reused wherever it is the same
+                                    simulation) */
 } spw_plan_opts_t;
 
 /* Runs the sweep: nnodes x nwaits configurations into out (caller's array

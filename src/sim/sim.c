@@ -387,6 +387,13 @@ typedef struct sim {
     double done_wait_sum_s;  /* waits of the jobs done so far, seconds */
     size_t done_over;        /* jobs done so far that waited over give_up_wait_s */
     int gave_up;             /* the statistic is sure to end over the bound */
+    /* The mean's sharper proof (give_up_check), bound B = give_up_wait_s: */
+    double excess_s;         /* over jobs done, wait - B; over jobs started
+                                and not done, min(0, wait - B), seconds */
+    uint8_t *left;           /* per job: started once, or ended unplaced */
+    size_t nleft;            /* jobs with left set */
+    size_t old_n;            /* jobs[0..old_n) were submitted at least B ago */
+    size_t old_left;         /* jobs in jobs[0..old_n) with left set */
 } sim_t;
 
 static jrec_t *rec_of(sim_t *s, const spw_job_t *j)
@@ -520,6 +527,42 @@ static void note_done_wait(sim_t *s, const spw_job_t *j)
     }
 }
 
+/* Job j left the queue for good: its first start is set (its wait is
+ * known) or it ended without a placement. */
+static void note_left(sim_t *s, const spw_job_t *j)
+{
+    size_t i = (size_t)(j - s->jobs);
+    if (!s->left || s->left[i])
+        return;
+    s->left[i] = 1;
+    s->nleft++;
+    if (i < s->old_n)
+        s->old_left++;
+    if (j->state == SPW_JOB_CLOUD || j->state == SPW_JOB_ONPREM) {
+        double w = j->start_s - j->submit_s - s->smp.o->give_up_wait_s;
+        s->excess_s += w < 0 ? w : 0;
+    }
+}
+
+/* The mean's sharper proof, at the end of instant t.  The final mean is
+ * over the jobs that end done.  Each job adds wait - B to their sum less
+ * B x their count, or nothing if it does not end done: a job done adds
+ * exactly wait - B; one started adds at least min(0, wait - B) (its wait
+ * is known); one that ended unplaced adds nothing; one still queued will
+ * wait at least t - submit, so adds at least 0 once submitted B ago and
+ * at least -B before; one not yet submitted at least -B.  When even that
+ * lowest sum is above 0 (by the margin of give_up_sum_s), the mean ends
+ * above B.  It never proves less than done_wait_sum_s > B x n does. */
+static void give_up_check(sim_t *s, double t)
+{
+    double b = s->smp.o->give_up_wait_s;
+    while (s->old_n < s->n && s->jobs[s->old_n].submit_s <= t - b)
+        s->old_left += s->left[s->old_n++];
+    size_t young = (s->n - s->old_n) - (s->nleft - s->old_left);
+    if (s->excess_s - b * (double)young > s->give_up_sum_s - b * (double)s->n)
+        s->gave_up = 1;
+}
+
 static void on_end(sim_t *s, spw_job_t *j, double t)
 {
     int cloud = j->state == SPW_JOB_CLOUD, spot = j->spot;
@@ -531,8 +574,15 @@ static void on_end(sim_t *s, spw_job_t *j, double t)
         s->out->jobs_stopped_max_runtime++;
         j->stopped_max_run = 1;
     }
-    if (j->state == SPW_JOB_DONE && s->smp.o && s->smp.o->give_up_wait_s > 0)
+    if (j->state == SPW_JOB_DONE && s->smp.o && s->smp.o->give_up_wait_s > 0) {
         note_done_wait(s, j);
+        if (s->left) {   /* its min(0, wait - B) becomes wait - B */
+            const jrec_t *r = rec_of(s, j);
+            double w = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) -
+                       j->submit_s - s->smp.o->give_up_wait_s;
+            s->excess_s += w > 0 ? w : 0;
+        }
+    }
     s->finished++;
     if (t > s->last_end)
         s->last_end = t;
@@ -572,6 +622,8 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
     jrec_t *r = rec_of(s, j);
     if (r->attempt)
         s->out->restarts++;
+    else
+        note_left(s, j);
     r->attempt++;
     s->running++;
     /* The attempt pays its restart overhead, then runs what is left of the
@@ -895,6 +947,7 @@ static void sim_free(sim_t *s)
     free(s->traces);
     free(s->pools);
     free(s->pool_held_gpu_s);
+    free(s->left);
     free(s->node_base);
     free(s->down);
     free(s->scratch);
@@ -1039,7 +1092,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
                 const spw_sim_opts_t *opts, spw_sim_summary_t *out, spw_error_t *err)
 {
     memset(out, 0, sizeof(*out));
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < (opts && opts->checked ? 0 : n); i++) {
         if (i && jobs[i].submit_s < jobs[i - 1].submit_s)
             return spw_errorf(err, "jobs are not sorted by submit time (job %s)", jobs[i].id);
         /* Ends must be finite instants, or a job could outlive the loop unseen. */
@@ -1086,6 +1139,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         double r = ceil(0.90 * (double)n);
         size_t need = r < 1 ? 1 : (size_t)r;   /* waits at or below p90 */
         s.give_up_over = n > need ? n - need : 0;
+        if (!opts->give_up_p90)
+            s.left = spw_xcalloc(n ? n : 1, 1);
     }
     if (world && n)
         world_start(&s, first_submit);
@@ -1142,6 +1197,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
             if (j->state == SPW_JOB_UNSCHEDULABLE) {
                 out->jobs_unschedulable++;
                 s.finished++;
+                note_left(&s, j);
             }
             if (opts && opts->on_progress && (next & (progress_every - 1)) == 0)
                 opts->on_progress(opts->ctx, next, n);
@@ -1155,6 +1211,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
             if (nrej) {
                 s.progress_s = t;
                 s.finished += nrej;
+                for (size_t k = 0; k < nrej; k++)
+                    note_left(&s, rejected[k]);
             }
             nrefused = 0;
             for (size_t k = 0; k < np; k++) {
@@ -1194,6 +1252,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
          * they never will. */
         if (next == n && s.running == 0 && queued && t - s.progress_s > SPW_SIM_GIVE_UP_S)
             break;
+        if (s.left && !s.gave_up)
+            give_up_check(&s, t);
         if (s.gave_up)
             break;
     }

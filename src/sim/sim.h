@@ -92,6 +92,10 @@ typedef struct spw_sim_opts {
                                     0 = always run to the end */
     int give_up_p90;             /* the statistic give_up_wait_s bounds is the
                                     p90 wait (nearest rank), not the mean */
+    int checked;                 /* 1: these jobs and runtimes already passed a
+                                    run that did not fail (the planner's runs
+                                    after the first): skip checking their
+                                    order and values again */
 } spw_sim_opts_t;
 
 /* One team's results (spw_sim_summary_t.team). */
