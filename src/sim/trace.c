@@ -746,7 +746,7 @@ int spw_trace_load(spw_trace_t *t, const char *path, spw_trace_format_t fmt,
 {
     memset(t, 0, sizeof(*t));
     loader_t L = {.t = t, .models = models};
-    if (spw_csv_open(&L.csv, path, err) < 0)
+    if (spw_csv_open_mapped(&L.csv, path, err) < 0)
         return -1;
     return load(t, &L, fmt, err);
 }

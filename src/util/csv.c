@@ -66,7 +66,7 @@ static char *map_file(const char *path, size_t *len)
     return p;
 }
 
-int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err)
+int spw_csv_open_mapped(spw_csv_t *c, const char *path, spw_error_t *err)
 {
     size_t len;
     memset(c, 0, sizeof(*c));
@@ -76,7 +76,14 @@ int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err)
         c->map_len = len;
         return 0;
     }
-    buf = spw_read_file(path, &len, err);
+    return spw_csv_open(c, path, err);
+}
+
+int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err)
+{
+    size_t len;
+    memset(c, 0, sizeof(*c));
+    char *buf = spw_read_file(path, &len, err);
     if (!buf)
         return -1;
     init_reader(c, path, buf, len);

@@ -28,10 +28,15 @@ typedef struct spw_csv {
 } spw_csv_t;
 
 /* Reads the whole file at path (borrowed for messages until close) into
- * memory: a regular file is mapped (private, copy on write), anything else
- * read.  Returns 0, or -1 with "PATH: cannot open: REASON" (or "cannot
+ * memory.  Returns 0, or -1 with "PATH: cannot open: REASON" (or "cannot
  * read") in err and *c zeroed, so spw_csv_close(c) is harmless either way. */
 int spw_csv_open(spw_csv_t *c, const char *path, spw_error_t *err);
+
+/* As spw_csv_open, but a regular file is mapped (private, copy on write)
+ * rather than copied: for big one-shot reads (a trace).  A file truncated
+ * by another process while it is read ends the process with SIGBUS, so the
+ * daemon's files (offers, prices: re-read on SIGHUP) never use it. */
+int spw_csv_open_mapped(spw_csv_t *c, const char *path, spw_error_t *err);
 
 /* Same over a copy of len bytes at data; name (borrowed until close) is used
  * in messages.  Never fails today, but returns 0 / -1 like spw_csv_open. */
