@@ -16,6 +16,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "daemon/store.h"
+#include "util/error.h"
+
 struct spw_daemon;
 struct spw_caller;
 struct spw_daemon_conf;
@@ -36,8 +39,14 @@ const spw_ui_asset_t *spw_ui_asset(const char *name);
 
 typedef struct spw_ui spw_ui_t;
 
-/* Samples kept: at the default 5 s interval, one hour. */
+/* Samples kept in tier 0 (every sample): at the default 5 s interval, one
+ * hour.  Tiers 1 and 2 keep one sample a minute for a day and one every
+ * ten minutes for eight days (ui.c, docs/dashboard.md). */
 #define SPW_UI_SERIES_MAX 720
+#define SPW_UI_TIERS 3
+/* The span GET /v1/ui/series answers by default and at most, seconds. */
+#define SPW_UI_RANGE_DEFAULT_S 3600
+#define SPW_UI_RANGE_MAX_S (8 * 86400)
 
 /* The sampler of a started daemon (daemon.c), NULL before spw_daemon_start. */
 spw_ui_t *spw_daemon_ui(struct spw_daemon *d);
@@ -55,9 +64,20 @@ void spw_ui_destroy(spw_ui_t *u);
  * interval has passed. */
 void spw_ui_sample(spw_ui_t *u, double now_ts);
 
-/* {"interval_s": S, "samples": [{...}, ...]} oldest first; a team caller
- * sees only its own team's spend and no providers (as GET /v1/costs). */
-json_t *spw_ui_series(spw_ui_t *u, const struct spw_caller *who);
+/* {"interval_s": S, "range_s": R, "tiers": [...], "samples": [{...}, ...],
+ * "caller": {role, team, may_cancel}}: the samples of the last range_s
+ * seconds before the newest, oldest first, each span from the finest tier
+ * that holds it; a team caller sees only its own team's spend and no
+ * providers (as GET /v1/costs). */
+json_t *spw_ui_series(spw_ui_t *u, const struct spw_caller *who, double range_s);
+
+/* The state store's copy of the series (store.h, table series), under the
+ * daemon's lock: spw_store_series_put and spw_store_series_list.  0, or
+ * -1 with err. */
+int spw_daemon_series_put(struct spw_daemon *d, int tier, double ts, const char *json,
+                          double keep_from_ts, spw_error_t *err);
+int spw_daemon_series_list(struct spw_daemon *d, int tier, spw_store_series_f cb, void *arg,
+                           spw_error_t *err);
 
 /* Telemetry as JSON (telemetry.c, docs/dashboard.md); a team caller sees
  * the GPUs of its own jobs and the free ones. */
