@@ -236,17 +236,15 @@ void spw_ui_sample(spw_ui_t *u, double now_ts)
     double idle_usd;
     json_t *s = take(u, now_ts, &wait_s, &idle, &idle_usd);
     int to[SPW_UI_TIERS];
+    /* Only this thread adds samples: what the tiers take cannot change
+     * between the two locks. */
     pthread_mutex_lock(&u->mu);
     for (int k = 0; k < SPW_UI_TIERS; k++)
-        if ((to[k] = tier_takes(&u->tier[k], k, now_ts)))
-            ring_push(&u->tier[k], k, s, now_ts);
-    u->oldest_wait_s = wait_s;
-    u->idle_instances = idle;
-    u->idle_usd_per_h = idle_usd;
+        to[k] = tier_takes(&u->tier[k], k, now_ts);
     pthread_mutex_unlock(&u->mu);
-    /* Written through, outside our lock (the store's is the daemon's); a
-     * write that fails loses history only: the health check watches the
-     * store. */
+    /* Written to the store first, outside our lock (the store's is the
+     * daemon's), so a sample served was committed; a write that fails
+     * loses history only: the health check watches the store. */
     char *text = json_dumps(s, JSON_COMPACT);
     for (int k = 0; k < SPW_UI_TIERS && text; k++) {
         spw_error_t err = {{0}};
@@ -254,6 +252,14 @@ void spw_ui_sample(spw_ui_t *u, double now_ts)
             spw_daemon_series_put(u->d, k, now_ts, text, now_ts - tiers[k].keep_s, &err);
     }
     free(text);
+    pthread_mutex_lock(&u->mu);
+    for (int k = 0; k < SPW_UI_TIERS; k++)
+        if (to[k])
+            ring_push(&u->tier[k], k, s, now_ts);
+    u->oldest_wait_s = wait_s;
+    u->idle_instances = idle;
+    u->idle_usd_per_h = idle_usd;
+    pthread_mutex_unlock(&u->mu);
     json_decref(s);
     /* Outside the lock: nvidia-smi may take a while. */
     spw_telemetry_poll(u->tel, now_ts);
