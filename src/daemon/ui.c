@@ -1,6 +1,7 @@
 /* ui.c: the dashboard's side of the daemon: the embedded files of /ui and
- * a sampler thread keeping a time series in memory (pool GPUs, queue,
- * cloud GPUs, spend per team and provider), read by GET /v1/ui/series.
+ * a sampler thread keeping a time series (pool GPUs, queue, cloud GPUs,
+ * spend per team and provider) in three tiers, in memory and written
+ * through to the state store, read by GET /v1/ui/series.
  * GPU telemetry is in telemetry.c; this thread drives it too. */
 #include "daemon/ui.h"
 

@@ -1,7 +1,8 @@
 /* ui.h: what the web dashboard (/ui, docs/dashboard.md) needs beyond the
  * /v1 API: its embedded files, and a sampler thread that keeps, in memory,
  * a time series of pool GPUs, the queue, cloud GPUs and spend (one sample
- * every few seconds, the last hour or so), plus GPU telemetry from
+ * every few seconds for an hour, coarser for a day and a week, kept in the
+ * state store so a restart keeps it), plus GPU telemetry from
  * nvidia-smi (telemetry.c).
  *
  * The sampler only calls the daemon's public, thread-safe API (daemon.h),
