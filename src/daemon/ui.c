@@ -230,7 +230,7 @@ static int tier_takes(const ring_t *r, int k, double t)
     return floor(t / tiers[k].step_s) > floor(sample_t(ring_at(r, r->n - 1)) / tiers[k].step_s);
 }
 
-void spw_ui_sample(spw_ui_t *u, double now_ts)
+void spw_ui_record(spw_ui_t *u, double now_ts)
 {
     double wait_s;
     long idle;
@@ -262,6 +262,11 @@ void spw_ui_sample(spw_ui_t *u, double now_ts)
     u->idle_usd_per_h = idle_usd;
     pthread_mutex_unlock(&u->mu);
     json_decref(s);
+}
+
+void spw_ui_sample(spw_ui_t *u, double now_ts)
+{
+    spw_ui_record(u, now_ts);
     /* Outside the lock: nvidia-smi may take a while. */
     spw_telemetry_poll(u->tel, now_ts);
 }

@@ -61,9 +61,11 @@ spw_ui_t *spw_ui_create(struct spw_daemon *d, const struct spw_daemon_conf *dc, 
 /* Stops the thread (waiting for a sample in progress) and frees.  NULL-safe. */
 void spw_ui_destroy(spw_ui_t *u);
 
-/* Takes one sample now (unix seconds): series, and telemetry when its
- * interval has passed. */
+/* Takes one sample now (unix seconds): series and telemetry. */
 void spw_ui_sample(spw_ui_t *u, double now_ts);
+
+/* The series' part of spw_ui_sample alone (no nvidia-smi). */
+void spw_ui_record(spw_ui_t *u, double now_ts);
 
 /* {"interval_s": S, "range_s": R, "tiers": [...], "samples": [{...}, ...],
  * "caller": {role, team, may_cancel}}: the samples of the last range_s

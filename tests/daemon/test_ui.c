@@ -50,9 +50,9 @@ static void history(void)
     double n0 = floor((double)time(NULL) / 600) * 600 - 600, base = n0 - 2 * 86400;
     spw_ui_t *u = spw_ui_create(D, NULL, 0);
     for (int i = 0; i <= 48; i++)
-        spw_ui_sample(u, base + 3600.0 * i);
+        spw_ui_record(u, base + 3600.0 * i);
     for (int i = 1; i <= 30; i++)
-        spw_ui_sample(u, n0 + 20.0 * i);
+        spw_ui_record(u, n0 + 20.0 * i);
     double newest = n0 + 600;
     json_t *s = spw_ui_series(u, &admin, 3600);
     size_t n = times(s, t, 200);
