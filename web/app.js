@@ -6,7 +6,7 @@
 const POLL_MS = 3000;
 const KEY = 'spillway-token';
 const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null,
-                filter: { state: '', team: '', q: '', page: 0 }, pageSize: 25 };
+                filter: { state: '', team: '', q: '', page: 0 }, pageSize: 25, range: 3600 };
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -40,13 +40,18 @@ function rows(tableId, html, empty) {
     '<tr class="empty"><td colspan="' + cols + '">' + esc(empty || 'none') + '</td></tr>';
 }
 
-async function api(path) {
-  const r = await fetch(path, { headers: { Authorization: 'Bearer ' + state.token } });
+// opts: {method, text}: text = 1 returns the body as text (logs), not JSON.
+async function api(path, opts) {
+  const o = opts || {};
+  // X-Spillway-Client: the daemon refuses a POST without it (forgery).
+  const r = await fetch(path, { method: o.method || 'GET',
+    headers: { Authorization: 'Bearer ' + state.token, 'X-Spillway-Client': 'dashboard' } });
   if (r.status === 401) {
     const e = new Error('the daemon does not know this token');
     e.auth = true;
     throw e;
   }
+  if (r.ok && o.text) return { text: await r.text(), offset: r.headers.get('X-Spillway-Offset') };
   const body = await r.json();
   if (!r.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + r.status));
   return body;
@@ -232,10 +237,56 @@ async function showExplain(id) {
       esc(x.est_cost_usd === null || x.est_cost_usd === undefined ? '' : usd(x.est_cost_usd)) + '</td><td>' + esc(x.why) + '</td></tr>').join('');
     h += '</tbody></table>';
     if (c.length > 40) h += '<p class="muted">' + esc(c.length - 40) + ' more candidates: <code>spillway explain --all ' + esc(id) + '</code></p>';
+    h += '<div class="actions"><button type="button" id="job-logs">logs</button>';
+    if (mayCancel(job || e)) h += ' <button type="button" id="job-cancel" class="danger">cancel ' + esc(e.id) + '</button>';
+    h += ' <span id="job-action" class="muted"></span></div><div id="job-log" hidden></div>';
     box.innerHTML = h;
     $('explain-close').onclick = () => { box.hidden = true; state.explainId = null; };
+    $('job-logs').onclick = () => showLogs(e.id);
+    if ($('job-cancel')) $('job-cancel').onclick = () => cancelJob(e.id);
   } catch (err) {
     box.innerHTML = '<p class="bad">' + esc(err.message) + '</p>';
+  }
+}
+
+// Whether this token may cancel job j: an admin any job, a member its own
+// team's (the API decides in the end; a viewer is refused there too).
+function mayCancel(j) {
+  const c = state.data.series && state.data.series.caller;
+  if (!c || !c.may_cancel || !j || !LIVE.includes(j.state)) return false;
+  return c.role === 'admin' || c.team === j.team;
+}
+
+// A job's stdout and stderr (rank 0), as GET /v1/jobs/ID/logs gives them
+// to this token: the first LOG_MAX bytes the daemon sends of each.
+async function showLogs(id) {
+  const box = $('job-log');
+  box.hidden = false;
+  box.innerHTML = '<p class="muted">reading the logs of ' + esc(id) + '...</p>';
+  const base = '/v1/jobs/' + encodeURIComponent(id) + '/logs?stream=';
+  try {
+    const [out, err] = await Promise.all([api(base + 'out', { text: 1 }), api(base + 'err', { text: 1 })]);
+    const part = (name, r) => '<h4>' + name + '</h4><pre class="log" data-stream="' + name + '">' + esc(r.text) + '</pre>' +
+      (r.text ? '' : '<p class="muted">(empty)</p>');
+    box.innerHTML = part('stdout', out) + part('stderr', err) +
+      '<p class="muted">All ranks, and following: <code>spillway logs -f --all-ranks ' + esc(id) + '</code></p>';
+  } catch (err) {
+    box.innerHTML = '<p class="bad">' + esc(err.message) + '</p>';
+  }
+}
+
+async function cancelJob(id) {
+  if (!window.confirm('Cancel job ' + id + '?')) return;
+  const note = $('job-action');
+  try {
+    const r = await api('/v1/jobs/' + encodeURIComponent(id) + '/cancel', { method: 'POST' });
+    note.textContent = 'cancel asked: ' + (r.state || 'done');
+    note.className = '';
+    $('job-cancel').disabled = true;
+    poll();
+  } catch (err) {
+    note.textContent = err.message;
+    note.className = 'bad';
   }
 }
 
@@ -433,7 +484,7 @@ async function poll() {
   try {
     const [jobs, pools, costs, series, tel, teams] = await Promise.all([
       loadJobs(), api('/v1/pools'), api('/v1/costs'),
-      api('/v1/ui/series'), api('/v1/ui/telemetry'), api('/v1/teams')]);
+      api('/v1/ui/series?range=' + state.range), api('/v1/ui/telemetry'), api('/v1/teams')]);
     Object.assign(state.data, { jobs, pools, costs, series, tel, teams });
     $('status').textContent = '';
     $('updated').textContent = 'Last update ' + new Date().toTimeString().slice(0, 8) + '.';
@@ -533,6 +584,9 @@ $('f-team').addEventListener('change', ev => refilter({ team: ev.target.value, p
 $('f-q').addEventListener('input', ev => refilter({ q: ev.target.value, page: 0 }));
 $('page-prev').addEventListener('click', () => refilter({ page: state.filter.page - 1 }));
 $('page-next').addEventListener('click', () => refilter({ page: state.filter.page + 1 }));
+// The span of the charts: the daemon keeps every sample for an hour, one
+// a minute for a day and one every ten minutes for a week.
+$('range').addEventListener('change', ev => { state.range = Number(ev.target.value) || 3600; if (state.token) poll(); });
 
 route();
 const saved = sessionStorage.getItem(KEY);

@@ -366,26 +366,35 @@ static void h_ui_file(call_t *c, spw_route_resp_t *out)
                "frame-ancestors 'none'";
 }
 
-/* A JSON view of the dashboard's sampler, as the caller may see it. */
-static void ui_view(call_t *c, spw_route_resp_t *out,
-                    json_t *(*view)(spw_ui_t *, const spw_caller_t *))
+/* The dashboard's sampler, or NULL with a 503 in out. */
+static spw_ui_t *ui_of(call_t *c, spw_route_resp_t *out)
 {
     spw_ui_t *ui = spw_daemon_ui(c->d);
-    if (!ui) {
+    if (!ui)
         resp_error(out, 503, "the dashboard sampler is not running");
-        return;
-    }
-    resp_json(out, 200, view(ui, &c->who));
+    return ui;
 }
 
 static void h_ui_series(call_t *c, spw_route_resp_t *out)
 {
-    ui_view(c, out, spw_ui_series);
+    const char *v;
+    long long range = SPW_UI_RANGE_DEFAULT_S;
+    if (query_get(c->req, "range", &v) && *v &&
+        (parse_count(v, SPW_UI_RANGE_MAX_S, &range) < 0 || range < 1)) {
+        resp_error(out, 400, "query parameter 'range' must be seconds from 1 to %d (8 days)",
+                   SPW_UI_RANGE_MAX_S);
+        return;
+    }
+    spw_ui_t *ui = ui_of(c, out);
+    if (ui)
+        resp_json(out, 200, spw_ui_series(ui, &c->who, (double)range));
 }
 
 static void h_ui_telemetry(call_t *c, spw_route_resp_t *out)
 {
-    ui_view(c, out, spw_ui_telemetry);
+    spw_ui_t *ui = ui_of(c, out);
+    if (ui)
+        resp_json(out, 200, spw_ui_telemetry(ui, &c->who));
 }
 
 static void h_submit(call_t *c, spw_route_resp_t *out)
@@ -656,6 +665,7 @@ static const char *const list_params[] = {"state", "team", "after", "limit", NUL
 static const char *const log_params[] = {"stream", "offset", "rank", NULL};
 static const char *const costs_params[] = {"period", NULL};
 static const char *const audit_params[] = {"since", "team", "limit", NULL};
+static const char *const series_params[] = {"range", NULL};
 
 #define ALLOW_GET "GET, HEAD"
 #define ALLOW_POST "POST"
@@ -686,7 +696,7 @@ static const route_t routes[] = {
     {"/ui", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
     {"/ui/", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
     {"/ui/*", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
-    {"/v1/ui/series", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_series},
+    {"/v1/ui/series", "GET", ALLOW_GET, 0, NULL, series_params, h_ui_series},
     {"/v1/ui/telemetry", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_telemetry},
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -191,6 +191,16 @@ static const char *const migrations[] = {
     "  ts REAL NOT NULL,"
     "  PRIMARY KEY (pool, host, what)"
     ");",
+    /* 9 -> 10: the dashboard's time series (ui.c), so that a restart keeps
+     * its history: one row per sample and tier (0: every sample, 1: one a
+     * minute, 2: one every ten minutes), each tier pruned to its own span
+     * as it is written. */
+    "CREATE TABLE series ("
+    "  tier INTEGER NOT NULL,"
+    "  ts REAL NOT NULL,"
+    "  json TEXT NOT NULL,"
+    "  PRIMARY KEY (tier, ts)"
+    ");",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -301,7 +311,12 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     X(DEC_INSERT, "INSERT INTO decisions (job_id, ts, json) "                 \
       "VALUES (?1, ?2, ?3)")                                                  \
     X(DEC_LATEST, "SELECT json, ts FROM decisions WHERE job_id = ?1 "         \
-      "ORDER BY seq DESC LIMIT 1")
+      "ORDER BY seq DESC LIMIT 1")                                            \
+    X(SERIES_PUT, "INSERT OR REPLACE INTO series (tier, ts, json) "           \
+      "VALUES (?1, ?2, ?3)")                                                  \
+    X(SERIES_PRUNE, "DELETE FROM series WHERE tier = ?1 AND ts < ?2")         \
+    X(SERIES_LIST, "SELECT ts, json FROM series WHERE tier = ?1 "             \
+      "ORDER BY ts")
 
 /* JOB_UPDATE tests these bits by value. */
 _Static_assert(SPW_JU_STATE == 1 && SPW_JU_PLACED_TS == 2 &&
@@ -1344,4 +1359,48 @@ int spw_store_decision_latest(spw_store_t *st, const char *job_id,
     db_error(st, err, "cannot read a decision");
     done(s);
     return -1;
+}
+
+/* ---- the dashboard's series --------------------------------------------- */
+
+int spw_store_series_put(spw_store_t *st, int tier, double ts, const char *json,
+                         double keep_from_ts, spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_SERIES_PUT, err);
+    if (!s)
+        return -1;
+    sqlite3_bind_int(s, 1, tier);
+    sqlite3_bind_double(s, 2, finite_or_0(ts));
+    sqlite3_bind_text(s, 3, json, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot record a dashboard sample");
+    if (!(s = stmt(st, S_SERIES_PRUNE, err)))
+        return -1;
+    sqlite3_bind_int(s, 1, tier);
+    sqlite3_bind_double(s, 2, finite_or_0(keep_from_ts));
+    rc = sqlite3_step(s);
+    done(s);
+    if (rc != SQLITE_DONE)
+        return db_error(st, err, "cannot prune the dashboard's series");
+    return 0;
+}
+
+/* ts, then json (NULL rows are skipped). */
+static int series_row(sqlite3_stmt *s, const rowcb_t *c)
+{
+    const char *json = col_text(s, 1);
+    return json ? ((spw_store_series_f)c->fn)(sqlite3_column_double(s, 0), json, c->arg) : 0;
+}
+
+int spw_store_series_list(spw_store_t *st, int tier, spw_store_series_f cb, void *arg,
+                          spw_error_t *err)
+{
+    sqlite3_stmt *s = stmt(st, S_SERIES_LIST, err);
+    if (!s)
+        return -1;
+    sqlite3_bind_int(s, 1, tier);  /* list_rows takes it as bound */
+    return list_rows(st, S_SERIES_LIST, series_row, (rowcb_t){(void (*)(void))cb, arg},
+                     "cannot read the dashboard's series", err);
 }

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 9
+#define SPW_STORE_SCHEMA_VERSION 10
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -429,5 +429,21 @@ int spw_store_decision_insert(spw_store_t *st, const char *job_id, double ts,
 int spw_store_decision_latest(spw_store_t *st, const char *job_id,
                               char **json_out, double *ts_out,
                               spw_error_t *err);
+
+/* ---- the dashboard's series (schema 10) --------------------------------- */
+
+/* Records one sample of the dashboard's series (ui.c) in tier (0, 1, 2:
+ * finer to coarser) at ts, its JSON text, and removes the tier's samples
+ * older than keep_from_ts (unix seconds).  A sample at the same tier and
+ * ts replaces the one there. */
+int spw_store_series_put(spw_store_t *st, int tier, double ts, const char *json,
+                         double keep_from_ts, spw_error_t *err);
+
+/* Called for each sample of a tier, oldest first; json borrowed until it
+ * returns; must not call the store.  Return nonzero to stop. */
+typedef int (*spw_store_series_f)(double ts, const char *json, void *arg);
+
+int spw_store_series_list(spw_store_t *st, int tier, spw_store_series_f cb, void *arg,
+                          spw_error_t *err);
 
 #endif

@@ -356,3 +356,21 @@ spw_ui_t *spw_daemon_ui(spw_daemon_t *d)
 {
     return d->ui;
 }
+
+int spw_daemon_series_put(spw_daemon_t *d, int tier, double ts, const char *json,
+                          double keep_from_ts, spw_error_t *err)
+{
+    LOCK(d);
+    int rc = spw_store_series_put(d->store, tier, ts, json, keep_from_ts, err);
+    UNLOCK(d);
+    return rc;
+}
+
+int spw_daemon_series_list(spw_daemon_t *d, int tier, spw_store_series_f cb, void *arg,
+                           spw_error_t *err)
+{
+    LOCK(d);
+    int rc = spw_store_series_list(d->store, tier, cb, arg, err);
+    UNLOCK(d);
+    return rc;
+}

@@ -1,6 +1,7 @@
 /* ui.c: the dashboard's side of the daemon: the embedded files of /ui and
- * a sampler thread keeping a time series in memory (pool GPUs, queue,
- * cloud GPUs, spend per team and provider), read by GET /v1/ui/series.
+ * a sampler thread keeping a time series (pool GPUs, queue, cloud GPUs,
+ * spend per team and provider) in three tiers, in memory and written
+ * through to the state store, read by GET /v1/ui/series.
  * GPU telemetry is in telemetry.c; this thread drives it too. */
 #include "daemon/ui.h"
 
@@ -16,6 +17,25 @@
 #include "daemon/telemetry.h"
 #include "util/error.h"
 
+/* One tier of the series in memory: a ring of samples, oldest first. */
+typedef struct ring {
+    json_t **s;                  /* samples, owned; s[(head + i) % max] */
+    size_t head, n, max;         /* oldest slot, samples held, capacity */
+} ring_t;
+
+/* The tiers: what each keeps and how far apart its samples are (tier 0
+ * takes every sample, daemon.sample_s apart).  Each is written through to
+ * the state store (table series) and read back at start. */
+static const struct {
+    double step_s;               /* at most one sample per step_s, seconds */
+    double keep_s;               /* span kept, seconds */
+    size_t max;                  /* samples held at most */
+} tiers[SPW_UI_TIERS] = {
+    {0, 3600, SPW_UI_SERIES_MAX},         /* every sample, one hour */
+    {60, 86400, 1440},                    /* one a minute, one day */
+    {600, 8 * 86400, 8 * 144},            /* one every 10 min, eight days */
+};
+
 struct spw_ui {
     spw_daemon_t *d;             /* borrowed */
     double interval_s;           /* between two series samples */
@@ -24,8 +44,7 @@ struct spw_ui {
     pthread_t thread;            /* the sampler, when started */
     int started;                 /* 1: thread runs */
     int stopping;                /* destroy asked it to end */
-    json_t *ring[SPW_UI_SERIES_MAX]; /* samples, owned; ring[(head + i) % MAX] */
-    size_t head, n;              /* oldest slot, samples held */
+    ring_t tier[SPW_UI_TIERS];   /* the series: every sample, then coarser */
     double oldest_wait_s;        /* age of the oldest queued job, last sample */
     long idle_instances;         /* ready cloud instances bound to no job */
     double idle_usd_per_h;       /* what they bill */
@@ -180,24 +199,74 @@ static json_t *take(spw_ui_t *u, double now_ts, double *oldest_wait_s, long *idl
     return s;
 }
 
-void spw_ui_sample(spw_ui_t *u, double now_ts)
+static json_t *ring_at(const ring_t *r, size_t i)
+{
+    return r->s[(r->head + i) % r->max];
+}
+
+static double sample_t(const json_t *s)
+{
+    return num(s, "t");
+}
+
+/* Appends s (a reference taken) to tier k as of now_ts, dropping what is
+ * older than the tier keeps or beyond its capacity. */
+static void ring_push(ring_t *r, int k, json_t *s, double now_ts)
+{
+    while (r->n && (r->n == r->max || sample_t(ring_at(r, 0)) < now_ts - tiers[k].keep_s)) {
+        json_decref(ring_at(r, 0));
+        r->head = (r->head + 1) % r->max;
+        r->n--;
+    }
+    r->s[(r->head + r->n++) % r->max] = json_incref(s);
+}
+
+/* 1 when tier k takes a sample at t: tier 0 always; a coarser one when t
+ * falls in a later step than its newest sample. */
+static int tier_takes(const ring_t *r, int k, double t)
+{
+    if (k == 0 || r->n == 0)
+        return 1;
+    return floor(t / tiers[k].step_s) > floor(sample_t(ring_at(r, r->n - 1)) / tiers[k].step_s);
+}
+
+void spw_ui_record(spw_ui_t *u, double now_ts)
 {
     double wait_s;
     long idle;
     double idle_usd;
     json_t *s = take(u, now_ts, &wait_s, &idle, &idle_usd);
+    int to[SPW_UI_TIERS];
+    /* Only this thread adds samples: what the tiers take cannot change
+     * between the two locks. */
     pthread_mutex_lock(&u->mu);
-    if (u->n == SPW_UI_SERIES_MAX) {
-        json_decref(u->ring[u->head]);
-        u->ring[u->head] = s;
-        u->head = (u->head + 1) % SPW_UI_SERIES_MAX;
-    } else {
-        u->ring[(u->head + u->n++) % SPW_UI_SERIES_MAX] = s;
+    for (int k = 0; k < SPW_UI_TIERS; k++)
+        to[k] = tier_takes(&u->tier[k], k, now_ts);
+    pthread_mutex_unlock(&u->mu);
+    /* Written to the store first, outside our lock (the store's is the
+     * daemon's), so a sample served was committed; a write that fails
+     * loses history only: the health check watches the store. */
+    char *text = json_dumps(s, JSON_COMPACT);
+    for (int k = 0; k < SPW_UI_TIERS && text; k++) {
+        spw_error_t err = {{0}};
+        if (to[k])
+            spw_daemon_series_put(u->d, k, now_ts, text, now_ts - tiers[k].keep_s, &err);
     }
+    free(text);
+    pthread_mutex_lock(&u->mu);
+    for (int k = 0; k < SPW_UI_TIERS; k++)
+        if (to[k])
+            ring_push(&u->tier[k], k, s, now_ts);
     u->oldest_wait_s = wait_s;
     u->idle_instances = idle;
     u->idle_usd_per_h = idle_usd;
     pthread_mutex_unlock(&u->mu);
+    json_decref(s);
+}
+
+void spw_ui_sample(spw_ui_t *u, double now_ts)
+{
+    spw_ui_record(u, now_ts);
     /* Outside the lock: nvidia-smi may take a while. */
     spw_telemetry_poll(u->tel, now_ts);
 }
@@ -229,6 +298,23 @@ static void *ui_main(void *arg)
     return NULL;
 }
 
+/* What loading a tier from the store needs. */
+typedef struct load {
+    ring_t *r;                   /* the tier's ring */
+    int k;                       /* its number */
+    double now_ts;               /* samples older than the tier keeps are left */
+} load_t;
+
+static int load_row(double ts, const char *json, void *arg)
+{
+    load_t *l = arg;
+    json_t *s = json_loads(json, 0, NULL);
+    if (json_is_object(s) && ts >= l->now_ts - tiers[l->k].keep_s && ts <= l->now_ts)
+        ring_push(l->r, l->k, s, l->now_ts);
+    json_decref(s);
+    return 0;
+}
+
 spw_ui_t *spw_ui_create(spw_daemon_t *d, const spw_daemon_conf_t *dc, int thread)
 {
     spw_ui_t *u = spw_xcalloc(1, sizeof(*u));
@@ -236,6 +322,15 @@ spw_ui_t *spw_ui_create(spw_daemon_t *d, const spw_daemon_conf_t *dc, int thread
     u->interval_s = dc && dc->sample_s > 0 ? dc->sample_s : 5.0;
     pthread_mutex_init(&u->mu, NULL);
     pthread_cond_init(&u->wake, NULL);
+    /* The history of the daemons before this one (a restart keeps it). */
+    double now = wall_now();
+    for (int k = 0; k < SPW_UI_TIERS; k++) {
+        u->tier[k].max = tiers[k].max;
+        u->tier[k].s = spw_xcalloc(tiers[k].max, sizeof(json_t *));
+        load_t l = {&u->tier[k], k, now};
+        spw_error_t err = {{0}};
+        spw_daemon_series_list(d, k, load_row, &l, &err);
+    }
     u->tel = spw_telemetry_create(d, dc);
     if (thread && pthread_create(&u->thread, NULL, ui_main, u) == 0)
         u->started = 1;
@@ -253,8 +348,11 @@ void spw_ui_destroy(spw_ui_t *u)
         pthread_mutex_unlock(&u->mu);
         pthread_join(u->thread, NULL);
     }
-    for (size_t i = 0; i < u->n; i++)
-        json_decref(u->ring[(u->head + i) % SPW_UI_SERIES_MAX]);
+    for (int k = 0; k < SPW_UI_TIERS; k++) {
+        for (size_t i = 0; i < u->tier[k].n; i++)
+            json_decref(ring_at(&u->tier[k], i));
+        free(u->tier[k].s);
+    }
     spw_telemetry_destroy(u->tel);
     pthread_cond_destroy(&u->wake);
     pthread_mutex_destroy(&u->mu);
@@ -284,19 +382,40 @@ static json_t *for_team(const json_t *s, const char *team)
     return c;
 }
 
-json_t *spw_ui_series(spw_ui_t *u, const spw_caller_t *who)
+json_t *spw_ui_series(spw_ui_t *u, const spw_caller_t *who, double range_s)
 {
-    json_t *arr = json_array();
+    json_t *arr = json_array(), *tl = json_array();
     pthread_mutex_lock(&u->mu);
-    for (size_t i = 0; i < u->n; i++) {
-        const json_t *s = u->ring[(u->head + i) % SPW_UI_SERIES_MAX];
-        if (who->admin || !who->team)
-            json_array_append(arr, (json_t *)s);
-        else
-            json_array_append_new(arr, for_team(s, who->team));
+    /* From the newest sample back range_s: each span from the finest tier
+     * that still holds it (coarser tiers fill in before a finer one's
+     * oldest sample). */
+    double newest = 0;
+    for (int k = 0; k < SPW_UI_TIERS; k++)
+        if (u->tier[k].n)
+            newest = fmax(newest, sample_t(ring_at(&u->tier[k], u->tier[k].n - 1)));
+    double from = newest - range_s, until = INFINITY;
+    for (int k = 0; k < SPW_UI_TIERS; k++) {
+        const ring_t *r = &u->tier[k];
+        size_t first = 0;  /* before the finer tiers' samples */
+        for (size_t i = 0; i < r->n; i++) {
+            const json_t *s = ring_at(r, i);
+            double t = sample_t(s);
+            if (t < from || t >= until)
+                continue;
+            json_array_insert_new(arr, first++, who->admin || !who->team ? json_incref((json_t *)s)
+                                                                       : for_team(s, who->team));
+        }
+        if (r->n)
+            until = fmin(until, sample_t(ring_at(r, 0)));
+        json_array_append_new(tl, json_pack("{s:f, s:f, s:i}", "step_s",
+            k ? tiers[k].step_s : u->interval_s, "keep_s", tiers[k].keep_s, "held", (int)r->n));
     }
     pthread_mutex_unlock(&u->mu);
-    return json_pack("{s:f, s:o}", "interval_s", u->interval_s, "samples", arr);
+    const char *role = who->viewer ? "viewer" : who->admin ? "admin" : "member";
+    return json_pack("{s:f, s:f, s:o, s:o, s:{s:s, s:o, s:b}}", "interval_s", u->interval_s,
+        "range_s", range_s, "tiers", tl, "samples", arr, "caller", "role", role,
+        "team", who->team ? json_string(who->team) : json_null(),
+        "may_cancel", !who->viewer && !who->metrics);
 }
 
 json_t *spw_ui_telemetry(spw_ui_t *u, const spw_caller_t *who)
@@ -309,7 +428,7 @@ char *spw_ui_metrics(spw_ui_t *u, int per_job)
     pthread_mutex_lock(&u->mu);
     double wait_s = u->oldest_wait_s, idle_usd = u->idle_usd_per_h;
     long idle = u->idle_instances;
-    int have = u->n > 0;
+    int have = u->tier[0].n > 0;
     pthread_mutex_unlock(&u->mu);
     char head[1024] = "";
     if (have)

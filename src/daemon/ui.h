@@ -1,7 +1,8 @@
 /* ui.h: what the web dashboard (/ui, docs/dashboard.md) needs beyond the
  * /v1 API: its embedded files, and a sampler thread that keeps, in memory,
  * a time series of pool GPUs, the queue, cloud GPUs and spend (one sample
- * every few seconds, the last hour or so), plus GPU telemetry from
+ * every few seconds for an hour, coarser for a day and a week, kept in the
+ * state store so a restart keeps it), plus GPU telemetry from
  * nvidia-smi (telemetry.c).
  *
  * The sampler only calls the daemon's public, thread-safe API (daemon.h),
@@ -15,6 +16,9 @@
 
 #include <jansson.h>
 #include <stddef.h>
+
+#include "daemon/store.h"
+#include "util/error.h"
 
 struct spw_daemon;
 struct spw_caller;
@@ -36,8 +40,14 @@ const spw_ui_asset_t *spw_ui_asset(const char *name);
 
 typedef struct spw_ui spw_ui_t;
 
-/* Samples kept: at the default 5 s interval, one hour. */
+/* Samples kept in tier 0 (every sample): at the default 5 s interval, one
+ * hour.  Tiers 1 and 2 keep one sample a minute for a day and one every
+ * ten minutes for eight days (ui.c, docs/dashboard.md). */
 #define SPW_UI_SERIES_MAX 720
+#define SPW_UI_TIERS 3
+/* The span GET /v1/ui/series answers by default and at most, seconds. */
+#define SPW_UI_RANGE_DEFAULT_S 3600
+#define SPW_UI_RANGE_MAX_S (8 * 86400)
 
 /* The sampler of a started daemon (daemon.c), NULL before spw_daemon_start. */
 spw_ui_t *spw_daemon_ui(struct spw_daemon *d);
@@ -51,13 +61,26 @@ spw_ui_t *spw_ui_create(struct spw_daemon *d, const struct spw_daemon_conf *dc, 
 /* Stops the thread (waiting for a sample in progress) and frees.  NULL-safe. */
 void spw_ui_destroy(spw_ui_t *u);
 
-/* Takes one sample now (unix seconds): series, and telemetry when its
- * interval has passed. */
+/* Takes one sample now (unix seconds): series and telemetry. */
 void spw_ui_sample(spw_ui_t *u, double now_ts);
 
-/* {"interval_s": S, "samples": [{...}, ...]} oldest first; a team caller
- * sees only its own team's spend and no providers (as GET /v1/costs). */
-json_t *spw_ui_series(spw_ui_t *u, const struct spw_caller *who);
+/* The series' part of spw_ui_sample alone (no nvidia-smi). */
+void spw_ui_record(spw_ui_t *u, double now_ts);
+
+/* {"interval_s": S, "range_s": R, "tiers": [...], "samples": [{...}, ...],
+ * "caller": {role, team, may_cancel}}: the samples of the last range_s
+ * seconds before the newest, oldest first, each span from the finest tier
+ * that holds it; a team caller sees only its own team's spend and no
+ * providers (as GET /v1/costs). */
+json_t *spw_ui_series(spw_ui_t *u, const struct spw_caller *who, double range_s);
+
+/* The state store's copy of the series (store.h, table series), under the
+ * daemon's lock: spw_store_series_put and spw_store_series_list.  0, or
+ * -1 with err. */
+int spw_daemon_series_put(struct spw_daemon *d, int tier, double ts, const char *json,
+                          double keep_from_ts, spw_error_t *err);
+int spw_daemon_series_list(struct spw_daemon *d, int tier, spw_store_series_f cb, void *arg,
+                           spw_error_t *err);
 
 /* Telemetry as JSON (telemetry.c, docs/dashboard.md); a team caller sees
  * the GPUs of its own jobs and the free ones. */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <math.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,6 +27,66 @@ static int get(const char *path, const char *auth)
     spw_route_resp_clear(&R);
     spw_route(D, &rq, &R);
     return R.status;
+}
+
+/* t of each sample of a series answer, into t[] (at most max); the count. */
+static size_t times(json_t *s, double *t, size_t max)
+{
+    size_t i, n = 0;
+    json_t *x;
+    json_array_foreach(json_object_get(s, "samples"), i, x)
+        if (n < max)
+            t[n++] = json_number_value(json_object_get(x, "t"));
+    return n;
+}
+
+/* The series' tiers and their copy in the state store: two days of
+ * samples an hour apart, then 10 minutes of samples 20 s apart, ending
+ * now; then a sampler made again over the same store. */
+static void history(void)
+{
+    static double t[200];
+    spw_caller_t admin = {.admin = 1}, wall = {.admin = 1, .viewer = 1};
+    double n0 = floor((double)time(NULL) / 600) * 600 - 600, base = n0 - 2 * 86400;
+    spw_ui_t *u = spw_ui_create(D, NULL, 0);
+    for (int i = 0; i <= 48; i++)
+        spw_ui_record(u, base + 3600.0 * i);
+    for (int i = 1; i <= 30; i++)
+        spw_ui_record(u, n0 + 20.0 * i);
+    double newest = n0 + 600;
+    json_t *s = spw_ui_series(u, &admin, 3600);
+    size_t n = times(s, t, 200);
+    ok(n == 31 && t[0] == n0 && t[n - 1] == newest,
+       "range 1 h: the last hour's 31 samples, from tier 0 (%zu)", n);
+    json_t *tl = json_object_get(s, "tiers");
+    json_int_t h[3];
+    for (int k = 0; k < 3; k++)
+        h[k] = json_integer_value(json_object_get(json_array_get(tl, k), "held"));
+    ok(h[0] == 31 && h[1] == 24 + 10 && h[2] == 49 + 1,
+       "tier 0 holds the last hour, tier 1 the last day one a minute, tier 2 all one each "
+       "10 min (%lld %lld %lld)", (long long)h[0], (long long)h[1], (long long)h[2]);
+    ok(strcmp(json_string_value(json_object_get(json_object_get(s, "caller"), "role")), "admin") == 0 &&
+       json_is_true(json_object_get(json_object_get(s, "caller"), "may_cancel")),
+       "the caller is an admin, who may cancel");
+    json_decref(s);
+    s = spw_ui_series(u, &wall, 8 * 86400);
+    n = times(s, t, 200);
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++)
+        sorted &= t[i] > t[i - 1];
+    ok(n == 25 + 23 + 31 && t[0] == base && t[n - 1] == newest && sorted,
+       "range 8 d: two days oldest first, each span from the finest tier holding it (%zu)", n);
+    ok(strcmp(json_string_value(json_object_get(json_object_get(s, "caller"), "role")), "viewer") == 0 &&
+       json_is_false(json_object_get(json_object_get(s, "caller"), "may_cancel")),
+       "a viewer may not cancel");
+    spw_ui_destroy(u);
+    u = spw_ui_create(D, NULL, 0);
+    json_t *s2 = spw_ui_series(u, &wall, 8 * 86400);
+    ok(json_equal(json_object_get(s, "samples"), json_object_get(s2, "samples")),
+       "a sampler made again reads the same history from the state store");
+    json_decref(s);
+    json_decref(s2);
+    spw_ui_destroy(u);
 }
 
 int main(void)
@@ -87,7 +149,7 @@ int main(void)
     spw_ui_sample(u, 1000.0);
     spw_ui_sample(u, 1002.0);
     spw_caller_t admin = {.admin = 1}, ml = {.team = "ml"};
-    json_t *s = spw_ui_series(u, &admin);
+    json_t *s = spw_ui_series(u, &admin, 3600);
     json_t *samples = json_object_get(s, "samples");
     is(json_array_size(samples), 2, "two samples kept");
     json_t *s0 = json_array_get(samples, 0);
@@ -100,7 +162,7 @@ int main(void)
     is(json_array_size(json_object_get(s0, "teams")), 2, "the admin sees both teams' spend");
     ok(json_number_value(json_object_get(s, "interval_s")) == 2, "interval_s is daemon.sample_s");
     json_decref(s);
-    s = spw_ui_series(u, &ml);
+    s = spw_ui_series(u, &ml, 3600);
     json_t *t = json_object_get(json_array_get(json_object_get(s, "samples"), 0), "teams");
     ok(json_array_size(t) == 1 &&
        strcmp(json_string_value(json_object_get(json_array_get(t, 0), "team")), "ml") == 0,
@@ -117,6 +179,7 @@ int main(void)
     json_decref(tel);
     spw_ui_destroy(u);
     spw_ui_destroy(NULL);
+    history();
 
     spw_route_resp_clear(&R);
     spw_daemon_destroy(D);
