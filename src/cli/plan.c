@@ -20,10 +20,13 @@ const char spw_cli_plan_usage[] =
     "Answers \"how much capacity should we own, and how long should jobs wait\n"
     "before bursting?\" from your history.  For every owned capacity (node count\n"
     "of one pool) and every wait policy, it replays the trace, searches the\n"
-    "policy's parameter for your target wait, picks a setting in the middle of a\n"
-    "flat stretch of cost (not a knife edge), and prints the cost/wait frontier\n"
-    "and the cheapest fleet that meets the target, with its total cost of\n"
-    "ownership (cloud + owned capacity, used or idle, + egress) over a horizon.\n"
+    "policy's parameter for your target wait, and prints two columns: the knife\n"
+    "edge (the cheapest setting that meets the target) with its swing, and the\n"
+    "robust setting (one that still meets it with the parameter moved +-10%)\n"
+    "with its price; then the cost/wait frontier and the cheapest fleet that\n"
+    "meets the target, with its total cost of ownership (cloud + owned capacity,\n"
+    "used or idle, + egress) over a horizon.  The capital of the nodes already\n"
+    "owned is sunk unless --capex asks what to buy.\n"
     "Owned capacity is priced by the pool's owned: model or cost_usd_per_gpu_h\n"
     "(docs/config.md, On-prem cost).\n"
     "\n"
@@ -40,6 +43,11 @@ const char spw_cli_plan_usage[] =
     "  --threads N            worker threads (default: every core)\n"
     "  -o, --output FMT       table (default) or json\n"
     "  --csv FILE             also write every configuration as CSV\n"
+    "  --swing PCT            the parameter move the swing and the robust setting\n"
+    "                         are measured over (default 10, i.e. +-10%)\n"
+    "  --capex                nothing is owned yet: count every node's capital (the\n"
+    "                         question is what to buy); by default the config's\n"
+    "                         nodes of the pool are owned and their capital is sunk\n"
     "  -q, --quiet            no progress on stderr\n"
     "\n"
     "Example, should we buy 64 more GPUs (8 nodes of 8) or burst?\n"
@@ -156,29 +164,33 @@ static void write_csv(FILE *f, const spw_plan_result_t *r, size_t n, const char 
 {
     fprintf(f, "pool,nodes,onprem_gpus,wait_policy,meets,wait_stat_s,wait_mean_s,wait_p90_s,"
                "cloud_usd,owned_usd,owned_idle_usd,egress_usd,total_usd,makespan_s,tco_usd,"
-               "cost_per_useful_gpu_h,param_lo,param_hi,swing,frontier,sims\n");
+               "cost_per_useful_gpu_h,param_lo,param_hi,swing,frontier,sims,edge_breaks,"
+               "robust_param,robust_meets,robust_wait_s,robust_tco_usd,sunk_usd,decide_usd\n");
     for (size_t i = 0; i < n; i++) {
         char w[64];
         spw_wait_format(&r[i].wait, w, sizeof(w));
         fprintf(f, "%s,%u,%llu,%s,%d,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%.6f,%.6f,"
-                   "%.9g,%.9g,%.6f,%d,%u\n",
+                   "%.9g,%.9g,%.6f,%d,%u,%d,%.9g,%d,%.3f,%.6f,%.6f,%.6f\n",
                 pool, r[i].nodes, (unsigned long long)r[i].onprem_gpus, w, r[i].meets,
                 r[i].wait_s, r[i].wait_mean_s, r[i].wait_p90_s, r[i].cloud_usd, r[i].owned_usd,
                 r[i].owned_idle_usd, r[i].egress_usd, r[i].total_usd, r[i].makespan_s,
                 r[i].tco_usd, r[i].cost_per_useful_gpu_h, r[i].param_lo, r[i].param_hi,
-                r[i].swing, r[i].frontier, r[i].sims);
+                r[i].swing, r[i].frontier, r[i].sims, r[i].edge_breaks, r[i].robust_param,
+                r[i].robust_meets, r[i].robust_wait_s, r[i].robust_tco_usd, r[i].sunk_usd,
+                r[i].decide_usd);
     }
 }
 
 static void write_json(FILE *f, const spw_plan_result_t *r, size_t n, long best, const char *pool,
                        const char *stat, double target_s, double horizon_s, size_t njobs,
-                       double seconds, int threads, uint64_t sims)
+                       double seconds, int threads, uint64_t sims, const spw_plan_opts_t *po)
 {
     fprintf(f, "{\"pool\": \"%s\", \"target\": {\"stat\": \"%s\", \"wait_s\": %.3f}, "
                "\"horizon_s\": %.0f, \"jobs\": %zu, \"seconds\": %.3f, \"threads\": %d, "
-               "\"sims\": %llu, \"best\": %ld, \"configurations\": [",
+               "\"sims\": %llu, \"swing_frac\": %.6g, \"owned_nodes\": %u, \"capex\": %s, "
+               "\"best\": %ld, \"configurations\": [",
             pool, stat, target_s, horizon_s, njobs, seconds, threads, (unsigned long long)sims,
-            best);
+            po->swing_frac, po->owned_nodes, po->capex ? "true" : "false", best);
     for (size_t i = 0; i < n; i++) {
         char w[64];
         spw_wait_format(&r[i].wait, w, sizeof(w));
@@ -188,59 +200,88 @@ static void write_json(FILE *f, const spw_plan_result_t *r, size_t n, long best,
                    "\"owned_idle_usd\": %.6f, \"egress_usd\": %.6f, \"total_usd\": %.6f, "
                    "\"makespan_s\": %.3f, \"tco_usd\": %.6f, \"cost_per_useful_gpu_h\": %.6f, "
                    "\"param_lo\": %.9g, \"param_hi\": %.9g, \"swing\": %.6f, \"frontier\": %s, "
-                   "\"sims\": %u}",
+                   "\"sims\": %u, \"edge_breaks\": %s, \"robust_param\": %.9g, "
+                   "\"robust_meets\": %s, \"robust_wait_s\": %.3f, \"robust_tco_usd\": %.6f, "
+                   "\"sunk_usd\": %.6f, \"decide_usd\": %.6f}",
                 i ? "," : "", r[i].nodes, (unsigned long long)r[i].onprem_gpus, w,
                 r[i].meets ? "true" : "false", r[i].wait_s, r[i].wait_mean_s, r[i].wait_p90_s,
                 r[i].cloud_usd, r[i].owned_usd, r[i].owned_idle_usd, r[i].egress_usd,
                 r[i].total_usd, r[i].makespan_s, r[i].tco_usd, r[i].cost_per_useful_gpu_h,
                 r[i].param_lo, r[i].param_hi, r[i].swing, r[i].frontier ? "true" : "false",
-                r[i].sims);
+                r[i].sims, r[i].edge_breaks ? "true" : "false", r[i].robust_param,
+                r[i].robust_meets ? "true" : "false", r[i].robust_wait_s, r[i].robust_tco_usd,
+                r[i].sunk_usd, r[i].decide_usd);
     }
     fprintf(f, "\n]}\n");
 }
 
 static void write_table(FILE *f, const spw_plan_result_t *r, size_t n, long best,
                         const char *pool, const char *stat, double target_s, double horizon_s,
-                        size_t njobs, double seconds, int threads, uint64_t sims)
+                        size_t njobs, double seconds, int threads, uint64_t sims,
+                        const spw_plan_opts_t *po)
 {
-    char a[32], b[32], c[32], d[32], e[32];
+    char a[32], b[32], c[32], d[32], e[32], g[32], h[32], k[32];
     fprintf(f, "plan: %zu jobs; pool %s sized by node count; target %s wait <= %s; TCO over "
-               "%.1f years\n\n",
+               "%.1f years\n",
             njobs, pool, stat, hms(target_s, a, sizeof(a)), horizon_s / (365.25 * 86400));
-    fprintf(f, "%6s %6s  %-20s %10s %10s %12s %12s %12s %10s %6s  %s\n", "nodes", "GPUs",
-            "wait policy", stat, "cloud", "owned", "of it idle", "TCO", "$/useful", "swing",
-            "");
+    if (po->capex)
+        fprintf(f, "--capex: nothing owned yet; every node's capital counts (what to buy)\n\n");
+    else
+        fprintf(f, "%u nodes of %s already owned: their capital is sunk (from now = TCO less it; "
+                   "--capex to count it)\n\n", po->owned_nodes, pool);
+    fprintf(f, "%6s %6s  %-20s %10s %10s %12s %12s %12s %12s %10s %6s  %-20s %10s %12s  %s\n",
+            "nodes", "GPUs", "knife edge", stat, "cloud", "owned", "of it idle", "TCO", "from now",
+            "$/useful", "swing", "robust", stat, "robust TCO", "");
     for (size_t i = 0; i < n; i++) {
-        char w[64];
+        char w[64], rw[64];
+        spw_wait_t rob = {r[i].wait.kind, r[i].robust_param};
         spw_wait_format(&r[i].wait, w, sizeof(w));
-        fprintf(f, "%6u %6llu  %-20s %10s %10s %12s %12s %12s %10.2f %5.1f%%  %s%s%s\n",
+        spw_wait_format(&rob, rw, sizeof(rw));
+        fprintf(f, "%6u %6llu  %-20s %10s %10s %12s %12s %12s %12s %10.2f %5.1f%%  %-20s %10s "
+                   "%12s  %s%s%s%s%s\n",
                 r[i].nodes, (unsigned long long)r[i].onprem_gpus, w, hms(r[i].wait_s, a, sizeof(a)),
                 usd(r[i].cloud_usd, b, sizeof(b)), usd(r[i].owned_usd, c, sizeof(c)),
                 usd(r[i].owned_idle_usd, d, sizeof(d)), usd(r[i].tco_usd, e, sizeof(e)),
-                r[i].cost_per_useful_gpu_h, 100 * r[i].swing, r[i].meets ? "meets" : "too slow",
+                usd(r[i].decide_usd, g, sizeof(g)), r[i].cost_per_useful_gpu_h, 100 * r[i].swing,
+                rw, hms(r[i].robust_wait_s, k, sizeof(k)), usd(r[i].robust_tco_usd, h, sizeof(h)),
+                r[i].meets ? "meets" : "too slow", r[i].edge_breaks ? ", edge" : "",
+                r[i].meets && !r[i].robust_meets ? ", robust misses" : "",
                 r[i].frontier ? ", frontier" : "", (long)i == best ? "  <- cheapest" : "");
     }
     fprintf(f, "\n(cloud, owned: over the replay; TCO: owned capacity per hour of the replay and "
-               "cloud + egress per hour\n of the trace's arrivals, over the horizon; swing: the "
-               "largest cost change for a 0.1%% change of\n the wait parameter; frontier: no "
-               "configuration is both cheaper and faster)\n\n");
+               "cloud + egress per hour\n of the trace's arrivals, over the horizon; from now: "
+               "TCO less the sunk capital of the nodes\n already owned; knife edge: the cheapest "
+               "setting found that meets the target; swing: the\n largest cost change when its "
+               "parameter moves %.0f%% either way (real runs; edge: +%.0f%% misses\n the target); "
+               "robust: the setting that still meets it moved %.0f%% either way, priced at the\n "
+               "dearest of the three; frontier: no configuration is both cheaper from now and "
+               "faster)\n\n",
+            100 * po->swing_frac, 100 * po->swing_frac, 100 * po->swing_frac);
     if (best < 0) {
         fprintf(f, "no configuration meets a %s wait of %s: try more nodes, more wait policies "
                    "or a looser --target-wait\n", stat, hms(target_s, a, sizeof(a)));
     } else {
         const spw_plan_result_t *x = &r[best];
-        char w[64];
+        char w[64], rw[64];
+        spw_wait_t rob = {x->wait.kind, x->robust_param};
         spw_wait_format(&x->wait, w, sizeof(w));
+        spw_wait_format(&rob, rw, sizeof(rw));
         fprintf(f, "cheapest meeting the target: %u nodes of %s (%llu on-prem GPUs), wait %s\n",
                 x->nodes, pool, (unsigned long long)x->onprem_gpus, w);
-        fprintf(f, "  %s wait %s; TCO over the horizon %s (in the replay: cloud %s, owned %s, "
-                   "egress %s)\n",
+        fprintf(f, "  %s wait %s; TCO over the horizon %s, %s from now (in the replay: cloud %s, "
+                   "owned %s, egress %s)\n",
                 stat, hms(x->wait_s, a, sizeof(a)), usd(x->tco_usd, b, sizeof(b)),
-                usd(x->cloud_usd, c, sizeof(c)), usd(x->owned_usd, d, sizeof(d)),
-                usd(x->egress_usd, e, sizeof(e)));
+                usd(x->decide_usd, g, sizeof(g)), usd(x->cloud_usd, c, sizeof(c)),
+                usd(x->owned_usd, d, sizeof(d)), usd(x->egress_usd, e, sizeof(e)));
         if (x->param_hi > x->param_lo)
             fprintf(f, "  the wait parameter can be anywhere in %.4g .. %.4g for about the same "
                        "cost (within 2%%)\n", x->param_lo, x->param_hi);
+        fprintf(f, "  robust (meets the target with its parameter %.0f%% either way): wait "
+                   "%s, %s wait %s, TCO %s at the dearest of the three (%+.1f%%)%s\n",
+                100 * po->swing_frac, rw, stat, hms(x->robust_wait_s, a, sizeof(a)),
+                usd(x->robust_tco_usd, b, sizeof(b)),
+                x->tco_usd > 0 ? 100 * (x->robust_tco_usd / x->tco_usd - 1) : 0,
+                x->robust_meets ? "" : "; it misses the target somewhere in that range");
     }
     fprintf(f, "(planned %zu configurations, %llu simulations, in %.2f s on %d threads: "
                "%.1f configurations/s, %.3g job-simulations/s)\n",
@@ -258,6 +299,7 @@ int spw_cli_plan(int argc, char **argv)
         {"horizon", required_argument, NULL, 'H'}, {"threads", required_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},  {"csv", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+        {"capex", no_argument, NULL, 'X'},         {"swing", required_argument, NULL, 'S'},
         {NULL, 0, NULL, 0},
     };
     const char *trace = NULL, *config = NULL, *pool_name = NULL, *nodes_s = NULL;
@@ -265,7 +307,8 @@ int spw_cli_plan(int argc, char **argv)
     spw_trace_format_t fmt = SPW_TRACE_AUTO;
     double horizon = 3 * 365.25 * 86400;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    int json = 0, quiet = 0, ch;
+    double swing = 0.10;
+    int json = 0, quiet = 0, capex = 0, ch;
     spw_error_t err;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "o:qh", longopts, NULL)) != -1) {
@@ -299,6 +342,14 @@ int spw_cli_plan(int argc, char **argv)
             break;
         case 'C': csv = optarg; break;
         case 'q': quiet = 1; break;
+        case 'X': capex = 1; break;
+        case 'S': {
+            char *end;
+            swing = strtod(optarg, &end) / 100;
+            if (end == optarg || strcmp(end, "%") > 0 || !(swing > 0 && swing < 1))
+                return die("--swing takes a percentage from 0 to 100 such as 10, got '%s'", optarg);
+            break;
+        }
         case 'h': fputs(spw_cli_plan_usage, stdout); return 0;
         default: fputs(spw_cli_plan_usage, stderr); return 2;
         }
@@ -394,6 +445,8 @@ int spw_cli_plan(int argc, char **argv)
         .pool = pool, .nodes = nodes, .nnodes = nnodes, .waits = waits, .nwaits = nwaits,
         .stat = stat, .target_s = target, .horizon_s = horizon, .threads = (int)threads,
         .on_progress = quiet ? NULL : on_progress, .ctx = &t0, .runs = &runs,
+        .swing_frac = swing, .owned_nodes = capex ? 0 : cfg.fleet.pools[pool].nnodes,
+        .capex = capex,
     };
     if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po, res,
                      &err) < 0) {
@@ -424,10 +477,10 @@ int spw_cli_plan(int argc, char **argv)
     }
     if (json)
         write_json(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
-                   tr.njobs, seconds, po.threads, sims);
+                   tr.njobs, seconds, po.threads, sims, &po);
     else
         write_table(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
-                    tr.njobs, seconds, po.threads, sims);
+                    tr.njobs, seconds, po.threads, sims, &po);
     rc = 0;
 out:
     free(res);

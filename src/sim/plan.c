@@ -6,14 +6,20 @@
 
 #include "sim/plan.h"
 
-/* Bisection steps on a wait parameter, and points of the robustness grid
- * below the largest parameter that meets the target. */
+/* Bisection steps on a wait parameter: at least BISECT_STEPS, then more
+ * (up to BISECT_MAX) until the bracket is within BISECT_REL of its top, so
+ * a small optimum far below the top of the range is found to 1% (8 steps
+ * from 10 leave a bracket of 0.039: compute:0.039 where 0.06 meets). */
 #define BISECT_STEPS 8
+#define BISECT_MAX 24
+#define BISECT_REL 0.01
+/* Points of the grid below the largest parameter that meets the target. */
 #define GRID 6
+/* Halvings of the step of the local search around the cheapest grid point
+ * (cost is not monotone in the parameter: a later burst can cost more). */
+#define REFINE 4
 /* Costs within this fraction of the chosen one count as the same plateau. */
 #define FLAT 0.02
-/* The parameter change the swing is measured over. */
-#define NUDGE 0.001
 
 /* What one simulator run gave. */
 typedef struct point {
@@ -29,7 +35,7 @@ typedef struct point {
  * up is one (giving up only stops a run early), so the grid and the swing
  * take a run the bisection already made instead of making it again. */
 typedef struct memo {
-    point_t p[BISECT_STEPS + GRID + 4];
+    point_t p[BISECT_MAX + GRID + 2 * REFINE + 12];
     size_t n;
 } memo_t;
 
@@ -173,6 +179,17 @@ static int has_param(spw_wait_kind_t k)
     return k == SPW_WAIT_CONSTANT || k == SPW_WAIT_RUNTIME || k == SPW_WAIT_COMPUTE;
 }
 
+/* Over the horizon: owned capacity at its cost per hour of the run, and
+ * the cloud and egress the trace's demand pays per second of arrivals (a
+ * long tail of slow jobs stretches the makespan, not the demand). */
+static double tco_of(const spw_plan_opts_t *o, const point_t *p, double w_span_s)
+{
+    double span = w_span_s > 0 ? w_span_s : p->sum.makespan_s;
+    return (p->sum.makespan_s > 0 ? p->sum.owned_cost_usd / p->sum.makespan_s : 0) *
+               o->horizon_s +
+           (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) * o->horizon_s;
+}
+
 static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *p,
                  spw_wait_kind_t kind, double w_span_s)
 {
@@ -188,22 +205,50 @@ static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *
     r->egress_usd = p->sum.egress_usd;
     r->total_usd = p->total_usd;
     r->makespan_s = p->sum.makespan_s;
-    /* Over the horizon: owned capacity at its cost per hour of the run, and
-     * the cloud and egress the trace's demand pays per second of arrivals
-     * (a long tail of slow jobs stretches the makespan, not the demand). */
-    double span = w_span_s > 0 ? w_span_s : p->sum.makespan_s;
-    r->tco_usd = (p->sum.makespan_s > 0 ? p->sum.owned_cost_usd / p->sum.makespan_s : 0) *
-                     o->horizon_s +
-                 (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) *
-                     o->horizon_s;
+    r->tco_usd = tco_of(o, p, w_span_s);
+    /* A setting without a parameter to move is its own robust choice. */
+    r->robust_param = p->param;
+    r->robust_meets = r->meets;
+    r->robust_wait_s = r->wait_s;
+    r->robust_tco_usd = r->tco_usd;
+    r->edge_breaks = 0;
+    r->swing = 0;
     r->cost_per_useful_gpu_h = p->sum.cost_per_useful_gpu_h;
     r->onprem_gpus = p->sum.onprem_gpus;
 }
 
-/* Searches wait kind `kind` up to hi for the target, then picks a robust
- * parameter: the grid point (meeting the target) whose worst cost over
- * itself and its grid neighbours is least, so a knife-edge optimum next to
- * a dear neighbour loses to the middle of a flat stretch. */
+/* The robust figures of r for parameter c of kind: runs at c and at c
+ * moved f either way; it holds when all three meet the target, and its
+ * price is the dearest TCO of the three. */
+static int price3(worker_t *w, spw_wait_kind_t kind, double c, double f, memo_t *m,
+                  spw_plan_result_t *r)
+{
+    const spw_plan_opts_t *o = w->run->opts;
+    double xs[3] = {c * (1 - f), c, c * (1 + f)};
+    r->robust_param = c;
+    r->robust_meets = 1;
+    r->robust_tco_usd = 0;
+    for (int k = 0; k < 3; k++) {
+        spw_wait_t x = {kind, xs[k]};
+        point_t p;
+        if (sim_full(w, x, &p, m) < 0)
+            return -1;
+        r->sims++;
+        double t = tco_of(o, &p, w->run->span_s);
+        if (p.stat_s > o->target_s)
+            r->robust_meets = 0;
+        if (t > r->robust_tco_usd)
+            r->robust_tco_usd = t;
+        if (k == 1)
+            r->robust_wait_s = p.stat_s;
+    }
+    return 0;
+}
+
+/* Searches wait kind `kind` up to hi for the target (the largest parameter
+ * that meets it, best), then chooses the knife edge (the cheapest run that
+ * meets it, refined by a local search) and prices a robust setting, one
+ * that still meets it when the parameter moves swing_frac either way. */
 static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
 {
     const spw_plan_opts_t *o = w->run->opts;
@@ -254,7 +299,8 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         }
         *atb = *at0;
         haveb = 1;
-        for (int i = 0; i < BISECT_STEPS; i++) {
+        for (int i = 0; i < BISECT_MAX && (i < BISECT_STEPS || (lo > 0 && hi - lo > BISECT_REL * hi));
+             i++) {
             x.param = (lo + hi) / 2;
             if (sim_at(w, x, &p, 1) < 0)
                 goto fail;
@@ -289,53 +335,80 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
     }
     free(at0);
     free(atb);
-    int pick = -1;
-    double pick_worst = INFINITY;
-    for (int k = 0; k <= GRID; k++) {
-        if (g[k].stat_s > o->target_s)
-            continue;
-        double worst = g[k].total_usd;
-        if (k > 0 && g[k - 1].total_usd > worst)
-            worst = g[k - 1].total_usd;
-        if (k < GRID && g[k + 1].stat_s <= o->target_s && g[k + 1].total_usd > worst)
-            worst = g[k + 1].total_usd;
-        if (worst < pick_worst) {
-            pick_worst = worst;
-            pick = k;
-        }
-    }
-    if (pick < 0)
-        pick = 0;
-    fill(r, o, &g[pick], wait.kind, w->run->span_s);
-    /* The flat region: neighbours that meet the target within FLAT. */
-    int a = pick, b = pick;
-    while (a > 0 && g[a - 1].stat_s <= o->target_s &&
-           fabs(g[a - 1].total_usd - g[pick].total_usd) <= FLAT * g[pick].total_usd)
-        a--;
-    while (b < GRID && g[b + 1].stat_s <= o->target_s &&
-           fabs(g[b + 1].total_usd - g[pick].total_usd) <= FLAT * g[pick].total_usd)
-        b++;
-    r->param_lo = g[a].param;
-    r->param_hi = g[b].param;
-    /* The swing: cost at 0.1% either side of the choice. */
-    r->swing = 0;
-    double c0 = g[pick].total_usd;
-    free(g);
-    if (r->wait.param > 0) {
+    /* The knife edge: the cheapest run that meets the target, of the grid
+     * and of every full run the search made (the bisection's best among
+     * them). */
+    const point_t *kp = NULL;
+    for (int k = 0; k <= GRID; k++)
+        if (g[k].stat_s <= o->target_s && (!kp || g[k].total_usd < kp->total_usd))
+            kp = &g[k];
+    for (size_t i = 0; i < m->n; i++)
+        if (m->p[i].stat_s <= o->target_s && (!kp || m->p[i].total_usd < kp->total_usd))
+            kp = &m->p[i];
+    point_t knife = kp ? *kp : g[0];
+    /* A local search: try half a step either side of the cheapest, keep a
+     * cheaper one that meets the target, halve the step. */
+    double h = best / GRID;
+    for (int it = 0; kp && h > 0 && it < REFINE; it++) {
+        h /= 2;
+        double c = knife.param;
         for (int s = -1; s <= 1; s += 2) {
-            x.param = r->wait.param * (1 + s * NUDGE);
+            x.param = c + s * h;
+            if (x.param <= 0)
+                continue;
             if (sim_full(w, x, &p, m) < 0) {
-                free(m);
-                return -1;
+                free(g);
+                goto fail_m;
             }
             r->sims++;
-            double d = c0 > 0 ? fabs(p.total_usd - c0) / c0 : 0;
+            if (p.stat_s <= o->target_s && p.total_usd < knife.total_usd)
+                knife = p;
+        }
+    }
+    fill(r, o, &knife, wait.kind, w->run->span_s);
+    /* The flat region: grid points below the choice that meet the target
+     * within FLAT of its cost, without a break. */
+    int a = GRID;
+    while (a > 0 && g[a].param > knife.param)
+        a--;
+    while (a > 0 && g[a - 1].stat_s <= o->target_s &&
+           fabs(g[a - 1].total_usd - knife.total_usd) <= FLAT * knife.total_usd)
+        a--;
+    r->param_lo = g[a].param < knife.param ? g[a].param : knife.param;
+    r->param_hi = knife.param;
+    free(g);
+    double f = o->swing_frac > 0 ? o->swing_frac : 0.10;
+    if (knife.param > 0) {
+        /* The swing: real runs with the choice moved f either way. */
+        for (int s = -1; s <= 1; s += 2) {
+            x.param = knife.param * (1 + s * f);
+            if (sim_full(w, x, &p, m) < 0)
+                goto fail_m;
+            r->sims++;
+            double d = knife.total_usd > 0 ? fabs(p.total_usd - knife.total_usd) / knife.total_usd
+                                           : 0;
             if (d > r->swing)
                 r->swing = d;
+            if (s > 0)
+                r->edge_breaks = p.stat_s > o->target_s;
         }
+    }
+    /* The robust setting: the knife edge when it meets the target moved f
+     * either way (a parameter of 0 always does), else knife / (1 + f)
+     * (moved up it is the knife edge), else best / (1 + f); the first that
+     * holds, priced at the dearest of its three runs. */
+    double cand[3] = {knife.param, knife.param / (1 + f), best / (1 + f)};
+    for (int k = 0; knife.param > 0 && k < 3; k++) {
+        if (price3(w, wait.kind, cand[k], f, m, r) < 0)
+            goto fail_m;
+        if (r->robust_meets)
+            break;
     }
     free(m);
     return 0;
+fail_m:
+    free(m);
+    return -1;
 fail:
     free(at0);
     free(atb);
@@ -468,12 +541,28 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
             *err = r.err;
         return -1;
     }
-    /* The frontier: no other result cheaper and no slower. */
+    /* What is already spent: the capital of the owned nodes a
+     * configuration keeps, over the horizon (none with capex). */
+    const spw_pool_spec_t *sp = &fleet->pools[opts->pool];
+    double cap_h = sp->has_owned ? (sp->owned.years > 0 ? sp->owned.price_usd_per_gpu /
+                                                              (sp->owned.years * 8766.0)
+                                                        : 0)
+                                 : sp->cost_usd_per_gpu_h;
+    for (size_t i = 0; i < r.total; i++) {
+        uint32_t kept = opts->capex ? 0
+                        : out[i].nodes < opts->owned_nodes ? out[i].nodes : opts->owned_nodes;
+        double gpus = 0;
+        for (uint32_t k = 0; k < kept; k++)
+            gpus += k < sp->nnodes ? sp->node_gpus[k] : (sp->nnodes ? sp->node_gpus[0] : 1);
+        out[i].sunk_usd = gpus * cap_h * opts->horizon_s / 3600.0;
+        out[i].decide_usd = out[i].tco_usd - out[i].sunk_usd;
+    }
+    /* The frontier: no other result cheaper (from now on) and no slower. */
     for (size_t i = 0; i < r.total; i++) {
         out[i].frontier = 1;
         for (size_t k = 0; k < r.total && out[i].frontier; k++)
-            if (k != i && out[k].tco_usd <= out[i].tco_usd && out[k].wait_s <= out[i].wait_s &&
-                (out[k].tco_usd < out[i].tco_usd || out[k].wait_s < out[i].wait_s))
+            if (k != i && out[k].decide_usd <= out[i].decide_usd && out[k].wait_s <= out[i].wait_s &&
+                (out[k].decide_usd < out[i].decide_usd || out[k].wait_s < out[i].wait_s))
                 out[i].frontier = 0;
     }
     return 0;
@@ -483,7 +572,7 @@ long spw_plan_best(const spw_plan_result_t *res, size_t n)
 {
     long best = -1;
     for (size_t i = 0; i < n; i++)
-        if (res[i].meets && (best < 0 || res[i].tco_usd < res[best].tco_usd))
+        if (res[i].meets && (best < 0 || res[i].decide_usd < res[best].decide_usd))
             best = (long)i;
     return best;
 }

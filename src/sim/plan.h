@@ -22,14 +22,33 @@ typedef enum spw_plan_stat { SPW_PLAN_MEAN, SPW_PLAN_P90 } spw_plan_stat_t;
 typedef struct spw_plan_result {
     uint32_t nodes;              /* nodes of the swept pool */
     uint64_t onprem_gpus;        /* all pools' GPUs with that many nodes */
-    spw_wait_t wait;             /* the policy chosen (its parameter searched) */
+    spw_wait_t wait;             /* the policy chosen (its parameter searched):
+                                    the knife edge, the cheapest setting run
+                                    that meets the target */
     int meets;                   /* its wait statistic is within the target */
     double param_lo, param_hi;   /* the flat region around the chosen parameter:
                                     every parameter there meets the target and
                                     costs within 2% of the chosen one (equal
                                     when the policy has no parameter) */
-    double swing;                /* largest relative cost change for a 0.1%
-                                    parameter change around the choice, >= 0 */
+    double swing;                /* largest relative cost change when the
+                                    chosen parameter moves by swing_frac either
+                                    way (two real runs), >= 0 */
+    int edge_breaks;             /* the chosen parameter x (1 + swing_frac)
+                                    misses the target: a knife edge */
+    double robust_param;         /* the robust setting: the largest searched
+                                    parameter / (1 + swing_frac), so that it
+                                    still meets the target when it moves by
+                                    swing_frac either way (= param when the
+                                    policy has none) */
+    int robust_meets;            /* it and both moved settings meet the target */
+    double robust_wait_s;        /* the targeted statistic at robust_param */
+    double robust_tco_usd;       /* its price: the dearest TCO of it and its
+                                    two moved settings */
+    double sunk_usd;             /* capital of the owned nodes kept (the
+                                    config's count or fewer) over the horizon:
+                                    already spent; 0 with capex */
+    double decide_usd;           /* tco_usd - sunk_usd: what the choice still
+                                    costs from now on */
     double wait_s;               /* the targeted statistic, seconds */
     double wait_mean_s, wait_p90_s;
     double cloud_usd, owned_usd, owned_idle_usd, egress_usd;
@@ -60,6 +79,13 @@ typedef struct spw_plan_opts {
     double target_s;             /* target wait, seconds, > 0 */
     double horizon_s;            /* TCO horizon, seconds, > 0 */
     int threads;                 /* worker threads, >= 1 */
+    double swing_frac;           /* the parameter move of the swing and the
+                                    robust setting (0.10 = +-10%), > 0 */
+    uint32_t owned_nodes;        /* nodes of the pool already owned (its count
+                                    in the config): their capital is sunk */
+    int capex;                   /* 1: nothing is owned yet, every node's
+                                    capital counts (the question is what to
+                                    buy) */
     void (*on_progress)(void *ctx, size_t done, size_t total);  /* from any
                                     thread, one call at a time; may be NULL */
     void *ctx;
@@ -77,7 +103,7 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
                  const double *runtime_s, size_t njobs, const spw_plan_opts_t *opts,
                  spw_plan_result_t *out, spw_error_t *err);
 
-/* Index in res[0..n) of the cheapest (by tco_usd) result that meets the
+/* Index in res[0..n) of the cheapest (by decide_usd) result that meets the
  * target; -1 when none does. */
 long spw_plan_best(const spw_plan_result_t *res, size_t n);
 
