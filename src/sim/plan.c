@@ -1,6 +1,7 @@
 /* plan.c: the capacity planner (see plan.h and docs/roi.md for the method). */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,16 @@ static double stat_of(const spw_plan_opts_t *o, const spw_sim_summary_t *s)
     return o->stat == SPW_PLAN_P90 ? s->wait_p90_s : s->wait_mean_s;
 }
 
+/* x as spw_wait_format prints it (%g): every run is made at the parameter
+ * the output shows, so `spillway sim --wait` of a printed setting replays
+ * exactly that run. */
+static double snap(double x)
+{
+    char b[32];
+    snprintf(b, sizeof(b), "%g", x);
+    return strtod(b, NULL);
+}
+
 /* One simulator run of the worker's fleet under wait w.  With probe set
  * only whether it meets the target matters: the run may stop as soon as it
  * cannot, and then p holds only param and an infinite stat_s. */
@@ -94,6 +105,7 @@ static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
 {
     const spw_plan_opts_t *o = w->run->opts;
     spw_policy_t pol = *w->run->policy;
+    wait.param = snap(wait.param);
     pol.wait = wait;
     spw_sim_opts_t so = {
         .give_up_wait_s = probe ? o->target_s : 0,
@@ -155,6 +167,7 @@ static void memo_put(memo_t *m, const point_t *p)
  * new run (remembered in m). */
 static int sim_full(worker_t *w, spw_wait_t x, point_t *p, memo_t *m)
 {
+    x.param = snap(x.param);
     if (x.param == 0)
         return sim_zero(w, x, p);
     for (size_t i = 0; i < m->n; i++)
