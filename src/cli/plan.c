@@ -346,7 +346,7 @@ int spw_cli_plan(int argc, char **argv)
         case 'S': {
             char *end;
             swing = strtod(optarg, &end) / 100;
-            if (end == optarg || strcmp(end, "%") > 0 || !(swing > 0 && swing < 1))
+            if (end == optarg || (*end && strcmp(end, "%") != 0) || !(swing > 0 && swing < 1))
                 return die("--swing takes a percentage from 0 to 100 such as 10, got '%s'", optarg);
             break;
         }

@@ -36,7 +36,8 @@ typedef struct point {
  * up is one (giving up only stops a run early), so the grid and the swing
  * take a run the bisection already made instead of making it again. */
 typedef struct memo {
-    point_t p[BISECT_MAX + GRID + 2 * REFINE + 12];
+    point_t p[BISECT_MAX + GRID + 2 * REFINE + 16];  /* probes, grid, local search,
+                                                       swing (2) and robust (3 x 3) */
     size_t n;
 } memo_t;
 

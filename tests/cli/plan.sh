@@ -5,7 +5,7 @@
 # the errors for bad options.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 18
+plan 19
 
 "$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
 cat >"$T/fleet.yaml" <<'YAML'
@@ -199,6 +199,8 @@ ok $? "the table names the cheapest fleet and the speed; progress goes to stderr
 
 fails_with "a bad --target-wait is explained" "mean:DURATION or p90:DURATION" \
     plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --target-wait median:1h
+fails_with "a bad --swing is explained" "--swing takes a percentage from 0 to 100" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --swing 150
 fails_with "an unknown --pool lists the pools" "it has dc" \
     plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --pool nope
 fails_with "--trace and --config are required" "needs --trace FILE and --config FILE" \
