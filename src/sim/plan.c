@@ -556,7 +556,9 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
         return -1;
     }
     /* What is already spent: the capital of the owned nodes a
-     * configuration keeps, over the horizon (none with capex). */
+     * configuration keeps, over the horizon (none with capex): the
+     * purchase spread over its years of 8,766 h, as core/model.c prices it,
+     * or the whole simple-form cost_usd_per_gpu_h. */
     const spw_pool_spec_t *sp = &fleet->pools[opts->pool];
     double cap_h = sp->has_owned ? (sp->owned.years > 0 ? sp->owned.price_usd_per_gpu /
                                                               (sp->owned.years * 8766.0)
