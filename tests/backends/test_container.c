@@ -1,9 +1,9 @@
 /* test_container.c: the container fragment the local and ssh backends run
- * (src/backends/container.c).  podman cannot start containers in the
- * sandboxes CI uses, so its path runs the real fragment with /bin/sh
- * against a stand-in `podman` first in PATH that prints the command line it
- * was given; the bubblewrap path runs for real in tests/daemon/image.sh and
- * tests/ssh/backend.sh. */
+ * (src/backends/container.c).  Its podman path runs the real fragment with
+ * /bin/sh against a stand-in `podman` first in PATH that prints the command
+ * line it was given (what it gives podman on any host, GPUs included, which
+ * no test host has); podman itself and the bubblewrap path run for real in
+ * tests/daemon/image.sh and tests/ssh/backend.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -443,6 +443,11 @@ int main(void)
                 diag("got: %s; stderr: %s", o, e);
             free(o);
             free(e);
+            char pv[1300];
+            snprintf(pv, sizeof(pv), "%s/pod", ck);
+            sv = spw_read_file(pv, &sl, NULL);
+            ok(sv && strcmp(sv, "pod\n") == 0, "and wrote its checkpoint directory (mounted)");
+            free(sv);
             system("podman rmi -f localhost/spw-ssh-test:1 >/dev/null 2>&1");
         } else {
             ok(rc < 0 && strstr(err.text, "registry reference, which needs podman"),
