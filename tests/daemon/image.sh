@@ -231,6 +231,8 @@ if command -v podman >/dev/null 2>&1; then
     [ "$(stat -c %u "$T/pw/made.txt" 2>/dev/null)" = "$ju" ]
     ok $? "what it wrote in its workdir is the job's user's ($ju): $(stat -c '%U %u' "$T/pw/made.txt" 2>&1)"
     $asj env "$pe" podman rmi -f localhost/spw-test:1 >/dev/null 2>&1
+    # Rootless podman leaves a pause process holding the user's namespace.
+    pp=$(cat "$TMPDIR/podman-run-$ju/libpod/tmp/pause.pid" 2>/dev/null) && kill "$pp" 2>/dev/null
 else
     refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
         "registry reference, which needs podman"
