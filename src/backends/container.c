@@ -74,12 +74,18 @@ void spw_container_argv_free(char **argv)
     free(argv);
 }
 
-static void add_set(spw_strbuf_t *s, char **argv)
+/* Appends `set -- ARGV... "$@"`; for podman's command line (podman != 0)
+ * the fragment's $PG (global options) follows "podman" and $PL (limits and
+ * GPU devices) follows "run", unquoted: words of no space, made by the
+ * fragment itself. */
+static void add_set(spw_strbuf_t *s, char **argv, int podman)
 {
     spw_strbuf_add(s, "set --");
     for (char **a = argv; *a; a++) {
         spw_strbuf_add(s, " ");
         spw_strbuf_quote(s, *a);
+        if (podman && a - argv < 2)
+            spw_strbuf_add(s, a == argv ? " $PG" : " $PL");
     }
     spw_strbuf_add(s, " \"$@\"");
 }
@@ -267,12 +273,48 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
         "*) IK=ref;;\n"
         "esac\n"
         "[ \"$IK\" != archive ] || [ -f \"$IF\" ] || die \"image archive $IF is not a file on this host\"\n"
-        "if [ \"$IK\" != dir ] && command -v podman >/dev/null 2>&1; then\n"
+        "BW=$(command -v bwrap 2>/dev/null) || BW=/usr/bin/bwrap\n"
+        "[ -x \"$BW\" ] || BW=\n");
+    spw_strbuf_add(s, c->image_fn ? "HC=1\n" : "HC=\n");
+    spw_strbuf_add(s,
+        /* podman runs registry references, and archives only where they
+         * cannot be unpacked into a cache and run under bubblewrap. */
+        "if command -v podman >/dev/null 2>&1 && { [ \"$IK\" = ref ] || { [ \"$IK\" = archive ] &&"
+        " { [ -z \"$BW\" ] || [ -z \"$HC\" ]; }; }; }; then\n"
+        /* The settings that work, not the host's defaults: runc (crun
+         * cannot start containers on hybrid cgroups), cgroupfs and a file
+         * for events where systemd is not running, the limits the job
+         * would have without a container (podman raises them as root,
+         * which a root without CAP_SYS_RESOURCE may not; processes no more
+         * than there can be pids), and a home for a rootless user's images
+         * where its own is not writable. */
+        "PG=; command -v runc >/dev/null 2>&1 && PG=--runtime=runc\n"
+        "[ -d /run/systemd/system ] || PG=\"$PG --cgroup-manager=cgroupfs --events-backend=file\"\n"
+        "PL=$(awk -v m=\"$(cat /proc/sys/kernel/pid_max 2>/dev/null)\" 'function v(x, c) {"
+        " if (x == \"unlimited\") x = -1; if (c && m > 0 && (x < 0 || x + 0 > m + 0)) x = m;"
+        " return x } /^Max open files/ { o = o \" --ulimit=nofile=\" v($4, 0) \":\" v($5, 0) }"
+        " /^Max processes/ { o = o \" --ulimit=nproc=\" v($3, 1) \":\" v($4, 1) }"
+        " END { print o }' /proc/self/limits 2>/dev/null)\n"
+        "if [ \"$(id -u)\" != 0 ] && ! { [ -d \"$HOME\" ] && [ -w \"$HOME\" ]; }; then\n"
+        "  PH=${TMPDIR:-/tmp}/spillway-podman-$(id -u); mkdir -p -m 700 \"$PH\" 2>/dev/null\n"
+        "  [ -d \"$PH\" ] && [ ! -L \"$PH\" ] && [ -O \"$PH\" ] || die \"podman keeps a user's images"
+        " in its home, and $HOME is not writable: give the job's user a home, or let it make"
+        " $PH (a directory of its own)\"\n"
+        "  export HOME=\"$PH\"\n"
+        "fi\n"
         "if grep -qs nvidia.com/gpu /etc/cdi/* /var/run/cdi/*; then ");
-    char **cdi = spw_container_podman_argv(c, 1), **dev = spw_container_podman_argv(c, 0);
-    add_set(s, cdi);
-    spw_strbuf_add(s, "; else ");
-    add_set(s, dev);
+    spw_container_t nodev = *c;
+    nodev.ngpus = 0;
+    char **cdi = spw_container_podman_argv(c, 1), **dev = spw_container_podman_argv(&nodev, 0);
+    add_set(s, cdi, 1);
+    spw_strbuf_add(s, "; else\n");
+    /* Device nodes: the job's GPUs and the control nodes, those that exist. */
+    spw_strbuf_add(s, "for d in");
+    for (size_t g = 0; c->gpus && g < c->ngpus; g++)
+        spw_strbuf_printf(s, " /dev/nvidia%u", c->gpus[g]);
+    spw_strbuf_add(s, c->ngpus ? " /dev/nvidiactl /dev/nvidia-uvm" : "");
+    spw_strbuf_add(s, "; do [ -e \"$d\" ] && PL=\"$PL --device=$d\"; done\n");
+    add_set(s, dev, 1);
     spw_strbuf_add(s, "; fi\nelse\n");
     spw_container_argv_free(cdi);
     spw_container_argv_free(dev);
@@ -284,8 +326,7 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
         "[ \"$IK\" != ref ] || die \"image $IMG is a registry reference, which needs podman on this"
         " host (not installed); give an unpacked root filesystem or an OCI archive to run it under"
         " bubblewrap\"\n"
-        "BW=$(command -v bwrap 2>/dev/null) || BW=/usr/bin/bwrap\n"
-        "[ -x \"$BW\" ] || die \"the job names image $IMG, but this host has neither podman nor"
+        "[ -n \"$BW\" ] || die \"the job names image $IMG, but this host has neither podman nor"
         " bubblewrap (bwrap) to run it\"\n"
         "if [ \"$IK\" = archive ]; then UR=$(spw_image \"$IF\") || die \"$UR\"; IMG=$UR; fi\n"
         "q() { printf \"'\"; printf %s \"$1\" | sed \"s/'/'\\\\\\\\''/g\"; printf \"' \"; }\n"

@@ -9,14 +9,20 @@
  *   bubblewrap (bwrap);
  * - an absolute path to a file, or "oci-archive:PATH": an OCI image archive
  *   (`podman save --format oci-archive`, `skopeo copy ... oci-archive:`),
- *   run by podman when the host has it, else unpacked once by the trusted
- *   side (root, or the daemon's user) into its team's image cache, keyed by
- *   the sha256 of the archive's bytes, every blob checked against its
- *   digest, bounded in bytes and files (spw_container_unpack_script), and
- *   run under bubblewrap from there, read-only;
+ *   unpacked once by the trusted side (root, or the daemon's user) into its
+ *   team's image cache, keyed by the sha256 of the archive's bytes, every
+ *   blob checked against its digest, bounded in bytes and files
+ *   (spw_container_unpack_script), and run under bubblewrap from there,
+ *   read-only; by podman where the host has no bubblewrap or the backend
+ *   no cache (image_fn NULL);
  * - anything else: a registry reference, which needs podman on the host.
- * Under podman: --network=host, the GPUs as CDI devices (nvidia.com/gpu=N)
- * when the host has an NVIDIA CDI spec, else their /dev/nvidia* nodes.
+ * Under podman: the settings that work rather than the host's defaults
+ * (runc where installed, cgroupfs and a file of events where systemd is
+ * not running, the launching shell's own limits of open files and
+ * processes, and, for a user whose home is not writable, its images under
+ * $TMPDIR/spillway-podman-UID), --network=host, the GPUs as CDI devices
+ * (nvidia.com/gpu=N) when the host has an NVIDIA CDI spec, else those of
+ * their /dev/nvidia* nodes that exist.
  * Under bubblewrap: every top-level entry of the root filesystem bound
  * read-only (symlinks kept), fresh /proc, /dev and /tmp, every /dev/nvidia*
  * of the host bound, the host's network, its own pid namespace, killed with

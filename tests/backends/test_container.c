@@ -1,9 +1,9 @@
 /* test_container.c: the container fragment the local and ssh backends run
- * (src/backends/container.c).  podman cannot start containers in the
- * sandboxes CI uses, so its path runs the real fragment with /bin/sh
- * against a stand-in `podman` first in PATH that prints the command line it
- * was given; the bubblewrap path runs for real in tests/daemon/image.sh and
- * tests/ssh/backend.sh. */
+ * (src/backends/container.c).  Its podman path runs the real fragment with
+ * /bin/sh against a stand-in `podman` first in PATH that prints the command
+ * line it was given (what it gives podman on any host, GPUs included, which
+ * no test host has); podman itself and the bubblewrap path run for real in
+ * tests/daemon/image.sh and tests/ssh/backend.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,23 +100,45 @@ int main(void)
            "an archive path becomes oci-archive:PATH; no GPU, no mounts");
     spw_container_argv_free(v);
 
-    /* The fragment with a stand-in podman. */
+    /* The fragment with a stand-in podman (and runc). */
     write_exec("podman", "#!/bin/sh\nfor a in podman \"$@\"; do printf '%s\\n' \"$a\"; done\n");
+    write_exec("runc", "#!/bin/sh\nexit 0\n");
     int st;
     char *o = run(&c, "python3 'train.py' '--lr=0.1 x'", &st);
     int cdi = system("grep -qs nvidia.com/gpu /etc/cdi/* /var/run/cdi/*") == 0;
+    int sysd = access("/run/systemd/system", F_OK) == 0;
+    /* The limits are the launching shell's: taken out, counted. */
+    int nlim = 0;
+    for (char *l = o, *e; l && *l; l = e) {
+        e = strchr(l, '\n');
+        e = e ? e + 1 : l + strlen(l);
+        if (strncmp(l, "--ulimit=", 9) == 0) {
+            nlim++;
+            memmove(l, e, strlen(e) + 1);
+            e = l;
+        }
+    }
+    char devs[256] = "";
+    const char *const nodes[] = {"/dev/nvidia0", "/dev/nvidia3", "/dev/nvidiactl",
+                                 "/dev/nvidia-uvm"};
+    for (size_t k = 0; !cdi && k < 4; k++)
+        if (access(nodes[k], F_OK) == 0)
+            snprintf(devs + strlen(devs), sizeof(devs) - strlen(devs), "--device=%s\n",
+                     nodes[k]);
     char want[2048];
     snprintf(want, sizeof(want),
-             "podman\nrun\n--rm\n--name\nspw-spw1.j-1.2\n--pull=missing\n--network=host\n"
-             "--security-opt=label=disable\n--device\n%s\n--device\n%s\n%s"
+             "podman\n--runtime=runc\n%srun\n%s--rm\n--name\nspw-spw1.j-1.2\n--pull=missing\n"
+             "--network=host\n--security-opt=label=disable\n%s"
              "-v\n/work/run:/work/run\n-w\n/work/run\n-v\n/ckpt/j-1:/ckpt/j-1\n"
              "-e\nCUDA_VISIBLE_DEVICES\n-e\nRANK\ndocker.io/library/ubuntu:22.04\n"
              "python3\ntrain.py\n--lr=0.1 x\n",
-             cdi ? "nvidia.com/gpu=0" : "/dev/nvidia0", cdi ? "nvidia.com/gpu=3" : "/dev/nvidia3",
-             cdi ? "" : "--device\n/dev/nvidiactl\n--device\n/dev/nvidia-uvm\n");
+             sysd ? "" : "--cgroup-manager=cgroupfs\n--events-backend=file\n", devs,
+             cdi ? "--device\nnvidia.com/gpu=0\n--device\nnvidia.com/gpu=3\n" : "");
     ok(st == 0, "a registry reference with podman on the host runs podman (status %d)", st);
-    if (!is_str(o, want, "podman gets the command line, then the job's words intact"))
+    if (!is_str(o, want, "podman gets runc and, without systemd, cgroupfs, the GPUs' device "
+                "nodes that exist, the command line, then the job's words intact"))
         diag("%s", o);
+    ok(nlim == 2, "and the shell's own limits of open files and processes (%d --ulimit)", nlim);
     free(o);
 
     char tarpath[128];
@@ -126,7 +148,7 @@ int main(void)
     o = run(&a, "true", &st);
     char *last = strstr(o, "oci-archive:");
     ok(st == 0 && last && strncmp(last + 12, tarpath, strlen(tarpath)) == 0,
-       "an archive file with podman on the host goes to podman as oci-archive:PATH");
+       "an archive file where podman is and no image cache goes to podman as oci-archive:PATH");
     free(o);
 
     /* A directory runs under bubblewrap even where podman is installed. */

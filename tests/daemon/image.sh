@@ -13,18 +13,18 @@
 # still runs the good image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
 # 1,000 files) is refused with the bound and its config key in the job's
 # reason, as is a layer whose bytes do not match its digest.  The image is
-# kept with the job across a daemon restart.  A registry reference on a
-# host without podman, and a missing image, fail at launch with the reason.
+# kept with the job across a daemon restart.  Where podman is installed, a
+# registry reference (imported from the test's rootfs as localhost/...: no
+# registry) runs under it, rootless as the job's user (whose home is not
+# writable: podman's storage goes under the job's TMPDIR), with its GPUs'
+# variable and its workdir; without podman it fails at launch with the
+# reason, as does a missing image.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 if ! command -v bwrap >/dev/null 2>&1; then
     echo "1..0 # skip bubblewrap (bwrap) is not installed (scripts/deps.sh test)"
-    exit 0
-fi
-if command -v podman >/dev/null 2>&1; then
-    echo "1..0 # skip podman is installed: images would run under it (tested on its command line in tests/backends/test_container)"
     exit 0
 fi
 mkdir -p "$T/img" && chmod 755 "$T/img"
@@ -46,8 +46,12 @@ fi
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
 "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/image.tar" || { echo "1..0 # skip cannot write an OCI archive (tar, sha256sum)"; exit 0; }
-plan 36
+plan 37
 
+# The jobs' TMPDIR (the daemon passes its own on): rootless podman keeps
+# the images of a job user without a home under it.
+mkdir -p "$T/tmp" && chmod 1777 "$T/tmp"
+export TMPDIR="$T/tmp"
 mkconfig "$T/serve.yaml" 2 never
 # Team nlp shares ml's user (mkconfig's share_run_as: true).
 NLP_TOKEN=nlp-secret-token-41b7e0
@@ -198,8 +202,42 @@ refused "$T/img/altered.tar" "a job on an archive whose layer does not match its
 ok $? "none of them left anything in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
 
 # ---- what cannot run fails with the reason ----------------------------------
-refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
-    "registry reference, which needs podman"
+if command -v podman >/dev/null 2>&1; then
+    # The image goes where the job's podman will look: rootless as the
+    # job's user, its storage in $TMPDIR/spillway-podman-UID (the job's
+    # user has no home), or root's own.
+    ju=$(id -u) jg=$(id -g) asj=
+    [ -n "$asroot" ] && ju=$(id -u spillway-job) jg=$(id -g spillway-job) &&
+        asj="setpriv --reuid=$ju --regid=$jg --clear-groups"
+    ph=$TMPDIR/spillway-podman-$ju
+    if [ "$ju" != 0 ] && ! { [ -d "${HOME:-/nonexistent}" ] && [ -w "$HOME" ] && [ -z "$asj" ]; }; then
+        $asj mkdir -m 700 "$ph" && pe="HOME=$ph"
+    else
+        pe="HOME=${HOME:-/root}"
+    fi
+    tar -C "$rootfs" -c . | $asj env "$pe" podman import --change 'CMD ["/bin/sh"]' - localhost/spw-test:1 >"$T/import.log" 2>&1 ||
+        diag "podman import: $(tail -n 3 "$T/import.log")"
+    job_dir "$T/pw"
+    p=$(submit ml --gpus 1 --image localhost/spw-test:1 --workdir "$T/pw" -- /bin/sh -c \
+        'cat /etc/spw-image; echo "pwd=$(pwd) gpus=$CUDA_VISIBLE_DEVICES"; echo made >made.txt')
+    wait_for "$p" succeeded 60
+    ok $? "a registry reference runs under podman (runc, cgroupfs, the daemon's limits)" ||
+        diag "$(field "$p" 'd["reason"]') $(spw ml logs "$p" 2>&1 | tail -n 5)"
+    spw ml logs --stdout "$p" >"$T/p.out" 2>&1
+    # One of the node's 2 GPU slots.
+    [ "$(sed -n 1p "$T/p.out")" = "spillway test image" ] && sed -n 2p "$T/p.out" | grep -qx "pwd=$T/pw gpus=[01]" &&
+        [ "$(wc -l <"$T/p.out")" = 2 ]
+    ok $? "it saw the image's files, in its workdir, with its GPU's variable: $(tr '\n' ' ' <"$T/p.out" | head -c 300)"
+    [ "$(stat -c %u "$T/pw/made.txt" 2>/dev/null)" = "$ju" ]
+    ok $? "what it wrote in its workdir is the job's user's ($ju): $(stat -c '%U %u' "$T/pw/made.txt" 2>&1)"
+    $asj env "$pe" podman rmi -f localhost/spw-test:1 >/dev/null 2>&1
+    # Rootless podman leaves a pause process holding the user's namespace.
+    pp=$(cat "$TMPDIR/podman-run-$ju/libpod/tmp/pause.pid" 2>/dev/null) && kill "$pp" 2>/dev/null
+else
+    refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
+        "registry reference, which needs podman"
+    ok 0 "# SKIP podman is not installed (scripts/deps.sh test)"
+fi
 refused "$T/img/nope" "a missing image" "nope: No such file or directory"
 
 # ---- kept across a restart --------------------------------------------------

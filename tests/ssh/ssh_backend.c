@@ -411,15 +411,48 @@ int main(void)
         rc = launch(sb, "c2", "d1.c2.1", "true", NULL, envd, 1, 0, &h, &err);
         ok(rc < 0 && strstr(err.text, "image /nonexistent-image is neither a directory"),
            "a missing image (SPILLWAY_IMAGE) fails the launch: %s", err.text);
-        /* A registry reference where the host has no podman. */
-        req.image = "docker.io/library/busybox:1.36";
+        /* A registry reference: run by podman as the login (root) where the
+         * hosts have it (they share this machine's files), from an image
+         * imported from the test's root filesystem (no registry here);
+         * else refused. */
+        char podcmd[1500];
+        snprintf(podcmd, sizeof(podcmd), "command -v podman >/dev/null && tar -C '%s' -c . | "
+                 "podman import --change 'CMD [\"/bin/sh\"]' - localhost/spw-ssh-test:1 "
+                 ">/dev/null 2>&1", rootfs);
+        int pod = system("command -v podman >/dev/null") == 0;
+        if (pod && system(podcmd) != 0)
+            diag("podman import failed: the podman check below will fail");
+        const char *envp[] = {ckenv, NULL};
+        req.env = envp;
+        req.image = pod ? "localhost/spw-ssh-test:1" : "docker.io/library/busybox:1.36";
         req.job_id = "c4";
         req.token = "d1.c4.1";
-        req.script = "true";
+        req.script = "cat /etc/spw-image; echo \"pwd=$(pwd)\"; echo pod >\"$SPILLWAY_CHECKPOINT_DIR/pod\"";
         req.now_s = now();
+        err.text[0] = '\0';
         rc = spw_ssh_ops.launch(sb, &req, &h, &err);
-        ok(rc < 0 && strstr(err.text, "registry reference, which needs podman"),
-           "a registry reference on a host without podman fails the launch: %s", err.text);
+        if (pod) {
+            got = wait_exit(sb, "c4", &x, 30);
+            o = slurp("c4", "out");
+            e = slurp("c4", "err");
+            snprintf(want, sizeof(want), "spillway test image\npwd=%s\n", wd);
+            if (!ok(rc == 0 && got && x.kind == SPW_EXIT_EXITED && x.status == 0 &&
+                    strcmp(o, want) == 0, "a registry reference runs under podman (runc, the "
+                    "shell's limits), in its workdir: %s %s %d", err.text,
+                    spw_exit_kind_name(x.kind), x.status))
+                diag("got: %s; stderr: %s", o, e);
+            free(o);
+            free(e);
+            char pv[1300];
+            snprintf(pv, sizeof(pv), "%s/pod", ck);
+            sv = spw_read_file(pv, &sl, NULL);
+            ok(sv && strcmp(sv, "pod\n") == 0, "and wrote its checkpoint directory (mounted)");
+            free(sv);
+            system("podman rmi -f localhost/spw-ssh-test:1 >/dev/null 2>&1");
+        } else {
+            ok(rc < 0 && strstr(err.text, "registry reference, which needs podman"),
+               "a registry reference on a host without podman fails the launch: %s", err.text);
+        }
         req.image = NULL;
     } else {
         diag("no bubblewrap: container checks skipped");

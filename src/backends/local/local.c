@@ -1027,8 +1027,8 @@ static int have_program(const char *name)
 /* Checks that this machine can run req->image (container.h says how each
  * form runs), so that a launch it cannot run fails with the reason rather
  * than starting a job that dies at once.  *archive becomes the path of an
- * OCI archive that the trusted side must unpack (no podman here), else
- * NULL. */
+ * OCI archive that the trusted side must unpack (bubblewrap and a cache
+ * here), else NULL. */
 static int check_image(const spw_local_t *lb, const spw_launch_t *req, const char **archive,
                        spw_error_t *err)
 {
@@ -1064,7 +1064,9 @@ static int check_image(const spw_local_t *lb, const spw_launch_t *req, const cha
     if (!podman && !lb->image_dir)
         return spw_errorf(err, "job %s: image %s is an OCI archive, which needs podman or an "
                           "image cache (the daemon's state dir) on this host", req->job_id, img);
-    *archive = podman ? NULL : path;
+    /* Unpacked into the cache and run under bubblewrap where it can be
+     * (container.h), else by podman. */
+    *archive = bwrap && lb->image_dir ? path : NULL;
     return 0;
 }
 
