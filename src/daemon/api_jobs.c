@@ -14,6 +14,7 @@
 
 #include "core/spot.h"
 #include "daemon/api_private.h"
+#include "daemon/loop_private.h"
 
 int api_visible(const spw_caller_t *who, const djob_t *j)
 {
@@ -124,23 +125,6 @@ static void put_reason(json_t *o, const spw_daemon_t *d, const djob_t *j)
     json_object_set_new(o, "reason", all[0] ? json_string(all) : json_null());
 }
 
-/* Queued jobs of one team, as of the last count. */
-typedef struct dteamq {
-    char *team;                 /* owned */
-    uint64_t n;
-} dteamq_t;
-
-/* The entry of team in d->teamq, added when missing. */
-static dteamq_t *teamq_of(spw_daemon_t *d, const char *team)
-{
-    for (size_t i = 0; i < d->nteamq; i++)
-        if (strcmp(d->teamq[i].team, team) == 0)
-            return &d->teamq[i];
-    d->teamq = spw_xrealloc(d->teamq, (d->nteamq + 1) * sizeof(*d->teamq));
-    d->teamq[d->nteamq] = (dteamq_t){spw_xstrdup(team), 0};
-    return &d->teamq[d->nteamq++];
-}
-
 void spw_daemon_api_free(spw_daemon_t *d)
 {
     for (size_t i = 0; i < d->nteamq; i++)
@@ -148,23 +132,6 @@ void spw_daemon_api_free(spw_daemon_t *d)
     free(d->teamq);
     d->teamq = NULL;
     d->nteamq = 0;
-}
-
-/* Queued jobs of team: the live jobs are counted once per turn (one scan,
- * not one per submit); submits accepted since are added as they come
- * (submit_counted), so the count only errs high until the next turn. */
-static uint64_t team_queued(spw_daemon_t *d, const char *team)
-{
-    if (d->teamq_turn != d->turns + 1) {
-        spw_daemon_api_free(d);
-        for (size_t s = d->job_lo; s < d->njobs; s++) {
-            const djob_t *j = d->jobs[s];
-            if (j && j->st == SPW_DJOB_QUEUED)
-                teamq_of(d, j->team)->n++;
-        }
-        d->teamq_turn = d->turns + 1;
-    }
-    return teamq_of(d, team)->n;
 }
 
 /* The per-request and per-team bounds (docs/daemon.md, "Limits"): 0, or
@@ -193,8 +160,8 @@ static int check_limits(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mas
                        ? ", daemon.emulated.capacity" : "");
         return 400;
     }
-    if (dc->max_queued_per_team && spec->team &&
-        team_queued(d, spec->team) >= dc->max_queued_per_team) {
+    const dteamq_t *q = dc->max_queued_per_team && spec->team ? dm_teamq(d, spec->team) : NULL;
+    if (q && q->n + q->pending >= dc->max_queued_per_team) {
         spw_errorf(err, "team '%s' has %u jobs queued, the most it may have "
                         "(daemon.max_queued_per_team); wait for some to start or cancel some",
                    spec->team, dc->max_queued_per_team);
@@ -245,15 +212,15 @@ int spw_daemon_submit(spw_daemon_t *d, const spw_caller_t *who, spw_jobspec_t *s
         goto out;
     }
     /* Counted before the commit (the lock is let go while it waits), so
-     * concurrent submits of a team cannot all pass the bound. */
-    char *qteam = d->cfg->daemon.max_queued_per_team && spec->team ? spw_xstrdup(spec->team) : NULL;
-    uint64_t qturn = d->teamq_turn;
+     * concurrent submits of a team cannot all pass the bound; the commit
+     * counts the job itself as queued (dm_job_state). */
+    char *qteam = spec->team ? spw_xstrdup(spec->team) : NULL;
     if (qteam)
-        teamq_of(d, qteam)->n++;
+        dm_teamq(d, qteam)->pending++;
     subreq_t r = {.spec = spec, .mask = mask};
     status = spw_daemon_commit_one(d, &r);
-    if (qteam && status != 201 && d->teamq_turn == qturn && teamq_of(d, qteam)->n)
-        teamq_of(d, qteam)->n--;
+    if (qteam)
+        dm_teamq(d, qteam)->pending--;
     free(qteam);
     UNLOCK(d);
     if (status == 201)

@@ -262,7 +262,7 @@ void dm_place_cloud(spw_daemon_t *d, djob_t *j, double now)
     j->last_spot = j->ej.spot;
     j->placed_ts = now;
     j->charge_ts = isnan(j->ej.charge_s) ? now : j->ej.charge_s;
-    j->st = SPW_DJOB_PLACED;
+    dm_job_state(d, j, SPW_DJOB_PLACED);
     for (size_t i = 0; i < d->ninst && j->ninst < want; i++) {
         dinst_t *x = &d->inst[i];
         if (!x->job_seq && spw_instance_state_live(x->in.state) && (int32_t)x->in.offer == j->offer &&

@@ -19,6 +19,15 @@
 /* One job in the daemon's memory: every live job, and ended ones until
  * daemon.job_retention_s after their end (retain.c); older ones are read
  * from the store when asked for. */
+/* Queued jobs of one team, for daemon.max_queued_per_team (jobs.c). */
+typedef struct dteamq {
+    char *team;                 /* the team's name; owned */
+    uint64_t n;                 /* its jobs in state queued */
+    uint64_t pending;           /* its submits past the limit check, not
+                                   yet answered (counted before the commit,
+                                   which lets go of mu while it waits) */
+} dteamq_t;
+
 typedef struct djob {
     spw_job_t ej;               /* the engine's record; ej.id points at id */
     char id[SPW_STORE_ID_LEN];  /* "j-000042" */
@@ -26,7 +35,10 @@ typedef struct djob {
     char *team;                 /* owned; "" when none */
     char *name;                 /* owned; NULL when none */
     spw_jobspec_t spec;         /* owned; zeroed once the job has ended */
-    spw_djob_state_t st;        /* state as stored */
+    spw_djob_state_t st;        /* state as stored; set only by
+                                   dm_job_state (jobs.c) */
+    int in_teamq;               /* 1 while counted in its team's entry of
+                                   d->teamq (it is queued) */
     double submit_ts;           /* unix seconds */
     double placed_ts;           /* current or last placement; NAN = none */
     double start_ts;            /* process start; NAN = none */
@@ -414,11 +426,11 @@ struct spw_daemon {
     struct spw_audit *audit;     /* the audit log (audit.h) */
     struct spw_oidc *oidc;       /* daemon.oidc's verifier (oidc.h); NULL
                                     when off */
-    struct dteamq *teamq;        /* queued jobs per team, for
-                                    max_queued_per_team: counted once per
-                                    turn, plus the submits since */
-    size_t nteamq;
-    uint64_t teamq_turn;         /* turns + 1 when last counted; 0 = never */
+    struct dteamq *teamq;        /* per team: its queued jobs, kept by
+                                    dm_job_state as they change, and its
+                                    submits on their way to the commit,
+                                    for max_queued_per_team */
+    size_t nteamq;               /* entries of teamq (teams seen) */
     struct spw_ui *ui;           /* the dashboard's sampler thread (ui.h),
                                     started with the loop; NULL before */
 };

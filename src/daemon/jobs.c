@@ -66,6 +66,32 @@ djob_t *dm_job_new(spw_daemon_t *d, int64_t seq)
     return j;
 }
 
+dteamq_t *dm_teamq(spw_daemon_t *d, const char *team)
+{
+    for (size_t i = 0; i < d->nteamq; i++)
+        if (strcmp(d->teamq[i].team, team) == 0)
+            return &d->teamq[i];
+    d->teamq = spw_xrealloc(d->teamq, (d->nteamq + 1) * sizeof(*d->teamq));
+    d->teamq[d->nteamq] = (dteamq_t){spw_xstrdup(team), 0, 0};
+    return &d->teamq[d->nteamq++];
+}
+
+/* The count follows the state as it changes (a few teams, a few compares),
+ * so a submit never walks the queue to check max_queued_per_team. */
+void dm_job_state(spw_daemon_t *d, djob_t *j, spw_djob_state_t st)
+{
+    int queued = st == SPW_DJOB_QUEUED;
+    if (j->in_teamq != queued) {
+        dteamq_t *q = dm_teamq(d, j->team ? j->team : "");
+        if (queued)
+            q->n++;
+        else if (q->n)
+            q->n--;
+        j->in_teamq = queued;
+    }
+    j->st = st;
+}
+
 void dm_job_free(djob_t *j)
 {
     if (!j)
@@ -390,7 +416,7 @@ static void settle(spw_daemon_t *d, djob_t *j, double now)
 void dm_job_end(spw_daemon_t *d, djob_t *j, spw_djob_state_t st, double now)
 {
     settle(d, j, now);
-    j->st = st;
+    dm_job_state(d, j, st);
     j->end_ts = now;
     dm_note_ended(d, j);
     j->running = 0;
@@ -411,7 +437,7 @@ void dm_job_requeue(spw_daemon_t *d, djob_t *j, double now)
         billed(j);
     }
     settle(d, j, now);
-    j->st = SPW_DJOB_QUEUED;
+    dm_job_state(d, j, SPW_DJOB_QUEUED);
     if (!j->stopping)
         j->running = 0;   /* a process being stopped is still waited for */
     j->stop_cost = 0;
@@ -471,7 +497,7 @@ void dm_job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const cha
         dm_job_end(d, j, SPW_DJOB_FAILED, now);
         return;
     }
-    j->st = SPW_DJOB_QUEUED;
+    dm_job_state(d, j, SPW_DJOB_QUEUED);
     /* While its process is being stopped the token stays (stored): a
      * restart finds that attempt by it and stops it again (stop_old).  Its
      * next placement records a new one. */

@@ -135,7 +135,7 @@ static int launch(spw_daemon_t *d, djob_t *j, const uint32_t *g, size_t ng, cons
     for (size_t i = 0; i < nextra; i++)
         j->pend_extra[i] = spw_xstrdup(extra[i]);
     j->pending = 1;
-    j->st = SPW_DJOB_PLACED;
+    dm_job_state(d, j, SPW_DJOB_PLACED);
     dm_job_save(d, j, SAVE_ALL);
     if (d->npend == d->cappend) {
         d->cappend = d->cappend ? 2 * d->cappend : 16;
@@ -236,7 +236,7 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
     }
     j->running = 1;
     if (!async) {
-        j->st = SPW_DJOB_RUNNING;
+        dm_job_state(d, j, SPW_DJOB_RUNNING);
         j->start_ts = now;
     }
     dm_job_save(d, j, SAVE_ALL);
@@ -252,7 +252,7 @@ void dm_handle_changed(spw_daemon_t *d, const spw_handle_t *h, double now)
         return;
     j->h = *h;
     if (j->st == SPW_DJOB_PLACED && !j->stopping) {
-        j->st = SPW_DJOB_RUNNING;
+        dm_job_state(d, j, SPW_DJOB_RUNNING);
         j->start_ts = now;
         dm_job_save(d, j, SAVE_ALL);
     }
@@ -301,7 +301,7 @@ void dm_place_onprem(spw_daemon_t *d, djob_t *j, double now)
     d->pool_busy[j->pool] += j->held_gpus;
     j->placed_ts = j->charge_ts = now;
     j->led_egress_usd = j->ej.egress_usd;   /* on-prem egress is settled at once */
-    j->st = SPW_DJOB_PLACED;
+    dm_job_state(d, j, SPW_DJOB_PLACED);
     dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
     free(j->gpus_assigned);
     j->gpus_assigned = gpu_list(g, ng);

@@ -45,6 +45,11 @@ djob_t *dm_job_alloc(int64_t seq);
 void dm_job_put(spw_daemon_t *d, djob_t *j);
 /* Frees a job record; NULL-safe. */
 void dm_job_free(djob_t *j);
+/* Sets j's state (never j->st = directly): keeps its team's queued count
+ * in d->teamq. */
+void dm_job_state(spw_daemon_t *d, djob_t *j, spw_djob_state_t st);
+/* The entry of team in d->teamq, added when missing. */
+dteamq_t *dm_teamq(spw_daemon_t *d, const char *team);
 /* Writes the fields in set (SPW_JU_*) of j to the store. */
 void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set);
 /* Resolves the governance names of j's spec and its team into the engine

@@ -59,7 +59,7 @@ void dm_recheck_unsure(spw_daemon_t *d, double now)
                 dm_say(d, "job %s: cannot stop it yet: %s", j->id, err.text);
             if (!j->cancel_req)
                 dm_set_reason(j, "re-adopted once its backend answered again");
-            j->st = SPW_DJOB_RUNNING;
+            dm_job_state(d, j, SPW_DJOB_RUNNING);
             dm_job_save(d, j, SAVE_ALL);
             continue;
         }
@@ -117,7 +117,7 @@ djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *
     }
     j->team = spw_xstrdup(r->team ? r->team : "");
     j->name = spec.name ? spw_xstrdup(spec.name) : NULL;
-    j->st = r->state;
+    dm_job_state(d, j, r->state);
     j->submit_ts = r->submit_ts;
     j->placed_ts = r->placed_ts;
     j->start_ts = r->start_ts;
@@ -467,7 +467,7 @@ static void recover_gone(spw_daemon_t *d, djob_t *j)
     j->h.pid = 0;
     j->token[0] = '\0';
     dm_unbind_instances(d, j, d->now);
-    j->st = SPW_DJOB_QUEUED;
+    dm_job_state(d, j, SPW_DJOB_QUEUED);
     j->placed_ts = j->start_ts = NAN;
     dm_job_save(d, j, SAVE_ALL);
     spw_engine_submit(d->engine, &j->ej, d->now);
@@ -527,7 +527,7 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         j->held_gpus = j->ej.alloc_gpus;
         d->pool_busy[pool] += j->held_gpus;
         if (!j->unsure)
-            j->st = SPW_DJOB_RUNNING;
+            dm_job_state(d, j, SPW_DJOB_RUNNING);
         dm_job_save(d, j, SAVE_ALL);
         return 0;
     }
@@ -558,7 +558,7 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
     if ((rc = readopt(d, j, err)) == -2)
         return -1;   /* cloud jobs run on the local backend (see above) */
     if (rc == 0) {
-        j->st = SPW_DJOB_RUNNING;
+        dm_job_state(d, j, SPW_DJOB_RUNNING);
         dm_job_save(d, j, SAVE_ALL);
     } else if (j->st == SPW_DJOB_RUNNING || j->h.pid || j->token[0]) {
         /* It ended while the daemon was down (or its launch intent never
@@ -662,7 +662,7 @@ int dm_recover(spw_daemon_t *d, spw_error_t *err)
             j->pool = j->node = j->offer = -1;
             free(j->gpus_assigned);
             j->gpus_assigned = NULL;
-            j->st = SPW_DJOB_QUEUED;
+            dm_job_state(d, j, SPW_DJOB_QUEUED);
             j->placed_ts = j->start_ts = NAN;
             dm_set_reason(j, "requeued: placed after an interruption but not started when the "
                           "daemon stopped");

@@ -89,7 +89,7 @@ static void job_from_submit(spw_daemon_t *d, subreq_t *r, double now)
     memset(r->spec, 0, sizeof(*r->spec));
     j->team = spw_xstrdup(j->spec.team ? j->spec.team : "");
     j->name = j->spec.name ? spw_xstrdup(j->spec.name) : NULL;
-    j->st = SPW_DJOB_QUEUED;
+    dm_job_state(d, j, SPW_DJOB_QUEUED);
     j->submit_ts = now;
     engine_fields(d, j, r->mask, now);
     if (isnan(d->since_ts))

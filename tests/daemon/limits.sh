@@ -19,7 +19,7 @@
 # works again once it is freed.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 23
+plan 26
 
 # ---- logs: size cap, own directory, free space watched ---------------------
 mkdir -p "$T/joblogs"
@@ -114,6 +114,26 @@ n201=$(cat "$T"/cc.*.out | grep -c '^j-')
 n429=$(cat "$T"/cc.*.err | grep -c '429')
 [ "$n201" -eq 1 ] && [ "$n429" -eq 7 ]
 ok $? "8 concurrent submits of cv at 1 of 2 queued: 1 accepted, 7 refused ($n201, $n429)"
+# The count follows each job as it leaves the queue (cancel, start) and
+# is rebuilt at a restart: ml holds a3 and a2 queued, at its bound.
+# two_ml: of two submits of ml, the first accepted and the second refused
+two_ml() {
+    t1=$(submit ml --gpus 1 -- sleep 1)
+    spw ml submit --gpus 1 -- sleep 1 >"$T/out" 2>"$T/err"
+    [ -n "$t1" ] && contains "$T/err" "429"
+}
+spw ml cancel "$a2" >/dev/null 2>&1 && wait_for "$a2" cancelled && two_ml
+ok $? "once one of ml's queued jobs is cancelled, one more is accepted and the next refused" ||
+    diag "$(state_of "$a2") $(cat "$T/err")"
+a4=$t1
+stop_daemon "$DPID" && start_daemon "$T/c.yaml" "$T/c" &&
+    ! spw ml submit --gpus 1 -- sleep 1 >"$T/out" 2>"$T/err" && contains "$T/err" "429"
+ok $? "after a restart ml is still at its bound (a3 and a4 queued): refused" || diag "$(cat "$T/err")"
+# a1 ends: a3 starts, c1 and cv's second job (1 s each) run before a4
+not_queued() { [ "$(state_of "$1")" != queued ]; }
+spw ml cancel "$a1" >/dev/null 2>&1 && wait_until 10 not_queued "$a3" && two_ml
+ok $? "once a queued job of ml starts, one more is accepted and the next refused" ||
+    diag "$(state_of "$a3") $(state_of "$a4") $(cat "$T/err")"
 stop_daemon "$DPID"
 
 # ---- max_gpus_per_job ------------------------------------------------------------
