@@ -173,7 +173,7 @@ san:
 # PROVE_JOBS programs at once; any failure (or error) fails the target.
 valgrind: $(TEST_BIN)
 	@printf '%s\n' $(TEST_BIN) | xargs -P $(PROVE_JOBS) -I{} sh -c \
-	    'valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    'SPW_UNDER_VALGRIND=1 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
 	        {} >/dev/null || { echo "valgrind: {} failed"; exit 1; }' && \
 	    echo "valgrind: $(words $(TEST_BIN)) test programs clean"
 
