@@ -481,7 +481,6 @@ static void export_kv(spw_strbuf_t *b, const char *entry)
     spw_strbuf_add(b, "\n");
 }
 
-/* The batch script of req (see slurm.h). */
 /* The cancel gate of a launch: LOG_DIR/TOKEN.cancelled (owned), one per
  * attempt (a failed-over job's next attempt must run).  cancel() makes it
  * before it returns, so before the cancel is acknowledged; the batch
@@ -496,6 +495,7 @@ static char *gate_path(const spw_launch_t *req)
     return p;
 }
 
+/* The batch script of req (see slurm.h). */
 static char *batch_script(const spw_launch_t *req)
 {
     spw_strbuf_t b = {0};
