@@ -67,11 +67,13 @@ t0=$(now_ms)
 c=$(submit ml --gpus 1 --name frozen -- sleep 300)
 mkdir -m 1777 "$T/ran"   # jobs run as spillway-job when the test runs as root
 e=$(submit ml --gpus 1 --name frozen-cancelled -- sh -c "touch $T/ran/e; sleep 300")
-# launched: its sbatch is in flight (a process whose --comment is its
-# launch token, blocked on the stopped slurmctld).  "placed" alone is not
+# launched: its sbatch is in flight (a process whose --output is its
+# log file, blocked on the stopped slurmctld).  "placed" alone is not
 # enough: a placed job's launch may still wait for the turn's commit, and a
 # cancel then ends it before any sbatch.
-launched() { pgrep -f -- "--comment=[0-9a-f]*\.$e\.1 " >/dev/null; }
+# (matched with this file's own log directory, so that another daemon's
+# sbatch of a job with the same id, beside this test, cannot match.)
+launched() { pgrep -f -- "--output=$T/[^ ]*/$e\.out " >/dev/null; }
 wait_until 5 launched && spw ml cancel "$e" >/dev/null 2>&1 && spw ml cancel "$a" >/dev/null 2>&1
 rc=$?
 dt=$(($(now_ms) - t0))
