@@ -435,7 +435,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         t->cloud_usd += cl;
         t->cloud_gpu_h += j->cloud_gpu_h;
         t->jobs++;
-        t->settled_usd += j->led_usd + j->led_egress_usd;
+        t->settled_usd += j->led_usd + spw_daemon_job_budget_egress(j);
         t->egress_usd += j->led_egress_usd;
         if (j->ej.state == SPW_JOB_CLOUD)
             t->reserved_usd += j->ej.reserved_usd;

@@ -547,6 +547,10 @@ double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double n
 double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now);
 /* The egress its live cloud placement holds in its reservation. */
 double spw_daemon_att_egress(const djob_t *j);
+/* Of the egress it settled (led_egress_usd), what counts against its
+ * team's budget: all but the copies into on-prem pools, which count in the
+ * egress month only. */
+double spw_daemon_job_budget_egress(const djob_t *j);
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len);
 double spw_daemon_clock(void);
 json_t *spw_daemon_candidates_json(spw_daemon_t *d, djob_t *j);

@@ -187,6 +187,7 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .held = j->ej.held,
         .ledger_usd = j->led_usd,
         .ledger_egress_usd = j->led_egress_usd,
+        .onprem_egress_usd = j->ej.onprem_egress_usd,
         .done_s = j->ej.done_s,
         .lost_s = j->ej.lost_s,
         .lost_gpu_s = j->ej.lost_gpu_s,
@@ -219,6 +220,11 @@ static double inst_span_usd(const dinst_t *x, double from, double to)
     double end = spw_instance_state_live(x->in.state) ? to : fmin(to, x->in.ended_s);
     double start = fmax(from, x->in.launched_s);
     return end > start ? x->in.price_usd_per_h * (end - start) / 3600.0 : 0.0;
+}
+
+double spw_daemon_job_budget_egress(const djob_t *j)
+{
+    return j->led_egress_usd - fmin(fmax(j->ej.onprem_egress_usd, 0), j->led_egress_usd);
 }
 
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now)
@@ -327,6 +333,7 @@ void dm_ej_reset(djob_t *j)
     spw_job_reset(&j->ej);
     j->ej.egress_usd = keep.egress_usd;
     j->ej.egress_gb = keep.egress_gb;
+    j->ej.onprem_egress_usd = keep.onprem_egress_usd;
     j->ej.held = keep.held;
     j->ej.done_s = keep.done_s;
     j->ej.lost_s = keep.lost_s;

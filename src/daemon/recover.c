@@ -137,6 +137,7 @@ djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *
     j->ej.reserved_usd = r->reserved_usd;
     j->ej.egress_usd = r->egress_usd;
     j->ej.egress_gb = r->egress_gb;
+    j->ej.onprem_egress_usd = r->onprem_egress_usd;
     j->ej.held = j->held_saved = (uint32_t)r->held;
     j->ej.done_s = r->done_s;
     j->ej.lost_s = r->lost_s;
@@ -185,9 +186,14 @@ static void ledger_settled(spw_daemon_t *d, const djob_t *j)
 {
     if (!j->ej.team || !(j->led_usd > 0 || j->led_egress_usd > 0))
         return;
-    spw_govrt_add_settled(spw_engine_gov(d->engine), (int)j->ej.team - 1,
-                          isnan(j->charge_ts) ? j->submit_ts : j->charge_ts, j->led_usd,
-                          j->led_egress_usd);
+    /* Egress into on-prem pools counts in the egress month only, as the
+     * running engine counted it (spw_govrt_egress_paid); the rest in the
+     * budget period as well. */
+    double at = isnan(j->charge_ts) ? j->submit_ts : j->charge_ts;
+    double budget = spw_daemon_job_budget_egress(j);
+    spw_govrt_t *gov = spw_engine_gov(d->engine);
+    spw_govrt_add_settled(gov, (int)j->ej.team - 1, at, j->led_usd, budget);
+    spw_govrt_egress_paid(gov, (int)j->ej.team - 1, at, j->led_egress_usd - budget);
 }
 
 static int load_job(const spw_store_job_t *r, void *arg)

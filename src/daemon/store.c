@@ -201,6 +201,11 @@ static const char *const migrations[] = {
     "  json TEXT NOT NULL,"
     "  PRIMARY KEY (tier, ts)"
     ");",
+    /* 10 -> 11: the part of each job's egress paid to copy data into
+     * on-prem pools, which counts against its team's egress month but not
+     * its budget, so that a restart rebuilds both as the running engine
+     * kept them (rows from before hold 0: their egress counts as before). */
+    "ALTER TABLE jobs ADD COLUMN onprem_egress_usd REAL NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -216,7 +221,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
     "preemptions, failures, last_offer, spot, launch_token, cancel_req, "    \
-    "onprem_gpu_h, cloud_gpu_h, ran_on"
+    "onprem_gpu_h, cloud_gpu_h, ran_on, onprem_egress_usd"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id, addr, account, cloud_id"
@@ -267,7 +272,9 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "cancel_req = CASE WHEN ?1 & 16384 THEN ?34 ELSE cancel_req END, "      \
       "onprem_gpu_h = CASE WHEN ?1 & 1024 THEN ?35 ELSE onprem_gpu_h END, "   \
       "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END, "     \
-      "ran_on = CASE WHEN ?1 & 16 THEN ?37 ELSE ran_on END "                  \
+      "ran_on = CASE WHEN ?1 & 16 THEN ?37 ELSE ran_on END, "                 \
+      "onprem_egress_usd = CASE WHEN ?1 & 2048 THEN ?38 "                     \
+      "  ELSE onprem_egress_usd END "                                         \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -878,6 +885,7 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_double(s, 35, finite_or_0(u->onprem_gpu_h));
     sqlite3_bind_double(s, 36, finite_or_0(u->cloud_gpu_h));
     bind_text(s, 37, u->ran_on);
+    sqlite3_bind_double(s, 38, finite_or_0(u->onprem_egress_usd));
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -939,6 +947,7 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->onprem_gpu_h = sqlite3_column_double(s, 37);
     j->cloud_gpu_h = sqlite3_column_double(s, 38);
     j->ran_on = col_text(s, 39);
+    j->onprem_egress_usd = sqlite3_column_double(s, 40);
     return 0;
 }
 

@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 10
+#define SPW_STORE_SCHEMA_VERSION 11
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -190,6 +190,11 @@ typedef struct spw_store_job {
     char *ran_on;                  /* "emu-i-1,emu-i-2": the instances of its
                                       last cloud attempt, once they are
                                       unbound; NULL = none */
+    /* ---- on-prem egress (schema 11; 0 in rows written before) ---- */
+    double onprem_egress_usd;      /* of egress_usd, the dollars paid to copy
+                                      data into on-prem pools: counted in
+                                      its team's egress month, not in its
+                                      budget */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -221,8 +226,9 @@ enum {
     SPW_JU_COST = 1 << 10,      /* cost_usd, cloud_usd, onprem_gpu_h and
                                    cloud_gpu_h together */
     SPW_JU_MONEY = 1 << 11,     /* reserved_usd, charge_ts, egress_usd,
-                                   egress_gb, held, ledger_usd and
-                                   ledger_egress_usd together */
+                                   egress_gb, held, ledger_usd,
+                                   ledger_egress_usd and onprem_egress_usd
+                                   together */
     SPW_JU_PROGRESS = 1 << 12,  /* done_s, lost_s, lost_gpu_s, spot_gpu_s,
                                    ondemand_gpu_s, restarts, preemptions,
                                    failures, last_offer and spot together */
@@ -268,6 +274,7 @@ typedef struct spw_store_job_update {
     double onprem_gpu_h;           /* GPU-hours (with SPW_JU_COST) */
     double cloud_gpu_h;            /* GPU-hours (with SPW_JU_COST) */
     const char *ran_on;            /* borrowed; NULL clears (SPW_JU_PLACEMENT) */
+    double onprem_egress_usd;      /* dollars (with SPW_JU_MONEY) */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */

@@ -15,9 +15,12 @@
 #     the reservation.
 # (d) A cloud job that ends while the daemon is down (kill -9) is settled
 #     once, at the restart, to what its instances billed.
+# (e) Egress into an on-prem pool (a dataset whose home is the cloud) counts
+#     in the team's egress month and not in its budget, before and after a
+#     kill -9: the restart rebuilds the ledger as the running daemon kept it.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 40
+plan 42
 
 # One job: 2 GPUs, so 2 instances of $2.50/h (a 1-GPU on-prem node never
 # holds it and it bursts at once); max_runtime 12 s.  Its worst case is
@@ -355,6 +358,54 @@ assert t["reserved_usd"] == 0, t
 assert abs(t["settled_usd"] - (wc + j["cost_usd"])) < 1e-9, (t["settled_usd"], wc, j["cost_usd"])
 EOF
 ok $? "it is settled once, to what its instances billed up to the restart" || diag "$(cat "$T/down")"
+stop_daemon "$DPID"
+
+# ---- (e) on-prem egress across a restart -----------------------------------
+# A region of its own (emu:test-1) for the dataset's home; emu's egress is
+# priced as aws's, $0.09/GB.
+cat >"$T/offers-e.csv" <<'EOF'
+provider,region,zone,instance_type,gpu,gpus,ondemand_usd_per_h,spot_usd_per_h
+emu,test-1,test-1a,g1,A100,1,3.00,0.90
+EOF
+mkconfig "$T/egress.yaml" 1 never
+python3 - "$T/egress.yaml" <<'EOF'
+import sys
+path = sys.argv[1]
+text = open(path).read().replace("  price_usd_per_gpu_h: 2.5\n", "  offers: offers-e.csv\n")
+extra = """teams:
+  - name: ml
+    monthly_usd: 100
+    max_cloud_egress_usd_per_month: 50
+data:
+  datasets:
+    - name: corpus
+      size_gb: 10
+      home: emu:test-1
+"""
+open(path, "w").write(text.replace("daemon:\n", extra + "daemon:\n"))
+EOF
+start_daemon "$T/egress.yaml" "$T/state-egress"
+ok $? "a daemon starts with a dataset at home in the cloud" || diag "$(cat "$DLOG")"
+eid=$(submit ml --gpus 1 --data corpus -- sleep 300)
+wait_for "$eid" running 15
+spw ml costs -o json >"$T/costs7.json"
+kill9_daemon "$DPID"
+start_daemon "$T/egress.yaml" "$T/state-egress"
+wait_for "$eid" running 15
+spw ml costs -o json >"$T/costs8.json"
+python3 - "$T/costs7.json" "$T/costs8.json" >"$T/egress" 2>&1 <<'EOF'
+import json, sys
+before, after = ([t for t in json.load(open(p))["teams"] if t["team"] == "ml"][0] for p in sys.argv[1:3])
+# 10 GB leave emu:test-1 at $0.09/GB into the on-prem pool: $0.90 of egress, none of it budget
+assert abs(before["egress_usd"] - 0.9) < 1e-9, before
+assert before["settled_usd"] == 0 and before["reserved_usd"] == 0, before
+for k in ("egress_usd", "settled_usd", "reserved_usd"):
+    assert abs(before[k] - after[k]) < 1e-9, (k, before[k], after[k])
+EOF
+ok $? "on-prem egress counts in the egress month (\$0.90), not the budget, before and after a kill -9" ||
+    diag "$(cat "$T/egress" "$T/costs7.json" "$T/costs8.json")"
+spw admin cancel "$eid" >/dev/null 2>&1
+wait_for "$eid" cancelled 15
 stop_daemon "$DPID"
 no_strays "no job process is left"
 
