@@ -354,6 +354,33 @@ void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now)
     free(snodes);
 }
 
+/* How long a ready instance's host may stay silent before its job is
+ * launched anyway (the launch then fails, saying the host does not answer):
+ * seconds after the provider called it ready. */
+#define HOST_ANSWER_WAIT_S 120.0
+
+/* Whether the host of ready instance x has answered the cloud backend's
+ * status round since it was added (a fresh instance's sshd may start after
+ * its provider calls it ready; a released address may come back on a new
+ * machine that is still booting).  1 when the backend keeps no hosts, when
+ * x is no host of it, or once HOST_ANSWER_WAIT_S have passed. */
+static int host_answers(const spw_daemon_t *d, const dinst_t *x)
+{
+    if (!d->cloud_be || !SPW_BACKEND_HAS(d->cloud_ops, 4, host_info) || !x->in.addr[0] ||
+        d->now - x->in.ready_s >= HOST_ANSWER_WAIT_S)
+        return 1;
+    char host[SPW_INSTANCE_ADDR_MAX + 64];
+    spw_daemon_cloud_host_name(d, x, host, sizeof(host));
+    size_t n = d->cloud_ops->host_count(d->cloud_be);
+    for (size_t i = 0; i < n; i++) {
+        spw_backend_host_t h;
+        d->cloud_ops->host_info(d->cloud_be, i, &h);
+        if (h.addr && strcmp(h.addr, host) == 0)
+            return h.up && h.last_ok_s > 0;
+    }
+    return 1;
+}
+
 int dm_cloud_ready(const spw_daemon_t *d, const djob_t *j)
 {
     if (j->acq_pending)
@@ -361,7 +388,29 @@ int dm_cloud_ready(const spw_daemon_t *d, const djob_t *j)
     for (size_t k = 0; k < j->ninst; k++)
         if (d->inst[j->inst[k]].in.state != SPW_INSTANCE_READY)
             return 0;
+    int hosts = spw_daemon_cloud_pool(d, j) == SPW_DAEMON_CLOUD_POOL;
+    for (size_t k = 0; hosts && k < j->ninst; k++)
+        if (!host_answers(d, &d->inst[j->inst[k]]))
+            return 0;
     return j->ninst > 0;
+}
+
+void dm_launch_waiting(spw_daemon_t *d, double now)
+{
+    for (djob_t *j = d->waiting, *next; j; j = next) {
+        next = j->next_wait;
+        if (j->st == SPW_DJOB_PLACED && !j->running && !j->stopping && dm_cloud_ready(d, j))
+            dm_launch_cloud(d, j, now);
+    }
+}
+
+void dm_wait_for_hosts(spw_daemon_t *d, djob_t *j)
+{
+    for (djob_t *w = d->waiting; w; w = w->next_wait)
+        if (w == j)
+            return;
+    j->next_wait = d->waiting;
+    d->waiting = j;
 }
 
 void dm_handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
@@ -387,8 +436,11 @@ void dm_handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now)
             start_onprem(d, j, now);
         else if (j->st == SPW_DJOB_PLACED && dm_cloud_ready(d, j))
             dm_launch_cloud(d, j, now);
-        else
+        else {
+            if (j->st == SPW_DJOB_PLACED && j->ninst)
+                dm_wait_for_hosts(d, j);   /* launched once they answer */
             dm_job_save(d, j, SPW_JU_PID | SPW_JU_EXIT);
+        }
         return;
     } else if (ex->kind == SPW_EXIT_NOT_STARTED) {
         /* An asynchronous launch (a Slurm pool's sbatch) that failed after

@@ -101,8 +101,15 @@ void dm_handle_changed(spw_daemon_t *d, const spw_handle_t *h, double now);
 void dm_place_onprem(spw_daemon_t *d, djob_t *j, double now);
 /* Starts a cloud job whose instances are all ready. */
 void dm_launch_cloud(spw_daemon_t *d, djob_t *j, double now);
-/* Whether every instance bound to j is ready (and it has some). */
+/* Whether every instance bound to j is ready (and it has some), and, for
+ * instances that are hosts of the cloud backend, each host has answered
+ * since it was added (or did not for 2 minutes: it is tried anyway). */
 int dm_cloud_ready(const spw_daemon_t *d, const djob_t *j);
+/* Launches the cloud jobs waiting for their instances (d->waiting) that
+ * are ready now: their hosts answered since the last turn. */
+void dm_launch_waiting(spw_daemon_t *d, double now);
+/* Puts placed job j on d->waiting, unless it is there already. */
+void dm_wait_for_hosts(spw_daemon_t *d, djob_t *j);
 /* A process a backend reports ended: the job succeeds, fails, is retried,
  * or its interrupted attempt lets the next placement start. */
 void dm_handle_exit(spw_daemon_t *d, const spw_exit_t *ex, double now);

@@ -165,6 +165,7 @@ static void turn_body(spw_daemon_t *d)
     dm_recheck_unsure(d, now);
     dm_accounts_poll(d, now);
     spw_daemon_cloud_notices(d, now);
+    dm_launch_waiting(d, now);
     dm_release_idle(d, now);
     dm_stop_over_worst_case(d, now);
     dm_spot_capacity(d, now);
