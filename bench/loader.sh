@@ -32,7 +32,11 @@ GEN_ARGS=(--rate 2048 --runtime exp:3600 --gpus "1:0.7,2:0.15,4:0.1,8:0.05" --se
 [ -x "$SPW" ] || { echo "loader.sh: $SPW not found; run make first" >&2; exit 1; }
 /usr/bin/time -f %M true >/dev/null 2>&1 ||
     { echo "loader.sh: /usr/bin/time is missing (apt-get install -y time)" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "loader.sh: python3 is missing" >&2; exit 1; }
+# Python itself, not a version manager's shim in front of it (pyenv's adds
+# about a second of its own to every run, which made spillway look 4x
+# nearer Python than it is): Debian's /usr/bin/python3 when there is one.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3) || { echo "loader.sh: python3 is missing" >&2; exit 1; }
 
 # The fleet of bench/run.sh's section 1 (512 x 8 GPUs, compute:0.25), from
 # run.sh's own fleet_yaml, so both benches replay the same configuration.
@@ -96,7 +100,7 @@ for ((i = 0; i < REPS; i++)); do
         case $who in
         sim) run sim $SPW sim --trace "$F" --config "$OUT/fleet.yaml" -o json -q ;;
         base) [ -n "$BASE" ] && run base "$BASE" sim --trace "$F" --config "$OUT/fleet.yaml" -o json -q ;;
-        py) run py python3 "$OUT/pyread.py" "$F" ;;
+        py) run py "$PY" "$OUT/pyread.py" "$F" ;;
         esac
     done
 done

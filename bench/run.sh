@@ -320,10 +320,14 @@ with open(sys.argv[1], newline="") as f:
 print(n)
 EOF
 HAVE_PY=0
-if command -v python3 >/dev/null; then
+# Python itself, not a version manager's shim in front of it (pyenv's adds
+# about a second to every run): Debian's /usr/bin/python3 when there is one.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+if [ -n "$PY" ]; then
     HAVE_PY=1
-    measure peer_py python3 "$T/pyread.py" "$CSV1M"
-    measure peer_pyparse python3 "$T/pyparse.py" "$CSV1M"
+    measure peer_py "$PY" "$T/pyread.py" "$CSV1M"
+    measure peer_pyparse "$PY" "$T/pyparse.py" "$CSV1M"
 fi
 measure peer_sort sort -t, -k2 -n "$CSV1M"
 printf '  %-52s %9s %9s   %s\n' "" "best" "median" "spillway sim (whole 1M run, $(fmt %.3f "$W1") s) ="
