@@ -2325,6 +2325,10 @@ typedef struct predict {
     size_t nev, capev;
     pjob_t *q;           /* queued jobs in queue order */
     size_t nq, capq;
+    size_t *live;        /* positions in q of the jobs not started yet */
+    size_t nlive, caplive;
+    size_t *tg;          /* positions in q of the jobs whose answer is wanted */
+    size_t ntg, captg;
     double start;        /* predict_start's answer, engine seconds */
 } predict_t;
 
@@ -2347,6 +2351,8 @@ static void predict_free(predict_t *pr, size_t npools)
     free(pr->jobs);
     free(pr->ev);
     free(pr->q);
+    free(pr->live);
+    free(pr->tg);
     free(pr);
 }
 
@@ -2507,6 +2513,8 @@ static size_t proj_queue(const spw_engine_t *e, predict_t *pr, spw_job_t *const 
  * projected start is left in pr->q. */
 static spw_job_t *project(const spw_engine_t *e, predict_t *pr, size_t left, double now)
 {
+    uint16_t maxfree = 0;   /* the most free GPUs of any node: an upper bound */
+    uint32_t mincap = UINT32_MAX;   /* the smallest pool's largest node */
     for (size_t i = 0; i < e->npools; i++)
         memcpy(pr->freeg[i], e->pools[i].freeg, e->pools[i].n * sizeof(uint16_t));
     pr->nev = 0;
@@ -2521,15 +2529,37 @@ static spw_job_t *project(const spw_engine_t *e, predict_t *pr, size_t left, dou
         else
             pev_push(pr, (pev_t){t, (uint32_t)j->pool, (uint32_t)j->node, j->alloc_gpus});
     }
+    for (size_t i = 0; i < e->npools; i++) {
+        if (e->pools[i].maxcap < mincap)
+            mincap = e->pools[i].maxcap;
+        for (uint32_t n = 0; n < e->pools[i].n; n++)
+            if (pr->freeg[i][n] > maxfree)
+                maxfree = pr->freeg[i][n];
+    }
+    /* The jobs not started yet (positions in pr->q, in order) and those
+     * whose answer is wanted. */
+    pr->nlive = pr->ntg = 0;
+    for (size_t i = 0; i < pr->nq; i++) {
+        GROW(pr->live, pr->nlive, pr->caplive);
+        pr->live[pr->nlive++] = i;
+        if (!isnan(pr->q[i].budget_at)) {
+            GROW(pr->tg, pr->ntg, pr->captg);
+            pr->tg[pr->ntg++] = i;
+        }
+    }
     int hol = e->policy.backfill == SPW_BACKFILL_NONE && e->policy.scan == SPW_SCAN_HOL;
     double t = now;
     for (;;) {
-        for (size_t i = 0; i < pr->nq; i++) {
-            pjob_t *q = &pr->q[i];
-            if (q->start < INFINITY)
-                continue;
-            place_t pl = proj_place(e, pr, q->c);
+        size_t k = 0, i = 0;
+        for (; i < pr->nlive; i++) {
+            pjob_t *q = &pr->q[pr->live[i]];
+            place_t pl = {.pool = -1, .node = 0, .multi = 0};
+            /* No node has its GPUs free, and it is a one-node job in
+             * every pool: it cannot start yet. */
+            if (q->c->gpus <= maxfree || q->c->gpus > mincap)
+                pl = proj_place(e, pr, q->c);
             if (pl.pool < 0) {
+                pr->live[k++] = pr->live[i];
                 if (hol)
                     break;
                 continue;
@@ -2538,19 +2568,30 @@ static spw_job_t *project(const spw_engine_t *e, predict_t *pr, size_t left, dou
             if (!isnan(q->budget_at) && --left == 0)
                 return NULL;
         }
+        if (i < pr->nlive) {   /* head of line: the rest wait behind it */
+            memmove(&pr->live[k], &pr->live[i + 1], (pr->nlive - i - 1) * sizeof(*pr->live));
+            k += pr->nlive - i - 1;
+        }
+        pr->nlive = k;
         double next = pr->nev ? pr->ev[0].t : INFINITY;
         /* A job still waiting when its budget runs out is the answer. */
-        for (size_t i = 0; i < pr->nq; i++)
-            if (pr->q[i].start == INFINITY && pr->q[i].budget_at < next)
-                return pr->q[i].job;
+        for (size_t m = 0; m < pr->ntg; m++) {
+            const pjob_t *q = &pr->q[pr->tg[m]];
+            if (q->start == INFINITY && q->budget_at < next)
+                return q->job;
+        }
         if (!pr->nev)
             return NULL;
         t = next;
         while (pr->nev && pr->ev[0].t <= t) {
             pev_t v = pev_pop(pr);
             const pool_t *p = &e->pools[v.pool];
-            if (!(p->down && p->down[v.node]))
-                pr->freeg[v.pool][v.node] = (uint16_t)(pr->freeg[v.pool][v.node] + v.gpus);
+            if (p->down && p->down[v.node])
+                continue;
+            uint16_t f = (uint16_t)(pr->freeg[v.pool][v.node] + v.gpus);
+            pr->freeg[v.pool][v.node] = f;
+            if (f > maxfree)
+                maxfree = f;
         }
     }
 }
