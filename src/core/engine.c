@@ -3471,7 +3471,13 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                  "meanwhile)");
     else if (c->placement == SPW_PLACE_CLOUD_FIRST)
         snprintf(x.why, sizeof(x.why), "placement cloud_first: no wait, it bursts");
-    else if (j->state == SPW_JOB_QUEUED) {
+    else if (j->state == SPW_JOB_QUEUED && isfinite(spw_engine_predicted_start(e, j, now))) {
+        double ps = spw_engine_predicted_start(e, j, now);
+        x.est_start_s = ps < j->l->burst_at_s ? ps : j->l->burst_at_s;
+        snprintf(x.why, sizeof(x.why), "wait policy %s: the queue played forward starts it on-prem "
+                 "at t=%.0f s; it bursts at t=%.0f s if on-prem has not by then",
+                 wtxt, ps, j->l->burst_at_s);
+    } else if (j->state == SPW_JOB_QUEUED) {
         x.est_start_s = j->l->burst_at_s;
         snprintf(x.why, sizeof(x.why), "wait policy %s: it bursts at t=%.0f s unless on-prem frees up first",
                  wtxt, j->l->burst_at_s);

@@ -698,6 +698,16 @@ static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, 
            wait);
         is_double(spw_engine_predicted_start(e, &k, 12), want_start, 1e-9,
                   "%s %s: k is predicted to start at %g", how, wait, want_start);
+        spw_candidate_t c[8];
+        size_t nc = spw_engine_explain(e, &k, 12, c, 8);
+        char want[64];
+        snprintf(want, sizeof(want), "starts it on-prem at t=%.0f s", want_start);
+        const spw_candidate_t *w = NULL;
+        for (size_t i = 0; i < nc; i++)
+            if (c[i].kind == SPW_CAND_WAIT)
+                w = &c[i];
+        ok(w && strstr(w->why, want) && w->est_start_s == want_start, "%s %s: explain: %s", how,
+           wait, w ? w->why : "-");
     }
     spw_engine_finish(e, &r2, 300);
     sched(e, 300);
