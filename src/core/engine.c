@@ -2347,13 +2347,9 @@ static void predict_free(predict_t *pr, size_t npools)
         return;
     for (size_t i = 0; i < npools; i++)
         free(pr->freeg[i]);
-    free(pr->freeg);
-    free(pr->jobs);
-    free(pr->ev);
-    free(pr->q);
-    free(pr->live);
-    free(pr->tg);
-    free(pr);
+    void *bufs[] = {pr->freeg, pr->jobs, pr->ev, pr->q, pr->live, pr->tg, pr};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        free(bufs[i]);
 }
 
 static void predict_add(predict_t *pr, spw_job_t *j)

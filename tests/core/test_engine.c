@@ -671,35 +671,37 @@ static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, 
     add_offer(&f, "g1", NULL, 1, 2.0, 0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, scan, bf, SPW_FIT_FIRST, wait));
     const char *how = bf == SPW_BACKFILL_EASY ? "easy" : spw_scan_name(scan);
-    spw_job_t r1, r2, q1, k;
-    job_init(&r1, "r1", 0, 1000, 4, 0);
-    job_init(&r2, "r2", 0, 300, 2, 1);
-    job_init(&q1, "q1", 0, 500, 8, 2);
-    job_init(&k, "k", 12, 128, 3, 3);
-    spw_engine_submit(e, &r1, 0);
-    spw_engine_submit(e, &r2, 0);
-    spw_engine_submit(e, &q1, 0);
+    /* r1, r2, q1 and k: id, submit, estimate, GPUs. */
+    static const struct { const char *id; double submit_s, est_s; uint32_t gpus; } spec[] = {
+        {"r1", 0, 1000, 4}, {"r2", 0, 300, 2}, {"q1", 0, 500, 8}, {"k", 12, 128, 3}};
+    spw_job_t js[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        job_init(&js[i], spec[i].id, spec[i].submit_s, spec[i].est_s, spec[i].gpus, i);
+        if (i < 3)
+            spw_engine_submit(e, &js[i], 0);
+    }
+    spw_job_t *r1 = &js[0], *r2 = &js[1], *q1 = &js[2], *k = &js[3];
     is(sched(e, 0), 2, "%s %s: r1 and r2 start at 0", how, wait);
-    is_double(spw_engine_predicted_start(e, &q1, 0), 1000, 1e-9,
+    is_double(spw_engine_predicted_start(e, q1, 0), 1000, 1e-9,
               "%s %s: q1 is predicted to start at 1000 (r1's estimated end)", how, wait);
-    spw_engine_submit(e, &k, 12);
+    spw_engine_submit(e, k, 12);
     size_t np = sched(e, 12);
     if (want_burst) {
         is(np, 1, "%s %s: k is placed in its arrival instant", how, wait);
-        is(k.state, SPW_JOB_CLOUD, "%s %s: k bursts: its predicted wait exceeds its budget", how,
+        is(k->state, SPW_JOB_CLOUD, "%s %s: k bursts: its predicted wait exceeds its budget", how,
            wait);
-        is(k.reason, SPW_REASON_PREDICTED_WAIT, "%s %s: reason: predicted start past its budget",
+        is(k->reason, SPW_REASON_PREDICTED_WAIT, "%s %s: reason: predicted start past its budget",
            how, wait);
-        is_double(k.placed_s, 12, 0, "%s %s: k bursts at 12, not when its budget runs out", how,
+        is_double(k->placed_s, 12, 0, "%s %s: k bursts at 12, not when its budget runs out", how,
                   wait);
     } else {
         is(np, 0, "%s %s: nothing placed at 12", how, wait);
-        is(k.state, SPW_JOB_QUEUED, "%s %s: k waits: its predicted wait is within its budget", how,
+        is(k->state, SPW_JOB_QUEUED, "%s %s: k waits: its predicted wait is within its budget", how,
            wait);
-        is_double(spw_engine_predicted_start(e, &k, 12), want_start, 1e-9,
+        is_double(spw_engine_predicted_start(e, k, 12), want_start, 1e-9,
                   "%s %s: k is predicted to start at %g", how, wait, want_start);
         spw_candidate_t c[8];
-        size_t nc = spw_engine_explain(e, &k, 12, c, 8);
+        size_t nc = spw_engine_explain(e, k, 12, c, 8);
         char want[64];
         snprintf(want, sizeof(want), "starts it on-prem at t=%.0f s", want_start);
         const spw_candidate_t *w = NULL;
@@ -709,25 +711,25 @@ static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, 
         ok(w && strstr(w->why, want) && w->est_start_s == want_start, "%s %s: explain: %s", how,
            wait, w ? w->why : "-");
     }
-    spw_engine_finish(e, &r2, 300);
+    spw_engine_finish(e, r2, 300);
     sched(e, 300);
-    if (k.state == SPW_JOB_ONPREM) {   /* started at 300 (skip, EASY) */
-        spw_engine_finish(e, &k, 300 + 128);
+    if (k->state == SPW_JOB_ONPREM) {   /* started at 300 (skip, EASY) */
+        spw_engine_finish(e, k, 300 + 128);
         sched(e, 300 + 128);
     }
-    spw_engine_finish(e, &r1, 1000);
+    spw_engine_finish(e, r1, 1000);
     sched(e, 1000);
-    is(q1.state, SPW_JOB_ONPREM, "%s %s: q1 starts at 1000 as predicted", how, wait);
-    is_double(q1.start_s, 1000, 0, "%s %s: q1's start", how, wait);
-    spw_engine_finish(e, &q1, 1500);
+    is(q1->state, SPW_JOB_ONPREM, "%s %s: q1 starts at 1000 as predicted", how, wait);
+    is_double(q1->start_s, 1000, 0, "%s %s: q1's start", how, wait);
+    spw_engine_finish(e, q1, 1500);
     sched(e, 1500);
     if (!want_burst) {
-        is(k.pool, 0, "%s %s: k ran on-prem", how, wait);
-        is_double(k.start_s, want_start, 0, "%s %s: k started on-prem at %g, as predicted", how,
+        is(k->pool, 0, "%s %s: k ran on-prem", how, wait);
+        is_double(k->start_s, want_start, 0, "%s %s: k started on-prem at %g, as predicted", how,
                   wait, want_start);
     }
-    if (k.state == SPW_JOB_ONPREM || k.state == SPW_JOB_CLOUD)
-        spw_engine_finish(e, &k, k.start_s + 128);
+    if (k->state == SPW_JOB_ONPREM || k->state == SPW_JOB_CLOUD)
+        spw_engine_finish(e, k, k->start_s + 128);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
 }
