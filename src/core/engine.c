@@ -254,6 +254,8 @@ struct spw_engine {
     int by_team;                  /* queue: fair or quotas: classes per team */
     spw_job_t **recl;             /* victims to preempt now, from the last schedule */
     size_t nrecl;
+    struct predict *pr;           /* predict:K: jobs to predict and scratch
+                                     (NULL under every other wait rule) */
 };
 
 /* A job waiting for spot or cloud capacity is looked at again no sooner
@@ -861,6 +863,12 @@ static inline double est_end(const spw_engine_t *e, const spw_job_t *j)
     return j->start_s + spw_engine_overhead_s(e, j) + est_left(j) / job_speed(j);
 }
 
+/* The running heap serves EASY reservations and predict:K's projection. */
+static inline int keeps_run_heap(const spw_engine_t *e)
+{
+    return e->policy.backfill == SPW_BACKFILL_EASY || e->policy.wait.kind == SPW_WAIT_PREDICT;
+}
+
 static inline int run_before(const runent_t *a, const runent_t *b)
 {
     return a->end != b->end ? a->end < b->end : a->order < b->order;
@@ -1012,7 +1020,7 @@ static void take_onprem(spw_engine_t *e, const jclass_t *c, spw_job_t *j, place_
         j->nnodes = cnt;
         j->alloc_gpus = got;
     }
-    if (e->policy.backfill == SPW_BACKFILL_EASY)
+    if (keeps_run_heap(e))
         run_push(e, j);
     spw_fair_start(e->fair, j, j->alloc_gpus, j->placed_s);
 }
@@ -2278,6 +2286,351 @@ static void pass(spw_engine_t *e, double now)
         pass_hol(e, now);
 }
 
+/* ---- predicted wait (predict:K) -------------------------------------------- */
+
+/* predict:K gives a job compute:K's budget, but does not wait it out when
+ * waiting cannot pay: at the instant a job arrives and the pass leaves it
+ * queued, the engine plays its on-prem schedule forward (running jobs end
+ * at their estimates; queued jobs start in queue order, head of line
+ * blocking or not as the policy scans, on the nodes they would take) and
+ * bursts the job at once when its projected start is past its budget.  A
+ * job projected to start within its budget waits, with the budget's
+ * expiry as before if the projection was wrong.  One projection serves
+ * every arrival of the instant; it runs only as far as their budgets. */
+
+/* GPUs that come back in the projection: node `node` of pool `pool` gets
+ * `gpus` at time t. */
+typedef struct pev {
+    double t;        /* engine seconds */
+    uint32_t pool;   /* pool index */
+    uint32_t node;   /* node index in the pool */
+    uint32_t gpus;   /* GPUs freed */
+} pev_t;
+
+/* A queued job in the projection. */
+typedef struct pjob {
+    spw_job_t *job;
+    const jclass_t *c;   /* its class */
+    double key;          /* key1() of the job: queue order */
+    double start;        /* projected start, engine seconds; INFINITY = not yet */
+    double budget_at;    /* for a job whose answer is wanted: the latest
+                            start within its budget; NAN for the others */
+} pjob_t;
+
+typedef struct predict {
+    spw_job_t **jobs;    /* this instant's arrivals that wait for an answer */
+    size_t njobs, capjobs;
+    uint16_t **freeg;    /* per pool: projected free GPUs per node */
+    pev_t *ev;           /* min-heap of releases by time */
+    size_t nev, capev;
+    pjob_t *q;           /* queued jobs in queue order */
+    size_t nq, capq;
+    size_t *live;        /* positions in q of the jobs not started yet */
+    size_t nlive, caplive;
+    size_t *tg;          /* positions in q of the jobs whose answer is wanted */
+    size_t ntg, captg;
+    double start;        /* predict_start's answer, engine seconds */
+} predict_t;
+
+static predict_t *predict_create(const spw_engine_t *e)
+{
+    predict_t *pr = spw_xcalloc(1, sizeof(*pr));
+    pr->freeg = spw_xcalloc(e->npools ? e->npools : 1, sizeof(*pr->freeg));
+    for (size_t i = 0; i < e->npools; i++)
+        pr->freeg[i] = spw_xcalloc(e->pools[i].n ? e->pools[i].n : 1, sizeof(uint16_t));
+    return pr;
+}
+
+static void predict_free(predict_t *pr, size_t npools)
+{
+    if (!pr)
+        return;
+    for (size_t i = 0; i < npools; i++)
+        free(pr->freeg[i]);
+    void *bufs[] = {pr->freeg, pr->jobs, pr->ev, pr->q, pr->live, pr->tg, pr};
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        free(bufs[i]);
+}
+
+static void predict_add(predict_t *pr, spw_job_t *j)
+{
+    GROW(pr->jobs, pr->njobs, pr->capjobs);
+    pr->jobs[pr->njobs++] = j;
+}
+
+static void pev_push(predict_t *pr, pev_t v)
+{
+    GROW(pr->ev, pr->nev, pr->capev);
+    size_t i = pr->nev++;
+    while (i && v.t < pr->ev[(i - 1) / 2].t) {
+        pr->ev[i] = pr->ev[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    pr->ev[i] = v;
+}
+
+static pev_t pev_pop(predict_t *pr)
+{
+    pev_t top = pr->ev[0], last = pr->ev[--pr->nev];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = l;
+        if (l >= pr->nev)
+            break;
+        if (l + 1 < pr->nev && pr->ev[l + 1].t < pr->ev[l].t)
+            m = l + 1;
+        if (!(pr->ev[m].t < last.t))
+            break;
+        pr->ev[i] = pr->ev[m];
+        i = m;
+    }
+    if (pr->nev)
+        pr->ev[i] = last;
+    return top;
+}
+
+/* Where a job of class c would start in the projected free state: as
+ * find_place() chooses (fit, pool order, whole nodes for a job bigger than
+ * a pool's nodes), without the pass's egress and quota gates. */
+static place_t proj_place(const spw_engine_t *e, const predict_t *pr, const jclass_t *c)
+{
+    place_t best = {.pool = -1, .node = 0, .multi = 0};
+    uint32_t g = c->gpus, best_f = UINT32_MAX;
+    int first = e->policy.fit == SPW_FIT_FIRST;
+    for (uint32_t k = 0; k < c->npools; k++) {
+        uint32_t pi = c->pools[k];
+        const pool_t *p = &e->pools[pi];
+        const uint16_t *f = pr->freeg[pi];
+        if (g > p->maxcap) {
+            uint64_t full = 0;
+            for (uint32_t n = 0; n < p->n && full < g && best.pool < 0; n++)
+                if (f[n] == p->spec->node_gpus[n])
+                    full += f[n];
+            if (full >= g) {
+                best = (place_t){.pool = (int)pi, .node = 0, .multi = 1};
+                if (first)
+                    return best;
+                best_f = UINT32_MAX - 1;
+            }
+            continue;
+        }
+        for (uint32_t n = 0; n < p->n; n++)
+            if (f[n] >= g && f[n] < best_f) {
+                best = (place_t){.pool = (int)pi, .node = n, .multi = 0};
+                if (first)
+                    return best;
+                best_f = f[n];
+            }
+    }
+    return best;
+}
+
+/* Starts job q->job in the projection at t on placement pl. */
+static void proj_take(const spw_engine_t *e, predict_t *pr, pjob_t *q, place_t pl, double t)
+{
+    const spw_job_t *j = q->job;
+    const pool_t *p = &e->pools[pl.pool];
+    uint16_t *f = pr->freeg[pl.pool];
+    double end = t + (j->restarts ? e->policy.restart_overhead_s : 0) +
+                 est_left(j) / c_pool_speed(e, q->c, (uint32_t)pl.pool);
+    q->start = t;
+    if (!pl.multi) {
+        f[pl.node] = (uint16_t)(f[pl.node] - q->c->gpus);
+        pev_push(pr, (pev_t){end, (uint32_t)pl.pool, pl.node, q->c->gpus});
+        return;
+    }
+    uint32_t got = 0;
+    for (uint32_t n = 0; n < p->n && got < q->c->gpus; n++)
+        if (f[n] == p->spec->node_gpus[n]) {
+            got += f[n];
+            pev_push(pr, (pev_t){end, (uint32_t)pl.pool, n, f[n]});
+            f[n] = 0;
+        }
+}
+
+static void proj_collect(predict_t *pr, const spw_engine_t *e, const jclass_t *c, spw_job_t *t,
+                         double now)
+{
+    if (!t)
+        return;
+    proj_collect(pr, e, c, t->l->left, now);
+    /* A job that bursts at this instant holds no place in the queue. */
+    if (t->l->burst_at_s > now) {
+        GROW(pr->q, pr->nq, pr->capq);
+        pr->q[pr->nq++] = (pjob_t){.job = t, .c = c, .key = key1(e, t),
+                                   .start = INFINITY, .budget_at = NAN};
+    }
+    proj_collect(pr, e, c, t->l->right, now);
+}
+
+/* job_before() on the keys the projection copied. */
+static int pjob_cmp(const void *va, const void *vb)
+{
+    const pjob_t *a = va, *b = vb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->job->submit_s != b->job->submit_s)
+        return a->job->submit_s < b->job->submit_s ? -1 : 1;
+    return a->job->order < b->job->order ? -1 : a->job->order > b->job->order;
+}
+
+static int ptr_cmp(const void *va, const void *vb)
+{
+    uintptr_t a = (uintptr_t) * (spw_job_t *const *)va, b = (uintptr_t) * (spw_job_t *const *)vb;
+    return a < b ? -1 : a > b;
+}
+
+/* Fills pr->q with the queue in queue order, up to the last of the n jobs
+ * ws (sorted by address) whose answer is wanted, and marks those with
+ * their budget (INFINITY when `whole` asks for the start itself). */
+static size_t proj_queue(const spw_engine_t *e, predict_t *pr, spw_job_t *const *ws, size_t n,
+                         int whole, double now)
+{
+    pr->nq = 0;
+    for (size_t i = 0; i < e->ncls; i++)
+        proj_collect(pr, e, &e->cls[i], e->cls[i].root, now);
+    qsort(pr->q, pr->nq, sizeof(*pr->q), pjob_cmp);
+    size_t last = 0, found = 0;
+    for (size_t i = 0; i < pr->nq; i++) {
+        spw_job_t *j = pr->q[i].job;
+        if (bsearch(&j, ws, n, sizeof(*ws), ptr_cmp)) {
+            pr->q[i].budget_at = whole ? INFINITY : j->l->burst_at_s;
+            last = i + 1;
+            found++;
+        }
+    }
+    pr->nq = last;   /* jobs behind the last one asked about change nothing */
+    return found;
+}
+
+/* Plays the on-prem schedule forward from now for pr->q (proj_queue) and
+ * returns the first job, in queue order, whose projected start is past
+ * its budget, or NULL when each of them starts within it.  Each job's
+ * projected start is left in pr->q. */
+static spw_job_t *project(const spw_engine_t *e, predict_t *pr, size_t left, double now)
+{
+    uint16_t maxfree = 0;   /* the most free GPUs of any node: an upper bound */
+    uint32_t mincap = UINT32_MAX;   /* the smallest pool's largest node */
+    for (size_t i = 0; i < e->npools; i++)
+        memcpy(pr->freeg[i], e->pools[i].freeg, e->pools[i].n * sizeof(uint16_t));
+    pr->nev = 0;
+    for (size_t i = 0; i < e->nrun; i++) {
+        const spw_job_t *j = e->run[i].job;
+        const pool_t *p = &e->pools[j->pool];
+        double t = e->run[i].end > now ? e->run[i].end : now;   /* overdue: any moment */
+        if (j->l->nodes)
+            for (uint32_t k = 0; k < j->nnodes; k++)
+                pev_push(pr, (pev_t){t, (uint32_t)j->pool, j->l->nodes[k],
+                                     p->spec->node_gpus[j->l->nodes[k]]});
+        else
+            pev_push(pr, (pev_t){t, (uint32_t)j->pool, (uint32_t)j->node, j->alloc_gpus});
+    }
+    for (size_t i = 0; i < e->npools; i++) {
+        if (e->pools[i].maxcap < mincap)
+            mincap = e->pools[i].maxcap;
+        for (uint32_t n = 0; n < e->pools[i].n; n++)
+            if (pr->freeg[i][n] > maxfree)
+                maxfree = pr->freeg[i][n];
+    }
+    /* The jobs not started yet (positions in pr->q, in order) and those
+     * whose answer is wanted. */
+    pr->nlive = pr->ntg = 0;
+    for (size_t i = 0; i < pr->nq; i++) {
+        GROW(pr->live, pr->nlive, pr->caplive);
+        pr->live[pr->nlive++] = i;
+        if (!isnan(pr->q[i].budget_at)) {
+            GROW(pr->tg, pr->ntg, pr->captg);
+            pr->tg[pr->ntg++] = i;
+        }
+    }
+    int hol = e->policy.backfill == SPW_BACKFILL_NONE && e->policy.scan == SPW_SCAN_HOL;
+    double t = now;
+    for (;;) {
+        size_t k = 0, i = 0;
+        for (; i < pr->nlive; i++) {
+            pjob_t *q = &pr->q[pr->live[i]];
+            place_t pl = {.pool = -1, .node = 0, .multi = 0};
+            /* No node has its GPUs free, and it is a one-node job in
+             * every pool: it cannot start yet. */
+            if (q->c->gpus <= maxfree || q->c->gpus > mincap)
+                pl = proj_place(e, pr, q->c);
+            if (pl.pool < 0) {
+                pr->live[k++] = pr->live[i];
+                if (hol)
+                    break;
+                continue;
+            }
+            proj_take(e, pr, q, pl, t);
+            if (!isnan(q->budget_at) && --left == 0)
+                return NULL;
+        }
+        if (i < pr->nlive) {   /* head of line: the rest wait behind it */
+            memmove(&pr->live[k], &pr->live[i + 1], (pr->nlive - i - 1) * sizeof(*pr->live));
+            k += pr->nlive - i - 1;
+        }
+        pr->nlive = k;
+        double next = pr->nev ? pr->ev[0].t : INFINITY;
+        /* A job still waiting when its budget runs out is the answer. */
+        for (size_t m = 0; m < pr->ntg; m++) {
+            const pjob_t *q = &pr->q[pr->tg[m]];
+            if (q->start == INFINITY && q->budget_at < next)
+                return q->job;
+        }
+        if (!pr->nev)
+            return NULL;
+        t = next;
+        while (pr->nev && pr->ev[0].t <= t) {
+            pev_t v = pev_pop(pr);
+            const pool_t *p = &e->pools[v.pool];
+            if (p->down && p->down[v.node])
+                continue;
+            uint16_t f = (uint16_t)(pr->freeg[v.pool][v.node] + v.gpus);
+            pr->freeg[v.pool][v.node] = f;
+            if (f > maxfree)
+                maxfree = f;
+        }
+    }
+}
+
+/* Bursts this instant's arrivals that the pass left queued and whose
+ * projected start is past their budget; one projection again after each
+ * burst, since the jobs behind it then start sooner. */
+static void predict_bursts(spw_engine_t *e, double now)
+{
+    predict_t *pr = e->pr;
+    size_t n = 0;
+    for (size_t i = 0; i < pr->njobs; i++) {
+        spw_job_t *j = pr->jobs[i];
+        if (j->l && j->state == SPW_JOB_QUEUED && j->l->burst_at_s > now &&
+            isfinite(j->l->burst_at_s))
+            pr->jobs[n++] = j;
+    }
+    pr->njobs = 0;
+    if (!n)
+        return;
+    qsort(pr->jobs, n, sizeof(*pr->jobs), ptr_cmp);
+    for (;;) {
+        size_t left = proj_queue(e, pr, pr->jobs, n, 0, now);
+        spw_job_t *j = left ? project(e, pr, left, now) : NULL;
+        if (!j)
+            return;
+        j->l->burst_at_s = now;
+        j->l->burst_why = SPW_REASON_PREDICTED_WAIT;
+        exp_push(e, j);
+    }
+}
+
+double spw_engine_predicted_start(spw_engine_t *e, const spw_job_t *j, double now)
+{
+    if (!e->pr || !j->l || j->state != SPW_JOB_QUEUED || j->l->burst_at_s <= now)
+        return NAN;
+    spw_job_t *w = (spw_job_t *)j;
+    if (!proj_queue(e, e->pr, &w, 1, 1, now))
+        return NAN;
+    project(e, e->pr, 1, now);
+    return e->pr->q[e->pr->nq - 1].start;
+}
+
 /* ---- public calls --------------------------------------------------------- */
 
 spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *policy,
@@ -2360,6 +2713,8 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     }
     e->swait_next = INFINITY;
     e->od_next = INFINITY;
+    if (e->policy.wait.kind == SPW_WAIT_PREDICT)
+        e->pr = predict_create(e);
     e->fair = spw_fair_create(g, spw_fleet_gpus(fleet), fleet->npools, &e->policy);
     e->by_team = e->policy.queue == SPW_QUEUE_FAIR || spw_fair_quotas(e->fair);
     return e;
@@ -2420,6 +2775,7 @@ void spw_engine_destroy(spw_engine_t *e)
     free(e->cls_hash);
     free(e->exp);
     free(e->run);
+    predict_free(e->pr, e->npools);
     free(e->aux);
     free(e->burst);
     free(e->placed);
@@ -2434,7 +2790,8 @@ static double wait_for(const spw_engine_t *e, const spw_job_t *j)
     case SPW_WAIT_NONE: return 0;
     case SPW_WAIT_CONSTANT: return w->param;
     case SPW_WAIT_RUNTIME: return w->param * j->est_runtime_s;
-    case SPW_WAIT_COMPUTE: return w->param * j->gpus * j->est_runtime_s;
+    case SPW_WAIT_COMPUTE:
+    case SPW_WAIT_PREDICT: return w->param * j->gpus * j->est_runtime_s;
     default: return INFINITY;
     }
 }
@@ -2572,6 +2929,8 @@ void spw_engine_submit(spw_engine_t *e, spw_job_t *j, double now)
     j->l->cls = ci;
     enqueue(e, c, j, now, j->submit_s + wait_for(e, j) + gravity_wait(e, c, j, now),
             SPW_REASON_WAIT_EXPIRED);
+    if (e->pr && j->state == SPW_JOB_QUEUED && wait_for(e, j) > 0 && j->l->burst_at_s > now)
+        predict_add(e->pr, j);
 }
 
 size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
@@ -2593,6 +2952,10 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
             e->burst[e->nburst++] = j;
     }
     pass(e, now);
+    /* predict:K: this instant's arrivals the pass left queued burst now
+     * when their predicted start is past their budget. */
+    if (e->pr)
+        predict_bursts(e, now);
     /* Held bursts go before this instant's new ones: queue order. */
     retry_held(e, now);
     retry_spot(e, now);
@@ -2649,7 +3012,7 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
             hours = 0;
         pool_t *p = &e->pools[j->pool];
         spw_fair_stop(e->fair, j, now);
-        if (e->policy.backfill == SPW_BACKFILL_EASY)
+        if (keeps_run_heap(e))
             run_del(e, j);
         if (j->l->nodes) {
             for (uint32_t k = 0; k < j->nnodes; k++)
@@ -3104,7 +3467,13 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                  "meanwhile)");
     else if (c->placement == SPW_PLACE_CLOUD_FIRST)
         snprintf(x.why, sizeof(x.why), "placement cloud_first: no wait, it bursts");
-    else if (j->state == SPW_JOB_QUEUED) {
+    else if (j->state == SPW_JOB_QUEUED && isfinite(spw_engine_predicted_start(e, j, now))) {
+        double ps = spw_engine_predicted_start(e, j, now);
+        x.est_start_s = ps < j->l->burst_at_s ? ps : j->l->burst_at_s;
+        snprintf(x.why, sizeof(x.why), "wait policy %s: the queue played forward starts it on-prem "
+                 "at t=%.0f s; it bursts at t=%.0f s if on-prem has not by then",
+                 wtxt, ps, j->l->burst_at_s);
+    } else if (j->state == SPW_JOB_QUEUED) {
         x.est_start_s = j->l->burst_at_s;
         snprintf(x.why, sizeof(x.why), "wait policy %s: it bursts at t=%.0f s unless on-prem frees up first",
                  wtxt, j->l->burst_at_s);
@@ -3260,6 +3629,8 @@ void spw_engine_forget_left(spw_engine_t *e)
     keep_present(e->placed, &e->nplaced);
     keep_present(e->rejected, &e->nrejected);
     keep_present(e->newheld, &e->nnewheld);
+    if (e->pr)
+        keep_present(e->pr->jobs, &e->pr->njobs);
 }
 
 size_t spw_engine_held(spw_engine_t *e, spw_job_t ***held)

@@ -274,6 +274,12 @@ size_t spw_engine_held(spw_engine_t *e, spw_job_t ***held);
  * on-prem only, its rules keep it on-prem).  INFINITY for a job not queued. */
 double spw_engine_burst_at(const spw_engine_t *e, const spw_job_t *j);
 
+/* Under wait predict:K: when queued job j would start on-prem if the
+ * schedule played forward from now (running jobs end at their estimates,
+ * the jobs ahead of it start in queue order where they fit); INFINITY if
+ * never, NAN under another wait rule or for a job that is not waiting. */
+double spw_engine_predicted_start(spw_engine_t *e, const spw_job_t *j, double now);
+
 /* The governance runtime: ledger per team and period, profiles, data
  * caches.  The caller may read the ledger and, after a restart, add spend
  * settled before it (spw_govrt_add_settled). */

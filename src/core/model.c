@@ -75,7 +75,7 @@ SPW_PARSER(spw_block_parse, spw_block_t, "block", block_names, SPW_BLOCK_COUNT)
 int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err)
 {
     static const char usage[] =
-        "(expected never, none, constant:SECONDS, runtime:K or compute:K)";
+        "(expected never, none, constant:SECONDS, runtime:K, compute:K or predict:K)";
     const char *colon = strchr(s, ':');
     size_t klen = colon ? (size_t)(colon - s) : strlen(s);
     int kind = -1;
@@ -86,7 +86,7 @@ int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err)
         return spw_errorf(err, "unknown wait policy '%s' %s", s, usage);
     spw_wait_t w = {.kind = (spw_wait_kind_t)kind, .param = 0};
     int needs_param = kind == SPW_WAIT_CONSTANT || kind == SPW_WAIT_RUNTIME
-                      || kind == SPW_WAIT_COMPUTE;
+                      || kind == SPW_WAIT_COMPUTE || kind == SPW_WAIT_PREDICT;
     if (needs_param != (colon != NULL))
         return spw_errorf(err, "wait policy '%s': %s %s", s,
                           needs_param ? "needs a value after ':'" : "takes no value", usage);

@@ -47,7 +47,7 @@ int spw_model_accepts(const char *want, const char *have);
 #define SPW_FITS(X) X(FIRST, "first") X(BEST, "best")
 #define SPW_WAITS(X)                                                          \
     X(NEVER, "never") X(NONE, "none") X(CONSTANT, "constant")                 \
-    X(RUNTIME, "runtime") X(COMPUTE, "compute")
+    X(RUNTIME, "runtime") X(COMPUTE, "compute") X(PREDICT, "predict")
 
 /* A job's use of spot capacity: as its spot policy decides, only spot
  * (waits for it, no deadline safety net), or never. */
@@ -110,10 +110,15 @@ int spw_block_parse(const char *s, spw_block_t *out, spw_error_t *err);
 /* When a queued job gives up on on-prem and bursts to the cloud. */
 typedef struct spw_wait {
     spw_wait_kind_t kind; /* which rule */
-    double param;         /* W seconds (constant) or factor K (runtime, compute) */
+    double param;         /* W seconds (constant) or factor K (runtime,
+                             compute, predict: seconds of wait per GPU-second
+                             of estimated work) */
 } spw_wait_t;
 
-/* Parses "never", "none", "constant:W", "runtime:K", "compute:K". */
+/* Parses "never", "none", "constant:W", "runtime:K", "compute:K",
+ * "predict:K".  predict:K has compute:K's budget, K x gpus x est_runtime_s,
+ * but bursts at once a job whose predicted on-prem start (the queue played
+ * forward with estimated runtimes) is past that budget. */
 int spw_wait_parse(const char *s, spw_wait_t *out, spw_error_t *err);
 /* Writes the canonical text of w ("compute:0.25") into buf. */
 void spw_wait_format(const spw_wait_t *w, char *buf, size_t len);
@@ -331,7 +336,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(SWITCH_SPOT, "moved from on demand to spot: ahead of uniform progress") \
     X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime") \
     X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available") \
-    X(RECLAIMED, "requeued: a team under its quota took back the GPUs it borrowed")
+    X(RECLAIMED, "requeued: a team under its quota took back the GPUs it borrowed") \
+    X(PREDICTED_WAIT, "its predicted on-prem start is past its wait budget")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum __attribute__((packed)) spw_reason {
     SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT

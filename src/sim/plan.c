@@ -190,7 +190,8 @@ static double default_hi(spw_wait_kind_t k)
 
 static int has_param(spw_wait_kind_t k)
 {
-    return k == SPW_WAIT_CONSTANT || k == SPW_WAIT_RUNTIME || k == SPW_WAIT_COMPUTE;
+    return k == SPW_WAIT_CONSTANT || k == SPW_WAIT_RUNTIME || k == SPW_WAIT_COMPUTE ||
+           k == SPW_WAIT_PREDICT;
 }
 
 /* Over the horizon: owned capacity at its cost per hour of the run, and

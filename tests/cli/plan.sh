@@ -5,7 +5,7 @@
 # the errors for bad options.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 19
+plan 20
 
 "$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
 cat >"$T/fleet.yaml" <<'YAML'
@@ -190,6 +190,32 @@ for pk, sk in (("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
     assert abs(b[pk] - s[sk]) <= 1e-6 * max(1, abs(s[sk])), (pk, b[pk], s[sk])
 PY
 ok $? "the chosen configuration's figures are those of a plain spillway sim of it ($best)"
+
+# predict:K (a wait policy beyond Starburst's) is searched like compute:K;
+# at the same target it costs less here, and a plain sim of its setting
+# replays the row, with every job it bursts for its predicted wait sent to
+# the cloud at arrival (its wait is the 60 s boot alone).
+run_spw "$T/pr.json" "$T/pr.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --nodes 4 --waits compute,predict --target-wait mean:15m -o json -q
+pr=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["configurations"]
+print(c[1]["wait_policy"])' "$T/pr.json")
+run_spw "$T/prs.json" "$T/prs.err" sim --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
+    --wait "$pr" -o json --jobs-out "$T/prs.csv"
+python3 - "$T/pr.json" "$T/prs.json" "$T/prs.csv" <<'PY'
+import csv, json, sys
+d, s = (json.load(open(p)) for p in sys.argv[1:3])
+comp, pred = d["configurations"]
+assert comp["wait_policy"].startswith("compute:") and pred["wait_policy"].startswith("predict:"), d
+assert comp["meets"] and pred["meets"], (comp, pred)
+assert pred["decide_usd"] < comp["decide_usd"], (pred["decide_usd"], comp["decide_usd"])
+for pk, sk in (("cloud_usd", "cloud_cost_usd"), ("wait_mean_s", "wait_mean_s")):
+    assert abs(pred[pk] - s[sk]) <= 1e-6 * max(1, abs(s[sk])), (pk, pred[pk], s[sk])
+rows = [r for r in csv.DictReader(open(sys.argv[3]))
+        if r["reason"] == "its predicted on-prem start is past its wait budget"]
+assert len(rows) > 10, len(rows)
+assert all(r["placement"] != "onprem" and abs(float(r["wait_s"]) - 60) < 1e-6 for r in rows), rows[:3]
+PY
+ok $? "predict:K is searched by plan ($pr), costs less than compute:K at the same target, replays in sim, and bursts at arrival"
 
 run_spw "$T/t.txt" "$T/t.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
     --nodes 2:6:2 --target-wait p90:1h

@@ -587,7 +587,10 @@ static void check_wait(const char *wait, double want_burst_at)
     }
     if (want_burst_at < INFINITY) {
         is(j.state, SPW_JOB_CLOUD, "wait %s: in the cloud", wait);
-        is(j.reason, SPW_REASON_WAIT_EXPIRED, "wait %s: reason wait expired", wait);
+        if (strncmp(wait, "predict:", 8) == 0)
+            is(j.reason, SPW_REASON_PREDICTED_WAIT, "wait %s: reason predicted wait", wait);
+        else
+            is(j.reason, SPW_REASON_WAIT_EXPIRED, "wait %s: reason wait expired", wait);
         is(j.offer, 0, "wait %s: offer 0", wait);
         is(j.instances, 2, "wait %s: 2 instances of 1 GPU", wait);
         is_double(j.placed_s, want_burst_at, 1e-9, "wait %s: placed at %g", wait, want_burst_at);
@@ -646,6 +649,111 @@ static void test_wait_policies(void)
     ok(spw_engine_next_wakeup(e) == INFINITY, "constant:300: expiry dropped once started");
     is(queued(e), 0, "constant:300: queue empty");
     spw_engine_finish(e, &j, 300);
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
+/* predict:K on a hand-worked queue.  Two nodes of 4 GPUs; at 0, r1 (4 GPUs,
+ * est 1000) takes node 0, r2 (2 GPUs, est 300) node 1, and q1 (8 GPUs, est
+ * 500: whole nodes; no offer has 8 GPUs, so it never bursts) waits.  At 12,
+ * k (3 GPUs, est 128) arrives.  Played forward: q1 starts at 1000 when r1
+ * ends.  Head of line, k waits behind q1 and starts at 1500; with skip or
+ * EASY it starts at 300 on node 1 (r2's end) and ends before q1 needs it.
+ * k's budget is K x 3 x 128 = 384 K seconds: it bursts at 12 exactly when
+ * that is less than its predicted wait (1488 = 3.875 x 384 head of line,
+ * 288 = 0.75 x 384 otherwise), and else starts on-prem when predicted. */
+static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, double want_start,
+                          int want_burst)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 2, NULL, 4, NULL, 1.0);
+    add_offer(&f, "g1", NULL, 1, 2.0, 0);
+    spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, scan, bf, SPW_FIT_FIRST, wait));
+    const char *how = bf == SPW_BACKFILL_EASY ? "easy" : spw_scan_name(scan);
+    /* r1, r2, q1 and k: id, submit, estimate, GPUs. */
+    static const struct { const char *id; double submit_s, est_s; uint32_t gpus; } spec[] = {
+        {"r1", 0, 1000, 4}, {"r2", 0, 300, 2}, {"q1", 0, 500, 8}, {"k", 12, 128, 3}};
+    spw_job_t js[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        job_init(&js[i], spec[i].id, spec[i].submit_s, spec[i].est_s, spec[i].gpus, i);
+        if (i < 3)
+            spw_engine_submit(e, &js[i], 0);
+    }
+    spw_job_t *r1 = &js[0], *r2 = &js[1], *q1 = &js[2], *k = &js[3];
+    is(sched(e, 0), 2, "%s %s: r1 and r2 start at 0", how, wait);
+    is_double(spw_engine_predicted_start(e, q1, 0), 1000, 1e-9,
+              "%s %s: q1 is predicted to start at 1000 (r1's estimated end)", how, wait);
+    spw_engine_submit(e, k, 12);
+    size_t np = sched(e, 12);
+    if (want_burst) {
+        is(np, 1, "%s %s: k is placed in its arrival instant", how, wait);
+        is(k->state, SPW_JOB_CLOUD, "%s %s: k bursts: its predicted wait exceeds its budget", how,
+           wait);
+        is(k->reason, SPW_REASON_PREDICTED_WAIT, "%s %s: reason: predicted start past its budget",
+           how, wait);
+        is_double(k->placed_s, 12, 0, "%s %s: k bursts at 12, not when its budget runs out", how,
+                  wait);
+    } else {
+        is(np, 0, "%s %s: nothing placed at 12", how, wait);
+        is(k->state, SPW_JOB_QUEUED, "%s %s: k waits: its predicted wait is within its budget", how,
+           wait);
+        is_double(spw_engine_predicted_start(e, k, 12), want_start, 1e-9,
+                  "%s %s: k is predicted to start at %g", how, wait, want_start);
+        spw_candidate_t c[8];
+        size_t nc = spw_engine_explain(e, k, 12, c, 8);
+        char want[64];
+        snprintf(want, sizeof(want), "starts it on-prem at t=%.0f s", want_start);
+        const spw_candidate_t *w = NULL;
+        for (size_t i = 0; i < nc; i++)
+            if (c[i].kind == SPW_CAND_WAIT)
+                w = &c[i];
+        ok(w && strstr(w->why, want) && w->est_start_s == want_start, "%s %s: explain: %s", how,
+           wait, w ? w->why : "-");
+    }
+    spw_engine_finish(e, r2, 300);
+    sched(e, 300);
+    if (k->state == SPW_JOB_ONPREM) {   /* started at 300 (skip, EASY) */
+        spw_engine_finish(e, k, 300 + 128);
+        sched(e, 300 + 128);
+    }
+    spw_engine_finish(e, r1, 1000);
+    sched(e, 1000);
+    is(q1->state, SPW_JOB_ONPREM, "%s %s: q1 starts at 1000 as predicted", how, wait);
+    is_double(q1->start_s, 1000, 0, "%s %s: q1's start", how, wait);
+    spw_engine_finish(e, q1, 1500);
+    sched(e, 1500);
+    if (!want_burst) {
+        is(k->pool, 0, "%s %s: k ran on-prem", how, wait);
+        is_double(k->start_s, want_start, 0, "%s %s: k started on-prem at %g, as predicted", how,
+                  wait, want_start);
+    }
+    if (k->state == SPW_JOB_ONPREM || k->state == SPW_JOB_CLOUD)
+        spw_engine_finish(e, k, k->start_s + 128);
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
+static void test_predict_wait(void)
+{
+    check_predict(SPW_SCAN_HOL, SPW_BACKFILL_NONE, "predict:3.875", 1500, 0);
+    check_predict(SPW_SCAN_HOL, SPW_BACKFILL_NONE, "predict:3.87", 1500, 1);
+    check_predict(SPW_SCAN_SKIP, SPW_BACKFILL_NONE, "predict:0.75", 300, 0);
+    check_predict(SPW_SCAN_SKIP, SPW_BACKFILL_NONE, "predict:0.74", 300, 1);
+    check_predict(SPW_SCAN_HOL, SPW_BACKFILL_EASY, "predict:0.75", 300, 0);
+    check_predict(SPW_SCAN_HOL, SPW_BACKFILL_EASY, "predict:0.74", 300, 1);
+
+    /* compute:K with the same budget waits it out, then bursts: predict
+     * bursts the same job at its arrival instead. */
+    check_wait("predict:0.25", 100);            /* blocker ends at 10000: past 100 + 200 */
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
+    spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
+                                        SPW_FIT_FIRST, "compute:1"));
+    spw_job_t j;
+    job_init(&j, "j", 0, 100, 1, 0);
+    ok(isnan(spw_engine_predicted_start(e, &j, 0)), "no prediction outside predict:K");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
 }
@@ -1678,6 +1786,7 @@ int main(void)
     test_multinode();
     test_destroy_with_running_multinode();
     test_wait_policies();
+    test_predict_wait();
     test_instant_order();
     test_zero_wait();
     test_never_fits();

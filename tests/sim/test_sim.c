@@ -1095,6 +1095,66 @@ static void test_give_up(void)
     ok(gave > 20 && kept > 20, "give_up_wait_s: both outcomes seen (%d, %d)", gave, kept);
 }
 
+/* predict:K over random worlds: the same record, capacity, summary and
+ * determinism properties as the other rules; a job it bursts for its
+ * predicted wait is placed at its arrival, and no cloud job waits past its
+ * budget (K x gpus x est, as compute:K). */
+static void test_predict_random(void)
+{
+    static world_t w;
+    static record_t r1[MAXJ], r2[MAXJ];
+    static const char *const ks[] = {"predict:0.25", "predict:1", "predict:4"};
+    int bad = 0, predicted = 0, waited = 0, expired = 0;
+    char why[256];
+    for (uint64_t seed = 1; seed <= 45; seed++) {
+        make_world(&w, seed, 40 + (size_t)(seed % 5) * 30, 120, 180);
+        spw_error_t err;
+        if (spw_wait_parse(ks[seed % 3], &w.p.wait, &err) < 0)
+            diag("%s", err.text);
+        spw_sim_summary_t s1, s2;
+        int fail = spw_sim_run(&w.f, &w.p, w.jobs, w.rt, w.n, NULL, &s1, &err) < 0;
+        if (fail)
+            snprintf(why, sizeof(why), "%s", err.text);
+        else if (!jobs_ok(&w, why, sizeof(why)) || !capacity_ok(&w, why, sizeof(why)) ||
+                 !summary_matches(&w, &s1, why, sizeof(why)))
+            fail = 1;
+        for (size_t i = 0; i < w.n && !fail; i++) {
+            const spw_job_t *j = &w.jobs[i];
+            double budget = w.p.wait.param * j->gpus * j->est_runtime_s;
+            if (j->reason == SPW_REASON_PREDICTED_WAIT) {
+                predicted++;
+                if (j->placed_s != j->submit_s) {
+                    snprintf(why, sizeof(why), "%s: burst for its predicted wait at %g, "
+                             "submitted at %g", j->id, j->placed_s, j->submit_s);
+                    fail = 1;
+                }
+            }
+            expired += j->reason == SPW_REASON_WAIT_EXPIRED;
+            waited += j->offer < 0 && j->start_s > j->submit_s;
+            if (j->offer >= 0 && j->placed_s > j->submit_s + budget + 1e-6) {
+                snprintf(why, sizeof(why), "%s: in the cloud at %g, past its budget's end %g",
+                         j->id, j->placed_s, j->submit_s + budget);
+                fail = 1;
+            }
+        }
+        take(&w, r1);
+        if (!fail && (spw_sim_run(&w.f, &w.p, w.jobs, w.rt, w.n, NULL, &s2, &err) < 0 ||
+                      (take(&w, r2), memcmp(r1, r2, w.n * sizeof(record_t)) != 0) ||
+                      memcmp(&s1, &s2, sizeof(s1)) != 0)) {
+            snprintf(why, sizeof(why), "a second run differs");
+            fail = 1;
+        }
+        if (fail && bad++ < 3)
+            diag("seed %llu (%s): %s", (unsigned long long)seed, ks[seed % 3], why);
+        spw_fleet_clear(&w.f);
+    }
+    is(bad, 0, "predict random: records, capacity, summary, determinism; predicted bursts at "
+       "arrival; no cloud placement past the budget");
+    ok(predicted > 50 && waited > 50 && expired > 0,
+       "predict random: %d bursts for a predicted wait, %d on-prem jobs that waited, %d budgets "
+       "run out", predicted, waited, expired);
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -1102,6 +1162,7 @@ int main(void)
     test_edges();
     test_quantile();
     test_random_properties();
+    test_predict_random();
     test_give_up();
     test_owned_model();
     test_performance();
