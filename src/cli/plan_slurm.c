@@ -21,7 +21,7 @@
 #define PART_MAGIC "spillway-plan-part 1"
 /* Seconds between two looks at the run directory, and between two squeue. */
 #define POLL_S 0.2
-#define SQUEUE_EVERY_S 2.0
+#define SQUEUE_EVERY_S 1.0
 /* Limit of one sbatch, squeue or scancel, seconds. */
 #define CMD_TIMEOUT_S 30.0
 /* A path in the run directory (whose own path is at most PATH_MAX). */
