@@ -384,9 +384,14 @@ static int check_tasks(const spw_plan_slurm_t *s, const char *dir, const char *i
         spw_error_t e;
         task_path(log, sizeof(log), dir, "log", i);
         last_line(log, tail, sizeof(tail));
-        if (rc < 0)
+        /* A task Slurm stops may be killed before it writes its status,
+         * or after its command died of the signal: both are one case. */
+        char sig[24] = "";
+        if (rc > 128)
+            snprintf(sig, sizeof(sig), ": signal %d", rc - 128);
+        if (rc < 0 || rc > 128)
             spw_errorf(&e, "task %zu of Slurm job %s ended without a result (cancelled, out of "
-                           "time or its node failed); its log: %s", i, id, log);
+                           "time or its node failed%s); its log: %s", i, id, sig, log);
         else
             spw_errorf(&e, "task %zu of Slurm job %s failed (exit %d%s%s); its log: %s", i, id,
                        rc, tail[0] ? ": " : "", tail, log);

@@ -304,7 +304,7 @@ pl --slurm onprem --slurm-tasks 3 --slurm-dir "$T/shared" --slurm-bin "$T/badspw
 rc=$?
 log1=$(sed -n 's/.*task 1 of Slurm job [0-9]* failed (exit 3: task 1 breaks on purpose); its log: //p' "$T/pb.err")
 [ $rc = 1 ] && [ ! -s "$T/pb.txt" ] && [ -n "$log1" ] && grep -q "breaks on purpose" "$log1" &&
-    grep -q "task 2 of Slurm job [0-9]* ended without a result (cancelled, out of time or its node failed); its log: $T/shared/plan-" "$T/pb.err" &&
+    grep -Eq "task 2 of Slurm job [0-9]+ ended without a result \(cancelled, out of time or its node failed(: signal 15)?\); its log: $T/shared/plan-" "$T/pb.err" &&
     grep -q "2 of the 3 tasks of Slurm job [0-9]* failed" "$T/pb.err"
 ok $? "a failed task and a cancelled one: exit 1, no output, each named with its log, the files kept" ||
     diag "rc $rc" "$(cat "$T/pb.err")"
