@@ -252,16 +252,8 @@ ok $? "a new job runs after the slurmctld restart"
 # same thing: the table and JSON byte for byte but for the run's own time and
 # thread count, the CSV byte for byte.
 "$SPW" gen --jobs 300 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/pj.csv"
-cat >"$T/pf.yaml" <<'YAML'
-onprem:
-  - name: dc
-    nodes: 2
-    gpus_per_node: 8
-    owned: {price_usd_per_gpu: 25000, years: 4, gpu_busy_w: 800, gpu_idle_w: 150, pue: 1.5,
-            usd_per_kwh: 0.10, node_usd_per_month: 1300}
-cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 60}
-policy: {wait: none}
-YAML
+printf '%s\n' "onprem: [{name: dc, nodes: 2, gpus_per_node: 8, cost_usd_per_gpu_h: 1.9}]" \
+    "cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 60}" "policy: {wait: none}" >"$T/pf.yaml"
 pl() {
     "$SPW" plan --trace "$T/pj.csv" --config "$T/pf.yaml" --nodes 0,2,4 \
         --waits none,compute,runtime --target-wait mean:15m --swing 15 --horizon 2y "$@"
