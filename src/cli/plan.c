@@ -60,7 +60,7 @@ const char spw_cli_plan_usage[] =
     "                         (default: the current directory); removed on success,\n"
     "                         kept with each task's log when a task fails\n"
     "  --slurm-bin PATH       the spillway the tasks run (default: this one's path)\n"
-    "                         with --slurm, --threads is per task (default 1)\n"
+    "                         (with --slurm, --threads counts per task: default 1)\n"
     "\n"
     "Example, should we buy 64 more GPUs (8 nodes of 8) or burst?\n"
     "  spillway plan --trace jobs.csv --config fleet.yaml --nodes 4,8,12 \\\n"
@@ -502,29 +502,32 @@ int spw_cli_plan(int argc, char **argv)
         .capex = capex, .part = part, .nparts = nparts,
     };
     if (sl.partition) {
-        char *args[24];
-        size_t na = 0;
-        if (!(args[na++] = realpath(trace, NULL)) || !(args[na++] = realpath(config, NULL))) {
-            fprintf(stderr, "spillway plan: %s: %s\n", args[0] ? config : trace,
+        /* The nodes get absolute paths: their tasks run in this directory
+         * only where it is shared too. */
+        char *abs_trace = realpath(trace, NULL), *abs_config = abs_trace ? realpath(config, NULL)
+                                                                         : NULL;
+        if (!abs_config) {
+            fprintf(stderr, "spillway plan: %s: %s\n", abs_trace ? config : trace,
                     strerror(errno));
-            free(args[0]);
+            free(abs_trace);
             goto out;
         }
-        /* Every option that shapes the sweep, as given here. */
+        /* Every option that shapes the sweep, as given here ("" marks a
+         * flag, NULL one not given). */
         const char *const opt[][2] = {
             {"--format", format_s}, {"--pool", pool_name}, {"--nodes", nodes_s},
             {"--waits", waits_s},   {"--target-wait", target_s}, {"--horizon", horizon_s},
             {"--swing", swing_s},   {"--capex", capex ? "" : NULL},
         };
-        char *targs[sizeof(opt) / sizeof(opt[0]) * 2 + 5];
+        const char *targs[sizeof(opt) / sizeof(opt[0]) * 2 + 5];
         size_t nt = 0;
-        targs[nt++] = "--trace", targs[nt++] = args[0];
-        targs[nt++] = "--config", targs[nt++] = args[1];
+        targs[nt++] = "--trace", targs[nt++] = abs_trace;
+        targs[nt++] = "--config", targs[nt++] = abs_config;
         for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++)
             if (opt[k][1]) {
-                targs[nt++] = (char *)opt[k][0];
+                targs[nt++] = opt[k][0];
                 if (opt[k][1][0])
-                    targs[nt++] = (char *)opt[k][1];
+                    targs[nt++] = opt[k][1];
             }
         targs[nt] = NULL;
         sl.args = (const char *const *)targs;
@@ -532,8 +535,8 @@ int spw_cli_plan(int argc, char **argv)
             sl.tasks = n;
         sl.quiet = quiet;
         int src = spw_plan_slurm_run(&sl, &po, res, &njobs, &runs, &err);
-        free(args[0]);
-        free(args[1]);
+        free(abs_trace);
+        free(abs_config);
         if (src < 0) {
             fprintf(stderr, "spillway plan: %s\n", err.text);
             goto out;

@@ -10,7 +10,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -438,7 +437,6 @@ int spw_plan_slurm_run(const spw_plan_slurm_t *s, const spw_plan_opts_t *opts,
         !mkdtemp(dir))
         return spw_errorf(err, "cannot make a run directory in %s: %s (--slurm-dir DIR: one the "
                                "Slurm nodes share, writable)", parent, strerror(errno));
-    chmod(dir, 0755);
     if (write_script(s, dir, bin, err) < 0) {
         remove_run(dir, s->tasks);
         return -1;

@@ -262,21 +262,21 @@ pl() {
 untimed() { sed -e 's/"seconds": [0-9.]*, "threads": [0-9]*/"seconds": S, "threads": N/' \
     -e 's/ in [0-9.]* s on [0-9]* threads: .*/ in S s on N threads)/' "$1"; }
 pl -q --csv "$T/pl.csv" >"$T/pl.txt" && pl -q -o json >"$T/pl.json"
-(cd "$T" && pl --slurm onprem --slurm-tasks 3 --csv "$T/ps.csv" >"$T/ps.txt" 2>"$T/ps.err")
+(cd "$T" && pl --slurm onprem --slurm-tasks 2 --csv "$T/ps.csv" >"$T/ps.txt" 2>"$T/ps.err")
 rc=$?
-aid=$(sed -n 's/.* in 3 tasks: Slurm array job \([0-9]*\) on partition onprem.*/\1/p' "$T/ps.err")
+aid=$(sed -n 's/.* in 2 tasks: Slurm array job \([0-9]*\) on partition onprem.*/\1/p' "$T/ps.err")
 [ $rc = 0 ] && [ -n "$aid" ] &&
-    [ "$(squeue -h -t all -j "$aid" -o %T | grep -c COMPLETED)" = 3 ]
-ok $? "plan --slurm onprem --slurm-tasks 3 runs the sweep as Slurm array job ${aid:-?}, its 3 tasks COMPLETED" ||
+    [ "$(squeue -h -t all -j "$aid" -o %T | grep -c COMPLETED)" = 2 ]
+ok $? "plan --slurm onprem --slurm-tasks 2 runs the sweep as Slurm array job ${aid:-?}, its 2 tasks COMPLETED" ||
     diag "$(cat "$T/ps.err")" "$(squeue -h -t all -o '%i %T' | tr '\n' ';')"
 cmp "$T/pl.csv" "$T/ps.csv" && untimed "$T/pl.txt" >"$T/pl.t" && untimed "$T/ps.txt" >"$T/ps.t" &&
     cmp "$T/pl.t" "$T/ps.t" && ! cmp -s "$T/pl.t" "$T/pl.txt"
 ok $? "its table equals the local run's (but for seconds and threads), its CSV byte for byte" ||
     diag "$(diff "$T/pl.t" "$T/ps.t" | head -20)"
-(cd "$T" && pl --slurm onprem -q -o json >"$T/ps.json") && untimed "$T/pl.json" >"$T/pl.j" &&
-    untimed "$T/ps.json" >"$T/ps.j" && cmp "$T/pl.j" "$T/ps.j" &&
-    [ "$(jpy "$T/ps.json" 'd["threads"]')" = 9 ]
-ok $? "-o json with a task per configuration (9) equals the local JSON but for seconds and threads" ||
+(cd "$T" && pl --slurm onprem --slurm-tasks 4 -q -o json >"$T/ps.json") &&
+    untimed "$T/pl.json" >"$T/pl.j" && untimed "$T/ps.json" >"$T/ps.j" && cmp "$T/pl.j" "$T/ps.j" &&
+    [ "$(jpy "$T/ps.json" 'd["threads"]')" = 4 ]
+ok $? "-o json in 4 tasks (3, 2, 2 and 2 of the 9 configurations) equals the local JSON but for seconds and threads" ||
     diag "$(diff "$T/pl.j" "$T/ps.j" | head -20)"
 ! ls -d "$T"/plan-* >/dev/null 2>&1
 ok $? "the runs' directories are removed once merged"
@@ -284,19 +284,19 @@ ok $? "the runs' directories are removed once merged"
 cat >"$T/badspw" <<EOF
 #!/bin/sh
 case \$SLURM_ARRAY_TASK_ID in
-1) echo "task 1 breaks on purpose" >&2; exit 3 ;;
-2) scancel "\${SLURM_ARRAY_JOB_ID}_2"; sleep 30 ;;
+0) echo "task 0 breaks on purpose" >&2; exit 3 ;;
+1) scancel "\${SLURM_ARRAY_JOB_ID}_1"; sleep 30 ;;
 esac
 exec "$SPW" "\$@"
 EOF
 chmod +x "$T/badspw"
 mkdir -p "$T/shared"
-pl --slurm onprem --slurm-tasks 3 --slurm-dir "$T/shared" --slurm-bin "$T/badspw" \
+pl --slurm onprem --slurm-tasks 2 --slurm-dir "$T/shared" --slurm-bin "$T/badspw" \
     >"$T/pb.txt" 2>"$T/pb.err"
 rc=$?
-log1=$(sed -n 's/.*task 1 of Slurm job [0-9]* failed (exit 3: task 1 breaks on purpose); its log: //p' "$T/pb.err")
-[ $rc = 1 ] && [ ! -s "$T/pb.txt" ] && [ -n "$log1" ] && grep -q "breaks on purpose" "$log1" &&
-    grep -Eq "task 2 of Slurm job [0-9]+ ended without a result \(cancelled, out of time or its node failed(: signal 15)?\); its log: $T/shared/plan-" "$T/pb.err" &&
-    grep -q "2 of the 3 tasks of Slurm job [0-9]* failed" "$T/pb.err"
+log0=$(sed -n 's/.*task 0 of Slurm job [0-9]* failed (exit 3: task 0 breaks on purpose); its log: //p' "$T/pb.err")
+[ $rc = 1 ] && [ ! -s "$T/pb.txt" ] && [ -n "$log0" ] && grep -q "breaks on purpose" "$log0" &&
+    grep -Eq "task 1 of Slurm job [0-9]+ ended without a result \(cancelled, out of time or its node failed(: signal 15)?\); its log: $T/shared/plan-" "$T/pb.err" &&
+    grep -q "2 of the 2 tasks of Slurm job [0-9]* failed" "$T/pb.err"
 ok $? "a failed task and a cancelled one: exit 1, no output, each named with its log, the files kept" ||
     diag "rc $rc" "$(cat "$T/pb.err")"
