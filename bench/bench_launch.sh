@@ -16,6 +16,9 @@
 # Output: bench_launch rep=R jobs=N slots=S seconds=... launches_per_s=...
 #   daemon_cpu_ms_per_launch=... (the daemon process's own user + system CPU
 #   time over the run, per job: steadier than wall time on a busy machine)
+#   spawn_per_s=... ratio=... (the baseline, measured in the same rep right
+#   after: N runs of `true` forked one after the other by this shell, the
+#   floor of a launch with no daemon; ratio = launches_per_s / spawn_per_s)
 set -uo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.." || exit 1
@@ -106,9 +109,14 @@ EOF
     done
     t1=$(now)
     c1=$(cpu)
-    awk -v r="$rep" -v n="$JOBS" -v s="$SLOTS" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
-        'BEGIN { printf "bench_launch rep=%d jobs=%d slots=%d seconds=%.3f launches_per_s=%.1f daemon_cpu_ms_per_launch=%.3f\n", r, n, s, b - a, n / (b - a), c * 1000 / hz / n }'
     kill -KILL "$DPID" 2>/dev/null
     wait "$DPID" 2>/dev/null
     DPID=
+    # The baseline: the same number of processes, forked by this shell.
+    tb0=$(now)
+    for ((k = 0; k < JOBS; k++)); do /bin/true; done
+    tb1=$(now)
+    awk -v r="$rep" -v n="$JOBS" -v s="$SLOTS" -v a="$t0" -v b="$t1" -v c="$((c1 - c0))" -v hz="$(getconf CLK_TCK)" \
+        -v ba="$tb0" -v bb="$tb1" \
+        'BEGIN { printf "bench_launch rep=%d jobs=%d slots=%d seconds=%.3f launches_per_s=%.1f daemon_cpu_ms_per_launch=%.3f spawn_per_s=%.1f ratio=%.3f\n", r, n, s, b - a, n / (b - a), c * 1000 / hz / n, n / (bb - ba), (n / (b - a)) / (n / (bb - ba)) }'
 done

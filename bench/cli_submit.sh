@@ -10,7 +10,9 @@
 #   bench/cli_submit.sh [N]          (default N = 1000)
 #
 # Output lines: "cli_submit spillway N=... seconds=... per_s=..." and
-# "cli_submit sbatch ..." (measured) or "cli_submit sbatch_historical ...".
+# "cli_submit sbatch ..." (measured) or "cli_submit sbatch_historical ...",
+# then "cli_submit ratio spillway/sbatch=..." of the two rates (measured in
+# this run, or against the historical figure, labelled as such).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 N=${1:-1000}
@@ -93,8 +95,10 @@ for ((k = 0; k < N; k++)); do
     "$SPW" submit --gpus 1 --est-runtime 1h -- true >/dev/null || { echo "cli_submit: FAIL at $k"; exit 1; }
 done
 t1=$(date +%s.%N)
+spw_rate=$(awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }')
 awk -v n="$N" -v a="$t0" -v b="$t1" \
     'BEGIN { printf "cli_submit spillway N=%d seconds=%.2f per_s=%.0f\n", n, b - a, n / (b - a) }'
+sb_rate= sb_what="measured in this run"
 
 if command -v sbatch >/dev/null 2>&1 && timeout 5 sinfo >/dev/null 2>&1; then
     t0=$(date +%s.%N)
@@ -106,6 +110,7 @@ if command -v sbatch >/dev/null 2>&1 && timeout 5 sinfo >/dev/null 2>&1; then
     t1=$(date +%s.%N)
     # shellcheck disable=SC2086
     [ -n "$ids" ] && scancel $ids 2>/dev/null
+    sb_rate=$(awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }')
     awk -v n="$N" -v a="$t0" -v b="$t1" \
         'BEGIN { printf "cli_submit sbatch N=%d seconds=%.2f per_s=%.0f (measured, running cluster, held jobs)\n", n, b - a, n / (b - a) }'
 elif command -v slurmctld >/dev/null 2>&1 && [ -x bench/slurm.sh ] &&
@@ -113,8 +118,14 @@ elif command -v slurmctld >/dev/null 2>&1 && [ -x bench/slurm.sh ] &&
     line=$(printf '%s\n' "$out" | grep -m1 '^slurm clients=1 '); then
     # a throwaway cluster (bench/slurm.sh): sbatch --hold from one shell loop
     rate=$(printf '%s\n' "$line" | sed -n 's/.* jobs_per_s=\([0-9.]*\).*/\1/p')
+    sb_rate=$rate
     echo "cli_submit sbatch N=$N per_s=${rate%.*} (measured: bench/slurm.sh's throwaway cluster, held jobs)"
 else
     echo "cli_submit sbatch_historical per_s=322 (not measured here: no Slurm cluster;" \
         "issue 11's figure for sbatch from one shell loop on this class of machine)"
+    sb_rate=322 sb_what="against the historical sbatch figure, not this run's"
+fi
+if [ -n "$sb_rate" ]; then
+    awk -v a="$spw_rate" -v b="$sb_rate" -v w="$sb_what" \
+        'BEGIN { if (b > 0) printf "cli_submit ratio spillway/sbatch=%.2f (submits/s, %s)\n", a / b, w }'
 fi

@@ -8,7 +8,8 @@
 #    whole GPUs, runtime = deletion - creation) with its pods spread over
 #    4 teams round-robin, on one 8 x 8-GPU pool, quotas of 16 GPUs each.
 # Prints per-team mean and p90 waits, mean JCT and Themis's rho, and the
-# on-prem utilisation.  Run from the repository root after make.
+# on-prem utilisation; then, per team, fair against its FIFO baseline of the
+# same run as ratios (mean wait fair / fifo, rho fair / fifo).  Run from the repository root after make.
 set -eu
 SPW=${SPILLWAY:-./spillway}
 OUT=bench/out
@@ -51,11 +52,25 @@ show() {
         sed -n -e '/on-prem utilisation/p' -e '/^  team  *jobs/,/reclaimed: attempts/p'
 }
 
+# ratios NAME: per team, the fair run's mean wait and rho over the FIFO
+# run's (the baseline), from the tables saved in $OUT/fair-NAME-{fifo,fair}.txt.
+ratios() {
+    echo "== $1: fair / fifo (the baseline, same run), per team"
+    awk 'function sec(v, u) { return v * (u == "d" ? 86400 : u == "h" ? 3600 : u == "min" ? 60 : 1) }
+         FNR == 1 { q++ }
+         $1 ~ /^[a-z]$/ && $2 ~ /^[0-9]+$/ { w[q, $1] = sec($3, $4); r[q, $1] = $9; t[$1] = 1 }
+         END { for (k in t) printf("  team %s  mean wait %s  rho %s\n", k,
+                   (w[1, k] > 0 ? sprintf("%.3f", w[2, k] / w[1, k]) : "-"),
+                   (r[1, k] > 0 ? sprintf("%.3f", r[2, k] / r[1, k]) : "-")) }' \
+        "$OUT/fair-$1-fifo.txt" "$OUT/fair-$1-fair.txt" | sort
+}
+
 for q in fifo fair; do
     config "$OUT/fair-scenario-$q.yaml" $q 4 a b
     echo "== scenario, queue $q$( [ $q = fair ] && echo ' + quotas 16/16, reclaim grace 5m')"
-    show "$OUT/fair-scenario.csv" "$OUT/fair-scenario-$q.yaml"
+    show "$OUT/fair-scenario.csv" "$OUT/fair-scenario-$q.yaml" | tee "$OUT/fair-scenario-$q.txt"
 done
+ratios scenario
 
 POD="$DATA/alibaba-gpu-2023/openb_pod_list_default.csv"
 if [ ! -f "$POD" ]; then
@@ -72,5 +87,6 @@ rm -f "$OUT/fair-alibaba.csv.body"
 for q in fifo fair; do
     config "$OUT/fair-alibaba-$q.yaml" $q 8 a b c d
     echo "== Alibaba 2023 (4 teams, 8 x 8 GPUs), queue $q"
-    show "$OUT/fair-alibaba.csv" "$OUT/fair-alibaba-$q.yaml"
+    show "$OUT/fair-alibaba.csv" "$OUT/fair-alibaba-$q.yaml" | tee "$OUT/fair-alibaba-$q.txt"
 done
+ratios alibaba

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/plan.h"
+#include "cli/plan_slurm.h"
 #include "config/config.h"
 #include "sim/plan.h"
 #include "sim/trace.h"
@@ -50,6 +51,17 @@ const char spw_cli_plan_usage[] =
     "                         question is what to buy); by default the config's\n"
     "                         nodes of the pool are owned and their capital is sunk\n"
     "  -q, --quiet            no progress on stderr\n"
+    "  --slurm PARTITION      run the sweep as a Slurm job array on PARTITION of\n"
+    "                         the cluster of $SLURM_CONF (a part of the\n"
+    "                         configurations per task) and print what a local run\n"
+    "                         prints; the trace, the config and spillway must be at\n"
+    "                         the same paths on the nodes (docs/roi.md, section 4b)\n"
+    "  --slurm-tasks N        array tasks (default: one per configuration)\n"
+    "  --slurm-dir DIR        where the run's files go, a directory the nodes share\n"
+    "                         (default: the current directory); removed on success,\n"
+    "                         kept with each task's log when a task fails\n"
+    "  --slurm-bin PATH       the spillway the tasks run (default: this one's path)\n"
+    "                         (with --slurm, --threads counts per task: default 1)\n"
     "\n"
     "Example, should we buy 64 more GPUs (8 nodes of 8) or burst?\n"
     "  spillway plan --trace jobs.csv --config fleet.yaml --nodes 4,8,12 \\\n"
@@ -301,10 +313,19 @@ int spw_cli_plan(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},  {"csv", required_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
         {"capex", no_argument, NULL, 'X'},         {"swing", required_argument, NULL, 'S'},
-        {NULL, 0, NULL, 0},
+        {"slurm", required_argument, NULL, 'L'},   {"slurm-tasks", required_argument, NULL, 'N'},
+        {"slurm-dir", required_argument, NULL, 'D'},
+        {"slurm-bin", required_argument, NULL, 'B'},
+        {"part", required_argument, NULL, 'P'},    {NULL, 0, NULL, 0},
     };
     const char *trace = NULL, *config = NULL, *pool_name = NULL, *nodes_s = NULL;
     const char *waits_s = "none,compute,runtime", *target_s = "mean:30m", *csv = NULL;
+    /* --slurm: the array's settings; a task runs with the options given
+     * here, as given (horizon_s, swing_s, format_s). */
+    const char *horizon_s = NULL, *swing_s = NULL, *format_s = NULL;
+    spw_plan_slurm_t sl = {.threads = 1};
+    int threads_given = 0, out_given = 0;
+    size_t part = 0, nparts = 0;
     spw_trace_format_t fmt = SPW_TRACE_AUTO;
     double horizon = 3 * 365.25 * 86400;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
@@ -317,6 +338,7 @@ int spw_cli_plan(int argc, char **argv)
         case 't': trace = optarg; break;
         case 'c': config = optarg; break;
         case 'F':
+            format_s = optarg;
             if (spw_trace_format_parse(optarg, &fmt, &err) < 0)
                 return die("%s", err.text);
             break;
@@ -325,6 +347,7 @@ int spw_cli_plan(int argc, char **argv)
         case 'w': waits_s = optarg; break;
         case 'T': target_s = optarg; break;
         case 'H':
+            horizon_s = optarg;
             if ((horizon = dur(optarg)) <= 0)
                 return die("--horizon takes a duration such as 3y, 18m... got '%s'", optarg);
             break;
@@ -333,9 +356,11 @@ int spw_cli_plan(int argc, char **argv)
             threads = strtol(optarg, &end, 10);
             if (*end || threads < 1 || threads > 1024)
                 return die("--threads takes a number from 1 to 1024, got '%s'", optarg);
+            threads_given = 1;
             break;
         }
         case 'o':
+            out_given = 1;
             if (strcmp(optarg, "json") == 0)
                 json = 1;
             else if (strcmp(optarg, "table") != 0)
@@ -346,9 +371,30 @@ int spw_cli_plan(int argc, char **argv)
         case 'X': capex = 1; break;
         case 'S': {
             char *end;
+            swing_s = optarg;
             swing = strtod(optarg, &end) / 100;
             if (end == optarg || (*end && strcmp(end, "%") != 0) || !(swing > 0 && swing < 1))
                 return die("--swing takes a percentage from 0 to 100 such as 10, got '%s'", optarg);
+            break;
+        }
+        case 'L': sl.partition = optarg; break;
+        case 'N': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || end == optarg || v < 1 || v > 1000000)
+                return die("--slurm-tasks takes a number of array tasks, 1 or more, got '%s'",
+                           optarg);
+            sl.tasks = (size_t)v;
+            break;
+        }
+        case 'D': sl.parent = optarg; break;
+        case 'B': sl.bin = optarg; break;
+        case 'P': {
+            /* Hidden: one part of the sweep, as a --slurm task runs it. */
+            char tail;
+            if (sscanf(optarg, "%zu/%zu%c", &part, &nparts, &tail) != 2 || nparts < 1 ||
+                part >= nparts)
+                return die("--part takes I/N with 0 <= I < N, got '%s'", optarg);
             break;
         }
         case 'h': fputs(spw_cli_plan_usage, stdout); return 0;
@@ -361,6 +407,13 @@ int spw_cli_plan(int argc, char **argv)
         return die("%s", "needs --trace FILE and --config FILE (see spillway plan --help)");
     if (threads < 1)
         threads = 1;
+    if (nparts && (sl.partition || csv || out_given))
+        return die("%s", "--part writes a part file for --slurm to merge: it takes no --slurm, "
+                         "--csv or -o");
+    if (!sl.partition && (sl.tasks || sl.parent || sl.bin))
+        return die("%s", "--slurm-tasks, --slurm-dir and --slurm-bin go with --slurm PARTITION");
+    if (threads_given)
+        sl.threads = (int)threads;
     spw_plan_stat_t stat;
     const char *colon = strchr(target_s, ':');
     double target = colon ? dur(colon + 1) : -1;
@@ -438,7 +491,7 @@ int spw_cli_plan(int argc, char **argv)
         fprintf(stderr, "spillway plan: %s\n", err.text);
         goto out;
     }
-    size_t n = nnodes * nwaits;
+    size_t n = nnodes * nwaits, njobs = tr.njobs;
     res = spw_xcalloc(n, sizeof(*res));
     double t0 = mono_s();
     uint64_t runs = 0;
@@ -447,11 +500,58 @@ int spw_cli_plan(int argc, char **argv)
         .stat = stat, .target_s = target, .horizon_s = horizon, .threads = (int)threads,
         .on_progress = quiet ? NULL : on_progress, .ctx = &t0, .runs = &runs,
         .swing_frac = swing, .owned_nodes = capex ? 0 : cfg.fleet.pools[pool].nnodes,
-        .capex = capex,
+        .capex = capex, .part = part, .nparts = nparts,
     };
-    if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po, res,
-                     &err) < 0) {
+    if (sl.partition) {
+        /* The nodes get absolute paths: their tasks run in this directory
+         * only where it is shared too. */
+        char *abs_trace = realpath(trace, NULL), *abs_config = abs_trace ? realpath(config, NULL)
+                                                                         : NULL;
+        if (!abs_config) {
+            fprintf(stderr, "spillway plan: %s: %s\n", abs_trace ? config : trace,
+                    strerror(errno));
+            free(abs_trace);
+            goto out;
+        }
+        /* Every option that shapes the sweep, as given here ("" marks a
+         * flag, NULL one not given). */
+        const char *const opt[][2] = {
+            {"--format", format_s}, {"--pool", pool_name}, {"--nodes", nodes_s},
+            {"--waits", waits_s},   {"--target-wait", target_s}, {"--horizon", horizon_s},
+            {"--swing", swing_s},   {"--capex", capex ? "" : NULL},
+        };
+        const char *targs[sizeof(opt) / sizeof(opt[0]) * 2 + 5];
+        size_t nt = 0;
+        targs[nt++] = "--trace", targs[nt++] = abs_trace;
+        targs[nt++] = "--config", targs[nt++] = abs_config;
+        for (size_t k = 0; k < sizeof(opt) / sizeof(opt[0]); k++)
+            if (opt[k][1]) {
+                targs[nt++] = opt[k][0];
+                if (opt[k][1][0])
+                    targs[nt++] = opt[k][1];
+            }
+        targs[nt] = NULL;
+        sl.args = (const char *const *)targs;
+        if (!sl.tasks)
+            sl.tasks = n;
+        sl.quiet = quiet;
+        int src = spw_plan_slurm_run(&sl, &po, res, &njobs, &runs, &err);
+        free(abs_trace);
+        free(abs_config);
+        if (src < 0) {
+            fprintf(stderr, "spillway plan: %s\n", err.text);
+            goto out;
+        }
+        po.threads = (int)sl.tasks * sl.threads;
+    } else if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po,
+                            res, &err) < 0) {
         fprintf(stderr, "spillway plan: %s\n", err.text);
+        goto out;
+    }
+    if (nparts) {
+        rc = spw_plan_part_write(stdout, &po, res, tr.njobs, runs, &err) < 0 ? 1 : 0;
+        if (rc)
+            fprintf(stderr, "spillway plan: %s\n", err.text);
         goto out;
     }
     double seconds = mono_s() - t0;
@@ -478,10 +578,10 @@ int spw_cli_plan(int argc, char **argv)
     }
     if (json)
         write_json(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
-                   tr.njobs, seconds, po.threads, sims, &po);
+                   njobs, seconds, po.threads, sims, &po);
     else
         write_table(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
-                    tr.njobs, seconds, po.threads, sims, &po);
+                    njobs, seconds, po.threads, sims, &po);
     rc = 0;
 out:
     free(res);

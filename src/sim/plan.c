@@ -490,6 +490,9 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
                           fleet->npools);
     if (!opts->nnodes || !opts->nwaits)
         return spw_errorf(err, "nothing to plan: give node counts and wait policies");
+    if (opts->nparts > 1 && opts->part >= opts->nparts)
+        return spw_errorf(err, "part %zu of %zu does not exist (parts count from 0)", opts->part,
+                          opts->nparts);
     run_t r = {
         .fleet = fleet, .policy = policy, .jobs = jobs, .runtime_s = runtime_s,
         .njobs = njobs, .opts = opts, .out = out, .total = opts->nnodes * opts->nwaits,
@@ -501,17 +504,15 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
             r.zero_ok = 0;
     r.zero = spw_xcalloc(opts->nnodes, sizeof(point_t));
     r.zero_have = spw_xcalloc(opts->nnodes, 1);
-    /* Wait none first (its run is the searches' run at 0), then the
-     * searched ones, then the rest. */
     r.order = spw_xmalloc(r.total * sizeof(size_t));
-    size_t no = 0;
-    for (int pass = 0; pass < 3; pass++)
-        for (size_t i = 0; i < r.total; i++) {
-            spw_wait_kind_t k = opts->waits[i % opts->nwaits].kind;
-            int in = k == SPW_WAIT_NONE ? 0 : has_param(k) ? 1 : 2;
-            if (in == pass)
-                r.order[no++] = i;
-        }
+    spw_plan_order(opts, r.order);
+    if (opts->nparts > 1) {
+        /* This part's configurations only, in the same order. */
+        size_t no = 0;
+        for (size_t k = opts->part; k < r.total; k += opts->nparts)
+            r.order[no++] = r.order[k];
+        r.total = no;
+    }
     pthread_mutex_init(&r.mu, NULL);
     int nt = opts->threads > 0 ? opts->threads : 1;
     if ((size_t)nt > r.total)
@@ -547,11 +548,11 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     }
     free(ws);
     free(th);
-    free(r.order);
     free(r.zero);
     free(r.zero_have);
     pthread_mutex_destroy(&r.mu);
     if (r.failed) {
+        free(r.order);
         if (err)
             *err = r.err;
         return -1;
@@ -565,24 +566,44 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
                                                               (sp->owned.years * 8766.0)
                                                         : 0)
                                  : sp->cost_usd_per_gpu_h;
-    for (size_t i = 0; i < r.total; i++) {
+    for (size_t k = 0; k < r.total; k++) {
+        size_t i = r.order[k];
         uint32_t kept = opts->capex ? 0
                         : out[i].nodes < opts->owned_nodes ? out[i].nodes : opts->owned_nodes;
         double gpus = 0;
-        for (uint32_t k = 0; k < kept; k++)
-            gpus += k < sp->nnodes ? sp->node_gpus[k] : (sp->nnodes ? sp->node_gpus[0] : 1);
+        for (uint32_t g = 0; g < kept; g++)
+            gpus += g < sp->nnodes ? sp->node_gpus[g] : (sp->nnodes ? sp->node_gpus[0] : 1);
         out[i].sunk_usd = gpus * cap_h * opts->horizon_s / 3600.0;
         out[i].decide_usd = out[i].tco_usd - out[i].sunk_usd;
     }
-    /* The frontier: no other result cheaper (from now on) and no slower. */
-    for (size_t i = 0; i < r.total; i++) {
+    free(r.order);
+    if (opts->nparts <= 1)
+        spw_plan_frontier(out, opts->nnodes * opts->nwaits);
+    return 0;
+}
+
+void spw_plan_order(const spw_plan_opts_t *opts, size_t *order)
+{
+    size_t total = opts->nnodes * opts->nwaits, no = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < total; i++) {
+            spw_wait_kind_t k = opts->waits[i % opts->nwaits].kind;
+            int in = k == SPW_WAIT_NONE ? 0 : has_param(k) ? 1 : 2;
+            if (in == pass)
+                order[no++] = i;
+        }
+}
+
+void spw_plan_frontier(spw_plan_result_t *out, size_t n)
+{
+    /* No other result cheaper (from now on) and no slower. */
+    for (size_t i = 0; i < n; i++) {
         out[i].frontier = 1;
-        for (size_t k = 0; k < r.total && out[i].frontier; k++)
+        for (size_t k = 0; k < n && out[i].frontier; k++)
             if (k != i && out[k].decide_usd <= out[i].decide_usd && out[k].wait_s <= out[i].wait_s &&
                 (out[k].decide_usd < out[i].decide_usd || out[k].wait_s < out[i].wait_s))
                 out[i].frontier = 0;
     }
-    return 0;
 }
 
 long spw_plan_best(const spw_plan_result_t *res, size_t n)

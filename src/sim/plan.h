@@ -93,6 +93,14 @@ typedef struct spw_plan_opts {
                                     made (fewer than the results' sims: a run
                                     is shared or reused wherever it is the same
                                     simulation) */
+    size_t part, nparts;         /* nparts > 1: plan only part `part` (0 ..
+                                    nparts-1) of the configurations, those at
+                                    positions k = part (mod nparts) of
+                                    spw_plan_order's order (each result is
+                                    the same as in a whole run); the others
+                                    are left zeroed and the frontier is not
+                                    marked (spw_plan_frontier does it once
+                                    the parts are merged).  0 or 1: all */
 } spw_plan_opts_t;
 
 /* Runs the sweep: nnodes x nwaits configurations into out (caller's array
@@ -102,6 +110,18 @@ typedef struct spw_plan_opts {
 int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw_job_t *jobs,
                  const double *runtime_s, size_t njobs, const spw_plan_opts_t *opts,
                  spw_plan_result_t *out, spw_error_t *err);
+
+/* The order the configurations are planned in, into order[0 .. nnodes x
+ * nwaits): wait none first (its run is the searches' run at 0), then the
+ * searched policies (many runs each, so no thread is left with one at the
+ * end), then the rest.  Part p of n plans order[k] for k = p (mod n), so
+ * every part gets its share of the dear ones. */
+void spw_plan_order(const spw_plan_opts_t *opts, size_t *order);
+
+/* Marks the frontier of res[0..n): frontier = 1 where no other result is
+ * cheaper from now (decide_usd) and no slower (wait_s), one of them
+ * strictly.  spw_plan_run does it for a whole run. */
+void spw_plan_frontier(spw_plan_result_t *res, size_t n);
 
 /* Index in res[0..n) of the cheapest (by decide_usd) result that meets the
  * target; -1 when none does. */

@@ -5,7 +5,7 @@
 # the errors for bad options.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 20
+plan 23
 
 "$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
 cat >"$T/fleet.yaml" <<'YAML'
@@ -231,5 +231,16 @@ fails_with "an unknown --pool lists the pools" "it has dc" \
     plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --pool nope
 fails_with "--trace and --config are required" "needs --trace FILE and --config FILE" \
     plan --trace "$T/jobs.csv"
+# --slurm (run on a cluster in tests/slurm/daemon.sh): what is refused
+# before anything is submitted.
+fails_with "--slurm-tasks without --slurm is refused" \
+    "--slurm-tasks, --slurm-dir and --slurm-bin go with --slurm PARTITION" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --slurm-tasks 2
+fails_with "more array tasks than configurations are refused" \
+    "--slurm-tasks: 7 tasks for 6 configurations (give 1 to 6)" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --nodes 0,4 --slurm p --slurm-tasks 7
+fails_with "--slurm-dir that does not exist is named" \
+    "--slurm-dir $T/nowhere: No such file or directory (give a directory the Slurm nodes share)" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --slurm p --slurm-dir "$T/nowhere"
 
 done_testing

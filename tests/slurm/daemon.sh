@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
-slurm_up 44 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
+slurm_up 49 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:
@@ -246,3 +246,57 @@ ok $? "the job that ran across the restart is cancelled through the new slurmctl
 h=$(submit ml --gpus 1 --name after -- sh -c 'exit 0')
 wait_for "$h" succeeded 30
 ok $? "a new job runs after the slurmctld restart"
+
+# ---- spillway plan --slurm: the sweep as a Slurm job array ------------------
+# The same sweep run here and as an array on the cluster's nodes prints the
+# same thing: the table and JSON byte for byte but for the run's own time and
+# thread count, the CSV byte for byte.
+"$SPW" gen --jobs 300 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/pj.csv"
+printf '%s\n' "onprem: [{name: dc, nodes: 2, gpus_per_node: 8, cost_usd_per_gpu_h: 1.9}]" \
+    "cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 60}" "policy: {wait: none}" >"$T/pf.yaml"
+pl() {
+    "$SPW" plan --trace "$T/pj.csv" --config "$T/pf.yaml" --nodes 0,2,4 \
+        --waits none,compute,runtime --target-wait mean:15m --swing 15 --horizon 2y "$@"
+}
+# The figures of the run itself: its seconds and threads.
+untimed() { sed -e 's/"seconds": [0-9.]*, "threads": [0-9]*/"seconds": S, "threads": N/' \
+    -e 's/ in [0-9.]* s on [0-9]* threads: .*/ in S s on N threads)/' "$1"; }
+pl -q --csv "$T/pl.csv" >"$T/pl.txt" && pl -q -o json >"$T/pl.json"
+(cd "$T" && pl --slurm onprem --slurm-tasks 2 --csv "$T/ps.csv" >"$T/ps.txt" 2>"$T/ps.err")
+rc=$?
+aid=$(sed -n 's/.* in 2 tasks: Slurm array job \([0-9]*\) on partition onprem.*/\1/p' "$T/ps.err")
+[ $rc = 0 ] && [ -n "$aid" ] &&
+    [ "$(squeue -h -t all -j "$aid" -o %T | grep -c COMPLETED)" = 2 ]
+ok $? "plan --slurm onprem --slurm-tasks 2 runs the sweep as Slurm array job ${aid:-?}, its 2 tasks COMPLETED" ||
+    diag "$(cat "$T/ps.err")" "$(squeue -h -t all -o '%i %T' | tr '\n' ';')"
+cmp "$T/pl.csv" "$T/ps.csv" && untimed "$T/pl.txt" >"$T/pl.t" && untimed "$T/ps.txt" >"$T/ps.t" &&
+    cmp "$T/pl.t" "$T/ps.t" && ! cmp -s "$T/pl.t" "$T/pl.txt"
+ok $? "its table equals the local run's (but for seconds and threads), its CSV byte for byte" ||
+    diag "$(diff "$T/pl.t" "$T/ps.t" | head -20)"
+(cd "$T" && pl --slurm onprem --slurm-tasks 4 -q -o json >"$T/ps.json") &&
+    untimed "$T/pl.json" >"$T/pl.j" && untimed "$T/ps.json" >"$T/ps.j" && cmp "$T/pl.j" "$T/ps.j" &&
+    [ "$(jpy "$T/ps.json" 'd["threads"]')" = 4 ]
+ok $? "-o json in 4 tasks (3, 2, 2 and 2 of the 9 configurations) equals the local JSON but for seconds and threads" ||
+    diag "$(diff "$T/pl.j" "$T/ps.j" | head -20)"
+! ls -d "$T"/plan-* >/dev/null 2>&1
+ok $? "the runs' directories are removed once merged"
+# A task that fails and one cancelled in Slurm: each named with its log.
+cat >"$T/badspw" <<EOF
+#!/bin/sh
+case \$SLURM_ARRAY_TASK_ID in
+0) echo "task 0 breaks on purpose" >&2; exit 3 ;;
+1) scancel "\${SLURM_ARRAY_JOB_ID}_1"; sleep 30 ;;
+esac
+exec "$SPW" "\$@"
+EOF
+chmod +x "$T/badspw"
+mkdir -p "$T/shared"
+pl --slurm onprem --slurm-tasks 2 --slurm-dir "$T/shared" --slurm-bin "$T/badspw" \
+    >"$T/pb.txt" 2>"$T/pb.err"
+rc=$?
+log0=$(sed -n 's/.*task 0 of Slurm job [0-9]* failed (exit 3: task 0 breaks on purpose); its log: //p' "$T/pb.err")
+[ $rc = 1 ] && [ ! -s "$T/pb.txt" ] && [ -n "$log0" ] && grep -q "breaks on purpose" "$log0" &&
+    grep -Eq "task 1 of Slurm job [0-9]+ ended without a result \(cancelled, out of time or its node failed(: signal 15)?\); its log: $T/shared/plan-" "$T/pb.err" &&
+    grep -q "2 of the 2 tasks of Slurm job [0-9]* failed" "$T/pb.err"
+ok $? "a failed task and a cancelled one: exit 1, no output, each named with its log, the files kept" ||
+    diag "rc $rc" "$(cat "$T/pb.err")"
