@@ -604,6 +604,25 @@ static void maybe_follow(spw_kube_t *kb, const json_t *pod)
     kb->follows[kb->nfollows++] = f;
 }
 
+/* The running pods of Job `job` (a Job its watch has just seen) that are not
+ * followed yet: the pods' watch may have seen one run before the Jobs'
+ * watch saw its Job, when maybe_follow() could not name its log file yet
+ * (lock held). */
+static void follow_pods_of(spw_kube_t *kb, const json_t *job)
+{
+    const char *name = json_string_value(json_object_get(json_object_get(job, "metadata"), "name"));
+    const char *k;
+    json_t *p;
+    if (!name)
+        return;
+    json_object_foreach(kb->w[W_PODS].objs, k, p) {
+        const char *jn = json_string_value(json_object_get(
+            json_object_get(json_object_get(p, "metadata"), "labels"), L_JOBNAME));
+        if (jn && strcmp(jn, name) == 0)
+            maybe_follow(kb, p);
+    }
+}
+
 /* Ends the follow of pod (lock not held): the bytes of its log in the file
  * (its mark's, when no follower of this daemon ran). */
 static uint64_t follow_end(spw_kube_t *kb, const char *pod, const char *mark)
@@ -657,10 +676,12 @@ static int watch_list(kwatch_t *w, double now_s, char *rv, size_t rvlen, spw_err
     w->gen = gen;
     w->ver++;
     w->err[0] = '\0';
-    if (w->kind == W_PODS) {
-        const char *k;
-        json_object_foreach(objs, k, o)
+    const char *k;
+    json_object_foreach(objs, k, o) {
+        if (w->kind == W_PODS)
             maybe_follow(kb, o);
+        else if (w->kind == W_JOBS)
+            follow_pods_of(kb, o);
     }
     pthread_cond_broadcast(&kb->wwake);
     pthread_mutex_unlock(&kb->lock);
@@ -710,6 +731,8 @@ static int on_watch_event(void *arg, const char *type, json_t *obj)
             w->events++;
             if (w->kind == W_PODS)
                 maybe_follow(kb, obj);
+            else if (w->kind == W_JOBS && strcmp(type, "ADDED") == 0)
+                follow_pods_of(kb, obj);
         } else if (strcmp(type, "DELETED") == 0) {
             json_object_del(w->objs, key);
             json_object_set_new(w->gone, key, json_true());
