@@ -103,7 +103,9 @@ static void add_set(spw_strbuf_t *s, char **argv, int podman)
  *   index.json names directly);
  * - `skopeo copy` picks the image of this host's platform (linux and
  *   uname -m as a Go architecture) and copies it into an OCI layout of one
- *   image, checking the config and every layer against its digest.  A
+ *   image, checking the config and every layer against its digest (with
+ *   --insecure-policy: a local archive carries no signatures, and the
+ *   host's policy.json, if any, is about registries).  A
  *   multi-platform index.json (images listed in it directly) is first made
  *   a blob, named by its digest, that a new index.json names: skopeo
  *   chooses a platform only in an index it reaches from index.json, and
