@@ -7,8 +7,8 @@ set -e
 level=${1:-build}
 pkgs="gcc libc6-dev make pkg-config libyaml-dev libsqlite3-dev libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev libssl-dev libxml2-dev"
 case $level in
-test) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap podman runc python3-botocore awscli openssl" ;;
-fuzz) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap podman runc python3-botocore awscli openssl clang libclang-rt-14-dev valgrind" ;;
+test) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap skopeo umoci podman runc python3-botocore awscli openssl" ;;
+fuzz) pkgs="$pkgs perl python3 prometheus curl chromium fonts-dejavu-core slurm-wlm slurmctld slurmd slurm-client openssh-server openssh-client iproute2 bubblewrap skopeo umoci podman runc python3-botocore awscli openssl clang libclang-rt-14-dev valgrind" ;;
 esac
 # kubectl for tests/backends/kube_fake.sh: Debian's kubernetes-client only where
 # no kubectl is present (it conflicts with google-cloud-cli's kubectl).

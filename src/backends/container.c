@@ -96,22 +96,40 @@ static void add_set(spw_strbuf_t *s, char **argv, int podman)
  * takes a hit only from an entry that is its own and that no one else may
  * write (anything else there is removed).  On a miss it copies the archive
  * into a private directory, lists it (files and directories only, within
- * the bounds), unpacks it, checks every blob that index.json leads to
- * (manifest, config, layers) against its sha256 name, lists the layers
- * against the bounds and the free space before any is applied, applies
- * them as the job's user (a layer's symlink then leads nowhere that user
- * could not write), takes the tree over (no file of another user's in it,
- * owned by the trusted side, readable, no write or set-id bit for anyone
- * else) and renames it into place.  Whiteouts: .wh.NAME removes NAME of
- * the layers below, .wh..wh..opq empties its directory first, never
- * outside the root filesystem.  A multi-platform index takes its first
- * manifest. */
+ * the bounds) and unpacks it; the image itself is read by real OCI tools,
+ * never by this script:
+ * - `umoci gc` walks every index, manifest and config that index.json
+ *   leads to, each checked against its digest (skopeo checks no blob that
+ *   index.json names directly);
+ * - `skopeo copy` picks the image of this host's platform (linux and
+ *   uname -m as a Go architecture) and copies it into an OCI layout of one
+ *   image, checking the config and every layer against its digest (with
+ *   --insecure-policy: a local archive carries no signatures, and the
+ *   host's policy.json, if any, is about registries).  A
+ *   multi-platform index.json (images listed in it directly) is first made
+ *   a blob, named by its digest, that a new index.json names: skopeo
+ *   chooses a platform only in an index it reaches from index.json, and
+ *   takes the only image of an index.json of one whatever its platform.
+ *   Where that index.json names an index already (`skopeo copy --all`),
+ *   skopeo gets it as it was;
+ * - `skopeo inspect` names the layers, which are listed against the bounds
+ *   and the free space before any is applied;
+ * - `umoci raw unpack --rootless`, as the job's user, applies them
+ *   (whiteouts, and symlinks resolved inside the root filesystem).
+ * The tree is then taken over (no file of another user's in it, owned by
+ * the trusted side, readable, no write or set-id bit for anyone else) and
+ * renamed into place.  A digest that does not match, or a blob that is
+ * missing, is named (its first 12 hex digits) in the sentence; without
+ * skopeo or umoci the script says so and unpacks nothing. */
 static const char unpack_script[] =
     "exec 2>/dev/null\n"
     "f=$1 c=$2 mb=$3 mf=$4 ju=$5 jg=$6 why=$7 t=\n"
     "umask 022\n"
     "fail() { [ -n \"$t\" ] && rm -rf \"$t\"; [ -n \"$why\" ] && printf '%s\\n' \"$*\""
     " >\"$why\"; echo \"$*\"; exit 1; }\n"
+    "command -v skopeo >/dev/null && command -v umoci >/dev/null || fail \"unpacking an OCI"
+    " archive for bubblewrap needs skopeo and umoci on this host (apt-get install skopeo umoci),"
+    " or podman to run it ($f)\"\n"
     "if [ -n \"$ju\" ] && [ \"$ju\" != \"$(id -u)\" ]; then\n"
     "  asu() { setpriv --reuid=\"$ju\" --regid=\"$jg\" --clear-groups -- \"$@\"; }\n"
     "else ju=; asu() { \"$@\"; }; fi\n"
@@ -121,8 +139,8 @@ static const char unpack_script[] =
     "mkdir -p \"$p\"; mine \"$p\" || fail \"the image cache $p must be a directory of this"
     " user's own that no one else may write\"\n"
     "if [ -e \"$c\" ] || [ -L \"$c\" ]; then mine \"$c\" || rm -rf \"$c\"; fi\n"
-    "mkdir -p \"$c\"; chmod 711 \"$p\" \"$c\"; mine \"$c\" || fail \"cannot make the image"
-    " cache $c\"\n"
+    "mkdir -p \"$c\"; chmod 711 \"$p\" \"$c\"; mine \"$c\" || fail \"cannot make the image cache"
+    " $c\"\n"
     "asu test -d \"$c\" || fail \"the job's user cannot reach the image cache: let it through"
     " the directories above ($c)\"\n"
     "asu test -r \"$f\" || fail \"the job's user cannot read the OCI archive ($f)\"\n"
@@ -138,8 +156,8 @@ static const char unpack_script[] =
     "[ \"$(wc -c <\"$t/a.tar\")\" -le \"$mb\" ] ||\n"
     "  fail \"the OCI archive is larger than $mb bytes (daemon.image_max_bytes): raise that"
     " bound to run it ($f)\"\n"
-    "h=$(sha256sum <\"$t/a.tar\") && [ \"${h%% *}\" = \"$k\" ] || fail \"the OCI archive"
-    " changed while it was read ($f)\"\n"
+    "h=$(sha256sum <\"$t/a.tar\") && [ \"${h%% *}\" = \"$k\" ] || fail \"the OCI archive changed"
+    " while it was read ($f)\"\n"
     "big() { fail \"the OCI archive unpacks to more than $mb bytes (daemon.image_max_bytes):"
     " raise that bound to run it ($f)\"; }\n"
     "many() { fail \"the OCI archive unpacks to more than $mf files (daemon.image_max_files):"
@@ -163,34 +181,54 @@ static const char unpack_script[] =
     " \"$t/oci\" ||\n"
     "  fail \"tar cannot unpack the OCI archive ($f)\"\n"
     "rm -f \"$t/a.tar\"\n"
-    "ub=$t/oci/blobs/sha256\n"
-    "dig() { tr -d ' \\t\\r\\n' | grep -o '\"digest\":\"sha256:[0-9a-f]*\"' | sed"
-    " 's/.*sha256://; s/\"$//'; }\n"
-    "vb() {\n"
-    "  h=${1%\"${1#????????????}\"}\n"
-    "  case $1 in *[!0-9a-f]*|'') fail \"the OCI archive names its $2 by a digest that is not"
-    " sha256 ($f)\";; esac\n"
-    "  [ \"${#1}\" -eq 64 ] && [ -f \"$ub/$1\" ] && [ ! -L \"$ub/$1\" ] || fail \"the $2"
-    " sha256:$h is not in the OCI archive ($f)\"\n"
-    "  s=$(sha256sum <\"$ub/$1\") && s=${s%% *}\n"
-    "  [ \"$s\" = \"$1\" ] || fail \"the $2 sha256:$h of the OCI archive does not match its"
-    " digest: the archive is damaged or was altered ($f)\"\n"
+    "[ -f \"$t/oci/index.json\" ] && [ -f \"$t/oci/oci-layout\" ] || fail \"the image has no"
+    " index.json or oci-layout: not an OCI archive ($f)\"\n"
+    "bad() {\n"
+    "  d=$(sed -n 's/.*expected \\(sha256:[0-9a-f]\\{12\\}\\).*/\\1/p' \"$t/log\" | head -n 1)\n"
+    "  if [ -n \"$d\" ]; then\n"
+    "    case $(sed -n 's/expected sha256:.*//p' \"$t/log\" | head -n 1) in\n"
+    "    *image.index*|*manifest.list*) k=index;; *config*) k=config;; *manifest*) k=manifest;;"
+    " *) k=layer;; esac\n"
+    "    fail \"the $k $d of the OCI archive does not match its digest: the archive is damaged"
+    " or was altered ($f)\"\n"
+    "  fi\n"
+    "  d=$(sed -n 's,.*sha256/\\([0-9a-f]\\{12\\}\\)[0-9a-f]*: no such file.*,\\1,p' \"$t/log\""
+    " | head -n 1)\n"
+    "  [ -z \"$d\" ] || fail \"the blob sha256:$d is not in the OCI archive ($f)\"\n"
+    "  grep -q 'no image found in image index' \"$t/log\" && fail \"the OCI archive has no image"
+    " for this host's platform, linux/$ar ($f)\"\n"
+    "  fail \"$1: $(sed -n '/: /{s/.*msg=\"\\(.*\\)\"$/\\1/p; t; s/^[^a-z]*//p; }' \"$t/log\" |"
+    " head -n 1 | cut -c 1-90) ($f)\"\n"
     "}\n"
-    "[ -f \"$t/oci/index.json\" ] || fail \"the image has no index.json: not an OCI archive"
-    " ($f)\"\n"
-    "m=$(dig <\"$t/oci/index.json\" | head -n 1)\n"
-    "vb \"$m\" manifest\n"
-    "if tr -d ' \\t\\r\\n' <\"$ub/$m\" | grep -q '\"manifests\":'; then m=$(dig <\"$ub/$m\" |"
-    " head -n 1); vb \"$m\" manifest; fi\n"
-    "g=$(tr -d ' \\t\\r\\n' <\"$ub/$m\" | sed -n 's/.*\"config\":{\\([^}]*\\)}.*/\\1/p' | dig)\n"
-    "[ -z \"$g\" ] || vb \"$g\" config\n"
-    "ls=$(tr -d ' \\t\\r\\n' <\"$ub/$m\" | sed -n 's/.*\"layers\":\\[\\([^]]*\\)\\].*/\\1/p' |"
-    " dig)\n"
+    "umoci gc --layout \"$t/oci\" >\"$t/log\" 2>&1 || bad \"umoci cannot read the OCI archive\"\n"
+    "case $(uname -m) in x86_64) ar=amd64;; aarch64) ar=arm64;; armv[67]*) ar=arm;; i?86)"
+    " ar=386;; *) ar=$(uname -m);; esac\n"
+    "sk() { rm -rf \"$t/img\"; TMPDIR=$t skopeo --insecure-policy copy -q"
+    " --dest-oci-accept-uncompressed-layers --override-os linux --override-arch \"$ar\""
+    " \"oci:$t/oci\" \"oci:$t/img:spw\" >\"$t/log\" 2>&1; }\n"
+    "x=$(sha256sum <\"$t/oci/index.json\") && x=${x%% *} && s=$(wc -c <\"$t/oci/index.json\")"
+    " &&\n"
+    "  cp \"$t/oci/index.json\" \"$t/ix\" && cp \"$t/ix\" \"$t/oci/blobs/sha256/$x\" &&\n"
+    "  printf '{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"%s\","
+    "\"digest\":\"sha256:%s\",\"size\":%s}]}' \\\n"
+    "    application/vnd.oci.image.index.v1+json \"$x\" \"$s\" >\"$t/oci/index.json\" || fail"
+    " \"cannot write the image cache $c\"\n"
+    "if ! sk; then\n"
+    "  grep -q 'manifest list instead of a manifest' \"$t/log\" || bad \"skopeo cannot copy the"
+    " image of the OCI archive\"\n"
+    "  cp \"$t/ix\" \"$t/oci/index.json\" && sk || bad \"skopeo cannot copy the image of the OCI"
+    " archive\"\n"
+    "fi\n"
+    "rm -rf \"$t/oci\"\n"
+    "ls=$(skopeo inspect --format '{{range .Layers}}{{.}} {{end}}' \"oci:$t/img:spw\""
+    " 2>\"$t/log\") || bad \"skopeo cannot read the image it copied\"\n"
     "[ -n \"$ls\" ] || fail \"the manifest of the OCI archive names no layer ($f)\"\n"
     "b=0 n=0\n"
     "for l in $ls; do\n"
-    "  vb \"$l\" layer\n"
-    "  x=$(tot \"$ub/$l\" \"$b\" \"$n\" \"\")\n"
+    "  h=${l#sha256:}\n"
+    "  case $h in \"$l\"|*[!0-9a-f]*|'') fail \"the OCI archive names a layer by a digest that"
+    " is not sha256 ($f)\";; esac\n"
+    "  x=$(tot \"$t/img/blobs/sha256/$h\" \"$b\" \"$n\" \"\")\n"
     "  case $? in 0) ;; 3) big;; 4) many;; *) fail \"a layer of the OCI archive is not a tar"
     " file ($f)\";; esac\n"
     "  b=${x% *} n=${x#* }\n"
@@ -199,34 +237,27 @@ static const char unpack_script[] =
     "[ -z \"$av\" ] || [ \"$b\" -le \"$av\" ] ||\n"
     "  fail \"the OCI archive unpacks to $b bytes, more than the $av bytes free in the image"
     " cache ($c)\"\n"
-    "mkdir \"$t/rootfs\" || fail \"cannot write the image cache $c\"\n"
-    "if [ -n \"$ju\" ]; then chown \"$ju:$jg\" \"$t/rootfs\" || fail \"cannot hand $t/rootfs"
-    " to the job's user\"; fi\n"
-    "chmod 700 \"$t/rootfs\"; chmod 711 \"$t\"\n"
-    "L='r=$1 ub=$2; shift 2\n"
-    "for l; do\n"
-    "  tar -tf \"$ub/$l\" | while IFS= read -r p; do p=${p#./} n=${p##*/}; pd=${p%\"$n\"}\n"
-    "    case $n in .wh.*) ;; *) continue;; esac\n"
-    "    x=$(realpath -m \"$r/$pd\"); case $x in \"$r\"|\"$r\"/*) ;; *) continue;; esac\n"
-    "    if [ \"$n\" = .wh..wh..opq ]; then find \"$x\" -mindepth 1 -maxdepth 1 -exec rm -rf"
-    " {} +; else rm -rf \"$x/${n#.wh.}\"; fi\n"
-    "  done\n"
-    "  tar -xf \"$ub/$l\" -C \"$r\" --no-same-owner --exclude=\".wh.*\" || exit 1\n"
-    "done\n"
-    "mkdir -p \"$r/proc\" \"$r/dev\" \"$r/tmp\"'\n"
-    "asu /bin/sh -c \"$L\" spw-layers \"$t/rootfs\" \"$ub\" $ls >\"$t/log\" 2>&1 ||\n"
-    "  fail \"cannot unpack the layers of the OCI archive: $(head -n 1 \"$t/log\" | head -c"
-    " 120) ($f)\"\n"
+    "mkdir \"$t/u\" || fail \"cannot write the image cache $c\"\n"
+    "if [ -n \"$ju\" ]; then chown \"$ju:$jg\" \"$t/u\" || fail \"cannot hand $t/u to the job's"
+    " user\"; fi\n"
+    "chmod 700 \"$t/u\"; chmod 711 \"$t\"\n"
+    "L='umoci raw unpack --rootless --image \"$1:spw\" \"$2\" && mkdir -p \"$2/proc\" \"$2/dev\""
+    " \"$2/tmp\"'\n"
+    "asu /bin/sh -c \"$L\" spw-layers \"$t/img\" \"$t/u/rootfs\" >\"$t/log\" 2>&1 ||\n"
+    "  bad \"umoci cannot unpack the layers of the OCI archive\"\n"
     "chmod 700 \"$t\"\n"
+    "mv \"$t/u/rootfs\" \"$t/rootfs\" || fail \"cannot write the image cache $c\"\n"
     "if [ -n \"$ju\" ]; then\n"
     "  [ -z \"$(find \"$t/rootfs\" ! -user \"$ju\" -print -quit)\" ] ||\n"
-    "    fail \"the layers of the OCI archive link a file of another user's into the image ($f)\"\n"
+    "    fail \"the layers of the OCI archive link a file of another user's into the image"
+    " ($f)\"\n"
     "  chown -R -h \"$(id -u):$(id -g)\" \"$t/rootfs\" || fail \"cannot take over the unpacked"
     " image in $t\"\n"
     "fi\n"
-    "chmod -R a+rX,go-w,ug-s \"$t/rootfs\" || fail \"cannot make the unpacked image read-only"
-    " in $t\"\n"
-    "printf '%s\\n' \"$f\" >\"$t/ok\"; rm -rf \"$t/oci\" \"$t/log\"; chmod 711 \"$t\"\n"
+    "chmod -R a+rX,go-w,ug-s \"$t/rootfs\" || fail \"cannot make the unpacked image read-only in"
+    " $t\"\n"
+    "printf '%s\\n' \"$f\" >\"$t/ok\"; rm -rf \"$t/img\" \"$t/u\" \"$t/log\" \"$t/ix\"; chmod"
+    " 711 \"$t\"\n"
     "if ! mv -T \"$t\" \"$e\"; then rm -rf \"$t\"; t=; good \"$e\" || fail \"cannot move the"
     " unpacked image into $c\"; fi\n"
     "echo \"$e/rootfs\"\n";
@@ -275,10 +306,14 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c)
         "[ \"$IK\" != archive ] || [ -f \"$IF\" ] || die \"image archive $IF is not a file on this host\"\n"
         "BW=$(command -v bwrap 2>/dev/null) || BW=/usr/bin/bwrap\n"
         "[ -x \"$BW\" ] || BW=\n");
+    /* HC: archives can be unpacked here for bubblewrap (a cache, and the
+     * tools the unpacker runs). */
     spw_strbuf_add(s, c->image_fn ? "HC=1\n" : "HC=\n");
+    spw_strbuf_add(s, "command -v skopeo >/dev/null 2>&1 && command -v umoci >/dev/null 2>&1 || HC=\n");
     spw_strbuf_add(s,
         /* podman runs registry references, and archives only where they
-         * cannot be unpacked into a cache and run under bubblewrap. */
+         * cannot be unpacked into a cache (by skopeo and umoci) and run
+         * under bubblewrap. */
         "if command -v podman >/dev/null 2>&1 && { [ \"$IK\" = ref ] || { [ \"$IK\" = archive ] &&"
         " { [ -z \"$BW\" ] || [ -z \"$HC\" ]; }; }; }; then\n"
         /* The settings that work, not the host's defaults: runc (crun

@@ -9,12 +9,13 @@
  *   bubblewrap (bwrap);
  * - an absolute path to a file, or "oci-archive:PATH": an OCI image archive
  *   (`podman save --format oci-archive`, `skopeo copy ... oci-archive:`),
- *   unpacked once by the trusted side (root, or the daemon's user) into its
- *   team's image cache, keyed by the sha256 of the archive's bytes, every
- *   blob checked against its digest, bounded in bytes and files
+ *   unpacked once by the trusted side (root, or the daemon's user) with
+ *   skopeo and umoci into its team's image cache, keyed by the sha256 of
+ *   the archive's bytes, every blob checked against its digest, the image
+ *   of the host's platform chosen, bounded in bytes and files
  *   (spw_container_unpack_script), and run under bubblewrap from there,
- *   read-only; by podman where the host has no bubblewrap or the backend
- *   no cache (image_fn NULL);
+ *   read-only; by podman where the host has no bubblewrap, no skopeo or
+ *   umoci, or the backend no cache (image_fn NULL);
  * - anything else: a registry reference, which needs podman on the host.
  * Under podman: the settings that work rather than the host's defaults
  * (runc where installed, cgroupfs and a file of events where systemd is
@@ -78,10 +79,12 @@ void spw_container_wrap(spw_strbuf_t *s, const spw_container_t *c);
  * root filesystem CACHE/sha256-HEX/rootfs, HEX the sha256 of the archive's
  * bytes, unpacking it there first (layers applied as UID) unless a valid
  * entry is there; or prints a sentence (also written to the file WHY
- * unless empty) and exits 1: the archive is not readable by UID, not an
- * OCI layout, a blob does not match its digest, or it is larger than
- * MAX_BYTES, unpacks to more than MAX_BYTES or MAX_FILES entries (naming
- * daemon.image_max_bytes / image_max_files) or more than the free space;
+ * unless empty) and exits 1: skopeo or umoci is not installed, the
+ * archive is not readable by UID, not an OCI layout, has no image for this
+ * host's platform, a blob is missing or does not match its digest, or it
+ * is larger than MAX_BYTES, unpacks to more than MAX_BYTES or MAX_FILES
+ * entries (naming daemon.image_max_bytes / image_max_files) or more than
+ * the free space;
  * checked before anything is unpacked.  CACHE's parent must exist or be
  * creatable as the trusted side's own, writable by no one else; CACHE is
  * the team's (made 0711). */

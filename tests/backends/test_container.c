@@ -3,7 +3,8 @@
  * /bin/sh against a stand-in `podman` first in PATH that prints the command
  * line it was given (what it gives podman on any host, GPUs included, which
  * no test host has); podman itself and the bubblewrap path run for real in
- * tests/daemon/image.sh and tests/ssh/backend.sh. */
+ * tests/daemon/image.sh and tests/ssh/backend.sh, as does the OCI unpacker
+ * (skopeo and umoci), whose refusal without those tools is checked here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,29 @@ int main(void)
     ok(st != 0 && strstr(o, "E image /nonexistent/image is neither a directory"),
        "a missing image: %s", o);
     free(o);
+
+    /* Without skopeo and umoci (a stand-in skopeo, no umoci, nothing else
+     * in PATH) the unpacker says what to install, before it makes or reads
+     * anything. */
+    write_exec("skopeo", "#!/bin/sh\necho ran >>\"$0.log\"\n");
+    write_exec("unpack.sh", spw_container_unpack_script());
+    char line[512];
+    snprintf(line, sizeof(line), "PATH=%s /bin/sh %s/unpack.sh %s %s/cache 1000 10 '' '' %s/why",
+             dir, dir, tarpath, dir, dir);
+    FILE *p = popen(line, "r");
+    char got[400] = "";
+    if (!fgets(got, sizeof(got), p))
+        got[0] = '\0';
+    st = pclose(p);
+    char wantu[400], path[160];
+    snprintf(wantu, sizeof(wantu), "unpacking an OCI archive for bubblewrap needs skopeo and umoci on "
+             "this host (apt-get install skopeo umoci), or podman to run it (%s)\n", tarpath);
+    ok(st != 0 && strcmp(got, wantu) == 0, "without umoci the unpacker fails, saying what to install: %s",
+       got);
+    snprintf(path, sizeof(path), "%s/cache", dir);
+    int made = access(path, F_OK) == 0;
+    snprintf(path, sizeof(path), "%s/skopeo.log", dir);
+    ok(!made && access(path, F_OK) != 0, "and makes no cache, runs no tool");
 
     /* A team's cache directory is named from the config, never a path. */
     char td[SPW_IMAGE_TEAM_DIR_MAX];

@@ -12,7 +12,9 @@
 # will look (and the test leaves a job-writable entry there), and ml's job
 # still runs the good image.  An archive bomb (100 MB of zeros in a 100 KB archive, and one of
 # 1,000 files) is refused with the bound and its config key in the job's
-# reason, as is a layer whose bytes do not match its digest.  The image is
+# reason, as is a layer or a manifest whose bytes do not match its digest
+# (skopeo and umoci read the archive).  Of a multi-platform archive, the
+# image of this host's platform runs; one with none is refused.  The image is
 # kept with the job across a daemon restart.  Where podman is installed, a
 # registry reference (imported from the test's rootfs as localhost/...: no
 # registry) runs under it, rootless as the job's user (whose home is not
@@ -25,6 +27,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 if ! command -v bwrap >/dev/null 2>&1; then
     echo "1..0 # skip bubblewrap (bwrap) is not installed (scripts/deps.sh test)"
+    exit 0
+fi
+if ! command -v skopeo >/dev/null 2>&1 || ! command -v umoci >/dev/null 2>&1; then
+    echo "1..0 # skip skopeo and umoci (which unpack OCI archives) are not installed (scripts/deps.sh test)"
     exit 0
 fi
 mkdir -p "$T/img" && chmod 755 "$T/img"
@@ -46,7 +52,7 @@ fi
 # An OCI image archive: layer 1 the rootfs, layer 2 adds /etc/layer2 and
 # deletes /etc/spw-image with a whiteout.
 "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/image.tar" || { echo "1..0 # skip cannot write an OCI archive (tar, sha256sum)"; exit 0; }
-plan 37
+plan 43
 
 # The jobs' TMPDIR (the daemon passes its own on): rootless podman keeps
 # the images of a job user without a home under it.
@@ -178,28 +184,60 @@ else
     ok 0 "# SKIP no team user"
 fi
 
-# ---- archive bombs and altered blobs ----------------------------------------
+# ---- archive bombs, altered blobs, platforms --------------------------------
+# Multi-platform archives (skopeo picks linux/ARCH, ARCH this host's as Go
+# names it): index.json lists another platform's image first, then this
+# host's; nested, index.json names an index that lists them (skopeo copy
+# --all); and one with no image for this host.
+case $(uname -m) in x86_64) arch=amd64 ;; aarch64) arch=arm64 ;; *) arch=$(uname -m) ;; esac
+other=arm64
+[ "$arch" != arm64 ] || other=amd64
 "$ROOT/tests/ssh/mkbadoci" bytes "$T/img/big.tar" 100 && "$ROOT/tests/ssh/mkbadoci" files "$T/img/many.tar" 1000 &&
-    "$ROOT/tests/ssh/mkbadoci" altered "$T/img/altered.tar" "$T/img/image.tar"
+    "$ROOT/tests/ssh/mkbadoci" altered "$T/img/altered.tar" "$T/img/image.tar" &&
+    "$ROOT/tests/ssh/mkbadoci" manifest "$T/img/manifest.tar" "$T/img/image.tar" &&
+    SPW_OCI_PLATFORMS="$other $arch" "$ROOT/tests/ssh/mkociarchive" "$rootfs" "$T/img/multi.tar" &&
+    "$ROOT/tests/ssh/mkbadoci" nested "$T/img/nested.tar" "$T/img/multi.tar" &&
+    "$ROOT/tests/ssh/mkbadoci" first "$T/img/foreign.tar" "$T/img/multi.tar"
 [ "$(wc -c <"$T/img/big.tar")" -lt 1000000 ]
 ok $? "a 100 MB archive bomb weighs $(wc -c <"$T/img/big.tar") bytes"
-# refused IMAGE WHAT PATTERN: a job of ml on IMAGE fails (check "WHAT
-# fails"), with a reason that matches PATTERN (check "with the reason").
+# All at once (the node runs two at a time).
+rb=$(submit ml --gpus 1 --image "$T/img/big.tar" -- true)
+rn=$(submit ml --gpus 1 --image "$T/img/many.tar" -- true)
+ra=$(submit ml --gpus 1 --image "$T/img/altered.tar" -- true)
+rmn=$(submit ml --gpus 1 --image "$T/img/manifest.tar" -- true)
+rf=$(submit ml --gpus 1 --image "$T/img/foreign.tar" -- true)
+mp=$(submit ml --gpus 1 --image "$T/img/multi.tar" -- cat /etc/platform /etc/layer2)
+np=$(submit ml --gpus 1 --image "oci-archive:$T/img/nested.tar" -- cat /etc/platform)
+# refused JOB WHAT PATTERN: JOB fails (check "WHAT fails"), with a reason
+# that matches PATTERN (check "with the reason").
 refused() {
-    rj=$(submit ml --gpus 1 --image "$1" -- true)
-    wait_for "$rj" failed 60
+    wait_for "$1" failed 60
     ok $? "$2 fails"
-    field "$rj" 'd["reason"]' | grep -q "$3"
-    ok $? "with the reason: $(field "$rj" 'd["reason"]')"
+    field "$1" 'd["reason"]' | grep -q "$3"
+    ok $? "with the reason: $(field "$1" 'd["reason"]')"
 }
-refused "$T/img/big.tar" "a job on it" "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
-refused "$T/img/many.tar" "a job on an archive of 1,000 files" \
+# refused_now IMAGE WHAT PATTERN: the same for a job of ml on IMAGE.
+refused_now() {
+    refused "$(submit ml --gpus 1 --image "$1" -- true)" "$2" "$3"
+}
+refused "$rb" "a job on it" "unpacks to more than 20000000 bytes (daemon.image_max_bytes): raise"
+refused "$rn" "a job on an archive of 1,000 files" \
     "unpacks to more than 400 files (daemon.image_max_files): raise"
 # The image's second layer rewritten, under its old digest.
-refused "$T/img/altered.tar" "a job on an archive whose layer does not match its digest" \
-    "the layer sha256:[0-9a-f]* of the OCI archive does not match its digest"
-[ "$(ls -A "$T/state/images/team-ml")" = "sha256-$K" ]
-ok $? "none of them left anything in the cache: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
+refused "$ra" "a job on an archive whose layer does not match its digest" \
+    "the layer sha256:[0-9a-f]\{12\} of the OCI archive does not match its digest"
+# Its manifest rewritten (one layer dropped), under its old digest.
+refused "$rmn" "a job on an archive whose manifest does not match its digest" \
+    "the manifest sha256:[0-9a-f]\{12\} of the OCI archive does not match its digest"
+refused "$rf" "a job on an archive with only a linux/$other image" \
+    "the OCI archive has no image for this host's platform, linux/$arch"
+wait_for "$mp" succeeded 60 && [ "$(spw ml logs "$mp" 2>&1 | tr '\n' ' ')" = "$arch second layer " ]
+ok $? "a multi-platform archive ($other first) runs its linux/$arch image: $(spw ml logs "$mp" 2>&1 | tr '\n' ' ' | head -c 200) $(field "$mp" 'd["reason"]')"
+wait_for "$np" succeeded 60 && [ "$(spw ml logs "$np" 2>&1)" = "$arch" ]
+ok $? "and one whose index.json names a nested index: $(spw ml logs "$np" 2>&1 | head -c 200) $(field "$np" 'd["reason"]')"
+KM=$(sha256sum <"$T/img/multi.tar" | cut -d' ' -f1) KN=$(sha256sum <"$T/img/nested.tar" | cut -d' ' -f1)
+[ "$(ls -A "$T/state/images/team-ml" | sort)" = "$(printf 'sha256-%s\n' "$K" "$KM" "$KN" | sort)" ]
+ok $? "the refused ones left nothing in the cache, beside the three that ran: $(ls -A "$T/state/images/team-ml" | tr '\n' ' ')"
 
 # ---- what cannot run fails with the reason ----------------------------------
 if command -v podman >/dev/null 2>&1; then
@@ -234,11 +272,11 @@ if command -v podman >/dev/null 2>&1; then
     # Rootless podman leaves a pause process holding the user's namespace.
     pp=$(cat "$TMPDIR/podman-run-$ju/libpod/tmp/pause.pid" 2>/dev/null) && kill "$pp" 2>/dev/null
 else
-    refused docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
+    refused_now docker.io/library/busybox:1.36 "a registry reference on a host without podman" \
         "registry reference, which needs podman"
     ok 0 "# SKIP podman is not installed (scripts/deps.sh test)"
 fi
-refused "$T/img/nope" "a missing image" "nope: No such file or directory"
+refused_now "$T/img/nope" "a missing image" "nope: No such file or directory"
 
 # ---- kept across a restart --------------------------------------------------
 stop_daemon

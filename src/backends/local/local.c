@@ -1064,9 +1064,14 @@ static int check_image(const spw_local_t *lb, const spw_launch_t *req, const cha
     if (!podman && !lb->image_dir)
         return spw_errorf(err, "job %s: image %s is an OCI archive, which needs podman or an "
                           "image cache (the daemon's state dir) on this host", req->job_id, img);
+    int tools = have_program("skopeo") && have_program("umoci");
+    if (!podman && !tools)
+        return spw_errorf(err, "job %s: image %s is an OCI archive: unpacking it for bubblewrap "
+                          "needs skopeo and umoci on this host (apt-get install skopeo umoci), "
+                          "or podman to run it", req->job_id, img);
     /* Unpacked into the cache and run under bubblewrap where it can be
      * (container.h), else by podman. */
-    *archive = bwrap && lb->image_dir ? path : NULL;
+    *archive = bwrap && lb->image_dir && tools ? path : NULL;
     return 0;
 }
 
