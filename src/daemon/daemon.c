@@ -158,6 +158,7 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         o->region = spw_xstrdup(s->region);
         o->zone = spw_xstrdup(s->zone);
         o->instance_type = spw_xstrdup(s->instance_type);
+        o->commit_name = s->commit_name ? spw_xstrdup(s->commit_name) : NULL;
     }
     spw_gov_clear(&f->gov);
     spw_gov_copy(&f->gov, &src->gov);

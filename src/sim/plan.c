@@ -126,7 +126,8 @@ static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
         return 0;
     }
     p->stat_s = stat_of(w->run->opts, &p->sum);
-    p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
+    p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.commit_cost_usd +
+                   p->sum.egress_usd;
     return 0;
 }
 
@@ -201,7 +202,9 @@ static double tco_of(const spw_plan_opts_t *o, const point_t *p, double w_span_s
     double span = w_span_s > 0 ? w_span_s : p->sum.makespan_s;
     return (p->sum.makespan_s > 0 ? p->sum.owned_cost_usd / p->sum.makespan_s : 0) *
                o->horizon_s +
-           (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) * o->horizon_s;
+           (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) * o->horizon_s +
+           (p->sum.makespan_s > 0 ? p->sum.commit_cost_usd / p->sum.makespan_s : 0) *
+               o->horizon_s;
 }
 
 static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *p,
