@@ -229,14 +229,15 @@ typedef struct spw_offer {
                                    ordinary offer */
     uint32_t commit_gpus;       /* GPUs committed: paid every hour, used or
                                    idle; at most commit_gpus / gpus instances
-                                   of it are held at once */
+                                   of it are held at once (0: none, as the
+                                   planner's "commit nothing") */
     double commit_usd_per_gpu_h;/* the committed rate of one GPU-hour */
 } spw_offer_t;
 
 /* Whether offer o is a commitment. */
 static inline int spw_offer_committed(const spw_offer_t *o)
 {
-    return o->commit_gpus > 0;
+    return o->commit_name != NULL;
 }
 
 /* What commitment o costs over hours_h hours (all of them paid): its GPUs

@@ -220,6 +220,8 @@ static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *
     r->owned_usd = p->sum.owned_cost_usd;
     r->owned_idle_usd = p->sum.owned_idle_usd;
     r->egress_usd = p->sum.egress_usd;
+    r->commit_usd = p->sum.commit_cost_usd;
+    r->commit_idle_usd = p->sum.commit_idle_usd;
     r->total_usd = p->total_usd;
     r->makespan_s = p->sum.makespan_s;
     r->tco_usd = tco_of(o, p, w_span_s);
