@@ -72,8 +72,11 @@ void dm_say_repeat(spw_daemon_t *d, dm_repeat_t *r, int failing, double now, con
 
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s%s%s/%s", o->provider, o->region[0] ? "/" : "", o->region,
-             o->zone[0] ? "/" : "", o->zone, o->instance_type);
+    /* A commitment is the same instance type as its offer: its name tells
+     * them apart (recover.c finds offers by name). */
+    snprintf(buf, len, "%s%s%s%s%s/%s%s%s", o->provider, o->region[0] ? "/" : "", o->region,
+             o->zone[0] ? "/" : "", o->zone, o->instance_type, o->commit_name ? "@" : "",
+             o->commit_name ? o->commit_name : "");
     return buf;
 }
 
