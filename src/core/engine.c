@@ -3250,6 +3250,15 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             snprintf(x.why, sizeof(x.why), "%u x %s would end at t=%.0f s, after its deadline "
                      "(t=%.0f s); other offers meet it", x.instances, o->instance_type, end_s,
                      j->deadline_s);
+        } else if (spw_offer_committed(o) && !has_capacity(e, (uint32_t)i, 0, x.instances, now)) {
+            snprintf(x.why, sizeof(x.why), "commitment %.40s has no room: %u of its %u GPUs are "
+                     "held (paid used or idle)", o->commit_name, e->held_inst[0][i] * o->gpus,
+                     o->commit_gpus);
+        } else if (picked && pick.offer == i && spw_offer_committed(o)) {
+            x.ok = 1;
+            snprintf(x.why, sizeof(x.why), "commitment %.40s: %u x %s free now, paid used or "
+                     "idle at $%.4g/GPU-h: no cost beyond the commitment", o->commit_name,
+                     x.instances, o->instance_type, o->commit_usd_per_gpu_h);
         } else if (picked && pick.offer == i) {
             x.ok = 1;
             snprintf(x.why, sizeof(x.why),

@@ -1081,6 +1081,11 @@ static void test_commitments(void)
     spw_team_ledger_t L = ledger(e, ml, 0);
     is_double(L.reserved_usd, 0, EPS, "commit: committed placements reserve nothing of the budget");
     is(spw_engine_offer_held(e, (size_t)cus, 0), 2, "commit: 2 instances of the commitment held");
+    spw_candidate_t cand[8];
+    size_t nc = spw_engine_explain(e, &j[2], 0, cand, 8);
+    const spw_candidate_t *cc = find_cand(cand, nc, SPW_CAND_CLOUD, cus);
+    ok(cc && !cc->ok && strstr(cc->why, "commitment us has no room: 2 of its 2 GPUs"),
+       "commit: explain says the commitment is full ('%s')", cc ? cc->why : "");
     sched(e, 3600);
     ok(j[2].state == SPW_JOB_CLOUD && j[2].offer == o0 && j[2].reason == SPW_REASON_WAIT_EXPIRED,
        "commit: once its wait is over, the third buys on demand (offer %d)", j[2].offer);
@@ -1093,6 +1098,13 @@ static void test_commitments(void)
     job_init(&r[0], "r0", 7200, 3600, 1, 10, 0);
     job_init(&r[1], "r1", 7200, 3600, 1, 11, 0);
     r[0].residency = r[1].residency = eu;
+    nc = spw_engine_explain(e, &r[0], 7200, cand, 8);
+    cc = find_cand(cand, nc, SPW_CAND_CLOUD, ceu);
+    ok(cc && cc->ok && strstr(cc->why, "commitment eu: 1 x p3.2xlarge free now, paid used or idle"),
+       "commit: explain names the free commitment it would take ('%s')", cc ? cc->why : "");
+    cc = find_cand(cand, nc, SPW_CAND_CLOUD, cus);
+    ok(cc && !cc->ok, "commit: explain: not the us one its residency rules out ('%s')",
+       cc ? cc->why : "");
     spw_engine_submit(e, &r[0], 7200);
     spw_engine_submit(e, &r[1], 7200);
     sched(e, 7200);
