@@ -177,18 +177,25 @@ ok $? "1 thread and 2 threads give identical configurations"
 best=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 b = d["configurations"][d["best"]]; print(b["nodes"], b["wait_policy"])' "$T/p1.json")
 sed "s/^    nodes: 4$/    nodes: ${best% *}/" "$T/fleet.yaml" >"$T/best.yaml"
-run_spw "$T/best.json" "$T/best.err" sim --trace "$T/jobs.csv" --config "$T/best.yaml" \
-    --wait "${best#* }" -o json
-python3 - "$T/p1.json" "$T/best.json" <<'PY'
+# same_figures PLAN_JSON CONFIG WAIT ROW PAIRS: a plain `spillway sim` of
+# CONFIG under WAIT gives the figures of the plan's row ROW (a Python
+# expression over its JSON d), for each (plan key, sim key) of PAIRS; the
+# sim's JSON is left in $T/same.json.
+same_figures() {
+    run_spw "$T/same.json" "$T/same.err" sim --trace "$T/jobs.csv" --config "$2" \
+        --wait "$3" -o json
+    python3 - "$1" "$T/same.json" "$4" "$5" <<'PY'
 import json, sys
-d, s = (json.load(open(p)) for p in sys.argv[1:])
-b = d["configurations"][d["best"]]
-for pk, sk in (("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
-               ("owned_idle_usd", "owned_idle_usd"), ("wait_mean_s", "wait_mean_s"),
-               ("wait_p90_s", "wait_p90_s"), ("makespan_s", "makespan_s"),
-               ("onprem_gpus", "onprem_gpus")):
+d, s = (json.load(open(p)) for p in sys.argv[1:3])
+b = eval(sys.argv[3], {"d": d})
+for pk, sk in eval(sys.argv[4]):
     assert abs(b[pk] - s[sk]) <= 1e-6 * max(1, abs(s[sk])), (pk, b[pk], s[sk])
 PY
+}
+same_figures "$T/p1.json" "$T/best.yaml" "${best#* }" 'd["configurations"][d["best"]]' \
+    '(("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
+      ("owned_idle_usd", "owned_idle_usd"), ("wait_mean_s", "wait_mean_s"),
+      ("wait_p90_s", "wait_p90_s"), ("makespan_s", "makespan_s"), ("onprem_gpus", "onprem_gpus"))'
 ok $? "the chosen configuration's figures are those of a plain spillway sim of it ($best)"
 
 # How much to commit: a cloud commitment at $1.80 per GPU-hour (the
@@ -216,16 +223,13 @@ x = d["commit"][d["best_commit"]]; print(x["gpus"], x["nodes"], x["wait_policy"]
 set -- $choice
 sed "s/^    nodes: 4$/    nodes: $2/; s/gpus: 8, usd_per_gpu_h/gpus: $1, usd_per_gpu_h/" \
     "$T/commit.yaml" >"$T/cbest.yaml"
-run_spw "$T/cbest.json" "$T/cbest.err" sim --trace "$T/jobs.csv" --config "$T/cbest.yaml" \
-    --wait "$3" -o json
-python3 - "$T/c.json" "$T/cbest.json" <<'PY'
+same_figures "$T/c.json" "$T/cbest.yaml" "$3" 'd["commit"][d["best_commit"]]' \
+    '(("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
+      ("commit_usd", "commit_cost_usd"), ("commit_idle_usd", "commit_idle_usd"),
+      ("total_usd", "total_cost_usd"), ("wait_stat_s", "wait_mean_s"))' &&
+    python3 - "$T/same.json" <<'PY'
 import json, sys
-d, s = (json.load(open(p)) for p in sys.argv[1:])
-x = d["commit"][d["best_commit"]]
-for pk, sk in (("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
-               ("commit_usd", "commit_cost_usd"), ("commit_idle_usd", "commit_idle_usd"),
-               ("total_usd", "total_cost_usd"), ("wait_stat_s", "wait_mean_s")):
-    assert abs(x[pk] - s[sk]) <= 1e-6 * max(1, abs(s[sk])), (pk, x[pk], s[sk])
+s = json.load(open(sys.argv[1]))
 assert s["wait_mean_s"] <= 900, s["wait_mean_s"]
 assert abs(s["commit_used_usd"] + s["commit_idle_usd"] - s["commit_cost_usd"]) < 1e-6
 assert abs(s["commit_used_usd"] - 1.8 * s["commit_gpu_hours"]) < 1e-6 * s["commit_used_usd"]

@@ -191,12 +191,13 @@ static void test_offers(void)
 
     /* Commitments: a copy of the matching offer, cheapest per GPU, with
      * its GPUs and committed rate, and no market price of its own. */
-    snprintf(yaml, sizeof(yaml),
-             "cloud:\n  offers: %s\n  commitments:\n"
-             "    - {name: ri, provider: aws, region: us-east-1, gpus: 16, usd_per_gpu_h: 2.5}\n"
-             "    - {name: cud, gpu: A100, gpus: 3, usd_per_gpu_h: 2.2}\n", path);
-    is(load(&c, yaml, NULL, &err), 0, "commitments: load (%s)", err.text);
-    is(c.fleet.noffers, 6, "commitments: two offers appended to the four");
+    static const char commit_fmt[] =
+        "cloud:\n  offers: %s\n  commitments:\n"
+        "    - {name: ri, provider: aws, region: us-east-1, gpus: 16, usd_per_gpu_h: 2.5}\n"
+        "    - {name: cud, gpu: A100, gpus: 3, usd_per_gpu_h: 2.2}\n";
+    snprintf(yaml, sizeof(yaml), commit_fmt, path);
+    ok(load(&c, yaml, NULL, &err) == 0 && c.fleet.noffers == 6,
+       "commitments: load, two offers appended to the four (%s)", err.text);
     o = &c.fleet.offers[4];
     ok(spw_offer_committed(o) && strcmp(o->commit_name, "ri") == 0 &&
            strcmp(o->instance_type, "p4d.24xlarge") == 0 && strcmp(o->region, "us-east-1") == 0 &&

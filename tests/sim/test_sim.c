@@ -1115,11 +1115,12 @@ static void test_commitment(void)
     f.noffers = 2;
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
                             "constant:600");
-    spw_job_t j[3];
+    static const char *const ids[3] = {"a", "b", "c"};
+    static const uint32_t gpus[3] = {2, 1, 2};
     double rt[3] = {3600, 1800, 3600};
-    job_init(&j[0], "a", 0, 3600, 2, 0);
-    job_init(&j[1], "b", 0, 1800, 1, 1);
-    job_init(&j[2], "c", 0, 3600, 2, 2);
+    spw_job_t j[3];
+    for (uint32_t i = 0; i < 3; i++)
+        job_init(&j[i], ids[i], 0, rt[i], gpus[i], i);
     spw_sim_summary_t s;
     spw_error_t err;
     is(spw_sim_run(&f, &p, j, rt, 3, NULL, &s, &err), 0, "commit: runs");
