@@ -154,10 +154,13 @@
 
   // comparison table
   const total = r => r.summary.total_cost_usd;
-  // The cost rows add up: on-prem used + on-prem idle + cloud (+ egress) =
-  // total; owned GPUs cost money whether a job used them or not.
+  // The cost rows add up: on-prem used + on-prem idle + cloud (+ committed
+  // used + idle) (+ egress) = total; owned GPUs and committed ones cost money
+  // whether a job used them or not.
   const S = r => r.summary, G = r => r.summary.governance || {};
   const egress = runs.some(r => (S(r).egress_usd || 0) > 0);
+  // Cloud commitments (cloud.commitments) are paid used or idle too.
+  const commit = runs.some(r => S(r).commit_cost_usd !== undefined);
   const gov = runs.some(r => G(r).active);
   const rowsDef = [
     ['jobs on-prem', r => S(r).jobs_onprem],
@@ -165,7 +168,9 @@
     ['on-prem used (amortised)', r => usd(S(r).owned_used_usd)],
     ['on-prem idle (owned, unused)', r => usd(S(r).owned_idle_usd)],
     ['cloud cost', r => usd(S(r).cloud_cost_usd)],
-  ].concat(egress ? [['egress cost', r => usd(S(r).egress_usd)]] : [], [
+  ].concat(commit ? [['cloud committed used', r => usd(S(r).commit_used_usd || 0)],
+                     ['cloud committed idle', r => usd(S(r).commit_idle_usd || 0)]] : [],
+           egress ? [['egress cost', r => usd(S(r).egress_usd)]] : [], [
     ['total cost', r => usd(total(r))],
     ['wait mean', r => dur(S(r).wait_mean_s)],
     ['wait p50', r => dur(S(r).wait_p50_s)],

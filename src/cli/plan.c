@@ -47,6 +47,11 @@ const char spw_cli_plan_usage[] =
     "  --csv FILE             also write every configuration as CSV\n"
     "  --swing PCT            the parameter move the swing and the robust setting\n"
     "                         are measured over (default 10, i.e. +-10%)\n"
+    "  --commit LIST          GPUs of the config's cloud commitment to try (its\n"
+    "                         last one): 0,8,16,32 or FROM:TO:STEP; every owned\n"
+    "                         capacity and wait is planned at each, and the\n"
+    "                         cheapest commitment meeting the target is shown\n"
+    "                         beside the node count (how much to commit)\n"
     "  --capex                nothing is owned yet: count every node's capital (the\n"
     "                         question is what to buy); by default the config's\n"
     "                         nodes of the pool are owned and their capital is sunk\n"
@@ -302,6 +307,104 @@ static void write_table(FILE *f, const spw_plan_result_t *r, size_t n, long best
             seconds > 0 ? (double)sims * (double)njobs / seconds : 0);
 }
 
+/* --commit: the commitment whose GPUs vary and the counts to try. */
+typedef struct commit_plan {
+    size_t offer;                /* fleet offer index of the commitment */
+    uint32_t *gpus;              /* owned: committed GPU counts to try */
+    size_t n;
+} commit_plan_t;
+
+/* Finds the config's last commitment and parses --commit into *cp; -1
+ * with a sentence on stderr. */
+static int commit_setup(commit_plan_t *cp, spw_fleet_t *f, const char *list, const char *config)
+{
+    size_t i = f->noffers;
+    while (i > 0 && !spw_offer_committed(&f->offers[i - 1]))
+        i--;
+    if (i == 0) {
+        fprintf(stderr, "spillway plan: --commit varies a commitment, and %s has none: add "
+                        "cloud.commitments (docs/config.md)\n", config);
+        return -1;
+    }
+    cp->offer = i - 1;
+    if (!(cp->gpus = parse_nodes(list, &cp->n))) {
+        fprintf(stderr, "spillway plan: --commit takes GPU counts such as 0,8,16 or "
+                        "FROM:TO:STEP such as 0:32:8, got '%s'\n", list);
+        return -1;
+    }
+    const spw_offer_t *o = &f->offers[cp->offer];
+    for (size_t k = 0; k < cp->n; k++)
+        if (cp->gpus[k] % o->gpus) {
+            fprintf(stderr, "spillway plan: --commit: %u is not a multiple of %u, the GPUs of "
+                            "one %s (commitment %s)\n", cp->gpus[k], o->gpus, o->instance_type,
+                    o->commit_name);
+            free(cp->gpus);
+            cp->gpus = NULL;
+            return -1;
+        }
+    return 0;
+}
+
+/* res[k * n .. k * n + n) is the plan at cp->gpus[k]. */
+static void write_commit_json(FILE *f, const commit_plan_t *cp, const spw_fleet_t *fleet,
+                              const spw_plan_result_t *res, size_t n, long best_commit)
+{
+    const spw_offer_t *o = &fleet->offers[cp->offer];
+    fprintf(f, "{\"commitment\": \"%s\", \"usd_per_gpu_h\": %.6f, \"best_commit\": %ld, "
+               "\"commit\": [", o->commit_name, o->commit_usd_per_gpu_h, best_commit);
+    for (size_t k = 0; k < cp->n; k++) {
+        const spw_plan_result_t *r = res + k * n;
+        long b = spw_plan_best(r, n);
+        fprintf(f, "%s\n  {\"gpus\": %u, \"best\": %ld", k ? "," : "", cp->gpus[k], b);
+        if (b >= 0) {
+            char w[64];
+            spw_wait_format(&r[b].wait, w, sizeof(w));
+            fprintf(f, ", \"nodes\": %u, \"wait_policy\": \"%s\", \"wait_stat_s\": %.3f, "
+                       "\"cloud_usd\": %.6f, \"owned_usd\": %.6f, \"commit_usd\": %.6f, "
+                       "\"commit_idle_usd\": %.6f, \"egress_usd\": %.6f, \"total_usd\": %.6f, "
+                       "\"tco_usd\": %.6f, \"decide_usd\": %.6f",
+                    r[b].nodes, w, r[b].wait_s, r[b].cloud_usd, r[b].owned_usd, r[b].commit_usd,
+                    r[b].commit_idle_usd, r[b].egress_usd, r[b].total_usd, r[b].tco_usd,
+                    r[b].decide_usd);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n], \"plan\": ");
+}
+
+static void write_commit_table(FILE *f, const commit_plan_t *cp, const spw_fleet_t *fleet,
+                               const spw_plan_result_t *res, size_t n, long best_commit,
+                               const char *stat)
+{
+    const spw_offer_t *o = &fleet->offers[cp->offer];
+    char a[32], b[32], c[32], d[32], e[32], g[32];
+    fprintf(f, "\nhow much to commit: commitment %s (%s %s %s, $%.4g per GPU-hour, paid used "
+               "or idle), the cheapest configuration meeting the target at each size\n",
+            o->commit_name, o->provider, o->region, o->instance_type, o->commit_usd_per_gpu_h);
+    fprintf(f, "%8s %6s  %-20s %10s %12s %12s %12s %12s %12s\n", "commit", "nodes", "wait", stat,
+            "cloud", "committed", "of it idle", "TCO", "from now");
+    for (size_t k = 0; k < cp->n; k++) {
+        const spw_plan_result_t *r = res + k * n;
+        long x = spw_plan_best(r, n);
+        if (x < 0) {
+            fprintf(f, "%8u  no configuration meets the target\n", cp->gpus[k]);
+            continue;
+        }
+        char w[64];
+        spw_wait_format(&r[x].wait, w, sizeof(w));
+        fprintf(f, "%8u %6u  %-20s %10s %12s %12s %12s %12s %12s%s\n", cp->gpus[k], r[x].nodes, w,
+                hms(r[x].wait_s, a, sizeof(a)), usd(r[x].cloud_usd, b, sizeof(b)),
+                usd(r[x].commit_usd, c, sizeof(c)), usd(r[x].commit_idle_usd, d, sizeof(d)),
+                usd(r[x].tco_usd, e, sizeof(e)), usd(r[x].decide_usd, g, sizeof(g)),
+                (long)k == best_commit ? "  <- cheapest" : "");
+    }
+    if (best_commit >= 0)
+        fprintf(f, "commit %u GPUs of %s; the plan above is at that commitment\n",
+                cp->gpus[best_commit], o->commit_name);
+    else
+        fprintf(f, "no commitment size meets the target\n");
+}
+
 int spw_cli_plan(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -316,10 +419,12 @@ int spw_cli_plan(int argc, char **argv)
         {"slurm", required_argument, NULL, 'L'},   {"slurm-tasks", required_argument, NULL, 'N'},
         {"slurm-dir", required_argument, NULL, 'D'},
         {"slurm-bin", required_argument, NULL, 'B'},
-        {"part", required_argument, NULL, 'P'},    {NULL, 0, NULL, 0},
+        {"part", required_argument, NULL, 'P'},    {"commit", required_argument, NULL, 'K'},
+        {NULL, 0, NULL, 0},
     };
     const char *trace = NULL, *config = NULL, *pool_name = NULL, *nodes_s = NULL;
     const char *waits_s = "none,compute,runtime", *target_s = "mean:30m", *csv = NULL;
+    const char *commit_s = NULL;
     /* --slurm: the array's settings; a task runs with the options given
      * here, as given (horizon_s, swing_s, format_s). */
     const char *horizon_s = NULL, *swing_s = NULL, *format_s = NULL;
@@ -369,6 +474,7 @@ int spw_cli_plan(int argc, char **argv)
         case 'C': csv = optarg; break;
         case 'q': quiet = 1; break;
         case 'X': capex = 1; break;
+        case 'K': commit_s = optarg; break;
         case 'S': {
             char *end;
             swing_s = optarg;
@@ -492,7 +598,6 @@ int spw_cli_plan(int argc, char **argv)
         goto out;
     }
     size_t n = nnodes * nwaits, njobs = tr.njobs;
-    res = spw_xcalloc(n, sizeof(*res));
     double t0 = mono_s();
     uint64_t runs = 0;
     spw_plan_opts_t po = {
@@ -502,6 +607,17 @@ int spw_cli_plan(int argc, char **argv)
         .swing_frac = swing, .owned_nodes = capex ? 0 : cfg.fleet.pools[pool].nnodes,
         .capex = capex, .part = part, .nparts = nparts,
     };
+    /* Without --commit, one plan at the config's commitments. */
+    commit_plan_t cp = {0};
+    if (commit_s && (sl.partition || nparts)) {
+        fprintf(stderr, "spillway plan: --commit does not run on Slurm yet: leave out --slurm "
+                        "(a local run sizes the commitment)\n");
+        goto out;
+    }
+    if (commit_s && commit_setup(&cp, &cfg.fleet, commit_s, config) < 0)
+        goto out;
+    size_t ncommit = commit_s ? cp.n : 1;
+    res = spw_xcalloc(n * ncommit, sizeof(*res));
     if (sl.partition) {
         /* The nodes get absolute paths: their tasks run in this directory
          * only where it is shared too. */
@@ -543,10 +659,17 @@ int spw_cli_plan(int argc, char **argv)
             goto out;
         }
         po.threads = (int)sl.tasks * sl.threads;
-    } else if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po,
-                            res, &err) < 0) {
-        fprintf(stderr, "spillway plan: %s\n", err.text);
-        goto out;
+    } else {
+        for (size_t k = 0; k < ncommit; k++) {
+            if (commit_s)
+                cfg.fleet.offers[cp.offer].commit_gpus = cp.gpus[k];
+            if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po,
+                             res + k * n, &err) < 0) {
+                fprintf(stderr, "spillway plan: %s\n", err.text);
+                free(cp.gpus);
+                goto out;
+            }
+        }
     }
     if (nparts) {
         rc = spw_plan_part_write(stdout, &po, res, tr.njobs, runs, &err) < 0 ? 1 : 0;
@@ -555,33 +678,56 @@ int spw_cli_plan(int argc, char **argv)
         goto out;
     }
     double seconds = mono_s() - t0;
+    /* The commitment whose cheapest configuration meeting the target is
+     * the cheapest from now; its plan is the one shown in full. */
+    long best_commit = -1, best = -1;
+    for (size_t k = 0; k < ncommit; k++) {
+        long b = spw_plan_best(res + k * n, n);
+        if (b >= 0 && (best_commit < 0 ||
+                       res[k * n + b].decide_usd < res[best_commit * n + best].decide_usd)) {
+            best_commit = (long)k;
+            best = b;
+        }
+    }
+    size_t shown = best_commit >= 0 ? (size_t)best_commit : 0;
+    spw_plan_result_t *r = res + shown * n;
     uint64_t sims = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n * ncommit; i++)
         sims += res[i].sims;
     if (!quiet)
         fprintf(stderr, "spillway plan: %llu simulator runs gave the %llu simulations (the "
                         "rest were the same simulation as one already made)\n",
                 (unsigned long long)runs, (unsigned long long)sims);
-    long best = spw_plan_best(res, n);
+    if (!commit_s)
+        best = spw_plan_best(r, n);
     const char *statname = stat == SPW_PLAN_P90 ? "p90" : "mean";
     if (csv) {
         FILE *f = fopen(csv, "w");
         if (!f) {
             fprintf(stderr, "spillway plan: %s: cannot write: %s\n", csv, strerror(errno));
+            free(cp.gpus);
             goto out;
         }
-        write_csv(f, res, n, cfg.fleet.pools[pool].name);
+        write_csv(f, r, n, cfg.fleet.pools[pool].name);
         if (fclose(f) != 0) {
             fprintf(stderr, "spillway plan: %s: write failed\n", csv);
+            free(cp.gpus);
             goto out;
         }
     }
+    if (json && commit_s)
+        write_commit_json(stdout, &cp, &cfg.fleet, res, n, best_commit);
     if (json)
-        write_json(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
+        write_json(stdout, r, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
                    njobs, seconds, po.threads, sims, &po);
     else
-        write_table(stdout, res, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
+        write_table(stdout, r, n, best, cfg.fleet.pools[pool].name, statname, target, horizon,
                     njobs, seconds, po.threads, sims, &po);
+    if (json && commit_s)
+        fprintf(stdout, "}\n");
+    else if (commit_s)
+        write_commit_table(stdout, &cp, &cfg.fleet, res, n, best_commit, statname);
+    free(cp.gpus);
     rc = 0;
 out:
     free(res);

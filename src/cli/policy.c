@@ -1250,10 +1250,13 @@ static void test_table(const test_ctx_t *c)
         for (size_t i = 0; i < show; i++) {
             const place_t *p = &c->offers[i];
             const spw_offer_t *o = &f->offers[p->idx];
-            char n[16], price[32], moved[32], tr[32], eg[32], work[32];
+            char n[16], price[32], moved[32], tr[32], eg[32], work[32], it[128];
             snprintf(n, sizeof(n), "%u", p->instances);
             snprintf(moved, sizeof(moved), "%g GB", p->gb);
-            spw_table_row(t, o->provider, o->region, o->zone, o->instance_type,
+            /* A commitment: its instance type, named (docs/config.md). */
+            snprintf(it, sizeof(it), "%s%s%s", o->instance_type, o->commit_name ? "@" : "",
+                     o->commit_name ? o->commit_name : "");
+            spw_table_row(t, o->provider, o->region, o->zone, it,
                           model_name(f, o->model), n,
                           usd(p->usd_per_h, price, sizeof(price)),
                           usd(p->work_usd, work, sizeof(work)), moved,
@@ -1293,6 +1296,8 @@ static json_t *place_json(const test_ctx_t *c, const place_t *p, int offer)
                       of->region, "zone", of->zone, "instance_type", of->instance_type, "gpu",
                       model_name(f, of->model), "gpus_per_instance", (json_int_t)of->gpus,
                       "instances", (json_int_t)p->instances);
+        if (of->commit_name)
+            json_object_set_new(o, "commitment", json_string(of->commit_name));
     } else {
         const spw_pool_spec_t *ps = &f->pools[p->idx];
         o = json_pack("{s:s,s:s,s:I}", "pool", ps->name, "gpu", model_name(f, ps->model), "gpus",

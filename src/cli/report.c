@@ -63,11 +63,17 @@ static void jstr(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Everything the run cost: cloud compute, every owned GPU for the whole
- * run (used or idle), and egress. */
+/* Everything the run cost: cloud compute, every owned GPU and every
+ * committed cloud GPU for the whole run (used or idle), and egress. */
 static double total_usd(const spw_sim_summary_t *s)
 {
-    return s->cloud_cost_usd + s->owned_cost_usd + s->egress_usd;
+    return s->cloud_cost_usd + s->owned_cost_usd + s->commit_cost_usd + s->egress_usd;
+}
+
+/* The fleet has cloud commitments (their rows are shown). */
+static int commit_shown(const spw_sim_summary_t *s)
+{
+    return s->commit_cost_usd > 0 || s->commit_gpu_hours > 0;
 }
 
 /* Team k of the summary (0 = no team) has something to show. */
@@ -178,6 +184,12 @@ void spw_report_json(FILE *f, const spw_trace_t *t, const spw_report_row_t *r)
     jnum(f, "owned_cost_usd", s->owned_cost_usd, 0);
     jnum(f, "owned_used_usd", s->owned_used_usd, 0);
     jnum(f, "owned_idle_usd", s->owned_idle_usd, 0);
+    if (commit_shown(s)) {
+        jnum(f, "commit_cost_usd", s->commit_cost_usd, 0);
+        jnum(f, "commit_used_usd", s->commit_used_usd, 0);
+        jnum(f, "commit_idle_usd", s->commit_idle_usd, 0);
+        jnum(f, "commit_gpu_hours", s->commit_gpu_hours, 0);
+    }
     jnum(f, "egress_usd", s->egress_usd, 0);
     jnum(f, "total_cost_usd", total_usd(s), 0);
     jnum(f, "useful_gpu_hours", s->useful_gpu_hours, 0);
@@ -325,7 +337,7 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
                       const spw_report_row_t *r)
 {
     const spw_sim_summary_t *s = &r->sum;
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], e[32];
     fprintf(f, "spillway sim: %zu jobs (%s trace", s->jobs, spw_trace_format_name(t->format));
     if (skipped(t))
         fprintf(f, ", %zu rows skipped: %zu without GPUs, %zu never scheduled", skipped(t),
@@ -345,7 +357,12 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
     if (s->jobs_backfilled)
         fprintf(f, " (%zu backfilled)", s->jobs_backfilled);
     fprintf(f, "\n");
-    if (s->egress_usd > 0)
+    if (commit_shown(s))
+        fprintf(f, "  %-22s %s cloud + %s on-prem owned + %s committed + %s egress = %s\n",
+                "cost", money(s->cloud_cost_usd, a, sizeof(a)),
+                money(s->owned_cost_usd, b, sizeof(b)), money(s->commit_cost_usd, d, sizeof(d)),
+                money(s->egress_usd, e, sizeof(e)), money(total_usd(s), c, sizeof(c)));
+    else if (s->egress_usd > 0)
         fprintf(f, "  %-22s %s cloud + %s on-prem owned + %s egress = %s\n", "cost",
                 money(s->cloud_cost_usd, a, sizeof(a)), money(s->owned_cost_usd, b, sizeof(b)),
                 money(s->egress_usd, d, sizeof(d)), money(total_usd(s), c, sizeof(c)));
@@ -357,14 +374,22 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
         fprintf(f, "  %-22s %s used by jobs, %s idle (every owned GPU, for the makespan)\n",
                 "on-prem owned", money(s->owned_used_usd, a, sizeof(a)),
                 money(s->owned_idle_usd, b, sizeof(b)));
+    if (commit_shown(s))
+        fprintf(f, "  %-22s %s used by jobs (%.0f GPU-hours), %s idle (every committed GPU, "
+                "for the makespan)\n", "cloud committed", money(s->commit_used_usd, a, sizeof(a)),
+                s->commit_gpu_hours, money(s->commit_idle_usd, b, sizeof(b)));
     fprintf(f, "  %-22s %s (%.0f GPU-hours of work done)\n", "per useful GPU-hour",
             money(s->cost_per_useful_gpu_h, a, sizeof(a)), s->useful_gpu_hours);
     if (s->jobs_stopped_max_runtime)
         fprintf(f, "  %-22s %zu jobs stopped unfinished at their max runtime: %.0f GPU-hours "
                 "paid, not counted as work done\n", "not finished", s->jobs_stopped_max_runtime,
                 s->stopped_gpu_hours);
-    fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
-            s->onprem_gpu_hours);
+    if (commit_shown(s))
+        fprintf(f, "  %-22s %.0f cloud, %.0f committed, %.0f on-prem\n", "GPU-hours",
+                s->cloud_gpu_hours, s->commit_gpu_hours, s->onprem_gpu_hours);
+    else
+        fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
+                s->onprem_gpu_hours);
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
             human_s(s->wait_mean_s, a, sizeof(a)), human_s(s->wait_p50_s, b, sizeof(b)),
             human_s(s->wait_p90_s, c, sizeof(c)), human_s(s->wait_p99_s, d, sizeof(d)));
@@ -411,6 +436,13 @@ void spw_report_compare_table(FILE *f, const spw_trace_t *t, const char *what,
     ROW("cloud cost", money(s->cloud_cost_usd, a, sizeof(a)));
     ROW("on-prem owned", money(s->owned_cost_usd, a, sizeof(a)));
     ROW("  of it idle", money(s->owned_idle_usd, a, sizeof(a)));
+    int commit = 0;
+    for (size_t i = 0; i < n; i++)
+        commit |= commit_shown(&rows[i].sum);
+    if (commit) {
+        ROW("cloud committed", money(s->commit_cost_usd, a, sizeof(a)));
+        ROW("  of it idle", money(s->commit_idle_usd, a, sizeof(a)));
+    }
     int gov = 0, egress = 0, spot = 0, deadline = 0;
     for (size_t i = 0; i < n; i++) {
         gov |= rows[i].sum.gov;
@@ -512,7 +544,11 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
             continue;
         }
         char place[160];
-        if (j->offer >= 0) {
+        if (j->offer >= 0 && spw_offer_committed(&fleet->offers[j->offer])) {
+            const spw_offer_t *o = &fleet->offers[j->offer];
+            snprintf(place, sizeof(place), "commit:%s:%s*%u", o->commit_name, o->instance_type,
+                     j->instances);
+        } else if (j->offer >= 0) {
             const spw_offer_t *o = &fleet->offers[j->offer];
             snprintf(place, sizeof(place), "cloud:%s:%s:%s*%u", o->provider, o->region,
                      o->instance_type, j->instances);

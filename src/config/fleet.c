@@ -106,6 +106,7 @@ int spw_offers_load(spw_fleet_t *fleet, const char *path, const char *const *pro
             goto error;
         fleet->offers = spw_xrealloc(fleet->offers, (fleet->noffers + 1) * sizeof(spw_offer_t));
         spw_offer_t *o = &fleet->offers[fleet->noffers++];
+        *o = (spw_offer_t){0};
         o->provider = dup_field(&c, col[O_PROV]);
         o->region = dup_field(&c, col[O_REGION]);
         o->zone = dup_field(&c, zone);
@@ -727,9 +728,89 @@ int cfg_pool_entry(ctx_t *x, const spw_ynode_t *n, size_t idx, spw_error_t *err)
 
 /* ---- cloud -------------------------------------------------------------------- */
 
-/* cloud.capacity_errors, once the offers are known. */
+/* Whether ordinary offer o matches a commitment's optional field `key` of
+ * map m (absent = any; gpu as spw_model_accepts does). */
+static int commit_matches(const spw_fleet_t *f, const spw_offer_t *o, const spw_ynode_t *m)
+{
+    static const char *const keys[] = {"provider", "region", "instance_type", "gpu"};
+    const char *have[] = {o->provider, o->region, o->instance_type,
+                          o->model >= 0 ? f->models.name[o->model] : NULL};
+    for (int k = 0; k < 4; k++) {
+        const spw_ynode_t *v = spw_ymap_get(m, keys[k]);
+        if (!v || v->kind != SPW_Y_SCALAR)
+            continue;
+        if (!have[k] || (k == 3 ? !spw_model_accepts(v->str, have[k]) : strcmp(v->str, have[k]) != 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* One entry of cloud.commitments: a copy of the cheapest ordinary offer per
+ * GPU that its provider, region, instance_type and gpu match, appended to
+ * the fleet's offers with its GPUs and committed rate and no market price of
+ * its own (its GPUs cost nothing more to use: spw_offer_committed). */
+static int cloud_commitment(ctx_t *x, const spw_ynode_t *m, size_t nordinary, spw_error_t *err)
+{
+    static const char *const keys[] = {"name", "provider", "region", "instance_type", "gpu",
+                                       "gpus", "usd_per_gpu_h", NULL};
+    if (m->kind != SPW_Y_MAP)
+        return cfg_at(x, m, err, "%s", "a commitment is a map: {name, gpus, usd_per_gpu_h, and "
+                      "optionally provider, region, instance_type, gpu}");
+    if (spw_ymap_check_keys(x->d, m, "cloud.commitments", keys, err) < 0)
+        return -1;
+    spw_fleet_t *f = &x->cfg->fleet;
+    const spw_ynode_t *nn = spw_ymap_get(m, "name"), *gn = spw_ymap_get(m, "gpus"),
+                      *rn = spw_ymap_get(m, "usd_per_gpu_h");
+    const char *name;
+    long gpus;
+    double rate;
+    if (!nn || !gn || !rn)
+        return cfg_at(x, m, err, "%s", "a commitment needs name, gpus and usd_per_gpu_h (the "
+                      "committed rate, paid for every GPU-hour used or idle)");
+    if (spw_ynode_str(x->d, nn, "name", &name, err) < 0 ||
+        spw_ynode_int(x->d, gn, "gpus", &gpus, err) < 0 ||
+        spw_ynode_double(x->d, rn, "usd_per_gpu_h", &rate, err) < 0)
+        return -1;
+    if (!*name)
+        return cfg_at(x, nn, err, "%s", "a commitment's name must not be empty");
+    for (size_t i = nordinary; i < f->noffers; i++)
+        if (strcmp(f->offers[i].commit_name, name) == 0)
+            return cfg_at(x, nn, err, "two commitments are named '%s'", name);
+    if (!(rate >= 0))
+        return cfg_at(x, rn, err, "%s", "usd_per_gpu_h must be >= 0");
+    long best = -1;
+    for (size_t i = 0; i < nordinary; i++) {
+        const spw_offer_t *o = &f->offers[i];
+        if (commit_matches(f, o, m) && (best < 0 || o->ondemand_usd_per_h / o->gpus <
+                                        f->offers[best].ondemand_usd_per_h / f->offers[best].gpus))
+            best = (long)i;
+    }
+    if (best < 0)
+        return cfg_at(x, m, err, "commitment '%s' matches no cloud offer: its provider, region, "
+                      "instance_type and gpu must name an offer of the catalog", name);
+    uint32_t per = f->offers[best].gpus;
+    if (gpus < 1 || gpus > 1000000 || gpus % per)
+        return cfg_at(x, gn, err, "commitment '%s': gpus must be a positive multiple of %u (the "
+                      "GPUs of one %s)", name, per, f->offers[best].instance_type);
+    f->offers = spw_xrealloc(f->offers, (f->noffers + 1) * sizeof(spw_offer_t));
+    spw_offer_commitment(&f->offers[f->noffers], &f->offers[best], name, (uint32_t)gpus, rate);
+    f->noffers++;
+    return 0;
+}
+
+/* cloud.commitments and cloud.capacity_errors, once the offers are known. */
 static int cloud_capacity_errors(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
+    const spw_ynode_t *c = spw_ymap_get(n, "commitments");
+    if (c) {
+        if (c->kind != SPW_Y_SEQ)
+            return cfg_at(x, c, err, "%s", "cloud.commitments is a list of {name, gpus, "
+                          "usd_per_gpu_h, provider, region, instance_type, gpu}");
+        size_t nordinary = x->cfg->fleet.noffers;
+        for (size_t i = 0; i < c->n; i++)
+            if (cloud_commitment(x, c->items[i], nordinary, err) < 0)
+                return -1;
+    }
     const spw_ynode_t *v = spw_ymap_get(n, "capacity_errors");
     return v ? cfg_capacity_errors(x, v, err) : 0;
 }
@@ -738,7 +819,8 @@ int cfg_cloud_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"price_usd_per_gpu_h", "offers", "providers",
                                        "regions", "boot_delay_s", "slurm_partition",
-                                       "slurm_conf", "capacity_errors", "accounts", NULL};
+                                       "slurm_conf", "capacity_errors", "accounts",
+                                       "commitments", NULL};
     if (spw_ymap_check_keys(x->d, n, "cloud", keys, err) < 0)
         return -1;
     if (spw_ymap_get(n, "accounts") && cfg_accounts(x, spw_ymap_get(n, "accounts"), err) < 0)

@@ -232,6 +232,8 @@ struct spw_engine {
     spw_job_t **sw;               /* jobs to move to spot, from the last schedule */
     size_t nsw, capsw;
     double swait_next;            /* earliest time a waiting job's choice changes */
+    int commits;                  /* some offer is a commitment (spw_offer_committed):
+                                     queued jobs fill it after each pass */
     int money_limits;             /* some budget or cap exists: cloud worst
                                      cases bind and max_runtime stops jobs */
     int egress_gate;              /* some team caps egress and some dataset
@@ -1086,18 +1088,24 @@ static double pick_eval(const spw_engine_t *e, const jclass_t *c, const spw_job_
     pk->ch.usd = usd_h * (o->boot_delay_s + pk->transfer_s + worst_run_s(e, j)) / 3600.0;
     pk->ch.egress_usd = egress;
     pk->ch.usd_per_h = usd_h;
-    pk->ch.gpus = (double)pk->inst * o->gpus;
+    /* Committed GPUs are paid anyway: outside every cap (their price, 0
+     * here, keeps them out of budgets and spend rates). */
+    pk->ch.gpus = spw_offer_committed(o) ? 0 : (double)pk->inst * o->gpus;
     /* Expected compute: the estimate runs at this offer's GPU speed. */
     double rank = usd_h * j->est_runtime_s / c_offer_speed(e, c, oi) / 3600.0;
     return e->policy.gravity ? rank + egress : rank;
 }
 
 /* Whether `inst` more instances of offer oi (spot or not) can be had now:
- * spot capacity left, and no capacity error backing off. */
+ * spot capacity left, room in a commitment, and no capacity error backing
+ * off. */
 static int has_capacity(const spw_engine_t *e, uint32_t oi, int spot, uint32_t inst, double now)
 {
     if (now < e->unavail_until[spot][oi])
         return 0;
+    const spw_offer_t *o = &e->fleet->offers[oi];
+    if (spw_offer_committed(o))
+        return !spot && e->held_inst[0][oi] + inst <= o->commit_gpus / o->gpus;
     if (!spot || e->spot_cap[oi] == UINT32_MAX)
         return 1;
     uint32_t held = e->held_inst[1][oi];
@@ -1601,6 +1609,8 @@ static void wait_capacity(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now
 }
 
 static void od_track(spw_engine_t *e, const jclass_t *c, spw_job_t *j);
+static int commit_fill(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, int in_queue);
+static int head_before(const spw_engine_t *e, const jclass_t *a, const jclass_t *b, double now);
 
 /* Tries to put queued job j of class c in the cloud now (in_queue: it sits
  * in the on-prem queue): on spot or on demand as its spot policy decides,
@@ -1608,6 +1618,8 @@ static void od_track(spw_engine_t *e, const jclass_t *c, spw_job_t *j);
 static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_reason_t why,
                              double now, int in_queue)
 {
+    if (commit_fill(e, c, j, now, in_queue))
+        return SPW_ADMIT_OK;
     double flip;
     int by_deadline, waited = j->reason == SPW_REASON_WAIT_SPOT;
     spw_spot_inst_t d = spot_choice(e, c, j, now, &flip, &by_deadline);
@@ -1642,6 +1654,69 @@ static spw_admit_t try_burst(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_rea
     if (!spot)
         od_track(e, c, j);
     return SPW_ADMIT_OK;
+}
+
+/* ---- commitments ------------------------------------------------------------------ */
+
+/* A commitment of class c's offers with room now on which queued job j can
+ * finish (by its deadline and within its max runtime, offer_finish) and
+ * whose egress its team's caps admit: *pk is filled, 1.  Jobs that must
+ * run on spot, or whose rules keep them out of the cloud, take none. */
+static int commit_pick(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
+                       double now, cloud_pick_t *pk)
+{
+    if (c->spot || j->spot_mode == SPW_SPOTMODE_ALWAYS || !cloud_ok(e, c, j))
+        return 0;
+    for (uint32_t k = 0; k < c->noffers; k++) {
+        const spw_offer_t *o = &e->fleet->offers[c->offers[k]];
+        if (!spw_offer_committed(o) ||
+            !has_capacity(e, c->offers[k], 0, (c->gpus + o->gpus - 1) / o->gpus, now) ||
+            offer_finish(e, c, j, c->offers[k], now, NULL, NULL) != FIN_OK)
+            continue;
+        pick_eval(e, c, j, c->offers[k], 0, now, pk);
+        if (spw_govrt_admit(e->gov, (int)j->team - 1, now, &pk->ch, NULL, 0) == SPW_ADMIT_OK)
+            return 1;
+    }
+    return 0;
+}
+
+/* Places job j of class c on a commitment now when one has room for it
+ * (commit_pick): committed GPUs are paid used or idle, so a job that has
+ * no on-prem room takes them at once, before its wait runs out and before
+ * on-demand or spot capacity.  1 when placed. */
+static int commit_fill(spw_engine_t *e, jclass_t *c, spw_job_t *j, double now, int in_queue)
+{
+    cloud_pick_t pk;
+    if (!e->commits || !commit_pick(e, c, j, now, &pk))
+        return 0;
+    if (in_queue) {
+        queue_del(e, c, j);
+        e->dirty = 1;
+    }
+    e->queued--;
+    start_cloud(e, j, &pk, SPW_REASON_COMMITTED, now);
+    return 1;
+}
+
+/* After a pass, queued jobs that found no on-prem room fill the
+ * commitments, in queue order over the class heads (a class whose head
+ * cannot take one waits behind it, as in the pass). */
+static void fill_commitments(spw_engine_t *e, double now)
+{
+    if (!e->commits)
+        return;
+    for (;;) {
+        jclass_t *best = NULL;
+        cloud_pick_t pk;
+        for (size_t i = 0; i < e->ncls; i++) {
+            jclass_t *c = &e->cls[i];
+            if (c->head && (!best || head_before(e, c, best, now)) &&
+                commit_pick(e, c, c->head, now, &pk))
+                best = c;
+        }
+        if (!best || !commit_fill(e, best, best->head, now, 1))
+            return;
+    }
 }
 
 /* ---- back to spot: Uniform Progress's hysteresis -------------------------------- */
@@ -1681,8 +1756,9 @@ static void od_track(spw_engine_t *e, const jclass_t *c, spw_job_t *j)
     spw_spot_job_t sj;
     spw_spot_view_t v;
     double r0 = j->start_s + spw_engine_overhead_s(e, j);    /* progress starts */
-    /* Without checkpoints a move would start the work over: it stays. */
-    if (j->checkpoint_interval_s == 0 || !od_view(e, c, j, r0, &sj, &v) ||
+    /* Without checkpoints a move would start the work over: it stays; on a
+     * commitment it runs at no extra cost: it stays too. */
+    if (j->checkpoint_interval_s == 0 || spw_offer_committed(&e->fleet->offers[j->offer]) || !od_view(e, c, j, r0, &sj, &v) ||
         sj.work_s >= sj.deadline_s)
         return;
     if ((sj.deadline_s - v.elapsed_s) - (sj.work_s - v.done_s) < spw_spot_safety_slack_s(&sj))
@@ -2703,6 +2779,8 @@ spw_engine_t *spw_engine_create(const spw_fleet_t *fleet, const spw_policy_t *po
     e->egress_retry_at = INFINITY;
     for (size_t i = 0; i < g->nteams && g->ndatasets; i++)
         e->egress_gate |= isfinite(g->teams[i].max_egress_usd_per_month);
+    for (size_t i = 0; i < fleet->noffers; i++)
+        e->commits |= spw_offer_committed(&fleet->offers[i]);
     size_t no = fleet->noffers ? fleet->noffers : 1;
     e->spot_cap = spw_xmalloc(no * sizeof(uint32_t));
     for (size_t i = 0; i < no; i++)
@@ -2952,6 +3030,7 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
             e->burst[e->nburst++] = j;
     }
     pass(e, now);
+    fill_commitments(e, now);
     /* predict:K: this instant's arrivals the pass left queued burst now
      * when their predicted start is past their budget. */
     if (e->pr)
@@ -2975,6 +3054,7 @@ size_t spw_engine_schedule(spw_engine_t *e, double now, spw_job_t ***placed)
     /* A burst, retried or rejected job left the queue: those behind it
      * may fit now (try_burst and refused set dirty). */
     pass(e, now);
+    fill_commitments(e, now);
     reclaim(e, now);
     find_switches(e, now);
     *placed = e->placed;
@@ -2998,7 +3078,7 @@ static spw_charge_t held_charge(const spw_engine_t *e, const spw_job_t *j)
         .usd = j->reserved_usd - j->l->att_egress_usd,
         .egress_usd = j->l->att_egress_usd,
         .usd_per_h = usd_h,
-        .gpus = (double)j->instances * o->gpus,
+        .gpus = spw_offer_committed(o) ? 0 : (double)j->instances * o->gpus,
     };
     return c;
 }
@@ -3038,7 +3118,7 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         double gpu_s = hours * 3600.0 * j->instances * o->gpus;
         if (j->spot)
             j->spot_gpu_s += gpu_s;
-        else
+        else if (!spw_offer_committed(o))
             j->ondemand_gpu_s += gpu_s;
         uint32_t *held = &e->held_inst[j->spot][j->offer];
         *held = *held >= j->instances ? *held - j->instances : 0;
@@ -3048,10 +3128,17 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         act.usd = j->billed ? j->bill_usd : hours * res.usd_per_h;
         if (e->money_limits)
             act.usd = fmin(act.usd, res.usd);
+        /* A commitment is paid used or idle, outside budgets: the job's
+         * cost carries its share at the committed rate, no bill. */
+        double committed = 0;
+        if (spw_offer_committed(o)) {
+            act.usd = 0;
+            committed = gpu_s / 3600.0 * o->commit_usd_per_gpu_h;
+        }
         spw_govrt_settle(e->gov, (int)j->team - 1, j->charge_s, &res, &act);
         if (e->egress_gate && act.egress_usd < res.egress_usd)
             e->dirty = 1;        /* egress came back: a copy may fit now */
-        j->cost_usd += act.usd + act.egress_usd;
+        j->cost_usd += act.usd + act.egress_usd + committed;
         j->reserved_usd = 0;
         j->charge_s = NAN;
         j->l->att_egress_usd = 0;
@@ -3532,6 +3619,15 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
             snprintf(x.why, sizeof(x.why), "%u x %s would end at t=%.0f s, after its deadline "
                      "(t=%.0f s); other offers meet it", x.instances, o->instance_type, end_s,
                      j->deadline_s);
+        } else if (spw_offer_committed(o) && !has_capacity(e, (uint32_t)i, 0, x.instances, now)) {
+            snprintf(x.why, sizeof(x.why), "commitment %.40s has no room: %u of its %u GPUs are "
+                     "held (paid used or idle)", o->commit_name, e->held_inst[0][i] * o->gpus,
+                     o->commit_gpus);
+        } else if (picked && pick.offer == i && spw_offer_committed(o)) {
+            x.ok = 1;
+            snprintf(x.why, sizeof(x.why), "commitment %.40s: %u x %s free now, paid used or "
+                     "idle at $%.4g/GPU-h: no cost beyond the commitment", o->commit_name,
+                     x.instances, o->instance_type, o->commit_usd_per_gpu_h);
         } else if (picked && pick.offer == i) {
             x.ok = 1;
             snprintf(x.why, sizeof(x.why),

@@ -177,7 +177,30 @@ void spw_offer_clear(spw_offer_t *o)
     free(o->region);
     free(o->zone);
     free(o->instance_type);
-    o->provider = o->region = o->zone = o->instance_type = NULL;
+    free(o->commit_name);
+    o->provider = o->region = o->zone = o->instance_type = o->commit_name = NULL;
+}
+
+void spw_offer_commitment(spw_offer_t *dst, const spw_offer_t *src, const char *name,
+                          uint32_t gpus, double usd_per_gpu_h)
+{
+    *dst = *src;
+    dst->provider = spw_xstrdup(src->provider);
+    dst->region = spw_xstrdup(src->region);
+    dst->zone = spw_xstrdup(src->zone);
+    dst->instance_type = spw_xstrdup(src->instance_type);
+    dst->ondemand_usd_per_h = 0;
+    dst->spot_usd_per_h = NAN;
+    dst->commit_name = spw_xstrdup(name);
+    dst->commit_gpus = gpus;
+    dst->commit_usd_per_gpu_h = usd_per_gpu_h;
+}
+
+double spw_commit_cost_usd(const spw_offer_t *o, double hours_h)
+{
+    if (!spw_offer_committed(o) || !(hours_h > 0))
+        return 0;
+    return (double)o->commit_gpus * o->commit_usd_per_gpu_h * hours_h;
 }
 
 void spw_pool_spec_clear(spw_pool_spec_t *p)

@@ -227,7 +227,34 @@ typedef struct spw_offer {
     double ondemand_usd_per_h;  /* price of one instance for an hour, on demand */
     double spot_usd_per_h;      /* spot price of one instance for an hour; NAN if none */
     double boot_delay_s;        /* seconds from request to the job running */
+    /* A commitment (cloud.commitments: reserved instances, a savings plan,
+     * committed use) is an offer of its own, a copy of the catalog offer it
+     * stands for with these set; 0 / NULL for an ordinary offer. */
+    char *commit_name;          /* owned: the commitment's name; NULL = an
+                                   ordinary offer */
+    uint32_t commit_gpus;       /* GPUs committed: paid every hour, used or
+                                   idle; at most commit_gpus / gpus instances
+                                   of it are held at once (0: none, as the
+                                   planner's "commit nothing") */
+    double commit_usd_per_gpu_h;/* the committed rate of one GPU-hour */
 } spw_offer_t;
+
+/* Whether offer o is a commitment. */
+static inline int spw_offer_committed(const spw_offer_t *o)
+{
+    return o->commit_name != NULL;
+}
+
+/* What commitment o costs over hours_h hours (all of them paid): its GPUs
+ * x its rate x hours; 0 for an ordinary offer. */
+double spw_commit_cost_usd(const spw_offer_t *o, double hours_h);
+
+/* Makes *dst the commitment `name` of gpus GPUs (a multiple of src->gpus)
+ * at usd_per_gpu_h, standing for ordinary offer src: a deep copy of src
+ * with no market price (on-demand 0, no spot), so the engine ranks it
+ * first.  dst's old contents are not freed. */
+void spw_offer_commitment(spw_offer_t *dst, const spw_offer_t *src, const char *name,
+                          uint32_t gpus, double usd_per_gpu_h);
 
 /* Whether offers a and b are of one instance family: the instance type up
  * to its first '.' ("p3" of "p3.2xlarge"), or, for types without a '.',
@@ -337,7 +364,8 @@ const char *spw_job_state_name(spw_job_state_t s);
     X(CANNOT_FINISH, "no cloud offer can finish its work within its max_runtime") \
     X(DEADLINE_SPOT, "its deadline needs the cloud now; spot capacity is available") \
     X(RECLAIMED, "requeued: a team under its quota took back the GPUs it borrowed") \
-    X(PREDICTED_WAIT, "its predicted on-prem start is past its wait budget")
+    X(PREDICTED_WAIT, "its predicted on-prem start is past its wait budget") \
+    X(COMMITTED, "committed cloud capacity is free (paid used or idle)")
 #define SPW_ENUM_REASON(a, s) SPW_REASON_##a,
 typedef enum __attribute__((packed)) spw_reason {
     SPW_REASONS(SPW_ENUM_REASON) SPW_REASON_COUNT

@@ -72,8 +72,11 @@ void dm_say_repeat(spw_daemon_t *d, dm_repeat_t *r, int failing, double now, con
 
 const char *spw_daemon_offer_name(const spw_offer_t *o, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s%s%s%s/%s", o->provider, o->region[0] ? "/" : "", o->region,
-             o->zone[0] ? "/" : "", o->zone, o->instance_type);
+    /* A commitment is the same instance type as its offer: its name tells
+     * them apart (recover.c finds offers by name). */
+    snprintf(buf, len, "%s%s%s%s%s/%s%s%s", o->provider, o->region[0] ? "/" : "", o->region,
+             o->zone[0] ? "/" : "", o->zone, o->instance_type, o->commit_name ? "@" : "",
+             o->commit_name ? o->commit_name : "");
     return buf;
 }
 
@@ -158,6 +161,7 @@ static int copy_fleet(spw_daemon_t *d, const spw_fleet_t *src, spw_error_t *err)
         o->region = spw_xstrdup(s->region);
         o->zone = spw_xstrdup(s->zone);
         o->instance_type = spw_xstrdup(s->instance_type);
+        o->commit_name = s->commit_name ? spw_xstrdup(s->commit_name) : NULL;
     }
     spw_gov_clear(&f->gov);
     spw_gov_copy(&f->gov, &src->gov);

@@ -126,7 +126,8 @@ static int sim_at(worker_t *w, spw_wait_t wait, point_t *p, int probe)
         return 0;
     }
     p->stat_s = stat_of(w->run->opts, &p->sum);
-    p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.egress_usd;
+    p->total_usd = p->sum.cloud_cost_usd + p->sum.owned_cost_usd + p->sum.commit_cost_usd +
+                   p->sum.egress_usd;
     return 0;
 }
 
@@ -202,7 +203,9 @@ static double tco_of(const spw_plan_opts_t *o, const point_t *p, double w_span_s
     double span = w_span_s > 0 ? w_span_s : p->sum.makespan_s;
     return (p->sum.makespan_s > 0 ? p->sum.owned_cost_usd / p->sum.makespan_s : 0) *
                o->horizon_s +
-           (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) * o->horizon_s;
+           (span > 0 ? (p->sum.cloud_cost_usd + p->sum.egress_usd) / span : 0) * o->horizon_s +
+           (p->sum.makespan_s > 0 ? p->sum.commit_cost_usd / p->sum.makespan_s : 0) *
+               o->horizon_s;
 }
 
 static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *p,
@@ -218,6 +221,8 @@ static void fill(spw_plan_result_t *r, const spw_plan_opts_t *o, const point_t *
     r->owned_usd = p->sum.owned_cost_usd;
     r->owned_idle_usd = p->sum.owned_idle_usd;
     r->egress_usd = p->sum.egress_usd;
+    r->commit_usd = p->sum.commit_cost_usd;
+    r->commit_idle_usd = p->sum.commit_idle_usd;
     r->total_usd = p->total_usd;
     r->makespan_s = p->sum.makespan_s;
     r->tco_usd = tco_of(o, p, w_span_s);

@@ -52,7 +52,10 @@ typedef struct spw_plan_result {
     double wait_s;               /* the targeted statistic, seconds */
     double wait_mean_s, wait_p90_s;
     double cloud_usd, owned_usd, owned_idle_usd, egress_usd;
-    double total_usd;            /* cloud + owned + egress over the makespan */
+    double commit_usd, commit_idle_usd; /* cloud commitments over the makespan,
+                                    used or idle, and the idle part */
+    double total_usd;            /* cloud + owned + committed + egress over the
+                                    makespan */
     double makespan_s;
     double tco_usd;              /* over the horizon: owned_usd per second of the
                                     makespan, plus cloud and egress per second

@@ -447,7 +447,9 @@ static int ev_stale(const sim_t *s, const event_t *x)
 }
 
 /* Adds the cost settled since the last settlement of j to the totals: its
- * attempt was in the cloud (on spot) or on-prem, placed at placed_s. */
+ * attempt was in the cloud (on spot, or on a commitment when cloud is 2) or
+ * on-prem, placed at placed_s.  A commitment's share is outside the cloud
+ * spend and every budget, as its whole cost is (docs/roi.md). */
 static void settle(sim_t *s, spw_job_t *j, int cloud, int spot, double placed_s)
 {
     jextra_t *x = extra_of(s, j, 0);
@@ -461,7 +463,11 @@ static void settle(sim_t *s, spw_job_t *j, int cloud, int spot, double placed_s)
     double compute = dc - de;
     uint32_t ti = j->team <= s->fleet->gov.nteams ? j->team : 0;
     spw_sim_team_t *tm = &s->out->team[ti];
-    if (cloud) {
+    if (cloud == 2) {
+        s->out->commit_used_usd += compute;
+        if (s->gov)
+            periods_add(&s->per, &s->fleet->gov, j->team, placed_s, de);
+    } else if (cloud) {
         s->out->cloud_cost_usd += compute;
         tm->cloud_usd += compute;
         if (spot)
@@ -483,6 +489,9 @@ static void detach(sim_t *s, spw_job_t *j, double t)
     if (j->state == SPW_JOB_CLOUD) {
         const spw_offer_t *o = &s->fleet->offers[j->offer];
         s->smp.cloud_gpus -= (uint64_t)j->instances * o->gpus;
+        if (spw_offer_committed(o) && t > j->start_s - j->transfer_s)
+            s->out->commit_gpu_hours += (t - (j->start_s - j->transfer_s)) / 3600.0 *
+                                        j->instances * o->gpus;
         if (r->billing)
             s->smp.cloud_usd_per_h -= job_usd_per_h(s->fleet, j);
         r->billing = 0;
@@ -563,9 +572,18 @@ static void give_up_check(sim_t *s, double t)
         s->gave_up = 1;
 }
 
+/* settle()'s cloud argument for placed job j: 0 on-prem, 1 cloud, 2 a
+ * commitment. */
+static int cloud_kind(const sim_t *s, const spw_job_t *j)
+{
+    if (j->state != SPW_JOB_CLOUD)
+        return 0;
+    return spw_offer_committed(&s->fleet->offers[j->offer]) ? 2 : 1;
+}
+
 static void on_end(sim_t *s, spw_job_t *j, double t)
 {
-    int cloud = j->state == SPW_JOB_CLOUD, spot = j->spot;
+    int cloud = cloud_kind(s, j), spot = j->spot;
     double placed_s = j->placed_s;
     detach(s, j, t);
     spw_engine_finish(s->e, j, t);
@@ -592,7 +610,7 @@ static void on_end(sim_t *s, spw_job_t *j, double t)
 /* Ends j's attempt at t: its capacity was preempted or its node failed. */
 static void interrupt(sim_t *s, spw_job_t *j, spw_interrupt_t why, double t)
 {
-    int cloud = j->state == SPW_JOB_CLOUD, spot = j->spot;
+    int cloud = cloud_kind(s, j), spot = j->spot;
     double placed_s = j->placed_s;
     if (!cloud && j->state != SPW_JOB_ONPREM)
         return;
@@ -1286,7 +1304,13 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         out->owned_used_usd += o.used_usd;
         out->owned_idle_usd += o.idle_usd;
     }
-    double all_usd = out->cloud_cost_usd + out->owned_cost_usd + out->egress_usd;
+    /* So does committed capacity: the part jobs did not use is idle. */
+    for (size_t i = 0; i < fleet->noffers; i++)
+        out->commit_cost_usd += spw_commit_cost_usd(&fleet->offers[i], out->makespan_s / 3600.0);
+    out->commit_idle_usd = fmax(0, out->commit_cost_usd - out->commit_used_usd);
+    out->commit_cost_usd = out->commit_used_usd + out->commit_idle_usd;
+    double all_usd = out->cloud_cost_usd + out->owned_cost_usd + out->commit_cost_usd +
+                     out->egress_usd;
     if (out->useful_gpu_hours > 0)
         out->cost_per_useful_gpu_h = all_usd / out->useful_gpu_hours;
     sim_free(&s);

@@ -142,12 +142,22 @@ typedef struct spw_sim_summary {
                                     owned_idle_usd */
     double owned_used_usd;       /* its share held by jobs (about onprem_cost_usd) */
     double owned_idle_usd;       /* its share that stood idle */
+    double commit_cost_usd;      /* what the cloud commitments cost over the
+                                    makespan, every committed GPU-hour, used or
+                                    not (spw_commit_cost_usd): commit_used_usd
+                                    + commit_idle_usd; 0 without commitments */
+    double commit_used_usd;      /* its share jobs held, at the committed rate */
+    double commit_idle_usd;      /* its share that stood idle */
+    double commit_gpu_hours;     /* committed GPU-hours jobs held (whole
+                                    instances, data transfer included; not
+                                    in cloud_gpu_hours) */
     double useful_gpu_hours;     /* work of the jobs done: GPUs x runtime, without
                                     lost work, overhead, boot or transfers, nor
                                     jobs stopped at their max runtime */
     double stopped_gpu_hours;    /* GPU-hours the last attempts of jobs stopped
                                     at their max runtime ran: paid, unfinished */
-    double cost_per_useful_gpu_h;/* (cloud + owned + egress) / useful_gpu_hours;
+    double cost_per_useful_gpu_h;/* (cloud + owned + committed + egress) /
+                                    useful_gpu_hours;
                                     0 when no job was done */
     double cloud_gpu_hours;      /* paid cloud GPU-hours (whole instances, data
                                     transfer included): spot + on demand */

@@ -5,7 +5,7 @@
 # the errors for bad options.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 23
+plan 26
 
 "$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
 cat >"$T/fleet.yaml" <<'YAML'
@@ -177,18 +177,25 @@ ok $? "1 thread and 2 threads give identical configurations"
 best=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 b = d["configurations"][d["best"]]; print(b["nodes"], b["wait_policy"])' "$T/p1.json")
 sed "s/^    nodes: 4$/    nodes: ${best% *}/" "$T/fleet.yaml" >"$T/best.yaml"
-run_spw "$T/best.json" "$T/best.err" sim --trace "$T/jobs.csv" --config "$T/best.yaml" \
-    --wait "${best#* }" -o json
-python3 - "$T/p1.json" "$T/best.json" <<'PY'
+# same_figures PLAN_JSON CONFIG WAIT ROW PAIRS: a plain `spillway sim` of
+# CONFIG under WAIT gives the figures of the plan's row ROW (a Python
+# expression over its JSON d), for each (plan key, sim key) of PAIRS; the
+# sim's JSON is left in $T/same.json.
+same_figures() {
+    run_spw "$T/same.json" "$T/same.err" sim --trace "$T/jobs.csv" --config "$2" \
+        --wait "$3" -o json
+    python3 - "$1" "$T/same.json" "$4" "$5" <<'PY'
 import json, sys
-d, s = (json.load(open(p)) for p in sys.argv[1:])
-b = d["configurations"][d["best"]]
-for pk, sk in (("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
-               ("owned_idle_usd", "owned_idle_usd"), ("wait_mean_s", "wait_mean_s"),
-               ("wait_p90_s", "wait_p90_s"), ("makespan_s", "makespan_s"),
-               ("onprem_gpus", "onprem_gpus")):
+d, s = (json.load(open(p)) for p in sys.argv[1:3])
+b = eval(sys.argv[3], {"d": d})
+for pk, sk in eval(sys.argv[4]):
     assert abs(b[pk] - s[sk]) <= 1e-6 * max(1, abs(s[sk])), (pk, b[pk], s[sk])
 PY
+}
+same_figures "$T/p1.json" "$T/best.yaml" "${best#* }" 'd["configurations"][d["best"]]' \
+    '(("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
+      ("owned_idle_usd", "owned_idle_usd"), ("wait_mean_s", "wait_mean_s"),
+      ("wait_p90_s", "wait_p90_s"), ("makespan_s", "makespan_s"), ("onprem_gpus", "onprem_gpus"))'
 ok $? "the chosen configuration's figures are those of a plain spillway sim of it ($best)"
 
 # predict:K (a wait policy beyond Starburst's) is searched like compute:K;
@@ -216,6 +223,46 @@ assert len(rows) > 10, len(rows)
 assert all(r["placement"] != "onprem" and abs(float(r["wait_s"]) - 60) < 1e-6 for r in rows), rows[:3]
 PY
 ok $? "predict:K is searched by plan ($pr), costs less than compute:K at the same target, replays in sim, and bursts at arrival"
+
+# How much to commit: a cloud commitment at $1.80 per GPU-hour (the
+# on-demand price is $3), sized by --commit beside the node count.
+sed 's/^cloud: .*/cloud:\n  price_usd_per_gpu_h: 3.0\n  boot_delay_s: 60\n  commitments: [{name: ri, gpus: 8, usd_per_gpu_h: 1.8}]/' \
+    "$T/fleet.yaml" >"$T/commit.yaml"
+run_spw "$T/c.json" "$T/c.err" plan --trace "$T/jobs.csv" --config "$T/commit.yaml" \
+    --nodes 2,4 --waits compute --commit 0,16,32 --target-wait mean:15m --threads 1 -q -o json
+json_check "$T/c.json" '
+c = d["commit"]
+assert [x["gpus"] for x in c] == [0, 16, 32], c
+assert all(x["best"] >= 0 for x in c), c
+for x in c:
+    assert abs(x["total_usd"] - x["cloud_usd"] - x["owned_usd"] - x["commit_usd"] - x["egress_usd"]) < 1e-4, x
+assert c[0]["commit_usd"] == 0 and c[0]["commit_idle_usd"] == 0, c[0]
+assert all(x["commit_usd"] > x["commit_idle_usd"] > 0 for x in c[1:]), c
+bc = d["best_commit"]
+assert bc == min(range(3), key=lambda k: c[k]["decide_usd"]), bc
+assert c[bc]["gpus"] > 0, "committing nothing is not the cheapest here"
+p = d["plan"]
+assert abs(p["configurations"][p["best"]]["decide_usd"] - c[bc]["decide_usd"]) < 1e-6'
+ok $? "plan --commit: the cheapest commitment meeting the target beside the node count; totals add up (cloud + owned + committed + egress)"
+choice=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+x = d["commit"][d["best_commit"]]; print(x["gpus"], x["nodes"], x["wait_policy"])' "$T/c.json")
+set -- $choice
+sed "s/^    nodes: 4$/    nodes: $2/; s/gpus: 8, usd_per_gpu_h/gpus: $1, usd_per_gpu_h/" \
+    "$T/commit.yaml" >"$T/cbest.yaml"
+same_figures "$T/c.json" "$T/cbest.yaml" "$3" 'd["commit"][d["best_commit"]]' \
+    '(("cloud_usd", "cloud_cost_usd"), ("owned_usd", "owned_cost_usd"),
+      ("commit_usd", "commit_cost_usd"), ("commit_idle_usd", "commit_idle_usd"),
+      ("total_usd", "total_cost_usd"), ("wait_stat_s", "wait_mean_s"))' &&
+    python3 - "$T/same.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["wait_mean_s"] <= 900, s["wait_mean_s"]
+assert abs(s["commit_used_usd"] + s["commit_idle_usd"] - s["commit_cost_usd"]) < 1e-6
+assert abs(s["commit_used_usd"] - 1.8 * s["commit_gpu_hours"]) < 1e-6 * s["commit_used_usd"]
+PY
+ok $? "spillway sim at the chosen commitment ($choice) gives the plan's figures and meets the target"
+fails_with "--commit without a commitment in the config is explained" "add cloud.commitments" \
+    plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --commit 0,8
 
 run_spw "$T/t.txt" "$T/t.err" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" \
     --nodes 2:6:2 --target-wait p90:1h

@@ -4,7 +4,7 @@
 # lives), exit statuses 0/1/2, JSON output, and config errors with FILE:LINE.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 27
+plan 28
 
 G=examples/governance.yaml
 
@@ -213,5 +213,14 @@ run_spw "$T/out" "$T/err" policy check "$T/nowhere.yaml"
 [ "$rc" -eq 1 ] && contains "$T/err" "class 'big': its rules and residency leave no pool and no cloud offer" &&
     ! grep -q "valid" "$T/out"
 ok $? "policy check: rules that leave a class nowhere exit 1 naming the class (status $rc)"
+
+# Issue 24: a commitment is the engine's first choice, named as such.
+printf 'onprem:\n  - {name: dc, nodes: 1, gpus_per_node: 8, cost_usd_per_gpu_h: 1.1}\ncloud:\n  price_usd_per_gpu_h: 3\n  commitments: [{name: ri, gpus: 8, usd_per_gpu_h: 1.8}]\n' \
+    >"$T/commit.yaml"
+printf 'gpus: 4\nrun: [train]\n' >"$T/four.yaml"
+run_spw "$T/out" "$T/err" policy test "$T/commit.yaml" "$T/four.yaml"
+[ "$rc" -eq 0 ] && grep -A1 "instance" "$T/out" | grep -q "gpu@ri" &&
+    contains "$T/out" "first choice (as \`spillway explain\` gives it): commitment ri: 4 x gpu free now"
+ok $? "policy test: the commitment (gpu@ri) is ranked and chosen first, as explain says"
 
 done_testing

@@ -189,6 +189,46 @@ static void test_offers(void)
     is_str(c.offers_path, path, "offers: relative name resolved against base_dir");
     spw_config_free(&c);
 
+    /* Commitments: a copy of the matching offer, cheapest per GPU, with
+     * its GPUs and committed rate, and no market price of its own. */
+    static const char commit_fmt[] =
+        "cloud:\n  offers: %s\n  commitments:\n"
+        "    - {name: ri, provider: aws, region: us-east-1, gpus: 16, usd_per_gpu_h: 2.5}\n"
+        "    - {name: cud, gpu: A100, gpus: 3, usd_per_gpu_h: 2.2}\n";
+    snprintf(yaml, sizeof(yaml), commit_fmt, path);
+    ok(load(&c, yaml, NULL, &err) == 0 && c.fleet.noffers == 6,
+       "commitments: load, two offers appended to the four (%s)", err.text);
+    o = &c.fleet.offers[4];
+    ok(spw_offer_committed(o) && strcmp(o->commit_name, "ri") == 0 &&
+           strcmp(o->instance_type, "p4d.24xlarge") == 0 && strcmp(o->region, "us-east-1") == 0 &&
+           o->commit_gpus == 16 && o->commit_usd_per_gpu_h == 2.5 && o->gpus == 8 &&
+           o->ondemand_usd_per_h == 0 && isnan(o->spot_usd_per_h),
+       "commitments: ri is 16 GPUs of p4d.24xlarge in us-east-1 at $2.50, no market price");
+    o = &c.fleet.offers[5];
+    ok(strcmp(o->instance_type, "a2-highgpu-1g") == 0 && o->commit_gpus == 3,
+       "commitments: gpu A100 matches the cheapest A100 per GPU (%s)", o->instance_type);
+    ok(!spw_offer_committed(&c.fleet.offers[0]), "commitments: the catalog offers are not");
+    spw_config_free(&c);
+    static const char *const bad_commit[][2] = {
+        {"{name: x, provider: oracle, gpus: 8, usd_per_gpu_h: 1}", "matches no cloud offer"},
+        {"{name: x, provider: aws, gpus: 12, usd_per_gpu_h: 1}", "positive multiple of 8"},
+        {"{name: x, gpus: 1}", "needs name, gpus and usd_per_gpu_h"},
+        {"{name: x, gpus: 1, usd_per_gpu_h: 1, term: 1y}", "'term'"},
+    };
+    for (size_t k = 0; k < 4; k++) {
+        snprintf(yaml, sizeof(yaml), "cloud:\n  offers: %s\n  commitments:\n    - %s\n", path,
+                 bad_commit[k][0]);
+        is(load(&c, yaml, NULL, &err), -1, "commitments: %s refused", bad_commit[k][0]);
+        ok(strstr(err.text, "c.yaml:4:") && strstr(err.text, bad_commit[k][1]),
+           "commitments: %s", err.text);
+    }
+    snprintf(yaml, sizeof(yaml), "cloud:\n  offers: %s\n  commitments:\n"
+             "    - {name: x, gpus: 1, usd_per_gpu_h: 1}\n"
+             "    - {name: x, gpus: 1, usd_per_gpu_h: 1}\n", path);
+    is(load(&c, yaml, NULL, &err), -1, "commitments: a name twice refused");
+    ok(strstr(err.text, "c.yaml:5:") && strstr(err.text, "two commitments are named 'x'"),
+       "commitments: %s", err.text);
+
     /* A filter that keeps nothing. */
     snprintf(yaml, sizeof(yaml), "cloud:\n  offers: %s\n  providers: [oracle]\n", path);
     is(load(&c, yaml, NULL, &err), -1, "offers: filter keeping nothing refused");

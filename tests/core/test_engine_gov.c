@@ -1025,6 +1025,132 @@ static void test_explain(void)
     spw_fleet_clear(&rf.f);
 }
 
+/* ---- 10. commitments ------------------------------------------------------------------ */
+
+/* Appends commitment `name` of gpus GPUs at usd_per_gpu_h, standing for
+ * offer `of`; returns its offer index. */
+static int add_commit(spw_fleet_t *f, int of, const char *name, uint32_t gpus, double usd)
+{
+    f->offers = spw_xrealloc(f->offers, (f->noffers + 1) * sizeof(*f->offers));
+    spw_offer_commitment(&f->offers[f->noffers], &f->offers[of], name, gpus, usd);
+    return (int)f->noffers++;
+}
+
+/* One 4-GPU node held by a blocker.  Offers: o0 aws us-east-1 1 GPU $3/h,
+ * o1 aws eu-west-1 1 GPU $4/h; commitments us (2 GPUs of o0 at $1.50) and
+ * eu (1 GPU of o1 at $2).  Team ml has a $10 budget: the third job's
+ * on-demand worst case ($6) fits only because the $6 its first two spend
+ * on the commitment is not its spend.  Wait constant:3600: on-demand only
+ * after an hour. */
+static void test_commitments(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, 4, NULL, 1.0);
+    int o0 = add_offer(&f, "aws", "us-east-1", "p3.2xlarge", NULL, 1, 3.0, NAN, 0);
+    int o1 = add_offer(&f, "aws", "eu-west-1", "p3.2xlarge", NULL, 1, 4.0, NAN, 0);
+    int cus = add_commit(&f, o0, "us", 2, 1.5);
+    int ceu = add_commit(&f, o1, "eu", 1, 2.0);
+    uint32_t ml = add_team(&f, "ml", 10, SPW_EXHAUSTED_HOLD);
+    uint32_t eu = add_residency(&f, "eu", 0, strv(1, "eu-west-1"), 1);
+    uint32_t us = add_residency(&f, "us", 1, strv(1, "us-east-1"), 1);
+    is_double(spw_commit_cost_usd(&f.offers[cus], 10), 30, EPS,
+              "commit: idle or not, 2 GPUs x $1.50 x 10 h are paid");
+    is_double(spw_commit_cost_usd(&f.offers[o0], 10), 0, EPS, "commit: an ordinary offer costs 0 idle");
+
+    spw_engine_t *e = engine(&f, "constant:3600", 1);
+    spw_job_t blk, j[3], r[2];
+    job_init(&blk, "blk", 0, 100000, 4, 0, 0);
+    static const char *ids[] = {"j0", "j1", "j2"};
+    for (int i = 0; i < 3; i++) {
+        job_init(&j[i], ids[i], 0, 7200, 1, (uint32_t)(1 + i), ml);
+        j[i].max_runtime_s = 7200;
+        j[i].residency = us;    /* on-prem or us-east-1 */
+    }
+    spw_engine_submit(e, &blk, 0);
+    for (int i = 0; i < 3; i++)
+        spw_engine_submit(e, &j[i], 0);
+    sched(e, 0);
+    ok(j[0].state == SPW_JOB_CLOUD && j[0].offer == cus && j[1].state == SPW_JOB_CLOUD &&
+           j[1].offer == cus, "commit: the first two jobs fill the us commitment at once (offers %d %d)",
+       j[0].offer, j[1].offer);
+    is(j[0].reason, SPW_REASON_COMMITTED, "commit: reason: committed capacity is free");
+    is_double(j[0].placed_s, 0, EPS, "commit: placed before the wait of an hour runs out");
+    ok(j[2].state == SPW_JOB_QUEUED, "commit: the third waits: the us commitment is full, its "
+       "residency rules out the eu one, and its wait is not over (%d)", j[2].offer);
+    spw_team_ledger_t L = ledger(e, ml, 0);
+    is_double(L.reserved_usd, 0, EPS, "commit: committed placements reserve nothing of the budget");
+    is(spw_engine_offer_held(e, (size_t)cus, 0), 2, "commit: 2 instances of the commitment held");
+    spw_candidate_t cand[8];
+    size_t nc = spw_engine_explain(e, &j[2], 0, cand, 8);
+    const spw_candidate_t *cc = find_cand(cand, nc, SPW_CAND_CLOUD, cus);
+    ok(cc && !cc->ok && strstr(cc->why, "commitment us has no room: 2 of its 2 GPUs"),
+       "commit: explain says the commitment is full ('%s')", cc ? cc->why : "");
+    sched(e, 3600);
+    ok(j[2].state == SPW_JOB_CLOUD && j[2].offer == o0 && j[2].reason == SPW_REASON_WAIT_EXPIRED,
+       "commit: once its wait is over, the third buys on demand (offer %d)", j[2].offer);
+    spw_engine_finish(e, &j[0], 7200);
+    is_double(j[0].cost_usd, 3.0, EPS, "commit: a job pays its share at the committed rate: 2 h x $1.50");
+    L = ledger(e, ml, 7200);
+    is_double(L.settled_usd, 0, EPS, "commit: the committed share is not charged to the budget");
+
+    /* Residency: an eu job never takes the us commitment. */
+    job_init(&r[0], "r0", 7200, 3600, 1, 10, 0);
+    job_init(&r[1], "r1", 7200, 3600, 1, 11, 0);
+    r[0].residency = r[1].residency = eu;
+    nc = spw_engine_explain(e, &r[0], 7200, cand, 8);
+    cc = find_cand(cand, nc, SPW_CAND_CLOUD, ceu);
+    ok(cc && cc->ok && strstr(cc->why, "commitment eu: 1 x p3.2xlarge free now, paid used or idle"),
+       "commit: explain names the free commitment it would take ('%s')", cc ? cc->why : "");
+    cc = find_cand(cand, nc, SPW_CAND_CLOUD, cus);
+    ok(cc && !cc->ok, "commit: explain: not the us one its residency rules out ('%s')",
+       cc ? cc->why : "");
+    spw_engine_submit(e, &r[0], 7200);
+    spw_engine_submit(e, &r[1], 7200);
+    sched(e, 7200);
+    ok(r[0].state == SPW_JOB_CLOUD && r[0].offer == ceu, "commit: an eu job takes the eu commitment (%d)",
+       r[0].offer);
+    ok(r[1].state == SPW_JOB_CLOUD && r[1].offer == o1,
+       "commit: the next eu job buys eu-west-1 on demand, not the free us commitment (%d)",
+       r[1].offer);
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
+/* A commitment of slow GPUs is not taken by a job it cannot finish within
+ * its max_runtime; nor one that misses the job's deadline. */
+static void test_commitment_finish(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, 1, "A100", 1.0);
+    int a100 = add_offer(&f, "aws", "us-east-1", "p4", "A100", 1, 4.0, NAN, 0);
+    int t4 = add_offer(&f, "aws", "us-east-1", "g4dn", "T4", 1, 0.5, NAN, 0);
+    int ct4 = add_commit(&f, t4, "t4", 1, 0.3);
+    f.perf.reference = spw_xstrdup("A100");
+    spw_engine_t *e = engine(&f, "none", 1);
+    spw_job_t blk, slow, late, fits;
+    job_init(&blk, "blk", 0, 100000, 1, 0, 0);
+    job_init(&slow, "slow", 0, 3600, 1, 1, 0);
+    slow.max_runtime_s = 4000;          /* a T4 needs several hours */
+    job_init(&late, "late", 0, 3600, 1, 2, 0);
+    late.deadline_s = 5000;
+    job_init(&fits, "fits", 0, 600, 1, 3, 0);
+    spw_engine_submit(e, &blk, 0);
+    spw_engine_submit(e, &slow, 0);
+    spw_engine_submit(e, &late, 0);
+    spw_engine_submit(e, &fits, 0);
+    sched(e, 0);
+    ok(slow.state == SPW_JOB_CLOUD && slow.offer == a100,
+       "commit: a job the T4 commitment cannot finish in its max_runtime buys an A100 (%d)", slow.offer);
+    ok(late.state == SPW_JOB_CLOUD && late.offer == a100,
+       "commit: a job the T4 commitment would finish after its deadline buys an A100 (%d)", late.offer);
+    ok(fits.state == SPW_JOB_CLOUD && fits.offer == ct4,
+       "commit: a job it can finish takes the T4 commitment (%d)", fits.offer);
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 /* ---- 9. no governance ----------------------------------------------------------------- */
 
 /* No budget or cap: a 100000 s cloud job (beyond the 86400 s default
@@ -1143,5 +1269,7 @@ int main(void)
     test_explain();
     test_egress_cap_onprem();
     test_no_governance();
+    test_commitments();
+    test_commitment_finish();
     return done_testing();
 }

@@ -7,9 +7,11 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 28
+plan 29
 
 mkconfig "$T/burst.yaml" 2 constant:1
+# A commitment of 1 GPU (issue 24): too small for the 2-GPU jobs below.
+sed -i 's/^  boot_delay_s: .*/&\n  commitments: [{name: ri, gpus: 1, usd_per_gpu_h: 1.5}]/' "$T/burst.yaml"
 start_daemon "$T/burst.yaml" "$T/state"
 ok $? "spillway serve starts (1 node x 2 slots, wait constant:1, boot 1 s)"
 
@@ -117,6 +119,23 @@ printf '{"run": ["true"], "gpus": 3, "spot": "always"}' >"$T/never-runs.json"
 http POST /v1/jobs ml "$T/never-runs.json"
 http_is 400 "can never run here: no on-prem pool and no cloud offer can run it" \
     "a job no place can run: 400 at submit, saying why"
+
+# Issue 24: with on-prem full, a 1-GPU job takes the commitment at once
+# (paid used or idle), not on-demand capacity once its 1 s wait is over.
+blk=$(submit ml --gpus 2 --name blocker --est-runtime 30s -- sleep 30)
+wait_for "$blk" running 5
+jc=$(submit ml --gpus 1 --name committed --est-runtime 30s -- sleep 30)
+wait_until 6 cloud_ok "$jc"
+spw ml explain "$jc" -o json >"$T/explain-c.json"
+json_check "$T/explain-c.json" '
+dec = d["decision"]
+assert dec["where"] == "cloud", dec
+assert "committed" in dec["reason"], dec["reason"]
+assert any(c["kind"] == "cloud" and c["name"].endswith("@ri") for c in dec["candidates"]), dec' ||
+    diag "$(cat "$T/explain-c.json")"
+ok $? "a 1-GPU job goes to the 1-GPU commitment (offer ...@ri) at once, reason committed"
+spw ml cancel "$blk" "$jc" >/dev/null 2>&1
+wait_for "$jc" cancelled 10 && wait_for "$blk" cancelled 10
 
 stop_daemon "$DPID"
 no_strays "no job process is left"

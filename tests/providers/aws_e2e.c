@@ -198,8 +198,8 @@ int main(void)
 {
     url = getenv("SPW_MOTO_EC2_URL");
     if (url) {
-        offers[0] = (spw_offer_t){s_aws, s_use1, s_a, s_g4, -1, 1, 0.526, 0.21, 60};
-        offers[1] = (spw_offer_t){s_aws, s_use1, s_b, s_g4, -1, 1, 0.526, 0.22, 60};
+        offers[0] = (spw_offer_t){s_aws, s_use1, s_a, s_g4, -1, 1, 0.526, 0.21, 60, NULL, 0, 0};
+        offers[1] = (spw_offer_t){s_aws, s_use1, s_b, s_g4, -1, 1, 0.526, 0.22, 60, NULL, 0, 0};
         offers[2] = offers[0];
         return moto();
     }
@@ -208,9 +208,9 @@ int main(void)
         printf("1..0 # SKIP SPW_FAKE_EC2_URL is not set (run tests/providers/aws.sh)\n");
         return 0;
     }
-    offers[0] = (spw_offer_t){s_aws, s_use1, s_a, s_g4, -1, 1, 0.526, 0.21, 60};
-    offers[1] = (spw_offer_t){s_aws, s_use1, s_b, s_g4, -1, 1, 0.526, 0.22, 60};
-    offers[2] = (spw_offer_t){s_aws, s_use1, s_a, s_p3, -1, 1, 3.06, 0.92, 60};
+    offers[0] = (spw_offer_t){s_aws, s_use1, s_a, s_g4, -1, 1, 0.526, 0.21, 60, NULL, 0, 0};
+    offers[1] = (spw_offer_t){s_aws, s_use1, s_b, s_g4, -1, 1, 0.526, 0.22, 60, NULL, 0, 0};
+    offers[2] = (spw_offer_t){s_aws, s_use1, s_a, s_p3, -1, 1, 3.06, 0.92, 60, NULL, 0, 0};
     spw_error_t err = {{0}};
     spw_inst_event_t ev[32];
     spw_instance_t in[8], d;

@@ -22,9 +22,9 @@ static spw_offer_t offers[3];
 
 static void make_offers(void)
 {
-    offers[0] = (spw_offer_t){s_aws, s_use1, s_use1a, s_g4, -1, 1, 0.526, 0.2, 60};
-    offers[1] = (spw_offer_t){s_gcp, s_usc1, s_empty, s_c2, -1, 1, 0.2, NAN, 30};
-    offers[2] = (spw_offer_t){s_aws, s_use1, s_use1a, s_g4, -1, 1, 0.526, NAN, 60};
+    offers[0] = (spw_offer_t){s_aws, s_use1, s_use1a, s_g4, -1, 1, 0.526, 0.2, 60, NULL, 0, 0};
+    offers[1] = (spw_offer_t){s_gcp, s_usc1, s_empty, s_c2, -1, 1, 0.2, NAN, 30, NULL, 0, 0};
+    offers[2] = (spw_offer_t){s_aws, s_use1, s_use1a, s_g4, -1, 1, 0.526, NAN, 60, NULL, 0, 0};
 }
 
 static void *make(const char *const *options, spw_error_t *err)

@@ -110,7 +110,7 @@ static int wait_calls(const char *op, int n)
 
 int main(void)
 {
-    offers[0] = (spw_offer_t){s_aws, s_r, s_za, s_t, -1, 1, 0.526, 0.158, 0};
+    offers[0] = (spw_offer_t){s_aws, s_r, s_za, s_t, -1, 1, 0.526, 0.158, 0, NULL, 0, 0};
     char here[512];
     if (!getcwd(here, sizeof(here)) || access("/usr/bin/python3", X_OK) != 0) {
         plan(1);

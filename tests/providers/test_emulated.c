@@ -40,10 +40,10 @@ static spw_offer_t offers[4];
 
 static void init_offers(void)
 {
-    offers[0] = (spw_offer_t){s_aws, s_use1, s_use1a, s_p3, -1, 1, 3.06, 0.918, 60};
-    offers[1] = (spw_offer_t){s_gcp, s_usc1, s_usc1a, s_a2, -1, 1, 2.00, NAN, 30};
-    offers[2] = (spw_offer_t){s_aws, s_use1, s_use1b, s_p3, -1, 1, 3.06, 1.00, 30};
-    offers[3] = (spw_offer_t){s_azure, s_eus, s_empty, s_nc, -1, 1, 3.00, 0.50, 0};
+    offers[0] = (spw_offer_t){s_aws, s_use1, s_use1a, s_p3, -1, 1, 3.06, 0.918, 60, NULL, 0, 0};
+    offers[1] = (spw_offer_t){s_gcp, s_usc1, s_usc1a, s_a2, -1, 1, 2.00, NAN, 30, NULL, 0, 0};
+    offers[2] = (spw_offer_t){s_aws, s_use1, s_use1b, s_p3, -1, 1, 3.06, 1.00, 30, NULL, 0, 0};
+    offers[3] = (spw_offer_t){s_azure, s_eus, s_empty, s_nc, -1, 1, 3.00, 0.50, 0, NULL, 0, 0};
 }
 
 static spw_emulated_t *make(const spw_offer_emulation_t *oo, size_t noo, uint64_t seed,

@@ -1155,6 +1155,54 @@ static void test_predict_random(void)
        "run out", predicted, waited, expired);
 }
 
+/* ---- cloud commitments ----------------------------------------------------------------- */
+
+/* One node of 2 GPUs at $1; a flat cloud at $3 per GPU-hour; commitment ri
+ * of 2 of its GPUs at $2, paid used or idle; constant:600.
+ *   a  0  2 GPUs 3600 s  on-prem 0..3600
+ *   b  0  1 GPU  1800 s  the commitment at once, 0..1800: $1 (0.5 h x $2)
+ *   c  0  2 GPUs 3600 s  one committed GPU is free, it needs 2: bursts on
+ *                        demand at 600, 600..4200: $6
+ * makespan 4200 s: the commitment costs 2 x $2 x 4200/3600, $1 of it used. */
+static void test_commitment(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "dc", 1, 2, NULL, 1.0);
+    add_offer(&f, NULL, 1, 3.0, 0);
+    f.offers = spw_xrealloc(f.offers, 2 * sizeof(*f.offers));
+    spw_offer_commitment(&f.offers[1], &f.offers[0], "ri", 2, 2.0);
+    f.noffers = 2;
+    spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
+                            "constant:600");
+    static const char *const ids[3] = {"a", "b", "c"};
+    static const uint32_t gpus[3] = {2, 1, 2};
+    double rt[3] = {3600, 1800, 3600};
+    spw_job_t j[3];
+    for (uint32_t i = 0; i < 3; i++)
+        job_init(&j[i], ids[i], 0, rt[i], gpus[i], i);
+    spw_sim_summary_t s;
+    spw_error_t err;
+    is(spw_sim_run(&f, &p, j, rt, 3, NULL, &s, &err), 0, "commit: runs");
+    ok(j[1].offer == 1 && j[1].reason == SPW_REASON_COMMITTED && j[1].start_s == 0,
+       "commit: b takes the commitment at once (offer %d, start %g)", j[1].offer, j[1].start_s);
+    is_double(j[1].cost_usd, 1.0, 1e-9, "commit: b pays its committed GPU-hours: 0.5 h x $2");
+    ok(j[2].offer == 0 && j[2].placed_s == 600, "commit: c, which the rest cannot hold, buys on "
+       "demand when its wait ends (offer %d at %g)", j[2].offer, j[2].placed_s);
+    is_double(s.makespan_s, 4200, 1e-9, "commit: makespan 4200 s");
+    is_double(s.commit_cost_usd, 2 * 2.0 * 4200 / 3600.0, 1e-9,
+              "commit: every committed GPU-hour of the makespan is paid");
+    is_double(s.commit_used_usd, 1.0, 1e-9, "commit: $1 of it used by b");
+    is_double(s.commit_idle_usd, 2 * 2.0 * 4200 / 3600.0 - 1, 1e-9, "commit: the rest idle");
+    is_double(s.commit_gpu_hours, 0.5, 1e-9, "commit: 0.5 committed GPU-hours held");
+    is_double(s.cloud_cost_usd, 6.0, 1e-9, "commit: cloud spend is c's on-demand $6 only");
+    is_double(s.cloud_gpu_hours, 2.0, 1e-9, "commit: committed GPU-hours are not cloud GPU-hours");
+    is_double(s.cost_per_useful_gpu_h,
+              (6.0 + 2 * 4200 / 3600.0 + 2 * 2.0 * 4200 / 3600.0) / 4.5, 1e-9,
+              "commit: per useful GPU-hour counts cloud + owned + committed");
+    spw_fleet_clear(&f);
+}
+
 int main(void)
 {
     test_hand_scenario();
@@ -1166,5 +1214,6 @@ int main(void)
     test_give_up();
     test_owned_model();
     test_performance();
+    test_commitment();
     return done_testing();
 }
