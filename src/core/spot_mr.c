@@ -21,7 +21,7 @@ static double region_score(const spw_spot_mr_job_t *j, const spw_spot_mr_view_t 
 
 spw_spot_mr_choice_t spw_spot_mr_decide(spw_spot_policy_t policy, const spw_spot_mr_job_t *j,
                                         const spw_spot_mr_view_t *view, const uint8_t *avail,
-                                        const uint32_t *streak_steps)
+                                        const uint32_t *streak_steps, const double *up_share)
 {
     spw_spot_view_t v = {view->inst, view->elapsed_s, view->done_s};
     spw_spot_mr_choice_t c = {SPW_SPOT_IDLE, view->region};
@@ -55,9 +55,12 @@ spw_spot_mr_choice_t spw_spot_mr_decide(spw_spot_policy_t policy, const spw_spot
                                                : j->regions[r].ondemand_usd_per_h;
         double s = region_score(j, view, (int)r, price);
         int better = best < 0 || s < best_score - STEP_EPS;
-        if (!better && s <= best_score + STEP_EPS && streak_steps &&
-            streak_steps[r] > streak_steps[best])
-            better = 1;
+        if (!better && s <= best_score + STEP_EPS) {
+            if (up_share && up_share[r] != up_share[best])
+                better = up_share[r] > up_share[best];
+            else if (streak_steps)
+                better = streak_steps[r] > streak_steps[best];
+        }
         if (better) {
             best = (int)r;
             best_score = s;

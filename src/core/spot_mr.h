@@ -63,18 +63,19 @@ typedef struct spw_spot_mr_choice {
  *   on-demand price over its spot price, are below egress_usd: it waits no
  *   longer than a move is worth, valuing slack at the on-demand premium;
  * - spot goes to the available region that costs least for the rest of the
- *   work, egress of a move included (ties: the one whose spot has been up
- *   longest, then the lowest index); on demand goes to the cheapest region
- *   the same way; a job keeps the instance it holds while the policy keeps
- *   its kind.
+ *   work, egress of a move included (ties: the larger up_share, then the
+ *   longer streak, then the lowest index); on demand goes to the cheapest
+ *   region the same way; a job keeps the instance it holds while the policy
+ *   keeps its kind.
  * avail[r] != 0: spot is available in region r during the next step;
  * streak_steps[r]: steps, this one included, that region r has been in its
  * present state (up or down), what anyone watching the regions knows; NULL
- * turns off the waiting and the tie rule.  Never returns SPOT in a region
+ * turns off the waiting and that tie rule; up_share[r]: the share of recent
+ * steps region r had spot (NULL: not used).  Never returns SPOT in a region
  * without spot, and returns IDLE only where `policy` alone could idle. */
 spw_spot_mr_choice_t spw_spot_mr_decide(spw_spot_policy_t policy, const spw_spot_mr_job_t *j,
                                         const spw_spot_mr_view_t *view, const uint8_t *avail,
-                                        const uint32_t *streak_steps);
+                                        const uint32_t *streak_steps, const double *up_share);
 
 /* Checks j: regions and prices, egress, continuous checkpoints, and that the
  * work, the overhead and the deadline are whole numbers of steps (the caller

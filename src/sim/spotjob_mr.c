@@ -12,9 +12,10 @@
 #define EPS_S 1e-6
 
 int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
-                       const uint8_t *const *avail, size_t nsteps,
+                       const uint8_t *const *avail, size_t nsteps, size_t past,
                        spw_spotjob_mr_result_t *out, spw_error_t *err)
 {
+    double share[SPW_SPOT_MR_MAX_REGIONS];
     spw_spotjob_mr_result_t r;
     spw_spot_mr_view_t v = {SPW_SPOT_IDLE, -1, 0, 0};
     uint8_t now[SPW_SPOT_MR_MAX_REGIONS];
@@ -26,7 +27,18 @@ int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
         return -1;
     if ((unsigned)policy >= SPW_SPOT_POLICY_COUNT)
         return spw_errorf(err, "unknown spot policy %d", (int)policy);
+    if (past >= nsteps)
+        return spw_errorf(err, "%zu steps of history leave none of the %zu to replay", past,
+                          nsteps);
     memset(&r, 0, sizeof(r));
+    /* Steps 0 .. past - 1 are history, what the regions did before the job:
+     * streaks run through them, and share[q] is the share of the last `past`
+     * steps (this one included) that region q had spot. */
+    for (size_t q = 0; q < j->nregions; q++) {
+        share[q] = 0;
+        for (size_t k = 0; k < past; k++)
+            share[q] += (avail[q][k] != 0) / (double)past;
+    }
     for (size_t k = 0; v.done_s < work_s - EPS_S; k++) {
         if (k >= nsteps)
             return spw_errorf(err, "the replay of %s ran past the %zu steps of availability",
@@ -35,13 +47,18 @@ int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
             uint8_t was = k > 0 && avail[q][k - 1] != 0;
             now[q] = avail[q][k] != 0;
             streak[q] = k > 0 && now[q] == was ? streak[q] + 1 : 1;
+            if (past && k >= past)
+                share[q] += (now[q] - (avail[q][k - past] != 0)) / (double)past;
         }
+        if (k < past)
+            continue;
         if (v.inst == SPW_SPOT_SPOT && !now[v.region]) {
             r.preemptions++;
             v.inst = SPW_SPOT_IDLE;
             overhead_left_s = 0;
         }
-        spw_spot_mr_choice_t c = spw_spot_mr_decide(policy, j, &v, now, streak);
+        spw_spot_mr_choice_t c = spw_spot_mr_decide(policy, j, &v, now, streak,
+                                                    past ? share : NULL);
         if (c.inst != v.inst || (c.inst != SPW_SPOT_IDLE && c.region != v.region)) {
             if (c.inst != SPW_SPOT_IDLE) {
                 r.starts++;
@@ -74,7 +91,7 @@ int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
                 break;
             }
         }
-        v.elapsed_s = (double)(k + 1) * g;
+        v.elapsed_s = (double)(k + 1 - past) * g;
     }
     r.cost_usd += r.egress_usd;
     r.deadline_met = r.finish_s <= j->job.deadline_s + EPS_S;
@@ -134,9 +151,12 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
      * deadline's steps. */
     const size_t D = (size_t)floor(j->job.deadline_s / g + 1e-9);
     const size_t len = D + (size_t)ceil((j->job.work_s + j->job.restart_overhead_s) / g) + 4;
+    /* The policy sees the day before the start as history. */
+    const size_t past = (size_t)ceil(SPW_SPOTJOB_MR_HISTORY_S / g), all = past + len;
     spw_spotjob_params_t sp = {j->job.work_s, j->job.deadline_s, j->job.restart_overhead_s,
                                SPW_CKPT_CONTINUOUS, 0, 0};
-    av = spw_xcalloc(R * len, 1);
+    const uint8_t *hist_of[SPW_SPOT_MR_MAX_REGIONS];
+    av = spw_xcalloc(R * all, 1);
     acc = spw_xcalloc(nrows, sizeof(*acc));
     memset(out, 0, nrows * sizeof(*out));
     for (size_t q = 0; q < npolicies; q++) {
@@ -149,8 +169,10 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
     }
     out[nrows - 1].kind = SPW_SPOTJOB_MR_OPTIMUM;
     out[nrows - 1].region = -1;
-    for (size_t r = 0; r < R; r++)
-        rows_of[r] = av + r * len;
+    for (size_t r = 0; r < R; r++) {
+        hist_of[r] = av + r * all;
+        rows_of[r] = hist_of[r] + past;
+    }
     spw_rng_seed(&rng, seed);
     double window = (double)D + 1;
     uint64_t nstarts = (double)n > window ? n - (uint64_t)window + 1 : n;
@@ -159,8 +181,9 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
         for (size_t r = 0; r < R; r++) {
             /* Region r's own trace, cut to the ticks every region has. */
             spw_spot_trace_t cut = {g, traces[r].avail, n};
-            for (size_t k = 0; k < len; k++)
-                av[r * len + k] = spw_spot_trace_at(&cut, (int64_t)((start + k) % n)) > 0;
+            for (size_t k = 0; k < all; k++)
+                av[r * all + k] = spw_spot_trace_at(&cut, (int64_t)start - (int64_t)past +
+                                                              (int64_t)k) > 0;
         }
         for (size_t q = 0; q < npolicies; q++) {
             for (size_t r = 0; r < R; r++) {
@@ -175,7 +198,7 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
                         s.ondemand_paid_s, 0, 0, s.preemptions);
             }
             spw_spotjob_mr_result_t m;
-            if (spw_spotjob_mr_run(j, policies[q], rows_of, len, &m, err) < 0)
+            if (spw_spotjob_mr_run(j, policies[q], hist_of, all, past, &m, err) < 0)
                 goto error;
             size_t i = q * (R + 1) + R;
             add_run(&out[i], &acc[i], m.cost_usd, m.deadline_met, m.spot_paid_s,

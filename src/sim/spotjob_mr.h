@@ -25,12 +25,18 @@ typedef struct spw_spotjob_mr_result {
     int deadline_met;        /* finish_s <= deadline_s */
 } spw_spotjob_mr_result_t;
 
-/* Replays j (spw_spot_mr_check must accept it) under policy from step 0 of
- * avail[r][0 .. nsteps), which must cover the whole replay.  Returns 0 with
- * *out filled, or -1 with err. */
+/* Replays j (spw_spot_mr_check must accept it) under policy on
+ * avail[r][0 .. nsteps): steps 0 .. past - 1 are history before the job's
+ * start (the policy sees each region's streak through them, and its share of
+ * steps up over the last `past` steps); the job starts at step `past`, and
+ * the rest must cover the whole replay.  Returns 0 with *out filled, or -1
+ * with err. */
 int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
-                       const uint8_t *const *avail, size_t nsteps,
+                       const uint8_t *const *avail, size_t nsteps, size_t past,
                        spw_spotjob_mr_result_t *out, spw_error_t *err);
+
+/* History a sweep gives the policy: the day before each start. */
+#define SPW_SPOTJOB_MR_HISTORY_S (24 * 3600.0)
 
 /* What a row of the comparison replays. */
 typedef enum spw_spotjob_mr_kind {

@@ -539,49 +539,53 @@ static void test_mr_decide(void)
     uint32_t st[3] = {5, 1, 9};
     spw_spot_mr_choice_t c;
 
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 1, "first start: the cheapest available spot region");
     v.region = 0;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 1, "$0.5/h over 11 h beats staying at $1/h despite a "
        "$2 move");
     regs[1].spot_usd_per_h = 0.9;  /* saves $1.1, under the $2 move */
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 0, "a saving under the egress: stay where the state is");
     regs[1].spot_usd_per_h = 1;
     j.egress_usd = 0;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 0, "a tie: the region up longest (5 steps against 1)");
+    double share[3] = {0.4, 0.9, 1};
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, share);
+    ok(c.inst == SP && c.region == 1, "a tie: the larger share of recent steps up (0.9 > 0.4) "
+       "before the streak");
     /* Ski rental: region 0 down for 1 h, premium $2/h, move $3: wait; after
      * 2 h ($4 of slack): move. */
     j.egress_usd = 3;
     av[0] = 0;
     st[0] = 1;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == ID && c.region == 0, "home down 1 h, $2 of slack < a $3 move: wait");
     st[0] = 2;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 1, "home down 2 h, $4 >= $3: move to region 1");
     st[0] = 1;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, NULL);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, NULL, NULL);
     ok(c.inst == SP && c.region == 1, "without streaks: no waiting");
     /* The Safety Net overrides the waiting: R - C = 1 h < 2d. */
     v.elapsed_s = 89 * 3600;
-    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st);
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
     ok(c.inst == OD && c.region == 2, "no slack: on demand, in the cheapest region ($2/h)");
     /* Running spot where it is up: stay. */
     v = (spw_spot_mr_view_t){SP, 0, 0, 0};
     av[0] = 1;
-    c = spw_spot_mr_decide(UP, &j, &v, av, st);
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
     ok(c.inst == SP && c.region == 0, "running spot still up: stay");
     /* Uniform progress, idle, behind, no spot anywhere: on demand. */
     v = (spw_spot_mr_view_t){ID, 0, 10 * 3600, 0};
     memset(av, 0, sizeof(av));
-    c = spw_spot_mr_decide(UP, &j, &v, av, st);
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
     ok(c.inst == OD && c.region == 2, "UP behind without spot: on demand, moved to region 2 "
        "($2/h x 11 h + $3 = $25 beats $3/h x 11 h = $33 where the state is)");
     regs[2].ondemand_usd_per_h = 2.8;  /* $30.8 + $3 > $33 */
-    c = spw_spot_mr_decide(UP, &j, &v, av, st);
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
     ok(c.inst == OD && c.region == 0, "a premium under the move: on demand where the state is");
 }
 
@@ -640,7 +644,7 @@ static void test_mr_properties(void)
         for (int pol = GREEDY; pol <= UP; pol++) {
             spw_spotjob_mr_result_t r;
             if (spw_spotjob_mr_run(&j, (spw_spot_policy_t)pol, (const uint8_t *const *)av, N,
-                                   &r, &err) < 0) {
+                                   0, &r, &err) < 0) {
                 if (errs++ == 0)
                     diag("replay: %s", err.text);
                 continue;
