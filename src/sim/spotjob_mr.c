@@ -99,12 +99,12 @@ int spw_spotjob_mr_run(const spw_spot_mr_job_t *j, spw_spot_policy_t policy,
     return 0;
 }
 
-/* Running sums for one row. */
+/* Sums of the cost and of its square for one row, USD and USD^2. */
 typedef struct mr_acc {
-    double cost, cost2;  /* sum and sum of squares of the cost, USD */
-    double spot_h, od_h, egress, moves, preempt;  /* sums */
+    double cost, cost2;
 } mr_acc_t;
 
+/* Adds one run to a row.  The row's means hold sums until the sweep ends. */
 static void add_run(spw_spotjob_mr_row_t *row, mr_acc_t *a, double cost, int met,
                     double spot_s, double od_s, double egress, double moves, double preempt)
 {
@@ -112,11 +112,11 @@ static void add_run(spw_spotjob_mr_row_t *row, mr_acc_t *a, double cost, int met
     row->missed += !met;
     a->cost += cost;
     a->cost2 += cost * cost;
-    a->spot_h += spot_s / 3600;
-    a->od_h += od_s / 3600;
-    a->egress += egress;
-    a->moves += moves;
-    a->preempt += preempt;
+    row->spot_paid_h_mean += spot_s / 3600;
+    row->ondemand_paid_h_mean += od_s / 3600;
+    row->egress_usd_mean += egress;
+    row->moves_mean += moves;
+    row->preemptions_mean += preempt;
 }
 
 int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *policies,
@@ -130,6 +130,7 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
     mr_acc_t *acc = NULL;
     size_t n = SIZE_MAX;
     spw_rng_t rng;
+    int rc = -1;
 
     if (spw_spot_mr_check(j, err) < 0)
         return -1;
@@ -192,45 +193,43 @@ int spw_spotjob_mr_sweep(const spw_spot_mr_job_t *j, const spw_spot_policy_t *po
                 sp.spot_usd_per_h = j->regions[r].spot_usd_per_h;
                 sp.ondemand_usd_per_h = j->regions[r].ondemand_usd_per_h;
                 if (spw_spotjob_run(&sp, policies[q], &cut, start, &s, err) < 0)
-                    goto error;
+                    goto out;
                 size_t i = q * (R + 1) + r;
                 add_run(&out[i], &acc[i], s.cost_usd, s.deadline_met, s.spot_paid_s,
                         s.ondemand_paid_s, 0, 0, s.preemptions);
             }
             spw_spotjob_mr_result_t m;
             if (spw_spotjob_mr_run(j, policies[q], hist_of, all, past, &m, err) < 0)
-                goto error;
+                goto out;
             size_t i = q * (R + 1) + R;
             add_run(&out[i], &acc[i], m.cost_usd, m.deadline_met, m.spot_paid_s,
                     m.ondemand_paid_s, m.egress_usd, m.moves, m.preemptions);
         }
         double best;
-        int rc = spw_spot_mr_optimum(j, rows_of, len, &best, err);
-        if (rc < 0)
-            goto error;
-        if (rc > 0) {
+        int got = spw_spot_mr_optimum(j, rows_of, len, &best, err);
+        if (got < 0)
+            goto out;
+        if (got > 0) {
             spw_errorf(err, "the optimum found no way to meet the deadline from tick %llu",
                        (unsigned long long)start);
-            goto error;
+            goto out;
         }
         add_run(&out[nrows - 1], &acc[nrows - 1], best, 1, 0, 0, 0, 0, 0);
     }
     for (size_t i = 0; i < nrows; i++) {
-        const mr_acc_t *a = &acc[i];
-        double c = (double)out[i].runs, m = a->cost / c, var = a->cost2 / c - m * m;
-        out[i].cost_usd_mean = m;
-        out[i].cost_usd_sd = var > 0 ? sqrt(var) : 0;
-        out[i].spot_paid_h_mean = a->spot_h / c;
-        out[i].ondemand_paid_h_mean = a->od_h / c;
-        out[i].egress_usd_mean = a->egress / c;
-        out[i].moves_mean = a->moves / c;
-        out[i].preemptions_mean = a->preempt / c;
+        spw_spotjob_mr_row_t *x = &out[i];
+        double runs = (double)x->runs, m = acc[i].cost / runs;
+        double var = acc[i].cost2 / runs - m * m;
+        double *sums[] = {&x->spot_paid_h_mean, &x->ondemand_paid_h_mean, &x->egress_usd_mean,
+                          &x->moves_mean, &x->preemptions_mean};
+        for (size_t f = 0; f < sizeof(sums) / sizeof(sums[0]); f++)
+            *sums[f] /= runs;
+        x->cost_usd_mean = m;
+        x->cost_usd_sd = var > 0 ? sqrt(var) : 0;
     }
+    rc = 0;
+out:
     free(av);
     free(acc);
-    return 0;
-error:
-    free(av);
-    free(acc);
-    return -1;
+    return rc;
 }
