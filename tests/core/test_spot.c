@@ -529,6 +529,21 @@ static void test_mr_optimum(void)
        "rounding: work and overhead up, deadline down, to whole steps");
 }
 
+/* Whole steps of k ticks: the least count of each step's ticks. */
+static void test_coarsen(void)
+{
+    uint32_t a[] = {1, 2, 0, 3, 4, 5, 9};
+    spw_spot_trace_t t = mk_trace(a, 7, 30), c;
+    spw_error_t err;
+    is(spw_spot_trace_coarsen(&t, 2, &c, &err), 0, "coarsen by 2");
+    ok(c.n == 3 && c.gap_s == 60 && c.avail[0] == 1 && c.avail[1] == 0 && c.avail[2] == 4,
+       "steps of 2 ticks: least counts 1, 0, 4; 60 s; the odd last tick dropped");
+    spw_spot_trace_clear(&c);
+    ok(spw_spot_trace_coarsen(&t, 0, &c, &err) == -1 &&
+       spw_spot_trace_coarsen(&t, 8, &c, &err) == -1, "steps of 0 ticks, or longer than the "
+       "trace, are refused: %s", err.text);
+}
+
 /* The policy's choices of region. */
 static void test_mr_decide(void)
 {
@@ -737,6 +752,7 @@ int main(void)
     test_replays();
     test_properties();
     test_sweep();
+    test_coarsen();
     test_mr_optimum();
     test_mr_decide();
     test_mr_properties();
