@@ -174,6 +174,15 @@ static const char sim_usage[] =
     "  --seed S              seed of the start offsets (default 1)\n"
     "  --spot-price X        spot USD per hour (default 0.92)\n"
     "  --ondemand-price Y    on-demand USD per hour (default 3.06, p3.2xlarge)\n"
+    "  --multi-region        the --spot-trace files are regions (zones) of the same days:\n"
+    "                        compare each policy in each region alone, across the\n"
+    "                        regions, and the omniscient multi-region optimum\n"
+    "  --egress-usd X        with --multi-region: USD to move the job's state to another\n"
+    "                        region (default 0; the restart overhead is paid as well)\n"
+    "  --region-prices LIST  with --multi-region: SPOT:ONDEMAND USD per hour per trace\n"
+    "                        (default: --spot-price and --ondemand-price everywhere)\n"
+    "  --step S              with --multi-region: decision step in seconds, a whole\n"
+    "                        number of trace ticks (default: one tick)\n"
     "  Durations are seconds, or a number with d, h, m or s (0.2h, 90m).\n"
     "\n"
     "Examples:\n"
@@ -651,6 +660,35 @@ static double sim_price(const char *opt, const char *s)
     return v;
 }
 
+/* Parses --region-prices "SPOT:ONDEMAND,SPOT:ONDEMAND,..." (USD per hour, one
+ * pair per --spot-trace) into out; returns the count.  Exits on bad input. */
+static size_t parse_region_prices(const char *s, spw_spot_region_t *out)
+{
+    size_t n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        double sp = strtod(p, &end), od = 0;
+        int bad = end == p || *end != ':';
+        if (!bad) {
+            const char *q = end + 1;
+            od = strtod(q, &end);
+            bad = end == q || (*end != ',' && *end != '\0');
+        }
+        if (bad || n == SPW_CLI_SPOTJOB_MAX_TRACES || !isfinite(sp) || sp < 0 ||
+            !isfinite(od) || od < 0)
+            die_usage("sim", "--region-prices takes SPOT:ONDEMAND USD per hour for each "
+                             "--spot-trace, comma-separated (e.g. 0.92:3.06,0.95:3.06), "
+                             "at most 32");
+        out[n].spot_usd_per_h = sp;
+        out[n].ondemand_usd_per_h = od;
+        n++;
+        if (*end == '\0')
+            return n;
+        p = end + 1;
+    }
+}
+
 /* Splits "greedy,uniform-progress" (the value of option opt) into spot
  * policies; exits on a bad one. */
 static size_t parse_spot_policies(const char *opt, const char *list, spw_spot_policy_t *out)
@@ -808,9 +846,12 @@ static int cmd_sim(int argc, char **argv)
     enum { O_TRACE = 256, O_CONFIG, O_FORMAT, O_WAIT, O_COMPARE, O_GRAVITY, O_JOBS, O_TS, O_STEP, O_REPORT,
            O_SPOT_JOB, O_DEADLINE, O_OVERHEAD, O_CKPT, O_SPOT_TRACE, O_SPOT_POLICY,
            O_OFFSETS, O_SEED, O_SPOT_PRICE, O_OD_PRICE, O_MAX_RESTARTS, O_RECOVERY,
-           O_FAILOVER, O_FAILURES };
+           O_FAILOVER, O_FAILURES, O_MULTI, O_EGRESS, O_REGION_PRICES };
     static const struct option opts[] = {
         {"trace", required_argument, NULL, O_TRACE},
+        {"multi-region", no_argument, NULL, O_MULTI},
+        {"egress-usd", required_argument, NULL, O_EGRESS},
+        {"region-prices", required_argument, NULL, O_REGION_PRICES},
         {"config", required_argument, NULL, O_CONFIG},
         {"format", required_argument, NULL, O_FORMAT},
         {"wait", required_argument, NULL, O_WAIT},
@@ -859,6 +900,8 @@ static int cmd_sim(int argc, char **argv)
         .seed = 1,
     };
     int spot_job = 0, have_deadline = 0, have_overhead = 0, have_ckpt = 0, have_seed = 0;
+    int have_step = 0;
+    const char *multi_only = NULL;  /* a --multi-region option given without it */
     int have_spot_policy = 0, have_max_restarts = 0, have_recovery = 0, have_failover = 0;
     uint32_t max_restarts = UINT32_MAX;
     spw_recovery_t recovery = SPW_RECOVERY_SAME_REGION_FIRST;
@@ -918,6 +961,18 @@ static int cmd_sim(int argc, char **argv)
             sj.params.ondemand_usd_per_h = sim_price("--ondemand-price", optarg);
             spot_only = "--ondemand-price";
             break;
+        case O_MULTI:
+            sj.multi = 1;
+            spot_only = "--multi-region";
+            break;
+        case O_EGRESS:
+            sj.egress_usd = sim_price("--egress-usd", optarg);
+            multi_only = spot_only = "--egress-usd";
+            break;
+        case O_REGION_PRICES:
+            sj.nregion_prices = parse_region_prices(optarg, sj.regions);
+            multi_only = spot_only = "--region-prices";
+            break;
         case O_MAX_RESTARTS:
             if (strcmp(optarg, "unlimited") == 0) {
                 max_restarts = UINT32_MAX;
@@ -968,6 +1023,7 @@ static int cmd_sim(int argc, char **argv)
             step = strtod(optarg, &end);
             if (*end || !(step > 0))
                 die_usage("sim", "--step takes a number of seconds > 0");
+            have_step = 1;
             break;
         }
         case 'q': quiet = 1; break;
@@ -995,6 +1051,14 @@ static int cmd_sim(int argc, char **argv)
             die_usage("sim", "--spot-job takes a duration > 0 such as 48h");
         if (!(sj.params.deadline_s > 0))
             die_usage("sim", "--deadline takes a duration > 0 such as 60h");
+        if (multi_only && !sj.multi) {
+            snprintf(msg, sizeof(msg), "%s applies to --multi-region", multi_only);
+            die_usage("sim", msg);
+        }
+        if (have_step && !sj.multi)
+            die_usage("sim", "--step with --spot-job is the decision step of --multi-region; "
+                             "one region decides at every trace tick");
+        sj.step_s = have_step ? step : 0;
         sj.json = json;
         sj.quiet = quiet;
         return spw_cli_spotjob_run(&sj);

@@ -8,6 +8,7 @@
 
 #include "core/spot.h"
 #include "sim/spotjob.h"
+#include "sim/spotjob_mr.h"
 
 #define SPW_CLI_SPOTJOB_MAX_TRACES 32
 
@@ -20,6 +21,14 @@ typedef struct spw_cli_spotjob {
     size_t ntraces;               /* entries in traces */
     size_t offsets;               /* random start offsets per trace */
     uint64_t seed;                /* seed of the start-offset generator */
+    int multi;                    /* --multi-region: the traces are regions of the
+                                     same days to hop between */
+    double egress_usd;            /* --egress-usd: USD per move to another region */
+    double step_s;                /* --step: decision step of --multi-region,
+                                     seconds; 0 = the traces' tick */
+    spw_spot_region_t regions[SPW_CLI_SPOTJOB_MAX_TRACES];  /* --region-prices, one
+                                     per trace; unset ones take the job's prices */
+    size_t nregion_prices;        /* entries of regions given */
     int json;                     /* -o json */
     int quiet;                    /* no warnings */
 } spw_cli_spotjob_t;

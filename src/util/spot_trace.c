@@ -97,6 +97,26 @@ int spw_spot_trace_load(const char *path, spw_spot_trace_t *out, spw_error_t *er
     return rc;
 }
 
+int spw_spot_trace_coarsen(const spw_spot_trace_t *t, size_t k, spw_spot_trace_t *out,
+                           spw_error_t *err)
+{
+    if (k == 0 || t->n < k)
+        return spw_errorf(err, "a step of %zu ticks does not fit a trace of %zu ticks", k, t->n);
+    size_t n = t->n / k;
+    uint32_t *a = spw_xcalloc(n, sizeof(*a));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t lo = UINT32_MAX;
+        for (size_t q = 0; q < k; q++)
+            if (t->avail[i * k + q] < lo)
+                lo = t->avail[i * k + q];
+        a[i] = lo;
+    }
+    out->avail = a;
+    out->n = n;
+    out->gap_s = t->gap_s * (double)k;
+    return 0;
+}
+
 void spw_spot_trace_clear(spw_spot_trace_t *t)
 {
     if (!t)

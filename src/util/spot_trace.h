@@ -31,6 +31,14 @@ int spw_spot_trace_parse(const char *text, size_t len, const char *name,
 /* Reads and parses the file at path (see spw_spot_trace_parse). */
 int spw_spot_trace_load(const char *path, spw_spot_trace_t *out, spw_error_t *err);
 
+/* A trace of whole steps of k ticks: tick i of *out is the least count of
+ * ticks i*k .. i*k + k - 1 of t (a step has spot only if every tick in it
+ * has), gap_s is k times t's, and a partial last step is dropped.  Returns
+ * 0 with *out filled (free with spw_spot_trace_clear), or -1 with err when
+ * k is 0 or t is shorter than one step. */
+int spw_spot_trace_coarsen(const spw_spot_trace_t *t, size_t k, spw_spot_trace_t *out,
+                           spw_error_t *err);
+
 /* Frees t's array and leaves an empty trace.  NULL-safe. */
 void spw_spot_trace_clear(spw_spot_trace_t *t);
 

@@ -3,10 +3,11 @@
 # or missing gap_seconds, negative counts, bad durations), an infeasible
 # deadline, the table and JSON on a small synthetic trace, determinism, the
 # checkpoint modes (continuous by default, every k, 0 = from scratch), and the
-# Table 3 figures of docs/spot.md on the shared traces when they are there.
+# Table 3 figures of docs/spot.md on the shared traces when they are there;
+# --multi-region on three synthetic zones.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 22
+plan 24
 
 # A synthetic trace: 10-minute ticks, spot up 70% of the time in runs.
 python3 - "$T/trace.json" <<'PY'
@@ -138,6 +139,37 @@ assert got == want, got'
 else
     skip "shared traces not found at $D"
 fi
+
+# Multi-region: three zones of the same days, the job may hop between them.
+python3 - "$T" <<'PY'
+import json, random, sys
+for z in range(3):
+    r = random.Random(10 + z)
+    data, on = [], 1
+    for _ in range(1500):
+        if r.random() < 0.15:
+            on = 1 if r.random() < 0.6 else 0
+        data.append(on)
+    json.dump({"metadata": {"gap_seconds": 600}, "data": data},
+              open("%s/zone%d.json" % (sys.argv[1], z), "w"))
+PY
+run_spw "$T/mr.json" "$T/err" sim --spot-job 8h --deadline 12h --restart-overhead 20m \
+    --multi-region --spot-trace "$T/zone0.json" --spot-trace "$T/zone1.json" \
+    --spot-trace "$T/zone2.json" --region-prices 0.9:3,0.8:3,1:2.5 --egress-usd 0.5 \
+    --spot-policy greedy,uniform-progress --offsets 30 -o json
+[ "$rc" -eq 0 ] && json_check "$T/mr.json" '
+rows = d["rows"]
+assert [r["kind"] for r in rows] == ["single"] * 3 + ["multi"] + ["single"] * 3 + ["multi", "optimum"]
+assert [x["name"] for x in d["regions"]] == ["zone0", "zone1", "zone2"]
+assert d["regions"][2] == {"name": "zone2", "spot_usd_per_h": 1, "ondemand_usd_per_h": 2.5}
+opt = rows[-1]["cost_usd_mean"]
+assert all(r["runs"] == 30 and r["missed"] == 0 for r in rows), rows
+assert all(r["cost_usd_mean"] >= opt - 1e-9 for r in rows), rows
+m = [r for r in rows if r["kind"] == "multi"]
+assert all(r["moves_mean"] > 0 and abs(r["egress_usd_mean"] - 0.5 * r["moves_mean"]) < 1e-5 for r in m), m'
+ok $? "--multi-region: each policy per zone and across zones, then the optimum; no misses, none below the optimum, egress = moves x price (status $rc)"
+fails_with "--egress-usd needs --multi-region" "--egress-usd applies to --multi-region" \
+    sim --spot-job 8h --deadline 12h --spot-trace "$T/zone0.json" --egress-usd 1
 
 printf '{"metadata":{"gap_seconds":600},"data":[]}' >"$T/empty.json"
 fails_with "an empty trace is refused with its name" "empty.json: \"data\" is empty" \

@@ -4,7 +4,10 @@
  * mode (continuous, every k seconds, none: from scratch), and properties over
  * random traces: no progress counted twice, cost = paid seconds x price,
  * greedy and uniform-progress never miss a feasible deadline, same seed gives
- * the same sweep. */
+ * the same sweep.  Multi-region (core/spot_mr.h, sim/spotjob_mr.h): the
+ * omniscient optimum on a trace worked out by hand, the policy's choices of
+ * region, and over random and adversarial traces: no missed deadline and no
+ * policy cheaper than the optimum. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +15,9 @@
 
 #include "tap.h"
 #include "core/spot.h"
+#include "core/spot_mr.h"
 #include "sim/spotjob.h"
+#include "sim/spotjob_mr.h"
 #include "util/rng.h"
 
 #define OD SPW_SPOT_ONDEMAND
@@ -458,6 +463,288 @@ static void test_sweep(void)
        s2[0].lost_h_mean, s2[0].cost_usd_mean, s1[0].lost_h_mean, s1[0].cost_usd_mean);
 }
 
+/* One hour steps; work, deadline and overhead in steps. */
+static spw_spot_mr_job_t mr_job(const spw_spot_region_t *regs, size_t n, double work,
+                                double deadline, double overhead, double egress)
+{
+    spw_spot_mr_job_t j = {{work * 3600, deadline * 3600, overhead * 3600, CONT, 3600}, regs, n,
+                           egress};
+    return j;
+}
+
+/* The optimum on a trace small enough to enumerate by hand.  Region 0 has
+ * spot in steps 0-1, region 1 in steps 2-4; spot $1/h, on demand $3/h, one
+ * step of overhead per start, 2 steps of work. */
+static void test_mr_optimum(void)
+{
+    static const uint8_t r0[] = {1, 1, 0, 0, 0}, r1[] = {0, 0, 1, 1, 1};
+    const uint8_t *av[] = {r0, r1};
+    spw_spot_region_t regs[] = {{1, 3}, {1, 3}};
+    spw_error_t err;
+    double c = -1;
+
+    /* Deadline 5: start in region 1 at step 2 (boot), work steps 3-4: $3. */
+    spw_spot_mr_job_t j = mr_job(regs, 2, 2, 5, 1, 0.5);
+    is(spw_spot_mr_optimum(&j, av, 5, &c, &err), 0, "optimum, deadline 5: found");
+    is_double(c, 3, 1e-9, "deadline 5: region 1 alone, boot + 2 steps of spot = $3");
+    /* Deadline 4: boot and one step in region 0, move (egress $0.5), boot and
+     * one step in region 1: 2 + 0.5 + 2 = $4.5 (on demand would be $9). */
+    j = mr_job(regs, 2, 2, 4, 1, 0.5);
+    is(spw_spot_mr_optimum(&j, av, 5, &c, &err), 0, "deadline 4: found");
+    is_double(c, 4.5, 1e-9, "deadline 4: one step in each region, one move = $4.5");
+    j.egress_usd = 0;
+    spw_spot_mr_optimum(&j, av, 5, &c, &err);
+    is_double(c, 4, 1e-9, "deadline 4, free moves: $4");
+    /* A dear move: region 0's step, then on demand in region 0 (no move):
+     * 2 + 3 * 2 = $8, under the move's 2 + 5 + 2 and on demand's $9. */
+    j.egress_usd = 5;
+    spw_spot_mr_optimum(&j, av, 5, &c, &err);
+    is_double(c, 8, 1e-9, "deadline 4, $5 moves: spot, then on demand where the state is = $8");
+    /* Deadline 3: only on demand from the start fits: $9. */
+    j = mr_job(regs, 2, 2, 3, 1, 0.5);
+    spw_spot_mr_optimum(&j, av, 5, &c, &err);
+    is_double(c, 9, 1e-9, "deadline 3: on demand from the start, boot + 2 steps = $9");
+    /* Deadline 2: work + overhead does not fit. */
+    c = -1;
+    j = mr_job(regs, 2, 2, 2, 1, 0.5);
+    is(spw_spot_mr_optimum(&j, av, 5, &c, &err), 1, "deadline 2: no strategy fits");
+    is_double(c, -1, 0, "and the cost is left alone");
+    /* No overhead: region 0's two steps: $2. */
+    j = mr_job(regs, 2, 2, 2, 0, 0.5);
+    spw_spot_mr_optimum(&j, av, 5, &c, &err);
+    is_double(c, 2, 1e-9, "no overhead, deadline 2: region 0's two steps = $2");
+    /* Refusals. */
+    j = mr_job(regs, 2, 2, 4, 1, 0.5);
+    is(spw_spot_mr_optimum(&j, av, 3, &c, &err), -1, "availability shorter than the deadline");
+    j.job.work_s = 5000;
+    ok(spw_spot_mr_optimum(&j, av, 5, &c, &err) == -1 && strstr(err.text, "whole numbers"),
+       "work off the step grid is refused: %s", err.text);
+    j = mr_job(regs, 2, 2, 4, 1, 0.5);
+    j.job.checkpoint_interval_s = 600;
+    ok(spw_spot_mr_check(&j, &err) == -1 && strstr(err.text, "continuous"),
+       "checkpoints other than continuous are refused: %s", err.text);
+    spw_spot_job_t b = {5000, 11000, 100, CONT, 3600};
+    spw_spot_mr_round(&b);
+    ok(b.work_s == 7200 && b.deadline_s == 10800 && b.restart_overhead_s == 3600,
+       "rounding: work and overhead up, deadline down, to whole steps");
+}
+
+/* Whole steps of k ticks: the least count of each step's ticks. */
+static void test_coarsen(void)
+{
+    uint32_t a[] = {1, 2, 0, 3, 4, 5, 9};
+    spw_spot_trace_t t = mk_trace(a, 7, 30), c;
+    spw_error_t err;
+    is(spw_spot_trace_coarsen(&t, 2, &c, &err), 0, "coarsen by 2");
+    ok(c.n == 3 && c.gap_s == 60 && c.avail[0] == 1 && c.avail[1] == 0 && c.avail[2] == 4,
+       "steps of 2 ticks: least counts 1, 0, 4; 60 s; the odd last tick dropped");
+    spw_spot_trace_clear(&c);
+    ok(spw_spot_trace_coarsen(&t, 0, &c, &err) == -1 &&
+       spw_spot_trace_coarsen(&t, 8, &c, &err) == -1, "steps of 0 ticks, or longer than the "
+       "trace, are refused: %s", err.text);
+}
+
+/* The policy's choices of region. */
+static void test_mr_decide(void)
+{
+    spw_spot_region_t regs[] = {{1, 3}, {0.5, 3}, {1, 2}};
+    spw_spot_mr_job_t j = mr_job(regs, 3, 10, 100, 1, 2);
+    spw_spot_mr_view_t v = {ID, -1, 0, 0};
+    uint8_t av[3] = {1, 1, 0};
+    uint32_t st[3] = {5, 1, 9};
+    spw_spot_mr_choice_t c;
+
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 1, "first start: the cheapest available spot region");
+    v.region = 0;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 1, "$0.5/h over 11 h beats staying at $1/h despite a "
+       "$2 move");
+    regs[1].spot_usd_per_h = 0.9;  /* saves $1.1, under the $2 move */
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 0, "a saving under the egress: stay where the state is");
+    regs[1].spot_usd_per_h = 1;
+    j.egress_usd = 0;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 0, "a tie: the region up longest (5 steps against 1)");
+    double share[3] = {0.4, 0.9, 1};
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, share);
+    ok(c.inst == SP && c.region == 1, "a tie: the larger share of recent steps up (0.9 > 0.4) "
+       "before the streak");
+    /* Ski rental: region 0 down for 1 h, premium $2/h, move $3: wait; after
+     * 2 h ($4 of slack): move. */
+    j.egress_usd = 3;
+    av[0] = 0;
+    st[0] = 1;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == ID && c.region == 0, "home down 1 h, $2 of slack < a $3 move: wait");
+    st[0] = 2;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 1, "home down 2 h, $4 >= $3: move to region 1");
+    st[0] = 1;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, NULL, NULL);
+    ok(c.inst == SP && c.region == 1, "without streaks: no waiting");
+    /* The Safety Net overrides the waiting: R - C = 1 h < 2d. */
+    v.elapsed_s = 89 * 3600;
+    c = spw_spot_mr_decide(GREEDY, &j, &v, av, st, NULL);
+    ok(c.inst == OD && c.region == 2, "no slack: on demand, in the cheapest region ($2/h)");
+    /* Running spot where it is up: stay. */
+    v = (spw_spot_mr_view_t){SP, 0, 0, 0};
+    av[0] = 1;
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
+    ok(c.inst == SP && c.region == 0, "running spot still up: stay");
+    /* Uniform progress, idle, behind, no spot anywhere: on demand. */
+    v = (spw_spot_mr_view_t){ID, 0, 10 * 3600, 0};
+    memset(av, 0, sizeof(av));
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
+    ok(c.inst == OD && c.region == 2, "UP behind without spot: on demand, moved to region 2 "
+       "($2/h x 11 h + $3 = $25 beats $3/h x 11 h = $33 where the state is)");
+    regs[2].ondemand_usd_per_h = 2.8;  /* $30.8 + $3 > $33 */
+    c = spw_spot_mr_decide(UP, &j, &v, av, st, NULL);
+    ok(c.inst == OD && c.region == 0, "a premium under the move: on demand where the state is");
+}
+
+/* An adversarial pattern: each region's spot is up for exactly `up` steps,
+ * in turn, so some region nearly always has spot but every start there is
+ * preempted as its overhead ends, or one step after. */
+static void blink_trace(uint8_t **av, size_t R, size_t n, size_t up)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t r = 0; r < R; r++)
+            av[r][k] = (k / up) % R == r;
+}
+
+/* Random and adversarial multi-region replays: deadlines met, no policy
+ * below the optimum, cost adds up. */
+static void test_mr_properties(void)
+{
+    enum { MAXR = 4, N = 400 };
+    static uint8_t buf[MAXR][N];
+    static uint32_t a32[N];
+    uint8_t *av[MAXR];
+    spw_spot_region_t regs[MAXR];
+    spw_rng_t g;
+    int runs = 0, missed = 0, below = 0, errs = 0, cost_bad = 0, single_below = 0, moved = 0;
+    int adversarial = 0, od_used = 0;
+
+    for (size_t r = 0; r < MAXR; r++)
+        av[r] = buf[r];
+    spw_rng_seed(&g, 7);
+    for (int it = 0; it < 600; it++) {
+        size_t R = 1 + spw_rng_below(&g, MAXR);
+        double m = (double)spw_rng_below(&g, 4), W = (double)(1 + spw_rng_below(&g, 60));
+        double D = W + m + floor(spw_rng_uniform(&g) * 2 * W);
+        int adv = it % 4 == 0;
+        for (size_t r = 0; r < R; r++) {
+            regs[r].spot_usd_per_h = 0.2 + spw_rng_uniform(&g);
+            regs[r].ondemand_usd_per_h = 2 + spw_rng_uniform(&g);
+            if (!adv) {
+                random_trace(&g, a32, N, spw_rng_uniform(&g), 0.5 + 0.5 * spw_rng_uniform(&g));
+                for (size_t k = 0; k < N; k++)
+                    av[r][k] = a32[k] > 0;
+            }
+        }
+        if (adv)
+            blink_trace(av, R, N, (size_t)m + spw_rng_below(&g, 2) + (m == 0));
+        adversarial += adv;
+        spw_spot_mr_job_t j = {{W * 600, D * 600, m * 600, CONT, 600}, regs, R,
+                               3 * spw_rng_uniform(&g)};
+        double best;
+        spw_error_t err;
+        if (spw_spot_mr_optimum(&j, (const uint8_t *const *)av, N, &best, &err) != 0) {
+            if (errs++ == 0)
+                diag("optimum: %s", err.text);
+            continue;
+        }
+        for (int pol = GREEDY; pol <= UP; pol++) {
+            spw_spotjob_mr_result_t r;
+            if (spw_spotjob_mr_run(&j, (spw_spot_policy_t)pol, (const uint8_t *const *)av, N,
+                                   0, &r, &err) < 0) {
+                if (errs++ == 0)
+                    diag("replay: %s", err.text);
+                continue;
+            }
+            runs++;
+            if (!r.deadline_met && missed++ == 0)
+                diag("missed: R %zu W %g D %g m %g adv %d finish %g", R, W, D, m, adv,
+                     r.finish_s / 600);
+            if (r.cost_usd < best - 1e-9 && below++ == 0)
+                diag("policy %d $%g below the optimum $%g (R %zu W %g D %g m %g)", pol,
+                     r.cost_usd, best, R, W, D, m);
+            if (r.spot_paid_s + r.ondemand_paid_s < W * 600 - 1e-6 ||
+                r.spot_paid_s + r.ondemand_paid_s > W * 600 + r.starts * m * 600 + 1e-6 ||
+                fabs(r.egress_usd - r.moves * j.egress_usd) > 1e-9)
+                cost_bad++;
+            moved += r.moves > 0;
+            od_used += r.ondemand_paid_s > 0;
+            /* Each region alone, in the single-region replay, is a strategy
+             * the optimum may also take. */
+            if (pol == UP) {
+                spw_spotjob_params_t p = {W * 600, D * 600, m * 600, CONT, 0, 0};
+                for (size_t q = 0; q < R; q++) {
+                    spw_spotjob_result_t s1;
+                    for (size_t k = 0; k < N; k++)
+                        a32[k] = av[q][k];
+                    spw_spot_trace_t t = mk_trace(a32, N, 600);
+                    p.spot_usd_per_h = regs[q].spot_usd_per_h;
+                    p.ondemand_usd_per_h = regs[q].ondemand_usd_per_h;
+                    if (spw_spotjob_run(&p, UP, &t, 0, &s1, &err) == 0 &&
+                        s1.cost_usd < best - 1e-9)
+                        single_below++;
+                }
+            }
+        }
+    }
+    is(errs, 0, "every multi-region optimum and replay ends (%d replays, %d adversarial "
+       "traces)", runs, adversarial);
+    is(missed, 0, "greedy and uniform-progress across regions meet every deadline, on "
+       "random traces and on ones that preempt every start");
+    is(below, 0, "no replay costs less than the omniscient optimum");
+    is(single_below, 0, "no single-region uniform-progress replay costs less than it");
+    is(cost_bad, 0, "paid = work + at most one overhead per start; egress = moves x price");
+    ok(moved > 100 && od_used > 100, "the cases reach moves (%d replays) and on demand (%d)",
+       moved, od_used);
+}
+
+/* The sweep on regions: one row per policy per region, per policy across the
+ * regions, and the optimum, which no row's mean undercuts. */
+static void test_mr_sweep(void)
+{
+    enum { N = 3000 };
+    static uint32_t a[3][N];
+    spw_spot_trace_t t[3];
+    spw_spot_region_t regs[3] = {{1, 3}, {1, 3}, {1, 3}};
+    spw_spot_policy_t pols[] = {GREEDY, UP};
+    spw_spotjob_mr_row_t rows[SPW_SPOTJOB_MR_ROWS(2, 3)];
+    spw_rng_t g;
+    spw_error_t err;
+
+    spw_rng_seed(&g, 5);
+    for (int r = 0; r < 3; r++) {
+        random_trace(&g, a[r], N, 0.6, 0.95);
+        t[r] = mk_trace(a[r], N, 600);
+    }
+    spw_spot_mr_job_t j = {{48 * 600, 80 * 600, 2 * 600, CONT, 600}, regs, 3, 0.5};
+    is(spw_spotjob_mr_sweep(&j, pols, 2, t, 40, 3, rows, &err), 0, "sweep over 3 regions");
+    size_t nrows = SPW_SPOTJOB_MR_ROWS(2, 3);
+    int low = 0, runs = 0, missed = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        low += rows[i].cost_usd_mean < rows[nrows - 1].cost_usd_mean - 1e-9;
+        runs += rows[i].runs == 40;
+        missed += (int)rows[i].missed;
+    }
+    ok(rows[0].kind == SPW_SPOTJOB_MR_SINGLE && rows[0].region == 0 &&
+       rows[3].kind == SPW_SPOTJOB_MR_MULTI && rows[7].region == -1 &&
+       rows[8].kind == SPW_SPOTJOB_MR_OPTIMUM, "rows: 3 regions alone, then across, per policy, "
+       "then the optimum");
+    is(runs, (int)nrows, "40 runs in every row");
+    is(low, 0, "no row's mean cost is below the optimum's");
+    is(missed, 0, "no row misses a deadline");
+    t[1].gap_s = 300;
+    ok(spw_spotjob_mr_sweep(&j, pols, 2, t, 40, 3, rows, &err) == -1 &&
+       strstr(err.text, "region 2"), "a trace with another tick is refused: %s", err.text);
+}
+
 int main(void)
 {
     test_checkpoints();
@@ -465,5 +752,10 @@ int main(void)
     test_replays();
     test_properties();
     test_sweep();
+    test_coarsen();
+    test_mr_optimum();
+    test_mr_decide();
+    test_mr_properties();
+    test_mr_sweep();
     return done_testing();
 }
