@@ -572,6 +572,8 @@ async function offerLogin() {
 // To the provider's authorization endpoint, with a fresh code verifier
 // (its S256 challenge sent), state and nonce kept in this tab.
 async function startLogin() {
+  if (!window.isSecureContext)
+    throw new Error('the login needs the dashboard over HTTPS (daemon.tls_cert and tls_key)');
   const o = await loginInfo();
   const verifier = randomText();
   const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));

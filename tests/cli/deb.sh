@@ -16,8 +16,8 @@
 # PKCE, exchanged by the page) and sees the submitted job; a forged state is
 # refused, logout forgets the token, an expired token sends the user back to
 # log in.  The service stops on SIGTERM and dpkg --purge removes it all.
-# Without chromium, node or npm's oidc-provider (installed by
-# tests/daemon/oidc.sh into ~/.cache/spillway-tests), the service part is
+# Without chromium, node or npm's oidc-provider (make deps-test installs
+# it into ~/.cache/spillway-tests), the service part is
 # skipped saying which is missing.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/../daemon/daemon-lib"
@@ -34,7 +34,7 @@ CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
 missing=
 command -v node >/dev/null 2>&1 || missing="node (make deps-test installs nodejs)"
 [ -f "$NPM_DIR/node_modules/oidc-provider/package.json" ] ||
-    missing="npm's oidc-provider in $NPM_DIR (tests/daemon/oidc.sh installs it)"
+    missing="npm's oidc-provider in $NPM_DIR (make deps-test installs it)"
 [ -n "$CHROMIUM" ] || missing="chromium (Debian package chromium; make deps-test)"
 command -v openssl >/dev/null 2>&1 || missing="openssl"
 if [ -z "$missing" ]; then
@@ -161,8 +161,10 @@ EOT
         curl -sf -m 5 --cacert "$E/tls.pem" "$D/v1/ui/login" >"$T/login.json" &&
         json_check "$T/login.json" "assert d['login'] and d['issuer'] == '$ISS' and d['client_id'] == 'dashboard' and d['token_endpoint'].startswith('$ISS/') and d['redirect_uri'] is None and 'secret' not in open('$T/login.json').read()" &&
         grep -qi "^content-security-policy:.*connect-src 'self' $ISS;" "$T/ui.head"
-    ok $? "the unit's ExecStart ($cmd) serves HTTPS with the certificate; GET /v1/ui/login (no token) names the provider and the public client, and the page may call its token endpoint" ||
+    if ! ok $? "the unit's ExecStart ($cmd) serves HTTPS with the certificate; GET /v1/ui/login (no token) names the provider and the public client, and the page may call its token endpoint"; then
         diag "$(cat "$T/service.log" "$T/openssl.log" "$T/login.json" 2>/dev/null)" "$(cat "$T/ui.head" 2>/dev/null)"
+        kill "$BROWSE"  # it would wait for the service in vain (the cleanup stops its Chromium)
+    fi
 
     TOKEN=$(curl -s -m 10 -u "ml-user:secret-ml-user-0123456789abcdef" -d grant_type=client_credentials \
         -d scope=api -d resource=urn:spillway "$ISS/token" | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
