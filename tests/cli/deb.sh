@@ -26,9 +26,10 @@ for tool in dpkg dpkg-deb useradd; do
 done
 plan 13
 
-# The provider and the browser start first (they load while the package
-# is built), when everything the service part needs is here: the browser's
-# first step waits until the service and the provider answer.
+# The provider starts first (node loads it while the package is built),
+# when everything the service part needs is here; the browser starts after
+# the build, and its first step waits until the service and the provider
+# answer.
 NPM_DIR=${SPW_NPM_DIR:-$HOME/.cache/spillway-tests/oidc-provider-8}
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser)}
 missing=
@@ -69,8 +70,7 @@ if [ -z "$missing" ]; then
   "extract": "[document.getElementById('oidc-login').textContent, document.getElementById('main').hidden, location.protocol, window.isSecureContext]"},
  {"name": "to-provider", "click": "#oidc-login", "wait": "location.origin === '$ISS' && !!document.querySelector('input[name=login]')",
   "extract": "(document.querySelector('input[name=login]').value = 'alice', document.querySelector('input[name=password]').value = 'any', location.pathname)"},
- {"name": "provider-login", "click": "button[type=submit]", "wait": "location.origin === '$ISS' && !document.querySelector('input[name=login]') && !!document.querySelector('button[type=submit]')"},
- {"name": "consent", "click": "button[type=submit]", "timeout_s": 30,
+ {"name": "provider-login", "click": "button[type=submit]", "timeout_s": 30,
   "wait": "location.origin === '$D' && $ready && !!$row && !!(state.data.series && state.data.series.caller)",
   "extract": "({who: document.getElementById('who').textContent, href: location.href, caller: state.data.series.caller, job: $row.dataset.id, session: (sessionStorage.getItem('spillway-token') || '').split('.').length, exp: Number(sessionStorage.getItem('spillway-token-exp')) - Date.now(), pending: sessionStorage.getItem('spillway-oidc'), local: localStorage.length})"},
  {"name": "explain", "extract": "(document.querySelector('[data-explain=\"' + $row.dataset.id + '\"]').click(), 1)"},
@@ -87,17 +87,20 @@ if [ -z "$missing" ]; then
   "extract": "[document.getElementById('login-error').textContent, document.getElementById('main').hidden, sessionStorage.getItem('spillway-token'), location.search]"}
 ]
 JSON
-    # In the cleanup's reach (SPW_DTEST) with its profile under $T.
-    env SPW_DTEST="$T" TMPDIR="$T" CHROMIUM_FLAGS="--ignore-certificate-errors-spki-list=$spki" \
-        python3 "$(dirname "$0")/../ui/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err" &
-    BROWSE=$!
-    XPIDS="$XPIDS $BROWSE"
 fi
 
 make --no-print-directory -s deb >"$T/make.out" 2>&1
 deb=$(ls build/spillway_*.deb 2>/dev/null | head -1)
 [ -n "$deb" ] && dpkg-deb --info "$deb" | grep -q "Package: spillway"
 ok $? "make deb builds $deb" || diag "$(tail -20 "$T/make.out")"
+# The browser starts once the build has the CPUs no more.
+if [ -z "$missing" ]; then
+    # In the cleanup's reach (SPW_DTEST) with its profile under $T.
+    env SPW_DTEST="$T" TMPDIR="$T" CHROMIUM_FLAGS="--ignore-certificate-errors-spki-list=$spki" \
+        python3 "$(dirname "$0")/../ui/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err" &
+    BROWSE=$!
+    XPIDS="$XPIDS $BROWSE"
+fi
 
 # A root of its own: dpkg's database and the account files useradd edits.
 R=$T/root
@@ -110,22 +113,9 @@ printf 'root:*::\n' >"$R/etc/gshadow"
 dpk() { dpkg --root="$R" --force-script-chrootless --force-depends --force-not-root "$@"; }
 dpk -i "$deb" >"$T/dpkg.out" 2>&1
 ok $? "dpkg -i installs it (its postinst run against the root)" || diag "$(cat "$T/dpkg.out")"
-[ -x "$R/usr/bin/spillway" ] && [ -f "$R/lib/systemd/system/spillway.service" ] &&
-    [ -f "$R/usr/share/man/man1/spillway.1" ] && grep -q '^spillway-job:x:[0-9]*:' "$R/etc/passwd" &&
-    [ -d "$R/etc/spillway" ] && [ -d "$R/var/lib/spillway" ]
-ok $? "binary, unit, man page, /etc/spillway, /var/lib/spillway and the spillway-job user are there"
-if command -v man >/dev/null 2>&1; then
-    MANWIDTH=80 man -l "$R/usr/share/man/man1/spillway.1" 2>/dev/null >"$T/man.txt"
-else
-    cp "$R/usr/share/man/man1/spillway.1" "$T/man.txt"   # no man(1) to render it
-fi
-"$R/usr/bin/spillway" --version | grep -q "^spillway " && grep -q "usage: spillway submit" "$T/man.txt"
-ok $? "the installed spillway --version runs and its man page reads"
-
-# ---- the service, HTTPS, the provider's login, a submit ------------------------------
-if [ -n "$missing" ]; then
-    for _ in 5 6 7 8 9 10 11 12; do skip "no $missing: the service, login and submit are not tried"; done
-else
+# The service starts now, as systemd would run it, and comes up while the
+# files are checked (its checks follow them).
+if [ -z "$missing" ]; then
     # The operator's part: the certificate, and the example config, edited,
     # as the service's config.
     E=$R/etc/spillway
@@ -152,6 +142,23 @@ EOT
     env SPW_DTEST="$T" $cmd </dev/null >"$T/service.log" 2>&1 &
     SVC=$!
     DPIDS="$DPIDS $SVC"
+fi
+[ -x "$R/usr/bin/spillway" ] && [ -f "$R/lib/systemd/system/spillway.service" ] &&
+    [ -f "$R/usr/share/man/man1/spillway.1" ] && grep -q '^spillway-job:x:[0-9]*:' "$R/etc/passwd" &&
+    [ -d "$R/etc/spillway" ] && [ -d "$R/var/lib/spillway" ]
+ok $? "binary, unit, man page, /etc/spillway, /var/lib/spillway and the spillway-job user are there"
+if command -v man >/dev/null 2>&1; then
+    MANWIDTH=80 man -l "$R/usr/share/man/man1/spillway.1" 2>/dev/null >"$T/man.txt"
+else
+    cp "$R/usr/share/man/man1/spillway.1" "$T/man.txt"   # no man(1) to render it
+fi
+"$R/usr/bin/spillway" --version | grep -q "^spillway " && grep -q "usage: spillway submit" "$T/man.txt"
+ok $? "the installed spillway --version runs and its man page reads"
+
+# ---- the service, HTTPS, the provider's login, a submit ------------------------------
+if [ -n "$missing" ]; then
+    for _ in 5 6 7 8 9 10 11 12; do skip "no $missing: the service, login and submit are not tried"; done
+else
     healthy() { curl -sf -m 5 --cacert "$E/tls.pem" "$D/healthz" >/dev/null; }
     # The page's policy names the token endpoint once the provider answers.
     wait_until 30 test -s "$T/idp.ports"
@@ -171,9 +178,8 @@ EOT
     # From another directory: the job's workdir is where it was submitted.
     J=$(cd /tmp && SPILLWAY_URL=$D SPILLWAY_CA=$E/tls.pem SPILLWAY_TOKEN=$TOKEN \
         "$R/usr/bin/spillway" submit --gpus 1 --name from-the-cli -- sleep 300 2>"$T/submit.err")
-    [ -n "$TOKEN" ] && [ -n "$J" ] && SPILLWAY_URL=$D SPILLWAY_CA=$E/tls.pem SPILLWAY_TOKEN=$TOKEN \
-        "$R/usr/bin/spillway" show "$J" -o json >"$T/job.json" && json_check "$T/job.json" "assert d['team'] == 'ml'"
-    ok $? "spillway submit over HTTPS (the certificate verified) with the provider's token is accepted for team ml ($J)" ||
+    [ -n "$TOKEN" ] && case $J in j-*) true ;; *) false ;; esac
+    ok $? "spillway submit over HTTPS (the certificate verified) with the provider's token is accepted ($J; the dashboard shows it in team ml's view below)" ||
         diag "$(cat "$T/submit.err" "$T/idp.log")"
 
     wait "$BROWSE"
@@ -189,7 +195,7 @@ v = {s["name"]: s["value"] for s in r["steps"]}
 def judge(name, *conds):
     bad = [why for ok, why in conds if not ok]
     open("%s/v.%s" % (t, name), "w").write("\n".join(bad))
-c = v.get("consent") or {}
+c = v.get("provider-login") or {}
 judge("open", (v.get("open") == ["Log in with " + ISS, True, "https:", True], "open: %r" % v.get("open")))
 judge("login",
       (c.get("who") == "alice (team view)", "who: %r" % c.get("who")),
@@ -213,7 +219,7 @@ PYEOF
     ok $? "without a token the page offers 'Log in with $ISS', over HTTPS, in a secure context" ||
         diag "$(cat "$T/v.open")"
     [ -f "$T/v.login" ] && [ ! -s "$T/v.login" ]
-    ok $? "after the provider's login and consent the dashboard shows alice of team ml and the CLI's job $J with a cancel button; the JWT is in sessionStorage only, the code gone from the address" ||
+    ok $? "after the provider's login the dashboard shows alice of team ml and the CLI's job $J with a cancel button; the JWT is in sessionStorage only, the code gone from the address" ||
         diag "$(cat "$T/v.login")"
     [ -f "$T/v.after" ] && [ ! -s "$T/v.after" ]
     ok $? "an expired token sends the user back to log in; logout forgets the token; an answer whose state is not this tab's is refused" ||

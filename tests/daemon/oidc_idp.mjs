@@ -13,8 +13,10 @@
 // of a loaded machine's time).
 // With REDIRECT_URI (the dashboard's /ui/, tests/cli/deb.sh), a public
 // client "dashboard" logs users in with authorization code + PKCE through
-// oidc-provider's own login and consent pages (devInteractions: any login
-// name is accepted, the password is not checked); its access tokens are
+// oidc-provider's own login page (devInteractions: any login name is
+// accepted, the password is not checked; no consent page, as for a company's
+// own application: loadExistingGrant grants it openid and the API's scope);
+// its access tokens are
 // JWTs for the audience "spillway" (the one resource it was granted), with
 // the user's groups below, and its origin may call the token endpoint
 // (CORS).
@@ -81,6 +83,17 @@ function provider(issuer, logJwks) {
       accountId: id,
       claims: () => ({ sub: id, preferred_username: id, groups: groups[id] || [] }),
     }),
+    loadExistingGrant: async (ctx) => {
+      const { client, session, provider: op } = ctx.oidc;
+      const id = ctx.oidc.result?.consent?.grantId || session.grantIdFor(client.clientId);
+      if (id) return op.Grant.find(id);
+      if (client.clientId !== 'dashboard') return undefined;
+      const grant = new op.Grant({ clientId: client.clientId, accountId: session.accountId });
+      grant.addOIDCScope('openid api');
+      grant.addResourceScope('urn:spillway', 'api');
+      await grant.save();
+      return grant;
+    },
     clientBasedCORS: (ctx, origin, client) => !!dashRedirect && client.clientId === 'dashboard' &&
       origin === new URL(dashRedirect).origin,
   });
