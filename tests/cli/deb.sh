@@ -79,6 +79,9 @@ if [ -z "$missing" ]; then
  {"name": "expire", "extract": "(sessionStorage.setItem('spillway-token-exp', String(Date.now() - 1000)), poll(), 1)"},
  {"name": "expired", "wait": "!document.getElementById('login').hidden",
   "extract": "[document.getElementById('login-error').textContent, sessionStorage.getItem('spillway-token'), document.getElementById('oidc').hidden]"},
+ {"name": "viewer", "extract": "(signIn('@WALL@'), 1)"},
+ {"name": "viewer-in", "wait": "$ready && !!$row", "extract": "(document.querySelector('[data-explain=\"' + $row.dataset.id + '\"]').click(), 1)"},
+ {"name": "viewer-explain", "wait": "!!document.getElementById('job-logs')", "extract": "[!!document.getElementById('job-cancel'), state.data.series.caller]"},
  {"name": "token-again", "extract": "(signIn(window.jwt), 1)"},
  {"name": "in-again", "wait": "$ready"},
  {"name": "logout", "click": "#logout", "wait": "!document.getElementById('login').hidden && !document.getElementById('oidc').hidden",
@@ -93,8 +96,17 @@ make --no-print-directory -s deb >"$T/make.out" 2>&1
 deb=$(ls build/spillway_*.deb 2>/dev/null | head -1)
 [ -n "$deb" ] && dpkg-deb --info "$deb" | grep -q "Package: spillway"
 ok $? "make deb builds $deb" || diag "$(tail -20 "$T/make.out")"
-# The browser starts once the build has the CPUs no more.
+# The browser starts once the build has the CPUs no more, with a token of
+# the provider's wall-screens group (role viewer) to sign in with later.
+# idp_token CLIENT: an access token for the API (client_credentials).
+idp_token() {
+    curl -s -m 10 -u "$1:secret-$1-0123456789abcdef" -d grant_type=client_credentials \
+        -d scope=api -d resource=urn:spillway "$ISS/token" | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p'
+}
 if [ -z "$missing" ]; then
+    wait_until 30 test -s "$T/idp.ports"
+    rm -f "$NPM_DIR/idp-$$.mjs"
+    sed -i "s/@WALL@/$(idp_token wall)/" "$T/steps.json"
     # In the cleanup's reach (SPW_DTEST) with its profile under $T.
     env SPW_DTEST="$T" TMPDIR="$T" CHROMIUM_FLAGS="--ignore-certificate-errors-spki-list=$spki" \
         python3 "$(dirname "$0")/../ui/browse.py" "$T/steps.json" "$T/res.json" 2>"$T/browse.err" &
@@ -131,6 +143,7 @@ if [ -z "$missing" ]; then
     client_id: dashboard
     scopes: openid api
     teams: {ml: ml}
+    roles: {wall-screens: viewer}
 EOT
     # ExecStart as the unit has it, each absolute path moved into the root.
     cmd=
@@ -160,9 +173,6 @@ if [ -n "$missing" ]; then
     for _ in 5 6 7 8 9 10 11 12; do skip "no $missing: the service, login and submit are not tried"; done
 else
     healthy() { curl -sf -m 5 --cacert "$E/tls.pem" "$D/healthz" >/dev/null; }
-    # The page's policy names the token endpoint once the provider answers.
-    wait_until 30 test -s "$T/idp.ports"
-    rm -f "$NPM_DIR/idp-$$.mjs"
     grep -q "listen: 127.0.0.1:$DP" "$E/spillway.yaml" && wait_until 20 healthy &&
         curl -sf -m 5 --cacert "$E/tls.pem" -D "$T/ui.head" "$D/ui" -o /dev/null &&
         curl -sf -m 5 --cacert "$E/tls.pem" "$D/v1/ui/login" >"$T/login.json" &&
@@ -173,8 +183,7 @@ else
         kill "$BROWSE"  # it would wait for the service in vain (the cleanup stops its Chromium)
     fi
 
-    TOKEN=$(curl -s -m 10 -u "ml-user:secret-ml-user-0123456789abcdef" -d grant_type=client_credentials \
-        -d scope=api -d resource=urn:spillway "$ISS/token" | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
+    TOKEN=$(idp_token ml-user)
     # From another directory: the job's workdir is where it was submitted.
     J=$(cd /tmp && SPILLWAY_URL=$D SPILLWAY_CA=$E/tls.pem SPILLWAY_TOKEN=$TOKEN \
         "$R/usr/bin/spillway" submit --gpus 1 --name from-the-cli -- sleep 300 2>"$T/submit.err")
@@ -205,7 +214,9 @@ judge("login",
       (c.get("href") == D + "/ui/#jobs", "address: %r" % c.get("href")),
       (c.get("session") == 3 and 0 < c.get("exp", 0) <= 600000, "token: %r" % c),
       (c.get("pending") is None and c.get("local") == 0, "storage: %r" % c),
-      (v.get("cancel-button") is True, "cancel button: %r" % v.get("cancel-button")))
+      (v.get("cancel-button") is True, "cancel button: %r" % v.get("cancel-button")),
+      (v.get("viewer-explain") == [False, {"role": "viewer", "team": None, "may_cancel": False,
+                                           "user": "oidc:wall"}], "viewer: %r" % v.get("viewer-explain")))
 e = v.get("expired") or ["", "?", "?"]
 judge("after",
       ("expired" in e[0] and e[1:] == [None, False], "expired: %r" % e),
@@ -219,7 +230,7 @@ PYEOF
     ok $? "without a token the page offers 'Log in with $ISS', over HTTPS, in a secure context" ||
         diag "$(cat "$T/v.open")"
     [ -f "$T/v.login" ] && [ ! -s "$T/v.login" ]
-    ok $? "after the provider's login the dashboard shows alice of team ml and the CLI's job $J with a cancel button; the JWT is in sessionStorage only, the code gone from the address" ||
+    ok $? "after the provider's login the dashboard shows alice of team ml and the CLI's job $J with a cancel button; the JWT is in sessionStorage only, the code gone from the address; a viewer group's token sees the job and no cancel button" ||
         diag "$(cat "$T/v.login")"
     [ -f "$T/v.after" ] && [ ! -s "$T/v.after" ]
     ok $? "an expired token sends the user back to log in; logout forgets the token; an answer whose state is not this tab's is refused" ||
