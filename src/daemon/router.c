@@ -353,8 +353,9 @@ static void h_metrics(call_t *c, spw_route_resp_t *out)
                "img-src 'self' data:; connect-src 'self'%s; base-uri 'none'; "            \
                "form-action 'none'; frame-ancestors 'none'"
 
-/* The origin (scheme://host[:port]) of url into buf, for a CSP source: ""
- * when url is not http(s) or holds a byte a CSP cannot carry. */
+/* " scheme://host[:port]", the origin of url with a space before it, into
+ * buf (n bytes), to follow another CSP source: "" when url is not http(s),
+ * holds a byte a CSP cannot carry, or does not fit. */
 static void url_origin(const char *url, char *buf, size_t n)
 {
     buf[0] = '\0';
