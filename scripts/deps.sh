@@ -34,16 +34,30 @@ missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" = 0 ]; then
-    echo "deps: installing$missing" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    # A fresh machine has no package lists yet: update once if the install fails.
-    apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
-        apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null
-    }
-else
-    echo "spillway needs these Debian packages; run as root:" >&2
-    echo "  apt-get install -y --no-install-recommends$missing" >&2
-    exit 1
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "deps: installing$missing" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        # A fresh machine has no package lists yet: update once if the install fails.
+        apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
+            apt-get update >/dev/null && apt-get install -y --no-install-recommends $missing >/dev/null
+        }
+    else
+        echo "spillway needs these Debian packages; run as root:" >&2
+        echo "  apt-get install -y --no-install-recommends$missing" >&2
+        exit 1
+    fi
 fi
+# npm's oidc-provider, the OpenID provider of tests/daemon/oidc.sh and
+# tests/cli/deb.sh, into the cache both read (so that neither installs it
+# while the other runs); without npm's registry they skip saying so.
+npm_dir=${SPW_NPM_DIR:-$HOME/.cache/spillway-tests/oidc-provider-8}
+case $level in test|fuzz)
+    if command -v npm >/dev/null 2>&1 && [ ! -f "$npm_dir/node_modules/oidc-provider/package.json" ]; then
+        echo "deps: npm install oidc-provider@8.8.1 into $npm_dir" >&2
+        mkdir -p "$npm_dir" && timeout 180 npm install --prefix "$npm_dir" --no-audit --no-fund \
+            --silent oidc-provider@8.8.1 >/dev/null 2>&1 ||
+            echo "deps: npm could not install oidc-provider (the OIDC tests will skip)" >&2
+    fi ;;
+esac
+exit 0

@@ -1,10 +1,14 @@
 // spillway dashboard: plain JavaScript, no dependencies. It reads the
 // daemon's /v1 API with the bearer token kept in sessionStorage, polls every
-// few seconds, and draws its charts as hand-made SVG.
+// few seconds, and draws its charts as hand-made SVG.  The token is pasted,
+// or comes from the daemon's OpenID Connect provider (daemon.oidc): an
+// authorization code login with PKCE (S256), state and nonce checked.
 'use strict';
 
 const POLL_MS = 3000;
 const KEY = 'spillway-token';
+const EXP_KEY = 'spillway-token-exp';  // when an OIDC access token expires, ms
+const OIDC_KEY = 'spillway-oidc';      // the login under way: verifier, state, nonce
 const state = { token: null, view: 'jobs', data: {}, timer: null, explainId: null,
                 filter: { state: '', team: '', q: '', page: 0 }, pageSize: 25, range: 3600 };
 
@@ -43,11 +47,19 @@ function rows(tableId, html, empty) {
 // opts: {method, text}: text = 1 returns the body as text (logs), not JSON.
 async function api(path, opts) {
   const o = opts || {};
+  const exp = Number(sessionStorage.getItem(EXP_KEY) || 0);
+  if (exp && Date.now() >= exp) {
+    const e = new Error('your login has expired: log in again');
+    e.auth = true;
+    throw e;
+  }
   // X-Spillway-Client: the daemon refuses a POST without it (forgery).
   const r = await fetch(path, { method: o.method || 'GET',
     headers: { Authorization: 'Bearer ' + state.token, 'X-Spillway-Client': 'dashboard' } });
   if (r.status === 401) {
-    const e = new Error('the daemon does not know this token');
+    const b = await r.json().catch(() => ({}));
+    const e = new Error((sessionStorage.getItem(EXP_KEY) && b.error && b.error.message) ||
+                        'the daemon does not know this token');
     e.auth = true;
     throw e;
   }
@@ -503,12 +515,105 @@ function signOut(msg) {
   clearTimeout(state.timer);
   clearViews();
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(EXP_KEY);
   state.token = null;
   $('main').hidden = true;
   $('logout').hidden = true;
   $('login').hidden = false;
   $('login-error').textContent = msg || '';
   $('who').textContent = '';
+  offerLogin();
+}
+
+// ---- OpenID Connect login (authorization code + PKCE) -----------------------
+
+function b64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+function randomText() { return b64url(crypto.getRandomValues(new Uint8Array(32))); }
+// The claims of a JWT, unverified (the daemon verifies; the page only reads).
+function jwtClaims(t) {
+  try {
+    const p = t.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(p + '='.repeat((4 - p.length % 4) % 4)));
+  } catch (err) {
+    return null;
+  }
+}
+
+// GET /v1/ui/login (no token): the daemon's provider, public client and
+// endpoints; null when it has no daemon.oidc login.  Asked once.
+async function loginInfo() {
+  if (state.oidc === undefined) {
+    state.oidc = fetch('/v1/ui/login').then(async r => {
+      const b = await r.json();
+      if (!r.ok) throw new Error((b.error && b.error.message) || ('HTTP ' + r.status));
+      return b.login ? b : null;
+    });
+  }
+  return state.oidc;
+}
+function redirectUri(o) { return o.redirect_uri || location.origin + '/ui/'; }
+
+// Shows "Log in with ISSUER" on the sign-in form when there is a login.
+async function offerLogin() {
+  try {
+    const o = await loginInfo();
+    if (!o) return;
+    $('oidc-login').textContent = 'Log in with ' + o.issuer;
+    $('oidc').hidden = false;
+  } catch (err) {
+    state.oidc = undefined;  // asked again next time
+    $('login-error').textContent = 'the login through the identity provider is unavailable: ' + err.message;
+  }
+}
+
+// To the provider's authorization endpoint, with a fresh code verifier
+// (its S256 challenge sent), state and nonce kept in this tab.
+async function startLogin() {
+  if (!window.isSecureContext)
+    throw new Error('the login needs the dashboard over HTTPS (daemon.tls_cert and tls_key)');
+  const o = await loginInfo();
+  const verifier = randomText();
+  const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
+  const pending = { verifier, state: randomText(), nonce: randomText(), view: state.view };
+  sessionStorage.setItem(OIDC_KEY, JSON.stringify(pending));
+  const q = new URLSearchParams({ response_type: 'code', client_id: o.client_id,
+    redirect_uri: redirectUri(o), scope: o.scopes, state: pending.state, nonce: pending.nonce,
+    code_challenge: challenge, code_challenge_method: 'S256' });
+  const a = o.authorization_endpoint;
+  location.assign(a + (a.includes('?') ? '&' : '?') + q);
+}
+
+// The provider sent the browser back with ?code=&state= (or ?error=):
+// state must be this tab's, the code is exchanged with the verifier, and
+// the ID token must carry this login's nonce, the issuer and the client.
+// Returns the access token (its expiry kept), or throws a sentence.
+async function finishLogin(q) {
+  const pending = JSON.parse(sessionStorage.getItem(OIDC_KEY) || 'null');
+  sessionStorage.removeItem(OIDC_KEY);
+  history.replaceState(null, '', location.pathname + '#' + ((pending && pending.view) || 'jobs'));
+  if (q.get('error'))
+    throw new Error('the identity provider refused the login: ' + (q.get('error_description') || q.get('error')));
+  if (!pending || q.get('state') !== pending.state)
+    throw new Error('this answer is not for the login started in this tab (state differs): log in again');
+  const o = await loginInfo();
+  if (!o) throw new Error('the daemon offers no login (daemon.oidc.client_id)');
+  const r = await fetch(o.token_endpoint, { method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code: q.get('code'),
+      redirect_uri: redirectUri(o), client_id: o.client_id, code_verifier: pending.verifier }) });
+  const t = await r.json().catch(() => ({}));
+  if (!r.ok || !t.access_token)
+    throw new Error('the provider refused the code: ' + (t.error_description || t.error || ('HTTP ' + r.status)));
+  const id = t.id_token ? jwtClaims(t.id_token) : null;
+  if (!id || id.nonce !== pending.nonce || id.iss !== o.issuer || ![].concat(id.aud).includes(o.client_id))
+    throw new Error('the ID token is not for this login (nonce, issuer or audience differs): log in again');
+  state.view = pending.view || 'jobs';
+  const exp = t.expires_in ? Date.now() + t.expires_in * 1000 : ((jwtClaims(t.access_token) || {}).exp || 0) * 1000;
+  sessionStorage.setItem(EXP_KEY, String(exp));
+  return t.access_token;
 }
 
 // Forgets what the previous token showed (an open explain, the views).
@@ -535,7 +640,10 @@ async function signIn(token) {
   $('logout').hidden = false;
   try {
     const c = await api('/v1/costs');
-    $('who').textContent = c.org ? 'admin view' : 'team view';
+    const view = c.org ? 'admin view' : 'team view';
+    const cl = sessionStorage.getItem(EXP_KEY) && jwtClaims(token);
+    const name = cl && (cl.preferred_username || cl.email || cl.sub);
+    $('who').textContent = name ? name + ' (' + view + ')' : view;
   } catch (err) {
     if (err.auth) { signOut(err.message); return; }
   }
@@ -550,6 +658,7 @@ function route() {
   const params = new URLSearchParams(h.includes('=') ? h : '');
   if (params.get('token')) {
     sessionStorage.setItem(KEY, params.get('token'));
+    sessionStorage.removeItem(EXP_KEY);
     const v = params.get('view') || 'jobs';
     history.replaceState(null, '', location.pathname + '#' + v);
     state.view = v;
@@ -570,9 +679,13 @@ document.addEventListener('click', ev => {
 $('login').addEventListener('submit', ev => {
   ev.preventDefault();
   const t = $('token').value.trim();
+  sessionStorage.removeItem(EXP_KEY);  // a pasted token: no known expiry
   if (t) signIn(t);
 });
 $('logout').addEventListener('click', () => signOut(''));
+$('oidc-login').addEventListener('click', () => startLogin().catch(err => {
+  $('login-error').textContent = 'cannot start the login: ' + err.message;
+}));
 // Filters and pages of the job list: drawn again at once, from what the
 // last poll read.
 function refilter(change) {
@@ -589,5 +702,10 @@ $('page-next').addEventListener('click', () => refilter({ page: state.filter.pag
 $('range').addEventListener('change', ev => { state.range = Number(ev.target.value) || 3600; if (state.token) poll(); });
 
 route();
-const saved = sessionStorage.getItem(KEY);
-if (saved) signIn(saved); else signOut('');
+const answer = new URLSearchParams(location.search);
+if (answer.get('code') || answer.get('error')) {
+  finishLogin(answer).then(signIn, err => signOut(err.message));
+} else {
+  const saved = sessionStorage.getItem(KEY);
+  if (saved) signIn(saved); else signOut('');
+}

@@ -153,6 +153,13 @@ typedef struct spw_oidc_conf {
                                and iat; 60 */
     double timeout_s;       /* seconds a fetch of the discovery document or
                                the JWKS may take; 5 */
+    char *client_id;        /* owned; the dashboard's public client
+                               (authorization code + PKCE); NULL = the
+                               dashboard offers no login */
+    char *redirect_uri;     /* owned; where the provider sends the browser
+                               back; NULL = the page's own /ui/ */
+    char *scopes;           /* owned; the scopes the dashboard asks for,
+                               space-separated; "openid" */
 } spw_oidc_conf_t;
 
 /* A team's own job user (teams: entries' run_as). */

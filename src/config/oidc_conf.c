@@ -35,13 +35,16 @@ static int group_map(ctx_t *x, const spw_ynode_t *m, const char *what, int roles
 int cfg_oidc_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
 {
     static const char *const keys[] = {"issuer", "audience", "groups_claim", "user_claim",
-                                       "teams", "roles", "leeway_s", "timeout_s", NULL};
+                                       "teams", "roles", "leeway_s", "timeout_s", "client_id",
+                                       "redirect_uri", "scopes", NULL};
     spw_oidc_conf_t *oc = &x->cfg->daemon.oidc;
     if (spw_ymap_check_keys(x->d, n, "daemon.oidc", keys, err) < 0)
         return -1;
-    const char *names[] = {"issuer", "audience", "groups_claim", "user_claim"};
-    char **dst[] = {&oc->issuer, &oc->audience, &oc->groups_claim, &oc->user_claim};
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {"issuer", "audience", "groups_claim", "user_claim", "client_id",
+                           "redirect_uri", "scopes"};
+    char **dst[] = {&oc->issuer, &oc->audience, &oc->groups_claim, &oc->user_claim,
+                    &oc->client_id, &oc->redirect_uri, &oc->scopes};
+    for (int i = 0; i < 7; i++) {
         const spw_ynode_t *v = spw_ymap_get(n, names[i]);
         const char *s;
         if (!v && i < 2)
@@ -56,11 +59,16 @@ int cfg_oidc_section(ctx_t *x, const spw_ynode_t *n, spw_error_t *err)
             return cfg_at(x, v, err, "oidc.%s: expected a non-empty string", names[i]);
         if (i == 0 && strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
             return cfg_at(x, v, err, "oidc.issuer: expected an https:// URL, got '%.80s'", s);
+        if (i == 5 && strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)
+            return cfg_at(x, v, err, "oidc.redirect_uri: expected the dashboard's https:// URL "
+                                     "ending in /ui/, got '%.80s'", s);
         free(*dst[i]);
         *dst[i] = spw_xstrdup(s);
     }
     if (!oc->groups_claim)
         oc->groups_claim = spw_xstrdup("groups");
+    if (!oc->scopes)
+        oc->scopes = spw_xstrdup("openid");
     oc->leeway_s = 60;
     oc->timeout_s = 5;
     if (cfg_num_key(x, n, "leeway_s", 0, 3600, &oc->leeway_s, err) < 0 ||
@@ -91,6 +99,9 @@ void cfg_oidc_free(spw_oidc_conf_t *oc)
     free(oc->audience);
     free(oc->groups_claim);
     free(oc->user_claim);
+    free(oc->client_id);
+    free(oc->redirect_uri);
+    free(oc->scopes);
     map_free(oc->teams, oc->nteams);
     map_free(oc->roles, oc->nroles);
     memset(oc, 0, sizeof(*oc));

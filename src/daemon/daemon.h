@@ -85,6 +85,11 @@ void spw_daemon_turn(spw_daemon_t *d);
 int spw_daemon_auth(spw_daemon_t *d, const char *token, spw_caller_t *out);
 /* Whether the config has tokens at all (no tokens = open, loopback only). */
 int spw_daemon_auth_required(const spw_daemon_t *d);
+/* GET /v1/ui/login (no token): what the dashboard needs to log in through
+ * daemon.oidc (see spw_oidc_login); {"login": false} without daemon.oidc
+ * or its client_id.  200 with *out, or 503 with err when the provider's
+ * discovery document cannot be had. */
+int spw_daemon_login_info(spw_daemon_t *d, json_t **out, spw_error_t *err);
 
 /* Validates and durably queues one parsed spec; on 201 *id_out holds its id.
  * Takes ownership of *spec (it is zeroed).  Blocks until committed. */

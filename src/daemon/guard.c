@@ -154,6 +154,16 @@ int spw_daemon_audit_list(spw_daemon_t *d, const spw_caller_t *who, double since
     return rc < 0 ? 503 : 200;
 }
 
+int spw_daemon_login_info(spw_daemon_t *d, json_t **out, spw_error_t *err)
+{
+    if (!d->oidc) {
+        *out = json_pack("{s:b}", "login", 0);
+        return 200;
+    }
+    *out = spw_oidc_login(d->oidc, spw_daemon_clock(), err);
+    return *out ? 200 : 503;
+}
+
 int spw_daemon_guard_init(spw_daemon_t *d, spw_error_t *err)
 {
     const spw_daemon_conf_t *dc = &d->cfg->daemon;

@@ -24,6 +24,9 @@
  * the same unknown id may cause another. */
 #define REFETCH_MIN_S 1.0
 #define REFETCH_SAME_KID_S 60.0
+/* Seconds before the dashboard's (unauthenticated) login info may try a
+ * discovery document that failed again. */
+#define LOGIN_RETRY_S 5.0
 
 /* One RSA signing key of the provider. */
 typedef struct okey {
@@ -36,6 +39,12 @@ struct spw_oidc {
     pthread_mutex_t mu;         /* guards everything below */
     char *jwks_uri;             /* owned; from the discovery document; NULL
                                    until fetched */
+    char *authorize_uri;        /* owned; its authorization_endpoint, NULL
+                                   until fetched or when it has none */
+    char *token_uri;            /* owned; its token_endpoint, likewise */
+    double login_failed_at;     /* when the dashboard's login last failed to
+                                   fetch the discovery document, s; 0 never */
+    char login_why[256];        /* why, said again until LOGIN_RETRY_S */
     okey_t keys[KEYS_MAX];      /* the JWKS last fetched */
     size_t nkeys;
     double fetched_at;          /* when the JWKS was last fetched, s; 0 never */
@@ -165,33 +174,47 @@ static void keys_clear(spw_oidc_t *o)
     o->nkeys = 0;
 }
 
+/* Fetches the discovery document once: jwks_uri, and the endpoints the
+ * dashboard's login uses; o->mu held.  0, or -1 with err. */
+static int discover(spw_oidc_t *o, spw_error_t *err)
+{
+    if (o->jwks_uri)
+        return 0;
+    json_t *doc = NULL;
+    spw_strbuf_t url = {0};
+    const char *iss = o->conf->issuer;
+    size_t il = strlen(iss);
+    spw_strbuf_printf(&url, "%.*s/.well-known/openid-configuration",
+                      (int)(il && iss[il - 1] == '/' ? il - 1 : il), iss);
+    int rc = fetch_json(o, url.s, &doc, err);
+    free(url.s);
+    if (rc < 0)
+        return -1;
+    const char *ju = json_string_value(json_object_get(doc, "jwks_uri"));
+    const char *di = json_string_value(json_object_get(doc, "issuer"));
+    if (!ju || !di || strcmp(di, iss) != 0) {
+        spw_errorf(err, "the discovery document of %s %s", iss,
+                   !ju ? "has no jwks_uri" : "names another issuer (daemon.oidc.issuer must "
+                                             "match its 'issuer' exactly)");
+        json_decref(doc);
+        return -1;
+    }
+    const char *au = json_string_value(json_object_get(doc, "authorization_endpoint"));
+    const char *tu = json_string_value(json_object_get(doc, "token_endpoint"));
+    o->jwks_uri = spw_xstrdup(ju);
+    o->authorize_uri = au ? spw_xstrdup(au) : NULL;
+    o->token_uri = tu ? spw_xstrdup(tu) : NULL;
+    json_decref(doc);
+    return 0;
+}
+
 /* Fetches the discovery document (once) and the JWKS; o->mu held.  0, or
  * -1 with err (the old keys stay). */
 static int refresh(spw_oidc_t *o, double now, spw_error_t *err)
 {
     json_t *doc = NULL;
-    if (!o->jwks_uri) {
-        spw_strbuf_t url = {0};
-        const char *iss = o->conf->issuer;
-        size_t il = strlen(iss);
-        spw_strbuf_printf(&url, "%.*s/.well-known/openid-configuration",
-                          (int)(il && iss[il - 1] == '/' ? il - 1 : il), iss);
-        int rc = fetch_json(o, url.s, &doc, err);
-        free(url.s);
-        if (rc < 0)
-            return -1;
-        const char *ju = json_string_value(json_object_get(doc, "jwks_uri"));
-        const char *di = json_string_value(json_object_get(doc, "issuer"));
-        if (!ju || !di || strcmp(di, iss) != 0) {
-            spw_errorf(err, "the discovery document of %s %s", iss,
-                       !ju ? "has no jwks_uri" : "names another issuer (daemon.oidc.issuer must "
-                                                 "match its 'issuer' exactly)");
-            json_decref(doc);
-            return -1;
-        }
-        o->jwks_uri = spw_xstrdup(ju);
-        json_decref(doc);
-    }
+    if (discover(o, err) < 0)
+        return -1;
     o->fetched_at = now;
     if (fetch_json(o, o->jwks_uri, &doc, err) < 0)
         return -1;
@@ -264,8 +287,38 @@ void spw_oidc_free(spw_oidc_t *o)
         return;
     keys_clear(o);
     free(o->jwks_uri);
+    free(o->authorize_uri);
+    free(o->token_uri);
     pthread_mutex_destroy(&o->mu);
     free(o);
+}
+
+json_t *spw_oidc_login(spw_oidc_t *o, double now, spw_error_t *err)
+{
+    const spw_oidc_conf_t *c = o->conf;
+    if (!c->client_id)
+        return json_pack("{s:b}", "login", 0);
+    pthread_mutex_lock(&o->mu);
+    json_t *out = NULL;
+    if (!o->jwks_uri && o->login_failed_at > 0 && now - o->login_failed_at < LOGIN_RETRY_S) {
+        spw_errorf(err, "%s", o->login_why);  /* anyone may ask: no fetch per request */
+        pthread_mutex_unlock(&o->mu);
+        return NULL;
+    }
+    if (discover(o, err) < 0) {
+        o->login_failed_at = now;
+        snprintf(o->login_why, sizeof(o->login_why), "%s", err->text);
+    } else if (!o->authorize_uri || !o->token_uri)
+        spw_errorf(err, "the discovery document of %s names no %s: the provider does not offer "
+                        "the authorization code flow the dashboard's login needs", c->issuer,
+                   o->authorize_uri ? "token_endpoint" : "authorization_endpoint");
+    else
+        out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:o}", "login", 1, "issuer", c->issuer,
+                        "client_id", c->client_id, "scopes", c->scopes, "authorization_endpoint",
+                        o->authorize_uri, "token_endpoint", o->token_uri, "redirect_uri",
+                        c->redirect_uri ? json_string(c->redirect_uri) : json_null());
+    pthread_mutex_unlock(&o->mu);
+    return out;
 }
 
 int spw_oidc_looks_like_jwt(const char *tok)

@@ -8,6 +8,8 @@
 #ifndef SPW_DAEMON_OIDC_H
 #define SPW_DAEMON_OIDC_H
 
+#include <jansson.h>
+
 #include "config/config.h"
 #include "util/error.h"
 
@@ -33,6 +35,15 @@ typedef struct spw_oidc_who {
 /* A verifier for conf (borrowed: it must outlive the verifier). */
 spw_oidc_t *spw_oidc_new(const spw_oidc_conf_t *conf);
 void spw_oidc_free(spw_oidc_t *o);
+/* What the dashboard needs to log in with authorization code + PKCE
+ * (daemon.oidc.client_id): {"login": true, "issuer", "client_id", "scopes",
+ * "authorization_endpoint", "token_endpoint" (from the discovery document,
+ * fetched once), "redirect_uri" (null: the page's own /ui/)}, or
+ * {"login": false} without a client_id.  Nothing in it is secret.  A new
+ * object, or NULL with err when the discovery document cannot be had (a
+ * failed fetch is tried again LOGIN_RETRY_S later at the earliest, now
+ * being seconds since the epoch). */
+json_t *spw_oidc_login(spw_oidc_t *o, double now, spw_error_t *err);
 /* Whether tok has the shape of a JWT (three base64url parts). */
 int spw_oidc_looks_like_jwt(const char *tok);
 /* Verifies tok at time now (seconds since the epoch): signature (RS256,

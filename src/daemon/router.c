@@ -346,8 +346,33 @@ static void h_metrics(call_t *c, spw_route_resp_t *out)
 
 /* ---- the dashboard (docs/dashboard.md) ----------------------------------- */
 
+/* The page's own script and style only; inline style attributes are the
+ * charts' colours; never framed (clickjacking).  %s: more origins the page
+ * may fetch from (the OIDC token endpoint's). */
+#define UI_CSP "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " \
+               "img-src 'self' data:; connect-src 'self'%s; base-uri 'none'; "            \
+               "form-action 'none'; frame-ancestors 'none'"
+
+/* " scheme://host[:port]", the origin of url with a space before it, into
+ * buf (n bytes), to follow another CSP source: "" when url is not http(s),
+ * holds a byte a CSP cannot carry, or does not fit. */
+static void url_origin(const char *url, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    const char *p = strstr(url, "://");
+    if (!p || (strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0))
+        return;
+    size_t len = (size_t)(p + 3 - url) + strcspn(p + 3, "/?#");
+    for (size_t i = 0; i < len; i++)
+        if (url[i] <= ' ' || url[i] == ';' || url[i] == ',' || url[i] == '\'' ||
+            (unsigned char)url[i] >= 0x7f)
+            return;
+    if (len < n)
+        snprintf(buf, n, " %.*s", (int)len, url);
+}
+
 /* GET /ui and /ui/{file}: the embedded page; no token (the page asks for
- * one and sends it with its API calls). */
+ * one, or logs in through daemon.oidc, and sends it with its API calls). */
 static void h_ui_file(call_t *c, spw_route_resp_t *out)
 {
     const spw_ui_asset_t *a = spw_ui_asset(c->id[0] ? c->id : "index.html");
@@ -359,11 +384,28 @@ static void h_ui_file(call_t *c, spw_route_resp_t *out)
     char *body = spw_xmalloc((size_t)a->len + 1);
     memcpy(body, a->data, (size_t)a->len + 1);
     resp_set(out, 200, a->content_type, body, (size_t)a->len);
-    /* The page's own script and style only; inline style attributes are
-     * the charts' colours; never framed (clickjacking). */
-    out->csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-               "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
-               "frame-ancestors 'none'";
+    /* The page exchanges a login's code at the provider's token endpoint. */
+    char more[512] = "";
+    json_t *login = NULL;
+    spw_error_t err = {{0}};
+    if (!c->id[0] && spw_daemon_login_info(c->d, &login, &err) == 200) {
+        const char *tu = json_string_value(json_object_get(login, "token_endpoint"));
+        if (tu)
+            url_origin(tu, more, sizeof(more));
+    }
+    json_decref(login);
+    snprintf(out->csp_buf, sizeof(out->csp_buf), UI_CSP, more);
+    out->csp = out->csp_buf;
+}
+
+/* GET /v1/ui/login: no token; what the page needs to log in (nothing
+ * secret: the issuer, the public client's id, the endpoints). */
+static void h_ui_login(call_t *c, spw_route_resp_t *out)
+{
+    json_t *obj = NULL;
+    spw_error_t err = {{0}};
+    int st = spw_daemon_login_info(c->d, &obj, &err);
+    resp_daemon(out, st, obj, &err);
 }
 
 /* The dashboard's sampler, or NULL with a 503 in out. */
@@ -696,6 +738,7 @@ static const route_t routes[] = {
     {"/ui", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
     {"/ui/", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
     {"/ui/*", "GET", ALLOW_GET, ROUTE_OPEN, NULL, NULL, h_ui_file},
+    {"/v1/ui/login", "GET", ALLOW_GET, ROUTE_OPEN, NULL, no_params, h_ui_login},
     {"/v1/ui/series", "GET", ALLOW_GET, 0, NULL, series_params, h_ui_series},
     {"/v1/ui/telemetry", "GET", ALLOW_GET, 0, NULL, no_params, h_ui_telemetry},
 };

@@ -61,9 +61,11 @@ typedef struct spw_route_resp {
     const char *allow;           /* static Allow value (on 405), or NULL */
     char offset[24];             /* X-Spillway-Offset value (logs), or "" */
     const char *job_state;       /* static X-Spillway-Job-State (logs), or NULL */
-    const char *csp;             /* static Content-Security-Policy of a
-                                    dashboard page, or NULL (http.c then
-                                    sends one that allows nothing) */
+    const char *csp;             /* Content-Security-Policy of a dashboard
+                                    page: static, or csp_buf; NULL (http.c
+                                    then sends one that allows nothing) */
+    char csp_buf[768];           /* a policy made for this answer (the
+                                    page's, naming the OIDC token endpoint) */
 } spw_route_resp_t;
 
 /* Answers one request against d, filling *out (which need not be

@@ -412,10 +412,11 @@ json_t *spw_ui_series(spw_ui_t *u, const spw_caller_t *who, double range_s)
     }
     pthread_mutex_unlock(&u->mu);
     const char *role = who->viewer ? "viewer" : who->admin ? "admin" : "member";
-    return json_pack("{s:f, s:f, s:o, s:o, s:{s:s, s:o, s:b}}", "interval_s", u->interval_s,
+    return json_pack("{s:f, s:f, s:o, s:o, s:{s:s, s:o, s:b, s:o}}", "interval_s", u->interval_s,
         "range_s", range_s, "tiers", tl, "samples", arr, "caller", "role", role,
         "team", who->team ? json_string(who->team) : json_null(),
-        "may_cancel", !who->viewer && !who->metrics);
+        "may_cancel", !who->viewer && !who->metrics,
+        "user", who->user[0] ? json_string(who->user) : json_null());
 }
 
 json_t *spw_ui_telemetry(spw_ui_t *u, const spw_caller_t *who)

@@ -1133,7 +1133,21 @@ static void test_oidc(void)
     ok(o->nteams == 2 && strcmp(o->teams[1].group, "vision") == 0 &&
            strcmp(o->teams[1].value, "cv") == 0 && o->nroles == 2 &&
            strcmp(o->roles[0].value, "admin") == 0, "teams and roles maps in order");
+    ok(!o->client_id && !o->redirect_uri && o->scopes && strcmp(o->scopes, "openid") == 0,
+       "no dashboard login by default; its scopes default to openid");
     spw_config_free(&c);
+    snprintf(y, sizeof(y), "%s    issuer: https://i/\n    audience: a\n    client_id: dash\n"
+             "    redirect_uri: https://gpu.example:8470/ui/\n    scopes: openid api\n", base);
+    is(load(&c, y, "/tmp", &err), 0, "the dashboard's client_id, redirect_uri, scopes load: %s",
+       err.text);
+    ok(c.daemon.oidc.client_id && strcmp(c.daemon.oidc.client_id, "dash") == 0 &&
+           strcmp(c.daemon.oidc.redirect_uri, "https://gpu.example:8470/ui/") == 0 &&
+           strcmp(c.daemon.oidc.scopes, "openid api") == 0, "kept as written");
+    spw_config_free(&c);
+    snprintf(y, sizeof(y), "%s    issuer: https://i/\n    audience: a\n    client_id: dash\n"
+             "    redirect_uri: /ui/\n", base);
+    is(load(&c, y, "/tmp", &err), -1, "a redirect_uri that is not a URL is an error");
+    ok(strstr(err.text, "oidc.redirect_uri") != NULL, "%s", err.text);
     snprintf(y, sizeof(y), "%s    issuer: https://idp.example/r\n", base);
     is(load(&c, y, "/tmp", &err), -1, "oidc without audience is an error");
     ok(strstr(err.text, "needs 'audience:'") != NULL, "naming it: %s", err.text);

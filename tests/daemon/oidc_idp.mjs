@@ -1,6 +1,6 @@
 // oidc_idp.mjs: the OpenID provider tests/daemon/oidc.sh logs in with: npm's
 // oidc-provider (OpenID Certified), two issuers in one process.
-//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG PORT1 KEYS_FILE
+//   node oidc_idp.mjs PORTS_FILE K2_FLAG JWKS_LOG PORT1 KEYS_FILE [REDIRECT_URI]
 // The first issuer signs access tokens (client_credentials, resource
 // indicators, RFC 9068 JWTs) for the audience "spillway" with key k1, or k2
 // for resource urn:spillway:k2; its JWKS hides k2 until K2_FLAG exists (a
@@ -11,12 +11,21 @@
 // any), the second on any port; PORTS_FILE gets "PORT1 PORT2" once both do.
 // The two RSA keys are made once and kept in KEYS_FILE (making them took 2 s
 // of a loaded machine's time).
+// With REDIRECT_URI (the dashboard's /ui/, tests/cli/deb.sh), a public
+// client "dashboard" logs users in with authorization code + PKCE through
+// oidc-provider's own login page (devInteractions: any login name is
+// accepted, the password is not checked; no consent page, as for a company's
+// own application: loadExistingGrant grants it openid and the API's scope);
+// its access tokens are
+// JWTs for the audience "spillway" (the one resource it was granted), with
+// the user's groups below, and its origin may call the token endpoint
+// (CORS).
 import http from 'node:http';
 import fs from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
-const [portsFile, k2Flag, jwksLog, port1, keysFile] = process.argv.slice(2);
+const [portsFile, k2Flag, jwksLog, port1, keysFile, dashRedirect] = process.argv.slice(2);
 const key = (kid) => ({
   ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
   kid, use: 'sig', alg: 'RS256',
@@ -32,11 +41,19 @@ try {
 const groups = {
   'ml-user': ['ml', 'staff'], wall: ['wall-screens'], ops: ['platform'], nobody: ['guests'],
   short: ['ml'],
+  alice: ['ml', 'staff'], // users of the dashboard's login
 };
 const clients = Object.keys(groups).map((id) => ({
   client_id: id, client_secret: `secret-${id}-0123456789abcdef`, grant_types: ['client_credentials'],
   redirect_uris: [], response_types: [], scope: 'api',
 }));
+if (dashRedirect) {
+  clients.push({
+    client_id: 'dashboard', token_endpoint_auth_method: 'none', application_type: 'web',
+    grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: [dashRedirect],
+    scope: 'openid api',
+  });
+}
 
 function provider(issuer, logJwks) {
   const p = new Provider(issuer, {
@@ -44,11 +61,12 @@ function provider(issuer, logJwks) {
     jwks: { keys },
     scopes: ['api'],
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: !!dashRedirect },
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => 'urn:spillway',
+        useGrantedResource: () => true,
         getResourceServerInfo: (ctx, ri, client) => {
           const aud = { 'urn:spillway': 'spillway', 'urn:spillway:k2': 'spillway', 'urn:other': 'other-api' }[ri];
           if (!aud) throw new errors.InvalidTarget();
@@ -60,7 +78,24 @@ function provider(issuer, logJwks) {
         },
       },
     },
-    extraTokenClaims: (ctx, token) => ({ groups: groups[token.clientId] }),
+    extraTokenClaims: (ctx, token) => ({ groups: groups[token.accountId || token.clientId] || [] }),
+    findAccount: (ctx, id) => ({
+      accountId: id,
+      claims: () => ({ sub: id, preferred_username: id, groups: groups[id] || [] }),
+    }),
+    loadExistingGrant: async (ctx) => {
+      const { client, session, provider: op } = ctx.oidc;
+      const id = ctx.oidc.result?.consent?.grantId || session.grantIdFor(client.clientId);
+      if (id) return op.Grant.find(id);
+      if (client.clientId !== 'dashboard') return undefined;
+      const grant = new op.Grant({ clientId: client.clientId, accountId: session.accountId });
+      grant.addOIDCScope('openid api');
+      grant.addResourceScope('urn:spillway', 'api');
+      await grant.save();
+      return grant;
+    },
+    clientBasedCORS: (ctx, origin, client) => !!dashRedirect && client.clientId === 'dashboard' &&
+      origin === new URL(dashRedirect).origin,
   });
   if (logJwks) {
     p.use(async (ctx, next) => {

@@ -68,6 +68,8 @@ static void history(void)
     ok(strcmp(json_string_value(json_object_get(json_object_get(s, "caller"), "role")), "admin") == 0 &&
        json_is_true(json_object_get(json_object_get(s, "caller"), "may_cancel")),
        "the caller is an admin, who may cancel");
+    ok(json_is_null(json_object_get(json_object_get(s, "caller"), "user")),
+       "a static token's caller names no OIDC user");
     json_decref(s);
     s = spw_ui_series(u, &wall, 8 * 86400);
     n = times(s, t, 200);
@@ -123,6 +125,8 @@ int main(void)
     ok(strncmp(R.content_type, "text/html", 9) == 0 && strstr(R.body, "/ui/app.js"),
        "it is the dashboard's HTML, which loads /ui/app.js");
     is(get("/ui/", NULL), 200, "GET /ui/ too");
+    ok(strstr(R.csp ? R.csp : "", "connect-src 'self';") != NULL,
+       "the page's policy lets it fetch from the daemon only (no daemon.oidc)");
     is(get("/ui/app.js", NULL), 200, "GET /ui/app.js");
     ok(strncmp(R.content_type, "text/javascript", 15) == 0 && strstr(R.body, "Bearer"),
        "the script, which sends the token as Bearer");
@@ -139,6 +143,9 @@ int main(void)
     spw_route_resp_clear(&R);
     spw_route(D, &post, &R);
     is(R.status, 405, "POST /ui is 405");
+
+    is(get("/v1/ui/login", NULL), 200, "GET /v1/ui/login needs no token");
+    ok(strcmp(R.body, "{\"login\":false}\n") == 0, "... and says there is no login: %s", R.body);
 
     is(get("/v1/ui/series", NULL), 401, "the series needs a token");
     is(get("/v1/ui/series", ADMIN), 503, "... and a running sampler (this daemon is not started)");

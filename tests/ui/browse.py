@@ -12,10 +12,13 @@ STEPS.json is a list of steps, each an object with any of:
   "extract": a JavaScript expression whose (JSON-able) value is recorded
   "shot":    a file path; save a PNG screenshot of the page there
   "name":    a label for the result
-RESULTS.json gets {"steps": [{"name", "ok", "error", "value"}], "console":
+RESULTS.json gets {"steps": [{"name", "ok", "error", "value", "s" (seconds
+the step took)}], "console":
 [every console error or warning, uncaught exception and failed load, with
 the step it happened in]}.  Chromium is started once, with a throwaway
-profile, and stopped (by its PID) at the end.  Exit status 0 when every
+profile, and stopped (by its PID) at the end; $CHROMIUM_FLAGS (words) are
+added to its command line (tests/cli/deb.sh trusts its test certificate
+with --ignore-certificate-errors-spki-list).  Exit status 0 when every
 step ran (the checks are the caller's), 1 otherwise.
 """
 import base64
@@ -110,7 +113,8 @@ class Browser:
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-extensions", "--user-data-dir=" + self.profile,
              "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
-             "--window-size=1280,900", "about:blank"],
+             "--window-size=1280,900"] + os.environ.get("CHROMIUM_FLAGS", "").split() +
+            ["about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         deadline = time.time() + 30
@@ -195,6 +199,7 @@ def main():
         for i, st in enumerate(steps):
             name = st.get("name", "step %d" % (i + 1))
             res = {"name": name, "ok": True, "error": None, "value": None}
+            t0 = time.time()
             try:
                 if "url" in st:
                     b.call("Page.navigate", {"url": st["url"]})
@@ -231,6 +236,7 @@ def main():
                 b.evaluate("1")
             except IOError:
                 pass
+            res["s"] = round(time.time() - t0, 3)
             console += console_problems(b.events, name)
             b.events = []
             results.append(res)

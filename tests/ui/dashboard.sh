@@ -345,12 +345,12 @@ ok $? "a click on logs shows the job's stdout and stderr as the logs API gives t
 json_check "$T/all2.json" '
 assert d["range-week"][0] == 604800, d["range-week"]
 assert d["range-week"][1] == [[0.3, 3600], [60, 86400], [600, 691200]], d["range-week"]
-assert d["range-week"][2] == {"role": "admin", "team": None, "may_cancel": True}, d["range-week"]'
+assert d["range-week"][2] == {"role": "admin", "team": None, "may_cancel": True, "user": None}, d["range-week"]'
 ok $? "the history range: last week asks /v1/ui/series for 604800 s (tiers 0.3 s for 1 h, 1 min for 1 day, 10 min for 8 days)"
 
 json_check "$T/all2.json" '
 assert d["live"] is True, "no cancel button for the admin on a running job"
-assert d["wall-explain"][:2] == [False, {"role": "viewer", "team": None, "may_cancel": False}], d["wall-explain"]
+assert d["wall-explain"][:2] == [False, {"role": "viewer", "team": None, "may_cancel": False, "user": None}], d["wall-explain"]
 assert "read-only" in d["wall-refused"], d["wall-refused"]'
 ok $? "cancel: the admin has the button on a live job; a viewer has none, and the API refuses its cancel (shown)"
 
