@@ -8,6 +8,9 @@
 # installed; otherwise the historical figure, labelled as such.
 #
 #   bench/cli_submit.sh [N]          (default N = 1000)
+#   CLI_SUBMIT_TLS=1 bench/cli_submit.sh [N]   the same over HTTPS: the
+#                    daemon serves a certificate openssl makes here, the CLI
+#                    verifies it against that CA (SPILLWAY_CA)
 #
 # Output lines: "cli_submit spillway N=... seconds=... per_s=..." and
 # "cli_submit sbatch ..." (measured) or "cli_submit sbatch_historical ...",
@@ -47,6 +50,16 @@ trap cleanup EXIT
 umask 077
 # mktemp -d made D 0700: a root daemon's jobs (spillway-job) must pass it.
 chmod 711 "$D"
+TLS_KEYS=
+if [ "${CLI_SUBMIT_TLS:-0}" = 1 ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout "$D/key.pem" \
+        -out "$D/cert.pem" >/dev/null 2>&1 || { echo "cli_submit: FAIL: openssl req"; exit 1; }
+    chmod 600 "$D/key.pem"
+    TLS_KEYS="  tls_cert: $D/cert.pem
+  tls_key: $D/key.pem"
+    export SPILLWAY_CA=$D/cert.pem
+fi
 cat >"$D/c.yaml" <<EOF
 onprem:
   - name: local
@@ -59,13 +72,14 @@ daemon:
   gpus: slots
   tokens:
     - {name: bench, token: $TOKEN, team: bench}
+$TLS_KEYS
 EOF
 "$SPW" serve --config "$D/c.yaml" --state-dir "$D/state" --listen 127.0.0.1:0 -q \
     2>"$D/serve.log" &
 PID=$!
 URL=
 for _ in $(seq 100); do
-    URL=$(sed -n 's|.*listening on \(http://[^ ]*\).*|\1|p' "$D/serve.log")
+    URL=$(sed -n 's|.*listening on \(https\{0,1\}://[^ ]*\).*|\1|p' "$D/serve.log")
     [ -n "$URL" ] && break
     sleep 0.05
 done
@@ -97,7 +111,7 @@ done
 t1=$(date +%s.%N)
 spw_rate=$(awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n / (b - a) }')
 awk -v n="$N" -v a="$t0" -v b="$t1" \
-    'BEGIN { printf "cli_submit spillway N=%d seconds=%.2f per_s=%.0f\n", n, b - a, n / (b - a) }'
+    -v u="${URL%%:*}" 'BEGIN { printf "cli_submit spillway N=%d seconds=%.2f per_s=%.0f (%s)\n", n, b - a, n / (b - a), u }'
 sb_rate= sb_what="measured in this run"
 
 if command -v sbatch >/dev/null 2>&1 && timeout 5 sinfo >/dev/null 2>&1; then
