@@ -18,12 +18,12 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= -Werror
 SAN     ?=
-# libcurl and libxml2 are compiled against but not linked: src/util/netlibs.c
-# opens them on first use, so CLI processes never load them.
-LINKED_PKGS = yaml-0.1 sqlite3 jansson libmicrohttpd openssl
-PKGS     = $(LINKED_PKGS) libcurl libxml-2.0
+# libcurl, libxml2 and libmicrohttpd are compiled against but not linked:
+# src/util/netlibs.c opens them on first use, so CLI processes never load them.
+LINKED_PKGS = yaml-0.1 sqlite3 jansson openssl
+PKGS     = $(LINKED_PKGS) libcurl libxml-2.0 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(LINKED_PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lmicrohttpd -lssl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(LINKED_PKGS) 2>/dev/null || echo -lyaml -lsqlite3 -ljansson -lssl -lcrypto)
 XCFLAGS  = -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS   = $(PKG_LIBS) -lm -lpthread
 

@@ -24,6 +24,7 @@
 
 #include "daemon/router.h"
 #include "util/file.h"
+#include "util/netlibs.h"
 
 /* Defaults of spw_http_opts_t. */
 #define HTTP_MAX_CONNECTIONS 1024
@@ -699,7 +700,9 @@ spw_http_t *spw_http_start_opts(spw_daemon_t *d, const char *listen_addr,
         pthread_mutex_destroy(&h->mu);
         free_hosts(h);
         free(h);
-        spw_errorf(err, "cannot start the HTTP server on %s", listen_addr);
+        const char *why = spw_netlibs_error();
+        spw_errorf(err, "cannot start the HTTP server on %s%s%s", listen_addr, why ? ": " : "",
+                   why ? why : "");
         return NULL;
     }
     if (pthread_create(&h->watchdog, NULL, watchdog_main, h) == 0)

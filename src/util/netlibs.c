@@ -1,7 +1,10 @@
-/* netlibs.c: libcurl and libxml2 loaded when first used, not at start-up.
+/* netlibs.c: libcurl, libxml2 and libmicrohttpd loaded when first used, not
+ * at start-up.
  *
  * Only the cloud providers (EC2's HTTPS API and its XML answers) and the
- * Kubernetes backend use them; every `spillway submit` or `queue` is a
+ * Kubernetes backend use the first two, and only `spillway serve` the
+ * third (with GnuTLS and its eight libraries); every `spillway submit` or
+ * `queue` is a
  * process of its own, and linking them made the dynamic loader map and
  * relocate some twenty more libraries (libcurl's TLS, HTTP/2, LDAP and
  * Kerberos stacks, libxml2's ICU) before main().  This file defines the
@@ -24,12 +27,14 @@
 #include <curl/curl.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <microhttpd.h>
 
 #include "util/netlibs.h"
 
 /* The sonames of Debian 12's libcurl4 (OpenSSL flavour) and libxml2. */
 #define CURL_SONAME "libcurl.so.4"
 #define XML_SONAME "libxml2.so.2"
+#define MHD_SONAME "libmicrohttpd.so.12"
 
 typedef void (*any_fn)(void);
 
@@ -56,8 +61,27 @@ static struct {
     xmlFreeFunc *free;          /* the library's xmlFree variable */
 } xm;
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT, xml_once = PTHREAD_ONCE_INIT;
-static int curl_ok, xml_ok;     /* 1 once every symbol was found */
+static struct {
+    struct MHD_Daemon *(*start_va)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                   MHD_AccessHandlerCallback, void *, va_list);
+    void (*stop)(struct MHD_Daemon *);
+    MHD_socket (*quiesce)(struct MHD_Daemon *);
+    const union MHD_DaemonInfo *(*daemon_info)(struct MHD_Daemon *, enum MHD_DaemonInfoType,
+                                               ...);
+    const union MHD_ConnectionInfo *(*conn_info)(struct MHD_Connection *,
+                                                 enum MHD_ConnectionInfoType, ...);
+    int (*values)(struct MHD_Connection *, enum MHD_ValueKind, MHD_KeyValueIterator, void *);
+    const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
+    struct MHD_Response *(*from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
+    enum MHD_Result (*add_header)(struct MHD_Response *, const char *, const char *);
+    enum MHD_Result (*queue)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+    void (*destroy)(struct MHD_Response *);
+    enum MHD_Result (*feature)(enum MHD_FEATURE);
+} mh;
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT, xml_once = PTHREAD_ONCE_INIT,
+                      mhd_once = PTHREAD_ONCE_INIT;
+static int curl_ok, xml_ok, mhd_ok; /* 1 once every symbol was found */
 static char why[256];           /* what failed, for spw_netlibs_error */
 
 /* Opens soname and fills n function pointers from names; 1, or 0 with why. */
@@ -66,7 +90,8 @@ static int open_lib(const char *soname, const char *const *names, void **slots, 
     void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(why, sizeof(why), "cannot load %s (%s): install Debian's %s", soname,
-                 dlerror(), soname[3] == 'c' ? "libcurl4" : "libxml2");
+                 dlerror(),
+                 soname[3] == 'c' ? "libcurl4" : soname[3] == 'x' ? "libxml2" : "libmicrohttpd12");
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -117,6 +142,37 @@ static void load_xml(void)
     *(void **)&xm.content = slots[4];
     xm.free = slots[5];
     xml_ok = 1;
+}
+
+static void load_mhd(void)
+{
+    static const char *const names[] = {
+        "MHD_start_daemon_va", "MHD_stop_daemon", "MHD_quiesce_daemon", "MHD_get_daemon_info",
+        "MHD_get_connection_info", "MHD_get_connection_values", "MHD_lookup_connection_value",
+        "MHD_create_response_from_buffer", "MHD_add_response_header", "MHD_queue_response",
+        "MHD_destroy_response", "MHD_is_feature_supported"};
+    void *slots[sizeof(names) / sizeof(names[0])];
+    if (!open_lib(MHD_SONAME, names, slots, sizeof(names) / sizeof(names[0])))
+        return;
+    *(void **)&mh.start_va = slots[0];
+    *(void **)&mh.stop = slots[1];
+    *(void **)&mh.quiesce = slots[2];
+    *(void **)&mh.daemon_info = slots[3];
+    *(void **)&mh.conn_info = slots[4];
+    *(void **)&mh.values = slots[5];
+    *(void **)&mh.lookup = slots[6];
+    *(void **)&mh.from_buffer = slots[7];
+    *(void **)&mh.add_header = slots[8];
+    *(void **)&mh.queue = slots[9];
+    *(void **)&mh.destroy = slots[10];
+    *(void **)&mh.feature = slots[11];
+    mhd_ok = 1;
+}
+
+static int have_mhd(void)
+{
+    pthread_once(&mhd_once, load_mhd);
+    return mhd_ok;
 }
 
 static int have_curl(void)
@@ -260,3 +316,99 @@ static void free_xml(void *p)
 }
 
 xmlFreeFunc xmlFree = free_xml;
+
+/* ---- libmicrohttpd ------------------------------------------------------ */
+
+/* Connections and responses exist only once a daemon started, so only the
+ * start and the feature test can meet a library that did not load. */
+
+struct MHD_Daemon *MHD_start_daemon(unsigned int flags, uint16_t port,
+                                    MHD_AcceptPolicyCallback apc, void *apc_cls,
+                                    MHD_AccessHandlerCallback dh, void *dh_cls, ...)
+{
+    if (!have_mhd())
+        return NULL;
+    va_list ap;
+    va_start(ap, dh_cls);
+    struct MHD_Daemon *d = mh.start_va(flags, port, apc, apc_cls, dh, dh_cls, ap);
+    va_end(ap);
+    return d;
+}
+
+void MHD_stop_daemon(struct MHD_Daemon *d)
+{
+    if (have_mhd())
+        mh.stop(d);
+}
+
+MHD_socket MHD_quiesce_daemon(struct MHD_Daemon *d)
+{
+    return have_mhd() ? mh.quiesce(d) : MHD_INVALID_SOCKET;
+}
+
+/* The info types spillway asks (the bound port; a connection's fd, client
+ * address, socket context) take no further argument. */
+const union MHD_DaemonInfo *MHD_get_daemon_info(struct MHD_Daemon *d,
+                                                enum MHD_DaemonInfoType type, ...)
+{
+    return have_mhd() ? mh.daemon_info(d, type) : NULL;
+}
+
+const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *c,
+                                                        enum MHD_ConnectionInfoType type, ...)
+{
+    return have_mhd() ? mh.conn_info(c, type) : NULL;
+}
+
+int MHD_get_connection_values(struct MHD_Connection *c, enum MHD_ValueKind kind,
+                              MHD_KeyValueIterator it, void *it_cls)
+{
+    return have_mhd() ? mh.values(c, kind, it, it_cls) : -1;
+}
+
+const char *MHD_lookup_connection_value(struct MHD_Connection *c, enum MHD_ValueKind kind,
+                                        const char *key)
+{
+    return have_mhd() ? mh.lookup(c, kind, key) : NULL;
+}
+
+struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buf,
+                                                     enum MHD_ResponseMemoryMode mode)
+{
+    return have_mhd() ? mh.from_buffer(size, buf, mode) : NULL;
+}
+
+#if MHD_VERSION >= 0x00097701
+/* Newer libmicrohttpd (http.c uses it there): looked up on its own. */
+struct MHD_Response *MHD_create_response_from_buffer_copy(size_t size, const void *buf)
+{
+    static struct MHD_Response *(*copy)(size_t, const void *);
+    void *lib = !copy && have_mhd() ? dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (lib)
+        *(void **)&copy = dlsym(lib, "MHD_create_response_from_buffer_copy");
+    return copy ? copy(size, buf) : NULL;
+}
+#endif
+
+enum MHD_Result MHD_add_response_header(struct MHD_Response *r, const char *header,
+                                        const char *content)
+{
+    return have_mhd() ? mh.add_header(r, header, content) : MHD_NO;
+}
+
+enum MHD_Result MHD_queue_response(struct MHD_Connection *c, unsigned int status,
+                                   struct MHD_Response *r)
+{
+    return have_mhd() ? mh.queue(c, status, r) : MHD_NO;
+}
+
+void MHD_destroy_response(struct MHD_Response *r)
+{
+    if (have_mhd())
+        mh.destroy(r);
+}
+
+enum MHD_Result MHD_is_feature_supported(enum MHD_FEATURE feature)
+{
+    return have_mhd() ? mh.feature(feature) : MHD_NO;
+}
