@@ -269,6 +269,14 @@ static void costs_table(const json_t *doc)
         spw_cli_jnum(doc, "owned_idle_usd", &owned_idle) == 0)
         printf("  %-9s %s, of which %s idle (every owned GPU since the first submit)\n", "owned",
                spw_cli_usd(owned, a, sizeof(a)), spw_cli_usd(owned_idle, b, sizeof(b)));
+    double commit, commit_idle;
+    if (spw_cli_jnum(doc, "commit_usd", &commit) == 0 && commit > 0) {
+        printf("  %-9s %s", "committed", spw_cli_usd(commit, a, sizeof(a)));
+        if (spw_cli_jnum(doc, "commit_idle_usd", &commit_idle) == 0)
+            printf(", of which %s idle (every committed GPU since the first submit)",
+                   spw_cli_usd(commit_idle, b, sizeof(b)));
+        printf("\n");
+    }
     printf("  %-9s %s", "cloud", spw_cli_money(doc, "cloud_usd", a, sizeof(a)));
     if (spw_cli_jnum(doc, "cloud_idle_usd", &idle) == 0 && idle > 0)
         printf(", of which %s idle (instances bound to no job)", spw_cli_usd(idle, b, sizeof(b)));

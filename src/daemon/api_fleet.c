@@ -200,6 +200,7 @@ typedef struct teamsum {
     const char *team;            /* borrowed: the config's or a job's */
     int gov;                     /* index in fleet.gov.teams, or -1 */
     double onprem_usd, cloud_usd, onprem_gpu_h, cloud_gpu_h;  /* its jobs in the period */
+    double commit_usd;           /* its jobs' share of commitments, at the committed rate */
     double settled_usd;          /* from its jobs: settled against its budget */
     double egress_usd;           /* from its jobs: egress settled */
     double reserved_usd;         /* from its jobs: live reservations charged in the period */
@@ -380,7 +381,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
             team_row(&ts, &nts, g->teams[i].name, (int)i);
     double *pool_usd = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double *pool_gh = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
-    double onprem = 0, cloud_bound = 0;
+    double onprem = 0, cloud_bound = 0, commit_jobs = 0;
     /* Ended jobs that left memory (retain.c) first, as they are the older,
      * by the period they were charged to. */
     const dgone_t *gn = &d->gone;
@@ -399,6 +400,8 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         t->onprem_usd += r->onprem_usd;
         t->onprem_gpu_h += r->onprem_gpu_h;
         t->cloud_usd += r->cloud_usd;
+        t->commit_usd += r->commit_usd;
+        commit_jobs += r->commit_usd;
         t->cloud_gpu_h += r->cloud_gpu_h;
         t->jobs += (long)r->jobs;
         t->settled_usd += r->settled_usd;
@@ -433,6 +436,9 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         t->onprem_usd += on_usd;
         t->onprem_gpu_h += on_gh;
         t->cloud_usd += cl;
+        double cm = spw_daemon_job_commit_usd(d, j, now);
+        t->commit_usd += cm;
+        commit_jobs += cm;
         t->cloud_gpu_h += j->cloud_gpu_h;
         t->jobs++;
         t->settled_usd += j->led_usd + spw_daemon_job_budget_egress(j);
@@ -450,6 +456,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         team_budget_json(d, o, &ts[k], kind, start, end, explicit_period, now);
         json_object_set_new(o, "onprem_usd", json_real(ts[k].onprem_usd));
         json_object_set_new(o, "cloud_usd", json_real(ts[k].cloud_usd));
+        json_object_set_new(o, "commit_usd", json_real(ts[k].commit_usd));
         json_object_set_new(o, "onprem_gpu_h", json_real(ts[k].onprem_gpu_h));
         json_object_set_new(o, "cloud_gpu_h", json_real(ts[k].cloud_gpu_h));
         json_object_set_new(o, "jobs", json_integer(ts[k].jobs));
@@ -527,6 +534,31 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         }
         json_array_append_new(pools, o);
     }
+    /* Commitments cost money used or not, like owned capacity: every
+     * committed GPU over the same window, split into the share jobs held and
+     * the idle rest.  Admins see them; a team sees its jobs' share. */
+    double commit = commit_jobs, commit_used = 0, commit_idle = 0;
+    json_t *commits = json_array();
+    if (who->admin) {
+        for (size_t i = 0; i < d->fleet.noffers; i++) {
+            const spw_offer_t *co = &d->fleet.offers[i];
+            if (!spw_offer_committed(co))
+                continue;
+            double used, idle;
+            spw_daemon_commit_split(d, i, from, upto, end, &used, &idle);
+            json_t *c = json_object();
+            json_object_set_new(c, "name", json_string(co->commit_name));
+            json_object_set_new(c, "gpus", json_integer(co->commit_gpus));
+            json_object_set_new(c, "usd_per_gpu_h", json_real(co->commit_usd_per_gpu_h));
+            json_object_set_new(c, "usd", json_real(used + idle));
+            json_object_set_new(c, "used_usd", json_real(used));
+            json_object_set_new(c, "idle_usd", json_real(idle));
+            json_array_append_new(commits, c);
+            commit_used += used;
+            commit_idle += idle;
+        }
+        commit = commit_used + commit_idle;
+    }
     free(ts);
     free(pool_usd);
     free(pool_gh);
@@ -540,12 +572,16 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     json_object_set_new(o, "period_end_ts", json_real(end));
     json_object_set_new(o, "current", json_boolean(start <= now && now < end));
     json_object_set_new(o, "since_ts", spw_daemon_ts_json(d->since_ts));
-    json_object_set_new(o, "total_usd", json_real(onprem + cloud));
+    json_object_set_new(o, "total_usd", json_real(onprem + cloud + commit));
     json_object_set_new(o, "onprem_usd", json_real(onprem));
     json_object_set_new(o, "cloud_usd", json_real(cloud));
     json_object_set_new(o, "cloud_idle_usd", json_real(cloud - cloud_bound > 0 ? cloud - cloud_bound : 0));
     json_object_set_new(o, "owned_usd", who->admin ? json_real(owned) : json_null());
     json_object_set_new(o, "owned_idle_usd", who->admin ? json_real(owned_idle) : json_null());
+    json_object_set_new(o, "commit_usd", json_real(commit));
+    json_object_set_new(o, "commit_used_usd", who->admin ? json_real(commit_used) : json_null());
+    json_object_set_new(o, "commit_idle_usd", who->admin ? json_real(commit_idle) : json_null());
+    json_object_set_new(o, "commitments", commits);
     json_object_set_new(o, "teams", teams);
     json_object_set_new(o, "providers", provs);
     json_object_set_new(o, "pools", pools);

@@ -337,7 +337,11 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     put_reason(o, d, j);
     if (j->cancel_req)
         json_object_set_new(o, "cancel_requested", json_true());
-    json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) + spw_daemon_job_cloud_usd(d, j, d->now)));
+    /* a commitment's share is part of its cost (outside its team's budget) */
+    double commit_usd = spw_daemon_job_commit_usd(d, j, d->now);
+    json_object_set_new(o, "cost_usd", json_real(spw_daemon_job_onprem_usd(d, j, d->now) +
+                                                 spw_daemon_job_cloud_usd(d, j, d->now) + commit_usd));
+    json_object_set_new(o, "commit_usd", json_real(commit_usd));
     /* money: what its live cloud placement reserves against its team's
      * budget, its data egress, and how often a budget or cap held it */
     json_object_set_new(o, "reserved_usd", json_real(j->ej.state == SPW_JOB_CLOUD ? j->ej.reserved_usd : 0));

@@ -84,13 +84,14 @@ static void put_hist(sbuf_t *b, const char *name, const char *help, const dm_his
     put(b, "%s_sum %.9f\n%s_count %" PRIu64 "\n", name, h->sum_s, name, h->n);
 }
 
-/* Owned capacity per pool as `spillway costs` prices it (spw_daemon_costs,
- * current period, from the first submit): {"pool": [used_usd, idle_usd]}
- * (new reference), or NULL.  Asked before the metrics take the lock. */
-static json_t *owned_by_pool(spw_daemon_t *d)
+/* Owned capacity per pool and commitments as `spillway costs` prices them
+ * (spw_daemon_costs, current period, from the first submit):
+ * {"pools": {"pool": [used_usd, idle_usd]}, "commitments": {"name": [used_usd,
+ * idle_usd]}} (new reference).  Asked before the metrics take the lock. */
+static json_t *paid_used_or_idle(spw_daemon_t *d)
 {
     static const spw_caller_t admin = {.team = NULL, .admin = 1, .token_name = "daemon"};
-    json_t *c = NULL, *out = json_object();
+    json_t *c = NULL, *pools = json_object(), *commits = json_object();
     spw_error_t err = {{0}};
     if (spw_daemon_costs(d, &admin, NULL, &c, &err) == 200) {
         size_t i;
@@ -100,18 +101,26 @@ static json_t *owned_by_pool(spw_daemon_t *d)
             double all = json_number_value(json_object_get(p, "owned_usd"));
             double idle = json_number_value(json_object_get(p, "owned_idle_usd"));
             if (name)
-                json_object_set_new(out, name, json_pack("[f, f]", all - idle, idle));
+                json_object_set_new(pools, name, json_pack("[f, f]", all - idle, idle));
+        }
+        json_array_foreach(json_object_get(c, "commitments"), i, p) {
+            const char *name = json_string_value(json_object_get(p, "name"));
+            if (name)
+                json_object_set_new(commits, name,
+                                    json_pack("[f, f]", json_number_value(json_object_get(p, "used_usd")),
+                                              json_number_value(json_object_get(p, "idle_usd"))));
         }
     }
     json_decref(c);
-    return out;
+    return json_pack("{s:o, s:o}", "pools", pools, "commitments", commits);
 }
 
 char *spw_daemon_metrics(spw_daemon_t *d)
 {
     sbuf_t b = {spw_xmalloc(4096), 0, 4096};
     char e1[256], e2[256], e3[256];
-    json_t *owned = owned_by_pool(d);
+    json_t *paid = paid_used_or_idle(d);
+    const json_t *owned = json_object_get(paid, "pools");
     LOCK(d);
     double now = d->now;
     size_t np = d->fleet.npools;
@@ -202,7 +211,20 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         put(&b, "spillway_pool_owned_usd{pool=\"%s\",share=\"idle\"} %.6f\n", e1,
             json_number_value(json_array_get(v, 1)));
     }
-    json_decref(owned);
+    put(&b, "# HELP spillway_commitment_usd What a commitment (cloud.commitments) cost this month "
+            "since the first submit, all its GPUs at the committed rate, paid used or idle: the "
+            "share jobs held and the share that stood idle.\n");
+    put(&b, "# TYPE spillway_commitment_usd gauge\n");
+    const char *cname;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(paid, "commitments"), cname, v) {
+        esc(cname, e1, sizeof(e1));
+        put(&b, "spillway_commitment_usd{name=\"%s\",share=\"used\"} %.6f\n", e1,
+            json_number_value(json_array_get(v, 0)));
+        put(&b, "spillway_commitment_usd{name=\"%s\",share=\"idle\"} %.6f\n", e1,
+            json_number_value(json_array_get(v, 1)));
+    }
+    json_decref(paid);
     put(&b, "# HELP spillway_cloud_instances Cloud instances the daemon holds, by offer and state.\n");
     put(&b, "# TYPE spillway_cloud_instances gauge\n");
     const char *emu = dm_all_emulated(d) ? "true" : "false";

@@ -97,6 +97,10 @@ typedef struct djob {
     double onprem_usd;          /* settled amortised on-prem cost */
     double onprem_gpu_h;        /* settled on-prem GPU-hours */
     double cloud_usd;           /* settled cloud cost, billed while bound */
+    double commit_usd;          /* settled share of commitments at their
+                                   committed rate, dollars (outside budgets;
+                                   stored inside cloud_usd, so after a
+                                   restart it counts as cloud) */
     double cloud_gpu_h;         /* settled cloud GPU-hours while running */
     double charge_ts;           /* when its spend is charged: its last
                                    placement (a cloud one: when its worst
@@ -197,6 +201,7 @@ typedef struct dgone_cost {
     double onprem_usd;          /* settled on-prem cost, dollars */
     double onprem_gpu_h;        /* settled on-prem GPU-hours */
     double cloud_usd;           /* settled cloud cost, dollars */
+    double commit_usd;          /* settled share of commitments, dollars */
     double cloud_gpu_h;         /* cloud GPU-hours */
     double settled_usd;         /* settled against their team's budget
                                    (cloud compute and egress), dollars */
@@ -543,6 +548,15 @@ int spw_daemon_can_run(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask
 /* A job's cost up to now: settled plus the attempt in progress. */
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now);
 double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now);
+/* Job j's share of commitments at their committed rate (GPU-hours held x
+ * usd_per_gpu_h), settled and running up to now: part of its cost, outside
+ * every budget. */
+double spw_daemon_job_commit_usd(const spw_daemon_t *d, const djob_t *j, double now);
+/* What commitment offer `offer` cost from `from` to `upto` (all its GPUs,
+ * paid used or idle): *used_usd the share jobs held (instances launched
+ * before `end`), *idle_usd the rest. */
+void spw_daemon_commit_split(const spw_daemon_t *d, size_t offer, double from, double upto,
+                             double end, double *used_usd, double *idle_usd);
 /* What its current cloud attempt has billed up to now (0 when none). */
 double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now);
 /* The egress its live cloud placement holds in its reservation. */

@@ -178,8 +178,8 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .exit_code = j->exit_code,
         .attempts = j->attempts,
         .reason = j->reason,
-        .cost_usd = j->onprem_usd + j->cloud_usd,
-        .cloud_usd = j->cloud_usd,
+        .cost_usd = j->onprem_usd + j->cloud_usd + j->commit_usd,
+        .cloud_usd = j->cloud_usd + j->commit_usd,
         .reserved_usd = j->ej.reserved_usd,
         .charge_ts = j->charge_ts,
         .egress_usd = j->ej.egress_usd,
@@ -214,12 +214,48 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
     }
 }
 
-/* What instance x billed from `from` to `to` (clipped to its life). */
-static double inst_span_usd(const dinst_t *x, double from, double to)
+/* What instance x billed from `from` to `to` (clipped to its life): a
+ * commitment's instance at the committed rate of its GPUs (paid used or
+ * idle), any other at its market price. */
+static double inst_span_usd(const spw_daemon_t *d, const dinst_t *x, double from, double to)
 {
+    const spw_offer_t *o = &d->fleet.offers[x->in.offer];
+    double usd_h = spw_offer_committed(o) ? o->gpus * o->commit_usd_per_gpu_h
+                                          : x->in.price_usd_per_h;
     double end = spw_instance_state_live(x->in.state) ? to : fmin(to, x->in.ended_s);
     double start = fmax(from, x->in.launched_s);
-    return end > start ? x->in.price_usd_per_h * (end - start) / 3600.0 : 0.0;
+    return end > start ? usd_h * (end - start) / 3600.0 : 0.0;
+}
+
+/* What job j's current attempt billed up to now on commitments
+ * (committed != 0) or on the market (committed == 0). */
+static double attempt_part_usd(const spw_daemon_t *d, const djob_t *j, double now, int committed)
+{
+    double usd = 0;
+    for (size_t k = 0; k < j->ninst; k++) {
+        const dinst_t *x = &d->inst[j->inst[k]];
+        if (!spw_offer_committed(&d->fleet.offers[x->in.offer]) == !committed)
+            usd += inst_span_usd(d, x, x->bound_ts, now);
+    }
+    return usd;
+}
+
+void spw_daemon_commit_split(const spw_daemon_t *d, size_t offer, double from, double upto,
+                             double end, double *used_usd, double *idle_usd)
+{
+    const spw_offer_t *o = &d->fleet.offers[offer];
+    double all = spw_commit_cost_usd(o, upto > from ? (upto - from) / 3600.0 : 0);
+    double used = 0;
+    for (size_t k = 0; k < d->ninst; k++) {
+        const dinst_t *x = &d->inst[k];
+        if (x->in.offer != offer || !(x->in.launched_s < end))
+            continue;
+        used += x->bound_usd;
+        if (x->job_seq)
+            used += inst_span_usd(d, x, fmax(x->bound_ts, from), upto);
+    }
+    *used_usd = fmin(used, all);
+    *idle_usd = all - *used_usd;
 }
 
 double spw_daemon_job_budget_egress(const djob_t *j)
@@ -238,17 +274,17 @@ double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double 
 
 double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now)
 {
-    double usd = 0;
-    for (size_t k = 0; k < j->ninst; k++) {
-        const dinst_t *x = &d->inst[j->inst[k]];
-        usd += inst_span_usd(x, x->bound_ts, now);
-    }
-    return usd;
+    return attempt_part_usd(d, j, now, 0);
 }
 
 double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double now)
 {
     return j->cloud_usd + spw_daemon_attempt_usd(d, j, now);
+}
+
+double spw_daemon_job_commit_usd(const spw_daemon_t *d, const djob_t *j, double now)
+{
+    return j->commit_usd + attempt_part_usd(d, j, now, 1);
 }
 
 double spw_daemon_att_egress(const djob_t *j)
@@ -387,9 +423,12 @@ void dm_unbind_instances(spw_daemon_t *d, djob_t *j, double now)
     }
     for (size_t k = 0; k < j->ninst; k++) {
         dinst_t *x = &d->inst[j->inst[k]];
-        double usd = inst_span_usd(x, x->bound_ts, now);
+        double usd = inst_span_usd(d, x, x->bound_ts, now);
         x->bound_usd += usd;
-        j->cloud_usd += usd;
+        if (spw_offer_committed(&d->fleet.offers[x->in.offer]))
+            j->commit_usd += usd;
+        else
+            j->cloud_usd += usd;
         double end = spw_instance_state_live(x->in.state) ? now : fmin(now, x->in.ended_s);
         if (!isnan(j->start_ts) && end > j->start_ts)
             j->cloud_gpu_h += d->fleet.offers[x->in.offer].gpus * (end - j->start_ts) / 3600.0;

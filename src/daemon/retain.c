@@ -86,6 +86,7 @@ void dm_job_retire(spw_daemon_t *d, const djob_t *j)
         r->onprem_usd += j->onprem_usd;
         r->onprem_gpu_h += j->onprem_gpu_h;
         r->cloud_usd += j->cloud_usd;
+        r->commit_usd += j->commit_usd;
         r->cloud_gpu_h += j->cloud_gpu_h;
         r->settled_usd += j->led_usd + spw_daemon_job_budget_egress(j);
         r->egress_usd += j->led_egress_usd;

@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 29
+plan 32
 
 mkconfig "$T/burst.yaml" 2 constant:1
 # A commitment of 1 GPU (issue 24): too small for the 2-GPU jobs below.
@@ -86,7 +86,7 @@ spw admin costs -o json >"$T/costs.json"
 json_check "$T/costs.json" '
 assert d["cloud_usd"] > 0, d["cloud_usd"]
 assert d["onprem_usd"] > 0, d["onprem_usd"]
-assert abs(d["total_usd"] - d["onprem_usd"] - d["cloud_usd"]) < 1e-6, d
+assert abs(d["total_usd"] - d["onprem_usd"] - d["cloud_usd"] - d["commit_usd"]) < 1e-6, d
 p = [x for x in d["providers"] if x["emulated"]]
 assert p and p[0]["instances"] == 6, d["providers"]
 # Owned capacity (the simulator'"'"'s model): every GPU since the first submit,
@@ -124,18 +124,59 @@ http_is 400 "can never run here: no on-prem pool and no cloud offer can run it" 
 # (paid used or idle), not on-demand capacity once its 1 s wait is over.
 blk=$(submit ml --gpus 2 --name blocker --est-runtime 30s -- sleep 30)
 wait_for "$blk" running 5
-jc=$(submit ml --gpus 1 --name committed --est-runtime 30s -- sleep 30)
+spw admin costs -o json >"$T/costs-c0.json"
+jc=$(submit ml --gpus 1 --name committed --est-runtime 2s -- sleep 2)
 wait_until 6 cloud_ok "$jc"
 spw ml explain "$jc" -o json >"$T/explain-c.json"
 json_check "$T/explain-c.json" '
 dec = d["decision"]
 assert dec["where"] == "cloud", dec
 assert "committed" in dec["reason"], dec["reason"]
-assert any(c["kind"] == "cloud" and c["name"].endswith("@ri") for c in dec["candidates"]), dec' ||
+assert any(c["kind"] == "cloud" and c["name"].endswith("@ri") for c in dec["candidates"]), dec'
+ok $? "a 1-GPU job goes to the 1-GPU commitment (offer ...@ri) at once, reason committed" ||
     diag "$(cat "$T/explain-c.json")"
-ok $? "a 1-GPU job goes to the 1-GPU commitment (offer ...@ri) at once, reason committed"
-spw ml cancel "$blk" "$jc" >/dev/null 2>&1
-wait_for "$jc" cancelled 10 && wait_for "$blk" cancelled 10
+# Priced at the committed rate (1 GPU x $1.5/GPU-h) for the time its
+# instance was bound to it (from its placement to its end), outside the
+# team's budget ledger: settled_usd does not move.
+wait_for "$jc" succeeded 10
+show_json "$jc" "$T/jc.json"
+spw admin costs -o json >"$T/costs-c.json"
+json_check "$T/jc.json" '
+import json
+lo = 1.5 * (d["end_ts"] - d["start_ts"]) / 3600 - 1.5 * 0.5 / 3600
+hi = 1.5 * (d["end_ts"] - d["placed_ts"]) / 3600 + 1.5 * 0.5 / 3600
+assert lo <= d["commit_usd"] <= hi, (lo, d["commit_usd"], hi)
+assert abs(d["cost_usd"] - d["commit_usd"]) < 1e-9, d["cost_usd"]
+c0 = json.load(open("'"$T/costs-c0.json"'"))
+c = json.load(open("'"$T/costs-c.json"'"))
+t0 = [t for t in c0["teams"] if t["team"] == "ml"][0]
+t = [t for t in c["teams"] if t["team"] == "ml"][0]
+assert abs(t["settled_usd"] - t0["settled_usd"]) < 1e-9, (t0["settled_usd"], t["settled_usd"])
+assert abs(t["commit_usd"] - t0["commit_usd"] - d["commit_usd"]) < 1e-9, (t, d["commit_usd"])'
+ok $? "the job on the commitment costs its share at 1.5 \$/GPU-h; its team's settled budget is unchanged" ||
+    diag "$(cat "$T/jc.json")"
+json_check "$T/costs-c.json" '
+import json
+r = [x for x in d["commitments"] if x["name"] == "ri"]
+assert len(r) == 1 and r[0]["gpus"] == 1, d["commitments"]
+r = r[0]
+all_ = 1.5 * (d["now_ts"] - d["since_ts"]) / 3600
+assert abs(r["usd"] - all_) < 1.5 * 0.05 / 3600, (r, all_)  # times in JSON: 0.01 s
+assert abs(r["used_usd"] + r["idle_usd"] - r["usd"]) < 1e-9, r
+job = json.load(open("'"$T/jc.json"'"))["commit_usd"]
+assert r["used_usd"] >= job - 1e-9 and r["idle_usd"] > 0, (r, job)
+assert abs(d["commit_usd"] - d["commit_used_usd"] - d["commit_idle_usd"]) < 1e-9, d
+assert abs(d["commit_usd"] - r["usd"]) < 1e-9, d
+assert abs(d["total_usd"] - d["onprem_usd"] - d["cloud_usd"] - d["commit_usd"]) < 1e-6, d'
+ok $? "costs -o json: the commitment's row, every GPU since the first submit = used + idle, in the total" ||
+    diag "$(cat "$T/costs-c.json")"
+http GET /metrics admin
+grep -Eq '^spillway_commitment_usd\{name="ri",share="used"\} [0-9.]+$' "$T/http.body" &&
+    grep -Eq '^spillway_commitment_usd\{name="ri",share="idle"\} [0-9.]+$' "$T/http.body"
+ok $? "/metrics: spillway_commitment_usd{name=ri,share=used|idle}" ||
+    diag "$(grep commitment "$T/http.body")"
+spw ml cancel "$blk" >/dev/null 2>&1
+wait_for "$blk" cancelled 10
 
 stop_daemon "$DPID"
 no_strays "no job process is left"
