@@ -48,7 +48,7 @@ static const field_t fields[] = {
     {offsetof(spw_plan_result_t, robust_meets), F_INT},
     FD(robust_wait_s), FD(robust_tco_usd), FD(sunk_usd), FD(decide_usd), FD(wait_s),
     FD(wait_mean_s), FD(wait_p90_s), FD(cloud_usd), FD(owned_usd), FD(owned_idle_usd),
-    FD(egress_usd), FD(total_usd), FD(makespan_s), FD(tco_usd), FD(cost_per_useful_gpu_h),
+    FD(egress_usd), FD(commit_usd), FD(commit_idle_usd), FD(total_usd), FD(makespan_s), FD(tco_usd), FD(cost_per_useful_gpu_h),
     {offsetof(spw_plan_result_t, sims), F_U32},
 };
 #undef FD

@@ -604,8 +604,8 @@ static void maybe_follow(spw_kube_t *kb, const json_t *pod)
     kb->follows[kb->nfollows++] = f;
 }
 
-/* The running pods of Job `job` (a Job its watch has just seen) that are not
- * followed yet: the pods' watch may have seen one run before the Jobs'
+/* The running pods of Job `job` (a Job its watch has just added) that are
+ * not followed yet: the pods' watch may have seen one run before the Jobs'
  * watch saw its Job, when maybe_follow() could not name its log file yet
  * (lock held). */
 static void follow_pods_of(spw_kube_t *kb, const json_t *job)
@@ -676,13 +676,12 @@ static int watch_list(kwatch_t *w, double now_s, char *rv, size_t rvlen, spw_err
     w->gen = gen;
     w->ver++;
     w->err[0] = '\0';
+    /* The running pods not followed yet: those just listed, or, once the
+     * Jobs are listed, those seen before their Job (one pass either way). */
     const char *k;
-    json_object_foreach(objs, k, o) {
-        if (w->kind == W_PODS)
+    if (w->kind == W_PODS || w->kind == W_JOBS)
+        json_object_foreach(w->kind == W_JOBS ? kb->w[W_PODS].objs : objs, k, o)
             maybe_follow(kb, o);
-        else if (w->kind == W_JOBS)
-            follow_pods_of(kb, o);
-    }
     pthread_cond_broadcast(&kb->wwake);
     pthread_mutex_unlock(&kb->lock);
     return 0;
