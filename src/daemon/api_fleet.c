@@ -382,6 +382,9 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
     double *pool_usd = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double *pool_gh = spw_xcalloc(d->fleet.npools + 1, sizeof(double));
     double onprem = 0, cloud_bound = 0, commit_jobs = 0;
+    /* Per commitment (by offer index): its jobs' share charged to the
+     * period, as their teams' commit_usd counts it. */
+    double *commit_by = spw_xcalloc(d->fleet.noffers + 1, sizeof(double));
     /* Ended jobs that left memory (retain.c) first, as they are the older,
      * by the period they were charged to. */
     const dgone_t *gn = &d->gone;
@@ -402,6 +405,8 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         t->cloud_usd += r->cloud_usd;
         t->commit_usd += r->commit_usd;
         commit_jobs += r->commit_usd;
+        if (r->commit >= 0)
+            commit_by[r->commit] += r->commit_usd;
         t->cloud_gpu_h += r->cloud_gpu_h;
         t->jobs += (long)r->jobs;
         t->settled_usd += r->settled_usd;
@@ -439,6 +444,9 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         double cm = spw_daemon_job_commit_usd(d, j, now);
         t->commit_usd += cm;
         commit_jobs += cm;
+        int32_t ci = dm_job_commitment(d, j);
+        if (ci >= 0)
+            commit_by[ci] += cm;
         t->cloud_gpu_h += j->cloud_gpu_h;
         t->jobs++;
         t->settled_usd += j->led_usd + spw_daemon_job_budget_egress(j);
@@ -535,8 +543,10 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         json_array_append_new(pools, o);
     }
     /* Commitments cost money used or not, like owned capacity: every
-     * committed GPU over the same window, split into the share jobs held and
-     * the idle rest.  Admins see them; a team sees its jobs' share. */
+     * committed GPU over the same window, split into the share of the jobs
+     * charged to the period (settled and running, kept across restarts by
+     * the jobs' own commit_usd) and the idle rest.  Admins see them; a team
+     * sees its jobs' share. */
     double commit = commit_jobs, commit_used = 0, commit_idle = 0;
     json_t *commits = json_array();
     if (who->admin) {
@@ -544,8 +554,8 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
             const spw_offer_t *co = &d->fleet.offers[i];
             if (!spw_offer_committed(co))
                 continue;
-            double used, idle;
-            spw_daemon_commit_split(d, i, from, upto, end, &used, &idle);
+            double all = spw_commit_cost_usd(co, upto > from ? (upto - from) / 3600.0 : 0);
+            double used = fmin(commit_by[i], all), idle = all - used;
             json_t *c = json_object();
             json_object_set_new(c, "name", json_string(co->commit_name));
             json_object_set_new(c, "gpus", json_integer(co->commit_gpus));
@@ -560,6 +570,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         commit = commit_used + commit_idle;
     }
     free(ts);
+    free(commit_by);
     free(pool_usd);
     free(pool_gh);
     char label[32];

@@ -99,8 +99,8 @@ typedef struct djob {
     double cloud_usd;           /* settled cloud cost, billed while bound */
     double commit_usd;          /* settled share of commitments at their
                                    committed rate, dollars (outside budgets;
-                                   stored inside cloud_usd, so after a
-                                   restart it counts as cloud) */
+                                   stored inside cloud_usd and apart in
+                                   commit_usd, schema 12) */
     double cloud_gpu_h;         /* settled cloud GPU-hours while running */
     double charge_ts;           /* when its spend is charged: its last
                                    placement (a cloud one: when its worst
@@ -192,12 +192,14 @@ typedef struct dm_hist {
 } dm_hist_t;
 
 /* What the ended jobs that left memory charged to one period (a month or a
- * week, as `costs` asks), for one team and pool (retain.c). */
+ * week, as `costs` asks), for one team, pool and commitment (retain.c). */
 typedef struct dgone_cost {
     spw_period_t kind;          /* SPW_PERIOD_MONTH or SPW_PERIOD_WEEK */
     double start_ts;            /* the period's start, unix seconds */
     uint32_t team;              /* index into dgone_t.teams */
     int32_t pool;               /* on-prem pool they last ran in; -1 = none */
+    int32_t commit;             /* the commitment (index of its offer) their
+                                   committed share was billed on; -1 = none */
     double onprem_usd;          /* settled on-prem cost, dollars */
     double onprem_gpu_h;        /* settled on-prem GPU-hours */
     double cloud_usd;           /* settled cloud cost, dollars */
@@ -232,7 +234,8 @@ typedef struct dgone {
     double onprem_usd;          /* their settled on-prem cost, dollars */
     dgone_team_t *teams;        /* owned: the teams the costs rows refer to */
     size_t nteams;
-    dgone_cost_t *cost;         /* owned rows, one per (kind, start, team, pool) */
+    dgone_cost_t *cost;         /* owned rows, one per (kind, start, team,
+                                   pool, commitment) */
     size_t ncost, capcost;
 } dgone_t;
 
@@ -552,11 +555,9 @@ double spw_daemon_job_cloud_usd(const spw_daemon_t *d, const djob_t *j, double n
  * usd_per_gpu_h), settled and running up to now: part of its cost, outside
  * every budget. */
 double spw_daemon_job_commit_usd(const spw_daemon_t *d, const djob_t *j, double now);
-/* What commitment offer `offer` cost from `from` to `upto` (all its GPUs,
- * paid used or idle): *used_usd the share jobs held (instances launched
- * before `end`), *idle_usd the rest. */
-void spw_daemon_commit_split(const spw_daemon_t *d, size_t offer, double from, double upto,
-                             double end, double *used_usd, double *idle_usd);
+/* The commitment job j's committed share is billed on (the index of its
+ * offer: its last cloud placement, when that is a commitment), or -1. */
+int32_t dm_job_commitment(const spw_daemon_t *d, const djob_t *j);
 /* What its current cloud attempt has billed up to now (0 when none). */
 double spw_daemon_attempt_usd(const spw_daemon_t *d, const djob_t *j, double now);
 /* The egress its live cloud placement holds in its reservation. */

@@ -203,6 +203,7 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .onprem_gpu_h = j->onprem_gpu_h,
         .cloud_gpu_h = j->cloud_gpu_h,
         .ran_on = j->ran_on,
+        .commit_usd = j->commit_usd,
     };
     spw_error_t err;
     if (spw_store_job_update(d->store, j->id, &u, &err) < 0) {
@@ -240,22 +241,12 @@ static double attempt_part_usd(const spw_daemon_t *d, const djob_t *j, double no
     return usd;
 }
 
-void spw_daemon_commit_split(const spw_daemon_t *d, size_t offer, double from, double upto,
-                             double end, double *used_usd, double *idle_usd)
+int32_t dm_job_commitment(const spw_daemon_t *d, const djob_t *j)
 {
-    const spw_offer_t *o = &d->fleet.offers[offer];
-    double all = spw_commit_cost_usd(o, upto > from ? (upto - from) / 3600.0 : 0);
-    double used = 0;
-    for (size_t k = 0; k < d->ninst; k++) {
-        const dinst_t *x = &d->inst[k];
-        if (x->in.offer != offer || !(x->in.launched_s < end))
-            continue;
-        used += x->bound_usd;
-        if (x->job_seq)
-            used += inst_span_usd(d, x, fmax(x->bound_ts, from), upto);
-    }
-    *used_usd = fmin(used, all);
-    *idle_usd = all - *used_usd;
+    return j->offer >= 0 && (size_t)j->offer < d->fleet.noffers &&
+                   spw_offer_committed(&d->fleet.offers[j->offer])
+               ? j->offer
+               : -1;
 }
 
 double spw_daemon_job_budget_egress(const djob_t *j)

@@ -127,7 +127,10 @@ djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *
     j->exit_code = r->exit_code;
     j->reason = r->reason ? spw_xstrdup(r->reason) : NULL;
     j->gpus = spec.gpus;
-    j->cloud_usd = r->cloud_usd;
+    /* The stored cloud_usd holds the committed share too (schema 12 keeps
+     * it apart: 0 in older rows, whose share stays cloud). */
+    j->commit_usd = fmin(fmax(r->commit_usd, 0), r->cloud_usd);
+    j->cloud_usd = r->cloud_usd - j->commit_usd;
     j->onprem_usd = r->cost_usd > r->cloud_usd ? r->cost_usd - r->cloud_usd : 0;
     j->onprem_gpu_h = r->onprem_gpu_h;
     j->cloud_gpu_h = r->cloud_gpu_h;

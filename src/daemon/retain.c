@@ -38,13 +38,14 @@ static uint32_t gone_team(dgone_t *g, const char *team, int64_t seq)
     return (uint32_t)g->nteams++;
 }
 
-/* The costs row of (kind, start, team, pool), added when missing. */
+/* The costs row of (kind, start, team, pool, commit), added when missing. */
 static dgone_cost_t *gone_row(dgone_t *g, spw_period_t kind, double start, uint32_t team,
-                              int32_t pool)
+                              int32_t pool, int32_t commit)
 {
     for (size_t i = g->ncost; i-- > 0;) {
         dgone_cost_t *r = &g->cost[i];
-        if (r->kind == kind && r->start_ts == start && r->team == team && r->pool == pool)
+        if (r->kind == kind && r->start_ts == start && r->team == team && r->pool == pool &&
+            r->commit == commit)
             return r;
     }
     if (g->ncost == g->capcost) {
@@ -57,6 +58,7 @@ static dgone_cost_t *gone_row(dgone_t *g, spw_period_t kind, double start, uint3
     r->start_ts = start;
     r->team = team;
     r->pool = pool;
+    r->commit = commit;
     return r;
 }
 
@@ -82,7 +84,7 @@ void dm_job_retire(spw_daemon_t *d, const djob_t *j)
     static const spw_period_t kinds[] = {SPW_PERIOD_MONTH, SPW_PERIOD_WEEK};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         dgone_cost_t *r = gone_row(g, kinds[k], spw_period_start(kinds[k], at), team,
-                                   p < np ? (int32_t)p : -1);
+                                   p < np ? (int32_t)p : -1, dm_job_commitment(d, j));
         r->onprem_usd += j->onprem_usd;
         r->onprem_gpu_h += j->onprem_gpu_h;
         r->cloud_usd += j->cloud_usd;

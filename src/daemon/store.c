@@ -206,6 +206,11 @@ static const char *const migrations[] = {
      * its budget, so that a restart rebuilds both as the running engine
      * kept them (rows from before hold 0: their egress counts as before). */
     "ALTER TABLE jobs ADD COLUMN onprem_egress_usd REAL NOT NULL DEFAULT 0;",
+    /* 11 -> 12: the part of each job's cloud_usd paid at a commitment's
+     * rate (cloud.commitments), which is outside budgets and shows as
+     * committed, not cloud, after a restart too (rows from before hold 0:
+     * their committed share stays inside cloud_usd). */
+    "ALTER TABLE jobs ADD COLUMN commit_usd REAL NOT NULL DEFAULT 0;",
 };
 #define NMIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -221,7 +226,7 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
     "egress_usd, egress_gb, held, ledger_usd, ledger_egress_usd, "            \
     "done_s, lost_s, lost_gpu_s, spot_gpu_s, ondemand_gpu_s, restarts, "      \
     "preemptions, failures, last_offer, spot, launch_token, cancel_req, "    \
-    "onprem_gpu_h, cloud_gpu_h, ran_on, onprem_egress_usd"
+    "onprem_gpu_h, cloud_gpu_h, ran_on, onprem_egress_usd, commit_usd"
 #define INST_COLS                                                             \
     "id, provider, offer, state, launched_ts, ready_ts, released_ts, "        \
     "price_usd_per_h, job_id, addr, account, cloud_id"
@@ -274,7 +279,8 @@ _Static_assert(NMIGRATIONS == SPW_STORE_SCHEMA_VERSION,
       "cloud_gpu_h = CASE WHEN ?1 & 1024 THEN ?36 ELSE cloud_gpu_h END, "     \
       "ran_on = CASE WHEN ?1 & 16 THEN ?37 ELSE ran_on END, "                 \
       "onprem_egress_usd = CASE WHEN ?1 & 2048 THEN ?38 "                     \
-      "  ELSE onprem_egress_usd END "                                         \
+      "  ELSE onprem_egress_usd END, "                                        \
+      "commit_usd = CASE WHEN ?1 & 1024 THEN ?39 ELSE commit_usd END "         \
       "WHERE id = ?14")                                                       \
     X(JOB_GET, "SELECT " JOB_COLS " FROM jobs WHERE id = ?1")                 \
     X(JOB_LIST, "SELECT " JOB_COLS " FROM jobs WHERE seq > ?3 "               \
@@ -886,6 +892,7 @@ int spw_store_job_update(spw_store_t *st, const char *id,
     sqlite3_bind_double(s, 36, finite_or_0(u->cloud_gpu_h));
     bind_text(s, 37, u->ran_on);
     sqlite3_bind_double(s, 38, finite_or_0(u->onprem_egress_usd));
+    sqlite3_bind_double(s, 39, finite_or_0(u->commit_usd));
     rc = sqlite3_step(s);
     done(s);
     if (rc != SQLITE_DONE)
@@ -948,6 +955,7 @@ static int read_job(sqlite3_stmt *s, spw_store_job_t *j)
     j->cloud_gpu_h = sqlite3_column_double(s, 38);
     j->ran_on = col_text(s, 39);
     j->onprem_egress_usd = sqlite3_column_double(s, 40);
+    j->commit_usd = sqlite3_column_double(s, 41);
     return 0;
 }
 

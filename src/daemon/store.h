@@ -30,7 +30,7 @@
 #include "util/error.h"
 
 /* Schema version this binary writes; opening a newer database fails. */
-#define SPW_STORE_SCHEMA_VERSION 11
+#define SPW_STORE_SCHEMA_VERSION 12
 
 /* Room for a job id ("j-000123", up to "j-" and 19 digits) and its NUL. */
 #define SPW_STORE_ID_LEN 24
@@ -195,6 +195,9 @@ typedef struct spw_store_job {
                                       data into on-prem pools: counted in
                                       its team's egress month, not in its
                                       budget */
+    /* ---- commitments (schema 12; 0 in rows written before) ---- */
+    double commit_usd;             /* of cloud_usd, the dollars billed at a
+                                      commitment's rate (outside budgets) */
 } spw_store_job_t;
 
 /* Releases what a job filled by spw_store_job_get owns.  NULL-safe. */
@@ -223,8 +226,8 @@ enum {
     SPW_JU_EXIT = 1 << 7,       /* has_exit_code and exit_code */
     SPW_JU_ATTEMPTS = 1 << 8,
     SPW_JU_REASON = 1 << 9,
-    SPW_JU_COST = 1 << 10,      /* cost_usd, cloud_usd, onprem_gpu_h and
-                                   cloud_gpu_h together */
+    SPW_JU_COST = 1 << 10,      /* cost_usd, cloud_usd, commit_usd,
+                                   onprem_gpu_h and cloud_gpu_h together */
     SPW_JU_MONEY = 1 << 11,     /* reserved_usd, charge_ts, egress_usd,
                                    egress_gb, held, ledger_usd,
                                    ledger_egress_usd and onprem_egress_usd
@@ -275,6 +278,7 @@ typedef struct spw_store_job_update {
     double cloud_gpu_h;            /* GPU-hours (with SPW_JU_COST) */
     const char *ran_on;            /* borrowed; NULL clears (SPW_JU_PLACEMENT) */
     double onprem_egress_usd;      /* dollars (with SPW_JU_MONEY) */
+    double commit_usd;             /* of cloud_usd, dollars (with SPW_JU_COST) */
 } spw_store_job_update_t;
 
 /* Applies u to job id.  -1 with errno ENOENT when there is no such job. */

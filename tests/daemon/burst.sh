@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 32
+plan 33
 
 mkconfig "$T/burst.yaml" 2 constant:1
 # A commitment of 1 GPU (issue 24): too small for the 2-GPU jobs below.
@@ -177,6 +177,29 @@ ok $? "/metrics: spillway_commitment_usd{name=ri,share=used|idle}" ||
     diag "$(grep commitment "$T/http.body")"
 spw ml cancel "$blk" >/dev/null 2>&1
 wait_for "$blk" cancelled 10
+# After kill -9 and a restart the job's committed share is still committed
+# (schema 12 keeps it apart from cloud_usd): in the job, its team and the
+# commitment's used share, which come from the jobs charged to the period.
+spw admin costs -o json >"$T/costs-pre.json"
+show_json "$jc" "$T/jc-pre.json"
+kill9_daemon
+start_daemon "$T/burst.yaml" "$T/state" &&
+    spw admin costs -o json >"$T/costs-post.json" &&
+    show_json "$jc" "$T/jc-post.json" &&
+    json_check "$T/costs-post.json" '
+import json
+pre = json.load(open("'"$T/costs-pre.json"'"))
+jb, ja = (json.load(open("'"$T"'/jc-%s.json" % w)) for w in ("pre", "post"))
+assert ja["commit_usd"] > 0 and abs(ja["commit_usd"] - jb["commit_usd"]) < 1e-9, (jb["commit_usd"], ja["commit_usd"])
+assert abs(ja["cost_usd"] - jb["cost_usd"]) < 1e-9, (jb["cost_usd"], ja["cost_usd"])
+ml = lambda c: [t for t in c["teams"] if t["team"] == "ml"][0]
+for k in ("cloud_usd", "commit_usd", "settled_usd"):
+    assert abs(ml(d)[k] - ml(pre)[k]) < 1e-9, (k, ml(pre)[k], ml(d)[k])
+ri = lambda c: [x for x in c["commitments"] if x["name"] == "ri"][0]
+assert abs(ri(d)["used_usd"] - ri(pre)["used_usd"]) < 1e-9, (ri(pre), ri(d))
+assert ri(d)["used_usd"] >= ja["commit_usd"] - 1e-9, (ri(d), ja["commit_usd"])'
+ok $? "after kill -9 and a restart: the job's, its team's and the commitment's committed share are unchanged, none moved to cloud" ||
+    diag "$(cat "$T/costs-pre.json" "$T/costs-post.json" 2>&1)"
 
 stop_daemon "$DPID"
 no_strays "no job process is left"

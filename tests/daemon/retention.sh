@@ -32,7 +32,7 @@ in_memory() {
 in_memory_is() { [ "$(in_memory)" = "$1" ]; }
 
 blocker=$(submit cv --gpus 1 --name blocker -- sleep 300)
-wait_for "$blocker" running 10 cv
+wait_for "$blocker" running 30 cv
 ok $? "team cv's job holds the only GPU ($blocker)"
 
 # ---- many submits and cancels --------------------------------------------
