@@ -407,11 +407,18 @@ function renderSpend() {
   if (!c) return;
   rows('spend-teams', c.teams.map(t => '<tr data-team="' + esc(t.team) + '"><td>' + esc(t.team) + '</td><td class="num onprem">' +
     esc(usd(t.onprem_usd)) + '</td><td class="num cloud">' + esc(usd(t.cloud_usd)) + '</td><td class="num">' +
-    esc(usd(t.onprem_usd + t.cloud_usd)) + '</td><td class="num">' + esc((t.onprem_gpu_h || 0).toFixed(2)) + '</td><td class="num">' +
+    esc(usd(t.commit_usd || 0)) + '</td><td class="num">' +
+    esc(usd(t.onprem_usd + t.cloud_usd + (t.commit_usd || 0))) + '</td><td class="num">' + esc((t.onprem_gpu_h || 0).toFixed(2)) + '</td><td class="num">' +
     esc((t.cloud_gpu_h || 0).toFixed(2)) + '</td><td class="num">' + esc(t.jobs) + '</td></tr>'), 'no spend');
   rows('spend-providers', (c.providers || []).map(p => '<tr data-provider="' + esc(p.provider) + '"><td>' + esc(p.provider) +
     '</td><td class="num">' + esc(usd(p.usd)) + '</td><td class="num">' + esc(p.instances) + '</td><td>' +
     (p.emulated ? 'yes (nothing real is bought)' : 'no') + '</td></tr>'), 'providers are shown to admins');
+  // Commitments (cloud.commitments): paid used or idle, outside budgets.
+  rows('spend-commitments', (c.commitments || []).map(m => '<tr data-commitment="' + esc(m.name) + '"><td>' +
+    esc(m.name) + '</td><td class="num">' + esc(m.gpus) + '</td><td class="num">' + esc(usd(m.usd_per_gpu_h)) +
+    '</td><td class="num">' + esc(usd(m.used_usd)) + '</td><td class="num">' + esc(usd(m.idle_usd)) +
+    '</td><td class="num">' + esc(usd(m.usd)) + '</td></tr>'),
+    c.commit_used_usd === null ? 'commitments are shown to admins' : 'no commitments (cloud.commitments)');
   const s = (state.data.series && state.data.series.samples) || [];
   const lines = [{ name: 'on-prem (amortised)', points: s.map(x => [x.t, x.onprem_usd]) },
                  { name: 'cloud', points: s.map(x => [x.t, x.cloud_usd]) }];

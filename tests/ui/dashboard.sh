@@ -122,7 +122,7 @@ cat >"$T/steps.json" <<JSON
   "extract": "({rows: $(rows_js budgets)})", "shot": "$ART/budgets.png"},
  {"name": "budget-colours", "extract": "(() => { const real = [...document.querySelectorAll('#budgets tbody tr')].map(r => [r.dataset.team, r.dataset.level]); const saved = state.data.costs; state.data.costs = {teams: [50, 79.9, 80, 99.9, 100, 130].map(p => ({team: 't' + p, period: '2026-11', budget_usd: 100, settled_usd: p, reserved_usd: 0, remaining_usd: 100 - p, cloud_usd_per_h: 0, held_jobs: 0}))}; renderBudgets(); const out = [...document.querySelectorAll('#budgets tbody tr')].map(r => { const b = r.querySelector('.bar'), i = b.querySelector('.settled'); return [r.dataset.team, r.dataset.level, getComputedStyle(i).backgroundColor, i.getBoundingClientRect().width / b.getBoundingClientRect().width]; }); state.data.costs = saved; renderBudgets(); return {real, drawn: out}; })()"},
  {"name": "spend", "url": "$URL/ui#spend", "wait": "$ready && !document.getElementById('view-spend').hidden && !!document.querySelector('#chart-spend svg path')",
-  "extract": "({teams: $(rows_js spend-teams), providers: $(rows_js spend-providers)})", "shot": "$ART/spend.png"},
+  "extract": "({teams: $(rows_js spend-teams), providers: $(rows_js spend-providers), commitments: $(rows_js spend-commitments), empty: document.querySelector('#spend-commitments tbody').textContent, drawn: (() => { const saved = state.data.costs; state.data.costs = Object.assign({}, saved, {commit_used_usd: 3, commitments: [{name: 'ri', gpus: 2, usd_per_gpu_h: 1.5, usd: 10, used_usd: 3, idle_usd: 7}], teams: saved.teams.map(t => Object.assign({}, t, {commit_usd: 3}))}); renderSpend(); const out = {commitments: $(rows_js spend-commitments), teams: $(rows_js spend-teams)}; state.data.costs = saved; renderSpend(); return out; })()})", "shot": "$ART/spend.png"},
  {"name": "gpus", "url": "$URL/ui#gpus", "wait": "$ready && !document.getElementById('view-gpus').hidden && document.querySelectorAll('#gpus tbody tr[data-gpu]').length === 4",
   "extract": "({gpus: $(rows_js gpus), jobs: $(rows_js gpu-jobs)})", "shot": "$ART/gpus.png"},
  {"name": "team", "url": "$URL/ui#token=$CV_TOKEN&view=jobs", "wait": "$ready && document.getElementById('who').textContent === 'team view'",
@@ -259,10 +259,18 @@ assert api['ml']['reserved_usd'] > 0, api['ml']
 sp = {r['team']: r['cells'] for r in d['spend']['teams']}
 for n, t in api.items():
     assert abs(money(sp[n][1]) - t['onprem_usd']) < 0.05 and abs(money(sp[n][2]) - t['cloud_usd']) < 0.05, (sp[n], t)
+    assert abs(money(sp[n][3]) - t['commit_usd']) < 0.005, (sp[n], t)
+    assert abs(money(sp[n][4]) - t['onprem_usd'] - t['cloud_usd'] - t['commit_usd']) < 0.05, (sp[n], t)
+# No cloud.commitments in this config: the table says so; drawn from a
+# costs answer with one, its row and each team's committed share show.
+assert d['spend']['commitments'] == [] and 'no commitments' in d['spend']['empty'], d['spend']
+dc = d['spend']['drawn']
+assert [(r['commitment'], r['cells']) for r in dc['commitments']] == [('ri', ['ri', '2', '\$1.50', '\$3.00', '\$7.00', '\$10.00'])], dc
+assert all(r['cells'][3] == '\$3.00' for r in dc['teams']) and dc['teams'], dc['teams']
 provs = sorted(r['provider'] for r in d['spend']['providers'])
 assert provs == sorted(p['provider'] for p in d['api_costs']['providers']), provs
 "
-ok $? "budgets and spend views: budget, settled, reserved, held, on-prem and cloud spend per team and provider equal the API's"
+ok $? "budgets and spend views: budget, settled, reserved, held, on-prem, cloud and committed spend per team, provider and commitment equal the API's"
 
 json_check "$T/all.json" "
 api = {t['team']: t for t in d['api_costs']['teams']}
