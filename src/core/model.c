@@ -385,6 +385,36 @@ uint64_t spw_fleet_gpus(const spw_fleet_t *f)
     return n;
 }
 
+const spw_job_rare_t spw_job_rare_none = {.charge_s = NAN, .last_offer = -1};
+
+spw_job_rare_t *spw_job_rare_alloc(spw_job_t *j)
+{
+    j->rare = spw_xmalloc(sizeof(*j->rare));
+    *j->rare = spw_job_rare_none;
+    return j->rare;
+}
+
+void spw_job_clear(spw_job_t *j)
+{
+    free(j->rare);
+    j->rare = NULL;
+}
+
+void spw_jobs_clear(spw_job_t *jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        spw_job_clear(&jobs[i]);
+}
+
+void spw_jobs_copy(spw_job_t *dst, const spw_job_t *src, size_t n)
+{
+    if (!n)
+        return;
+    memcpy(dst, src, n * sizeof(*dst));
+    for (size_t i = 0; i < n; i++)
+        dst[i].rare = NULL;
+}
+
 void spw_job_reset(spw_job_t *j)
 {
     j->state = SPW_JOB_NEW;
@@ -397,19 +427,12 @@ void spw_job_reset(spw_job_t *j)
     j->instances = 0;
     j->placed_s = j->start_s = j->end_s = NAN;
     j->cost_usd = 0;
-    j->egress_usd = j->egress_gb = j->transfer_s = j->onprem_egress_usd = 0;
-    j->reserved_usd = 0;
-    j->charge_s = NAN;
-    j->held = 0;
     j->by_residency = 0;
     j->by_budget = 0;
     j->stopped_max_run = 0;
     j->spot = 0;
     j->speed = 1;
-    j->done_s = j->lost_s = j->lost_gpu_s = 0;
-    j->spot_gpu_s = j->ondemand_gpu_s = 0;
-    j->restarts = j->preemptions = j->failures = 0;
-    j->last_offer = -1;
+    spw_job_clear(j);
     j->l = NULL;
 }
 

@@ -196,7 +196,7 @@ static void test_budget_hold(void)
     int held_ok = 1;
     for (int i = 10; i < 15; i++)
         held_ok &= j[i].state == SPW_JOB_QUEUED && j[i].reason == SPW_REASON_HELD_BUDGET &&
-                   j[i].held == 1 && j[i].offer == -1;
+                   spw_job_rare(&j[i])->held == 1 && j[i].offer == -1;
     ok(held_ok, "budget: j10..j14 queued, reason HELD_BUDGET, held once");
     /* The caller learns who was held without walking its queue. */
     spw_job_t **nh;
@@ -208,8 +208,8 @@ static void test_budget_hold(void)
     is(spw_engine_held(e, &nh), 0, "budget: asked again, nothing new was held");
     ok(isinf(spw_engine_burst_at(e, &j[10])) && isinf(spw_engine_burst_at(e, &j[0])),
        "budget: a held job and a placed one never burst by their wait");
-    is_double(j[0].reserved_usd, 10, EPS, "budget: a burst reserves $10");
-    is_double(j[0].charge_s, 0, EPS, "budget: charged to the period of t=0");
+    is_double(spw_job_rare(&j[0])->reserved_usd, 10, EPS, "budget: a burst reserves $10");
+    is_double(spw_job_rare(&j[0])->charge_s, 0, EPS, "budget: charged to the period of t=0");
     is_double(spw_engine_max_runtime(e, &j[0]), 3600, EPS,
               "budget: a cloud job must stop at default_max_runtime");
     is(spw_engine_queued(e), 5, "budget: 5 jobs still wait");
@@ -227,7 +227,7 @@ static void test_budget_hold(void)
 
     /* Nothing freed: a later instant does not retry the held. */
     is(sched(e, 900), 0, "budget: nothing placed at 900 s when no money freed");
-    is(j[10].held, 1, "budget: held jobs were not retried for nothing");
+    is(spw_job_rare(&j[10])->held, 1, "budget: held jobs were not retried for nothing");
 
     /* Three jobs end after 30 min: 0.5 h x $10 = $5 each.  Ledger: settled
      * $15, reserved $70, remaining $15.  The retry places j10 (85 + 10 = 95
@@ -235,7 +235,7 @@ static void test_budget_hold(void)
     for (int i = 0; i < 3; i++)
         spw_engine_finish(e, &j[i], 1800);
     is_double(j[0].cost_usd, 5, EPS, "budget: 30 min at $10/h cost $5");
-    is_double(j[0].reserved_usd, 0, EPS, "budget: its reservation is released");
+    is_double(spw_job_rare(&j[0])->reserved_usd, 0, EPS, "budget: its reservation is released");
     L = ledger(e, ml, 1800);
     is_double(L.settled_usd, 15, EPS, "budget: settled $15 after three jobs");
     is_double(L.reserved_usd, 70, EPS, "budget: $70 still reserved");
@@ -245,8 +245,8 @@ static void test_budget_hold(void)
     is(j[10].state, SPW_JOB_CLOUD, "budget: j10, first in queue order, bursts");
     is(j[10].reason, SPW_REASON_WAIT_EXPIRED, "budget: its reason is the expired wait");
     is(j[11].state, SPW_JOB_QUEUED, "budget: j11 is held again");
-    is(j[11].held, 2, "budget: j11 held twice");
-    is(j[12].held, 1, "budget: j12 was not tried after its team's refusal");
+    is(spw_job_rare(&j[11])->held, 2, "budget: j11 held twice");
+    is(spw_job_rare(&j[12])->held, 1, "budget: j12 was not tried after its team's refusal");
     L = ledger(e, ml, 1800);
     is_double(L.reserved_usd, 80, EPS, "budget: $80 reserved");
     is_double(L.remaining_usd, 5, EPS, "budget: $5 left");
@@ -263,7 +263,7 @@ static void test_budget_hold(void)
     is(sched(e, 3600), 1, "budget: one more placed at 3600 s");
     is(j[11].state, SPW_JOB_CLOUD, "budget: j11 bursts: $10 fits the last $10 exactly");
     is(j[12].state, SPW_JOB_QUEUED, "budget: j12 still held");
-    is(j[12].held, 2, "budget: j12 held twice");
+    is(spw_job_rare(&j[12])->held, 2, "budget: j12 held twice");
     L = ledger(e, ml, 3600);
     is_double(L.remaining_usd, 0, EPS, "budget: $0 left again");
 
@@ -280,7 +280,7 @@ static void test_budget_hold(void)
     sched(e, 9000);
     is(j[12].state, SPW_JOB_ONPREM, "budget: a held job starts on-prem when a GPU frees");
     is(j[12].reason, SPW_REASON_FITS_ONPREM, "budget: reason fits on-prem");
-    is_double(j[12].reserved_usd, 0, EPS, "budget: on-prem reserves nothing");
+    is_double(spw_job_rare(&j[12])->reserved_usd, 0, EPS, "budget: on-prem reserves nothing");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
 }
@@ -469,9 +469,9 @@ static void test_period_roll(void)
     spw_engine_finish(e, &j1, 3600);
     is(sched(e, 3600), 1, "roll: one held job placed at the new period");
     is(j2.state, SPW_JOB_CLOUD, "roll: j2 placed against February's budget");
-    is_double(j2.charge_s, 3600, EPS, "roll: j2 charged at 3600 s");
+    is_double(spw_job_rare(&j2)->charge_s, 3600, EPS, "roll: j2 charged at 3600 s");
     is(j3.state, SPW_JOB_QUEUED, "roll: j3 still held (February's $10 is reserved)");
-    is(j3.held, 2, "roll: j3 held twice");
+    is(spw_job_rare(&j3)->held, 2, "roll: j3 held twice");
     L = ledger(e, t, 0);
     is_double(L.settled_usd, 10, EPS, "roll: January settled $10 (j1, ended in February)");
     is_double(L.reserved_usd, 0, EPS, "roll: January reserves nothing");
@@ -521,7 +521,7 @@ static void test_org_cap(void)
     is_double(j[0].cost_usd, 8.0 * 1000 / 3600, EPS, "org cap: j0 cost $2.22");
     is(sched(e, 1000), 1, "org cap: one held job placed when 4 GPUs free");
     is(j[2].state, SPW_JOB_CLOUD, "org cap: j2 (first in queue order) bursts");
-    is(j[3].held, 2, "org cap: j3 held again");
+    is(spw_job_rare(&j[3])->held, 2, "org cap: j3 held again");
     spw_govrt_org(spw_engine_gov(e), &rate, &gpus);
     is_double(gpus, 8, EPS, "org cap: 8 cloud GPUs again");
     spw_engine_destroy(e);
@@ -564,7 +564,7 @@ static void test_team_rate_cap(void)
     is(sched(e, 100), 1, "team cap: one placed when b1 ends");
     is(b2.state, SPW_JOB_CLOUD, "team cap: b2 bursts (its team has room)");
     is(a3.state, SPW_JOB_QUEUED, "team cap: a3 still held (team a at $16/h)");
-    is(a3.held, 1, "team cap: a3 not retried: nothing of team a's changed");
+    is(spw_job_rare(&a3)->held, 1, "team cap: a3 not retried: nothing of team a's changed");
     spw_engine_finish(e, &a1, 200);
     is(sched(e, 200), 1, "team cap: one placed when a1 ends");
     is(a3.state, SPW_JOB_CLOUD, "team cap: a3 bursts");
@@ -715,7 +715,7 @@ static void test_rules(void)
        "rules: spot required takes the cheapest spot price (aws eu-west-1, offer %d, spot %d)",
        js.offer, js.spot);
     /* Worst case at the spot price: $1 x 86400/3600 = $24. */
-    is_double(js.reserved_usd, 24, EPS, "rules: a spot job reserves at the spot price");
+    is_double(spw_job_rare(&js)->reserved_usd, 24, EPS, "rules: a spot job reserves at the spot price");
     ok(jeu.state == SPW_JOB_CLOUD && jeu.offer == 1 && jeu.pool == -1,
        "rules: residency eu: never on-prem, the cheapest eu region (gcp europe-west4)");
     is(jeu.reason, SPW_REASON_NEVER_FITS_ONPREM, "rules: residency eu bursts at once");
@@ -783,7 +783,7 @@ static void test_gravity_onprem(void)
     spw_engine_submit(e, &plain, 0);
     sched(e, 0);
     ok(d1.state == SPW_JOB_ONPREM && d1.pool == 1, "gravity: first fit picks A, home of the data");
-    ok(d1.transfer_s == 0 && d1.start_s == 0 && d1.egress_gb == 0, "gravity: no copy in A");
+    ok(spw_job_rare(&d1)->transfer_s == 0 && d1.start_s == 0 && spw_job_rare(&d1)->egress_gb == 0, "gravity: no copy in A");
     is(plain.pool, 0, "gravity: a job without data keeps fleet order (B)");
     spw_engine_destroy(e);
 
@@ -793,9 +793,9 @@ static void test_gravity_onprem(void)
     spw_engine_submit(e, &d1, 0);
     sched(e, 0);
     is(d1.pool, 0, "gravity 0: fleet order (B)");
-    is_double(d1.transfer_s, 80, EPS, "gravity 0: the copy to B takes 80 s");
+    is_double(spw_job_rare(&d1)->transfer_s, 80, EPS, "gravity 0: the copy to B takes 80 s");
     is_double(d1.start_s, 80, EPS, "gravity 0: it starts at placed + 80 s");
-    is_double(d1.egress_gb, 100, EPS, "gravity 0: 100 GB moved");
+    is_double(spw_job_rare(&d1)->egress_gb, 100, EPS, "gravity 0: 100 GB moved");
     /* On-prem is paid from placement: 180 s x 1 GPU x $3.60/h = $0.18. */
     spw_engine_finish(e, &d1, 180);
     is_double(d1.cost_usd, 0.18, EPS, "gravity 0: the GPUs are paid during the copy too");
@@ -845,15 +845,15 @@ static void test_gravity_cloud(void)
     spw_engine_submit(e, &c1, 0);
     sched(e, 0);
     ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0, "gravity: r1 (with the data) beats cheaper r2");
-    ok(c1.egress_usd == 0 && c1.transfer_s == 0 && c1.start_s == 0, "gravity: no egress in r1");
-    is_double(c1.reserved_usd, 10, EPS, "gravity: r1 reserves $10");
+    ok(spw_job_rare(&c1)->egress_usd == 0 && spw_job_rare(&c1)->transfer_s == 0 && c1.start_s == 0, "gravity: no egress in r1");
+    is_double(spw_job_rare(&c1)->reserved_usd, 10, EPS, "gravity: r1 reserves $10");
     /* A copy cached in r2 makes r2 free of data: $9 < $10. */
     spw_govrt_data_placed(spw_engine_gov(e), (int)ds - 1, -1, 1, 0);
     job_init(&c2, "c2", 0, 3600, 1, 2, 0);
     c2.data = ds;
     spw_engine_submit(e, &c2, 0);
     sched(e, 0);
-    ok(c2.offer == 1 && c2.egress_usd == 0, "gravity: a cached copy in r2 makes r2 the choice");
+    ok(c2.offer == 1 && spw_job_rare(&c2)->egress_usd == 0, "gravity: a cached copy in r2 makes r2 the choice");
     spw_engine_destroy(e);
 
     e = engine(&f, "none", 0);
@@ -862,18 +862,18 @@ static void test_gravity_cloud(void)
     spw_engine_submit(e, &c1, 0);
     sched(e, 0);
     is(c1.offer, 1, "gravity 0: the cheaper r2");
-    is_double(c1.egress_usd, 11.3, 1e-9, "gravity 0: egress $9 + storage $2.30 paid");
-    is_double(c1.egress_gb, 100, EPS, "gravity 0: 100 GB moved");
-    is_double(c1.transfer_s, 80, EPS, "gravity 0: 80 s copy");
+    is_double(spw_job_rare(&c1)->egress_usd, 11.3, 1e-9, "gravity 0: egress $9 + storage $2.30 paid");
+    is_double(spw_job_rare(&c1)->egress_gb, 100, EPS, "gravity 0: 100 GB moved");
+    is_double(spw_job_rare(&c1)->transfer_s, 80, EPS, "gravity 0: 80 s copy");
     is_double(c1.start_s, 80, EPS, "gravity 0: starts at 80 s");
     /* Worst case: 9 x (0 + 80 + 3600)/3600 = $9.20 compute + $11.30. */
-    is_double(c1.reserved_usd, 20.5, 1e-9, "gravity 0: reserves $9.20 + $11.30 = $20.50");
+    is_double(spw_job_rare(&c1)->reserved_usd, 20.5, 1e-9, "gravity 0: reserves $9.20 + $11.30 = $20.50");
     /* c2 at 100 s: r2 holds a cached copy until 30 days: no egress. */
     job_init(&c2, "c2", 100, 3600, 1, 2, 0);
     c2.data = ds;
     spw_engine_submit(e, &c2, 100);
     sched(e, 100);
-    ok(c2.offer == 1 && c2.egress_usd == 0 && c2.egress_gb == 0 && c2.transfer_s == 0,
+    ok(c2.offer == 1 && spw_job_rare(&c2)->egress_usd == 0 && spw_job_rare(&c2)->egress_gb == 0 && spw_job_rare(&c2)->transfer_s == 0,
        "cache: a second job in r2 within cache_ttl pays no egress");
     is_double(c2.start_s, 100, EPS, "cache: and starts at once");
     /* c1 ends at 1880 s: billed from the instance up (0) through the copy:
@@ -885,7 +885,7 @@ static void test_gravity_cloud(void)
     c3.data = ds;
     spw_engine_submit(e, &c3, c3.submit_s);
     sched(e, c3.submit_s);
-    is_double(c3.egress_usd, 11.3, 1e-9, "cache: an expired copy is paid again");
+    is_double(spw_job_rare(&c3)->egress_usd, 11.3, 1e-9, "cache: an expired copy is paid again");
     spw_engine_destroy(e);
 
     /* Egress counts against a budget: team $20.  Under gravity 0, r2's
@@ -894,7 +894,7 @@ static void test_gravity_cloud(void)
     e = engine(&f, "none", 0);
     submit_data(e, &c1, "c1", 0, 3600, 1, 1, t, ds);
     sched(e, 0);
-    ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0 && c1.egress_usd == 0,
+    ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0 && spw_job_rare(&c1)->egress_usd == 0,
        "gravity 0 + budget: egress makes r2 too dear for the budget; r1 taken");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.reserved_usd, 10, EPS, "gravity 0 + budget: $10 reserved");
@@ -922,8 +922,8 @@ static void test_restore(void)
     r.offer = 0;
     r.instances = 1;
     r.placed_s = r.start_s = 0;
-    r.reserved_usd = 10;
-    r.charge_s = 0;
+    spw_job_rare_w(&r)->reserved_usd = 10;
+    spw_job_rare_w(&r)->charge_s = 0;
     is(spw_engine_restore(e, &r), 0, "restore: a cloud job is taken back");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.reserved_usd, 10, EPS, "restore: its $10 is reserved again");
@@ -946,8 +946,8 @@ static void test_restore(void)
     r2.placed_s = r2.start_s = 100;
     r2.max_runtime_s = 1800;
     is(spw_engine_restore(e, &r2), 0, "restore: without a recorded reservation");
-    is_double(r2.reserved_usd, 5, EPS, "restore: recomputed as $5 (max_runtime 1800 s)");
-    is_double(r2.charge_s, 100, EPS, "restore: charged at placed_s");
+    is_double(spw_job_rare(&r2)->reserved_usd, 5, EPS, "restore: recomputed as $5 (max_runtime 1800 s)");
+    is_double(spw_job_rare(&r2)->charge_s, 100, EPS, "restore: charged at placed_s");
     is_double(spw_engine_max_runtime(e, &r2), 1800, EPS, "restore: its own max_runtime binds");
 
     /* Placed in February (a day before engine 0): February's ledger. */
@@ -956,8 +956,8 @@ static void test_restore(void)
     r3.offer = 0;
     r3.instances = 1;
     r3.placed_s = r3.start_s = -86400;
-    r3.reserved_usd = 10;
-    r3.charge_s = -86400;
+    spw_job_rare_w(&r3)->reserved_usd = 10;
+    spw_job_rare_w(&r3)->charge_s = -86400;
     is(spw_engine_restore(e, &r3), 0, "restore: a job placed last month");
     L = ledger(e, t, -86400);
     is_double(L.reserved_usd, 10, EPS, "restore: February holds its $10");
@@ -1185,7 +1185,7 @@ static void test_egress_cap_onprem(void)
                     ds);
     sched(e, 0);
     ok(b.pool == 0 && j1.pool == 1 && j2.pool == 1, "egress: j1 and j2 copy into B");
-    is_double(j1.egress_usd + j2.egress_usd, 10, EPS, "egress: $5 each");
+    is_double(spw_job_rare(&j1)->egress_usd + spw_job_rare(&j2)->egress_usd, 10, EPS, "egress: $5 each");
     is(j3.state, SPW_JOB_QUEUED, "egress: j3 waits: a third copy would overshoot the $10 cap");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.egress_settled_usd, 10, EPS, "egress: the copies into the pool count: $10 of $10");
@@ -1206,7 +1206,7 @@ static void test_egress_cap_onprem(void)
     spw_engine_finish(e, &b, 1000);
     submit_data(e, &j4, "j4", 1000, 100, 4, 4, t, ds);
     sched(e, 1000);
-    ok(j3.state == SPW_JOB_ONPREM && j3.pool == 0 && j3.egress_usd == 0,
+    ok(j3.state == SPW_JOB_ONPREM && j3.pool == 0 && spw_job_rare(&j3)->egress_usd == 0,
        "egress: j3 starts in A, home of its data, without a copy");
     is(j4.state, SPW_JOB_QUEUED, "egress: j4 fits only B and waits for the cap");
     double april = 31 * 86400.0;

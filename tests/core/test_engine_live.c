@@ -349,9 +349,9 @@ static void test_finish(void)
     spw_engine_submit(e, &stuck, 60);
     sched(e, 60);
     ok(stuck.state == SPW_JOB_QUEUED && stuck.reason == SPW_REASON_CANNOT_FINISH &&
-           stuck.held == 0 && !stuck.by_budget,
+           spw_job_rare(&stuck)->held == 0 && !stuck.by_budget,
        "finish: a job no offer can finish waits for on-prem (state %d, reason %s, held %u)",
-       stuck.state, spw_reason_text(stuck.reason), stuck.held);
+       stuck.state, spw_reason_text(stuck.reason), spw_job_rare(&stuck)->held);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
 }

@@ -81,20 +81,20 @@ static void test_spot_no_deadline(void)
     spw_engine_set_spot_capacity(e, 0, 0, 1000);
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 1000), 0,
        "no deadline: the preempted job is requeued");
-    is_double(j.done_s, 600, EPS, "no deadline: 940 s of work kept to the checkpoint at 600 s");
-    is_double(j.lost_s, 340, EPS, "no deadline: 340 s of work lost");
-    is_double(j.lost_gpu_s, 340, EPS, "no deadline: 340 GPU-seconds lost");
-    ok(j.preemptions == 1 && j.restarts == 1 && j.failures == 0,
+    is_double(spw_job_rare(&j)->done_s, 600, EPS, "no deadline: 940 s of work kept to the checkpoint at 600 s");
+    is_double(spw_job_rare(&j)->lost_s, 340, EPS, "no deadline: 340 s of work lost");
+    is_double(spw_job_rare(&j)->lost_gpu_s, 340, EPS, "no deadline: 340 GPU-seconds lost");
+    ok(spw_job_rare(&j)->preemptions == 1 && spw_job_rare(&j)->restarts == 1 && spw_job_rare(&j)->failures == 0,
        "no deadline: one preemption, one restart");
-    is(j.last_offer, 0, "no deadline: it remembers the offer it lost");
-    is_double(j.spot_gpu_s, 1000, EPS, "no deadline: 1000 paid spot GPU-seconds");
+    is(spw_job_rare(&j)->last_offer, 0, "no deadline: it remembers the offer it lost");
+    is_double(spw_job_rare(&j)->spot_gpu_s, 1000, EPS, "no deadline: 1000 paid spot GPU-seconds");
     is_double(j.cost_usd, 1000 * 3.0 / 3600, EPS, "no deadline: the spot attempt cost $0.8333");
     is(spw_engine_offer_held(e, 0, 1), 0, "no deadline: the spot instance is released");
 
     is(sched(e, 1000), 1, "no deadline: re-placed at once");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "no deadline: on demand, spot being gone");
     spw_engine_finish(e, &j, 1000 + 60 + 3000);
-    is_double(j.ondemand_gpu_s, 3060, EPS, "no deadline: 3060 paid on-demand GPU-seconds");
+    is_double(spw_job_rare(&j)->ondemand_gpu_s, 3060, EPS, "no deadline: 3060 paid on-demand GPU-seconds");
     is_double(j.cost_usd, 1000 * 3.0 / 3600 + 3060 * 10.0 / 3600, 1e-9,
               "no deadline: cost = paid seconds x price of each attempt");
     spw_engine_destroy(e);
@@ -131,14 +131,14 @@ static void test_greedy_deadline(void)
 
     spw_engine_set_spot_capacity(e, 0, 0, 2400);
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 2400), 0, "greedy: preempted at t=2400");
-    is_double(j.done_s, 540, EPS, "greedy: 540 s of work kept (continuous checkpoints)");
-    is_double(j.lost_s, 0, EPS, "greedy: nothing lost");
+    is_double(spw_job_rare(&j)->done_s, 540, EPS, "greedy: 540 s of work kept (continuous checkpoints)");
+    is_double(spw_job_rare(&j)->lost_s, 0, EPS, "greedy: nothing lost");
     is(sched(e, 2400), 0, "greedy: waits for spot again");
     is_double(spw_engine_next_wakeup(e), 4020, 1e-6, "greedy: until t=4020");
     is(sched(e, 4019), 0, "greedy: still waiting at t=4019");
     is(sched(e, spw_engine_next_wakeup(e)), 1, "greedy: on demand just after t=4020");
     ok(j.spot == 0 && j.reason == SPW_REASON_DEADLINE, "greedy: on demand because of the deadline");
-    double end = j.start_s + 60 + (3600 - j.done_s);
+    double end = j.start_s + 60 + (3600 - spw_job_rare(&j)->done_s);
     ok(end <= j.deadline_s, "greedy: ends at %.0f, by its deadline 7200", end);
     spw_engine_finish(e, &j, end);
     spw_engine_destroy(e);
@@ -212,16 +212,16 @@ static void test_up_switch(void)
     ok(t >= tstar && t <= tstar + 1.01, "switch: at t* or within the 1 s rounding retry");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "switch: the engine waits for the caller to stop it");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_SWITCH, t), 0, "switch: interrupted by the caller");
-    is_double(j.done_s, t - w - 60, 1e-6, "switch: a clean stop keeps all %.3f s of work", t - w - 60);
-    is_double(j.lost_s, 0, 0, "switch: nothing lost");
-    ok(j.restarts == 1 && j.preemptions == 0 && j.failures == 0,
+    is_double(spw_job_rare(&j)->done_s, t - w - 60, 1e-6, "switch: a clean stop keeps all %.3f s of work", t - w - 60);
+    is_double(spw_job_rare(&j)->lost_s, 0, 0, "switch: nothing lost");
+    ok(spw_job_rare(&j)->restarts == 1 && spw_job_rare(&j)->preemptions == 0 && spw_job_rare(&j)->failures == 0,
        "switch: one restart, no preemption or failure");
-    is_double(j.ondemand_gpu_s, t - w, 1e-6, "switch: the on-demand attempt is paid to now");
+    is_double(spw_job_rare(&j)->ondemand_gpu_s, t - w, 1e-6, "switch: the on-demand attempt is paid to now");
     is(sched(e, t), 1, "switch: re-placed at once");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 1 && j.reason == SPW_REASON_SWITCH_SPOT,
        "switch: on spot, reason SWITCH_SPOT (spot %d, %s)", j.spot, spw_reason_text(j.reason));
     is(spw_engine_switches(e, &moves), 0, "switch: a spot job is not moved again");
-    double end = t + 60 + (3600 - j.done_s);
+    double end = t + 60 + (3600 - spw_job_rare(&j)->done_s);
     ok(end <= j.deadline_s, "switch: ends at %.0f, by its deadline", end);
     spw_engine_finish(e, &j, end);
     spw_engine_destroy(e);
@@ -308,9 +308,9 @@ static void test_scratch_and_max_restarts(void)
     is(sched(e, 0), 1, "scratch: placed");
     is(spw_engine_offer_held(e, 0, 1), 2, "gang: two spot instances held");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 1500), 0, "scratch: first preemption requeues");
-    is_double(j.done_s, 0, EPS, "scratch: nothing kept without checkpoints");
-    is_double(j.lost_s, 1500, EPS, "scratch: all 1500 s lost");
-    is_double(j.lost_gpu_s, 3000, EPS, "scratch: 3000 GPU-seconds lost (2 GPUs)");
+    is_double(spw_job_rare(&j)->done_s, 0, EPS, "scratch: nothing kept without checkpoints");
+    is_double(spw_job_rare(&j)->lost_s, 1500, EPS, "scratch: all 1500 s lost");
+    is_double(spw_job_rare(&j)->lost_gpu_s, 3000, EPS, "scratch: 3000 GPU-seconds lost (2 GPUs)");
     is(sched(e, 1500), 1, "scratch: re-placed");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 2000), 1,
        "max_restarts 1: the second preemption fails the job");
@@ -482,8 +482,8 @@ static void test_node_failure(void)
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_NODE_FAILED, 100), 0, "failure: the job is requeued");
     is(spw_engine_node_down(e, 0, 0, 1, 100), 0, "failure: node 0 goes down");
     is(spw_engine_node_down(e, 0, 0, 1, 100), -1, "failure: down twice is refused");
-    is_double(j.done_s, 80, EPS, "failure: 100 s of work kept to the checkpoint at 80 s");
-    is(j.failures, 1, "failure: one failure counted");
+    is_double(spw_job_rare(&j)->done_s, 80, EPS, "failure: 100 s of work kept to the checkpoint at 80 s");
+    is(spw_job_rare(&j)->failures, 1, "failure: one failure counted");
     is(j.reason, SPW_REASON_NODE_FAILED, "failure: queued with reason NODE_FAILED");
     spw_engine_stats_t st;
     spw_engine_stats(e, &st);

@@ -174,7 +174,7 @@ static void test_exhausted(void)
     is(s.jobs_onprem, 3, "hold: 3 on-prem jobs");
     is_double(s.cloud_cost_usd, 7, 1e-9, "hold: cloud $7");
     is(s.jobs_held, 4, "hold: jobs 6-9 held");
-    is(j[9].held, 2, "hold: job 9 held twice (at 0 and 1800)");
+    is(spw_job_rare(&j[9])->held, 2, "hold: job 9 held twice (at 0 and 1800)");
     is(s.jobs_rejected, 0, "hold: none rejected");
     ok(j[6].offer < 0 && j[6].start_s == 1800, "hold: job 6 on-prem at 1800");
     ok(j[7].offer >= 0 && j[7].start_s == 1800 && j[8].offer >= 0 && j[8].start_s == 1800,
@@ -816,8 +816,8 @@ static int budgets_hold(const spw_fleet_t *f, const spw_job_t *j, size_t n, char
          * team's egress cap (each attempt's copy in the month it started:
          * a job that ran once on-prem has all of its egress there). */
         double usd = j[i].cost_usd;
-        double eg = j[i].egress_usd;
-        if (j[i].offer < 0 && j[i].restarts)
+        double eg = spw_job_rare(&j[i])->egress_usd;
+        if (j[i].offer < 0 && spw_job_rare(&j[i])->restarts)
             continue;
         for (int month = j[i].offer < 0; month < 2; month++) {
             double start = month ? spw_period_start(SPW_PERIOD_MONTH, t)

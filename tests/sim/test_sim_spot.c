@@ -98,7 +98,7 @@ static int same_run(const spw_sim_summary_t *a, const spw_sim_summary_t *b, cons
         return 0;
     for (size_t i = 0; i < n; i++)
         if (ja[i].state != jb[i].state || ja[i].end_s != jb[i].end_s
-            || ja[i].cost_usd != jb[i].cost_usd || ja[i].restarts != jb[i].restarts)
+            || ja[i].cost_usd != jb[i].cost_usd || spw_job_rare(&ja[i])->restarts != spw_job_rare(&jb[i])->restarts)
             return 0;
     return 1;
 }
@@ -149,7 +149,7 @@ static void test_preempt_resume(void)
         is(j.state, SPW_JOB_DONE, "%s: done", c[k].name);
         ok(j.offer == 0 && j.spot, "%s: ended on spot", c[k].name);
         is_double(j.start_s, 2400, EPS, "%s: last attempt starts at t=2400", c[k].name);
-        is_double(j.done_s, c[k].kept, EPS, "%s: %.0f s kept from the preempted attempt",
+        is_double(spw_job_rare(&j)->done_s, c[k].kept, EPS, "%s: %.0f s kept from the preempted attempt",
                   c[k].name, c[k].kept);
         is_double(j.end_s, c[k].end, EPS, "%s: ends at t=%.0f", c[k].name, c[k].end);
         double paid = 1200 + 60 + 3600 - c[k].kept;
@@ -267,14 +267,14 @@ static void test_uniform_vs_greedy(void)
         spw_sim_summary_t s;
         is(run(&f, &p, &j, &rt, 1, &w, &s), 0, "%s: runs", name);
         is(j.state, SPW_JOB_DONE, "%s: done", name);
-        is(j.preemptions, 1, "%s: preempted once", name);
-        is_double(j.done_s, k ? 1320 : 1140, 1e-6, "%s: %s s kept", name, k ? "1320" : "1140");
+        is(spw_job_rare(&j)->preemptions, 1, "%s: preempted once", name);
+        is_double(spw_job_rare(&j)->done_s, k ? 1320 : 1140, 1e-6, "%s: %s s kept", name, k ? "1320" : "1140");
         if (k) {
             ok(j.spot && j.reason == SPW_REASON_SWITCH_SPOT, "UP: ends on spot, moved there");
             is(s.switches_to_spot, 1, "UP: one move from on demand to spot");
-            is(j.restarts, 2, "UP: two restarts (the preemption, the move)");
+            is(spw_job_rare(&j)->restarts, 2, "UP: two restarts (the preemption, the move)");
             is_double(j.start_s, 2520, 0.01, "UP: the move at t*=2520");
-            is_double(j.ondemand_gpu_s, 240, 0.01, "UP: 240 s on demand, from 2280");
+            is_double(spw_job_rare(&j)->ondemand_gpu_s, 240, 0.01, "UP: 240 s on demand, from 2280");
             is_double(j.end_s, 4860, 0.01, "UP: ends at t=4860");
             is_double(j.cost_usd, 1 + 240 * 10.0 / 3600 + 2340 * 3.0 / 3600, 1e-4,
                       "UP: $1 spot + $0.6667 on demand + $1.95 spot");
@@ -320,7 +320,7 @@ static void test_gang_and_newest(void)
     spw_sim_summary_t s;
     is(run(&f, &p, &g, &rt, 1, &w, &s), 0, "gang: runs");
     ok(g.state == SPW_JOB_DONE && g.instances == 2, "gang: done on 2 instances");
-    is(g.preemptions, 1, "gang: preempted once, as a whole");
+    is(spw_job_rare(&g)->preemptions, 1, "gang: preempted once, as a whole");
     is_double(g.end_s, 4920, EPS, "gang: ends at t=4920");
     is_double(g.cost_usd, 2 * 3720 * 3.0 / 3600, EPS, "gang: $6.20");
     is_double(s.spot_gpu_hours, 2 * 3720 / 3600.0, EPS, "gang: 7440 spot GPU-seconds");
@@ -332,9 +332,9 @@ static void test_gang_and_newest(void)
     job_init(&j[1], "b", 100, 3600, 1, 2);
     j[0].spot_mode = j[1].spot_mode = SPW_SPOTMODE_ALWAYS;
     is(run(&f, &p, j, rt2, 2, &w, &s), 0, "newest: runs");
-    ok(j[0].preemptions == 0 && j[1].preemptions == 1, "newest: b, placed last, is preempted");
+    ok(spw_job_rare(&j[0])->preemptions == 0 && spw_job_rare(&j[1])->preemptions == 1, "newest: b, placed last, is preempted");
     is_double(j[0].end_s, 3660, EPS, "newest: a ends at t=3660");
-    is_double(j[1].done_s, 1040, EPS, "newest: b kept 1040 s");
+    is_double(spw_job_rare(&j[1])->done_s, 1040, EPS, "newest: b kept 1040 s");
     is_double(j[1].end_s, 5020, EPS, "newest: b ends at t=5020");
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
@@ -439,8 +439,8 @@ static void test_node_failure(void)
         spw_sim_summary_t s;
         is(run(&f, &p, j, rt, 2, &w, &s), 0, "%s: runs", name);
         ok(j[0].state == SPW_JOB_DONE && j[0].offer == 0, "%s: a ends in the cloud", name);
-        is(j[0].failures, 1, "%s: a lost its node once", name);
-        is_double(j[0].done_s, 2000, EPS, "%s: a kept 2000 s", name);
+        is(spw_job_rare(&j[0])->failures, 1, "%s: a lost its node once", name);
+        is_double(spw_job_rare(&j[0])->done_s, 2000, EPS, "%s: a kept 2000 s", name);
         is_double(j[0].start_s, k ? 2000 : 3000, EPS, "%s: a restarts at t=%d", name,
                   k ? 2000 : 3000);
         is_double(j[0].end_s, k ? 4000 : 5000, EPS, "%s: a ends at t=%d", name, k ? 4000 : 5000);
@@ -668,12 +668,12 @@ static void test_properties(void)
         double spot_usd = 0, cloud_usd = 0;
         for (size_t i = 0; i < x->n; i++) {
             const spw_job_t *j = &x->j[i];
-            np += j->preemptions;
-            nf += j->failures;
+            np += spw_job_rare(j)->preemptions;
+            nf += spw_job_rare(j)->failures;
             nfail += j->state == SPW_JOB_FAILED;
             /* Every attempt counts in the summary, a failed job's too. */
-            spot_usd += j->spot_gpu_s * 3.0 / 3600;
-            cloud_usd += (j->spot_gpu_s * 3.0 + j->ondemand_gpu_s * 10.0) / 3600;
+            spot_usd += spw_job_rare(j)->spot_gpu_s * 3.0 / 3600;
+            cloud_usd += (spw_job_rare(j)->spot_gpu_s * 3.0 + spw_job_rare(j)->ondemand_gpu_s * 10.0) / 3600;
             /* Each job ends done or failed (no budgets here). */
             if (j->state != SPW_JOB_DONE && j->state != SPW_JOB_FAILED) {
                 if (bad_end++ < 3)
@@ -682,15 +682,15 @@ static void test_properties(void)
                 continue;
             }
             if (j->state == SPW_JOB_FAILED) {
-                if (j->preemptions + j->failures != x->p.max_restarts + 1 && bad_failed++ < 3)
+                if (spw_job_rare(j)->preemptions + spw_job_rare(j)->failures != x->p.max_restarts + 1 && bad_failed++ < 3)
                     diag("seed %llu job %zu: failed after %u interruptions, max_restarts %u",
-                         (unsigned long long)seed, i, j->preemptions + j->failures,
+                         (unsigned long long)seed, i, spw_job_rare(j)->preemptions + spw_job_rare(j)->failures,
                          x->p.max_restarts);
                 continue;
             }
             /* The last attempt ran its overhead (none for a first start
              * on-prem) and what was left. */
-            double want = (j->offer >= 0 || j->restarts ? overhead : 0) + x->rt[i] - j->done_s;
+            double want = (j->offer >= 0 || spw_job_rare(j)->restarts ? overhead : 0) + x->rt[i] - spw_job_rare(j)->done_s;
             if (fabs((j->end_s - j->start_s) - want) > EPS && bad_work++ < 3)
                 diag("seed %llu job %zu: last attempt %.6f s, want %.6f",
                      (unsigned long long)seed, i, j->end_s - j->start_s, want);
@@ -698,18 +698,18 @@ static void test_properties(void)
              * finishing or by a node failure): paid GPU-seconds = the work,
              * the work lost, and one overhead per attempt, exact without
              * overhead. */
-            if (j->failures == 0 && j->offer >= 0) {
+            if (spw_job_rare(j)->failures == 0 && j->offer >= 0) {
                 checked++;
-                interrupted += j->preemptions > 0;
-                double paid = j->spot_gpu_s + j->ondemand_gpu_s;
-                double work = j->gpus * x->rt[i] + j->lost_gpu_s;
+                interrupted += spw_job_rare(j)->preemptions > 0;
+                double paid = spw_job_rare(j)->spot_gpu_s + spw_job_rare(j)->ondemand_gpu_s;
+                double work = j->gpus * x->rt[i] + spw_job_rare(j)->lost_gpu_s;
                 double lo = work + j->gpus * overhead;
-                double hi = work + j->gpus * overhead * (j->restarts + 1) + 1e-6;
+                double hi = work + j->gpus * overhead * (spw_job_rare(j)->restarts + 1) + 1e-6;
                 if (!(paid >= lo - 1e-6 && paid <= hi) && bad_work++ < 3)
                     diag("seed %llu job %zu: paid %.3f GPU-s, work %.3f (+overhead %.0f)",
                          (unsigned long long)seed, i, paid, work, overhead);
                 /* Cost = paid seconds x price (both offers: $3 spot, $10). */
-                double usd = (j->spot_gpu_s * 3.0 + j->ondemand_gpu_s * 10.0) / 3600;
+                double usd = (spw_job_rare(j)->spot_gpu_s * 3.0 + spw_job_rare(j)->ondemand_gpu_s * 10.0) / 3600;
                 if (fabs(usd - j->cost_usd) > 1e-6 * fmax(1, usd) && bad_cost++ < 3)
                     diag("seed %llu job %zu: cost %.9f, paid seconds x price %.9f",
                          (unsigned long long)seed, i, j->cost_usd, usd);
@@ -776,7 +776,7 @@ static void test_rate(void)
     is(run(&f, &p, &j2, &rt, 1, &w, &s2), 0, "rate: runs again");
     ok(j.state == SPW_JOB_DONE && s.preemptions >= 2, "rate: done after %zu preemptions",
        s.preemptions);
-    is_double(j.spot_gpu_s, rt, EPS, "rate: continuous: paid exactly its 4 h on spot");
+    is_double(spw_job_rare(&j)->spot_gpu_s, rt, EPS, "rate: continuous: paid exactly its 4 h on spot");
     ok(same_run(&s, &s2, &j, &j2, 1), "rate: the same seed gives the same run");
     w.seed = 8;
     run(&f, &p, &j2, &rt, 1, &w, &s2);
@@ -919,7 +919,7 @@ static void test_safety_net_exact(void)
             jobs += s.jobs_deadline;
             missed += s.deadline_missed;
             for (size_t i = 0; i < n; i++) {
-                ondemand += j[i].ondemand_gpu_s > 0;
+                ondemand += spw_job_rare(&j[i])->ondemand_gpu_s > 0;
                 if (j[i].state == SPW_JOB_DONE && j[i].end_s <= j[i].deadline_s + tol[i])
                     continue;
                 if (late++ < 3)
