@@ -299,6 +299,7 @@ int main(void)
             if (j->state != SPW_JOB_DONE || j->placed_s > bound)
                 starve++;
         }
+        spw_jobs_clear(w.jobs, w.n);
         free(w.jobs);
         free(w.end);
         free(w.run_s);
