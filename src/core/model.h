@@ -403,9 +403,10 @@ typedef struct spw_job_links {
  * write of a value other than the default (spw_job_rare_w); a job without
  * one reads the defaults (spw_job_rare).
  *
- * Ownership: the job owns its side record.  spw_job_reset and
- * spw_job_clear free it; whoever frees a job (the trace's spw_trace_free,
- * the daemon's job free) calls spw_job_clear first.  A shallow copy of a
+ * Ownership: the job owns its side record.  spw_job_clear frees it
+ * (spw_job_reset keeps it, back at the defaults, for the next run); whoever
+ * frees a job (the trace's spw_trace_free, the daemon's job free) calls
+ * spw_job_clear first.  A shallow copy of a
  * job (memcpy of a trace) shares the pointer: the copy must set rare to
  * NULL (or the original forget it) before either is reset or cleared. */
 typedef struct spw_job_rare {
@@ -533,8 +534,8 @@ void spw_jobs_copy(spw_job_t *dst, const spw_job_t *src, size_t n);
 
 /* Resets the engine-written fields so the same job can be submitted to a
  * fresh engine (the simulator replays one trace under several policies).
- * It frees the side record (spw_job_clear): the caller-set bill_usd and
- * billed go with it. */
+ * Its side record, if any, is kept with every field at its default (the
+ * caller-set bill_usd and billed too). */
 void spw_job_reset(spw_job_t *j);
 
 #endif
