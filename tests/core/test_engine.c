@@ -925,6 +925,48 @@ static void test_zero_wait(void)
 
 /* Never fits on-prem: burst at once whatever the wait; no place at all:
  * unschedulable. */
+/* The side record (spw_job_rare_t): a job that stays on-prem never gets
+ * one; a cloud job does; spw_job_reset keeps it at the defaults;
+ * spw_jobs_copy does not share it; spw_job_clear frees it. */
+static void test_side_record(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, NULL, 4, "A100", 1.0);
+    add_offer(&f, "p4d", "A100", 8, 32.0, 90);
+    spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
+                                        SPW_FIT_FIRST, "constant:1000"));
+    spw_job_t on = {0}, big = {0}, copy = {0};
+    job_init(&on, "on", 0, 3600, 4, 0);
+    job_init(&big, "big", 0, 3600, 8, 1);
+    spw_engine_submit(e, &on, 0);
+    spw_engine_submit(e, &big, 0);
+    is(sched(e, 0), 2, "side record: both placed");
+    ok(on.state == SPW_JOB_ONPREM && big.state == SPW_JOB_CLOUD, "side record: on-prem and cloud");
+    ok(on.rare == NULL, "side record: none for the on-prem job");
+    ok(big.rare != NULL && big.rare->reserved_usd > 0 && big.rare->charge_s == 0,
+       "side record: the cloud job's record holds its reservation and budget period");
+    spw_engine_finish(e, &on, 3600);
+    spw_engine_finish(e, &big, 3690);
+    ok(on.rare == NULL, "side record: still none once the on-prem job is done");
+    ok(spw_job_rare(&on)->last_offer == -1 && isnan(spw_job_rare(&on)->charge_s)
+           && spw_job_rare(&on)->egress_usd == 0,
+       "side record: a job without one reads the defaults");
+    spw_jobs_copy(&copy, &big, 1);
+    ok(copy.rare == NULL && copy.cost_usd == big.cost_usd,
+       "side record: a copy has the job's fields but not its record");
+    spw_job_rare_t *kept = big.rare;
+    spw_job_rare_w(&big)->restarts = 3;
+    spw_job_reset(&big);
+    ok(big.rare == kept && spw_job_rare(&big)->restarts == 0 && isnan(big.rare->charge_s)
+           && big.rare->last_offer == -1,
+       "side record: reset keeps it, back at the defaults");
+    spw_job_clear(&big);
+    ok(big.rare == NULL, "side record: clear frees it");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+}
+
 static void test_never_fits(void)
 {
     spw_fleet_t f;
@@ -1851,6 +1893,7 @@ int main(void)
     test_instant_order();
     test_zero_wait();
     test_never_fits();
+    test_side_record();
     test_models();
     test_cheapest_offer();
     test_onprem_cost();
