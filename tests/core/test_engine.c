@@ -923,24 +923,29 @@ static void test_zero_wait(void)
     spw_job_clear(&x);
 }
 
-/* Never fits on-prem: burst at once whatever the wait; no place at all:
- * unschedulable. */
+/* One 4-GPU A100 node and an 8-GPU A100 offer at $32/h with a 90 s boot. */
+static void node_and_offer(spw_fleet_t *f)
+{
+    spw_fleet_init(f);
+    add_pool(f, "p", 1, NULL, 4, "A100", 1.0);
+    add_offer(f, "p4d", "A100", 8, 32.0, 90);
+}
+
 /* The side record (spw_job_rare_t): a job that stays on-prem never gets
  * one; a cloud job does; spw_job_reset keeps it at the defaults;
  * spw_jobs_copy does not share it; spw_job_clear frees it. */
 static void test_side_record(void)
 {
+    spw_job_t on = {0}, big = {0}, copy = {0};
+    job_init(&on, "on", 0, 3600, 4, 0);      /* fits the node */
+    job_init(&big, "big", 0, 3600, 8, 1);    /* never fits it: bursts */
     spw_fleet_t f;
-    spw_fleet_init(&f);
-    add_pool(&f, "p", 1, NULL, 4, "A100", 1.0);
-    add_offer(&f, "p4d", "A100", 8, 32.0, 90);
+    node_and_offer(&f);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:1000"));
-    spw_job_t on = {0}, big = {0}, copy = {0};
-    job_init(&on, "on", 0, 3600, 4, 0);
-    job_init(&big, "big", 0, 3600, 8, 1);
-    spw_engine_submit(e, &on, 0);
-    spw_engine_submit(e, &big, 0);
+    spw_job_t *both[] = {&on, &big};
+    for (int i = 0; i < 2; i++)
+        spw_engine_submit(e, both[i], 0);
     is(sched(e, 0), 2, "side record: both placed");
     ok(on.state == SPW_JOB_ONPREM && big.state == SPW_JOB_CLOUD, "side record: on-prem and cloud");
     ok(on.rare == NULL, "side record: none for the on-prem job");
@@ -967,12 +972,12 @@ static void test_side_record(void)
     spw_fleet_clear(&f);
 }
 
+/* Never fits on-prem: burst at once whatever the wait; no place at all:
+ * unschedulable. */
 static void test_never_fits(void)
 {
     spw_fleet_t f;
-    spw_fleet_init(&f);
-    add_pool(&f, "p", 1, NULL, 4, "A100", 1.0);
-    add_offer(&f, "p4d", "A100", 8, 32.0, 90);
+    node_and_offer(&f);
     uint64_t h100 = mask_of(&f, "H100");
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:1000"));
