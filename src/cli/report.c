@@ -533,13 +533,14 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
         const spw_job_t *j = &t->jobs[i];
         /* spot: its last placement was a cloud one on spot capacity. */
         int spot = j->spot && j->offer >= 0;
+        const spw_job_rare_t *x = spw_job_rare(j);
         if (j->state != SPW_JOB_DONE) {
             csv_field(f, j->id);
             /* Its cost too: attempts before it was rejected or failed were paid. */
             fprintf(f, ",%.3f,,,%s,,%.6f,", j->submit_s, spw_job_state_name(j->state),
                     j->cost_usd);
             csv_field(f, spw_reason_text(j->reason));
-            fprintf(f, ",%u,%d,%u,%.3f,%s\n", j->held, spot, j->restarts, j->lost_s,
+            fprintf(f, ",%u,%d,%u,%.3f,%s\n", x->held, spot, x->restarts, x->lost_s,
                     spw_job_state_name(j->state));
             continue;
         }
@@ -560,7 +561,7 @@ int spw_report_jobs_csv(const char *path, const spw_trace_t *t, const spw_fleet_
         csv_field(f, place);
         fprintf(f, ",%.3f,%.6f,", j->start_s - j->submit_s, j->cost_usd);
         csv_field(f, spw_reason_text(j->reason));
-        fprintf(f, ",%u,%d,%u,%.3f,%s\n", j->held, spot, j->restarts, j->lost_s,
+        fprintf(f, ",%u,%d,%u,%.3f,%s\n", x->held, spot, x->restarts, x->lost_s,
                 j->stopped_max_run ? "stopped_max_runtime" : "done");
     }
     if (out ? fflush(f) != 0 : fclose(f) != 0)

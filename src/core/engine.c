@@ -856,7 +856,7 @@ static inline double job_speed(const spw_job_t *j)
  * attempts kept, never below 0. */
 static inline double est_left(const spw_job_t *j)
 {
-    double left = j->est_runtime_s - j->done_s;
+    double left = j->est_runtime_s - spw_job_rare(j)->done_s;
     return left > 0 ? left : 0;
 }
 
@@ -1042,10 +1042,14 @@ static void start_onprem(spw_engine_t *e, jclass_t *c, spw_job_t *j, place_t pl,
     double egress = data_cost(e, j->data, pl.pool, -1, now, &gb, &tr);
     j->placed_s = now;
     j->start_s = now + tr;
-    j->transfer_s = tr;
-    j->egress_usd += egress;
-    j->onprem_egress_usd += egress;
-    j->egress_gb += gb;
+    if (tr != 0 || egress != 0 || gb != 0 || j->rare) {
+        /* A job that moves no data keeps no side record (model.h). */
+        spw_job_rare_t *x = spw_job_rare_w(j);
+        x->transfer_s = tr;
+        x->egress_usd += egress;
+        x->onprem_egress_usd += egress;
+        x->egress_gb += gb;
+    }
     j->cost_usd += egress;
     spw_govrt_egress_paid(e->gov, (int)j->team - 1, now, egress);
     if (gb > 0)
@@ -1184,13 +1188,14 @@ static int same_region(const spw_offer_t *a, const spw_offer_t *b)
  * its region, the rest; next_region: other regions, then its region. */
 static int recovery_tier(const spw_engine_t *e, const spw_job_t *j, uint32_t oi)
 {
-    if (j->last_offer < 0 || (size_t)j->last_offer >= e->fleet->noffers)
+    int32_t last = spw_job_rare(j)->last_offer;
+    if (last < 0 || (size_t)last >= e->fleet->noffers)
         return 0;
-    const spw_offer_t *lost = &e->fleet->offers[j->last_offer], *o = &e->fleet->offers[oi];
+    const spw_offer_t *lost = &e->fleet->offers[last], *o = &e->fleet->offers[oi];
     int same = same_region(lost, o);
     if (e->policy.recovery == SPW_RECOVERY_NEXT_REGION)
         return same;
-    return (int)oi == j->last_offer ? 0 : same ? 1 : 2;
+    return (int)oi == spw_job_rare(j)->last_offer ? 0 : same ? 1 : 2;
 }
 
 /* Why pick_offer found no offer, besides budgets and caps. */
@@ -1218,7 +1223,7 @@ static spw_admit_t pick_offer(const spw_engine_t *e, const jclass_t *c, const sp
     /* Offers are sorted by price: without data to weigh, the first one
      * admitted is the best; a refusal by spend rate holds for every dearer
      * offer, and so does a budget's when they all boot alike. */
-    int sorted = (!c->data || !e->policy.gravity) && j->last_offer < 0;
+    int sorted = (!c->data || !e->policy.gravity) && spw_job_rare(j)->last_offer < 0;
     const uint32_t *list = spot ? c->soffers : c->offers;
     uint32_t nlist = spot ? c->nsoffers : c->noffers;
     int late_ok = !isfinite(j->deadline_s) ||
@@ -1281,13 +1286,14 @@ static void start_cloud(spw_engine_t *e, spw_job_t *j, const cloud_pick_t *pk,
     j->speed = c_offer_speed(e, &e->cls[j->l->cls], pk->offer);
     e->held_inst[pk->spot][pk->offer] += pk->inst;
     j->placed_s = now;
-    j->transfer_s = pk->transfer_s;
+    spw_job_rare_t *x = spw_job_rare_w(j);
+    x->transfer_s = pk->transfer_s;
     j->start_s = now + o->boot_delay_s + pk->transfer_s;
-    j->reserved_usd = pk->ch.usd + pk->ch.egress_usd;
-    j->charge_s = now;
+    x->reserved_usd = pk->ch.usd + pk->ch.egress_usd;
+    x->charge_s = now;
     j->l->att_egress_usd = pk->ch.egress_usd;
-    j->egress_usd += pk->ch.egress_usd;
-    j->egress_gb += pk->gb;
+    x->egress_usd += pk->ch.egress_usd;
+    x->egress_gb += pk->gb;
     spw_govrt_reserve(e->gov, (int)j->team - 1, now, &pk->ch);
     if (pk->gb > 0)
         spw_govrt_data_placed(e->gov, (int)j->data - 1, -1, (int)pk->offer, now);
@@ -1386,7 +1392,8 @@ static void refused(spw_engine_t *e, jclass_t *c, spw_job_t *j, spw_admit_t a, d
         x = team >= 0 && e->fleet->gov.teams[team].on_exhausted == SPW_EXHAUSTED_REJECT
                 ? SPW_EXHAUSTED_REJECT
                 : SPW_EXHAUSTED_ONPREM_ONLY;
-    j->held += !unfinishable;
+    if (!unfinishable)
+        spw_job_rare_w(j)->held++;
     spw_reason_t never = unfinishable ? SPW_REASON_CANNOT_FINISH : SPW_REASON_OVER_LIMIT;
     if (x == SPW_EXHAUSTED_REJECT || (x == SPW_EXHAUSTED_ONPREM_ONLY && c->never_onprem)) {
         if (in_queue)
@@ -1488,7 +1495,7 @@ static int spot_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *
         return 0;
     v->inst = SPW_SPOT_IDLE;
     v->elapsed_s = now - j->submit_s;
-    v->done_s = j->done_s / c->min_speed;
+    v->done_s = spw_job_rare(j)->done_s / c->min_speed;
     return 1;
 }
 
@@ -1741,7 +1748,7 @@ static int od_view(const spw_engine_t *e, const jclass_t *c, const spw_job_t *j,
         return 0;
     double run = (now - j->start_s - spw_engine_overhead_s(e, j)) * job_speed(j);
     v->inst = SPW_SPOT_ONDEMAND;
-    v->done_s = (j->done_s + (run > 0 ? run : 0)) / c->min_speed;
+    v->done_s = (spw_job_rare(j)->done_s + (run > 0 ? run : 0)) / c->min_speed;
     return v->done_s < sj->work_s;   /* past its estimate: nothing to move */
 }
 
@@ -2507,7 +2514,7 @@ static void proj_take(const spw_engine_t *e, predict_t *pr, pjob_t *q, place_t p
     const spw_job_t *j = q->job;
     const pool_t *p = &e->pools[pl.pool];
     uint16_t *f = pr->freeg[pl.pool];
-    double end = t + (j->restarts ? e->policy.restart_overhead_s : 0) +
+    double end = t + (spw_job_rare(j)->restarts ? e->policy.restart_overhead_s : 0) +
                  est_left(j) / c_pool_speed(e, q->c, (uint32_t)pl.pool);
     q->start = t;
     if (!pl.multi) {
@@ -3075,7 +3082,7 @@ static spw_charge_t held_charge(const spw_engine_t *e, const spw_job_t *j)
     const spw_offer_t *o = &e->fleet->offers[j->offer];
     double usd_h = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h);
     spw_charge_t c = {
-        .usd = j->reserved_usd - j->l->att_egress_usd,
+        .usd = spw_job_rare(j)->reserved_usd - j->l->att_egress_usd,
         .egress_usd = j->l->att_egress_usd,
         .usd_per_h = usd_h,
         .gpus = spw_offer_committed(o) ? 0 : (double)j->instances * o->gpus,
@@ -3111,21 +3118,21 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
         /* Billed from the instance being up (boot is not billed here),
          * through the data transfer, to now; never above the reservation:
          * the caller stops a job at its max_runtime. */
-        double hours = (now - (j->start_s - j->transfer_s)) / 3600.0;
+        double hours = (now - (j->start_s - spw_job_rare(j)->transfer_s)) / 3600.0;
         if (!(hours > 0))
             hours = 0;
         const spw_offer_t *o = &e->fleet->offers[j->offer];
         double gpu_s = hours * 3600.0 * j->instances * o->gpus;
         if (j->spot)
-            j->spot_gpu_s += gpu_s;
+            spw_job_rare_w(j)->spot_gpu_s += gpu_s;
         else if (!spw_offer_committed(o))
-            j->ondemand_gpu_s += gpu_s;
+            spw_job_rare_w(j)->ondemand_gpu_s += gpu_s;
         uint32_t *held = &e->held_inst[j->spot][j->offer];
         *held = *held >= j->instances ? *held - j->instances : 0;
         if (j->spot)
             e->spot_dirty = e->od_dirty = 1;      /* spot capacity freed */
         spw_charge_t res = held_charge(e, j), act = res;
-        act.usd = j->billed ? j->bill_usd : hours * res.usd_per_h;
+        act.usd = spw_job_rare(j)->billed ? spw_job_rare(j)->bill_usd : hours * res.usd_per_h;
         if (e->money_limits)
             act.usd = fmin(act.usd, res.usd);
         /* A commitment is paid used or idle, outside budgets: the job's
@@ -3135,12 +3142,13 @@ static void release(spw_engine_t *e, spw_job_t *j, double now)
             act.usd = 0;
             committed = gpu_s / 3600.0 * o->commit_usd_per_gpu_h;
         }
-        spw_govrt_settle(e->gov, (int)j->team - 1, j->charge_s, &res, &act);
+        spw_govrt_settle(e->gov, (int)j->team - 1, spw_job_rare(j)->charge_s, &res, &act);
         if (e->egress_gate && act.egress_usd < res.egress_usd)
             e->dirty = 1;        /* egress came back: a copy may fit now */
         j->cost_usd += act.usd + act.egress_usd + committed;
-        j->reserved_usd = 0;
-        j->charge_s = NAN;
+        spw_job_rare_t *x = spw_job_rare_w(j);
+        x->reserved_usd = 0;
+        x->charge_s = NAN;
         j->l->att_egress_usd = 0;
         /* Money and capacity came back: the team's held bursts, and those
          * waiting for an organisation cap, may go now. */
@@ -3214,30 +3222,31 @@ int spw_engine_interrupt(spw_engine_t *e, spw_job_t *j, spw_interrupt_t why, dou
         run = 0;
     /* A switch is a clean stop: the job saves all its progress first. */
     double kept = why == SPW_INTERRUPT_SWITCH
-                      ? j->done_s + run
-                      : spw_ckpt_kept_s(j->checkpoint_interval_s, j->done_s, run);
-    double lost = j->done_s + run - kept;
-    j->lost_s += lost;
-    j->lost_gpu_s += lost * j->gpus;
-    j->done_s = kept;
+                      ? spw_job_rare(j)->done_s + run
+                      : spw_ckpt_kept_s(j->checkpoint_interval_s, spw_job_rare(j)->done_s, run);
+    double lost = spw_job_rare(j)->done_s + run - kept;
+    spw_job_rare_t *x = spw_job_rare_w(j);
+    x->lost_s += lost;
+    x->lost_gpu_s += lost * j->gpus;
+    x->done_s = kept;
     if (why == SPW_INTERRUPT_PREEMPTED || why == SPW_INTERRUPT_RECLAIMED) {
-        j->preemptions++;
+        x->preemptions++;
         if (j->state == SPW_JOB_CLOUD)
-            j->last_offer = j->offer;
+            x->last_offer = j->offer;
     } else if (why == SPW_INTERRUPT_NODE_FAILED) {
-        j->failures++;
+        x->failures++;
     }
     release(e, j, now);
     unplace(j);
     jclass_t *c = &e->cls[j->l->cls];
-    if ((uint64_t)j->preemptions + j->failures > e->policy.max_restarts) {
+    if ((uint64_t)x->preemptions + x->failures > e->policy.max_restarts) {
         j->state = SPW_JOB_FAILED;
         j->reason = SPW_REASON_MAX_RESTARTS;
         j->end_s = now;
         links_drop(e, j);
         return 1;
     }
-    j->restarts++;
+    x->restarts++;
     double wait = wait_for(e, j) + gravity_wait(e, c, j, now);
     if (why == SPW_INTERRUPT_PREEMPTED) {
         /* Its wait is over: on-prem if the pass finds room, else the cloud. */
@@ -3363,16 +3372,17 @@ static int restore(spw_engine_t *e, spw_job_t *j)
         if (j->offer < 0 || (size_t)j->offer >= e->fleet->noffers || j->instances == 0)
             return -1;
         /* Its reservation holds again, in the period it was placed in. */
-        if (isnan(j->charge_s))
-            j->charge_s = j->placed_s;
-        if (!(j->reserved_usd > 0)) {
+        spw_job_rare_t *x = spw_job_rare_w(j);
+        if (isnan(x->charge_s))
+            x->charge_s = j->placed_s;
+        if (!(x->reserved_usd > 0)) {
             const spw_offer_t *o = &e->fleet->offers[j->offer];
-            j->reserved_usd = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h) *
+            x->reserved_usd = j->instances * (j->spot ? o->spot_usd_per_h : o->ondemand_usd_per_h) *
                               (o->boot_delay_s + worst_run_s(e, j)) / 3600.0;
         }
-        j->l->att_egress_usd = fmin(j->egress_usd, j->reserved_usd);
+        j->l->att_egress_usd = fmin(spw_job_rare(j)->egress_usd, spw_job_rare(j)->reserved_usd);
         spw_charge_t ch = held_charge(e, j);
-        spw_govrt_reserve(e->gov, (int)j->team - 1, j->charge_s, &ch);
+        spw_govrt_reserve(e->gov, (int)j->team - 1, spw_job_rare(j)->charge_s, &ch);
         e->held_inst[!!j->spot][j->offer] += j->instances;
         j->l->cls = ci;
         if (!j->spot)
@@ -3670,7 +3680,8 @@ double spw_engine_next_wakeup(spw_engine_t *e)
 
 double spw_engine_overhead_s(const spw_engine_t *e, const spw_job_t *j)
 {
-    return j->state == SPW_JOB_CLOUD || j->restarts ? e->policy.restart_overhead_s : 0;
+    return j->state == SPW_JOB_CLOUD || spw_job_rare(j)->restarts ? e->policy.restart_overhead_s
+                                                                  : 0;
 }
 
 double spw_engine_max_runtime(const spw_engine_t *e, const spw_job_t *j)

@@ -373,11 +373,12 @@ void spw_fair_team(const spw_fair_t *f, uint32_t team, double now, spw_fair_team
  * last checkpoint. */
 static double loss_s(const spw_fair_t *f, const spw_job_t *v, double now)
 {
-    double over = v->restarts ? f->restart_overhead_s : 0;
+    double over = spw_job_rare(v)->restarts ? f->restart_overhead_s : 0;
     double run = (now - v->start_s - over) * (v->speed > 0 ? v->speed : 1);
     if (!(run > 0))
         return 0;
-    return v->done_s + run - spw_ckpt_kept_s(v->checkpoint_interval_s, v->done_s, run);
+    double done = spw_job_rare(v)->done_s;
+    return done + run - spw_ckpt_kept_s(v->checkpoint_interval_s, done, run);
 }
 
 static int victim_before(const spw_fair_t *f, const spw_job_t *a, const spw_job_t *b, double now)

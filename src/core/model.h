@@ -396,6 +396,54 @@ typedef struct spw_job_links {
     double reclaim_at_s;        /* a reclaim preempts it at this time; 0 = none */
 } spw_job_links_t;
 
+/* What only some jobs ever write: a job's cloud placement, egress and
+ * data transfer, interruptions, holds, and the daemon's provider bill.  A
+ * trace holds millions of jobs and nearly all of them stay on-prem, so
+ * these live in a side record the job points at, allocated on the first
+ * write of a value other than the default (spw_job_rare_w); a job without
+ * one reads the defaults (spw_job_rare).
+ *
+ * Ownership: the job owns its side record.  spw_job_clear frees it
+ * (spw_job_reset keeps it, back at the defaults, for the next run); whoever
+ * frees a job (the trace's spw_trace_free, the daemon's job free) calls
+ * spw_job_clear first.  A shallow copy of a
+ * job (memcpy of a trace) shares the pointer: the copy must set rare to
+ * NULL (or the original forget it) before either is reset or cleared. */
+typedef struct spw_job_rare {
+    double egress_usd;          /* egress and cache storage, all attempts; 0 */
+    double egress_gb;           /* data moved, all attempts, GB; 0 */
+    double onprem_egress_usd;   /* the part of egress_usd paid to copy data into
+                                   on-prem pools: outside every budget and cap; 0 */
+    double transfer_s;          /* data transfer before the current attempt runs
+                                   (included in start_s), seconds; 0 */
+    double reserved_usd;        /* worst case the current cloud placement holds
+                                   (compute + egress); 0 = none */
+    double charge_s;            /* when the current cloud placement was made
+                                   (its budget period); NAN = none */
+    /* Interruptions (spw_engine_interrupt): */
+    double done_s;              /* work kept from interrupted attempts (up to
+                                   their last checkpoint), seconds; the current
+                                   attempt has est/true runtime - done_s left,
+                                   after the policy's restart overhead; 0 */
+    double lost_s;              /* work lost to interruptions, seconds; 0 */
+    double lost_gpu_s;          /* the same in GPU-seconds (GPUs it held); 0 */
+    double spot_gpu_s;          /* paid spot GPU-seconds, every attempt; 0 */
+    double ondemand_gpu_s;      /* paid on-demand GPU-seconds, every attempt; 0 */
+    double bill_usd;            /* set by the caller, with billed = 1: the cloud
+                                   compute this attempt was really billed (the
+                                   daemon's provider bill), which settles it
+                                   instead of the engine's own estimate; set
+                                   before finish/requeue/cancel; 0 */
+    uint32_t restarts;          /* attempts begun after an interruption or a
+                                   move to spot (spw_engine_switches); 0 */
+    uint32_t preemptions;       /* cloud attempts preempted; 0 */
+    uint32_t failures;          /* on-prem attempts ended by a node failure; 0 */
+    uint32_t held;              /* times a budget or cap held its burst; 0 */
+    int32_t last_offer;         /* offer of the last preempted attempt (for
+                                   recovery), -1 = none */
+    uint8_t billed;             /* set by the caller: bill_usd is set; 0 */
+} spw_job_rare_t;
+
 struct spw_job {
     /* ---- set by the caller before spw_engine_submit ---- */
     const char *id;             /* borrowed; unique */
@@ -419,15 +467,10 @@ struct spw_job {
     uint64_t labels;            /* governance label bits the job carries */
     double max_runtime_s;       /* stopped once it has run this long; 0 or NAN =
                                    the governance default; the cloud worst case */
-    double bill_usd;            /* with billed = 1: the cloud compute this attempt
-                                   was really billed (the daemon's provider bill),
-                                   which settles it instead of the engine's own
-                                   estimate; set before finish/requeue/cancel */
     double checkpoint_interval_s; /* progress is saved every this many seconds
                                    of running; 0 = never: an interrupted job
                                    restarts from scratch; SPW_CKPT_CONTINUOUS
                                    = nothing is ever lost */
-    uint8_t billed;             /* bill_usd is set */
     uint8_t spot_mode;          /* spw_spot_mode_t; AUTO (0): as its spot
                                    policy decides */
     uint8_t spot_policy;        /* spw_spot_policy_t + 1; 0 = the policy's */
@@ -447,46 +490,52 @@ struct spw_job {
     uint32_t alloc_gpus;        /* GPUs held on-prem (whole nodes for a multi-node job) */
     int32_t offer;              /* cloud offer, -1 if none */
     uint32_t instances;         /* cloud instances held */
-    uint32_t held;              /* times a budget or cap held its burst */
     double placed_s;            /* when the engine placed it */
     double start_s;             /* when it starts running (after boot in the cloud) */
     double end_s;               /* when it finished */
     double cost_usd;            /* settled cost of every attempt so far: amortised
                                    on-prem or cloud compute, plus egress */
-    double egress_usd;          /* egress and cache storage, all attempts */
-    double egress_gb;           /* data moved, all attempts */
-    double onprem_egress_usd;   /* the part of egress_usd paid to copy data into
-                                   on-prem pools: outside every budget and cap */
-    double transfer_s;          /* data transfer before the current attempt runs
-                                   (included in start_s) */
-    double reserved_usd;        /* worst case the current cloud placement holds
-                                   (compute + egress); 0 = none */
-    double charge_s;            /* when the current cloud placement was made
-                                   (its budget period); NAN = none */
     double speed;               /* work seconds per wall-clock second of the
                                    current placement: spw_fleet_speed of its
                                    GPU model (1 before any placement) */
-    /* Interruptions (spw_engine_interrupt): */
-    double done_s;              /* work kept from interrupted attempts (up to
-                                   their last checkpoint), seconds; the current
-                                   attempt has est/true runtime - done_s left,
-                                   after the policy's restart overhead */
-    double lost_s;              /* work lost to interruptions, seconds */
-    double lost_gpu_s;          /* the same in GPU-seconds (GPUs it held) */
-    double spot_gpu_s;          /* paid spot GPU-seconds, every attempt */
-    double ondemand_gpu_s;      /* paid on-demand GPU-seconds, every attempt */
-    uint32_t restarts;          /* attempts begun after an interruption or a
-                                   move to spot (spw_engine_switches) */
-    uint32_t preemptions;       /* cloud attempts preempted */
-    uint32_t failures;          /* on-prem attempts ended by a node failure */
-    int32_t last_offer;         /* offer of the last preempted attempt (for
-                                   recovery), -1 = none */
     spw_job_links_t *l;         /* engine-private; NULL while the job is not
                                    in an engine (before submit, once final) */
+    spw_job_rare_t *rare;       /* owned; NULL = every field at its default
+                                   (read with spw_job_rare) */
 };
 
+/* The defaults a job without a side record reads. */
+extern const spw_job_rare_t spw_job_rare_none;
+
+/* j's rarely written fields, for reading: its side record or the defaults. */
+static inline const spw_job_rare_t *spw_job_rare(const spw_job_t *j)
+{
+    return j->rare ? j->rare : &spw_job_rare_none;
+}
+
+/* Allocates j's side record, with the defaults (spw_job_rare_w's slow path). */
+spw_job_rare_t *spw_job_rare_alloc(spw_job_t *j);
+
+/* j's rarely written fields, for writing: allocated on first use.  A write
+ * that may leave a value at its default (0 += 0) should test first, so a
+ * job that never needs a side record does not get one. */
+static inline spw_job_rare_t *spw_job_rare_w(spw_job_t *j)
+{
+    return j->rare ? j->rare : spw_job_rare_alloc(j);
+}
+
+/* Frees j's side record (the fields read their defaults again). */
+void spw_job_clear(spw_job_t *j);
+/* spw_job_clear of jobs[0 .. n). */
+void spw_jobs_clear(spw_job_t *jobs, size_t n);
+/* Copies n jobs from src to dst as memcpy does, but without their side
+ * records (dst's read the defaults; src keeps its own). */
+void spw_jobs_copy(spw_job_t *dst, const spw_job_t *src, size_t n);
+
 /* Resets the engine-written fields so the same job can be submitted to a
- * fresh engine (the simulator replays one trace under several policies). */
+ * fresh engine (the simulator replays one trace under several policies).
+ * Its side record, if any, is kept with every field at its default (the
+ * caller-set bill_usd and billed too). */
 void spw_job_reset(spw_job_t *j);
 
 #endif

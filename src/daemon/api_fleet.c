@@ -452,7 +452,7 @@ int spw_daemon_costs(spw_daemon_t *d, const spw_caller_t *who, const char *perio
         t->settled_usd += j->led_usd + spw_daemon_job_budget_egress(j);
         t->egress_usd += j->led_egress_usd;
         if (j->ej.state == SPW_JOB_CLOUD)
-            t->reserved_usd += j->ej.reserved_usd;
+            t->reserved_usd += spw_job_rare(&j->ej)->reserved_usd;
         t->rejected += j->st == SPW_DJOB_REJECTED;
         onprem += on_usd;
         cloud_bound += cl;

@@ -313,11 +313,11 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_object_set_new(o, "exit_code", j->has_exit ? json_integer(j->exit_code) : json_null());
     json_object_set_new(o, "attempts", json_integer(j->attempts));
     /* interruptions: the engine's account of its attempts */
-    json_object_set_new(o, "restarts", json_integer(j->ej.restarts));
-    json_object_set_new(o, "preemptions", json_integer(j->ej.preemptions));
-    json_object_set_new(o, "failures", json_integer(j->ej.failures));
-    json_object_set_new(o, "done_s", json_real(j->ej.done_s));
-    json_object_set_new(o, "lost_s", json_real(j->ej.lost_s));
+    json_object_set_new(o, "restarts", json_integer(spw_job_rare(&j->ej)->restarts));
+    json_object_set_new(o, "preemptions", json_integer(spw_job_rare(&j->ej)->preemptions));
+    json_object_set_new(o, "failures", json_integer(spw_job_rare(&j->ej)->failures));
+    json_object_set_new(o, "done_s", json_real(spw_job_rare(&j->ej)->done_s));
+    json_object_set_new(o, "lost_s", json_real(spw_job_rare(&j->ej)->lost_s));
     json_object_set_new(o, "spot", json_boolean(j->ej.state == SPW_JOB_CLOUD ? j->ej.spot : j->last_spot));
     int live = !spw_djob_state_terminal(j->st);
     double iv = j->ej.checkpoint_interval_s;
@@ -344,10 +344,12 @@ static json_t *job_json(spw_daemon_t *d, const djob_t *j, int with_spec)
     json_object_set_new(o, "commit_usd", json_real(commit_usd));
     /* money: what its live cloud placement reserves against its team's
      * budget, its data egress, and how often a budget or cap held it */
-    json_object_set_new(o, "reserved_usd", json_real(j->ej.state == SPW_JOB_CLOUD ? j->ej.reserved_usd : 0));
-    json_object_set_new(o, "egress_usd", json_real(j->ej.egress_usd));
-    json_object_set_new(o, "egress_gb", json_real(j->ej.egress_gb));
-    json_object_set_new(o, "held", json_integer(j->ej.held));
+    json_object_set_new(o, "reserved_usd", json_real(j->ej.state == SPW_JOB_CLOUD
+                                                         ? spw_job_rare(&j->ej)->reserved_usd
+                                                         : 0));
+    json_object_set_new(o, "egress_usd", json_real(spw_job_rare(&j->ej)->egress_usd));
+    json_object_set_new(o, "egress_gb", json_real(spw_job_rare(&j->ej)->egress_gb));
+    json_object_set_new(o, "held", json_integer(spw_job_rare(&j->ej)->held));
     json_object_set_new(o, "charge_ts", spw_daemon_ts_json(j->charge_ts));
     if (j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD) {
         double mr = spw_engine_max_runtime(d->engine, &j->ej);

@@ -157,9 +157,9 @@ char *spw_daemon_metrics(spw_daemon_t *d)
         const djob_t *j = d->jobs[s];
         if (!j)
             continue;
-        preempt += j->ej.preemptions;
-        restarts += j->ej.restarts;
-        failed += j->ej.failures;
+        preempt += spw_job_rare(&j->ej)->preemptions;
+        restarts += spw_job_rare(&j->ej)->restarts;
+        failed += spw_job_rare(&j->ej)->failures;
     }
     put(&b, "# HELP spillway_preemptions_total Cloud attempts whose capacity was taken back (spot preemptions).\n");
     put(&b, "# TYPE spillway_preemptions_total counter\n");

@@ -261,7 +261,7 @@ void dm_place_cloud(spw_daemon_t *d, djob_t *j, double now)
     j->pool = j->node = -1;
     j->last_spot = j->ej.spot;
     j->placed_ts = now;
-    j->charge_ts = isnan(j->ej.charge_s) ? now : j->ej.charge_s;
+    j->charge_ts = isnan(spw_job_rare(&j->ej)->charge_s) ? now : spw_job_rare(&j->ej)->charge_s;
     dm_job_state(d, j, SPW_DJOB_PLACED);
     for (size_t i = 0; i < d->ninst && j->ninst < want; i++) {
         dinst_t *x = &d->inst[i];
@@ -583,13 +583,13 @@ void dm_stop_over_worst_case(spw_daemon_t *d, double now)
         djob_t *j = d->jobs[x->job_seq];
         /* once per job: at its first instance */
         if (!j->ninst || j->inst[0] != i || j->ej.state != SPW_JOB_CLOUD || j->stop_cost ||
-            j->cancel_req || j->stopping || !(j->ej.reserved_usd > 0) ||
+            j->cancel_req || j->stopping || !(spw_job_rare(&j->ej)->reserved_usd > 0) ||
             !isfinite(spw_engine_max_runtime(d->engine, &j->ej)))
             continue;
         double usd_h = 0;
         for (size_t k = 0; k < j->ninst; k++)
             usd_h += d->inst[j->inst[k]].in.price_usd_per_h;
-        double compute = j->ej.reserved_usd - spw_daemon_att_egress(j);
+        double compute = spw_job_rare(&j->ej)->reserved_usd - spw_daemon_att_egress(j);
         double margin = usd_h * (d->cfg->daemon.kill_grace_s + d->cfg->daemon.tick_s) / 3600.0;
         double bill = spw_daemon_attempt_usd(d, j, now);
         if (bill < compute - margin)

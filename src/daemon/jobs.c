@@ -107,6 +107,7 @@ void dm_job_free(djob_t *j)
         free(*e);
     free(j->pend_extra);
     spw_jobspec_free(&j->spec);
+    spw_job_clear(&j->ej);
     free(j);
 }
 
@@ -180,23 +181,23 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
         .reason = j->reason,
         .cost_usd = j->onprem_usd + j->cloud_usd + j->commit_usd,
         .cloud_usd = j->cloud_usd + j->commit_usd,
-        .reserved_usd = j->ej.reserved_usd,
+        .reserved_usd = spw_job_rare(&j->ej)->reserved_usd,
         .charge_ts = j->charge_ts,
-        .egress_usd = j->ej.egress_usd,
-        .egress_gb = j->ej.egress_gb,
-        .held = j->ej.held,
+        .egress_usd = spw_job_rare(&j->ej)->egress_usd,
+        .egress_gb = spw_job_rare(&j->ej)->egress_gb,
+        .held = spw_job_rare(&j->ej)->held,
         .ledger_usd = j->led_usd,
         .ledger_egress_usd = j->led_egress_usd,
-        .onprem_egress_usd = j->ej.onprem_egress_usd,
-        .done_s = j->ej.done_s,
-        .lost_s = j->ej.lost_s,
-        .lost_gpu_s = j->ej.lost_gpu_s,
-        .spot_gpu_s = j->ej.spot_gpu_s,
-        .ondemand_gpu_s = j->ej.ondemand_gpu_s,
-        .restarts = j->ej.restarts,
-        .preemptions = j->ej.preemptions,
-        .failures = j->ej.failures,
-        .last_offer = j->ej.last_offer,
+        .onprem_egress_usd = spw_job_rare(&j->ej)->onprem_egress_usd,
+        .done_s = spw_job_rare(&j->ej)->done_s,
+        .lost_s = spw_job_rare(&j->ej)->lost_s,
+        .lost_gpu_s = spw_job_rare(&j->ej)->lost_gpu_s,
+        .spot_gpu_s = spw_job_rare(&j->ej)->spot_gpu_s,
+        .ondemand_gpu_s = spw_job_rare(&j->ej)->ondemand_gpu_s,
+        .restarts = spw_job_rare(&j->ej)->restarts,
+        .preemptions = spw_job_rare(&j->ej)->preemptions,
+        .failures = spw_job_rare(&j->ej)->failures,
+        .last_offer = spw_job_rare(&j->ej)->last_offer,
         .spot = j->last_spot,
         .launch_token = j->token[0] ? j->token : NULL,
         .cancel_req = j->cancel_req,
@@ -211,7 +212,7 @@ void dm_job_save(spw_daemon_t *d, djob_t *j, unsigned set)
                       j->id, err.text);
         d->write_failed = 1;
     } else if (set & SPW_JU_MONEY) {
-        j->held_saved = j->ej.held;
+        j->held_saved = spw_job_rare(&j->ej)->held;
     }
 }
 
@@ -251,7 +252,8 @@ int32_t dm_job_commitment(const spw_daemon_t *d, const djob_t *j)
 
 double spw_daemon_job_budget_egress(const djob_t *j)
 {
-    return j->led_egress_usd - fmin(fmax(j->ej.onprem_egress_usd, 0), j->led_egress_usd);
+    double onprem = spw_job_rare(&j->ej)->onprem_egress_usd;
+    return j->led_egress_usd - fmin(fmax(onprem, 0), j->led_egress_usd);
 }
 
 double spw_daemon_job_onprem_usd(const spw_daemon_t *d, const djob_t *j, double now)
@@ -280,8 +282,8 @@ double spw_daemon_job_commit_usd(const spw_daemon_t *d, const djob_t *j, double 
 
 double spw_daemon_att_egress(const djob_t *j)
 {
-    return j->ej.state == SPW_JOB_CLOUD && j->ej.egress_usd > j->led_egress_usd
-               ? j->ej.egress_usd - j->led_egress_usd
+    return j->ej.state == SPW_JOB_CLOUD && spw_job_rare(&j->ej)->egress_usd > j->led_egress_usd
+               ? spw_job_rare(&j->ej)->egress_usd - j->led_egress_usd
                : 0;
 }
 
@@ -324,18 +326,20 @@ static void bill_attempt(spw_daemon_t *d, djob_t *j, double now)
     if (j->ej.state != SPW_JOB_CLOUD)
         return;
     double bill = spw_daemon_attempt_usd(d, j, now);
-    double compute = j->ej.reserved_usd - spw_daemon_att_egress(j);
-    j->ej.bill_usd = bill;
-    j->ej.billed = 1;
+    double compute = spw_job_rare(&j->ej)->reserved_usd - spw_daemon_att_egress(j);
+    spw_job_rare_w(&j->ej)->bill_usd = bill;
+    spw_job_rare_w(&j->ej)->billed = 1;
     j->led_usd += d->money_limits ? fmin(bill, fmax(compute, 0)) : bill;
 }
 
 /* After the engine let go: all of the job's egress is settled now. */
 static void billed(djob_t *j)
 {
-    j->ej.billed = 0;
-    j->ej.bill_usd = 0;
-    j->led_egress_usd = j->ej.egress_usd;
+    if (j->ej.rare) {
+        j->ej.rare->billed = 0;
+        j->ej.rare->bill_usd = 0;
+    }
+    j->led_egress_usd = spw_job_rare(&j->ej)->egress_usd;
 }
 
 void dm_eng_finish(spw_daemon_t *d, djob_t *j, double now)
@@ -356,21 +360,16 @@ void dm_eng_cancel(spw_daemon_t *d, djob_t *j, double now)
  * egress, holds, and the progress and interruptions of its attempts. */
 void dm_ej_reset(djob_t *j)
 {
-    spw_job_t keep = j->ej;
+    spw_job_rare_t *keep = j->ej.rare;
+    j->ej.rare = NULL;
     spw_job_reset(&j->ej);
-    j->ej.egress_usd = keep.egress_usd;
-    j->ej.egress_gb = keep.egress_gb;
-    j->ej.onprem_egress_usd = keep.onprem_egress_usd;
-    j->ej.held = keep.held;
-    j->ej.done_s = keep.done_s;
-    j->ej.lost_s = keep.lost_s;
-    j->ej.lost_gpu_s = keep.lost_gpu_s;
-    j->ej.spot_gpu_s = keep.spot_gpu_s;
-    j->ej.ondemand_gpu_s = keep.ondemand_gpu_s;
-    j->ej.restarts = keep.restarts;
-    j->ej.preemptions = keep.preemptions;
-    j->ej.failures = keep.failures;
-    j->ej.last_offer = keep.last_offer;
+    if (keep) {
+        /* All but the current attempt's transfer and reservation. */
+        keep->transfer_s = spw_job_rare_none.transfer_s;
+        keep->reserved_usd = spw_job_rare_none.reserved_usd;
+        keep->charge_s = spw_job_rare_none.charge_s;
+        j->ej.rare = keep;
+    }
 }
 
 /* How long j's process may run before the backend stops it: its
@@ -520,14 +519,14 @@ void dm_job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const cha
     j->gpus_assigned = NULL;
     if (rc == 1) {
         uint32_t mr = d->cfg->policy.max_restarts;
-        uint32_t n = j->ej.preemptions + j->ej.failures;
-        if (j->ej.failures == 0)
+        uint32_t n = spw_job_rare(&j->ej)->preemptions + spw_job_rare(&j->ej)->failures;
+        if (spw_job_rare(&j->ej)->failures == 0)
             dm_set_reason(j, "%s; failed: preempted %u time%s; max_restarts %u", what, n,
                           n == 1 ? "" : "s", mr);
         else
             dm_set_reason(j, "%s; failed: interrupted %u time%s (%u preemptions, %u node "
                           "failures); max_restarts %u", what, n, n == 1 ? "" : "s",
-                          j->ej.preemptions, j->ej.failures, mr);
+                          spw_job_rare(&j->ej)->preemptions, spw_job_rare(&j->ej)->failures, mr);
         dm_say(d, "job %s %s", j->id, j->reason);
         /* Its process, if any, is still being stopped: the backend reaps
          * it, and its exit finds the job ended. */
@@ -540,8 +539,9 @@ void dm_job_interrupt(spw_daemon_t *d, djob_t *j, spw_interrupt_t why, const cha
      * next placement records a new one. */
     if (!j->running)
         j->token[0] = '\0';
-    dm_set_reason(j, "%s; requeued (restart %u, %.0f s of work kept)", what, j->ej.restarts,
-                  j->ej.done_s);
+    dm_set_reason(j, "%s; requeued (restart %u, %.0f s of work kept)", what,
+                  spw_job_rare(&j->ej)->restarts,
+                  spw_job_rare(&j->ej)->done_s);
     if (why == SPW_INTERRUPT_PREEMPTED)
         dm_say(d, "job %s requeued after its instance was preempted", j->id);
     else if (why == SPW_INTERRUPT_NODE_FAILED)
@@ -593,7 +593,7 @@ double spw_daemon_est_end(const spw_daemon_t *d, const djob_t *j)
 {
     if (spw_djob_state_terminal(j->st))
         return j->end_ts;
-    double left = j->ej.est_runtime_s - j->ej.done_s;
+    double left = j->ej.est_runtime_s - spw_job_rare(&j->ej)->done_s;
     if (!(left > 0))
         left = 0;
     double start = j->ej.state == SPW_JOB_ONPREM || j->ej.state == SPW_JOB_CLOUD ? j->ej.start_s

@@ -172,7 +172,8 @@ static int do_launch(spw_daemon_t *d, djob_t *j, double now)
     if (rc == 0) {
         snprintf(ckpt, sizeof(ckpt), "SPILLWAY_CHECKPOINT_DIR=%s", dir);
         snprintf(attempt, sizeof(attempt), "SPILLWAY_ATTEMPT=%d", j->attempts);
-        snprintf(restarts, sizeof(restarts), "SPILLWAY_RESTARTS=%u", j->ej.restarts);
+        snprintf(restarts, sizeof(restarts), "SPILLWAY_RESTARTS=%u",
+                 spw_job_rare(&j->ej)->restarts);
         double iv = ckpt_interval(d, j);
         if (iv == SPW_CKPT_CONTINUOUS)
             snprintf(interval, sizeof(interval), "SPILLWAY_CHECKPOINT_INTERVAL_S=continuous");
@@ -300,7 +301,7 @@ void dm_place_onprem(spw_daemon_t *d, djob_t *j, double now)
     j->held_gpus = j->ej.alloc_gpus;
     d->pool_busy[j->pool] += j->held_gpus;
     j->placed_ts = j->charge_ts = now;
-    j->led_egress_usd = j->ej.egress_usd;   /* on-prem egress is settled at once */
+    j->led_egress_usd = spw_job_rare(&j->ej)->egress_usd;   /* on-prem egress is settled at once */
     dm_job_state(d, j, SPW_DJOB_PLACED);
     dm_set_reason(j, "%s", spw_reason_text(j->ej.reason));
     free(j->gpus_assigned);

@@ -369,20 +369,20 @@ static void foreign_hold(spw_daemon_t *d, size_t p, uint32_t k, uint32_t gpus, d
     }
     if (g == 0)
         return;
+    /* Never interrupted nor in the cloud: no side record (model.h), so
+     * free() alone frees it. */
     spw_job_t *fj = spw_xcalloc(1, sizeof(*fj));
     fj->id = "slurm-foreign";
     fj->gpus = g;
     fj->est_runtime_s = 3600;   /* unknown: what backfill plans with */
     fj->submit_s = fj->placed_s = fj->start_s = now;
     fj->deadline_s = NAN;
-    fj->charge_s = NAN;
     fj->end_s = NAN;
     fj->speed = 1;
     fj->state = SPW_JOB_ONPREM;
     fj->pool = (int32_t)p;
     fj->node = (int32_t)k;
     fj->offer = -1;
-    fj->last_offer = -1;
     if (spw_engine_restore(d->engine, fj) < 0) {
         free(fj);
         return;

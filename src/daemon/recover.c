@@ -137,22 +137,23 @@ djob_t *dm_job_from_row(spw_daemon_t *d, const spw_store_job_t *r, spw_error_t *
     j->charge_ts = r->charge_ts;
     j->led_usd = r->ledger_usd;
     j->led_egress_usd = r->ledger_egress_usd;
-    j->ej.reserved_usd = r->reserved_usd;
-    j->ej.egress_usd = r->egress_usd;
-    j->ej.egress_gb = r->egress_gb;
-    j->ej.onprem_egress_usd = r->onprem_egress_usd;
-    j->ej.held = j->held_saved = (uint32_t)r->held;
-    j->ej.done_s = r->done_s;
-    j->ej.lost_s = r->lost_s;
-    j->ej.lost_gpu_s = r->lost_gpu_s;
-    j->ej.spot_gpu_s = r->spot_gpu_s;
-    j->ej.ondemand_gpu_s = r->ondemand_gpu_s;
-    j->ej.restarts = (uint32_t)r->restarts;
-    j->ej.preemptions = (uint32_t)r->preemptions;
-    j->ej.failures = (uint32_t)r->failures;
-    j->ej.last_offer = r->last_offer >= 0 && (uint64_t)r->last_offer < d->fleet.noffers
-                           ? (int32_t)r->last_offer
-                           : -1;
+    spw_job_rare_t *x = spw_job_rare_w(&j->ej);
+    x->reserved_usd = r->reserved_usd;
+    x->egress_usd = r->egress_usd;
+    x->egress_gb = r->egress_gb;
+    x->onprem_egress_usd = r->onprem_egress_usd;
+    x->held = j->held_saved = (uint32_t)r->held;
+    x->done_s = r->done_s;
+    x->lost_s = r->lost_s;
+    x->lost_gpu_s = r->lost_gpu_s;
+    x->spot_gpu_s = r->spot_gpu_s;
+    x->ondemand_gpu_s = r->ondemand_gpu_s;
+    x->restarts = (uint32_t)r->restarts;
+    x->preemptions = (uint32_t)r->preemptions;
+    x->failures = (uint32_t)r->failures;
+    x->last_offer = r->last_offer >= 0 && (uint64_t)r->last_offer < d->fleet.noffers
+                        ? (int32_t)r->last_offer
+                        : -1;
     j->last_spot = r->spot;
     j->ej.team = (uint32_t)(spw_gov_team(&d->fleet.gov, j->team) + 1);
     j->gpus_assigned = r->gpus_assigned ? spw_xstrdup(r->gpus_assigned) : NULL;
@@ -541,7 +542,7 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
         return 0;
     }
     if (j->offer < 0 || j->ninst == 0) {
-        j->ej.reserved_usd = 0;   /* its instances are gone: nothing to hold */
+        spw_job_rare_w(&j->ej)->reserved_usd = 0;   /* its instances are gone: nothing to hold */
         recover_gone(d, j);
         return 0;
     }
@@ -554,11 +555,12 @@ static int recover_placed(spw_daemon_t *d, djob_t *j, spw_error_t *err)
     /* Its reservation, as committed with the placement, holds again in
      * the period it was charged to; of its egress, the engine re-reserves
      * what this attempt has not settled. */
-    j->ej.charge_s = isnan(j->charge_ts) ? j->ej.placed_s : j->charge_ts;
-    double egress = j->ej.egress_usd;
-    j->ej.egress_usd = egress > j->led_egress_usd ? egress - j->led_egress_usd : 0;
+    spw_job_rare_t *x = spw_job_rare_w(&j->ej);
+    x->charge_s = isnan(j->charge_ts) ? j->ej.placed_s : j->charge_ts;
+    double egress = x->egress_usd;
+    x->egress_usd = egress > j->led_egress_usd ? egress - j->led_egress_usd : 0;
     int restored = spw_engine_restore(d->engine, &j->ej) == 0;
-    j->ej.egress_usd = egress;
+    spw_job_rare_w(&j->ej)->egress_usd = egress;
     if (!restored) {
         dm_ej_reset(j);
         recover_gone(d, j);

@@ -71,9 +71,9 @@ void dm_job_retire(spw_daemon_t *d, const djob_t *j)
     size_t p = j->pool >= 0 && (size_t)j->pool < np ? (size_t)j->pool : np;
     g->by_state[p * SPW_DJOB_STATE_COUNT + j->st]++;
     g->n++;
-    g->preemptions += j->ej.preemptions;
-    g->restarts += j->ej.restarts;
-    g->failures += j->ej.failures;
+    g->preemptions += spw_job_rare(&j->ej)->preemptions;
+    g->restarts += spw_job_rare(&j->ej)->restarts;
+    g->failures += spw_job_rare(&j->ej)->failures;
     g->onprem_usd += j->onprem_usd;
     /* An ended job holds nothing, so its settled figures are its whole
      * cost, charged (as `costs` does) to the period of its last placement. */

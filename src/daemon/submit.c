@@ -36,7 +36,7 @@ void dm_save_held(spw_daemon_t *d)
     size_t n = spw_engine_held(d->engine, &held);
     for (size_t i = 0; i < n; i++) {
         djob_t *j = (djob_t *)((char *)held[i] - offsetof(djob_t, ej));
-        if (j->ej.held == j->held_saved || spw_djob_state_terminal(j->st))
+        if (spw_job_rare(&j->ej)->held == j->held_saved || spw_djob_state_terminal(j->st))
             continue;
         dm_job_save(d, j, SPW_JU_MONEY);
     }
@@ -75,6 +75,7 @@ int spw_daemon_can_run(spw_daemon_t *d, const spw_jobspec_t *spec, uint64_t mask
     j->team = spec->team ? spec->team : (char *)"";
     engine_fields(d, j, mask, d->now);
     spw_reason_t why = spw_engine_never_runs(d->engine, &j->ej);
+    spw_job_clear(&j->ej);
     free(j);
     if (why == SPW_REASON_NONE)
         return 0;

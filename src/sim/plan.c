@@ -457,8 +457,7 @@ static void *work(void *arg)
     const spw_plan_opts_t *o = r->opts;
     /* The worker's copy of the trace, made here so each thread touches its
      * own first; every run after resets only what the simulator writes. */
-    if (r->njobs)
-        memcpy(w->jobs, r->jobs, r->njobs * sizeof(spw_job_t));
+    spw_jobs_copy(w->jobs, r->jobs, r->njobs);
     for (;;) {
         pthread_mutex_lock(&r->mu);
         size_t k = r->failed ? r->total : r->next++;
@@ -527,7 +526,8 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     for (int t = 0; t < nt; t++) {
         worker_t *w = &ws[t];
         w->run = &r;
-        w->jobs = spw_xmalloc((njobs ? njobs : 1) * sizeof(spw_job_t));
+        /* Zeroed, so a worker that never starts has no side records to free. */
+        w->jobs = spw_xcalloc(njobs ? njobs : 1, sizeof(spw_job_t));
         w->fleet = *fleet;
         w->pools = spw_xmalloc(fleet->npools * sizeof(spw_pool_spec_t));
         memcpy(w->pools, fleet->pools, fleet->npools * sizeof(spw_pool_spec_t));
@@ -547,6 +547,7 @@ int spw_plan_run(const spw_fleet_t *fleet, const spw_policy_t *policy, const spw
     for (int t = 0; t < nt; t++) {
         if (opts->runs)
             *opts->runs += ws[t].runs;
+        spw_jobs_clear(ws[t].jobs, njobs);
         free(ws[t].jobs);
         free(ws[t].pools);
         free(ws[t].node_gpus);

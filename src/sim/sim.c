@@ -453,12 +453,12 @@ static int ev_stale(const sim_t *s, const event_t *x)
 static void settle(sim_t *s, spw_job_t *j, int cloud, int spot, double placed_s)
 {
     jextra_t *x = extra_of(s, j, 0);
-    double dc = j->cost_usd, de = j->egress_usd;
+    double dc = j->cost_usd, de = spw_job_rare(j)->egress_usd;
     if (x) {
         dc -= x->cost_seen;
         de -= x->egress_seen;
         x->cost_seen = j->cost_usd;
-        x->egress_seen = j->egress_usd;
+        x->egress_seen = spw_job_rare(j)->egress_usd;
     }
     double compute = dc - de;
     uint32_t ti = j->team <= s->fleet->gov.nteams ? j->team : 0;
@@ -489,8 +489,8 @@ static void detach(sim_t *s, spw_job_t *j, double t)
     if (j->state == SPW_JOB_CLOUD) {
         const spw_offer_t *o = &s->fleet->offers[j->offer];
         s->smp.cloud_gpus -= (uint64_t)j->instances * o->gpus;
-        if (spw_offer_committed(o) && t > j->start_s - j->transfer_s)
-            s->out->commit_gpu_hours += (t - (j->start_s - j->transfer_s)) / 3600.0 *
+        if (spw_offer_committed(o) && t > j->start_s - spw_job_rare(j)->transfer_s)
+            s->out->commit_gpu_hours += (t - (j->start_s - spw_job_rare(j)->transfer_s)) / 3600.0 *
                                         j->instances * o->gpus;
         if (r->billing)
             s->smp.cloud_usd_per_h -= job_usd_per_h(s->fleet, j);
@@ -647,7 +647,7 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
     /* The attempt pays its restart overhead, then runs what is left of the
      * true runtime.  A job that reaches its max runtime is stopped there
      * (in the cloud its worst case was reserved for that long). */
-    double left = s->runtime_s[j - s->jobs] - j->done_s;
+    double left = s->runtime_s[j - s->jobs] - spw_job_rare(j)->done_s;
     double speed = j->speed > 0 ? j->speed : 1;   /* of the GPU it runs on */
     double dur = spw_engine_overhead_s(s->e, j) + (left > 0 ? left / speed : 0);
     double max_rt = spw_engine_max_runtime(s->e, j);
@@ -661,7 +661,7 @@ static void on_placed(sim_t *s, spw_job_t *j, double t)
         /* Billing starts when the boot ends, before any data transfer.
          * The boot event goes in before the end event, so at equal times
          * it fires first. */
-        double bill_s = j->start_s - j->transfer_s;
+        double bill_s = j->start_s - spw_job_rare(j)->transfer_s;
         if (bill_s > t) {
             push_job_ev(s, EV_BOOT, bill_s, j);
         } else {
@@ -1019,7 +1019,7 @@ static void summarize(sim_t *s)
         uint32_t ti = j->team <= g->nteams ? j->team : 0;
         spw_sim_team_t *tm = &out->team[ti];
         tm->jobs++;
-        if (j->held) {
+        if (spw_job_rare(j)->held) {
             tm->jobs_held++;
             out->jobs_held++;
         }
@@ -1033,14 +1033,14 @@ static void summarize(sim_t *s)
         }
         /* Money, GPU-hours and egress of every attempt, whatever became of
          * the job (compute was added up as attempts settled). */
-        tm->egress_usd += j->egress_usd;
-        tm->onprem_egress_usd += j->onprem_egress_usd;
-        tm->egress_gb += j->egress_gb;
-        out->egress_usd += j->egress_usd;
-        out->egress_gb += j->egress_gb;
-        spot_gpu_s += j->spot_gpu_s;
-        od_gpu_s += j->ondemand_gpu_s;
-        lost_gpu_s += j->lost_gpu_s;
+        tm->egress_usd += spw_job_rare(j)->egress_usd;
+        tm->onprem_egress_usd += spw_job_rare(j)->onprem_egress_usd;
+        tm->egress_gb += spw_job_rare(j)->egress_gb;
+        out->egress_usd += spw_job_rare(j)->egress_usd;
+        out->egress_gb += spw_job_rare(j)->egress_gb;
+        spot_gpu_s += spw_job_rare(j)->spot_gpu_s;
+        od_gpu_s += spw_job_rare(j)->ondemand_gpu_s;
+        lost_gpu_s += spw_job_rare(j)->lost_gpu_s;
         out->jobs_spot += r->ran_spot;
         out->jobs_ran_cloud += r->ran_cloud;
         if (isfinite(j->deadline_s)) {
@@ -1355,12 +1355,13 @@ int spw_sim_fairness(const spw_fleet_t *fleet, const spw_policy_t *policy,
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
             if ((jobs[i].team <= nt ? jobs[i].team : 0) == k) {
-                js[m] = jobs[i];
+                spw_jobs_copy(&js[m], &jobs[i], 1);
                 js[m].l = NULL;
                 rt[m++] = runtime_s[i];
             }
         memset(alone, 0, sizeof(*alone));
         rc = spw_sim_run(&f, policy, js, rt, m, NULL, alone, err);
+        spw_jobs_clear(js, m);
         if (rc == 0 && alone->team[k].jct_mean_s > 0)
             tm->rho = tm->jct_mean_s / alone->team[k].jct_mean_s;
     }

@@ -765,6 +765,7 @@ void spw_trace_free(spw_trace_t *t)
 {
     if (!t)
         return;
+    spw_jobs_clear(t->jobs, t->njobs);
     free(t->jobs);
     free(t->runtime_s);
     free(t->ids);

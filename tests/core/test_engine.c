@@ -63,6 +63,7 @@ static uint64_t mask_of(spw_fleet_t *f, const char *model)
 static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s, uint32_t gpus,
                      uint32_t order)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -130,7 +131,7 @@ static void classic(spw_scan_t scan, spw_backfill_t bf, double est3, const char 
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, scan, bf, SPW_FIT_FIRST, "never"));
-    spw_job_t j1, j2, j3, *all[3] = {&j1, &j2, &j3};
+    spw_job_t j1 = {0}, j2 = {0}, j3 = {0}, *all[3] = {&j1, &j2, &j3};
     job_init(&j1, "j1", 0, 100, 2, 0);
     job_init(&j2, "j2", 0, 100, 4, 1);
     job_init(&j3, "j3", 0, est3, 2, 2);
@@ -163,6 +164,9 @@ static void classic(spw_scan_t scan, spw_backfill_t bf, double est3, const char 
     is(busy(e), 0, "%s: all GPUs free at the end", what);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
 }
 
 static void test_scan_and_backfill(void)
@@ -200,7 +204,7 @@ static void test_easy_spare_gpus(void)
     add_pool(&f, "p", 1, NULL, 8, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY,
                                         SPW_FIT_FIRST, "never"));
-    spw_job_t j1, j2, j3, j4, j5;
+    spw_job_t j1 = {0}, j2 = {0}, j3 = {0}, j4 = {0}, j5 = {0};
     job_init(&j1, "j1", 0, 100, 4, 0);
     job_init(&j2, "j2", 0, 100, 6, 1);
     job_init(&j3, "j3", 0, 1000, 2, 2);
@@ -239,6 +243,11 @@ static void test_easy_spare_gpus(void)
        (unsigned long long)st.reservations);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
+    spw_job_clear(&j4);
+    spw_job_clear(&j5);
 }
 
 /* EASY with two pools: backfilling into a pool the head cannot use never
@@ -252,7 +261,7 @@ static void test_easy_other_pool(void)
     uint64_t a100 = mask_of(&f, "A100"), v100 = mask_of(&f, "V100");
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY,
                                         SPW_FIT_FIRST, "never"));
-    spw_job_t j1, j2, j3, j4;
+    spw_job_t j1 = {0}, j2 = {0}, j3 = {0}, j4 = {0};
     job_init(&j1, "j1", 0, 100, 4, 0);
     j1.gpu_mask = a100;
     job_init(&j2, "j2", 0, 100, 4, 1);
@@ -277,6 +286,10 @@ static void test_easy_other_pool(void)
     is_double(j2.start_s, 100, 0, "easy two pools: head on time");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
+    spw_job_clear(&j4);
 }
 
 /* EASY with a multi-node head.  Four nodes of 4.  j1 (4 GPUs, 100 s) on node
@@ -291,7 +304,7 @@ static void test_easy_multinode_head(void)
     add_pool(&f, "p", 4, NULL, 4, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY,
                                         SPW_FIT_FIRST, "never"));
-    spw_job_t j1, j2, h, j4, j5;
+    spw_job_t j1 = {0}, j2 = {0}, h = {0}, j4 = {0}, j5 = {0};
     job_init(&j1, "j1", 0, 100, 4, 0);
     job_init(&j2, "j2", 0, 300, 4, 1);
     job_init(&h, "h", 0, 100, 12, 2);
@@ -321,6 +334,11 @@ static void test_easy_multinode_head(void)
     is(busy(e), 0, "easy multi-node head: all free at the end");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&h);
+    spw_job_clear(&j4);
+    spw_job_clear(&j5);
 }
 
 /* ---- queue orders ---------------------------------------------------------------- */
@@ -335,7 +353,7 @@ static void check_order(spw_queue_order_t q, const char *want)
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 1, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(q, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
-    spw_job_t j[6];
+    spw_job_t j[6] = {0};
     static const char *const ids[6] = {"j0", "a", "b", "e", "c", "d"};
     static const double submit[6] = {0, 1, 2, 2, 3, 4}, est[6] = {10, 300, 100, 100, 100, 200};
     static const int prio[6] = {0, 0, 5, 5, 5, 9};
@@ -369,6 +387,7 @@ static void check_order(spw_queue_order_t q, const char *want)
     is_str(got, want, "queue %s runs %s", spw_queue_order_name(q), want);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 6);
 }
 
 static void test_queue_orders(void)
@@ -395,7 +414,7 @@ static void test_fit(void)
         add_pool(&f, "p", 3, gpus, 0, NULL, 1.0);
         spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                             (spw_fit_t)fit, "never"));
-        spw_job_t j[4];
+        spw_job_t j[4] = {0};
         char ids[4][16];
         for (int i = 0; i < 4; i++) {
             snprintf(ids[i], sizeof(ids[i]), "f%d", i);
@@ -413,6 +432,7 @@ static void test_fit(void)
         is(busy(e), 0, "fit %s: all free after finishing", spw_fit_name((spw_fit_t)fit));
         spw_engine_destroy(e);
         spw_fleet_clear(&f);
+        spw_jobs_clear(j, 4);
     }
 
     /* Best fit: ties go to the lower node; across pools, fewest free GPUs
@@ -424,7 +444,7 @@ static void test_fit(void)
     add_pool(&f, "small2", 1, NULL, 2, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_BEST, "never"));
-    spw_job_t a, b, c;
+    spw_job_t a = {0}, b = {0}, c = {0};
     job_init(&a, "a", 0, 100, 2, 0);
     job_init(&b, "b", 0, 100, 5, 1);
     job_init(&c, "c", 0, 100, 2, 2);
@@ -445,12 +465,16 @@ static void test_fit(void)
     add_pool(&f, "big", 1, NULL, 8, NULL, 1.0);
     add_pool(&f, "small", 1, NULL, 2, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
+    spw_job_clear(&a);
     job_init(&a, "a", 0, 100, 2, 0);
     spw_engine_submit(e, &a, 0);
     sched(e, 0);
     is(a.pool, 0, "first fit across pools: the first pool that fits");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&a);
+    spw_job_clear(&b);
+    spw_job_clear(&c);
 }
 
 /* ---- multi-node jobs ------------------------------------------------------------------ */
@@ -463,7 +487,7 @@ static void test_multinode(void)
     add_pool(&f, "p", 4, NULL, 4, NULL, 2.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "never"));
-    spw_job_t j1, j2, j3, j4, big, huge;
+    spw_job_t j1 = {0}, j2 = {0}, j3 = {0}, j4 = {0}, big = {0}, huge = {0};
     job_init(&j1, "j1", 0, 100, 1, 0);
     job_init(&j2, "j2", 0, 100, 5, 1);   /* 5 > 4: two whole nodes, 8 GPUs */
     job_init(&j3, "j3", 0, 100, 6, 2);   /* needs 2 whole nodes, only node 3 is whole */
@@ -514,7 +538,7 @@ static void test_multinode(void)
     spw_fleet_init(&f);
     add_pool(&f, "h", 4, het, 0, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
-    spw_job_t k1, k2;
+    spw_job_t k1 = {0}, k2 = {0};
     job_init(&k1, "k1", 0, 100, 10, 0);   /* nodes 0 (8) + 1 (2) */
     job_init(&k2, "k2", 0, 100, 9, 1);    /* nodes 2 (2) + 3 (8) */
     spw_engine_submit(e, &k1, 0);
@@ -531,6 +555,14 @@ static void test_multinode(void)
     is(busy(e), 0, "heterogeneous: all free");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
+    spw_job_clear(&j4);
+    spw_job_clear(&big);
+    spw_job_clear(&huge);
+    spw_job_clear(&k1);
+    spw_job_clear(&k2);
 }
 
 /* Destroying an engine while a multi-node job still runs must not leak its
@@ -544,13 +576,14 @@ static void test_destroy_with_running_multinode(void)
         add_pool(&f, "p", 2, NULL, 4, NULL, 1.0);
         spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, (spw_backfill_t)bf,
                                             SPW_FIT_FIRST, "never"));
-        spw_job_t j;
+        spw_job_t j = {0};
         job_init(&j, "j", 0, 100, 8, 0);
         spw_engine_submit(e, &j, 0);
         is(sched(e, 0), 1, "destroy while running (backfill %s): multi-node job started",
            spw_backfill_name((spw_backfill_t)bf));
         spw_engine_destroy(e);   /* j is still running */
         spw_fleet_clear(&f);
+        spw_job_clear(&j);
     }
 }
 
@@ -567,7 +600,7 @@ static void check_wait(const char *wait, double want_burst_at)
     add_offer(&f, "g1", NULL, 1, 2.0, 60);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, wait));
-    spw_job_t blocker, j;
+    spw_job_t blocker = {0}, j = {0};
     job_init(&blocker, "blocker", 0, 10000, 4, 0);
     job_init(&j, "j", 100, 400, 2, 1);
     spw_engine_submit(e, &blocker, 0);
@@ -613,6 +646,8 @@ static void check_wait(const char *wait, double want_burst_at)
     }
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blocker);
+    spw_job_clear(&j);
 }
 
 static void test_wait_policies(void)
@@ -633,7 +668,7 @@ static void test_wait_policies(void)
     add_offer(&f, "g1", NULL, 1, 2.0, 0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:300"));
-    spw_job_t blocker, j;
+    spw_job_t blocker = {0}, j = {0};
     job_init(&blocker, "blocker", 0, 1000, 1, 0);
     job_init(&j, "j", 0, 100, 1, 1);
     spw_engine_submit(e, &blocker, 0);
@@ -651,6 +686,8 @@ static void test_wait_policies(void)
     spw_engine_finish(e, &j, 300);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blocker);
+    spw_job_clear(&j);
 }
 
 /* predict:K on a hand-worked queue.  Two nodes of 4 GPUs; at 0, r1 (4 GPUs,
@@ -674,7 +711,7 @@ static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, 
     /* r1, r2, q1 and k: id, submit, estimate, GPUs. */
     static const struct { const char *id; double submit_s, est_s; uint32_t gpus; } spec[] = {
         {"r1", 0, 1000, 4}, {"r2", 0, 300, 2}, {"q1", 0, 500, 8}, {"k", 12, 128, 3}};
-    spw_job_t js[4];
+    spw_job_t js[4] = {0};
     for (uint32_t i = 0; i < 4; i++) {
         job_init(&js[i], spec[i].id, spec[i].submit_s, spec[i].est_s, spec[i].gpus, i);
         if (i < 3)
@@ -732,6 +769,7 @@ static void check_predict(spw_scan_t scan, spw_backfill_t bf, const char *wait, 
         spw_engine_finish(e, k, k->start_s + 128);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_jobs_clear(js, 4);
 }
 
 static void test_predict_wait(void)
@@ -751,11 +789,12 @@ static void test_predict_wait(void)
     add_pool(&f, "p", 1, NULL, 4, NULL, 1.0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "compute:1"));
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 100, 1, 0);
     ok(isnan(spw_engine_predicted_start(e, &j, 0)), "no prediction outside predict:K");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* The order of one instant: finished jobs free GPUs, arrivals join, the pass
@@ -770,7 +809,7 @@ static void test_instant_order(void)
     add_offer(&f, "g1", NULL, 1, 2.0, 0);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:100"));
-    spw_job_t blocker, j, k;
+    spw_job_t blocker = {0}, j = {0}, k = {0};
     job_init(&blocker, "blocker", 0, 400, 2, 0);
     job_init(&j, "j", 300, 100, 4, 1);
     spw_engine_submit(e, &blocker, 0);
@@ -785,8 +824,9 @@ static void test_instant_order(void)
 
     /* A burst unblocks a HOL queue in the same instant: head h (4 GPUs)
      * waits 100 s then bursts; k (1 GPU) queued behind it then fits. */
+    spw_job_clear(&blocker);
     job_init(&blocker, "blocker", 1000, 5000, 2, 2);
-    spw_job_t h;
+    spw_job_t h = {0};
     job_init(&h, "h", 1000, 100, 4, 3);
     job_init(&k, "k", 1050, 100, 1, 4);
     spw_engine_submit(e, &blocker, 1000);
@@ -813,6 +853,10 @@ static void test_instant_order(void)
     spw_engine_finish(e, &blocker, 6000);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blocker);
+    spw_job_clear(&j);
+    spw_job_clear(&k);
+    spw_job_clear(&h);
 }
 
 /* Zero wait: exactly one try on-prem, at arrival. */
@@ -824,7 +868,7 @@ static void test_zero_wait(void)
     add_offer(&f, "g1", NULL, 1, 2.0, 30);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "none"));
-    spw_job_t a, b, c, d, x;
+    spw_job_t a = {0}, b = {0}, c = {0}, d = {0}, x = {0};
     job_init(&a, "a", 0, 100, 2, 0);
     job_init(&b, "b", 0, 100, 1, 1);
     job_init(&c, "c", 50, 100, 1, 2);
@@ -858,6 +902,7 @@ static void test_zero_wait(void)
     spw_fleet_init(&f);
     add_pool(&f, "p", 1, NULL, 2, NULL, 1.0);
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none"));
+    spw_job_clear(&a);
     job_init(&a, "a", 0, 100, 2, 0);
     job_init(&x, "x", 0, 100, 2, 1);
     spw_engine_submit(e, &a, 0);
@@ -871,6 +916,60 @@ static void test_zero_wait(void)
     spw_engine_finish(e, &x, 200);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&a);
+    spw_job_clear(&b);
+    spw_job_clear(&c);
+    spw_job_clear(&d);
+    spw_job_clear(&x);
+}
+
+/* One 4-GPU A100 node and an 8-GPU A100 offer at $32/h with a 90 s boot. */
+static void node_and_offer(spw_fleet_t *f)
+{
+    spw_fleet_init(f);
+    add_pool(f, "p", 1, NULL, 4, "A100", 1.0);
+    add_offer(f, "p4d", "A100", 8, 32.0, 90);
+}
+
+/* The side record (spw_job_rare_t): a job that stays on-prem never gets
+ * one; a cloud job does; spw_job_reset keeps it at the defaults;
+ * spw_jobs_copy does not share it; spw_job_clear frees it. */
+static void test_side_record(void)
+{
+    spw_job_t on = {0}, big = {0}, copy = {0};
+    job_init(&on, "on", 0, 3600, 4, 0);      /* fits the node */
+    job_init(&big, "big", 0, 3600, 8, 1);    /* never fits it: bursts */
+    spw_fleet_t f;
+    node_and_offer(&f);
+    spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
+                                        SPW_FIT_FIRST, "constant:1000"));
+    spw_job_t *both[] = {&on, &big};
+    for (int i = 0; i < 2; i++)
+        spw_engine_submit(e, both[i], 0);
+    is(sched(e, 0), 2, "side record: both placed");
+    ok(on.state == SPW_JOB_ONPREM && big.state == SPW_JOB_CLOUD, "side record: on-prem and cloud");
+    ok(on.rare == NULL, "side record: none for the on-prem job");
+    ok(big.rare != NULL && big.rare->reserved_usd > 0 && big.rare->charge_s == 0,
+       "side record: the cloud job's record holds its reservation and budget period");
+    spw_engine_finish(e, &on, 3600);
+    spw_engine_finish(e, &big, 3690);
+    ok(on.rare == NULL, "side record: still none once the on-prem job is done");
+    ok(spw_job_rare(&on)->last_offer == -1 && isnan(spw_job_rare(&on)->charge_s)
+           && spw_job_rare(&on)->egress_usd == 0,
+       "side record: a job without one reads the defaults");
+    spw_jobs_copy(&copy, &big, 1);
+    ok(copy.rare == NULL && copy.cost_usd == big.cost_usd,
+       "side record: a copy has the job's fields but not its record");
+    spw_job_rare_t *kept = big.rare;
+    spw_job_rare_w(&big)->restarts = 3;
+    spw_job_reset(&big);
+    ok(big.rare == kept && spw_job_rare(&big)->restarts == 0 && isnan(big.rare->charge_s)
+           && big.rare->last_offer == -1,
+       "side record: reset keeps it, back at the defaults");
+    spw_job_clear(&big);
+    ok(big.rare == NULL, "side record: clear frees it");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
 }
 
 /* Never fits on-prem: burst at once whatever the wait; no place at all:
@@ -878,13 +977,11 @@ static void test_zero_wait(void)
 static void test_never_fits(void)
 {
     spw_fleet_t f;
-    spw_fleet_init(&f);
-    add_pool(&f, "p", 1, NULL, 4, "A100", 1.0);
-    add_offer(&f, "p4d", "A100", 8, 32.0, 90);
+    node_and_offer(&f);
     uint64_t h100 = mask_of(&f, "H100");
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:1000"));
-    spw_job_t big, other;
+    spw_job_t big = {0}, other = {0};
     job_init(&big, "big", 10, 3600, 8, 0);
     spw_engine_submit(e, &big, 10);
     is(big.state, SPW_JOB_QUEUED, "never fits: queued until the instant's schedule");
@@ -909,6 +1006,7 @@ static void test_never_fits(void)
     /* `never` means no cloud ever: a job that cannot fit on-prem must not
      * burst; with nowhere to run it is unschedulable. */
     e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "never"));
+    spw_job_clear(&big);
     job_init(&big, "big", 0, 3600, 8, 0);
     spw_engine_submit(e, &big, 0);
     sched(e, 0);
@@ -918,6 +1016,8 @@ static void test_never_fits(void)
         spw_engine_finish(e, &big, 3600);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&big);
+    spw_job_clear(&other);
 }
 
 /* ---- GPU models ---------------------------------------------------------------------------- */
@@ -948,7 +1048,7 @@ static void test_models(void)
     uint64_t a100 = mask_of(&f, "A100"), h100 = mask_of(&f, "H100"), v100 = mask_of(&f, "v100");
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_SKIP, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "constant:1000"));
-    spw_job_t ja, jh, jh4, jmix;
+    spw_job_t ja = {0}, jh = {0}, jh4 = {0}, jmix = {0};
     job_init(&ja, "ja", 0, 100, 4, 0);
     ja.gpu_mask = a100;
     job_init(&jh, "jh", 0, 100, 2, 1);
@@ -976,6 +1076,10 @@ static void test_models(void)
     spw_engine_finish(e, &jmix, 100);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&ja);
+    spw_job_clear(&jh);
+    spw_job_clear(&jh4);
+    spw_job_clear(&jmix);
 }
 
 /* ---- cloud offers ---------------------------------------------------------------------------- */
@@ -1035,7 +1139,7 @@ static void test_cheapest_offer(void)
     cheapest_fleet(&f, masks);
     spw_engine_t *e = engine(&f, policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE,
                                         SPW_FIT_FIRST, "none"));
-    spw_job_t j[NCHEAP];
+    spw_job_t j[NCHEAP] = {0};
     for (size_t i = 0; i < NCHEAP; i++) {
         job_init(&j[i], cheap_cases[i].why, (double)i, 7200, cheap_cases[i].gpus, (uint32_t)i);
         j[i].gpu_mask = masks[cheap_cases[i].mask];
@@ -1081,6 +1185,7 @@ static void test_cheapest_offer(void)
             "spw_engine_cloud_choice on a fresh engine gives the cheapest offer for each case"))
         diag("  child %s %d", WIFSIGNALED(status) ? "killed by signal" : "exited with",
              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    spw_jobs_clear(j, NCHEAP);
 }
 
 /* ---- on-prem cost and stats -------------------------------------------------------------------- */
@@ -1097,7 +1202,7 @@ static void test_onprem_cost(void)
     spw_engine_stats(e, &st);
     is(st.onprem_gpus, 20, "stats: 20 on-prem GPUs");
     is(spw_fleet_gpus(&f), 20, "spw_fleet_gpus: 20");
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 100, 3, 0);
     spw_engine_submit(e, &j, 0);
     sched(e, 0);
@@ -1109,6 +1214,7 @@ static void test_onprem_cost(void)
     is(j.state, SPW_JOB_DONE, "on-prem: done");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- a naive reference scheduler, straight from the spec ------------------------------------- */
@@ -1773,6 +1879,8 @@ static void test_against_reference(void)
        "unschedulable %zu, multi-node %zu)", reasons[SPW_REASON_FITS_ONPREM],
        reasons[SPW_REASON_BACKFILLED], reasons[SPW_REASON_WAIT_EXPIRED],
        reasons[SPW_REASON_NEVER_FITS_ONPREM], unsched, multi);
+    spw_jobs_clear(ej, RMAXJ);
+    spw_jobs_clear(rj, RMAXJ);
 }
 
 int main(void)
@@ -1790,6 +1898,7 @@ int main(void)
     test_instant_order();
     test_zero_wait();
     test_never_fits();
+    test_side_record();
     test_models();
     test_cheapest_offer();
     test_onprem_cost();

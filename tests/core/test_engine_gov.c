@@ -103,6 +103,7 @@ static uint32_t add_dataset(spw_fleet_t *f, const char *name, double size_gb, in
 static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s, uint32_t gpus,
                      uint32_t order, uint32_t team)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -180,7 +181,7 @@ static void test_budget_hold(void)
     f.gov.origin_s = MAR_2026;
     spw_engine_t *e = engine(&f, "none", 1);
 
-    spw_job_t b, j[15];
+    spw_job_t b = {0}, j[15] = {0};
     char ids[15][16];
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     spw_engine_submit(e, &b, 0);
@@ -196,7 +197,7 @@ static void test_budget_hold(void)
     int held_ok = 1;
     for (int i = 10; i < 15; i++)
         held_ok &= j[i].state == SPW_JOB_QUEUED && j[i].reason == SPW_REASON_HELD_BUDGET &&
-                   j[i].held == 1 && j[i].offer == -1;
+                   spw_job_rare(&j[i])->held == 1 && j[i].offer == -1;
     ok(held_ok, "budget: j10..j14 queued, reason HELD_BUDGET, held once");
     /* The caller learns who was held without walking its queue. */
     spw_job_t **nh;
@@ -208,8 +209,8 @@ static void test_budget_hold(void)
     is(spw_engine_held(e, &nh), 0, "budget: asked again, nothing new was held");
     ok(isinf(spw_engine_burst_at(e, &j[10])) && isinf(spw_engine_burst_at(e, &j[0])),
        "budget: a held job and a placed one never burst by their wait");
-    is_double(j[0].reserved_usd, 10, EPS, "budget: a burst reserves $10");
-    is_double(j[0].charge_s, 0, EPS, "budget: charged to the period of t=0");
+    is_double(spw_job_rare(&j[0])->reserved_usd, 10, EPS, "budget: a burst reserves $10");
+    is_double(spw_job_rare(&j[0])->charge_s, 0, EPS, "budget: charged to the period of t=0");
     is_double(spw_engine_max_runtime(e, &j[0]), 3600, EPS,
               "budget: a cloud job must stop at default_max_runtime");
     is(spw_engine_queued(e), 5, "budget: 5 jobs still wait");
@@ -227,7 +228,7 @@ static void test_budget_hold(void)
 
     /* Nothing freed: a later instant does not retry the held. */
     is(sched(e, 900), 0, "budget: nothing placed at 900 s when no money freed");
-    is(j[10].held, 1, "budget: held jobs were not retried for nothing");
+    is(spw_job_rare(&j[10])->held, 1, "budget: held jobs were not retried for nothing");
 
     /* Three jobs end after 30 min: 0.5 h x $10 = $5 each.  Ledger: settled
      * $15, reserved $70, remaining $15.  The retry places j10 (85 + 10 = 95
@@ -235,7 +236,7 @@ static void test_budget_hold(void)
     for (int i = 0; i < 3; i++)
         spw_engine_finish(e, &j[i], 1800);
     is_double(j[0].cost_usd, 5, EPS, "budget: 30 min at $10/h cost $5");
-    is_double(j[0].reserved_usd, 0, EPS, "budget: its reservation is released");
+    is_double(spw_job_rare(&j[0])->reserved_usd, 0, EPS, "budget: its reservation is released");
     L = ledger(e, ml, 1800);
     is_double(L.settled_usd, 15, EPS, "budget: settled $15 after three jobs");
     is_double(L.reserved_usd, 70, EPS, "budget: $70 still reserved");
@@ -245,8 +246,8 @@ static void test_budget_hold(void)
     is(j[10].state, SPW_JOB_CLOUD, "budget: j10, first in queue order, bursts");
     is(j[10].reason, SPW_REASON_WAIT_EXPIRED, "budget: its reason is the expired wait");
     is(j[11].state, SPW_JOB_QUEUED, "budget: j11 is held again");
-    is(j[11].held, 2, "budget: j11 held twice");
-    is(j[12].held, 1, "budget: j12 was not tried after its team's refusal");
+    is(spw_job_rare(&j[11])->held, 2, "budget: j11 held twice");
+    is(spw_job_rare(&j[12])->held, 1, "budget: j12 was not tried after its team's refusal");
     L = ledger(e, ml, 1800);
     is_double(L.reserved_usd, 80, EPS, "budget: $80 reserved");
     is_double(L.remaining_usd, 5, EPS, "budget: $5 left");
@@ -263,7 +264,7 @@ static void test_budget_hold(void)
     is(sched(e, 3600), 1, "budget: one more placed at 3600 s");
     is(j[11].state, SPW_JOB_CLOUD, "budget: j11 bursts: $10 fits the last $10 exactly");
     is(j[12].state, SPW_JOB_QUEUED, "budget: j12 still held");
-    is(j[12].held, 2, "budget: j12 held twice");
+    is(spw_job_rare(&j[12])->held, 2, "budget: j12 held twice");
     L = ledger(e, ml, 3600);
     is_double(L.remaining_usd, 0, EPS, "budget: $0 left again");
 
@@ -280,9 +281,11 @@ static void test_budget_hold(void)
     sched(e, 9000);
     is(j[12].state, SPW_JOB_ONPREM, "budget: a held job starts on-prem when a GPU frees");
     is(j[12].reason, SPW_REASON_FITS_ONPREM, "budget: reason fits on-prem");
-    is_double(j[12].reserved_usd, 0, EPS, "budget: on-prem reserves nothing");
+    is_double(spw_job_rare(&j[12])->reserved_usd, 0, EPS, "budget: on-prem reserves nothing");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_jobs_clear(j, 15);
 }
 
 /* The same fleet at 1800 s, with a new job j15 arriving then (wait none):
@@ -297,7 +300,7 @@ static void test_budget_held_first(void)
     uint32_t ml = add_team(&f, "ml", 100, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j[16];
+    spw_job_t b = {0}, j[16] = {0};
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     spw_engine_submit(e, &b, 0);
     for (int i = 0; i < 15; i++) {
@@ -315,6 +318,8 @@ static void test_budget_held_first(void)
        spw_job_state_name(j[10].state), spw_job_state_name(j[15].state));
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_jobs_clear(j, 16);
 }
 
 /* The budget refusal of the cheapest offer does not hold for a dearer one
@@ -330,7 +335,7 @@ static void test_budget_boot_delay(void)
     uint32_t ml = add_team(&f, "ml", 15, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 1, 1, ml);
     spw_engine_submit(e, &j, 0);
     sched(e, 0);
@@ -340,6 +345,7 @@ static void test_budget_boot_delay(void)
        spw_job_state_name(j.state), j.offer);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- 2. on_exhausted ------------------------------------------------------------ */
@@ -357,7 +363,7 @@ static void test_onprem_only(void)
     uint32_t t = add_team(&f, "t", 10, SPW_EXHAUSTED_ONPREM_ONLY);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j1, j2, j3;
+    spw_job_t b = {0}, j1 = {0}, j2 = {0}, j3 = {0};
     job_init(&b, "b", 0, 100, 1, 0, 0);
     job_init(&j1, "j1", 0, 3600, 1, 1, t);
     job_init(&j2, "j2", 0, 3600, 1, 2, t);
@@ -396,6 +402,10 @@ static void test_onprem_only(void)
     is_double(j2.start_s, 100, EPS, "onprem_only: at 100 s");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
 }
 
 /* Team t: $10, reject.  j1 bursts, j2's burst is refused: rejected. */
@@ -408,7 +418,7 @@ static void test_reject(void)
     uint32_t t = add_team(&f, "t", 10, SPW_EXHAUSTED_REJECT);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j1, j2;
+    spw_job_t b = {0}, j1 = {0}, j2 = {0};
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     job_init(&j1, "j1", 0, 3600, 1, 1, t);
     job_init(&j2, "j2", 0, 3600, 1, 2, t);
@@ -429,6 +439,9 @@ static void test_reject(void)
     is(spw_engine_rejected(e, &rej), 0, "reject: the list is per instant");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
 }
 
 /* ---- 3. budget period roll ------------------------------------------------------- */
@@ -447,7 +460,7 @@ static void test_period_roll(void)
     f.gov.default_max_runtime_s = 3600;
     f.gov.origin_s = JAN_31_2300;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j1, j2, j3;
+    spw_job_t b = {0}, j1 = {0}, j2 = {0}, j3 = {0};
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     job_init(&j1, "j1", 0, 3600, 1, 1, t);
     job_init(&j2, "j2", 0, 3600, 1, 2, t);
@@ -469,9 +482,9 @@ static void test_period_roll(void)
     spw_engine_finish(e, &j1, 3600);
     is(sched(e, 3600), 1, "roll: one held job placed at the new period");
     is(j2.state, SPW_JOB_CLOUD, "roll: j2 placed against February's budget");
-    is_double(j2.charge_s, 3600, EPS, "roll: j2 charged at 3600 s");
+    is_double(spw_job_rare(&j2)->charge_s, 3600, EPS, "roll: j2 charged at 3600 s");
     is(j3.state, SPW_JOB_QUEUED, "roll: j3 still held (February's $10 is reserved)");
-    is(j3.held, 2, "roll: j3 held twice");
+    is(spw_job_rare(&j3)->held, 2, "roll: j3 held twice");
     L = ledger(e, t, 0);
     is_double(L.settled_usd, 10, EPS, "roll: January settled $10 (j1, ended in February)");
     is_double(L.reserved_usd, 0, EPS, "roll: January reserves nothing");
@@ -485,6 +498,10 @@ static void test_period_roll(void)
               "roll: next wakeup is March 1");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
 }
 
 /* ---- 4. caps ---------------------------------------------------------------------- */
@@ -499,7 +516,7 @@ static void test_org_cap(void)
     add_offer(&f, "test", "", "g4", NULL, 4, 8.0, NAN, 0);
     f.gov.max_cloud_gpus = 8;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j[4];
+    spw_job_t b = {0}, j[4] = {0};
     job_init(&b, "b", 0, 1e7, 4, 0, 0);
     spw_engine_submit(e, &b, 0);
     for (int i = 0; i < 4; i++) {
@@ -521,11 +538,13 @@ static void test_org_cap(void)
     is_double(j[0].cost_usd, 8.0 * 1000 / 3600, EPS, "org cap: j0 cost $2.22");
     is(sched(e, 1000), 1, "org cap: one held job placed when 4 GPUs free");
     is(j[2].state, SPW_JOB_CLOUD, "org cap: j2 (first in queue order) bursts");
-    is(j[3].held, 2, "org cap: j3 held again");
+    is(spw_job_rare(&j[3])->held, 2, "org cap: j3 held again");
     spw_govrt_org(spw_engine_gov(e), &rate, &gpus);
     is_double(gpus, 8, EPS, "org cap: 8 cloud GPUs again");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_jobs_clear(j, 4);
 }
 
 /* Team a: max_cloud_usd_per_h 20; team b: 8.  Offer g4 $8/h.  a1, a2 fit
@@ -543,7 +562,7 @@ static void test_team_rate_cap(void)
     f.gov.teams[a - 1].max_cloud_usd_per_h = 20;
     f.gov.teams[bt - 1].max_cloud_usd_per_h = 8;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t blk, a1, a2, a3, b1, b2;
+    spw_job_t blk = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b1 = {0}, b2 = {0};
     job_init(&blk, "blk", 0, 1e7, 4, 0, 0);
     job_init(&a1, "a1", 0, 3600, 4, 1, a);
     job_init(&a2, "a2", 0, 3600, 4, 2, a);
@@ -564,12 +583,18 @@ static void test_team_rate_cap(void)
     is(sched(e, 100), 1, "team cap: one placed when b1 ends");
     is(b2.state, SPW_JOB_CLOUD, "team cap: b2 bursts (its team has room)");
     is(a3.state, SPW_JOB_QUEUED, "team cap: a3 still held (team a at $16/h)");
-    is(a3.held, 1, "team cap: a3 not retried: nothing of team a's changed");
+    is(spw_job_rare(&a3)->held, 1, "team cap: a3 not retried: nothing of team a's changed");
     spw_engine_finish(e, &a1, 200);
     is(sched(e, 200), 1, "team cap: one placed when a1 ends");
     is(a3.state, SPW_JOB_CLOUD, "team cap: a3 bursts");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blk);
+    spw_job_clear(&a1);
+    spw_job_clear(&a2);
+    spw_job_clear(&a3);
+    spw_job_clear(&b1);
+    spw_job_clear(&b2);
 }
 
 /* A held job at the head of a HOL queue blocks the jobs behind it; once a
@@ -590,7 +615,7 @@ static void test_held_head_unblocks(void)
     uint32_t cf = add_class(&f, "cf");
     add_rule(&f, "cf", cf)->placement = SPW_PLACE_CLOUD_FIRST;
     spw_engine_t *e = engine(&f, "constant:1000000", 1);
-    spw_job_t b, c, h, q;
+    spw_job_t b = {0}, c = {0}, h = {0}, q = {0};
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     job_init(&c, "c", 0, 3600, 1, 1, t);
     c.jclass = cf;
@@ -613,6 +638,10 @@ static void test_held_head_unblocks(void)
          spw_job_state_name(q.state));
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&c);
+    spw_job_clear(&h);
+    spw_job_clear(&q);
 }
 
 /* ---- 5. rules and residency -------------------------------------------------------- */
@@ -671,7 +700,7 @@ static void test_rules(void)
     rules_fleet(&rf);
     /* Pool full (blocker), wait none: whatever may burst does at t=0. */
     spw_engine_t *e = engine(&rf.f, "none", 1);
-    spw_job_t blk, jx, jp, jc, js, jeu, jeu2, jloc, jz, jplain;
+    spw_job_t blk = {0}, jx = {0}, jp = {0}, jc = {0}, js = {0}, jeu = {0}, jeu2 = {0}, jloc = {0}, jz = {0}, jplain = {0};
     job_init(&blk, "blk", 0, 100, 4, 0, 0);
     job_init(&jx, "jx", 0, 3600, 1, 1, 0);
     jx.jclass = rf.x;
@@ -715,7 +744,7 @@ static void test_rules(void)
        "rules: spot required takes the cheapest spot price (aws eu-west-1, offer %d, spot %d)",
        js.offer, js.spot);
     /* Worst case at the spot price: $1 x 86400/3600 = $24. */
-    is_double(js.reserved_usd, 24, EPS, "rules: a spot job reserves at the spot price");
+    is_double(spw_job_rare(&js)->reserved_usd, 24, EPS, "rules: a spot job reserves at the spot price");
     ok(jeu.state == SPW_JOB_CLOUD && jeu.offer == 1 && jeu.pool == -1,
        "rules: residency eu: never on-prem, the cheapest eu region (gcp europe-west4)");
     is(jeu.reason, SPW_REASON_NEVER_FITS_ONPREM, "rules: residency eu bursts at once");
@@ -738,7 +767,7 @@ static void test_rules(void)
     /* Pool free, wait constant:1000: cloud_first bursts at once, a plain
      * job takes the free GPUs. */
     e = engine(&rf.f, "constant:1000", 1);
-    spw_job_t jy, jq;
+    spw_job_t jy = {0}, jq = {0};
     job_init(&jy, "jy", 0, 3600, 1, 1, 0);
     jy.jclass = rf.y;
     job_init(&jq, "jq", 0, 3600, 1, 2, 0);
@@ -750,6 +779,18 @@ static void test_rules(void)
     is(jq.state, SPW_JOB_ONPREM, "rules: a plain job stays on-prem");
     spw_engine_destroy(e);
     spw_fleet_clear(&rf.f);
+    spw_job_clear(&blk);
+    spw_job_clear(&jx);
+    spw_job_clear(&jp);
+    spw_job_clear(&jc);
+    spw_job_clear(&js);
+    spw_job_clear(&jeu);
+    spw_job_clear(&jeu2);
+    spw_job_clear(&jloc);
+    spw_job_clear(&jz);
+    spw_job_clear(&jplain);
+    spw_job_clear(&jy);
+    spw_job_clear(&jq);
 }
 
 /* ---- 6. data gravity --------------------------------------------------------------- */
@@ -775,7 +816,7 @@ static void test_gravity_onprem(void)
     uint32_t ds = two_pools_fleet(&f, "B", "A", 3.6, 1);
 
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t d1, plain;
+    spw_job_t d1 = {0}, plain = {0};
     job_init(&d1, "d1", 0, 100, 1, 1, 0);
     d1.data = ds;
     job_init(&plain, "plain", 0, 100, 1, 2, 0);
@@ -783,19 +824,20 @@ static void test_gravity_onprem(void)
     spw_engine_submit(e, &plain, 0);
     sched(e, 0);
     ok(d1.state == SPW_JOB_ONPREM && d1.pool == 1, "gravity: first fit picks A, home of the data");
-    ok(d1.transfer_s == 0 && d1.start_s == 0 && d1.egress_gb == 0, "gravity: no copy in A");
+    ok(spw_job_rare(&d1)->transfer_s == 0 && d1.start_s == 0 && spw_job_rare(&d1)->egress_gb == 0, "gravity: no copy in A");
     is(plain.pool, 0, "gravity: a job without data keeps fleet order (B)");
     spw_engine_destroy(e);
 
     e = engine(&f, "none", 0);
+    spw_job_clear(&d1);
     job_init(&d1, "d1", 0, 100, 1, 1, 0);
     d1.data = ds;
     spw_engine_submit(e, &d1, 0);
     sched(e, 0);
     is(d1.pool, 0, "gravity 0: fleet order (B)");
-    is_double(d1.transfer_s, 80, EPS, "gravity 0: the copy to B takes 80 s");
+    is_double(spw_job_rare(&d1)->transfer_s, 80, EPS, "gravity 0: the copy to B takes 80 s");
     is_double(d1.start_s, 80, EPS, "gravity 0: it starts at placed + 80 s");
-    is_double(d1.egress_gb, 100, EPS, "gravity 0: 100 GB moved");
+    is_double(spw_job_rare(&d1)->egress_gb, 100, EPS, "gravity 0: 100 GB moved");
     /* On-prem is paid from placement: 180 s x 1 GPU x $3.60/h = $0.18. */
     spw_engine_finish(e, &d1, 180);
     is_double(d1.cost_usd, 0.18, EPS, "gravity 0: the GPUs are paid during the copy too");
@@ -803,9 +845,10 @@ static void test_gravity_onprem(void)
 
     /* Gravity on, A full: B with the 80 s copy. */
     e = engine(&f, "none", 1);
-    spw_job_t d0;
+    spw_job_t d0 = {0};
     job_init(&d0, "d0", 0, 1e6, 4, 1, 0);
     d0.data = ds;
+    spw_job_clear(&d1);
     job_init(&d1, "d1", 10, 100, 1, 2, 0);
     d1.data = ds;
     spw_engine_submit(e, &d0, 0);
@@ -816,6 +859,9 @@ static void test_gravity_onprem(void)
     is_double(d1.start_s, 90, EPS, "gravity: placed at 10 s, starts at 90 s");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&d1);
+    spw_job_clear(&plain);
+    spw_job_clear(&d0);
 }
 
 /* Cloud: no pools; o0 aws r1 $10/h, o1 aws r2 $9/h, 1 GPU, boot 0;
@@ -839,41 +885,43 @@ static void test_gravity_cloud(void)
     uint32_t ds;
     gravity_cloud_fleet(&f, &ds);
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t c1, c2, c3;
+    spw_job_t c1 = {0}, c2 = {0}, c3 = {0};
     job_init(&c1, "c1", 0, 3600, 1, 1, 0);
     c1.data = ds;
     spw_engine_submit(e, &c1, 0);
     sched(e, 0);
     ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0, "gravity: r1 (with the data) beats cheaper r2");
-    ok(c1.egress_usd == 0 && c1.transfer_s == 0 && c1.start_s == 0, "gravity: no egress in r1");
-    is_double(c1.reserved_usd, 10, EPS, "gravity: r1 reserves $10");
+    ok(spw_job_rare(&c1)->egress_usd == 0 && spw_job_rare(&c1)->transfer_s == 0 && c1.start_s == 0, "gravity: no egress in r1");
+    is_double(spw_job_rare(&c1)->reserved_usd, 10, EPS, "gravity: r1 reserves $10");
     /* A copy cached in r2 makes r2 free of data: $9 < $10. */
     spw_govrt_data_placed(spw_engine_gov(e), (int)ds - 1, -1, 1, 0);
     job_init(&c2, "c2", 0, 3600, 1, 2, 0);
     c2.data = ds;
     spw_engine_submit(e, &c2, 0);
     sched(e, 0);
-    ok(c2.offer == 1 && c2.egress_usd == 0, "gravity: a cached copy in r2 makes r2 the choice");
+    ok(c2.offer == 1 && spw_job_rare(&c2)->egress_usd == 0, "gravity: a cached copy in r2 makes r2 the choice");
     spw_engine_destroy(e);
 
     e = engine(&f, "none", 0);
+    spw_job_clear(&c1);
     job_init(&c1, "c1", 0, 3600, 1, 1, 0);
     c1.data = ds;
     spw_engine_submit(e, &c1, 0);
     sched(e, 0);
     is(c1.offer, 1, "gravity 0: the cheaper r2");
-    is_double(c1.egress_usd, 11.3, 1e-9, "gravity 0: egress $9 + storage $2.30 paid");
-    is_double(c1.egress_gb, 100, EPS, "gravity 0: 100 GB moved");
-    is_double(c1.transfer_s, 80, EPS, "gravity 0: 80 s copy");
+    is_double(spw_job_rare(&c1)->egress_usd, 11.3, 1e-9, "gravity 0: egress $9 + storage $2.30 paid");
+    is_double(spw_job_rare(&c1)->egress_gb, 100, EPS, "gravity 0: 100 GB moved");
+    is_double(spw_job_rare(&c1)->transfer_s, 80, EPS, "gravity 0: 80 s copy");
     is_double(c1.start_s, 80, EPS, "gravity 0: starts at 80 s");
     /* Worst case: 9 x (0 + 80 + 3600)/3600 = $9.20 compute + $11.30. */
-    is_double(c1.reserved_usd, 20.5, 1e-9, "gravity 0: reserves $9.20 + $11.30 = $20.50");
+    is_double(spw_job_rare(&c1)->reserved_usd, 20.5, 1e-9, "gravity 0: reserves $9.20 + $11.30 = $20.50");
     /* c2 at 100 s: r2 holds a cached copy until 30 days: no egress. */
+    spw_job_clear(&c2);
     job_init(&c2, "c2", 100, 3600, 1, 2, 0);
     c2.data = ds;
     spw_engine_submit(e, &c2, 100);
     sched(e, 100);
-    ok(c2.offer == 1 && c2.egress_usd == 0 && c2.egress_gb == 0 && c2.transfer_s == 0,
+    ok(c2.offer == 1 && spw_job_rare(&c2)->egress_usd == 0 && spw_job_rare(&c2)->egress_gb == 0 && spw_job_rare(&c2)->transfer_s == 0,
        "cache: a second job in r2 within cache_ttl pays no egress");
     is_double(c2.start_s, 100, EPS, "cache: and starts at once");
     /* c1 ends at 1880 s: billed from the instance up (0) through the copy:
@@ -885,7 +933,7 @@ static void test_gravity_cloud(void)
     c3.data = ds;
     spw_engine_submit(e, &c3, c3.submit_s);
     sched(e, c3.submit_s);
-    is_double(c3.egress_usd, 11.3, 1e-9, "cache: an expired copy is paid again");
+    is_double(spw_job_rare(&c3)->egress_usd, 11.3, 1e-9, "cache: an expired copy is paid again");
     spw_engine_destroy(e);
 
     /* Egress counts against a budget: team $20.  Under gravity 0, r2's
@@ -894,12 +942,15 @@ static void test_gravity_cloud(void)
     e = engine(&f, "none", 0);
     submit_data(e, &c1, "c1", 0, 3600, 1, 1, t, ds);
     sched(e, 0);
-    ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0 && c1.egress_usd == 0,
+    ok(c1.state == SPW_JOB_CLOUD && c1.offer == 0 && spw_job_rare(&c1)->egress_usd == 0,
        "gravity 0 + budget: egress makes r2 too dear for the budget; r1 taken");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.reserved_usd, 10, EPS, "gravity 0 + budget: $10 reserved");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&c1);
+    spw_job_clear(&c2);
+    spw_job_clear(&c3);
 }
 
 /* ---- 7. restore --------------------------------------------------------------------- */
@@ -916,14 +967,14 @@ static void test_restore(void)
     f.gov.default_max_runtime_s = 3600;
     f.gov.origin_s = MAR_2026;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t r, r2, r3;
+    spw_job_t r = {0}, r2 = {0}, r3 = {0};
     job_init(&r, "r", 0, 3600, 1, 1, t);
     r.state = SPW_JOB_CLOUD;
     r.offer = 0;
     r.instances = 1;
     r.placed_s = r.start_s = 0;
-    r.reserved_usd = 10;
-    r.charge_s = 0;
+    spw_job_rare_w(&r)->reserved_usd = 10;
+    spw_job_rare_w(&r)->charge_s = 0;
     is(spw_engine_restore(e, &r), 0, "restore: a cloud job is taken back");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.reserved_usd, 10, EPS, "restore: its $10 is reserved again");
@@ -946,8 +997,8 @@ static void test_restore(void)
     r2.placed_s = r2.start_s = 100;
     r2.max_runtime_s = 1800;
     is(spw_engine_restore(e, &r2), 0, "restore: without a recorded reservation");
-    is_double(r2.reserved_usd, 5, EPS, "restore: recomputed as $5 (max_runtime 1800 s)");
-    is_double(r2.charge_s, 100, EPS, "restore: charged at placed_s");
+    is_double(spw_job_rare(&r2)->reserved_usd, 5, EPS, "restore: recomputed as $5 (max_runtime 1800 s)");
+    is_double(spw_job_rare(&r2)->charge_s, 100, EPS, "restore: charged at placed_s");
     is_double(spw_engine_max_runtime(e, &r2), 1800, EPS, "restore: its own max_runtime binds");
 
     /* Placed in February (a day before engine 0): February's ledger. */
@@ -956,8 +1007,8 @@ static void test_restore(void)
     r3.offer = 0;
     r3.instances = 1;
     r3.placed_s = r3.start_s = -86400;
-    r3.reserved_usd = 10;
-    r3.charge_s = -86400;
+    spw_job_rare_w(&r3)->reserved_usd = 10;
+    spw_job_rare_w(&r3)->charge_s = -86400;
     is(spw_engine_restore(e, &r3), 0, "restore: a job placed last month");
     L = ledger(e, t, -86400);
     is_double(L.reserved_usd, 10, EPS, "restore: February holds its $10");
@@ -965,6 +1016,9 @@ static void test_restore(void)
     is_double(L.reserved_usd, 5, EPS, "restore: March holds only r2's $5");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&r);
+    spw_job_clear(&r2);
+    spw_job_clear(&r3);
 }
 
 /* ---- 8. explain ---------------------------------------------------------------------- */
@@ -987,7 +1041,7 @@ static void test_explain(void)
     uint32_t ml = add_team(&f, "ml", 10, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 3600;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j1, j2;
+    spw_job_t b = {0}, j1 = {0}, j2 = {0};
     job_init(&b, "b", 0, 1e7, 1, 0, 0);
     job_init(&j1, "j1", 0, 3600, 1, 1, ml);
     job_init(&j2, "j2", 0, 3600, 1, 2, ml);
@@ -1010,7 +1064,7 @@ static void test_explain(void)
     rules_fleet_t rf;
     rules_fleet(&rf);
     e = engine(&rf.f, "none", 1);
-    spw_job_t jp;
+    spw_job_t jp = {0};
     job_init(&jp, "jp", 0, 3600, 1, 1, 0);
     jp.jclass = rf.prov;
     spw_candidate_t c2[8];
@@ -1023,6 +1077,10 @@ static void test_explain(void)
     ok(o && o->ok, "explain: aws us-east-1 is the one it would buy");
     spw_engine_destroy(e);
     spw_fleet_clear(&rf.f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&jp);
 }
 
 /* ---- 10. commitments ------------------------------------------------------------------ */
@@ -1059,7 +1117,7 @@ static void test_commitments(void)
     is_double(spw_commit_cost_usd(&f.offers[o0], 10), 0, EPS, "commit: an ordinary offer costs 0 idle");
 
     spw_engine_t *e = engine(&f, "constant:3600", 1);
-    spw_job_t blk, j[3], r[2];
+    spw_job_t blk = {0}, j[3] = {0}, r[2] = {0};
     job_init(&blk, "blk", 0, 100000, 4, 0, 0);
     static const char *ids[] = {"j0", "j1", "j2"};
     for (int i = 0; i < 3; i++) {
@@ -1115,6 +1173,9 @@ static void test_commitments(void)
        r[1].offer);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blk);
+    spw_jobs_clear(j, 3);
+    spw_jobs_clear(r, 2);
 }
 
 /* A commitment of slow GPUs is not taken by a job it cannot finish within
@@ -1129,7 +1190,7 @@ static void test_commitment_finish(void)
     int ct4 = add_commit(&f, t4, "t4", 1, 0.3);
     f.perf.reference = spw_xstrdup("A100");
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t blk, slow, late, fits;
+    spw_job_t blk = {0}, slow = {0}, late = {0}, fits = {0};
     job_init(&blk, "blk", 0, 100000, 1, 0, 0);
     job_init(&slow, "slow", 0, 3600, 1, 1, 0);
     slow.max_runtime_s = 4000;          /* a T4 needs several hours */
@@ -1149,6 +1210,10 @@ static void test_commitment_finish(void)
        "commit: a job it can finish takes the T4 commitment (%d)", fits.offer);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&blk);
+    spw_job_clear(&slow);
+    spw_job_clear(&late);
+    spw_job_clear(&fits);
 }
 
 /* ---- 9. no governance ----------------------------------------------------------------- */
@@ -1175,7 +1240,7 @@ static void test_egress_cap_onprem(void)
     f.gov.cache_ttl_s = 0;
     f.gov.origin_s = MAR_2026;
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t b, j1, j2, j3, j4;
+    spw_job_t b = {0}, j1 = {0}, j2 = {0}, j3 = {0}, j4 = {0};
     job_init(&b, "b", 0, 1e7, 4, 0, 0);
     spw_engine_submit(e, &b, 0);
     sched(e, 0);
@@ -1185,7 +1250,7 @@ static void test_egress_cap_onprem(void)
                     ds);
     sched(e, 0);
     ok(b.pool == 0 && j1.pool == 1 && j2.pool == 1, "egress: j1 and j2 copy into B");
-    is_double(j1.egress_usd + j2.egress_usd, 10, EPS, "egress: $5 each");
+    is_double(spw_job_rare(&j1)->egress_usd + spw_job_rare(&j2)->egress_usd, 10, EPS, "egress: $5 each");
     is(j3.state, SPW_JOB_QUEUED, "egress: j3 waits: a third copy would overshoot the $10 cap");
     spw_team_ledger_t L = ledger(e, t, 0);
     is_double(L.egress_settled_usd, 10, EPS, "egress: the copies into the pool count: $10 of $10");
@@ -1206,7 +1271,7 @@ static void test_egress_cap_onprem(void)
     spw_engine_finish(e, &b, 1000);
     submit_data(e, &j4, "j4", 1000, 100, 4, 4, t, ds);
     sched(e, 1000);
-    ok(j3.state == SPW_JOB_ONPREM && j3.pool == 0 && j3.egress_usd == 0,
+    ok(j3.state == SPW_JOB_ONPREM && j3.pool == 0 && spw_job_rare(&j3)->egress_usd == 0,
        "egress: j3 starts in A, home of its data, without a copy");
     is(j4.state, SPW_JOB_QUEUED, "egress: j4 fits only B and waits for the cap");
     double april = 31 * 86400.0;
@@ -1222,6 +1287,7 @@ static void test_egress_cap_onprem(void)
      * (a replay would otherwise step from month to month for ever). */
     f.gov.teams[t - 1].max_egress_usd_per_month = 4;
     e = engine(&f, "none", 1);
+    spw_job_clear(&b);
     job_init(&b, "b", 0, 1e7, 4, 0, 0);
     spw_engine_submit(e, &b, 0);
     submit_data(e, &j1, "j1", 0, 100, 1, 1, t, ds);
@@ -1230,6 +1296,11 @@ static void test_egress_cap_onprem(void)
     ok(isinf(spw_engine_next_wakeup(e)), "egress over the whole cap: no wakeup at a month's end");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+    spw_job_clear(&j3);
+    spw_job_clear(&j4);
 }
 
 static void test_no_governance(void)
@@ -1239,7 +1310,7 @@ static void test_no_governance(void)
     add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
     ok(!spw_gov_active(&f.gov), "none: no governance configured");
     spw_engine_t *e = engine(&f, "none", 1);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 100000, 1, 1, 0);
     spw_engine_submit(e, &j, 0);
     sched(e, 0);
@@ -1249,6 +1320,7 @@ static void test_no_governance(void)
     is_double(j.cost_usd, 100000 * 10.0 / 3600, 1e-9, "none: the cost is not clamped");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 int main(void)

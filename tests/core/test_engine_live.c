@@ -64,6 +64,7 @@ static spw_engine_t *engine(const spw_fleet_t *f, const char *wait)
 static void job(spw_job_t *j, const char *id, double submit, uint32_t gpus, double est,
                 uint32_t order, uint64_t mask)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     spw_job_reset(j);
     j->id = id;
@@ -87,7 +88,7 @@ static void test_cancel(void)
     make_fleet(&f);
     spw_engine_t *e = engine(&f, "constant:100");
     uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
-    spw_job_t j1, j2;
+    spw_job_t j1 = {0}, j2 = {0};
     spw_engine_stats_t st;
 
     job(&j1, "j1", 0, 4, 3600, 0, a100);
@@ -120,6 +121,8 @@ static void test_cancel(void)
     is_double(j1.cost_usd, 2.0, 1e-9, "cancel: a refused cancel changes nothing");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
 }
 
 /* Jobs that left the engine may be freed after spw_engine_forget_left,
@@ -132,7 +135,7 @@ static void test_forget_left(void)
     make_fleet(&f);
     spw_engine_t *e = engine(&f, "constant:100");
     uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
-    spw_job_t j1, j3, *j2 = spw_xmalloc(sizeof(*j2));
+    spw_job_t j1 = {0}, j3 = {0}, *j2 = spw_xcalloc(1, sizeof(*j2));
 
     job(&j1, "j1", 0, 4, 3600, 0, a100);
     spw_engine_submit(e, &j1, 0);
@@ -151,6 +154,8 @@ static void test_forget_left(void)
     is((long)sched(e, 130), 1, "forget: j3 bursts at 130");
     is(j3.state, SPW_JOB_CLOUD, "forget: j3 went to the cloud");
     spw_engine_destroy(e);
+    spw_job_clear(&j1);
+    spw_job_clear(&j3);
     spw_fleet_clear(&f);
 }
 
@@ -160,7 +165,7 @@ static void test_requeue(void)
     make_fleet(&f);
     spw_engine_t *e = engine(&f, "constant:100");
     uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
-    spw_job_t j3, j4, j5;
+    spw_job_t j3 = {0}, j4 = {0}, j5 = {0};
 
     /* On-prem: runs 2000..2500, requeued, starts again at once, ends 3500.
      * Cost: 2 GPUs x $1 x (500 + 1000) s / 3600 = $0.8333. */
@@ -203,6 +208,9 @@ static void test_requeue(void)
     is_double(j5.cost_usd, 4.5, 1e-9, "requeue: $1.50 + $3.00");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j3);
+    spw_job_clear(&j4);
+    spw_job_clear(&j5);
 }
 
 static const spw_candidate_t *find(const spw_candidate_t *c, size_t n, spw_cand_kind_t k, int idx)
@@ -219,7 +227,7 @@ static void test_explain(void)
     make_fleet(&f);
     spw_engine_t *e = engine(&f, "constant:100");
     uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
-    spw_job_t j4, j6;
+    spw_job_t j4 = {0}, j6 = {0};
     spw_candidate_t c[8];
 
     job(&j4, "j4", 0, 4, 10000, 0, a100);
@@ -265,6 +273,7 @@ static void test_explain(void)
 
     /* never: every offer is excluded by the policy. */
     e = engine(&f, "never");
+    spw_job_clear(&j6);
     job(&j6, "j6b", 0, 2, 3600, 0, a100);
     n = spw_engine_explain(e, &j6, 0, c, 8);
     pool = find(c, n, SPW_CAND_ONPREM, 0);
@@ -274,6 +283,8 @@ static void test_explain(void)
        a1 ? a1->why : "-");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j4);
+    spw_job_clear(&j6);
 }
 
 /* Never buy what cannot finish (issue 24).  The fleet of make_fleet with
@@ -289,7 +300,7 @@ static void test_finish(void)
     f.perf.scale_pools = 1;
     spw_engine_t *e = engine(&f, "none");
     uint64_t a100 = 1ULL << spw_models_find(&f.models, "A100");
-    spw_job_t fill, free_, capped, late, hopeless, never, stuck;
+    spw_job_t fill = {0}, free_ = {0}, capped = {0}, late = {0}, hopeless = {0}, never = {0}, stuck = {0};
     spw_candidate_t c[8];
 
     /* The pool is full for good: every other job bursts at once (wait none). */
@@ -349,11 +360,18 @@ static void test_finish(void)
     spw_engine_submit(e, &stuck, 60);
     sched(e, 60);
     ok(stuck.state == SPW_JOB_QUEUED && stuck.reason == SPW_REASON_CANNOT_FINISH &&
-           stuck.held == 0 && !stuck.by_budget,
+           spw_job_rare(&stuck)->held == 0 && !stuck.by_budget,
        "finish: a job no offer can finish waits for on-prem (state %d, reason %s, held %u)",
-       stuck.state, spw_reason_text(stuck.reason), stuck.held);
+       stuck.state, spw_reason_text(stuck.reason), spw_job_rare(&stuck)->held);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&fill);
+    spw_job_clear(&free_);
+    spw_job_clear(&capped);
+    spw_job_clear(&late);
+    spw_job_clear(&hopeless);
+    spw_job_clear(&never);
+    spw_job_clear(&stuck);
 }
 
 int main(void)

@@ -18,6 +18,7 @@
 static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s, uint32_t gpus,
                      uint32_t order)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -69,7 +70,7 @@ static void test_spot_no_deadline(void)
     spw_fleet_init(&f);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 60, NULL);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 1, 1);
     j.checkpoint_interval_s = 600;
     spw_engine_submit(e, &j, 0);
@@ -81,24 +82,25 @@ static void test_spot_no_deadline(void)
     spw_engine_set_spot_capacity(e, 0, 0, 1000);
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 1000), 0,
        "no deadline: the preempted job is requeued");
-    is_double(j.done_s, 600, EPS, "no deadline: 940 s of work kept to the checkpoint at 600 s");
-    is_double(j.lost_s, 340, EPS, "no deadline: 340 s of work lost");
-    is_double(j.lost_gpu_s, 340, EPS, "no deadline: 340 GPU-seconds lost");
-    ok(j.preemptions == 1 && j.restarts == 1 && j.failures == 0,
+    is_double(spw_job_rare(&j)->done_s, 600, EPS, "no deadline: 940 s of work kept to the checkpoint at 600 s");
+    is_double(spw_job_rare(&j)->lost_s, 340, EPS, "no deadline: 340 s of work lost");
+    is_double(spw_job_rare(&j)->lost_gpu_s, 340, EPS, "no deadline: 340 GPU-seconds lost");
+    ok(spw_job_rare(&j)->preemptions == 1 && spw_job_rare(&j)->restarts == 1 && spw_job_rare(&j)->failures == 0,
        "no deadline: one preemption, one restart");
-    is(j.last_offer, 0, "no deadline: it remembers the offer it lost");
-    is_double(j.spot_gpu_s, 1000, EPS, "no deadline: 1000 paid spot GPU-seconds");
+    is(spw_job_rare(&j)->last_offer, 0, "no deadline: it remembers the offer it lost");
+    is_double(spw_job_rare(&j)->spot_gpu_s, 1000, EPS, "no deadline: 1000 paid spot GPU-seconds");
     is_double(j.cost_usd, 1000 * 3.0 / 3600, EPS, "no deadline: the spot attempt cost $0.8333");
     is(spw_engine_offer_held(e, 0, 1), 0, "no deadline: the spot instance is released");
 
     is(sched(e, 1000), 1, "no deadline: re-placed at once");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "no deadline: on demand, spot being gone");
     spw_engine_finish(e, &j, 1000 + 60 + 3000);
-    is_double(j.ondemand_gpu_s, 3060, EPS, "no deadline: 3060 paid on-demand GPU-seconds");
+    is_double(spw_job_rare(&j)->ondemand_gpu_s, 3060, EPS, "no deadline: 3060 paid on-demand GPU-seconds");
     is_double(j.cost_usd, 1000 * 3.0 / 3600 + 3060 * 10.0 / 3600, 1e-9,
               "no deadline: cost = paid seconds x price of each attempt");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- 2. greedy with a deadline ----------------------------------------------- */
@@ -118,7 +120,7 @@ static void test_greedy_deadline(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 60, NULL);
     spw_engine_set_spot_capacity(e, 0, 0, 0);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 1, 1);
     j.deadline_s = 7200;
     spw_engine_submit(e, &j, 0);
@@ -131,18 +133,19 @@ static void test_greedy_deadline(void)
 
     spw_engine_set_spot_capacity(e, 0, 0, 2400);
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 2400), 0, "greedy: preempted at t=2400");
-    is_double(j.done_s, 540, EPS, "greedy: 540 s of work kept (continuous checkpoints)");
-    is_double(j.lost_s, 0, EPS, "greedy: nothing lost");
+    is_double(spw_job_rare(&j)->done_s, 540, EPS, "greedy: 540 s of work kept (continuous checkpoints)");
+    is_double(spw_job_rare(&j)->lost_s, 0, EPS, "greedy: nothing lost");
     is(sched(e, 2400), 0, "greedy: waits for spot again");
     is_double(spw_engine_next_wakeup(e), 4020, 1e-6, "greedy: until t=4020");
     is(sched(e, 4019), 0, "greedy: still waiting at t=4019");
     is(sched(e, spw_engine_next_wakeup(e)), 1, "greedy: on demand just after t=4020");
     ok(j.spot == 0 && j.reason == SPW_REASON_DEADLINE, "greedy: on demand because of the deadline");
-    double end = j.start_s + 60 + (3600 - j.done_s);
+    double end = j.start_s + 60 + (3600 - spw_job_rare(&j)->done_s);
     ok(end <= j.deadline_s, "greedy: ends at %.0f, by its deadline 7200", end);
     spw_engine_finish(e, &j, end);
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- 3. uniform progress, spot only, ondemand ----------------------------------- */
@@ -157,7 +160,7 @@ static void test_uniform_progress(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_UNIFORM_PROGRESS, 60, NULL);
     spw_engine_set_spot_capacity(e, 0, 0, 0);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 1, 1);
     j.deadline_s = 7200;
     spw_engine_submit(e, &j, 0);
@@ -168,6 +171,7 @@ static void test_uniform_progress(void)
     ok(j.spot == 0 && j.reason == SPW_REASON_DEADLINE, "UP: on demand to catch up");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* Uniform Progress's hysteresis in the multi-job engine.  Same offer and
@@ -185,7 +189,7 @@ static void test_up_switch(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_UNIFORM_PROGRESS, 60, NULL);
     spw_engine_set_spot_capacity(e, 0, 0, 0);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 1, 1);
     j.deadline_s = 7200;
     spw_engine_submit(e, &j, 0);
@@ -212,16 +216,16 @@ static void test_up_switch(void)
     ok(t >= tstar && t <= tstar + 1.01, "switch: at t* or within the 1 s rounding retry");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 0, "switch: the engine waits for the caller to stop it");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_SWITCH, t), 0, "switch: interrupted by the caller");
-    is_double(j.done_s, t - w - 60, 1e-6, "switch: a clean stop keeps all %.3f s of work", t - w - 60);
-    is_double(j.lost_s, 0, 0, "switch: nothing lost");
-    ok(j.restarts == 1 && j.preemptions == 0 && j.failures == 0,
+    is_double(spw_job_rare(&j)->done_s, t - w - 60, 1e-6, "switch: a clean stop keeps all %.3f s of work", t - w - 60);
+    is_double(spw_job_rare(&j)->lost_s, 0, 0, "switch: nothing lost");
+    ok(spw_job_rare(&j)->restarts == 1 && spw_job_rare(&j)->preemptions == 0 && spw_job_rare(&j)->failures == 0,
        "switch: one restart, no preemption or failure");
-    is_double(j.ondemand_gpu_s, t - w, 1e-6, "switch: the on-demand attempt is paid to now");
+    is_double(spw_job_rare(&j)->ondemand_gpu_s, t - w, 1e-6, "switch: the on-demand attempt is paid to now");
     is(sched(e, t), 1, "switch: re-placed at once");
     ok(j.state == SPW_JOB_CLOUD && j.spot == 1 && j.reason == SPW_REASON_SWITCH_SPOT,
        "switch: on spot, reason SWITCH_SPOT (spot %d, %s)", j.spot, spw_reason_text(j.reason));
     is(spw_engine_switches(e, &moves), 0, "switch: a spot job is not moved again");
-    double end = t + 60 + (3600 - j.done_s);
+    double end = t + 60 + (3600 - spw_job_rare(&j)->done_s);
     ok(end <= j.deadline_s, "switch: ends at %.0f, by its deadline", end);
     spw_engine_finish(e, &j, end);
     spw_engine_destroy(e);
@@ -229,6 +233,7 @@ static void test_up_switch(void)
     /* Greedy: on demand only through the Safety Net, and it stays there. */
     e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 60, NULL);
     spw_engine_set_spot_capacity(e, 0, 0, 0);
+    spw_job_clear(&j);
     job_init(&j, "g", 0, 3600, 1, 1);
     j.deadline_s = 3800;        /* slack 200 - d: on demand soon */
     spw_engine_submit(e, &j, 0);
@@ -242,6 +247,7 @@ static void test_up_switch(void)
     ok(isinf(spw_engine_next_wakeup(e)), "switch: nothing to look at later for greedy");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 static void test_spot_only_and_never(void)
@@ -251,7 +257,7 @@ static void test_spot_only_and_never(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 0, NULL);
     spw_engine_set_spot_capacity(e, 0, 0, 0);
-    spw_job_t a, b;
+    spw_job_t a = {0}, b = {0};
     job_init(&a, "always", 0, 3600, 1, 1);
     a.spot_mode = SPW_SPOTMODE_ALWAYS;
     a.deadline_s = 3600;    /* no slack at all: spot only ignores it */
@@ -269,13 +275,13 @@ static void test_spot_only_and_never(void)
 
     /* Policy ondemand: never spot although spot is free. */
     spw_engine_t *e2 = engine(&f, "none", SPW_SPOT_POLICY_ONDEMAND, 0, NULL);
-    spw_job_t c;
+    spw_job_t c = {0};
     job_init(&c, "c", 0, 3600, 1, 1);
     spw_engine_submit(e2, &c, 0);
     is(sched(e2, 0), 1, "ondemand: placed");
     is(c.spot, 0, "ondemand: never on spot");
     /* A job naming greedy overrides the policy's ondemand. */
-    spw_job_t d;
+    spw_job_t d = {0};
     job_init(&d, "d", 0, 3600, 1, 2);
     d.spot_policy = SPW_SPOT_POLICY_GREEDY + 1;
     spw_engine_submit(e2, &d, 0);
@@ -284,6 +290,10 @@ static void test_spot_only_and_never(void)
     spw_engine_destroy(e);
     spw_engine_destroy(e2);
     spw_fleet_clear(&f);
+    spw_job_clear(&a);
+    spw_job_clear(&b);
+    spw_job_clear(&c);
+    spw_job_clear(&d);
 }
 
 /* ---- 4. checkpoints, max_restarts -------------------------------------------- */
@@ -301,16 +311,16 @@ static void test_scratch_and_max_restarts(void)
     spw_fleet_init(&f);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 0, one_restart);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 3600, 2, 1);     /* 2 GPUs: a gang of 2 instances */
     j.checkpoint_interval_s = 0;
     spw_engine_submit(e, &j, 0);
     is(sched(e, 0), 1, "scratch: placed");
     is(spw_engine_offer_held(e, 0, 1), 2, "gang: two spot instances held");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 1500), 0, "scratch: first preemption requeues");
-    is_double(j.done_s, 0, EPS, "scratch: nothing kept without checkpoints");
-    is_double(j.lost_s, 1500, EPS, "scratch: all 1500 s lost");
-    is_double(j.lost_gpu_s, 3000, EPS, "scratch: 3000 GPU-seconds lost (2 GPUs)");
+    is_double(spw_job_rare(&j)->done_s, 0, EPS, "scratch: nothing kept without checkpoints");
+    is_double(spw_job_rare(&j)->lost_s, 1500, EPS, "scratch: all 1500 s lost");
+    is_double(spw_job_rare(&j)->lost_gpu_s, 3000, EPS, "scratch: 3000 GPU-seconds lost (2 GPUs)");
     is(sched(e, 1500), 1, "scratch: re-placed");
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_PREEMPTED, 2000), 1,
        "max_restarts 1: the second preemption fails the job");
@@ -324,13 +334,15 @@ static void test_scratch_and_max_restarts(void)
     /* Spot capacity 1 for a gang of 2: no spot; greedy without a deadline
      * takes on demand. */
     spw_engine_set_spot_capacity(e, 0, 1, 3000);
-    spw_job_t g;
+    spw_job_t g = {0};
     job_init(&g, "g", 3000, 600, 2, 2);
     spw_engine_submit(e, &g, 3000);
     is(sched(e, 3000), 1, "gang: placed");
     is(g.spot, 0, "gang: one spot instance is not enough for two: on demand");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
+    spw_job_clear(&g);
 }
 
 /* ---- 5. recovery ------------------------------------------------------------- */
@@ -352,7 +364,7 @@ static void test_recovery(void)
         add_offer(&f, "aws", "us-west-2", "B", NULL, 1, 10.0, 3.0, 0);
         add_offer(&f, "aws", "us-east-1", "C", NULL, 1, 10.0, 4.0, 0);
         spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 0, mode ? next_region : NULL);
-        spw_job_t j;
+        spw_job_t j = {0};
         job_init(&j, "j", 0, 3600, 1, 1);
         spw_engine_submit(e, &j, 0);
         sched(e, 0);
@@ -374,6 +386,7 @@ static void test_recovery(void)
         }
         spw_engine_destroy(e);
         spw_fleet_clear(&f);
+        spw_job_clear(&j);
     }
 }
 
@@ -389,7 +402,7 @@ static void test_deadline_burst(void)
     add_pool(&f, "p", 1, 1, NULL, 1.0);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, NAN, 100);
     spw_engine_t *e = engine(&f, "constant:1000000", SPW_SPOT_POLICY_GREEDY, 0, NULL);
-    spw_job_t b, j;
+    spw_job_t b = {0}, j = {0};
     job_init(&b, "b", 0, 1e7, 1, 1);
     job_init(&j, "j", 0, 1000, 1, 2);
     j.deadline_s = 5000;
@@ -410,7 +423,9 @@ static void test_deadline_burst(void)
     add_pool(&f, "p", 1, 1, NULL, 1.0);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 100);
     e = engine(&f, "constant:1000000", SPW_SPOT_POLICY_GREEDY, 0, NULL);
+    spw_job_clear(&b);
     job_init(&b, "b", 0, 1e7, 1, 1);
+    spw_job_clear(&j);
     job_init(&j, "j", 0, 1000, 1, 2);
     j.deadline_s = 5000;
     j.spot_mode = SPW_SPOTMODE_ALWAYS;
@@ -422,6 +437,8 @@ static void test_deadline_burst(void)
        "deadline on spot: reason '%s'", spw_reason_text(j.reason));
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j);
 }
 
 /* ---- 7. capacity errors ------------------------------------------------------ */
@@ -437,7 +454,7 @@ static void test_capacity_errors(void)
     add_offer(&f, "aws", "us-east-1", "B", NULL, 1, 6.0, NAN, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_ONDEMAND, 0, NULL);
     spw_engine_offer_unavailable(e, 0, 0, 500);
-    spw_job_t j, k;
+    spw_job_t j = {0}, k = {0};
     job_init(&j, "j", 0, 100, 1, 1);
     spw_engine_submit(e, &j, 0);
     sched(e, 0);
@@ -452,6 +469,8 @@ static void test_capacity_errors(void)
     is(k.offer, 0, "capacity: on A");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
+    spw_job_clear(&k);
 }
 
 /* ---- 8. node failures ---------------------------------------------------------- */
@@ -470,7 +489,7 @@ static void test_node_failure(void)
     spw_fleet_init(&f);
     add_pool(&f, "p", 2, 1, NULL, 1.0);
     spw_engine_t *e = engine(&f, "never", SPW_SPOT_POLICY_ONDEMAND, 0, NULL);
-    spw_job_t j;
+    spw_job_t j = {0};
     job_init(&j, "j", 0, 1000, 1, 1);
     j.checkpoint_interval_s = 40;
     spw_engine_submit(e, &j, 0);
@@ -482,8 +501,8 @@ static void test_node_failure(void)
     is(spw_engine_interrupt(e, &j, SPW_INTERRUPT_NODE_FAILED, 100), 0, "failure: the job is requeued");
     is(spw_engine_node_down(e, 0, 0, 1, 100), 0, "failure: node 0 goes down");
     is(spw_engine_node_down(e, 0, 0, 1, 100), -1, "failure: down twice is refused");
-    is_double(j.done_s, 80, EPS, "failure: 100 s of work kept to the checkpoint at 80 s");
-    is(j.failures, 1, "failure: one failure counted");
+    is_double(spw_job_rare(&j)->done_s, 80, EPS, "failure: 100 s of work kept to the checkpoint at 80 s");
+    is(spw_job_rare(&j)->failures, 1, "failure: one failure counted");
     is(j.reason, SPW_REASON_NODE_FAILED, "failure: queued with reason NODE_FAILED");
     spw_engine_stats_t st;
     spw_engine_stats(e, &st);
@@ -503,7 +522,7 @@ static void test_node_failure(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, NAN, 0);
     for (int mode = 0; mode < 2; mode++) {
         e = engine(&f, "constant:1000", SPW_SPOT_POLICY_ONDEMAND, 0, mode ? failover_burst : NULL);
-        spw_job_t a, b;
+        spw_job_t a = {0}, b = {0};
         job_init(&a, "a", 0, 1e6, 1, 1);
         job_init(&b, "b", 0, 1e6, 1, 2);
         spw_engine_submit(e, &a, 0);
@@ -520,8 +539,11 @@ static void test_node_failure(void)
             is_double(spw_engine_next_wakeup(e), 3000, EPS, "failover requeue: until t=3000");
         }
         spw_engine_destroy(e);
+        spw_job_clear(&a);
+        spw_job_clear(&b);
     }
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- live spot prices -------------------------------------------------------- */
@@ -537,7 +559,7 @@ static void test_repriced(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 3.0, 0);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 10.0, 4.0, 0);
     spw_engine_t *e = engine(&f, "none", SPW_SPOT_POLICY_GREEDY, 0, NULL);
-    spw_job_t a, b;
+    spw_job_t a = {0}, b = {0};
     job_init(&a, "a", 0, 3600, 1, 1);
     job_init(&b, "b", 0, 3600, 1, 2);
     spw_engine_submit(e, &a, 0);
@@ -550,6 +572,8 @@ static void test_repriced(void)
     ok(b.offer == 1 && b.spot, "repriced: A's spot price rose to $5/h: on B's, now the cheaper");
     spw_engine_destroy(e);
     spw_fleet_clear(&f);
+    spw_job_clear(&a);
+    spw_job_clear(&b);
 }
 
 int main(void)

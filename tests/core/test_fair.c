@@ -203,7 +203,7 @@ static void run_one(uint64_t seed, world_t *w, int per_pool)
             for (size_t k = 0; k < np; k++) {
                 spw_job_t *j = placed[k];
                 size_t i = (size_t)(j - w->jobs);
-                double dur = w->run_s[i] - j->done_s + spw_engine_overhead_s(e, j);
+                double dur = w->run_s[i] - spw_job_rare(j)->done_s + spw_engine_overhead_s(e, j);
                 double cap = spw_engine_max_runtime(e, j);
                 w->end[i] = j->start_s + (dur < cap ? dur : cap);
                 w->last_start[j->team] = now;
@@ -299,6 +299,7 @@ int main(void)
             if (j->state != SPW_JOB_DONE || j->placed_s > bound)
                 starve++;
         }
+        spw_jobs_clear(w.jobs, w.n);
         free(w.jobs);
         free(w.end);
         free(w.run_s);

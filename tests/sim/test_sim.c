@@ -54,6 +54,7 @@ static int add_offer(spw_fleet_t *f, const char *model, uint32_t gpus, double us
 static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s, uint32_t gpus,
                      uint32_t order)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -125,7 +126,7 @@ static void test_hand_scenario(void)
     add_offer(&f, NULL, 1, 3.0, 60);
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
                             "constant:600");
-    spw_job_t j[4];
+    spw_job_t j[4] = {0};
     double rt[4] = {3600, 1800, 7200, 1800};
     job_init(&j[0], "a", 0, 3600, 4, 0);
     job_init(&j[1], "b", 0, 1800, 2, 1);
@@ -252,6 +253,7 @@ static void test_hand_scenario(void)
     ok(good, "hand: booting instances hold GPUs but are not billed (%zu samples)", ss.n);
     free(ss.v);
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 4);
 }
 
 /* EASY backfill, an unschedulable job, estimates that differ from runtimes.
@@ -268,7 +270,7 @@ static void test_hand_backfill(void)
     spw_fleet_init(&f);
     add_pool(&f, "dc", 1, 4, NULL, 2.0);
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_EASY, SPW_FIT_FIRST, "never");
-    spw_job_t j[4];
+    spw_job_t j[4] = {0};
     double rt[4] = {100, 100, 40, 100};
     job_init(&j[0], "j1", 0, 100, 2, 0);
     job_init(&j[1], "j2", 0, 100, 4, 1);
@@ -307,6 +309,7 @@ static void test_hand_backfill(void)
     is(s.events, 5, "backfill: events (0, 10, 40, 100, 200)");
 
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 4);
 }
 
 static void progress_cb(void *ctx, size_t done, size_t total)
@@ -334,7 +337,7 @@ static void test_edges(void)
     is(s.onprem_gpus, 4, "empty trace: fleet size still reported");
 
     /* Unsorted input is refused. */
-    spw_job_t j[3];
+    spw_job_t j[3] = {0};
     double rt[3] = {10, 10, 10};
     job_init(&j[0], "x", 5, 10, 1, 0);
     job_init(&j[1], "y", 3, 10, 1, 1);
@@ -365,6 +368,7 @@ static void test_edges(void)
     is(spw_sim_run(&f, &p, j, rt, 3, NULL, &s2, &err), 0, "rerun over used records: runs");
     ok(memcmp(&s, &s2, sizeof(s)) == 0, "rerun over used records: same summary");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 3);
 }
 
 /* ---- quantiles -------------------------------------------------------------------- */
@@ -886,7 +890,7 @@ static void test_owned_model(void)
     f.pools[0].cost_usd_per_gpu_h = spw_owned_busy_usd_per_gpu_h(&f.pools[0].owned, 2);
     is_double(f.pools[0].cost_usd_per_gpu_h, 1.6, 1e-12, "owned: a busy GPU-hour is $1.60");
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
-    spw_job_t j[1];
+    spw_job_t j[1] = {0};
     double rt[1] = {3600};
     job_init(&j[0], "a", 0, 3600, 1, 0);
     spw_sim_summary_t s;
@@ -907,7 +911,7 @@ static void test_owned_model(void)
         spw_fleet_init(&f);
         add_pool(&f, "dc", k ? 10 : 1, 4, NULL, 1.0);
         add_offer(&f, NULL, 1, 3.0, 60);
-        spw_job_t jj[20];
+        spw_job_t jj[20] = {0};
         double rr[20];
         char id[20][16];
         for (int i = 0; i < 20; i++) {
@@ -925,10 +929,12 @@ static void test_owned_model(void)
         is_double(s.owned_cost_usd, (k ? 40 : 4) * s.makespan_s / 3600.0, 1e-9,
                   "owned %d GPUs: every GPU for the makespan", k ? 40 : 4);
         spw_fleet_clear(&f);
+        spw_jobs_clear(jj, 20);
     }
     is_double(used[0], used[1], 1e-9, "4 vs 40 GPUs: the same GPU-hours used ($%.2f)", used[0]);
     ok(owned[1] > 2 * owned[0], "4 vs 40 GPUs: owning more costs more ($%.2f vs $%.2f)", owned[0],
        owned[1]);
+    spw_jobs_clear(j, 1);
 }
 
 
@@ -951,7 +957,7 @@ static int perf_run(double t4_usd_h, int perf, uint64_t mask_bits, int *offer, d
     if (perf)
         f.perf.reference = spw_xstrdup("A100");
     spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST, "none");
-    spw_job_t j[1];
+    spw_job_t j[1] = {0};
     double rt[1] = {3600};
     job_init(&j[0], "a", 0, 3600, 1, 0);
     if (mask_bits)
@@ -964,6 +970,7 @@ static int perf_run(double t4_usd_h, int perf, uint64_t mask_bits, int *offer, d
     *end_s = j[0].end_s;
     *cost_usd = j[0].cost_usd;
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 1);
     return rc;
 }
 
@@ -1015,7 +1022,7 @@ static void test_performance(void)
         is_double(spw_fleet_class_speed(&f, 0, 0), 0.16, 1e-12, "perf class: 0.16 for others");
         spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
                                 "none");
-        spw_job_t j[2];
+        spw_job_t j[2] = {0};
         double rt[2] = {3600, 3600};
         job_init(&j[0], "inf", 0, 3600, 1, 0);
         j[0].jclass = 1;
@@ -1027,6 +1034,7 @@ static void test_performance(void)
         is_double(j[0].end_s, 7200, 1e-6, "perf class: ... and runs 7200 s");
         is(j[1].offer, 1, "perf class: the job of no class takes the A100");
         spw_fleet_clear(&f);
+        spw_jobs_clear(j, 2);
     }
 
     /* Gang shapes: a 4-GPU job, offers of 1 x A100 at $3/h and 4 x A100
@@ -1039,7 +1047,7 @@ static void test_performance(void)
         add_offer(&f, "A100", 4, 14.0, 0);
         spw_policy_t p = policy(SPW_QUEUE_FIFO, SPW_SCAN_HOL, SPW_BACKFILL_NONE, SPW_FIT_FIRST,
                                 "none");
-        spw_job_t j[1];
+        spw_job_t j[1] = {0};
         double rt[1] = {3600};
         job_init(&j[0], "g", 0, 3600, 4, 0);
         j[0].gpus_per_node = (uint32_t)per_node;
@@ -1051,6 +1059,7 @@ static void test_performance(void)
         is(j[0].instances, per_node ? 4 : 1, "gang: gpus_per_node %d: %d instance(s)", per_node,
            per_node ? 4 : 1);
         spw_fleet_clear(&f);
+        spw_jobs_clear(j, 1);
     }
 }
 
@@ -1178,7 +1187,7 @@ static void test_commitment(void)
     static const char *const ids[3] = {"a", "b", "c"};
     static const uint32_t gpus[3] = {2, 1, 2};
     double rt[3] = {3600, 1800, 3600};
-    spw_job_t j[3];
+    spw_job_t j[3] = {0};
     for (uint32_t i = 0; i < 3; i++)
         job_init(&j[i], ids[i], 0, rt[i], gpus[i], i);
     spw_sim_summary_t s;
@@ -1201,6 +1210,7 @@ static void test_commitment(void)
               (6.0 + 2 * 4200 / 3600.0 + 2 * 2.0 * 4200 / 3600.0) / 4.5, 1e-9,
               "commit: per useful GPU-hour counts cloud + owned + committed");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 3);
 }
 
 int main(void)

@@ -104,6 +104,7 @@ static void add_replica(spw_fleet_t *f, int dataset, const char *provider, const
 static void job_init(spw_job_t *j, const char *id, double submit_s, double est_s, uint32_t gpus,
                      uint32_t order)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -159,7 +160,7 @@ static void exhausted_jobs(spw_job_t *j, double *rt, char ids[][24], size_t n)
 
 static void test_exhausted(void)
 {
-    spw_job_t j[10];
+    spw_job_t j[10] = {0};
     double rt[10];
     char ids[10][24];
     spw_policy_t p = policy("none");
@@ -174,7 +175,7 @@ static void test_exhausted(void)
     is(s.jobs_onprem, 3, "hold: 3 on-prem jobs");
     is_double(s.cloud_cost_usd, 7, 1e-9, "hold: cloud $7");
     is(s.jobs_held, 4, "hold: jobs 6-9 held");
-    is(j[9].held, 2, "hold: job 9 held twice (at 0 and 1800)");
+    is(spw_job_rare(&j[9])->held, 2, "hold: job 9 held twice (at 0 and 1800)");
     is(s.jobs_rejected, 0, "hold: none rejected");
     ok(j[6].offer < 0 && j[6].start_s == 1800, "hold: job 6 on-prem at 1800");
     ok(j[7].offer >= 0 && j[7].start_s == 1800 && j[8].offer >= 0 && j[8].start_s == 1800,
@@ -221,6 +222,7 @@ static void test_exhausted(void)
     is_double(s.cloud_cost_usd, 5, 1e-9, "reject: cloud $5");
     is_double(s.makespan_s, 1800, 0, "reject: makespan 1800");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 10);
 }
 
 /* ---- max runtime ------------------------------------------------------------------------ */
@@ -239,7 +241,7 @@ static void test_max_runtime(void)
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 3.0, NAN, 60);
     add_team(&f, "t", 100, SPW_PERIOD_MONTH, SPW_EXHAUSTED_HOLD);
     f.gov.default_max_runtime_s = 7200;
-    spw_job_t j[3];
+    spw_job_t j[3] = {0};
     double rt[3] = {3600, 3600, 3600};
     job_init(&j[0], "a", 0, 900, 1, 0);
     job_init(&j[1], "b", 0, 3600, 1, 1);
@@ -272,6 +274,7 @@ static void test_max_runtime(void)
     is(s.jobs_stopped_max_runtime, 0, "no limits: nothing stopped");
     ok(!s.gov, "no limits: governance inactive");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 3);
 }
 
 /* ---- (d) many jobs race for the last dollars ------------------------------------------ */
@@ -333,7 +336,7 @@ static int periods_within(const spw_fleet_t *f, const spw_job_t *j, size_t n, do
 
 static void test_race(void)
 {
-    spw_job_t *j = spw_xmalloc(RACE_N * sizeof(*j));
+    spw_job_t *j = spw_xcalloc(RACE_N, sizeof(*j));
     double *rt = spw_xmalloc(RACE_N * sizeof(double));
     char (*ids)[24] = spw_xmalloc(RACE_N * sizeof(*ids));
     spw_policy_t p = policy("none");
@@ -377,6 +380,7 @@ static void test_race(void)
     is(s.jobs_cloud, 10, "race exact: $30.50 / $3.05 = 10 placed");
     is_double(s.cloud_cost_usd, 30, 1e-9, "race exact: 10 x $3.00 settled (boot unbilled)");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, RACE_N);
     free(j);
     free(rt);
     free(ids);
@@ -406,7 +410,7 @@ static void gravity_fleet(spw_fleet_t *f)
 
 static void test_gravity(void)
 {
-    spw_job_t j[2];
+    spw_job_t j[2] = {0};
     double rt[2] = {7200, 3600};
     spw_sim_summary_t on, off;
     spw_error_t err;
@@ -459,6 +463,7 @@ static void test_gravity(void)
               "on-prem gravity off: the GPU is held through the copy");
     is_double(off.egress_usd, 5, 1e-9, "on-prem gravity off: $5 egress");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 2);
 }
 
 /* ---- residency ------------------------------------------------------------------------ */
@@ -476,7 +481,7 @@ static void test_residency(void)
     add_name(&f.gov.classes, &f.gov.nclasses, "restricted");
     add_residency(&f, "restricted", 1, NULL, 0);
     add_residency(&f, "eu", 0, strv(1, "eu-west-1"), 1);
-    spw_job_t j[3];
+    spw_job_t j[3] = {0};
     double rt[3] = {3600, 600, 600};
     job_init(&j[0], "busy", 0, 3600, 1, 0);
     job_init(&j[1], "secret", 0, 600, 1, 1);
@@ -492,6 +497,7 @@ static void test_residency(void)
     is(s.jobs_onprem_by_residency, 1, "residency: counted");
     ok(j[2].offer == 1, "residency: eu job runs in eu-west-1 although us-east-1 is cheaper");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 3);
 }
 
 /* ---- properties over random seeds ---------------------------------------------------- */
@@ -816,8 +822,8 @@ static int budgets_hold(const spw_fleet_t *f, const spw_job_t *j, size_t n, char
          * team's egress cap (each attempt's copy in the month it started:
          * a job that ran once on-prem has all of its egress there). */
         double usd = j[i].cost_usd;
-        double eg = j[i].egress_usd;
-        if (j[i].offer < 0 && j[i].restarts)
+        double eg = spw_job_rare(&j[i])->egress_usd;
+        if (j[i].offer < 0 && spw_job_rare(&j[i])->restarts)
             continue;
         for (int month = j[i].offer < 0; month < 2; month++) {
             double start = month ? spw_period_start(SPW_PERIOD_MONTH, t)
@@ -855,7 +861,7 @@ static void test_properties(void)
 {
     enum { SEEDS = 200, JOBS = 300 };
     static const char *const waits[] = {"none", "constant:600", "compute:0.25", "runtime:0.5"};
-    spw_job_t *j = spw_xmalloc(JOBS * sizeof(*j));
+    spw_job_t *j = spw_xcalloc(JOBS, sizeof(*j));
     double *rt = spw_xmalloc(JOBS * sizeof(double));
     int ok_budget = 1, ok_caps = 1, ok_places = 1, ok_whynot = 1, ok_restricted = 1,
         ok_runs = 1, ok_det = 1, ok_summary = 1;
@@ -960,6 +966,7 @@ static void test_properties(void)
        "properties: exercised: %zu cloud jobs, %zu held, %zu rejected, %zu stopped, %zu runs "
        "with egress; fullest budget period %.1f%%, org rate cap %.1f%%", tot_cloud, tot_held,
        tot_rejected, tot_stopped, tot_egress, 100 * budget_fill, 100 * rate_fill);
+    spw_jobs_clear(j, JOBS);
     free(j);
     free(rt);
 }
@@ -971,7 +978,7 @@ static void test_inactive(void)
     spw_fleet_init(&f);
     add_pool(&f, "dc", 1, 2, NULL, 1.0);
     add_offer(&f, "aws", "us-east-1", "g1", NULL, 1, 2.0, NAN, 30);
-    spw_job_t j[3];
+    spw_job_t j[3] = {0};
     double rt[3] = {100000, 100000, 100000};
     for (int i = 0; i < 3; i++)
         job_init(&j[i], "x", 0, 100000, 1, (uint32_t)i);
@@ -985,6 +992,7 @@ static void test_inactive(void)
     is_double(s.peak_cloud_gpus, 1, 0, "inactive: the ledger still sees 1 cloud GPU");
     is_double(j[2].end_s, 30 + 100000, 0, "inactive: a long cloud job is not stopped");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 3);
 }
 
 /* Fair share (docs/fairshare.md), the issue's scenario: one
@@ -1010,7 +1018,7 @@ static void run_scenario(int fair, spw_sim_summary_t *out)
         return;
     }
     enum { NA = 200, NB = 20 };
-    spw_job_t jobs[NA + NB];
+    spw_job_t jobs[NA + NB] = {0};
     double rt[NA + NB];
     char ids[NA + NB][16];
     memset(jobs, 0, sizeof(jobs));
@@ -1031,6 +1039,7 @@ static void run_scenario(int fair, spw_sim_summary_t *out)
        spw_sim_fairness(&cfg.fleet, &cfg.policy, jobs, rt, NA + NB, out, &err) == 0,
        "the scenario runs under %s", fair ? "fair + quotas" : "fifo");
     spw_config_free(&cfg);
+    spw_jobs_clear(jobs, NA + NB);
 }
 
 static void test_fairshare(void)

@@ -26,6 +26,7 @@
 static void job_init(spw_job_t *j, const char *id, double submit_s, double runtime_s,
                      uint32_t gpus, uint32_t order)
 {
+    spw_job_clear(j);   /* jobs are zero-initialised (= {0}) or inited before */
     memset(j, 0, sizeof(*j));
     j->id = id;
     j->submit_s = submit_s;
@@ -98,7 +99,7 @@ static int same_run(const spw_sim_summary_t *a, const spw_sim_summary_t *b, cons
         return 0;
     for (size_t i = 0; i < n; i++)
         if (ja[i].state != jb[i].state || ja[i].end_s != jb[i].end_s
-            || ja[i].cost_usd != jb[i].cost_usd || ja[i].restarts != jb[i].restarts)
+            || ja[i].cost_usd != jb[i].cost_usd || spw_job_rare(&ja[i])->restarts != spw_job_rare(&jb[i])->restarts)
             return 0;
     return 1;
 }
@@ -136,7 +137,7 @@ static void test_preempt_resume(void)
     spw_sim_world_t w = {.spot = &sp, .nspot = 1, .seed = 1};
     spw_policy_t p = policy("none", SPW_SPOT_POLICY_GREEDY, 60);
     for (size_t k = 0; k < 3; k++) {
-        spw_job_t j;
+        spw_job_t j = {0};
         double rt = 3600;
         job_init(&j, "j", 0, rt, 1, 1);
         j.spot_mode = SPW_SPOTMODE_ALWAYS;
@@ -149,7 +150,7 @@ static void test_preempt_resume(void)
         is(j.state, SPW_JOB_DONE, "%s: done", c[k].name);
         ok(j.offer == 0 && j.spot, "%s: ended on spot", c[k].name);
         is_double(j.start_s, 2400, EPS, "%s: last attempt starts at t=2400", c[k].name);
-        is_double(j.done_s, c[k].kept, EPS, "%s: %.0f s kept from the preempted attempt",
+        is_double(spw_job_rare(&j)->done_s, c[k].kept, EPS, "%s: %.0f s kept from the preempted attempt",
                   c[k].name, c[k].kept);
         is_double(j.end_s, c[k].end, EPS, "%s: ends at t=%.0f", c[k].name, c[k].end);
         double paid = 1200 + 60 + 3600 - c[k].kept;
@@ -173,12 +174,14 @@ static void test_preempt_resume(void)
         ok(ss.n >= 6 && ss.v[1].cloud_usd_per_h == 3.0 && ss.v[2].cloud_usd_per_h == 0
            && ss.v[3].cloud_gpus == 0 && ss.v[4].cloud_usd_per_h == 3.0,
            "%s: the spend rate is the spot price while on spot, 0 while waiting", c[k].name);
+        spw_job_clear(&j);
     }
     /* The same job may also use on demand (spot auto), without a deadline:
      * preempted at 1200 it goes on demand at once (no spot left) and ends
      * at 1200 + 60 + 3000 (checkpoint 600).  $1 of spot + 3060 s at $10/h. */
-    spw_job_t j;
+    spw_job_t j = {0};
     double rt = 3600;
+    spw_job_clear(&j);
     job_init(&j, "j", 0, rt, 1, 1);
     j.checkpoint_interval_s = 600;
     spw_sim_summary_t s;
@@ -191,6 +194,7 @@ static void test_preempt_resume(void)
     is_double(s.ondemand_gpu_hours, 3060.0 / 3600, EPS, "auto: 3060 on-demand GPU-seconds");
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- 2. never spot ------------------------------------------------------------- */
@@ -207,7 +211,7 @@ static void test_never_spot(void)
     spw_sim_world_t w = {.spot = &sp, .nspot = 1};
     for (int k = 0; k < 2; k++) {
         spw_policy_t p = policy("none", k ? SPW_SPOT_POLICY_ONDEMAND : SPW_SPOT_POLICY_GREEDY, 60);
-        spw_job_t j;
+        spw_job_t j = {0};
         double rt = 3600;
         job_init(&j, "j", 0, rt, 1, 1);
         if (!k)
@@ -226,6 +230,7 @@ static void test_never_spot(void)
             ok(s.jobs_deadline == 1 && s.deadline_infeasible == 1 && s.deadline_met == 0
                && s.deadline_missed == 0, "%s: a deadline before runtime + overhead is "
                "infeasible, neither met nor missed", name);
+        spw_job_clear(&j);
     }
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
@@ -260,21 +265,21 @@ static void test_uniform_vs_greedy(void)
         const char *name = k ? "uniform progress" : "greedy";
         spw_policy_t p = policy("none", k ? SPW_SPOT_POLICY_UNIFORM_PROGRESS
                                           : SPW_SPOT_POLICY_GREEDY, 60);
-        spw_job_t j;
+        spw_job_t j = {0};
         double rt = 3600;
         job_init(&j, "j", 0, rt, 1, 1);
         j.deadline_s = 7200;
         spw_sim_summary_t s;
         is(run(&f, &p, &j, &rt, 1, &w, &s), 0, "%s: runs", name);
         is(j.state, SPW_JOB_DONE, "%s: done", name);
-        is(j.preemptions, 1, "%s: preempted once", name);
-        is_double(j.done_s, k ? 1320 : 1140, 1e-6, "%s: %s s kept", name, k ? "1320" : "1140");
+        is(spw_job_rare(&j)->preemptions, 1, "%s: preempted once", name);
+        is_double(spw_job_rare(&j)->done_s, k ? 1320 : 1140, 1e-6, "%s: %s s kept", name, k ? "1320" : "1140");
         if (k) {
             ok(j.spot && j.reason == SPW_REASON_SWITCH_SPOT, "UP: ends on spot, moved there");
             is(s.switches_to_spot, 1, "UP: one move from on demand to spot");
-            is(j.restarts, 2, "UP: two restarts (the preemption, the move)");
+            is(spw_job_rare(&j)->restarts, 2, "UP: two restarts (the preemption, the move)");
             is_double(j.start_s, 2520, 0.01, "UP: the move at t*=2520");
-            is_double(j.ondemand_gpu_s, 240, 0.01, "UP: 240 s on demand, from 2280");
+            is_double(spw_job_rare(&j)->ondemand_gpu_s, 240, 0.01, "UP: 240 s on demand, from 2280");
             is_double(j.end_s, 4860, 0.01, "UP: ends at t=4860");
             is_double(j.cost_usd, 1 + 240 * 10.0 / 3600 + 2340 * 3.0 / 3600, 1e-4,
                       "UP: $1 spot + $0.6667 on demand + $1.95 spot");
@@ -287,6 +292,7 @@ static void test_uniform_vs_greedy(void)
         }
         ok(s.jobs_deadline == 1 && s.deadline_met == 1 && s.deadline_missed == 0
            && s.deadline_infeasible == 0, "%s: deadline met", name);
+        spw_job_clear(&j);
     }
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
@@ -313,31 +319,33 @@ static void test_gang_and_newest(void)
     spw_sim_world_t w = {.spot = &sp, .nspot = 1};
     spw_policy_t p = policy("none", SPW_SPOT_POLICY_GREEDY, 60);
 
-    spw_job_t g;
+    spw_job_t g = {0};
     double rt = 3600;
     job_init(&g, "g", 0, rt, 2, 1);
     g.spot_mode = SPW_SPOTMODE_ALWAYS;
     spw_sim_summary_t s;
     is(run(&f, &p, &g, &rt, 1, &w, &s), 0, "gang: runs");
     ok(g.state == SPW_JOB_DONE && g.instances == 2, "gang: done on 2 instances");
-    is(g.preemptions, 1, "gang: preempted once, as a whole");
+    is(spw_job_rare(&g)->preemptions, 1, "gang: preempted once, as a whole");
     is_double(g.end_s, 4920, EPS, "gang: ends at t=4920");
     is_double(g.cost_usd, 2 * 3720 * 3.0 / 3600, EPS, "gang: $6.20");
     is_double(s.spot_gpu_hours, 2 * 3720 / 3600.0, EPS, "gang: 7440 spot GPU-seconds");
     is(s.preemptions, 1, "gang: one preemption in the summary");
 
-    spw_job_t j[2];
+    spw_job_t j[2] = {0};
     double rt2[2] = {3600, 3600};
     job_init(&j[0], "a", 0, 3600, 1, 1);
     job_init(&j[1], "b", 100, 3600, 1, 2);
     j[0].spot_mode = j[1].spot_mode = SPW_SPOTMODE_ALWAYS;
     is(run(&f, &p, j, rt2, 2, &w, &s), 0, "newest: runs");
-    ok(j[0].preemptions == 0 && j[1].preemptions == 1, "newest: b, placed last, is preempted");
+    ok(spw_job_rare(&j[0])->preemptions == 0 && spw_job_rare(&j[1])->preemptions == 1, "newest: b, placed last, is preempted");
     is_double(j[0].end_s, 3660, EPS, "newest: a ends at t=3660");
-    is_double(j[1].done_s, 1040, EPS, "newest: b kept 1040 s");
+    is_double(spw_job_rare(&j[1])->done_s, 1040, EPS, "newest: b kept 1040 s");
     is_double(j[1].end_s, 5020, EPS, "newest: b ends at t=5020");
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
+    spw_job_clear(&g);
+    spw_jobs_clear(j, 2);
 }
 
 /* ---- 5. max_restarts ------------------------------------------------------------ */
@@ -356,7 +364,7 @@ static void test_max_restarts(void)
     spw_sim_world_t w = {.spot = &sp, .nspot = 1};
     spw_policy_t p = policy("none", SPW_SPOT_POLICY_GREEDY, 0);
     p.max_restarts = 1;
-    spw_job_t j;
+    spw_job_t j = {0};
     double rt = 3600;
     job_init(&j, "j", 0, rt, 1, 1);
     j.spot_mode = SPW_SPOTMODE_ALWAYS;
@@ -375,6 +383,7 @@ static void test_max_restarts(void)
     is_double(s.makespan_s, 1800, EPS, "max_restarts: the run ends with the failure");
     spw_spot_trace_clear(&tr);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* ---- 6. spot that never comes ---------------------------------------------------- */
@@ -392,7 +401,7 @@ static void test_spot_never_comes(void)
         spw_spot_trace_t tr = k ? trace_of(600, 2, one) : trace_of(600, 3, zeros);
         spw_sim_spot_t sp = {.offer = 0, .trace = &tr};
         spw_sim_world_t w = {.spot = &sp, .nspot = 1};
-        spw_job_t j;
+        spw_job_t j = {0};
         double rt = 3600;
         job_init(&j, "j", 0, rt, k ? 2 : 1, 1);
         j.spot_mode = SPW_SPOTMODE_ALWAYS;
@@ -405,6 +414,7 @@ static void test_spot_never_comes(void)
                "too little spot: given up after about 40 days of ticks (%llu instants)",
                (unsigned long long)s.events);
         spw_spot_trace_clear(&tr);
+        spw_job_clear(&j);
     }
     spw_fleet_clear(&f);
 }
@@ -431,7 +441,7 @@ static void test_node_failure(void)
         const char *name = k ? "failover burst" : "failover requeue";
         spw_policy_t p = policy("constant:1000", SPW_SPOT_POLICY_ONDEMAND, 0);
         p.failover = k ? SPW_FAILOVER_BURST : SPW_FAILOVER_REQUEUE;
-        spw_job_t j[2];
+        spw_job_t j[2] = {0};
         double rt[2] = {4000, 4000};
         job_init(&j[0], "a", 0, 4000, 1, 1);
         job_init(&j[1], "b", 0, 4000, 1, 2);
@@ -439,8 +449,8 @@ static void test_node_failure(void)
         spw_sim_summary_t s;
         is(run(&f, &p, j, rt, 2, &w, &s), 0, "%s: runs", name);
         ok(j[0].state == SPW_JOB_DONE && j[0].offer == 0, "%s: a ends in the cloud", name);
-        is(j[0].failures, 1, "%s: a lost its node once", name);
-        is_double(j[0].done_s, 2000, EPS, "%s: a kept 2000 s", name);
+        is(spw_job_rare(&j[0])->failures, 1, "%s: a lost its node once", name);
+        is_double(spw_job_rare(&j[0])->done_s, 2000, EPS, "%s: a kept 2000 s", name);
         is_double(j[0].start_s, k ? 2000 : 3000, EPS, "%s: a restarts at t=%d", name,
                   k ? 2000 : 3000);
         is_double(j[0].end_s, k ? 4000 : 5000, EPS, "%s: a ends at t=%d", name, k ? 4000 : 5000);
@@ -454,6 +464,7 @@ static void test_node_failure(void)
         is_double(s.onprem_gpu_hours, 6000 / 3600.0, EPS, "%s: 6000 on-prem GPU-seconds", name);
         is_double(s.wait_mean_s, 0, EPS, "%s: waits count to the first start", name);
         ok(s.jobs_cloud == 1 && s.jobs_onprem == 1, "%s: one job of each", name);
+        spw_jobs_clear(j, 2);
     }
     spw_fleet_clear(&f);
 }
@@ -473,7 +484,7 @@ static void test_overlapping_failures(void)
     };
     spw_sim_world_t w = {.failures = fl, .nfailures = 2};
     spw_policy_t p = policy("never", SPW_SPOT_POLICY_ONDEMAND, 0);
-    spw_job_t j;
+    spw_job_t j = {0};
     double rt = 1000;
     job_init(&j, "j", 0, rt, 1, 1);
     spw_sim_summary_t s;
@@ -497,6 +508,7 @@ static void test_overlapping_failures(void)
     is(spw_sim_run(&f, &p, &j, &rt, 1, &o, &s, &err), -1, "a node outside the pool: refused");
     diag("%s", err.text);
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
 }
 
 /* MTBF: two 1-GPU nodes failing every 2000 s on average, repaired in 300 s;
@@ -512,7 +524,7 @@ static void test_mtbf(void)
     double mtbf = 2000, mttr = 300;
     spw_sim_world_t w = {.mtbf_s = &mtbf, .mttr_s = &mttr, .seed = 3};
     spw_policy_t p = policy("never", SPW_SPOT_POLICY_ONDEMAND, 0);
-    spw_job_t j[10], k[10];
+    spw_job_t j[10] = {0}, k[10] = {0};
     double rt[10];
     for (int i = 0; i < 10; i++) {
         job_init(&j[i], "j", 100.0 * i, 1000, 1, (uint32_t)i);
@@ -549,6 +561,8 @@ static void test_mtbf(void)
     ok(j[1].node == 0 && j[1].start_s == 400, "before the start: the second on node 0 at 400");
     is(s.node_failures, 1, "before the start: one failure in force, one over");
     spw_fleet_clear(&f);
+    spw_jobs_clear(j, 10);
+    spw_jobs_clear(k, 10);
 }
 
 /* ---- 8. MTBF, random preemptions: determinism and invariants ------------------------ */
@@ -630,6 +644,7 @@ static void inst_make(inst_t *x, uint64_t seed, int pools, double overhead_s, do
 
 static void inst_free(inst_t *x)
 {
+    spw_jobs_clear(x->j, x->n);
     spw_spot_trace_clear(&x->tr);
     spw_fleet_clear(&x->f);
 }
@@ -668,12 +683,12 @@ static void test_properties(void)
         double spot_usd = 0, cloud_usd = 0;
         for (size_t i = 0; i < x->n; i++) {
             const spw_job_t *j = &x->j[i];
-            np += j->preemptions;
-            nf += j->failures;
+            np += spw_job_rare(j)->preemptions;
+            nf += spw_job_rare(j)->failures;
             nfail += j->state == SPW_JOB_FAILED;
             /* Every attempt counts in the summary, a failed job's too. */
-            spot_usd += j->spot_gpu_s * 3.0 / 3600;
-            cloud_usd += (j->spot_gpu_s * 3.0 + j->ondemand_gpu_s * 10.0) / 3600;
+            spot_usd += spw_job_rare(j)->spot_gpu_s * 3.0 / 3600;
+            cloud_usd += (spw_job_rare(j)->spot_gpu_s * 3.0 + spw_job_rare(j)->ondemand_gpu_s * 10.0) / 3600;
             /* Each job ends done or failed (no budgets here). */
             if (j->state != SPW_JOB_DONE && j->state != SPW_JOB_FAILED) {
                 if (bad_end++ < 3)
@@ -682,15 +697,15 @@ static void test_properties(void)
                 continue;
             }
             if (j->state == SPW_JOB_FAILED) {
-                if (j->preemptions + j->failures != x->p.max_restarts + 1 && bad_failed++ < 3)
+                if (spw_job_rare(j)->preemptions + spw_job_rare(j)->failures != x->p.max_restarts + 1 && bad_failed++ < 3)
                     diag("seed %llu job %zu: failed after %u interruptions, max_restarts %u",
-                         (unsigned long long)seed, i, j->preemptions + j->failures,
+                         (unsigned long long)seed, i, spw_job_rare(j)->preemptions + spw_job_rare(j)->failures,
                          x->p.max_restarts);
                 continue;
             }
             /* The last attempt ran its overhead (none for a first start
              * on-prem) and what was left. */
-            double want = (j->offer >= 0 || j->restarts ? overhead : 0) + x->rt[i] - j->done_s;
+            double want = (j->offer >= 0 || spw_job_rare(j)->restarts ? overhead : 0) + x->rt[i] - spw_job_rare(j)->done_s;
             if (fabs((j->end_s - j->start_s) - want) > EPS && bad_work++ < 3)
                 diag("seed %llu job %zu: last attempt %.6f s, want %.6f",
                      (unsigned long long)seed, i, j->end_s - j->start_s, want);
@@ -698,18 +713,18 @@ static void test_properties(void)
              * finishing or by a node failure): paid GPU-seconds = the work,
              * the work lost, and one overhead per attempt, exact without
              * overhead. */
-            if (j->failures == 0 && j->offer >= 0) {
+            if (spw_job_rare(j)->failures == 0 && j->offer >= 0) {
                 checked++;
-                interrupted += j->preemptions > 0;
-                double paid = j->spot_gpu_s + j->ondemand_gpu_s;
-                double work = j->gpus * x->rt[i] + j->lost_gpu_s;
+                interrupted += spw_job_rare(j)->preemptions > 0;
+                double paid = spw_job_rare(j)->spot_gpu_s + spw_job_rare(j)->ondemand_gpu_s;
+                double work = j->gpus * x->rt[i] + spw_job_rare(j)->lost_gpu_s;
                 double lo = work + j->gpus * overhead;
-                double hi = work + j->gpus * overhead * (j->restarts + 1) + 1e-6;
+                double hi = work + j->gpus * overhead * (spw_job_rare(j)->restarts + 1) + 1e-6;
                 if (!(paid >= lo - 1e-6 && paid <= hi) && bad_work++ < 3)
                     diag("seed %llu job %zu: paid %.3f GPU-s, work %.3f (+overhead %.0f)",
                          (unsigned long long)seed, i, paid, work, overhead);
                 /* Cost = paid seconds x price (both offers: $3 spot, $10). */
-                double usd = (j->spot_gpu_s * 3.0 + j->ondemand_gpu_s * 10.0) / 3600;
+                double usd = (spw_job_rare(j)->spot_gpu_s * 3.0 + spw_job_rare(j)->ondemand_gpu_s * 10.0) / 3600;
                 if (fabs(usd - j->cost_usd) > 1e-6 * fmax(1, usd) && bad_cost++ < 3)
                     diag("seed %llu job %zu: cost %.9f, paid seconds x price %.9f",
                          (unsigned long long)seed, i, j->cost_usd, usd);
@@ -766,7 +781,7 @@ static void test_rate(void)
     spw_sim_spot_t sp = {.offer = 0, .preempt_rate_per_h = 2};
     spw_sim_world_t w = {.spot = &sp, .nspot = 1, .seed = 7};
     spw_policy_t p = policy("none", SPW_SPOT_POLICY_GREEDY, 0);
-    spw_job_t j, j2;
+    spw_job_t j = {0}, j2 = {0};
     double rt = 4 * 3600;
     job_init(&j, "j", 0, rt, 1, 1);
     j.spot_mode = SPW_SPOTMODE_ALWAYS;
@@ -776,12 +791,14 @@ static void test_rate(void)
     is(run(&f, &p, &j2, &rt, 1, &w, &s2), 0, "rate: runs again");
     ok(j.state == SPW_JOB_DONE && s.preemptions >= 2, "rate: done after %zu preemptions",
        s.preemptions);
-    is_double(j.spot_gpu_s, rt, EPS, "rate: continuous: paid exactly its 4 h on spot");
+    is_double(spw_job_rare(&j)->spot_gpu_s, rt, EPS, "rate: continuous: paid exactly its 4 h on spot");
     ok(same_run(&s, &s2, &j, &j2, 1), "rate: the same seed gives the same run");
     w.seed = 8;
     run(&f, &p, &j2, &rt, 1, &w, &s2);
     ok(j2.end_s != j.end_s || s2.preemptions != s.preemptions, "rate: another seed, another run");
     spw_fleet_clear(&f);
+    spw_job_clear(&j);
+    spw_job_clear(&j2);
 }
 
 /* ---- 9b. capacity errors: a refused offer, its family, its account -------------- */
@@ -819,7 +836,7 @@ static void test_capacity_errors(void)
         spw_sim_refusal_t r = {.offer = 0, .market = -1, .rate = 1, .block = c[k].block,
                                .block_s = 600};
         spw_sim_world_t w = {.refusals = &r, .nrefusals = 1, .seed = 3};
-        spw_job_t j[2];
+        spw_job_t j[2] = {0};
         job_init(&j[0], "a", 0, rt[0], 1, 1);
         job_init(&j[1], "b", 900, rt[1], 1, 2);
         spw_sim_summary_t s;
@@ -835,10 +852,11 @@ static void test_capacity_errors(void)
         run(&f, &p, j, rt, 2, &w, &s);
         is(s.capacity_errors, 2, "%s: a job after the block's 600 s is refused again",
            spw_block_name(c[k].block));
+        spw_jobs_clear(j, 2);
     }
     /* A share: every job still ends; the same seed gives the same run. */
     enum { N = 200 };
-    spw_job_t js[N], js2[N];
+    spw_job_t js[N] = {0}, js2[N] = {0};
     double rts[N];
     for (size_t i = 0; i < N; i++) {
         rts[i] = 600 + 60 * (double)(i % 7);
@@ -860,6 +878,8 @@ static void test_capacity_errors(void)
        "rate 0.5: all %d jobs end; %zu refused, %zu ran elsewhere", N, s.capacity_errors, moved);
     ok(same_run(&s, &s2, js, js2, N), "rate 0.5: the same seed gives the same run");
     spw_fleet_clear(&f);
+    spw_jobs_clear(js, N);
+    spw_jobs_clear(js2, N);
 }
 
 /* ---- 10. the Safety Net is exact at every time scale ---------------------------------- */
@@ -897,7 +917,7 @@ static void test_safety_net_exact(void)
         spw_sim_spot_t sp = {.offer = 0, .trace = &tr, .trace_start_s = base};
         spw_sim_world_t w = {.spot = &sp, .nspot = 1, .seed = seed};
         size_t n = 5 + spw_rng_below(&r, 20);
-        spw_job_t j[25];
+        spw_job_t j[25] = {0};
         double rt[25];
         char id[25][16];
         double t = base, tol[25];
@@ -919,7 +939,7 @@ static void test_safety_net_exact(void)
             jobs += s.jobs_deadline;
             missed += s.deadline_missed;
             for (size_t i = 0; i < n; i++) {
-                ondemand += j[i].ondemand_gpu_s > 0;
+                ondemand += spw_job_rare(&j[i])->ondemand_gpu_s > 0;
                 if (j[i].state == SPW_JOB_DONE && j[i].end_s <= j[i].deadline_s + tol[i])
                     continue;
                 if (late++ < 3)
@@ -931,6 +951,7 @@ static void test_safety_net_exact(void)
         }
         spw_spot_trace_clear(&tr);
         spw_fleet_clear(&f);
+        spw_jobs_clear(j, 25);
     }
     is(runs, (size_t)400, "safety net: 400 random clouds run");
     ok(jobs > 4000 && tight > 1000 && ondemand > 1000,
