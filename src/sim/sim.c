@@ -147,17 +147,38 @@ static void select_kth(double *v, size_t n, size_t k)
     }
 }
 
+/* The index of the nearest-rank q-quantile of n > 0 sorted values: the
+ * smallest value with at least q*n values at or below. */
+static size_t quantile_rank(size_t n, double q)
+{
+    double r = ceil(q * (double)n);
+    size_t k = r < 1 ? 0 : (size_t)r - 1;
+    return k < n ? k : n - 1;
+}
+
 double spw_quantile(double *v, size_t n, double q)
 {
     if (n == 0)
         return 0;
-    /* Nearest rank: the smallest value with at least q*n values at or below. */
-    double r = ceil(q * (double)n);
-    size_t k = r < 1 ? 0 : (size_t)r - 1;
-    if (k >= n)
-        k = n - 1;
+    size_t k = quantile_rank(n, q);
     select_kth(v, n, k);
     return v[k];
+}
+
+/* The quantiles q[0] <= q[1] <= ... of v[0..n) (n > 0) into out, as
+ * spw_quantile gives them: a selection leaves nothing above the rank it
+ * found on its left, so each next one looks only right of the last. */
+static void quantiles(double *v, size_t n, const double *q, double *out, size_t nq)
+{
+    size_t lo = 0;
+    for (size_t i = 0; i < nq; i++) {
+        size_t k = quantile_rank(n, q[i]);
+        if (k >= lo) {
+            select_kth(v + lo, n - lo, k - lo);
+            lo = k + 1;
+        }
+        out[i] = v[k];
+    }
 }
 
 typedef struct sampler {
@@ -977,28 +998,27 @@ static void sim_free(sim_t *s)
         free(s->per.h);
 }
 
-/* Per team: mean wait and JCT (summarize added up the sums) and the p90
- * wait, in v (scratch of n doubles). */
-static void team_waits(sim_t *s, double *v)
+/* The p90 wait of each team with jobs done, when more than one has them.
+ * wait[0..ran) are the waits of the jobs done and slot[i] the team slot of
+ * wait[i].  The teams' waits are gathered into a copy, so wait keeps its
+ * values for the overall quantiles. */
+static void team_p90s(sim_t *s, const double *wait, const uint8_t *slot, size_t ran)
 {
     spw_sim_summary_t *out = s->out;
     uint32_t nt = (uint32_t)s->fleet->gov.nteams;
+    double *v = spw_xmalloc((ran ? ran : 1) * sizeof(double));
+    size_t at[SPW_GOV_MAX_TEAMS + 2];   /* end of each team's segment of v so far */
+    at[0] = 0;
+    for (uint32_t k = 0; k <= nt; k++)
+        at[k + 1] = at[k] + out->team[k].jobs_done;
+    for (size_t i = 0; i < ran; i++)
+        v[at[slot[i]]++] = wait[i];
     for (uint32_t k = 0; k <= nt; k++) {
         spw_sim_team_t *tm = &out->team[k];
-        if (!tm->jobs_done)
-            continue;
-        tm->wait_mean_s /= (double)tm->jobs_done;
-        tm->jct_mean_s /= (double)tm->jobs_done;
-        size_t m = 0;
-        for (size_t i = 0; i < s->n; i++) {
-            const spw_job_t *j = &s->jobs[i];
-            const jrec_t *r = &s->rec[i];
-            if (j->state == SPW_JOB_DONE && (j->team <= nt ? j->team : 0) == k)
-                v[m++] = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) -
-                         j->submit_s;
-        }
-        tm->wait_p90_s = spw_quantile(v, m, 0.90);
+        if (tm->jobs_done)
+            tm->wait_p90_s = spw_quantile(v + at[k] - tm->jobs_done, tm->jobs_done, 0.90);
     }
+    free(v);
 }
 
 /* Fills the summary from the jobs after the run. */
@@ -1008,6 +1028,7 @@ static void summarize(sim_t *s)
     size_t n = s->n;
     double *wait = spw_xmalloc((n ? n : 1) * sizeof(double));
     double *jct = spw_xmalloc((n ? n : 1) * sizeof(double));
+    uint8_t *slot = s->fleet->gov.nteams ? spw_xmalloc(n ? n : 1) : NULL;
     size_t ran = 0;
     double wsum = 0, jsum = 0;
     double spot_gpu_s = 0, od_gpu_s = 0, lost_gpu_s = 0;
@@ -1078,6 +1099,8 @@ static void summarize(sim_t *s)
         }
         wait[ran] = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) - j->submit_s;
         jct[ran] = j->end_s - j->submit_s;
+        if (slot)
+            slot[ran] = (uint8_t)ti;
         wsum += wait[ran];
         jsum += jct[ran];
         tm->jobs_done++;
@@ -1085,7 +1108,20 @@ static void summarize(sim_t *s)
         tm->jct_mean_s += jct[ran];
         ran++;
     }
-    team_waits(s, wait);
+    /* Per team: mean wait and JCT (added up above), and the p90 wait; when
+     * one team did every job done, its p90 is the overall one. */
+    size_t busy = 0;
+    for (size_t k = 0; k <= g->nteams; k++) {
+        spw_sim_team_t *tm = &out->team[k];
+        if (!tm->jobs_done)
+            continue;
+        busy++;
+        tm->wait_mean_s /= (double)tm->jobs_done;
+        tm->jct_mean_s /= (double)tm->jobs_done;
+    }
+    if (busy > 1)
+        team_p90s(s, wait, slot, ran);
+    free(slot);
     out->spot_gpu_hours = spot_gpu_s / 3600.0;
     out->ondemand_gpu_hours = od_gpu_s / 3600.0;
     out->cloud_gpu_hours = (spot_gpu_s + od_gpu_s) / 3600.0;
@@ -1094,12 +1130,19 @@ static void summarize(sim_t *s)
     if (ran) {
         out->wait_mean_s = wsum / (double)ran;
         out->jct_mean_s = jsum / (double)ran;
-        out->wait_p50_s = spw_quantile(wait, ran, 0.50);
-        out->wait_p90_s = spw_quantile(wait, ran, 0.90);
-        out->wait_p99_s = spw_quantile(wait, ran, 0.99);
-        out->jct_p50_s = spw_quantile(jct, ran, 0.50);
-        out->jct_p90_s = spw_quantile(jct, ran, 0.90);
-        out->jct_p99_s = spw_quantile(jct, ran, 0.99);
+        static const double q[3] = {0.50, 0.90, 0.99};
+        double w[3], c[3];
+        quantiles(wait, ran, q, w, 3);
+        quantiles(jct, ran, q, c, 3);
+        out->wait_p50_s = w[0];
+        out->wait_p90_s = w[1];
+        out->wait_p99_s = w[2];
+        out->jct_p50_s = c[0];
+        out->jct_p90_s = c[1];
+        out->jct_p99_s = c[2];
+        for (size_t k = 0; k <= g->nteams && busy == 1; k++)
+            if (out->team[k].jobs_done)
+                out->team[k].wait_p90_s = w[1];
     }
     free(wait);
     free(jct);
