@@ -1057,8 +1057,8 @@ static void summarize(sim_t *s)
 {
     spw_sim_summary_t *out = s->out;
     size_t n = s->n;
-    double *wait = spw_xmalloc((n ? n : 1) * sizeof(double));
-    double *jct = spw_xmalloc((n ? n : 1) * sizeof(double));
+    double *wait = spw_xmalloc_huge((n ? n : 1) * sizeof(double));
+    double *jct = spw_xmalloc_huge((n ? n : 1) * sizeof(double));
     uint8_t *slot = s->fleet->gov.nteams ? spw_xmalloc(n ? n : 1) : NULL;
     size_t ran = 0;
     double wsum = 0, jsum = 0;
@@ -1213,7 +1213,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         .jobs = jobs,
         .runtime_s = runtime_s,
         .n = n,
-        .rec = spw_xcalloc(n ? n : 1, sizeof(jrec_t)),
+        .rec = memset(spw_xmalloc_huge((n ? n : 1) * sizeof(jrec_t)), 0,
+                      (n ? n : 1) * sizeof(jrec_t)),
         .smp = {.o = opts, .first_s = first_submit, .next_s = first_submit},
         .out = out,
         .gov = spw_gov_active(&fleet->gov),
