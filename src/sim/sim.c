@@ -92,9 +92,18 @@ static void ev_pop(evheap_t *h)
     if (!n)
         return;
     event_t *v = h->v, x = v[n];
-    for (size_t l; (l = 2 * i + 1) < n; i = l) {
-        l += l + 1 < n && ev_before(&v[l + 1], &v[l]);
+    size_t l;
+    while ((l = 2 * i + 1) + 1 < n) {
+        /* ev_before(&v[l + 1], &v[l]) without branches: which child is
+         * earlier is a coin toss the branch predictor loses. */
+        const event_t *a = &v[l], *b = &v[l + 1];
+        l += (b->t < a->t) | ((b->t == a->t) & (b->key < a->key));
         v[i] = v[l];
+        i = l;
+    }
+    if (l < n) {   /* a lone last child */
+        v[i] = v[l];
+        i = l;
     }
     while (i && ev_before(&x, &v[(i - 1) / 2])) {
         v[i] = v[(i - 1) / 2];
