@@ -145,6 +145,11 @@ static double idle_of(const spw_fair_t *f, const fteam_t *t)
 
 static void refresh(spw_fair_t *f)
 {
+    /* Without quotas no team lends (every idle is 0), and need is read
+     * only by spw_fair_tier_in, which then answers at once: the sums stay
+     * 0 and every start and stop of a job skips them. */
+    if (!f->quotas)
+        return;
     for (size_t r = 0; r < f->ntr; r++)
         f->tr[r].over = f->tr[r].idle = 0;
     for (size_t i = 0; i < f->nt; i++) {
