@@ -59,11 +59,16 @@ typedef struct evheap {
 } evheap_t;
 
 /* Job events (boot, end) come before world events at equal times; within
- * each class, insertion order. */
+ * each class, insertion order.  Without branches: which of two events is
+ * earlier is a coin toss the branch predictor loses. */
 static inline int ev_before(const event_t *a, const event_t *b)
 {
-    return a->t < b->t || (a->t == b->t && a->key < b->key);
+    return (a->t < b->t) | ((a->t == b->t) & (a->key < b->key));
 }
+
+/* The heap is 4-ary (children of i: 4i+1..4i+4): half the levels of a
+ * binary one, and a node's children are 128 contiguous bytes. */
+#define EV_PARENT(i) (((i) - 1) / 4)
 
 static void ev_push(evheap_t *h, const event_t *e)
 {
@@ -74,40 +79,41 @@ static void ev_push(evheap_t *h, const event_t *e)
     event_t x = *e;
     x.key = (uint64_t)(x.kind >= EV_PREEMPT) << 63 | h->seq++;   /* world class */
     size_t i = h->n++;
-    while (i && ev_before(&x, &h->v[(i - 1) / 2])) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i && ev_before(&x, &h->v[EV_PARENT(i)])) {
+        h->v[i] = h->v[EV_PARENT(i)];
+        i = EV_PARENT(i);
     }
     h->v[i] = x;
 }
 
-/* Removes the first event.  The hole it leaves goes down the earlier
+/* Removes the first event.  The hole it leaves goes down the earliest
  * child to a leaf, then the last event climbs back up from there (it
- * mostly belongs near the bottom: half the comparisons of sifting it down).
+ * mostly belongs near the bottom: fewer comparisons than sifting it down).
  * Every key differs, so the order events come out in is the same for any
  * valid heap. */
 static void ev_pop(evheap_t *h)
 {
-    size_t n = --h->n, i = 0;
+    size_t n = --h->n, i = 0, c;
     if (!n)
         return;
     event_t *v = h->v, x = v[n];
-    size_t l;
-    while ((l = 2 * i + 1) + 1 < n) {
-        /* ev_before(&v[l + 1], &v[l]) without branches: which child is
-         * earlier is a coin toss the branch predictor loses. */
-        const event_t *a = &v[l], *b = &v[l + 1];
-        l += (b->t < a->t) | ((b->t == a->t) & (b->key < a->key));
-        v[i] = v[l];
-        i = l;
+    while ((c = 4 * i + 1) + 3 < n) {
+        size_t a = c + (size_t)ev_before(&v[c + 1], &v[c]);
+        size_t b = c + 2 + (size_t)ev_before(&v[c + 3], &v[c + 2]);
+        c = ev_before(&v[b], &v[a]) ? b : a;
+        v[i] = v[c];
+        i = c;
     }
-    if (l < n) {   /* a lone last child */
-        v[i] = v[l];
-        i = l;
+    if (c < n) {   /* fewer than four children, all leaves */
+        for (size_t k = c + 1; k < n; k++)
+            if (ev_before(&v[k], &v[c]))
+                c = k;
+        v[i] = v[c];
+        i = c;
     }
-    while (i && ev_before(&x, &v[(i - 1) / 2])) {
-        v[i] = v[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i && ev_before(&x, &v[EV_PARENT(i)])) {
+        v[i] = v[EV_PARENT(i)];
+        i = EV_PARENT(i);
     }
     v[i] = x;
 }
