@@ -1053,7 +1053,8 @@ static void team_p90s(sim_t *s, const double *wait, const uint8_t *slot, size_t 
     spw_sim_summary_t *out = s->out;
     uint32_t nt = (uint32_t)s->fleet->gov.nteams;
     double *v = spw_xmalloc((ran ? ran : 1) * sizeof(double));
-    size_t at[SPW_GOV_MAX_TEAMS + 2];   /* end of each team's segment of v so far */
+    size_t at[SPW_GOV_MAX_TEAMS + 2];   /* where each team's next wait goes in v:
+                                           its segment's start, its end once filled */
     at[0] = 0;
     for (uint32_t k = 0; k <= nt; k++)
         at[k + 1] = at[k] + out->team[k].jobs_done;
