@@ -9,6 +9,13 @@
 #include "core/spot.h"
 #include "util/error.h"
 
+/* A running job and its links, kept beside it: moving the last job into
+ * a freed slot then updates its fair_idx without reading the job. */
+typedef struct frun {
+    spw_job_t *job;
+    spw_job_links_t *l;    /* job->l */
+} frun_t;
+
 typedef struct fteam {
     double nominal;        /* quota GPUs; 0 without one */
     double borrow_limit;   /* GPUs above nominal it may use; INFINITY = any */
@@ -26,7 +33,7 @@ typedef struct fteam {
     uint32_t *tkpool;      /* with upool: taken per pool in this reclaim (scratch) */
     double usage;          /* decayed GPU-seconds at usage_at */
     double usage_at;       /* when usage was last brought forward */
-    spw_job_t **run;       /* its running on-prem jobs */
+    frun_t *run;           /* its running on-prem jobs */
     size_t nrun, caprun;
 } fteam_t;
 
@@ -138,6 +145,11 @@ static double idle_of(const spw_fair_t *f, const fteam_t *t)
 
 static void refresh(spw_fair_t *f)
 {
+    /* Without quotas no team lends (every idle is 0), and need is read
+     * only by spw_fair_tier_in, which then answers at once: the sums stay
+     * 0 and every start and stop of a job skips them. */
+    if (!f->quotas)
+        return;
     for (size_t r = 0; r < f->ntr; r++)
         f->tr[r].over = f->tr[r].idle = 0;
     for (size_t i = 0; i < f->nt; i++) {
@@ -320,7 +332,7 @@ void spw_fair_start(spw_fair_t *f, spw_job_t *j, uint32_t gpus, double now)
     grow((void **)&t->run, t->nrun, &t->caprun, sizeof(*t->run));
     j->l->fair_idx = (uint32_t)t->nrun;
     j->l->reclaim_at_s = 0;
-    t->run[t->nrun++] = j;
+    t->run[t->nrun++] = (frun_t){.job = j, .l = j->l};
     refresh(f);
 }
 
@@ -328,7 +340,7 @@ void spw_fair_stop(spw_fair_t *f, spw_job_t *j, double now)
 {
     fteam_t *t = &f->t[j->team < f->nt ? j->team : 0];
     uint32_t k = j->l->fair_idx;
-    if (k >= t->nrun || t->run[k] != j)
+    if (k >= t->nrun || t->run[k].job != j)
         return;
     bring_forward(f, t, now);
     t->used -= j->alloc_gpus < t->used ? j->alloc_gpus : t->used;
@@ -337,7 +349,7 @@ void spw_fair_stop(spw_fair_t *f, spw_job_t *j, double now)
         *u -= j->alloc_gpus < *u ? j->alloc_gpus : *u;
     }
     t->run[k] = t->run[--t->nrun];
-    t->run[k]->l->fair_idx = k;
+    t->run[k].l->fair_idx = k;
     if (j->l->reclaim_at_s > 0)
         for (size_t i = 0; i < f->nmk; i++)
             if (f->mk[i].job == j) {
@@ -402,7 +414,7 @@ size_t spw_fair_candidates(spw_fair_t *f, uint32_t for_team, double now, spw_job
                                                       t->upool)))
             continue;
         for (size_t k = 0; k < t->nrun; k++) {
-            spw_job_t *v = t->run[k];
+            spw_job_t *v = t->run[k].job;
             if (v->l->reclaim_at_s > 0)
                 continue;
             grow((void **)&f->out, f->nout, &f->capout, sizeof(*f->out));

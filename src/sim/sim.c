@@ -41,7 +41,8 @@ enum { FAIL_LIST = 0, FAIL_MTBF = 1 };
 
 typedef struct event {
     double t;        /* when it happens, sim seconds */
-    uint64_t seq;    /* insertion sequence: equal times stay in order */
+    uint64_t key;    /* equal times: world class (bit 63, ev_push) then
+                        insertion sequence, so they stay in order */
     union {
         spw_job_t *job;  /* EV_BOOT, EV_END, EV_PREEMPT */
         size_t idx;      /* EV_TICK: spot entry; EV_DOWN/EV_UP: failure
@@ -58,16 +59,16 @@ typedef struct evheap {
 } evheap_t;
 
 /* Job events (boot, end) come before world events at equal times; within
- * each class, insertion order. */
+ * each class, insertion order.  Without branches: which of two events is
+ * earlier is a coin toss the branch predictor loses. */
 static inline int ev_before(const event_t *a, const event_t *b)
 {
-    if (a->t != b->t)
-        return a->t < b->t;
-    int wa = a->kind >= EV_PREEMPT, wb = b->kind >= EV_PREEMPT;  /* world class */
-    if (wa != wb)
-        return wa < wb;
-    return a->seq < b->seq;
+    return (a->t < b->t) | ((a->t == b->t) & (a->key < b->key));
 }
+
+/* The heap is 4-ary (children of i: 4i+1..4i+4): half the levels of a
+ * binary one, and a node's children are 128 contiguous bytes. */
+#define EV_PARENT(i) (((i) - 1) / 4)
 
 static void ev_push(evheap_t *h, const event_t *e)
 {
@@ -76,32 +77,45 @@ static void ev_push(evheap_t *h, const event_t *e)
         h->v = spw_xrealloc(h->v, h->cap * sizeof(event_t));
     }
     event_t x = *e;
-    x.seq = h->seq++;
+    x.key = (uint64_t)(x.kind >= EV_PREEMPT) << 63 | h->seq++;   /* world class */
     size_t i = h->n++;
-    while (i && ev_before(&x, &h->v[(i - 1) / 2])) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
+    while (i && ev_before(&x, &h->v[EV_PARENT(i)])) {
+        h->v[i] = h->v[EV_PARENT(i)];
+        i = EV_PARENT(i);
     }
     h->v[i] = x;
 }
 
+/* Removes the first event.  The hole it leaves goes down the earliest
+ * child to a leaf, then the last event climbs back up from there (it
+ * mostly belongs near the bottom: fewer comparisons than sifting it down).
+ * Every key differs, so the order events come out in is the same for any
+ * valid heap. */
 static void ev_pop(evheap_t *h)
 {
-    event_t x = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = l;
-        if (l >= h->n)
-            break;
-        if (r < h->n && ev_before(&h->v[r], &h->v[l]))
-            m = r;
-        if (!ev_before(&h->v[m], &x))
-            break;
-        h->v[i] = h->v[m];
-        i = m;
+    size_t n = --h->n, i = 0, c;
+    if (!n)
+        return;
+    event_t *v = h->v, x = v[n];
+    while ((c = 4 * i + 1) + 3 < n) {
+        size_t a = c + (size_t)ev_before(&v[c + 1], &v[c]);
+        size_t b = c + 2 + (size_t)ev_before(&v[c + 3], &v[c + 2]);
+        c = ev_before(&v[b], &v[a]) ? b : a;
+        v[i] = v[c];
+        i = c;
     }
-    if (h->n)
-        h->v[i] = x;
+    if (c < n) {   /* fewer than four children, all leaves */
+        for (size_t k = c + 1; k < n; k++)
+            if (ev_before(&v[k], &v[c]))
+                c = k;
+        v[i] = v[c];
+        i = c;
+    }
+    while (i && ev_before(&x, &v[EV_PARENT(i)])) {
+        v[i] = v[EV_PARENT(i)];
+        i = EV_PARENT(i);
+    }
+    v[i] = x;
 }
 
 static void swap_d(double *a, double *b)
@@ -147,17 +161,38 @@ static void select_kth(double *v, size_t n, size_t k)
     }
 }
 
+/* The index of the nearest-rank q-quantile of n > 0 sorted values: the
+ * smallest value with at least q*n values at or below. */
+static size_t quantile_rank(size_t n, double q)
+{
+    double r = ceil(q * (double)n);
+    size_t k = r < 1 ? 0 : (size_t)r - 1;
+    return k < n ? k : n - 1;
+}
+
 double spw_quantile(double *v, size_t n, double q)
 {
     if (n == 0)
         return 0;
-    /* Nearest rank: the smallest value with at least q*n values at or below. */
-    double r = ceil(q * (double)n);
-    size_t k = r < 1 ? 0 : (size_t)r - 1;
-    if (k >= n)
-        k = n - 1;
+    size_t k = quantile_rank(n, q);
     select_kth(v, n, k);
     return v[k];
+}
+
+/* The quantiles q[0] <= q[1] <= ... of v[0..n) (n > 0) into out, as
+ * spw_quantile gives them: a selection leaves nothing above the rank it
+ * found on its left, so each next one looks only right of the last. */
+static void quantiles(double *v, size_t n, const double *q, double *out, size_t nq)
+{
+    size_t lo = 0;
+    for (size_t i = 0; i < nq; i++) {
+        size_t k = quantile_rank(n, q[i]);
+        if (k >= lo) {
+            select_kth(v + lo, n - lo, k - lo);
+            lo = k + 1;
+        }
+        out[i] = v[k];
+    }
 }
 
 typedef struct sampler {
@@ -431,6 +466,38 @@ static void push_world_ev(sim_t *s, ev_kind_t kind, double t, size_t idx, uint32
 {
     event_t x = {.t = t, .kind = (uint8_t)kind, .u.idx = idx, .aux = aux};
     ev_push(&s->h, &x);
+}
+
+/* Asks for the cache lines of job j and its record ahead of their use:
+ * the jobs whose events come next are anywhere in a large array.  Inlined
+ * always: GCC 12 finds a function that only prefetches free of side
+ * effects and drops the calls to it. */
+static inline __attribute__((always_inline)) void prefetch_job(const sim_t *s, const spw_job_t *j)
+{
+    const char *p = (const char *)j;
+    for (size_t o = 0; o < sizeof(*j); o += 64)
+        __builtin_prefetch(p + o);
+    __builtin_prefetch(p + sizeof(*j) - 1);
+    __builtin_prefetch(&s->rec[j - s->jobs]);
+}
+
+/* The same for the job of event x. */
+static inline __attribute__((always_inline)) void prefetch_ev(const sim_t *s, const event_t *x)
+{
+    if (x->kind <= EV_PREEMPT)
+        prefetch_job(s, x->u.job);
+}
+
+/* Before the first event of h is handled: the jobs of it and of its two
+ * children (one of which is mostly next), and the engine's links of the
+ * first, whose job was mostly asked for when it was a child. */
+static inline __attribute__((always_inline)) void prefetch_next(const sim_t *s,
+                                                               const evheap_t *h)
+{
+    for (size_t k = 0; k < 3 && k < h->n; k++)
+        prefetch_ev(s, &h->v[k]);
+    if (h->n && h->v[0].kind <= EV_PREEMPT && h->v[0].u.job->l)
+        __builtin_prefetch(h->v[0].u.job->l);
 }
 
 /* An event that no longer means anything: one of an attempt that has
@@ -977,28 +1044,28 @@ static void sim_free(sim_t *s)
         free(s->per.h);
 }
 
-/* Per team: mean wait and JCT (summarize added up the sums) and the p90
- * wait, in v (scratch of n doubles). */
-static void team_waits(sim_t *s, double *v)
+/* The p90 wait of each team with jobs done, when more than one has them.
+ * wait[0..ran) are the waits of the jobs done and slot[i] the team slot of
+ * wait[i].  The teams' waits are gathered into a copy, so wait keeps its
+ * values for the overall quantiles. */
+static void team_p90s(sim_t *s, const double *wait, const uint8_t *slot, size_t ran)
 {
     spw_sim_summary_t *out = s->out;
     uint32_t nt = (uint32_t)s->fleet->gov.nteams;
+    double *v = spw_xmalloc((ran ? ran : 1) * sizeof(double));
+    size_t at[SPW_GOV_MAX_TEAMS + 2];   /* where each team's next wait goes in v:
+                                           its segment's start, its end once filled */
+    at[0] = 0;
+    for (uint32_t k = 0; k <= nt; k++)
+        at[k + 1] = at[k] + out->team[k].jobs_done;
+    for (size_t i = 0; i < ran; i++)
+        v[at[slot[i]]++] = wait[i];
     for (uint32_t k = 0; k <= nt; k++) {
         spw_sim_team_t *tm = &out->team[k];
-        if (!tm->jobs_done)
-            continue;
-        tm->wait_mean_s /= (double)tm->jobs_done;
-        tm->jct_mean_s /= (double)tm->jobs_done;
-        size_t m = 0;
-        for (size_t i = 0; i < s->n; i++) {
-            const spw_job_t *j = &s->jobs[i];
-            const jrec_t *r = &s->rec[i];
-            if (j->state == SPW_JOB_DONE && (j->team <= nt ? j->team : 0) == k)
-                v[m++] = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) -
-                         j->submit_s;
-        }
-        tm->wait_p90_s = spw_quantile(v, m, 0.90);
+        if (tm->jobs_done)
+            tm->wait_p90_s = spw_quantile(v + at[k] - tm->jobs_done, tm->jobs_done, 0.90);
     }
+    free(v);
 }
 
 /* Fills the summary from the jobs after the run. */
@@ -1006,8 +1073,9 @@ static void summarize(sim_t *s)
 {
     spw_sim_summary_t *out = s->out;
     size_t n = s->n;
-    double *wait = spw_xmalloc((n ? n : 1) * sizeof(double));
-    double *jct = spw_xmalloc((n ? n : 1) * sizeof(double));
+    double *wait = spw_xmalloc_huge((n ? n : 1) * sizeof(double));
+    double *jct = spw_xmalloc_huge((n ? n : 1) * sizeof(double));
+    uint8_t *slot = s->fleet->gov.nteams ? spw_xmalloc(n ? n : 1) : NULL;
     size_t ran = 0;
     double wsum = 0, jsum = 0;
     double spot_gpu_s = 0, od_gpu_s = 0, lost_gpu_s = 0;
@@ -1078,6 +1146,8 @@ static void summarize(sim_t *s)
         }
         wait[ran] = (r->extra ? s->extra[r->extra - 1].first_start_s : j->start_s) - j->submit_s;
         jct[ran] = j->end_s - j->submit_s;
+        if (slot)
+            slot[ran] = (uint8_t)ti;
         wsum += wait[ran];
         jsum += jct[ran];
         tm->jobs_done++;
@@ -1085,7 +1155,20 @@ static void summarize(sim_t *s)
         tm->jct_mean_s += jct[ran];
         ran++;
     }
-    team_waits(s, wait);
+    /* Per team: mean wait and JCT (added up above), and the p90 wait; when
+     * one team did every job done, its p90 is the overall one. */
+    size_t busy = 0;
+    for (size_t k = 0; k <= g->nteams; k++) {
+        spw_sim_team_t *tm = &out->team[k];
+        if (!tm->jobs_done)
+            continue;
+        busy++;
+        tm->wait_mean_s /= (double)tm->jobs_done;
+        tm->jct_mean_s /= (double)tm->jobs_done;
+    }
+    if (busy > 1)
+        team_p90s(s, wait, slot, ran);
+    free(slot);
     out->spot_gpu_hours = spot_gpu_s / 3600.0;
     out->ondemand_gpu_hours = od_gpu_s / 3600.0;
     out->cloud_gpu_hours = (spot_gpu_s + od_gpu_s) / 3600.0;
@@ -1094,12 +1177,19 @@ static void summarize(sim_t *s)
     if (ran) {
         out->wait_mean_s = wsum / (double)ran;
         out->jct_mean_s = jsum / (double)ran;
-        out->wait_p50_s = spw_quantile(wait, ran, 0.50);
-        out->wait_p90_s = spw_quantile(wait, ran, 0.90);
-        out->wait_p99_s = spw_quantile(wait, ran, 0.99);
-        out->jct_p50_s = spw_quantile(jct, ran, 0.50);
-        out->jct_p90_s = spw_quantile(jct, ran, 0.90);
-        out->jct_p99_s = spw_quantile(jct, ran, 0.99);
+        static const double q[3] = {0.50, 0.90, 0.99};
+        double w[3], c[3];
+        quantiles(wait, ran, q, w, 3);
+        quantiles(jct, ran, q, c, 3);
+        out->wait_p50_s = w[0];
+        out->wait_p90_s = w[1];
+        out->wait_p99_s = w[2];
+        out->jct_p50_s = c[0];
+        out->jct_p90_s = c[1];
+        out->jct_p99_s = c[2];
+        for (size_t k = 0; k <= g->nteams && busy == 1; k++)
+            if (out->team[k].jobs_done)
+                out->team[k].wait_p90_s = w[1];
     }
     free(wait);
     free(jct);
@@ -1127,8 +1217,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
     spw_engine_t *e = spw_engine_create(fleet, policy, err);
     if (!e)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        spw_job_reset(&jobs[i]);
+    /* Each job is reset as it arrives (its lines are then wanted anyway),
+     * the rest after the loop: not one more pass over the whole array. */
 
     double first_submit = n ? jobs[0].submit_s : 0;
     sim_t s = {
@@ -1139,7 +1229,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         .jobs = jobs,
         .runtime_s = runtime_s,
         .n = n,
-        .rec = spw_xcalloc(n ? n : 1, sizeof(jrec_t)),
+        .rec = memset(spw_xmalloc_huge((n ? n : 1) * sizeof(jrec_t)), 0,
+                      (n ? n : 1) * sizeof(jrec_t)),
         .smp = {.o = opts, .first_s = first_submit, .next_s = first_submit},
         .out = out,
         .gov = spw_gov_active(&fleet->gov),
@@ -1170,6 +1261,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         /* Stale events make no instant of their own. */
         while (h->n && ev_stale(&s, &h->v[0]))
             ev_pop(h);
+        prefetch_next(&s, h);
         double t = INFINITY;
         if (next < n)
             t = jobs[next].submit_s;
@@ -1186,6 +1278,7 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         while (h->n && h->v[0].t == t) {
             event_t x = h->v[0];
             ev_pop(h);
+            prefetch_next(&s, h);
             if (ev_stale(&s, &x))
                 continue;
             switch ((ev_kind_t)x.kind) {
@@ -1210,6 +1303,9 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         }
         while (next < n && jobs[next].submit_s == t) {
             spw_job_t *j = &jobs[next++];
+            spw_job_reset(j);
+            if (next < n)
+                prefetch_job(&s, &jobs[next]);
             s.progress_s = t;
             spw_engine_submit(e, j, t);
             if (j->state == SPW_JOB_UNSCHEDULABLE) {
@@ -1275,6 +1371,8 @@ int spw_sim_run(const spw_fleet_t *fleet, const spw_policy_t *policy,
         if (s.gave_up)
             break;
     }
+    for (; next < n; next++)   /* a run given up before its last arrivals */
+        spw_job_reset(&jobs[next]);
     if (s.gave_up) {
         spw_engine_destroy(e);
         sim_free(&s);

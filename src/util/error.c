@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "error.h"
 
@@ -40,6 +41,20 @@ void *spw_xcalloc(size_t n, size_t size)
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
         oom(n * size);
+    return p;
+}
+
+void *spw_xmalloc_huge(size_t n)
+{
+    const size_t huge = (size_t)2 << 20;
+    if (n < huge)
+        return spw_xmalloc(n);
+    void *p = aligned_alloc(huge, (n + huge - 1) & ~(huge - 1));
+    if (!p)
+        return spw_xmalloc(n);
+#ifdef MADV_HUGEPAGE
+    madvise(p, (n + huge - 1) & ~(huge - 1), MADV_HUGEPAGE);   /* advice only */
+#endif
     return p;
 }
 

@@ -26,5 +26,10 @@ void *spw_xmalloc(size_t n);
 void *spw_xcalloc(size_t n, size_t size);
 void *spw_xrealloc(void *p, size_t n);
 char *spw_xstrdup(const char *s);
+/* spw_xmalloc for arrays of many MB that are filled at once: in huge pages
+ * where the kernel has them (THP in madvise mode), so filling them takes a
+ * few page faults, not one per 4 KiB (each costs more than zeroing its page
+ * on a virtual machine).  Freed with free(). */
+void *spw_xmalloc_huge(size_t n);
 
 #endif

@@ -995,6 +995,12 @@ static void test_inactive(void)
     spw_jobs_clear(j, 3);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* Fair share (docs/fairshare.md), the issue's scenario: one
  * 4 x 8-GPU pool; team a submits 200 one-hour 8-GPU jobs at 0, team b twenty
  * 30-minute 1-GPU jobs at 10 min.  FIFO makes b wait behind all of a;
@@ -1038,6 +1044,24 @@ static void run_scenario(int fair, spw_sim_summary_t *out)
     ok(spw_sim_run(&cfg.fleet, &cfg.policy, jobs, rt, NA + NB, NULL, out, &err) == 0 &&
        spw_sim_fairness(&cfg.fleet, &cfg.policy, jobs, rt, NA + NB, out, &err) == 0,
        "the scenario runs under %s", fair ? "fair + quotas" : "fifo");
+    if (!fair) {
+        /* The overall quantiles are those of every job done, whatever the
+         * per-team ones did with the same waits (nearest rank; fifo makes
+         * no restarts, so a wait is start - submit). */
+        double w[NA + NB];
+        size_t m = 0;
+        for (int i = 0; i < NA + NB; i++)
+            if (jobs[i].state == SPW_JOB_DONE)
+                w[m++] = jobs[i].start_s - jobs[i].submit_s;
+        qsort(w, m, sizeof(*w), cmp_double);
+        ok(m == NA + NB && out->wait_p50_s == w[(size_t)ceil(0.50 * m) - 1] &&
+           out->wait_p90_s == w[(size_t)ceil(0.90 * m) - 1] &&
+           out->wait_p99_s == w[(size_t)ceil(0.99 * m) - 1],
+           "fifo: wait p50/p90/p99 %.0f/%.0f/%.0f s are those of all %zu jobs done "
+           "(%.0f/%.0f/%.0f s)", out->wait_p50_s, out->wait_p90_s, out->wait_p99_s, m,
+           m ? w[(size_t)ceil(0.50 * m) - 1] : 0, m ? w[(size_t)ceil(0.90 * m) - 1] : 0,
+           m ? w[(size_t)ceil(0.99 * m) - 1] : 0);
+    }
     spw_config_free(&cfg);
     spw_jobs_clear(jobs, NA + NB);
 }
