@@ -392,8 +392,9 @@ const spw_job_rare_t spw_job_rare_none = {.charge_s = NAN, .last_offer = -1};
 /* Side records are carved from slabs of each thread's own (so the
  * planner's threads never write into one cache line) and never returned to
  * the system; spw_job_clear puts a record on a free list, shared under a
- * mutex, that the next allocation takes first.  Slabs double from 256
- * records to 2 MiB ones in huge pages: with one malloc and a 4 KiB page
+ * mutex, that the next allocation takes first.  Slabs double from 16
+ * records (a thread that makes one or two, such as a connection's, keeps
+ * 2 KiB) to 2 MiB ones in huge pages: with one malloc and a 4 KiB page
  * fault per few records, a simulation in which most jobs burst took 1.6x
  * the time it took with these fields inside spw_job_t. */
 typedef union rare_slot {
@@ -409,7 +410,7 @@ static _Thread_local size_t rare_carved, rare_cap;  /* records of it handed out 
 /* A new slab for this thread, twice its last one's size up to RARE_HUGE. */
 static void rare_grow(void)
 {
-    size_t bytes = rare_cap ? rare_cap * 2 * sizeof(rare_slot_t) : 256 * sizeof(rare_slot_t);
+    size_t bytes = rare_cap ? rare_cap * 2 * sizeof(rare_slot_t) : 16 * sizeof(rare_slot_t);
     void *p = NULL;
     if (bytes >= RARE_HUGE) {
         bytes = RARE_HUGE;
