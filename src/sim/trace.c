@@ -1,6 +1,7 @@
 /* trace.c: readers for spillway CSV traces and the Alibaba 2023 GPU trace. */
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,44 @@ typedef struct strtab {
 
 enum { T_TEAM, T_CLASS, T_DATA, T_RES, T_LABELS, T_NTABS };
 
+/* Prefaulting.  The kernel zeroes each page of a fresh array on its first
+ * write, which on a virtual machine costs about as much as parsing the rows
+ * that fill it (half of a 1M-job load).  For a large trace a second thread
+ * asks the kernel to populate the job, runtime and line arrays ahead of the
+ * parser (MADV_POPULATE_WRITE, a block of rows at a time across all three),
+ * so that the zeroing runs on another core; where the parser gets to a page
+ * first it faults it in itself, as without the thread.  The data are only
+ * ever written by the parser: the thread touches no byte of them. */
+#define PREFAULT_MIN_ROWS 65536  /* fewer rows: not worth a thread */
+#define PREFAULT_ROWS 8192       /* rows per step of the thread */
+typedef struct prefault {
+    pthread_t th;
+    int started;                 /* th runs (join it before the arrays move) */
+    char *a[3];                  /* jobs, runtime_s, line */
+    size_t width[3];             /* bytes per row of each */
+    size_t rows;                 /* rows the arrays hold */
+} prefault_t;
+
+static void *prefault_run(void *arg)
+{
+#ifdef MADV_POPULATE_WRITE
+    const prefault_t *pf = arg;
+    const uintptr_t page = 4096;
+    for (size_t r = 0; r < pf->rows; r += PREFAULT_ROWS) {
+        size_t upto = r + PREFAULT_ROWS < pf->rows ? r + PREFAULT_ROWS : pf->rows;
+        for (int k = 0; k < 3; k++) {
+            uintptr_t lo = (uintptr_t)(pf->a[k] + r * pf->width[k]) & ~(page - 1);
+            uintptr_t hi = ((uintptr_t)(pf->a[k] + upto * pf->width[k]) + page - 1) & ~(page - 1);
+            if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) < 0)
+                return NULL;   /* a kernel without it: the parser faults them in */
+        }
+    }
+#else
+    (void)arg;
+#endif
+    return NULL;
+}
+
 typedef struct loader {
     spw_trace_t *t;
     spw_csv_t csv;
@@ -73,6 +112,7 @@ typedef struct loader {
     int has_attr;            /* the trace has a governance column: keep t->attr */
     int has_ckpt;            /* the trace has checkpoint_interval_s: keep t->own_ckpt */
     size_t dropped;          /* bytes of a mapped file handed back (drop_read) */
+    prefault_t pf;           /* the arrays' prefaulting thread, if any */
     strtab_t tab[T_NTABS];
 } loader_t;
 
@@ -131,10 +171,34 @@ static void *huge_room(void *p, size_t used, size_t bytes)
     return q;
 }
 
+/* Waits for the prefaulting thread, if one runs: before the arrays move or
+ * are freed. */
+static void prefault_join(loader_t *L)
+{
+    if (L->pf.started)
+        pthread_join(L->pf.th, NULL);
+    L->pf.started = 0;
+}
+
+/* Starts the prefaulting thread over the arrays as first sized, for a large
+ * trace (huge_room's 2 MiB-aligned arrays).  Without a thread, nothing is
+ * lost but the overlap. */
+static void prefault_start(loader_t *L)
+{
+    spw_trace_t *t = L->t;
+    if (L->rows < PREFAULT_MIN_ROWS || L->cap != L->rows)
+        return;
+    L->pf = (prefault_t){.a = {(char *)t->jobs, (char *)t->runtime_s, (char *)L->line},
+                         .width = {sizeof(spw_job_t), sizeof(double), sizeof(long)},
+                         .rows = L->cap};
+    L->pf.started = pthread_create(&L->pf.th, NULL, prefault_run, &L->pf) == 0;
+}
+
 static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
 {
     spw_trace_t *t = L->t;
     if (t->njobs == L->cap) {
+        prefault_join(L);
         L->cap = L->cap ? L->cap * 2 : L->rows > 4096 ? L->rows : 4096;
         t->jobs = huge_room(t->jobs, t->njobs * sizeof(spw_job_t), L->cap * sizeof(spw_job_t));
         t->runtime_s = huge_room(t->runtime_s, t->njobs * sizeof(double), L->cap * sizeof(double));
@@ -143,6 +207,8 @@ static spw_job_t *new_job(loader_t *L, const char *id, size_t idn)
             t->attr = spw_xrealloc(t->attr, L->cap * sizeof(spw_trace_attr_t));
         if (L->has_ckpt)
             t->own_ckpt = spw_xrealloc(t->own_ckpt, L->cap);
+        if (!t->njobs)
+            prefault_start(L);
     }
     /* The first size is the text after the header, which holds every id
      * and a separator after each: it never grows for a file.  Should it
@@ -727,6 +793,7 @@ static int load(spw_trace_t *t, loader_t *L, spw_trace_format_t fmt, spw_error_t
     strtab_init(&L->tab[T_RES], &t->residencies);
     strtab_init(&L->tab[T_LABELS], &t->labels);
     r = fmt == SPW_TRACE_ALIBABA ? load_alibaba(L, err) : load_spillway(L, err);
+    prefault_join(L);
     if (r < 0)
         goto error;
     spw_csv_close(c);     /* the text is copied out: its memory goes before sorting */

@@ -185,6 +185,56 @@ static void test_spillway_sorting(void)
     spw_models_clear(&m);
 }
 
+/* A trace large enough for the loader's prefaulting thread (65,536 rows and
+ * up): every row read right, and an error in the last rows (the thread
+ * still running or joined) leaves nothing behind. */
+static void test_large_trace(void)
+{
+    const unsigned n = 100000;
+    size_t cap = 64 + (size_t)n * 40, len = 0;
+    char *csv = malloc(cap);
+    len += (size_t)snprintf(csv + len, cap - len, "id,submit_s,gpus,runtime_s\n");
+    for (unsigned i = 0; i < n; i++)
+        len += (size_t)snprintf(csv + len, cap - len, "j%u,%u.5,%u,%u\n", i, i, 1 + i % 8,
+                                100 + i % 1000);
+    spw_trace_t t;
+    spw_models_t m = {0};
+    spw_error_t err;
+    is(spw_trace_load_mem(&t, "big.csv", csv, len, SPW_TRACE_AUTO, &m, &err), 0,
+       "large: 100,000 rows load");
+    is(t.njobs, n, "large: 100,000 jobs");
+    unsigned bad = 0;
+    char id[16];
+    for (unsigned i = 0; i < t.njobs && i < n; i++) {
+        snprintf(id, sizeof(id), "j%u", i);
+        if (strcmp(t.jobs[i].id, id) != 0 || t.jobs[i].submit_s != i + 0.5 ||
+            t.jobs[i].gpus != 1 + i % 8 || t.runtime_s[i] != 100 + i % 1000 ||
+            t.jobs[i].order != i || !isnan(t.jobs[i].deadline_s) || t.jobs[i].rare)
+            bad++;
+    }
+    is(bad, 0, "large: every job's id, submit, GPUs, runtime and order as written");
+    spw_trace_free(&t);
+
+    /* The same rows with the last but one's GPUs malformed, then with the
+     * last id repeated: each error names its line. */
+    char *p = strstr(csv, "\nj99998,");
+    p = strchr(p + 1, ',');
+    p = strchr(p + 1, ',');
+    p[1] = 'x';
+    is(spw_trace_load_mem(&t, "big.csv", csv, len, SPW_TRACE_AUTO, &m, &err), -1,
+       "large: a malformed row near the end fails");
+    ok(strstr(err.text, "big.csv:100000:") && strstr(err.text, "gpus"), "large: \"%s\"", err.text);
+    ok(t.jobs == NULL && t.njobs == 0, "large: nothing left after the error");
+    p[1] = '1';
+    memcpy(strstr(csv, "\nj99999,") + 1, "j99990", 6);
+    is(spw_trace_load_mem(&t, "big.csv", csv, len, SPW_TRACE_AUTO, &m, &err), -1,
+       "large: a duplicate id at the end fails");
+    ok(strstr(err.text, "big.csv:100001: duplicate job id 'j99990' (first on line 99992)") != NULL,
+       "large: \"%s\"", err.text);
+    spw_models_clear(&m);
+    free(csv);
+}
+
 /* Loads csv expecting an error that contains every string in want[]. */
 static void expect_error(const char *what, const char *csv, const char *const *want)
 {
@@ -741,6 +791,7 @@ int main(void)
     test_spillway_optional();
     test_nul_in_name();
     test_spillway_sorting();
+    test_large_trace();
     test_spillway_errors();
     test_governance_columns();
     test_spot_columns();
