@@ -65,10 +65,11 @@ enum { T_TEAM, T_CLASS, T_DATA, T_RES, T_LABELS, T_NTABS };
 /* Prefaulting.  The kernel zeroes each page of a fresh array on its first
  * write, which on a virtual machine costs about as much as parsing the rows
  * that fill it (half of a 1M-job load).  For a large trace a second thread
- * asks the kernel to populate the job, runtime and line arrays ahead of the
- * parser (MADV_POPULATE_WRITE, a block of rows at a time across all three),
- * so that the zeroing runs on another core; where the parser gets to a page
- * first it faults it in itself, as without the thread.  The data are only
+ * asks the kernel to populate the job, runtime and line arrays
+ * (MADV_POPULATE_WRITE, a block of rows at a time across all three) from
+ * their last row backwards while the parser fills them from the first: each
+ * zeroes about half, on its own core, and they meet without waiting on each
+ * other's pages (populating a page already there costs nothing).  The data are only
  * ever written by the parser: the thread touches no byte of them. */
 #define PREFAULT_MIN_ROWS 65536  /* fewer rows: not worth a thread */
 #define PREFAULT_ROWS 8192       /* rows per step of the thread */
@@ -85,14 +86,15 @@ static void *prefault_run(void *arg)
 #ifdef MADV_POPULATE_WRITE
     const prefault_t *pf = arg;
     const uintptr_t page = 4096;
-    for (size_t r = 0; r < pf->rows; r += PREFAULT_ROWS) {
-        size_t upto = r + PREFAULT_ROWS < pf->rows ? r + PREFAULT_ROWS : pf->rows;
+    for (size_t upto = pf->rows; upto > 0;) {
+        size_t r = upto > PREFAULT_ROWS ? upto - PREFAULT_ROWS : 0;
         for (int k = 0; k < 3; k++) {
             uintptr_t lo = (uintptr_t)(pf->a[k] + r * pf->width[k]) & ~(page - 1);
             uintptr_t hi = ((uintptr_t)(pf->a[k] + upto * pf->width[k]) + page - 1) & ~(page - 1);
             if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) < 0)
                 return NULL;   /* a kernel without it: the parser faults them in */
         }
+        upto = r;
     }
 #else
     (void)arg;
