@@ -157,16 +157,9 @@ static int get_int(loader_t *L, int idx, const char *col, int64_t lo, int64_t hi
  * they do not grow by copying; the result is free()d as usual. */
 static void *huge_room(void *p, size_t used, size_t bytes)
 {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge)
+    if (bytes < ((size_t)2 << 20))
         return spw_xrealloc(p, bytes);
-    size_t rounded = (bytes + huge - 1) & ~(huge - 1);
-    void *q = aligned_alloc(huge, rounded);
-    if (!q)
-        return spw_xrealloc(p, bytes);
-#ifdef MADV_HUGEPAGE
-    madvise(q, rounded, MADV_HUGEPAGE);   /* advice only: without THP it changes nothing */
-#endif
+    void *q = spw_xmalloc_huge(bytes);
     if (used)
         memcpy(q, p, used);
     free(p);
