@@ -4,12 +4,15 @@
  * or nothing, adopt and find after a "restart", a host cut off and fenced. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,6 +92,57 @@ static char *slurp(const char *job_id, const char *suffix)
     size_t len;
     char *s = spw_read_file(path, &len, NULL);
     return s ? s : strdup("");
+}
+
+/* A launch caught between its claim of rank directory `name` on host
+ * `host` and its job's start, as one cut off from a daemon killed -9 goes
+ * on alone on its host: a child holds the directory's launch lock
+ * (launch_lock in ssh.c), makes the directory, writes a byte to ready_fd,
+ * starts the "job" hold_s later (a process whose command line names the
+ * directory, as the shim's does), writes its pid and lets go.  Returns the
+ * child's pid. */
+static pid_t launch_in_flight(int host, const char *name, const char *token, const char *addr,
+                              double hold_s, int ready_fd)
+{
+    pid_t c = fork();
+    if (c != 0)
+        return c;
+    char dir[1200], path[1300];
+    snprintf(dir, sizeof(dir), "%s/cluster/host-%d/spillway/jobs/%s", T, host, name);
+    snprintf(path, sizeof(path), "%s.lock", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0 || mkdir(dir, 0755) < 0)
+        _exit(1);
+    snprintf(path, sizeof(path), "%s/token", dir);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fprintf(f, "%s\n", token), fclose(f);
+    snprintf(path, sizeof(path), "%s/hosts", dir);
+    f = fopen(path, "w");
+    if (f)
+        fprintf(f, "%s\n", addr), fclose(f);
+    if (write(ready_fd, "x", 1) != 1)
+        _exit(1);
+    struct timespec ts = {(time_t)hold_s, (long)((hold_s - (time_t)hold_s) * 1e9)};
+    nanosleep(&ts, NULL);
+    pid_t job = fork();
+    if (job == 0) {
+        setsid();
+        execl("/bin/sh", "sh", "-c", "sleep 60; :", "spw-shim", dir, (char *)NULL);
+        _exit(127);
+    }
+    snprintf(path, sizeof(path), "%s/pid.tmp", dir);
+    char dst[1300];
+    snprintf(dst, sizeof(dst), "%s/pid", dir);
+    f = fopen(path, "w");
+    if (!f || job < 0)
+        _exit(1);
+    fprintf(f, "%d\n", (int)job);
+    fclose(f);
+    if (rename(path, dst) < 0)
+        _exit(1);
+    flock(fd, LOCK_UN);
+    _exit(0);
 }
 
 static int launch(spw_ssh_t *sb, const char *job_id, const char *token, const char *script,
@@ -592,6 +646,53 @@ int main(void)
     is(rc, 0, "find of a token nothing carries: 0 (%s)", err.text);
     rc = launch(sb, "j10", "d1.j10.1", NULL, argv4, NULL, 1, 0, &h, &err);
     ok(rc < 0 && strstr(err.text, "fenced"), "that token cannot launch any more: %s", err.text);
+
+    /* find() while a launch of the token is between its claim and its
+     * job's start (a launch cut off from a daemon killed -9 goes on alone):
+     * it waits for the launch and adopts the job it started.  Answering
+     * "nothing runs it" there let the job start after the daemon had
+     * requeued it, or acknowledged its cancel. */
+    {
+        int pfd[2];
+        char ready;
+        if (pipe(pfd) < 0) {
+            ok(0, "pipe: %s", strerror(errno));
+            return done_testing();
+        }
+        pid_t lc = launch_in_flight(0, "d1.j14.1-r0", "d1.j14.1", hosts[0], 1.5, pfd[1]);
+        close(pfd[1]);
+        ok(lc > 0 && read(pfd[0], &ready, 1) == 1, "a launch of d1.j14.1 is in flight on %s "
+           "(its rank directory made, its job not started)", hosts[0]);
+        close(pfd[0]);
+        double t0 = now();
+        err.text[0] = '\0';
+        until = now() + 30;
+        while ((rc = spw_ssh_ops.find(sb, "d1.j14.1", &found, &err)) < 0 &&
+               strstr(err.text, "cannot look for launch") && !strstr(err.text, "still starting") &&
+               now() < until) {
+            spw_ssh_ops.tick(sb, now());
+            nap();
+        }
+        double waited = now() - t0;
+        int st = -1;
+        waitpid(lc, &st, 0);
+        snprintf(path, sizeof(path), "%s/cluster/host-0/spillway/jobs/d1.j14.1-r0/pid", T);
+        size_t plen;
+        char *ps = spw_read_file(path, &plen, NULL);
+        long jpid = ps ? strtol(ps, NULL, 10) : 0;
+        free(ps);
+        ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && jpid > 0, "that launch then started its job "
+           "(pid %ld)", jpid);
+        ok(rc == 1 && found.pid == (pid_t)jpid, "find(d1.j14.1) waited for the launch (%.1f s) and "
+           "adopted its job (rc %d, pid %d): %s", waited, rc, (int)found.pid, err.text);
+        if (rc == 1) {
+            spw_ssh_ops.cancel(sb, &found, now(), &err);
+            got = wait_exit(sb, "j14", &x, 20);
+            ok(got && x.cause == SPW_CAUSE_CANCELLED, "and cancels it");
+        }
+        if (jpid > 0)
+            kill(-(pid_t)jpid, SIGKILL);
+    }
 
     /* The same token launched again (a daemon that died before recording
      * the launch places the job again): the running process is adopted,

@@ -171,6 +171,23 @@ static const char prelude[] =
     " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
     "fence() { sig \"$1\" KILL; echo \"F $1\"; }\n";
 
+/* launch_lock: a launch holds "$D.lock" (flock, util-linux) from before it
+ * claims its rank directory $D until its job has a pid, or it gave up.
+ * find() writes its fence, then waits on the lock of each rank directory
+ * of the token it finds before it reports one: a launch that had passed
+ * its fence check when the fence was written is then running (adopted),
+ * and one that had not sees the fence and starts nothing.  Without the
+ * wait, a launch cut off from a daemon killed -9 could still start its job
+ * after find() had answered "nothing runs it" (a job run after its cancel
+ * was acknowledged, or beside its next attempt).  A host without flock
+ * goes without (docs/hosts.md). */
+#define LAUNCH_LOCK                                                           \
+    "if command -v flock >/dev/null 2>&1; then exec 9>\"$D.lock\" && flock 9 ||" \
+    " { echo \"E cannot lock $D.lock\"; exit 1; }; fi\n"
+/* Let go once the pid is written: by flock -u rather than the script's
+ * exit, since a process the launch started may have inherited the fd. */
+#define LAUNCH_UNLOCK "{ flock -u 9; exec 9>&-; } 2>/dev/null\n"
+
 /* The shim: $1 is the rank directory, the rest the job's command.  Its
  * pid file, which launch waits for and sig() needs, is written only once
  * the job is forked: a cancel that came between the two would reach only
@@ -1691,7 +1708,11 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         spw_strbuf_t s = {0};
         spw_strbuf_add(&s, prelude);
         spw_strbuf_printf(&s, "T='%s'; D=$J/$T\n", dir);
+        /* The launch holds $D.lock from before its mkdir until its job has
+         * a pid (or it gave up): find() waits on it, so what it reports of
+         * this launch cannot change after (launch_lock). */
         spw_strbuf_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
+                   LAUNCH_LOCK
                    "if ! mkdir \"$D\" 2>/dev/null; then\n"
                    "  if alive \"$T\"; then echo \"A $(cat \"$D/pid\")\"; exit 0; fi\n"
                    "  echo \"E launch $T was started on this host before\"; exit 1\nfi\n");
@@ -1812,9 +1833,10 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
             user_switch(&s);
         spw_strbuf_add(&s, "S=");
         spw_strbuf_quote(&s, shim);
-        spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 &\n"
+        spw_strbuf_add(&s, "\nsetsid /bin/sh -c \"$S\" spw-shim \"$D\" \"$@\" </dev/null >/dev/null 2>&1 9>&- &\n"
                    "i=0; while [ ! -s \"$D/pid\" ]; do i=$((i + 1));"
                    " [ $i -le 1000 ] || { echo \"E the shim did not start\"; exit 1; }; sleep 0.01; done\n"
+                   LAUNCH_UNLOCK
                    "echo \"P $(cat \"$D/pid\")\"\n");
         if (cmd_start(sb, &sb->hosts[hosts[k]], s.s, 0, &cmds[k], err) < 0)
             failed = 1;
@@ -2195,10 +2217,16 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
             continue;
         spw_strbuf_t s = {0};
         spw_strbuf_add(&s, prelude);
+        /* A rank directory whose launch still holds its lock is reported
+         * once the launch is done (launch_lock); one still starting after
+         * half the command timeout makes the answer "cannot tell now". */
         spw_strbuf_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
                       "for d in \"$J/%s\"-r*; do [ -d \"$d\" ] || continue; b=${d##*/};"
+                      " if [ -e \"$d.lock\" ] && command -v flock >/dev/null 2>&1; then"
+                      " flock -w %.0f \"$d.lock\" true || { echo \"E launch $b is still starting\";"
+                      " exit 1; }; fi;"
                       " echo \"D $b $(cat \"$d/hosts\" 2>/dev/null)\"; done\necho END\n",
-                  token, token);
+                  token, token, fmax(1, floor(sb->cmd_timeout_s / 2)));
         if (cmd_start(sb, &sb->hosts[i], s.s, 0, &c[i], err) < 0)
             rc = -1;
         free(s.s);
