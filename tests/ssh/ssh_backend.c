@@ -108,8 +108,10 @@ static pid_t launch_in_flight(int host, const char *name, const char *token, con
     if (c != 0)
         return c;
     char dir[1200], path[1300];
+    snprintf(path, sizeof(path), "%s/cluster/host-%d/spillway/lock", T, host);
+    mkdir(path, 0755);
+    snprintf(path, sizeof(path), "%s/cluster/host-%d/spillway/lock/%s", T, host, name);
     snprintf(dir, sizeof(dir), "%s/cluster/host-%d/spillway/jobs/%s", T, host, name);
-    snprintf(path, sizeof(path), "%s.lock", dir);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || flock(fd, LOCK_EX) < 0 || mkdir(dir, 0755) < 0)
         _exit(1);

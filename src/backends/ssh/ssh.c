@@ -171,7 +171,7 @@ static const char prelude[] =
     " echo \"S $1 $s $(cat \"$J/$1/pid\" 2>/dev/null)\"; chunk \"$1\" out \"$2\"; chunk \"$1\" err \"$3\"; }\n"
     "fence() { sig \"$1\" KILL; echo \"F $1\"; }\n";
 
-/* launch_lock: a launch holds "$D.lock" (flock, util-linux) from before it
+/* launch_lock: a launch holds "$R/lock/$T" (flock, util-linux) from before it
  * claims its rank directory $D until its job has a pid, or it gave up.
  * find() writes its fence, then waits on the lock of each rank directory
  * of the token it finds before it reports one: a launch that had passed
@@ -182,8 +182,8 @@ static const char prelude[] =
  * was acknowledged, or beside its next attempt).  A host without flock
  * goes without (docs/hosts.md). */
 #define LAUNCH_LOCK                                                           \
-    "if command -v flock >/dev/null 2>&1; then exec 9>\"$D.lock\" && flock 9 ||" \
-    " { echo \"E cannot lock $D.lock\"; exit 1; }; fi\n"
+    "if command -v flock >/dev/null 2>&1; then mkdir -p \"$R/lock\" && exec 9>\"$R/lock/$T\" &&" \
+    " flock 9 || { echo \"E cannot lock $R/lock/$T\"; exit 1; }; fi\n"
 /* Let go once the pid is written: by flock -u rather than the script's
  * exit, since a process the launch started may have inherited the fd. */
 #define LAUNCH_UNLOCK "{ flock -u 9; exec 9>&-; } 2>/dev/null\n"
@@ -1708,7 +1708,7 @@ static int ssh_launch(void *be, const spw_launch_t *req, spw_handle_t *out, spw_
         spw_strbuf_t s = {0};
         spw_strbuf_add(&s, prelude);
         spw_strbuf_printf(&s, "T='%s'; D=$J/$T\n", dir);
-        /* The launch holds $D.lock from before its mkdir until its job has
+        /* The launch holds $R/lock/$T from before its mkdir until its job has
          * a pid (or it gave up): find() waits on it, so what it reports of
          * this launch cannot change after (launch_lock). */
         spw_strbuf_add(&s, "mkdir -p \"$J\" \"$R/fence\" || { echo \"E cannot create $J\"; exit 1; }\n"
@@ -2222,8 +2222,8 @@ static int ssh_find(void *be, const char *token, spw_handle_t *out, spw_error_t 
          * half the command timeout makes the answer "cannot tell now". */
         spw_strbuf_printf(&s, "mkdir -p \"$R/fence\" && : >\"$R/fence/%s\" || exit 1\n"
                       "for d in \"$J/%s\"-r*; do [ -d \"$d\" ] || continue; b=${d##*/};"
-                      " if [ -e \"$d.lock\" ] && command -v flock >/dev/null 2>&1; then"
-                      " flock -w %.0f \"$d.lock\" true || { echo \"E launch $b is still starting\";"
+                      " if [ -e \"$R/lock/$b\" ] && command -v flock >/dev/null 2>&1; then"
+                      " flock -w %.0f \"$R/lock/$b\" true || { echo \"E launch $b is still starting\";"
                       " exit 1; }; fi;"
                       " echo \"D $b $(cat \"$d/hosts\" 2>/dev/null)\"; done\necho END\n",
                   token, token, fmax(1, floor(sb->cmd_timeout_s / 2)));
