@@ -82,6 +82,33 @@ def packs(jobs, sol, D, nodes, per):
     return 1
 
 
+def verify(jobs, sol, D, target, cap, per_node):
+    """For an upper model's solution: 1 if it is a schedule meeting the
+    target, checked on the exact times (start kD, end kD + runtime), each
+    node's or the pool's GPUs never above cap; the jobs it does not start
+    burst (wait 0)."""
+    run = []   # (start, end, node, gpus)
+    wsum = 0.0
+    for line in open(sol):
+        f = line.split()
+        if len(f) >= 3 and f[1].startswith("x") and float(f[2]) > 0.5:
+            p = f[1][1:].split("_")
+            j, k = int(p[0]), int(p[1])
+            node = int(p[2]) if per_node else 0
+            sub, g, rt = jobs[j][1], jobs[j][2], jobs[j][3]
+            if k * D < sub - 1e-6:
+                return 0
+            wsum += k * D - sub
+            run.append((k * D, k * D + rt, node, g))
+    if wsum > len(jobs) * target + 1e-6:
+        return 0
+    for s0, _, node, _ in run:
+        busy = sum(g for s1, e1, n1, g in run if n1 == node and s1 <= s0 < e1)
+        if busy > cap:
+            return 0
+    return 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
@@ -239,6 +266,16 @@ def main():
     print("bound_usd=%.4f" % bound)
     print("incumbent_usd=%s" % (obj.group(1) if obj else "-"))
     print("solve_s=%.1f" % dt)
+    if a.upper and status in ("optimal", "stopped") and obj:
+        print("schedule_ok=%d" % verify(jobs, sol, D, a.target,
+                                        a.gpus // a.nodes if a.per_node else a.gpus, a.per_node))
+        started = set()
+        for line in open(sol):
+            f = line.split()
+            if len(f) >= 3 and f[1].startswith("x") and float(f[2]) > 0.5:
+                started.add(int(f[1][1:].split("_")[0]))
+        print("schedule_usd=%.4f" % sum(g * rt * a.price / 3600.0 for j, (_, _, g, rt)
+                                         in enumerate(jobs) if j not in started and rt > 0))
     if a.upper and not a.per_node and status == "optimal":
         print("node_packed=%d" % packs(jobs, sol, D, a.nodes, a.gpus // a.nodes))
     if status == "infeasible" or math.isnan(bound):

@@ -34,8 +34,8 @@ JOBS=${MILP_JOBS:-100}
 RATE=${MILP_RATE:-30}
 SLOTS=${MILP_SLOTS:-600 300 120 60}
 SEC=${MILP_SEC:-300}
-UPPER=${MILP_UPPER:-60}
-NODE_UPPER=${MILP_NODE_UPPER:-120}
+UPPER=${MILP_UPPER-60}
+NODE_UPPER=${MILP_NODE_UPPER-120}
 PY=/usr/bin/python3
 DATA=../shared/data
 OUT=${MILP_OUT:-bench/out/milp}
@@ -145,9 +145,11 @@ for b in bounds:
         name += " (packs)" if b.get("node_packed") == "1" else " (no pack)"
     if m == "lower" and b.get("bound_usd", "nan") != "nan":
         lb = max(lb, float(b["bound_usd"]))
-    if m == "upper_nodes" and inc not in ("-", ""):
+    if b.get("schedule_ok", "1") != "1":
+        name += " (WRONG: not a schedule meeting the target)"
+    elif m == "upper_nodes" and inc not in ("-", ""):
         ub = min(ub, float(inc))
-    if m == "upper" and b.get("node_packed") == "1" and inc not in ("-", ""):
+    elif m == "upper" and b.get("node_packed") == "1" and inc not in ("-", ""):
         ub = min(ub, float(inc))
     print("  %-22s %5ss %8s %8s %10s %10s %7ss" % (name, b["D"], b.get("binaries", "-"),
           b.get("status", "-"), "$%.2f" % float(b.get("bound_usd", "nan")) if m == "lower" else "",
