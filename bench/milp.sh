@@ -65,15 +65,10 @@ for line in open(sys.argv[1]):
     if v <= 14400:
         print(line.strip())
 PY
-cat >"$OUT/easy.yaml" <<YAML
-onprem:
-  - name: dc
-    nodes: 4
-    gpus_per_node: 8
-    cost_usd_per_gpu_h: 0
-cloud: {price_usd_per_gpu_h: 2.5, boot_delay_s: 0}
-policy: {queue: fifo, scan: hol, backfill: easy, wait: compute:0.25}
-YAML
+# the fleet of bench/wait_policy.sh's easy.yaml, in flow style
+printf '%s\n' 'onprem: [{name: dc, nodes: 4, gpus_per_node: 8, cost_usd_per_gpu_h: 0}]' \
+    'cloud: {price_usd_per_gpu_h: 2.5, boot_delay_s: 0}' \
+    'policy: {queue: fifo, scan: hol, backfill: easy, wait: compute:0.25}' >"$OUT/easy.yaml"
 TR="$OUT/jobs.csv"
 log "$SPW" gen --jobs "$JOBS" --rate "$RATE" --runtime "file:$OUT/philly_le4h.csv" --seed 1 -o "$TR"
 log "$SPW" sim --trace "$TR" --config "$OUT/easy.yaml" --wait compute:0.25 -o json -q >"$OUT/ref.json"
