@@ -18,7 +18,7 @@
 # wait of compute:0.25, rounded to the second as wait_policy.sh does.
 # MILP_SLOTS: the slot lengths D tried (default "600 300 120 60"; smaller is
 # tighter and slower); MILP_OUT: where its files go (default bench/out/milp);
-# MILP_SEC: CBC's time limit per solve (default 300 s;
+# MILP_SEC: CBC's time limit per solve (default 240 s of CPU;
 # when it stops on time the bound is CBC's best bound, still a bound).
 # MILP_UPPER / MILP_NODE_UPPER: the slots of the upper models (a real
 # schedule, pool-level / on the 4 nodes; defaults 60 and 120, "" skips):
@@ -33,7 +33,7 @@ SPW=${SPILLWAY:-./spillway}
 JOBS=${MILP_JOBS:-100}
 RATE=${MILP_RATE:-30}
 SLOTS=${MILP_SLOTS:-600 300 120 60}
-SEC=${MILP_SEC:-300}
+SEC=${MILP_SEC:-240}
 UPPER=${MILP_UPPER-60}
 NODE_UPPER=${MILP_NODE_UPPER-120}
 PY=/usr/bin/python3
