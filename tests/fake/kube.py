@@ -468,6 +468,7 @@ class State:
         self.calls = []
         self.violations = []
         self.procs = {}          # pod uid -> {container: Popen}
+        self.bound_at = {}       # pod uid -> time.time() the kubelet first saw it bound
         self.exit_override = {}  # pod uid -> (exit code, reason)
         self.gpu_idx = {}        # node -> {index: pod uid}
         self.jobctl = {}         # job uid -> {'succ': set, 'fail': set, 'idx': set}
@@ -1080,14 +1081,15 @@ def delete_job(job, policy):
 
 
 def controller():
-    seen_rv, last = -1, 0.0
+    seen_rv, last, waiting = -1, 0.0, False
     while True:
         with CV:
             CV.wait(0.1)
-            # a pass after any change, and twice a second for deadlines and TTLs
-            if STATE.rv == seen_rv and time.time() - last < 0.5:
+            # a pass after any change, and twice a second for deadlines and
+            # TTLs (every 0.1 s while a bound pod waits for its start)
+            if STATE.rv == seen_rv and time.time() - last < (0.1 if waiting else 0.5):
                 continue
-            seen_rv, last = STATE.rv, time.time()
+            seen_rv, last, waiting = STATE.rv, time.time(), False
             try:
                 by_owner = {}
                 for p in STATE.objs['pods'].values():
@@ -1105,7 +1107,14 @@ def controller():
                     elif pod['status'].get('phase', 'Pending') == 'Pending' and \
                             pod['metadata']['uid'] not in STATE.procs:
                         n = STATE.get('nodes', '', node)
-                        if n and node_ready(n):
+                        # A real kubelet takes a while (sandbox, image) to
+                        # start a bound pod: --start-delay-s of it, so a
+                        # delete right after a create finds the pod not
+                        # started, as on a cluster (docs/kubernetes.md).
+                        seen = STATE.bound_at.setdefault(pod['metadata']['uid'], time.time())
+                        if time.time() - seen < ARGS.start_delay_s:
+                            waiting = True
+                        elif n and node_ready(n):
                             start_pod(pod)
             except Exception as e:   # keep serving; the test sees the trace
                 import traceback
@@ -2050,6 +2059,7 @@ def main():
         'contracts', 'kubernetes', 'openapi-v3'))
     ap.add_argument('--watch-window', type=int, default=1000)
     ap.add_argument('--bookmark-s', type=float, default=1.0)
+    ap.add_argument('--start-delay-s', type=float, default=0.2)
     ap.add_argument('--log')
     ARGS = ap.parse_args()
     try:
