@@ -1075,8 +1075,13 @@ static const char *why_head(const json_t *cand, char *buf, size_t len)
     if (p > w && strncmp(p, " x ", 3) == 0)
         w = p + 3;
     size_t il = inst ? strlen(inst) : 0;
-    if (il && strncmp(w, inst, il) == 0 && (w[il] == ' ' || w[il] == ':'))
-        w += il + (w[il] == ' ');
+    if (il && strncmp(w, inst, il) == 0 && (w[il] == ' ' || w[il] == ':')) {
+        /* "g6.xlarge has ..." and "1 x g6.xlarge: $N for ..." both key
+         * as the sentence after the name and its separator. */
+        w += il + (w[il] == ':');
+        while (*w == ' ')
+            w++;
+    }
     size_t n = 0;
     for (p = w; *p && n + 1 < len;) {
         if (*p >= '0' && *p <= '9') {

@@ -1075,6 +1075,18 @@ static void test_explain(void)
        "explain: the denied gcp offer names rule aws-azure ('%s')", o ? o->why : "");
     o = find_cand(c2, n, SPW_CAND_CLOUD, 0);
     ok(o && o->ok, "explain: aws us-east-1 is the one it would buy");
+    /* Class x is onprem_only and 8 GPUs are more than the 4-GPU node: the
+     * job can never run, and its wait must not say that it bursts (issue 24:
+     * "no wait, it bursts" for an on-prem-only job). */
+    spw_job_t jx = {0};
+    job_init(&jx, "jx", 0, 3600, 8, 2, 0);
+    jx.jclass = rf.x;
+    n = spw_engine_explain(e, &jx, 0, c2, 8);
+    w = find_cand(c2, n, SPW_CAND_WAIT, -1);
+    ok(w && strstr(w->why, "it may not burst: it can never run") && !strstr(w->why, "bursts"),
+       "explain: an on-prem-only job no pool holds may not burst and can never run ('%s')",
+       w ? w->why : "");
+    spw_job_clear(&jx);
     spw_engine_destroy(e);
     spw_fleet_clear(&rf.f);
     spw_job_clear(&b);

@@ -2,12 +2,13 @@
 # cli_also.sh: what a new user ran into (issue 14, "Also"), against a live
 # daemon: explain of a rejected job says why (in the CLI and, with chromium,
 # in the dashboard); explain groups a long list of
-# cloud candidates unless --all; submit has --class --label --data
+# cloud candidates unless --all, by provider and whole reason, and gives
+# waited_s to the millisecond (issue 24); submit has --class --label --data
 # --residency flags; costs --period of a week keeps a team whose budget is
 # monthly.  The cloud catalog is a CSV of 60 offers this test writes.
 # shellcheck source=tests/ui/ui-lib
 . "$(dirname "$0")/ui-lib"
-plan 10
+plan 12
 
 {
     echo "provider,region,zone,instance_type,gpu,gpus,vcpus,mem_gib,ondemand_usd_per_h,spot_usd_per_h,source"
@@ -102,6 +103,23 @@ assert s["labels"] == {"env": "dev", "owner": "ana"}, s
 assert s["data"] == "imagenet" and s["residency"] == "eu", s'
 ok $? "submit --class --label --data --residency reach the job's spec"
 
+# A cv job bursts (the node is held, wait: none): its decision lists the 60
+# offers, 59 of them dearer than the chosen one, grouped by provider with the
+# whole sentence kept (issue 24: "aws: : $N for the work", cut at ':' or '(').
+j4=$(submit cv --gpus 1 --name dearer --est-runtime 1m --max-runtime 5m -- true)
+# decided ID FILE: cv's `explain ID -o json` into FILE has a decision.
+decided() { spw cv explain "$1" -o json >"$2" && grep -q '"where"' "$2"; }
+wait_until 10 decided "$j4" "$T/explain3.json"
+spw cv explain "$j4" >"$T/explain3.txt" 2>&1
+# shellcheck disable=SC2016 # the $N are the CLI's, not the shell's
+dearer='for the work( with egress)? \(at \$N/h\), more than the chosen offer.s \$N$'
+grep -Eq "^ +19  aws: \\\$N $dearer" "$T/explain3.txt" &&
+    grep -Eq "^ +20  gcp: \\\$N $dearer" "$T/explain3.txt" &&
+    grep -Eq "^ +20  azure: \\\$N $dearer" "$T/explain3.txt" &&
+    ! grep -Eq '^ +[0-9]+  [a-z]+: *[:(]' "$T/explain3.txt" && ! grep -q ': :' "$T/explain3.txt"
+ok $? "explain groups the dearer offers as 'PROVIDER: \$N for the work (at \$N/h), more than the chosen offer's \$N', no ': :'" ||
+    diag "$(cat "$T/explain3.txt")"
+
 spw cv submit --gpus 1 --residency mars -- true >"$T/bad.out" 2>&1
 [ $? -ne 0 ] && grep -q "mars" "$T/bad.out"
 ok $? "a residency the config does not declare is refused with its name" || diag "$(cat "$T/bad.out")"
@@ -118,3 +136,14 @@ ok $? "costs --period $wk shows ml (a monthly budget) in the budgets table, as t
 spw ml cancel "$j1" >/dev/null
 wait_for "$j1" cancelled 10
 ok $? "the job holding the node is cancelled"
+
+# j3 has been queued all along (it would burst later): it takes the freed
+# GPU, and its decision's waited_s is to the millisecond, in the JSON and the
+# table (issue 24: "waited_s: 22.0825605392 s").
+wait_until 10 decided "$j3" "$T/explain-w.json" && spw cv explain "$j3" >"$T/explain-w.txt" 2>&1 &&
+    json_check "$T/explain-w.json" '
+w = d["decision"]["waited_s"]
+assert w > 0 and abs(w * 1000 - round(w * 1000)) < 1e-6, w' &&
+    grep -Eq '^  waited_s: [0-9]+(\.[0-9]{1,3})? s$' "$T/explain-w.txt"
+ok $? "explain's waited_s of a job that waited has at most 3 decimals" ||
+    diag "$(grep -h waited_s "$T/explain-w.txt" "$T/explain-w.json")"
