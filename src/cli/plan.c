@@ -612,13 +612,14 @@ int spw_cli_plan(int argc, char **argv)
     };
     /* Without --commit, one plan at the config's commitments. */
     commit_plan_t cp = {0};
-    if (commit_s && (sl.partition || nparts)) {
-        fprintf(stderr, "spillway plan: --commit does not run on Slurm yet: leave out --slurm "
-                        "(a local run sizes the commitment)\n");
-        goto out;
-    }
     if (commit_s && commit_setup(&cp, &cfg.fleet, commit_s, config) < 0)
         goto out;
+    if (commit_s && nparts && cp.n != 1) {
+        fprintf(stderr, "spillway plan: --part runs one commitment size: give --commit one "
+                        "GPU count\n");
+        free(cp.gpus);
+        goto out;
+    }
     size_t ncommit = commit_s ? cp.n : 1;
     res = spw_xcalloc(n * ncommit, sizeof(*res));
     if (sl.partition) {
@@ -639,7 +640,9 @@ int spw_cli_plan(int argc, char **argv)
             {"--waits", waits_s},   {"--target-wait", target_s}, {"--horizon", horizon_s},
             {"--swing", swing_s},   {"--capex", capex ? "" : NULL},
         };
-        const char *targs[sizeof(opt) / sizeof(opt[0]) * 2 + 5];
+        /* Room for the trace, the config, the options, a commitment size
+         * and the end. */
+        const char *targs[sizeof(opt) / sizeof(opt[0]) * 2 + 7];
         size_t nt = 0;
         targs[nt++] = "--trace", targs[nt++] = abs_trace;
         targs[nt++] = "--config", targs[nt++] = abs_config;
@@ -654,11 +657,27 @@ int spw_cli_plan(int argc, char **argv)
         if (!sl.tasks)
             sl.tasks = n;
         sl.quiet = quiet;
-        int src = spw_plan_slurm_run(&sl, &po, res, &njobs, &runs, &err);
+        /* With --commit, one array per commitment size, in turn; its tasks
+         * run at that size (--commit N). */
+        int src = 0;
+        char gpus[16];
+        for (size_t k = 0; k < ncommit && src == 0; k++) {
+            uint64_t r_k = 0;
+            if (commit_s) {
+                snprintf(gpus, sizeof(gpus), "%u", cp.gpus[k]);
+                targs[nt] = "--commit", targs[nt + 1] = gpus, targs[nt + 2] = NULL;
+                if (!quiet)
+                    fprintf(stderr, "spillway plan: commitment %s at %u GPUs (%zu of %zu)\n",
+                            cfg.fleet.offers[cp.offer].commit_name, cp.gpus[k], k + 1, ncommit);
+            }
+            src = spw_plan_slurm_run(&sl, &po, res + k * n, &njobs, &r_k, &err);
+            runs += r_k;
+        }
         free(abs_trace);
         free(abs_config);
         if (src < 0) {
             fprintf(stderr, "spillway plan: %s\n", err.text);
+            free(cp.gpus);
             goto out;
         }
         po.threads = (int)sl.tasks * sl.threads;

@@ -10,7 +10,9 @@
 /* Bisection steps on a wait parameter: at least BISECT_STEPS, then more
  * (up to BISECT_MAX) until the bracket is within BISECT_REL of its top, so
  * a small optimum far below the top of the range is found to 1% (8 steps
- * from 10 leave a bracket of 0.039: compute:0.039 where 0.06 meets). */
+ * from 10 leave a bracket of 0.039: compute:0.039 where 0.06 meets).  A
+ * bracket whose bottom is still 0 goes on too: below 10 / 256 the answer
+ * would otherwise be 0, bursting every job at once. */
 #define BISECT_STEPS 8
 #define BISECT_MAX 24
 #define BISECT_REL 0.01
@@ -319,7 +321,7 @@ static int plan_one(worker_t *w, spw_wait_t wait, spw_plan_result_t *r)
         }
         *atb = *at0;
         haveb = 1;
-        for (int i = 0; i < BISECT_MAX && (i < BISECT_STEPS || (lo > 0 && hi - lo > BISECT_REL * hi));
+        for (int i = 0; i < BISECT_MAX && (i < BISECT_STEPS || hi - lo > BISECT_REL * hi);
              i++) {
             x.param = (lo + hi) / 2;
             if (sim_at(w, x, &p, 1) < 0)

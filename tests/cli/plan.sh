@@ -5,7 +5,7 @@
 # the errors for bad options.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 26
+plan 27
 
 "$SPW" gen --jobs 1500 --rate 30 --runtime lognormal:1800:1.2 --seed 21 >"$T/jobs.csv"
 cat >"$T/fleet.yaml" <<'YAML'
@@ -141,6 +141,28 @@ assert len(rs) == 13 and ok and x["meets"], (len(rs), x)
 assert x["total_usd"] <= 1.01 * min(ok), (x["wait_policy"], x["total_usd"], min(ok))
 PY
 ok $? "automatic: the knife edge is within 1% of the cheapest setting of a 13-point hand sweep"
+
+# A target that only a parameter below 10 / 256 meets (8 bisection steps
+# from 10 leave the bracket [0, 0.039]): the search goes on below it rather
+# than answer 0, bursting every job at once.
+replay 4 compute:0.01 >"$T/small.json" && replay 4 compute:0 >>"$T/small.json" &&
+    small=$(PYTHONPATH=$T python3 -c 'import math, sys
+from runs import runs
+print(math.ceil(runs(sys.argv[1])[0]["wait_mean_s"]))' "$T/small.json") &&
+    "$SPW" plan --trace "$T/jobs.csv" --config "$T/fleet.yaml" --nodes 4 --waits compute \
+        --target-wait "mean:${small}s" -o json -q >"$T/psmall.json" &&
+    PYTHONPATH=$T python3 - "$T/psmall.json" "$T/small.json" <<'PY'
+import json, sys
+from runs import runs
+c = json.load(open(sys.argv[1]))["configurations"][0]
+at01, at0 = runs(sys.argv[2])
+cost = lambda r: r["cloud_cost_usd"] + r["owned_cost_usd"] + r["egress_usd"]
+assert 0 < at01["wait_mean_s"] and cost(at01) < cost(at0), "the check needs a wait that pays"
+k = float(c["wait_policy"].split(":")[1])
+assert c["meets"] and k >= 0.005, c["wait_policy"]
+assert c["total_usd"] <= 1.01 * cost(at01) and c["total_usd"] < cost(at0), (c["total_usd"], cost(at01), cost(at0))
+PY
+ok $? "a target met only below compute:0.039 is searched on (${small}s: not compute:0, bursting all)"
 
 # --capex asks what to buy: with dear GPUs, bursting beats buying the hall,
 # but the hall already bought is sunk and keeping it is the cheaper plan.

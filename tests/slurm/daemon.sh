@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../daemon/daemon-lib"
 # shellcheck source=tests/slurm/slurm-lib
 . "$(dirname "$0")/slurm-lib"
-slurm_up 49 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
+slurm_up 50 "a Slurm cluster of 3 nodes x 4 GPUs is up" --nodes 3 --gpus 4 --cloud 0
 
 cat >"$T/serve.yaml" <<EOF2
 onprem:
@@ -278,6 +278,18 @@ ok $? "its table equals the local run's (but for seconds and threads), its CSV b
     [ "$(jpy "$T/ps.json" 'd["threads"]')" = 4 ]
 ok $? "-o json in 4 tasks (3, 2, 2 and 2 of the 9 configurations) equals the local JSON but for seconds and threads" ||
     diag "$(diff "$T/pl.j" "$T/ps.j" | head -20)"
+# --commit: one array per commitment size, merged as a local run prints it.
+sed 's/^cloud: .*/cloud: {price_usd_per_gpu_h: 3.0, boot_delay_s: 60, commitments: [{name: ri, gpus: 8, usd_per_gpu_h: 1.8}]}/' \
+    "$T/pf.yaml" >"$T/pc.yaml"
+plc() {
+    "$SPW" plan --trace "$T/pj.csv" --config "$T/pc.yaml" --nodes 0,2 --waits none,compute \
+        --target-wait mean:15m --commit 0,8 -q -o json "$@"
+}
+plc >"$T/pcl.json" && (cd "$T" && plc --slurm onprem --slurm-tasks 2 >"$T/pcs.json") &&
+    untimed "$T/pcl.json" >"$T/pcl.j" && untimed "$T/pcs.json" >"$T/pcs.j" &&
+    cmp "$T/pcl.j" "$T/pcs.j" && [ "$(jpy "$T/pcs.json" 'len(d["commit"])')" = 2 ]
+ok $? "plan --commit 0,8 --slurm: two arrays, one per size; the JSON equals the local run's but for seconds and threads" ||
+    diag "$(diff "$T/pcl.j" "$T/pcs.j" | head -20)"
 ! ls -d "$T"/plan-* >/dev/null 2>&1
 ok $? "the runs' directories are removed once merged"
 # A task that fails and one cancelled in Slurm: each named with its log.
