@@ -3458,6 +3458,23 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         n++;                                                                  \
     } while (0)
     const spw_profile_t *pr = spw_govrt_profile(e->gov, c->profile);
+    /* A job in the cloud is weighed as if it held no place: otherwise its
+     * own reservation counts against its budget and caps, and its own
+     * instances against its offer's capacity, and every other offer reads
+     * "the budget has $0 left".  Both are put back exactly before the
+     * return. */
+    int aside = j->state == SPW_JOB_CLOUD && j->l && j->offer >= 0 &&
+                (size_t)j->offer < e->fleet->noffers && j->instances > 0;
+    spw_govrt_aside_t gov_aside;
+    uint32_t *held_own = NULL, held_was = 0;
+    if (aside) {
+        spw_charge_t ch = held_charge(e, j);
+        spw_govrt_set_aside(e->gov, (int)j->team - 1, spw_job_rare(j)->charge_s, &ch,
+                            &gov_aside);
+        held_own = &e->held_inst[!!j->spot][j->offer];
+        held_was = *held_own;
+        *held_own = held_was >= j->instances ? held_was - j->instances : 0;
+    }
     for (size_t i = 0; i < e->npools; i++) {
         const pool_t *p = &e->pools[i];
         memset(&x, 0, sizeof(x));
@@ -3659,6 +3676,10 @@ size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
         EMIT();
     }
 #undef EMIT
+    if (aside) {
+        spw_govrt_put_back(e->gov, &gov_aside);
+        *held_own = held_was;
+    }
     return n;
 }
 

@@ -1338,6 +1338,53 @@ void spw_govrt_settle(spw_govrt_t *rt, int team, double placed_s, const spw_char
     release(&rt->org_usd_per_h, &rt->org_gpus, &rt->org_nlive, reserved);
 }
 
+void spw_govrt_set_aside(spw_govrt_t *rt, int team, double placed_s,
+                         const spw_charge_t *reserved, spw_govrt_aside_t *a)
+{
+    const spw_team_spec_t *ts = team_spec(rt, team);
+    double t = rt->g->origin_s + placed_s;
+    memset(a, 0, sizeof(*a));
+    a->team = ts ? team : -1;
+    if (ts) {
+        team_rt_t *tr = &rt->teams[team];
+        ledger_entry_t *e = entry_get(&tr->periods, spw_period_start(ts->period, t));
+        ledger_entry_t *m = entry_get(&tr->months, spw_period_start(SPW_PERIOD_MONTH, t));
+        a->period_s = e->start_s;
+        a->period_reserved_usd = e->reserved_usd;
+        a->period_nlive = e->nlive;
+        a->month_s = m->start_s;
+        a->month_reserved_usd = m->reserved_usd;
+        a->month_nlive = m->nlive;
+        a->team_usd_per_h = tr->usd_per_h;
+        a->team_gpus = tr->gpus;
+        a->team_nlive = tr->nlive;
+    }
+    a->org_usd_per_h = rt->org_usd_per_h;
+    a->org_gpus = rt->org_gpus;
+    a->org_nlive = rt->org_nlive;
+    const spw_charge_t none = {0, 0, 0, 0};
+    spw_govrt_settle(rt, team, placed_s, reserved, &none);
+}
+
+void spw_govrt_put_back(spw_govrt_t *rt, const spw_govrt_aside_t *a)
+{
+    if (a->team >= 0) {
+        team_rt_t *tr = &rt->teams[a->team];
+        ledger_entry_t *e = entry_get(&tr->periods, a->period_s);
+        ledger_entry_t *m = entry_get(&tr->months, a->month_s);
+        e->reserved_usd = a->period_reserved_usd;
+        e->nlive = a->period_nlive;
+        m->reserved_usd = a->month_reserved_usd;
+        m->nlive = a->month_nlive;
+        tr->usd_per_h = a->team_usd_per_h;
+        tr->gpus = a->team_gpus;
+        tr->nlive = a->team_nlive;
+    }
+    rt->org_usd_per_h = a->org_usd_per_h;
+    rt->org_gpus = a->org_gpus;
+    rt->org_nlive = a->org_nlive;
+}
+
 double spw_govrt_egress_left(const spw_govrt_t *rt, int team, double now)
 {
     const spw_team_spec_t *ts = team_spec(rt, team);

@@ -291,6 +291,28 @@ void spw_govrt_reserve(spw_govrt_t *rt, int team, double now, const spw_charge_t
  * of the period of placed_s, and frees its rate and GPUs. */
 void spw_govrt_settle(spw_govrt_t *rt, int team, double placed_s, const spw_charge_t *reserved,
                       const spw_charge_t *actual);
+/* What spw_govrt_set_aside changed, for spw_govrt_put_back to restore. */
+typedef struct spw_govrt_aside {
+    int team;                    /* team index, -1 = none */
+    double period_s, month_s;    /* unix starts of the two ledger entries touched */
+    double period_reserved_usd;  /* their reserved USD before */
+    double month_reserved_usd;
+    uint32_t period_nlive, month_nlive;  /* and their live reservations */
+    double team_usd_per_h;       /* the team's held spend rate, USD/h */
+    double team_gpus;            /* and cloud GPUs */
+    uint32_t team_nlive;
+    double org_usd_per_h;        /* the organisation's, USD/h */
+    double org_gpus;
+    uint32_t org_nlive;
+} spw_govrt_aside_t;
+
+/* Sets a reservation made at placed_s aside, as spw_govrt_settle with
+ * nothing spent would, so that its job's other possible placements can be
+ * weighed as if it held none; spw_govrt_put_back then restores every figure
+ * it changed exactly (no float drift), before anything else changes rt. */
+void spw_govrt_set_aside(spw_govrt_t *rt, int team, double placed_s,
+                         const spw_charge_t *reserved, spw_govrt_aside_t *a);
+void spw_govrt_put_back(spw_govrt_t *rt, const spw_govrt_aside_t *a);
 /* Dollars of team's egress cap left in the calendar month containing now
  * (settled + reserved egress taken off; never below 0); INFINITY when the
  * team (index, -1 = none) has no cap. */

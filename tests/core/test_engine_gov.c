@@ -1095,6 +1095,62 @@ static void test_explain(void)
     spw_job_clear(&jp);
 }
 
+/* A job in the cloud is explained as if it held no place: team ml's $15
+ * budget less its own $10 reservation on c1 ($10/h, worst case an hour)
+ * would leave $5, and every offer would read as refused by the budget;
+ * weighed without it, c1 is the best allowed offer and c2 ($12/h) is
+ * dearer.  The ledger is the same, bit for bit, after the explain. */
+static void test_explain_placed(void)
+{
+    spw_fleet_t f;
+    spw_fleet_init(&f);
+    add_pool(&f, "p", 1, 1, NULL, 1.0);
+    add_offer(&f, "test", "", "c1", NULL, 1, 10.0, NAN, 0);
+    add_offer(&f, "test", "", "c2", NULL, 1, 12.0, NAN, 0);
+    uint32_t ml = add_team(&f, "ml", 15, SPW_EXHAUSTED_HOLD);
+    f.gov.default_max_runtime_s = 3600;
+    spw_engine_t *e = engine(&f, "none", 1);
+    spw_job_t b = {0}, j1 = {0};
+    job_init(&b, "b", 0, 1e7, 1, 0, 0);
+    job_init(&j1, "j1", 0, 3600, 1, 1, ml);
+    spw_engine_submit(e, &b, 0);
+    spw_engine_submit(e, &j1, 0);
+    sched(e, 0);
+    is(j1.state, SPW_JOB_CLOUD, "explain placed: j1 bursts");
+    is(j1.offer, 0, "explain placed: onto c1, the cheaper offer");
+    spw_team_ledger_t before = ledger(e, ml, 10), after;
+    double rate0, gpus0, rate1, gpus1;
+    spw_govrt_org(spw_engine_gov(e), &rate0, &gpus0);
+    spw_candidate_t c[8];
+    size_t n = spw_engine_explain(e, &j1, 10, c, 8);
+    const spw_candidate_t *o1 = find_cand(c, n, SPW_CAND_CLOUD, 0);
+    const spw_candidate_t *o2 = find_cand(c, n, SPW_CAND_CLOUD, 1);
+    ok(o1 && o1->ok && strstr(o1->why, "the best allowed offer"),
+       "explain placed: its own offer is the best allowed, not refused by its own "
+       "reservation ('%s')", o1 ? o1->why : "");
+    ok(o2 && !o2->ok && strstr(o2->why, "more than the chosen offer's") &&
+           !strstr(o2->why, "budget"),
+       "explain placed: the other offer is dearer, not over the budget ('%s')",
+       o2 ? o2->why : "");
+    after = ledger(e, ml, 10);
+    spw_govrt_org(spw_engine_gov(e), &rate1, &gpus1);
+    ok(memcmp(&before, &after, sizeof(before)) == 0 && rate0 == rate1 && gpus0 == gpus1,
+       "explain placed: the ledger and the organisation's figures are unchanged");
+    /* Its reservation still holds: a second job's $10 worst case does not
+     * fit the $5 left. */
+    spw_job_t j2 = {0};
+    job_init(&j2, "j2", 10, 3600, 1, 2, ml);
+    spw_engine_submit(e, &j2, 10);
+    sched(e, 10);
+    ok(j2.state == SPW_JOB_QUEUED && j2.reason == SPW_REASON_HELD_BUDGET,
+       "explain placed: the reservation still counts after the explain (j2 held)");
+    spw_engine_destroy(e);
+    spw_fleet_clear(&f);
+    spw_job_clear(&b);
+    spw_job_clear(&j1);
+    spw_job_clear(&j2);
+}
+
 /* ---- 10. commitments ------------------------------------------------------------------ */
 
 /* Appends commitment `name` of gpus GPUs at usd_per_gpu_h, standing for
@@ -1351,6 +1407,7 @@ int main(void)
     test_gravity_cloud();
     test_restore();
     test_explain();
+    test_explain_placed();
     test_egress_cap_onprem();
     test_no_governance();
     test_commitments();
