@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 79
+plan 80
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -540,6 +540,10 @@ printf 'id,submit_s,gpus,runtime_s,gpu\ntypo,0,1,3600,A1OO\n' >"$T/typo.csv"
 fails_with "a GPU model no pool or offer has (A1OO) is an error with did-you-mean" \
     "job typo: no pool or cloud offer has GPU model 'A1OO' (did you mean A100?)" \
     sim --trace "$T/typo.csv" --config "$T/two.yaml"
+printf 'id,submit_s,gpus,runtime_s,gpu\nother,0,1,3600,H200\n' >"$T/h200.csv"
+fails_with "a real model the fleet lacks (H200) is no typo of A100: the models the fleet has" \
+    "job other: no pool or cloud offer has GPU model 'H200' (the fleet has: A100-80GB, T4)" \
+    sim --trace "$T/h200.csv" --config "$T/two.yaml"
 
 # Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
 # 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it
