@@ -541,7 +541,8 @@ static int fleet_has_model(const spw_fleet_t *f, const char *want)
 
 /* A GPU model a spillway trace's job names that no pool or offer has (a
  * typo such as A1OO would make the job silently unschedulable): -1 with a
- * message naming the job and the closest model the fleet has. */
+ * message naming the job and the model it was likely meant to be, or, when
+ * it is no close misspelling of one, the models the fleet has. */
 static int check_trace_models(const spw_config_t *cfg, const spw_trace_t *tr, const char *path)
 {
     const spw_fleet_t *f = &cfg->fleet;
@@ -562,9 +563,21 @@ static int check_trace_models(const spw_config_t *cfg, const spw_trace_t *tr, co
         for (size_t i = 0; i < f->noffers; i++)
             have[n++] = f->offers[i].model >= 0 ? m->name[f->offers[i].model] : NULL;
         const char *near = spw_names_closest(have, n, m->name[k]);
-        fprintf(stderr, "spillway sim: %s: job %s: no pool or cloud offer has GPU model '%s'%s%s%s\n",
-                path, tr->jobs[first].id, m->name[k], near ? " (did you mean " : "",
-                near ? near : "", near ? "?)" : "");
+        /* Not a close misspelling: the models the fleet has, each once. */
+        char list[256] = "";
+        size_t used = 0;
+        for (size_t i = 0; i < n && !near && used < sizeof(list); i++) {
+            size_t h = 0;
+            while (h < i && (!have[h] || !have[i] || strcmp(have[h], have[i])))
+                h++;
+            if (have[i] && h == i)
+                used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s",
+                                         used ? ", " : "", have[i]);
+        }
+        fprintf(stderr, "spillway sim: %s: job %s: no pool or cloud offer has GPU model '%s' "
+                "(%s%s%s)\n", path, tr->jobs[first].id, m->name[k],
+                near ? "did you mean " : "the fleet has: ", near ? near : used ? list : "no named models",
+                near ? "?" : "");
         free(have);
         return -1;
     }

@@ -79,8 +79,10 @@ static const char test_usage[] =
     "  - its residency, placement, spot rule and price cap;\n"
     "  - its worst case: max_runtime, else caps.default_max_runtime_s;\n"
     "  - where it may run: each allowed on-prem pool with the GPUs for it, and\n"
-    "    the cheapest allowed cloud offers by worst-case cost (compute for the\n"
-    "    worst case plus moving its dataset there);\n"
+    "    the allowed cloud offers as the engine ranks them (cost for the work),\n"
+    "    each with the worst case the engine would reserve for it (compute for\n"
+    "    boot, transfer, the worst case and the daemon's billing margin, plus\n"
+    "    moving its dataset there);\n"
     "  - how many pools and offers were excluded, and by which rule or residency.\n"
     "A job team with no entry in teams: is only under the organisation caps\n"
     "(a warning says so); an unknown dataset or residency is an error.\n"
@@ -729,7 +731,10 @@ typedef struct place {
     double egress_usd;     /* moving its dataset there (and caching it) */
     double gb;             /* gigabytes moved */
     double transfer_s;     /* time moving them */
-    double total_usd;      /* usd_per_h x worst case + egress */
+    double total_usd;      /* the worst case, dollars: on-prem usd_per_h x
+                              worst case + egress; cloud what the engine
+                              reserves (spw_engine_worst_usd: boot and
+                              transfer and the daemon's margin too) */
     double work_usd;       /* cost for the work: usd_per_h x the estimate at
                               its GPU's speed (+ egress under gravity), the
                               engine's rank of cloud offers */
@@ -782,6 +787,8 @@ typedef struct test_ctx {
                               daemon's choice on an idle fleet), -1 = none */
     char engine_why[160];  /* the engine's own words for that choice, or why
                               it buys none */
+    double reserve_extra_s; /* seconds the daemon may bill past max_runtime,
+                               in every cloud worst case */
 } test_ctx_t;
 
 static void excl_add(test_ctx_t *c, int offers, size_t count, int rule, const char *fmt, ...)
@@ -918,22 +925,28 @@ static int resolve_job(test_ctx_t *c, spw_error_t *err)
     return 0;
 }
 
-/* Asks the engine itself, on an idle fleet at time 0, which offer it would
- * buy for the job (spw_engine_explain, the daemon's `explain`), and moves
- * that offer to the front of c->offers: the preview shows the placement the
- * engine makes, not a ranking of its own. */
-static void engine_first(test_ctx_t *c)
+/* Asks the engine itself, with the daemon's policy, on an idle fleet at
+ * time 0, which offer it would buy for the job (spw_engine_explain, the
+ * daemon's `explain`) and what each offer's worst case reserves
+ * (spw_engine_worst_usd, the figure explain gives), and moves that offer to
+ * the front of c->offers: the preview shows the placement the engine
+ * makes, not a ranking or a price of its own. */
+static void engine_first(test_ctx_t *c, int spot)
 {
     c->engine_offer = -1;
     snprintf(c->engine_why, sizeof(c->engine_why), "it buys no cloud offer for it");
     spw_error_t err;
-    spw_engine_t *e = spw_engine_create(&c->cfg.fleet, &c->cfg.policy, &err);
+    spw_policy_t pol = spw_config_daemon_policy(&c->cfg);
+    c->reserve_extra_s = pol.reserve_extra_s;
+    spw_engine_t *e = spw_engine_create(&c->cfg.fleet, &pol, &err);
     if (!e) {
         snprintf(c->engine_why, sizeof(c->engine_why), "%.150s", err.text);
         return;
     }
     spw_job_t j = c->job;
     j.deadline_s = NAN;   /* the spec's is a unix time; the preview has none */
+    for (size_t i = 0; i < c->noffers; i++)
+        c->offers[i].total_usd = spw_engine_worst_usd(e, &j, c->offers[i].idx, spot, 0);
     size_t n = spw_engine_explain(e, &j, 0, NULL, 0);
     spw_candidate_t *cand = spw_xmalloc((n ? n : 1) * sizeof(*cand));
     n = spw_engine_explain(e, &j, 0, cand, n);
@@ -1074,7 +1087,7 @@ static void place_job(test_ctx_t *c)
         if (dataset >= 0)
             pl->egress_usd = spw_govrt_data_cost(c->rt, dataset, -1, (int)i, 0, &pl->gb,
                                                  &pl->transfer_s);
-        pl->total_usd = pl->usd_per_h * worst_h + pl->egress_usd;
+        pl->total_usd = NAN;   /* the engine's figure: engine_first */
         uint32_t pc = spw_fleet_perf_class(f, j->jclass) ? j->jclass : 0;
         pl->work_usd = pl->usd_per_h * j->est_runtime_s / 3600.0 /
                            spw_fleet_class_speed(f, pc, o->model) +
@@ -1082,7 +1095,7 @@ static void place_job(test_ctx_t *c)
     }
     qsort(c->pools, c->npools, sizeof(place_t), place_cmp);
     qsort(c->offers, c->noffers, sizeof(place_t), work_cmp);
-    engine_first(c);
+    engine_first(c, spot);
     for (size_t k = 0; k < m; k++) {
         const spw_rule_t *r = &g->rules[c->matched[k]];
         excl_add(c, 0, by_rule_p[k], (int)c->matched[k], "by rule '%s' (line %d)", r->name,
@@ -1210,9 +1223,11 @@ static void test_table(const test_ctx_t *c)
     else
         printf("price cap: %s/GPU-h by rule '%s'\n", usd(c->prof->max_usd_per_gpu_h, a, sizeof(a)),
                pr ? pr->name : "?");
-    printf("worst case: %s (%s)\n", dur(c->worst_s, a, sizeof(a)),
+    printf("worst case: %s (%s); a cloud offer reserves its price for that plus its boot, "
+           "the data transfer and %gs the daemon may bill past it (kill grace, two turns, 1s), "
+           "plus egress\n", dur(c->worst_s, a, sizeof(a)),
            c->worst_default ? "caps.default_max_runtime_s; the job gives no max_runtime"
-                            : "its max_runtime");
+                            : "its max_runtime", c->reserve_extra_s);
 
     printf("\nwhere it may run:\n");
     printf("  on-prem: ");

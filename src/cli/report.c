@@ -29,6 +29,14 @@ static const char *money(double usd, char *buf, size_t len)
     return buf;
 }
 
+/* GPU-hours for a summary line: whole hours, but one decimal below 10 so
+ * that a short paid attempt (0.3 GPU-h beside $0.30) does not read 0. */
+static const char *gpu_h(double h, char *buf, size_t len)
+{
+    snprintf(buf, len, h > 0 && h < 9.95 ? "%.1f" : "%.0f", h);
+    return buf;
+}
+
 static size_t skipped(const spw_trace_t *t)
 {
     return t->skipped_no_gpu + t->skipped_unscheduled;
@@ -311,8 +319,8 @@ static void table_spot(FILE *f, const spw_report_row_t *r)
             human_s(r->policy->restart_overhead_s, a, sizeof(a)));
     fprintf(f, "  %-22s %zu jobs, %s of %s cloud compute\n", "ran on spot", s->jobs_spot,
             money(s->spot_cost_usd, a, sizeof(a)), money(s->cloud_cost_usd, b, sizeof(b)));
-    fprintf(f, "  %-22s %.0f spot, %.0f on demand\n", "cloud GPU-hours", s->spot_gpu_hours,
-            s->ondemand_gpu_hours);
+    fprintf(f, "  %-22s %s spot, %s on demand\n", "cloud GPU-hours",
+            gpu_h(s->spot_gpu_hours, a, sizeof(a)), gpu_h(s->ondemand_gpu_hours, b, sizeof(b)));
     fprintf(f, "  %-22s %zu spot preemption(s); %zu node failure(s), which ended %zu "
             "attempt(s)\n", "interruptions", s->preemptions, s->node_failures,
             s->jobs_interrupted_by_failure);
@@ -385,11 +393,12 @@ void spw_report_table(FILE *f, const spw_trace_t *t, const spw_config_t *cfg,
                 "paid, not counted as work done\n", "not finished", s->jobs_stopped_max_runtime,
                 s->stopped_gpu_hours);
     if (commit_shown(s))
-        fprintf(f, "  %-22s %.0f cloud, %.0f committed, %.0f on-prem\n", "GPU-hours",
-                s->cloud_gpu_hours, s->commit_gpu_hours, s->onprem_gpu_hours);
+        fprintf(f, "  %-22s %s cloud, %s committed, %s on-prem\n", "GPU-hours",
+                gpu_h(s->cloud_gpu_hours, a, sizeof(a)), gpu_h(s->commit_gpu_hours, b, sizeof(b)),
+                gpu_h(s->onprem_gpu_hours, c, sizeof(c)));
     else
-        fprintf(f, "  %-22s %.0f cloud, %.0f on-prem\n", "GPU-hours", s->cloud_gpu_hours,
-                s->onprem_gpu_hours);
+        fprintf(f, "  %-22s %s cloud, %s on-prem\n", "GPU-hours",
+                gpu_h(s->cloud_gpu_hours, a, sizeof(a)), gpu_h(s->onprem_gpu_hours, b, sizeof(b)));
     fprintf(f, "  %-22s mean %s, p50 %s, p90 %s, p99 %s\n", "wait",
             human_s(s->wait_mean_s, a, sizeof(a)), human_s(s->wait_p50_s, b, sizeof(b)),
             human_s(s->wait_p90_s, c, sizeof(c)), human_s(s->wait_p99_s, d, sizeof(d)));

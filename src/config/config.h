@@ -451,6 +451,12 @@ int spw_config_load_mem(spw_config_t *cfg, const char *name, const char *data, s
                         const char *base_dir, spw_error_t *err);
 void spw_config_free(spw_config_t *cfg);
 
+/* The engine policy `spillway serve` runs: cfg->policy with
+ * reserve_extra_s set to what the daemon may bill past a cloud job's
+ * max_runtime (the kill grace, a turn each to notice the limit and to reap
+ * the exit, and a second for rounding).  `policy test` previews with it. */
+spw_policy_t spw_config_daemon_policy(const spw_config_t *cfg);
+
 /* The daemon's secrets are readable by the daemon's user only: when the
  * config names a tokens_file it must not be readable or writable by group
  * or others, and a config file that holds tokens itself must not be

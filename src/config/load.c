@@ -221,6 +221,13 @@ int spw_config_load_mem(spw_config_t *cfg, const char *name, const char *data, s
     return load_doc(cfg, d, base_dir, err);
 }
 
+spw_policy_t spw_config_daemon_policy(const spw_config_t *cfg)
+{
+    spw_policy_t pol = cfg->policy;
+    pol.reserve_extra_s = cfg->daemon.kill_grace_s + 2 * cfg->daemon.tick_s + 1;
+    return pol;
+}
+
 void spw_config_free(spw_config_t *cfg)
 {
     if (!cfg)

@@ -3440,6 +3440,15 @@ static void mask_text(const spw_engine_t *e, uint64_t mask, char *buf, size_t le
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "", m->name[k]);
 }
 
+double spw_engine_worst_usd(spw_engine_t *e, const spw_job_t *j, size_t offer, int spot,
+                            double now)
+{
+    cloud_pick_t pk;
+    uint32_t ci = job_class(e, j);   /* may grow e->cls */
+    pick_eval(e, &e->cls[ci], j, (uint32_t)offer, spot, now, &pk);
+    return pk.ch.usd + pk.ch.egress_usd;
+}
+
 size_t spw_engine_explain(spw_engine_t *e, const spw_job_t *job, double now,
                           spw_candidate_t *out, size_t max)
 {

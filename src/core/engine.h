@@ -243,6 +243,15 @@ typedef struct spw_candidate {
     char why[160];         /* the rule that allowed or excluded it, as a sentence */
 } spw_candidate_t;
 
+/* The worst case a burst of job j onto offer `offer` at `now` would reserve
+ * against budgets and caps, in dollars: price x instances x (boot + data
+ * transfer + max_runtime, else caps.default_max_runtime_s, +
+ * policy.reserve_extra_s) / 3600 + egress, on spot capacity (spot 1) or on
+ * demand.  The figure `spillway explain` gives for the offer it buys, and
+ * `spillway policy test` for each offer. */
+double spw_engine_worst_usd(spw_engine_t *e, const spw_job_t *j, size_t offer, int spot,
+                            double now);
+
 /* Lists the candidates for job j at `now`: every pool, the wait, then every
  * cloud offer, in fleet order.  Fills out[0..max) and returns how many there
  * are in total.  Does not change the engine's decisions. */

@@ -319,10 +319,8 @@ spw_daemon_t *spw_daemon_create(const spw_config_t *cfg, const spw_daemon_opts_t
         for (uint32_t n = 0; n < d->fleet.pools[i].nnodes; n++)
             d->pool_gpus[i] += d->fleet.pools[i].node_gpus[n];
     /* A cloud worst case also covers what the daemon bills beyond a job's
-     * max_runtime: the kill grace, and a turn each to notice the limit and
-     * to reap the exit (and a second for rounding). */
-    spw_policy_t pol = cfg->policy;
-    pol.reserve_extra_s = cfg->daemon.kill_grace_s + 2 * cfg->daemon.tick_s + 1;
+     * max_runtime (policy.reserve_extra_s). */
+    spw_policy_t pol = spw_config_daemon_policy(cfg);
     if (!(d->engine = spw_engine_create(&d->fleet, &pol, err)))
         goto error;
     char *db = spw_xmalloc(strlen(sd) + 16);

@@ -705,9 +705,7 @@ static void interrupt(sim_t *s, spw_job_t *j, spw_interrupt_t why, double t)
 static void on_placed(sim_t *s, spw_job_t *j, double t)
 {
     jrec_t *r = rec_of(s, j);
-    if (r->attempt)
-        s->out->restarts++;
-    else
+    if (!r->attempt)
         note_left(s, j);
     r->attempt++;
     s->running++;
@@ -1109,6 +1107,10 @@ static void summarize(sim_t *s)
         spot_gpu_s += spw_job_rare(j)->spot_gpu_s;
         od_gpu_s += spw_job_rare(j)->ondemand_gpu_s;
         lost_gpu_s += spw_job_rare(j)->lost_gpu_s;
+        /* The engine's count, as --jobs-out gives it: an interrupted job
+         * back in the queue is a restart even if it never starts again
+         * (a preempted job rejected by its budget). */
+        out->restarts += spw_job_rare(j)->restarts;
         out->jobs_spot += r->ran_spot;
         out->jobs_ran_cloud += r->ran_cloud;
         if (isfinite(j->deadline_s)) {

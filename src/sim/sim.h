@@ -203,8 +203,10 @@ typedef struct spw_sim_summary {
                                     refusals), each re-placed at once */
     size_t node_failures;        /* on-prem node failures (events) */
     size_t jobs_interrupted_by_failure; /* attempts ended by a node failure */
-    size_t restarts;             /* attempts begun after an interruption or a
-                                    move to spot */
+    size_t restarts;             /* interruptions and moves to spot that put
+                                    a job back in the queue (its restarts in
+                                    --jobs-out, summed), whether or not it
+                                    started again */
     size_t switches_to_spot;     /* on-demand attempts stopped to move to spot
                                     (Uniform Progress's hysteresis) */
     size_t reclaims;             /* on-prem attempts preempted by a reclaim

@@ -65,18 +65,28 @@ static size_t distance(const char *a, const char *b)
     return d[n][m];
 }
 
+/* The edits between want and name when name is close enough to be what
+ * was meant (at most a quarter of the longer one's characters changed, so
+ * "H200" is no typo of "A100" while "A1OO" and "usr" of "user" are), else
+ * (size_t)-1. */
+static size_t typo_distance(const char *want, const char *name)
+{
+    size_t d = distance(want, name), wl = strlen(want), nl = strlen(name);
+    /* A prefix typed short ("max_gpus_pe") is close whatever its length. */
+    if (wl >= 4 && strncmp(name, want, wl) == 0 && d > 1)
+        d = 1;
+    return d * 4 <= (wl > nl ? wl : nl) ? d : (size_t)-1;
+}
+
 const char *spw_names_closest(const char *const *names, size_t n, const char *want)
 {
     static _Thread_local char fam[64];
     const char *best = NULL;
-    size_t bd = (size_t)-1, wl = strlen(want), limit = wl / 3 + 1;
+    size_t bd = (size_t)-1;
     for (size_t i = 0; i < n && (n != (size_t)-1 || names[i]); i++) {
         if (!names[i])
             continue;
-        size_t d = distance(want, names[i]);
-        /* A prefix typed short ("max_gpus_pe") is close whatever its length. */
-        if (wl >= 4 && strncmp(names[i], want, wl) == 0 && d > 1)
-            d = 1;
+        size_t d = typo_distance(want, names[i]);
         if (d < bd) {
             bd = d;
             best = names[i];
@@ -87,14 +97,14 @@ const char *spw_names_closest(const char *const *names, size_t n, const char *wa
             char head[64];
             memcpy(head, names[i], f);
             head[f] = '\0';
-            if ((d = distance(want, head)) < bd) {
+            if ((d = typo_distance(want, head)) < bd) {
                 bd = d;
                 memcpy(fam, head, f + 1);
                 best = fam;
             }
         }
     }
-    return bd <= limit ? best : NULL;
+    return best;
 }
 
 const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,

@@ -18,7 +18,8 @@ const char *spw_names_join(const char *const *names, char *buf, size_t len);
  * (insertions, deletions, substitutions, swaps of two neighbours), case and
  * the look-alikes 0/O and 1/I/l not counted, a prefix of 4 or more
  * characters typed short counted as one; NULL when even the closest needs
- * more than a third of want's length plus one edits; a name's family (the
+ * more edits than a quarter of the longer one's length (a close misspelling
+ * only: "A1OO" and "a100" find "A100", "H200" finds nothing); a name's family (the
  * part before a '-': "A100" of "A100-80GB") counts as a name too (then the
  * answer lives in thread-local storage until the next call).  For "did you
  * mean". */

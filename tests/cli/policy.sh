@@ -4,7 +4,7 @@
 # lives), exit statuses 0/1/2, JSON output, and config errors with FILE:LINE.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 28
+plan 29
 
 G=examples/governance.yaml
 
@@ -178,6 +178,14 @@ run_spw "$T/out" "$T/err" policy test "$G" examples/job-experiment.yaml
     contains "$T/out" "the engine's first choice (as \`spillway explain\` gives it): the best allowed offer: 1 x g6e.12xlarge" &&
     contains "$T/out" "must be on one node"
 ok $? "test job-experiment: the table shows the cheapest 10 and the rules that excluded (status $rc)"
+
+# Issue 24: one worst case: the table's row for the engine's first choice
+# and the first-choice line give the same figure (spw_engine_worst_usd:
+# boot, transfer and the daemon's billing margin included), and say so.
+row=$(awk '/^  cloud:/ { getline; getline; print $NF; exit }' "$T/out")
+line=$(sed -n 's/.*first choice.*; worst case \(\$[0-9.]*\) fits.*/\1/p' "$T/out")
+[ -n "$row" ] && [ "$row" = "$line" ] && contains "$T/out" "plus its boot, the data transfer and 11.2s"
+ok $? "test job-experiment: the first offer's worst case ($row) is the first choice's ($line)"
 
 printf 'run: [x]\ngpus: H100:64\nclass: restricted\n' >"$T/none.yaml"
 run_spw "$T/out" "$T/err" policy test "$G" "$T/none.yaml"

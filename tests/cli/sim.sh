@@ -6,7 +6,7 @@
 # flag, --compare of spot policies and the errors for bad values and files.
 # shellcheck source=tests/cli/tap-lib
 . "$(dirname "$0")/tap-lib"
-plan 79
+plan 81
 
 "$SPW" gen --jobs 400 --rate 20 --runtime lognormal:1800:1.2 --seed 11 >"$T/jobs.csv"
 
@@ -468,6 +468,15 @@ printf 'id,submit_s,gpus,runtime_s,team\na,0,1,3600,t\n' >"$T/pr.csv"
 (cd "$T" && "$SPW" sim --trace pr.csv --config pr.yaml -q --jobs-out - >pr-jobs.csv 2>pr.err)
 grep -E '^a,0\.000,,,rejected,,0\.300000,.*,1,1200\.000,rejected$' "$T/pr-jobs.csv" >/dev/null
 ok $? "a preempted-then-rejected spot job ends rejected with the \$0.30 its spot attempt cost"
+# ... and the summary agrees with that row and the money: its restart
+# (restarts 1 in --jobs-out) and its 0.3 spot GPU-hours (1200 s) beside
+# the $0.30, not "0 restarts" and "0 spot".
+(cd "$T" && "$SPW" sim --trace pr.csv --config pr.yaml -q >pr.txt 2>pr.err)
+grep -qE '^  cloud GPU-hours +0\.3 spot, 0 on demand$' "$T/pr.txt" &&
+    grep -qE '^  restarts +1 restarts \(0 moves from on demand to spot\), 0\.3 GPU-hours of work lost$' "$T/pr.txt" &&
+    grep -qE '^  ran on spot +1 jobs, \$0\.30 of \$0\.30 cloud compute$' "$T/pr.txt"
+ok $? "its summary: 1 restart and 0.3 spot GPU-hours beside the \$0.30, as --jobs-out says" ||
+    diag "$(cat "$T/pr.txt")"
 
 # Spot without data (issue 24): no availability entry.  Not silently
 # unlimited and never preempted: a loud warning (even with -q), and each
@@ -540,6 +549,10 @@ printf 'id,submit_s,gpus,runtime_s,gpu\ntypo,0,1,3600,A1OO\n' >"$T/typo.csv"
 fails_with "a GPU model no pool or offer has (A1OO) is an error with did-you-mean" \
     "job typo: no pool or cloud offer has GPU model 'A1OO' (did you mean A100?)" \
     sim --trace "$T/typo.csv" --config "$T/two.yaml"
+printf 'id,submit_s,gpus,runtime_s,gpu\nother,0,1,3600,H200\n' >"$T/h200.csv"
+fails_with "a real model the fleet lacks (H200) is no typo of A100: the models the fleet has" \
+    "job other: no pool or cloud offer has GPU model 'H200' (the fleet has: A100-80GB, T4)" \
+    sim --trace "$T/h200.csv" --config "$T/two.yaml"
 
 # Gang shapes from the trace: offers.csv has only 1-GPU A100 instances.  A
 # 4-GPU job on one node has no offer (unschedulable); with gpus_per_node 1 it

@@ -7,7 +7,7 @@
 # and a body over max_body_bytes (413).
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 33
+plan 34
 
 mkconfig "$T/burst.yaml" 2 constant:1
 # A commitment of 1 GPU (issue 24): too small for the 2-GPU jobs below.
@@ -222,6 +222,10 @@ ok $? "spillway submit of it exits 1 with the daemon's message"
 printf '{"run": ["true"], "gpus": "A1OO:1"}' >"$T/typo.json"
 http POST /v1/jobs ml "$T/typo.json"
 http_is 400 "did you mean A100?" "a GPU model typo (A1OO): 400 with did you mean A100 (issue 24)"
+printf '{"run": ["true"], "gpus": "H200:1"}' >"$T/h200.json"
+http POST /v1/jobs ml "$T/h200.json"
+http_is 400 "GPU model H200 (the fleet has: " \
+    "a model the fleet lacks (H200) is no typo of A100: 400 with the models the fleet has"
 
 printf '{"run": ["true"], "gpus": 0}' >"$T/zero.json"
 http POST /v1/jobs ml "$T/zero.json"

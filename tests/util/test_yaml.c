@@ -40,6 +40,18 @@ static void test_names(void)
     is_str(spw_names_closest(names, (size_t)-1, "lsiten"), "listen", "two letters swapped");
     is_str(spw_names_closest(names, (size_t)-1, "stat_dir"), "state_dir", "a letter left out");
     ok(spw_names_closest(names, (size_t)-1, "zzz") == NULL, "nothing near: no suggestion");
+    /* Issue 24: GPU models: a close misspelling only, never another real
+     * model that merely shares half its characters. */
+    static const char *const models[] = {"A100-80GB", "L40S", "T4", NULL};
+    is_str(spw_names_closest(models, (size_t)-1, "A1OO"), "A100", "A1OO: A100 (O for 0)");
+    is_str(spw_names_closest(models, (size_t)-1, "a100"), "A100", "a100: A100 (case)");
+    is_str(spw_names_closest(models, (size_t)-1, "L40"), "L40S", "L40: L40S (one left out)");
+    ok(spw_names_closest(models, (size_t)-1, "H200") == NULL, "H200: no A100 (2 of 4 differ)");
+    ok(spw_names_closest(models, (size_t)-1, "L4") == NULL, "L4: no T4 (1 of 2 differs)");
+    static const char *const keys[] = {"user", "key", "gpus", "subnets", NULL};
+    is_str(spw_names_closest(keys, (size_t)-1, "usr"), "user", "usr: user");
+    is_str(spw_names_closest(keys, (size_t)-1, "gpu"), "gpus", "gpu: gpus");
+    ok(spw_names_closest(keys, (size_t)-1, "kiy") == NULL, "kiy: no key (1 of 3 differs)");
     char buf[64];
     is_str(spw_names_wrap(names, (size_t)-1, "", buf, 40), "listen, state_dir, and 3 more",
            "a list that does not fit ends with whole names and a count");
