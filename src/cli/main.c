@@ -562,7 +562,7 @@ static int check_trace_models(const spw_config_t *cfg, const spw_trace_t *tr, co
             have[n++] = f->pools[i].model >= 0 ? m->name[f->pools[i].model] : NULL;
         for (size_t i = 0; i < f->noffers; i++)
             have[n++] = f->offers[i].model >= 0 ? m->name[f->offers[i].model] : NULL;
-        const char *near = spw_names_closest(have, n, m->name[k]);
+        const char *near = spw_names_lookalike(have, n, m->name[k]);
         /* Not a close misspelling: the models the fleet has, each once. */
         char list[256] = "";
         size_t used = 0;

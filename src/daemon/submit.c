@@ -187,8 +187,8 @@ uint64_t spw_daemon_mask(spw_daemon_t *d, const spw_jobspec_t *s, spw_error_t *e
         size_t used = 0;
         for (int h = 0; h < m->n && used < sizeof(have); h++)
             used += (size_t)snprintf(have + used, sizeof(have) - used, "%s%s", h ? ", " : "", m->name[h]);
-        const char *near = spw_names_closest((const char *const *)m->name, (size_t)m->n,
-                                             s->gpu_models[0]);
+        const char *near = spw_names_lookalike((const char *const *)m->name, (size_t)m->n,
+                                               s->gpu_models[0]);
         spw_errorf(err, "field 'gpus': no pool or cloud offer has GPU model %s (%s%s%sthe fleet "
                    "has: %s)", s->gpu_models[0], near ? "did you mean " : "", near ? near : "",
                    near ? "? " : "", m->n ? have : "no named models");

@@ -66,8 +66,9 @@ static size_t distance(const char *a, const char *b)
 }
 
 /* The edits between want and name when name is close enough to be what
- * was meant (at most a quarter of the longer one's characters changed, so
- * "H200" is no typo of "A100" while "A1OO" and "usr" of "user" are), else
+ * was meant (one edit in a name of 3 or more characters, else at most a
+ * quarter of the longer one's characters changed, so "H200" is no typo of
+ * "A100" while "A1OO", "kiy" of "key" and "usr" of "user" are), else
  * (size_t)-1. */
 static size_t typo_distance(const char *want, const char *name)
 {
@@ -75,10 +76,12 @@ static size_t typo_distance(const char *want, const char *name)
     /* A prefix typed short ("max_gpus_pe") is close whatever its length. */
     if (wl >= 4 && strncmp(name, want, wl) == 0 && d > 1)
         d = 1;
-    return d * 4 <= (wl > nl ? wl : nl) ? d : (size_t)-1;
+    size_t longer = wl > nl ? wl : nl;
+    return d * 4 <= longer || (d == 1 && longer >= 3) ? d : (size_t)-1;
 }
 
-const char *spw_names_closest(const char *const *names, size_t n, const char *want)
+/* spw_names_closest, or with lookalike != 0 spw_names_lookalike. */
+static const char *closest(const char *const *names, size_t n, const char *want, int lookalike)
 {
     static _Thread_local char fam[64];
     const char *best = NULL;
@@ -86,7 +89,8 @@ const char *spw_names_closest(const char *const *names, size_t n, const char *wa
     for (size_t i = 0; i < n && (n != (size_t)-1 || names[i]); i++) {
         if (!names[i])
             continue;
-        size_t d = typo_distance(want, names[i]);
+        size_t d = lookalike ? (distance(want, names[i]) ? (size_t)-1 : 0)
+                             : typo_distance(want, names[i]);
         if (d < bd) {
             bd = d;
             best = names[i];
@@ -97,7 +101,8 @@ const char *spw_names_closest(const char *const *names, size_t n, const char *wa
             char head[64];
             memcpy(head, names[i], f);
             head[f] = '\0';
-            if ((d = typo_distance(want, head)) < bd) {
+            d = lookalike ? (distance(want, head) ? (size_t)-1 : 0) : typo_distance(want, head);
+            if (d < bd) {
                 bd = d;
                 memcpy(fam, head, f + 1);
                 best = fam;
@@ -105,6 +110,16 @@ const char *spw_names_closest(const char *const *names, size_t n, const char *wa
         }
     }
     return best;
+}
+
+const char *spw_names_closest(const char *const *names, size_t n, const char *want)
+{
+    return closest(names, n, want, 0);
+}
+
+const char *spw_names_lookalike(const char *const *names, size_t n, const char *want)
+{
+    return closest(names, n, want, 1);
 }
 
 const char *spw_names_wrap(const char *const *names, size_t width, const char *indent,

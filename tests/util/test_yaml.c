@@ -45,13 +45,24 @@ static void test_names(void)
     static const char *const models[] = {"A100-80GB", "L40S", "T4", NULL};
     is_str(spw_names_closest(models, (size_t)-1, "A1OO"), "A100", "A1OO: A100 (O for 0)");
     is_str(spw_names_closest(models, (size_t)-1, "a100"), "A100", "a100: A100 (case)");
-    is_str(spw_names_closest(models, (size_t)-1, "L40"), "L40S", "L40: L40S (one left out)");
     ok(spw_names_closest(models, (size_t)-1, "H200") == NULL, "H200: no A100 (2 of 4 differ)");
     ok(spw_names_closest(models, (size_t)-1, "L4") == NULL, "L4: no T4 (1 of 2 differs)");
+    /* GPU models are dense: one character is another real model (A10,
+     * H100, L40, L4), so a model is suggested only when spelled alike. */
+    is_str(spw_names_lookalike(models, (size_t)-1, "A1OO"), "A100", "lookalike: A1OO is A100");
+    is_str(spw_names_lookalike(models, (size_t)-1, "a100-80gb"), "A100-80GB",
+           "lookalike: a100-80gb is A100-80GB");
+    is_str(spw_names_lookalike(models, (size_t)-1, "l40s"), "L40S", "lookalike: l40s is L40S");
+    ok(!spw_names_lookalike(models, (size_t)-1, "H100") &&
+           !spw_names_lookalike(models, (size_t)-1, "A10") &&
+           !spw_names_lookalike(models, (size_t)-1, "L40") &&
+           !spw_names_lookalike(models, (size_t)-1, "L4"),
+       "lookalike: H100, A10, L40 and L4 are other models, not typos");
     static const char *const keys[] = {"user", "key", "gpus", "subnets", NULL};
     is_str(spw_names_closest(keys, (size_t)-1, "usr"), "user", "usr: user");
     is_str(spw_names_closest(keys, (size_t)-1, "gpu"), "gpus", "gpu: gpus");
-    ok(spw_names_closest(keys, (size_t)-1, "kiy") == NULL, "kiy: no key (1 of 3 differs)");
+    is_str(spw_names_closest(keys, (size_t)-1, "kiy"), "key", "kiy: key (one edit)");
+    ok(spw_names_closest(keys, (size_t)-1, "kxz") == NULL, "kxz: no key (2 of 3 differ)");
     char buf[64];
     is_str(spw_names_wrap(names, (size_t)-1, "", buf, 40), "listen, state_dir, and 3 more",
            "a list that does not fit ends with whole names and a count");
