@@ -558,6 +558,7 @@ int spw_cli_plan(int argc, char **argv)
         return 1;
     }
     int rc = 1;
+    commit_plan_t cp = {0};    /* --commit's sizes; freed at out */
     uint32_t *nodes = NULL;
     size_t nnodes = 0, pool = 0;
     spw_plan_result_t *res = NULL;
@@ -611,13 +612,11 @@ int spw_cli_plan(int argc, char **argv)
         .capex = capex, .part = part, .nparts = nparts,
     };
     /* Without --commit, one plan at the config's commitments. */
-    commit_plan_t cp = {0};
     if (commit_s && commit_setup(&cp, &cfg.fleet, commit_s, config) < 0)
         goto out;
     if (commit_s && nparts && cp.n != 1) {
         fprintf(stderr, "spillway plan: --part runs one commitment size: give --commit one "
                         "GPU count\n");
-        free(cp.gpus);
         goto out;
     }
     size_t ncommit = commit_s ? cp.n : 1;
@@ -677,7 +676,6 @@ int spw_cli_plan(int argc, char **argv)
         free(abs_config);
         if (src < 0) {
             fprintf(stderr, "spillway plan: %s\n", err.text);
-            free(cp.gpus);
             goto out;
         }
         po.threads = (int)sl.tasks * sl.threads;
@@ -696,7 +694,6 @@ int spw_cli_plan(int argc, char **argv)
             if (spw_plan_run(&cfg.fleet, &cfg.policy, tr.jobs, tr.runtime_s, tr.njobs, &po,
                              res + k * n, &err) < 0) {
                 fprintf(stderr, "spillway plan: %s\n", err.text);
-                free(cp.gpus);
                 goto out;
             }
         }
@@ -735,13 +732,11 @@ int spw_cli_plan(int argc, char **argv)
         FILE *f = fopen(csv, "w");
         if (!f) {
             fprintf(stderr, "spillway plan: %s: cannot write: %s\n", csv, strerror(errno));
-            free(cp.gpus);
             goto out;
         }
         write_csv(f, r, n, cfg.fleet.pools[pool].name);
         if (fclose(f) != 0) {
             fprintf(stderr, "spillway plan: %s: write failed\n", csv);
-            free(cp.gpus);
             goto out;
         }
     }
@@ -757,9 +752,9 @@ int spw_cli_plan(int argc, char **argv)
         fprintf(stdout, "}\n");
     else if (commit_s)
         write_commit_table(stdout, &cp, &cfg.fleet, res, n, best_commit, statname);
-    free(cp.gpus);
     rc = 0;
 out:
+    free(cp.gpus);
     free(res);
     free(nodes);
     if (have_trace)
