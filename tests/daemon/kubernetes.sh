@@ -19,7 +19,7 @@ K=$T/kube
 mkdir -p "$K"
 /usr/bin/python3 "$(dirname "$0")/../fake/kube.py" --dir "$K/fake" --url-file "$K/url" \
     --node gpu-a:4:NVIDIA-H100-80GB-HBM3 --node gpu-b:4:NVIDIA-H100-80GB-HBM3 \
-    --bookmark-s 1 >"$K/fake.log" 2>&1 &
+    --bookmark-s 1 --start-delay-s 1 >"$K/fake.log" 2>&1 &
 XPIDS="$XPIDS $!"
 wait_until 30 test -s "$K/url"
 ok $? "the fake Kubernetes API server is up" || { diag "$(cat "$K/fake.log")"; exit 1; }
