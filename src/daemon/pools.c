@@ -402,8 +402,14 @@ void spw_daemon_pools_node_down(spw_daemon_t *d, size_t pool, uint32_t node, dou
     }
 }
 
-/* Reads the GPUs foreign jobs hold on pool p's nodes (Slurm's view) and
- * holds them in the engine.  Slurm unreachable: kept as they were. */
+/* "Slurm" or "Kubernetes": whose nodes pool p's are, for messages. */
+static const char *cluster_word(const spw_daemon_t *d, size_t p)
+{
+    return strcmp(d->pool_ops[p]->name, "kubernetes") == 0 ? "Kubernetes" : "Slurm";
+}
+
+/* Reads the GPUs foreign jobs hold on pool p's nodes (the cluster's view)
+ * and holds them in the engine.  Cluster unreachable: kept as they were. */
 static void foreign_sync(spw_daemon_t *d, size_t p, double now)
 {
     const struct spw_backend_ops *ops = d->pool_ops[p];
@@ -424,9 +430,9 @@ static void foreign_sync(spw_daemon_t *d, size_t p, double now)
     }
     for (uint32_t k = 0; k < nn; k++) {
         if (want[k] != d->pool_foreign_gpus[p][k] && !d->quiet)
-            fprintf(stderr, "spillway: Slurm node %s/%u: %u GPU%s held by jobs not "
-                    "submitted through spillway\n", d->fleet.pools[p].name, k, want[k],
-                    want[k] == 1 ? "" : "s");
+            fprintf(stderr, "spillway: %s node %s/%u: %u GPU%s held by jobs not "
+                    "submitted through spillway\n", cluster_word(d, p), d->fleet.pools[p].name,
+                    k, want[k], want[k] == 1 ? "" : "s");
         foreign_hold(d, p, k, want[k], now);
     }
     free(want);
@@ -471,7 +477,8 @@ void spw_daemon_pools_sync(spw_daemon_t *d, double now)
             char *ids = NULL;
             int st = spw_daemon_do_node(d, p, (uint32_t)k, down ? 2 : 0, &ids, &err);
             if (!d->quiet)
-                fprintf(stderr, "spillway: Slurm node %s (%s/%d) is %s%s%s%s%s\n", v[i].name,
+                fprintf(stderr, "spillway: %s node %s (%s/%d) is %s%s%s%s%s\n",
+                        cluster_word(d, p), v[i].name,
                         d->fleet.pools[p].name, k, down ? v[i].state : "back",
                         v[i].reason[0] ? " (" : "", v[i].reason, v[i].reason[0] ? ")" : "",
                         st == 200 ? "" : "; not applied");
