@@ -14,7 +14,7 @@
 /* The version of struct spw_backend_ops this header describes.  Members are
  * only ever appended; a caller checks ops->version >= N before touching a
  * member added in version N. */
-#define SPW_BACKEND_VERSION 6
+#define SPW_BACKEND_VERSION 7
 /* Version 2 added find() and the launch token; version 3 changed(); version
  * 4 the optional members of a node inventory (nodes, nodes_async, set_nodes,
  * node_index, foreign_async), of hosts that come and go (host_count,
@@ -24,7 +24,9 @@
  * fences that outlive the backend (fence_events, fence_add), so that a
  * daemon persists what a backend must still kill and gives it back after a
  * restart; version 6 the optional host_notice (a cloud's interruption
- * notice read on a host, e.g. EC2's spot/instance-action from IMDS). */
+ * notice read on a host, e.g. EC2's spot/instance-action from IMDS);
+ * version 7 the optional cancel_wait (a cancel that a backend hands to a
+ * thread of its own is done before the daemon answers it). */
 
 /* Whether ops (not NULL) has member m, one added in version v:
  * SPW_BACKEND_HAS(ops, 4, nodes).  A pool whose backend has `nodes` takes
@@ -419,6 +421,18 @@ struct spw_backend_ops {
      * was seen, -1 if host is no host.  Never blocks. */
     int (*host_notice)(void *be, const char *host, const char *imds_url, char *buf,
                        size_t cap);
+
+    /* ---- version 7 ---- */
+
+    /* Optional: a backend whose cancel() only queues the work for a thread
+     * of its own (Kubernetes: the Job's delete).  Waits until what cancel()
+     * of the attempt `token` queued is done (the cluster answered it,
+     * whatever the answer), or until the wall clock reaches deadline_s.
+     * Returns 0 when done (or nothing was queued), 1 when the deadline
+     * came first.  Thread-safe: the daemon calls it without its lock, from
+     * the thread that answers the cancel, so that a job whose cancel was
+     * answered can no longer start (a pod still waiting for its kubelet). */
+    int (*cancel_wait)(void *be, const char *token, double deadline_s);
 };
 
 /* Whether the daemon's variable `entry` ("NAME=VALUE") may pass to a job

@@ -16,6 +16,11 @@
 #include "daemon/api_private.h"
 #include "daemon/loop_private.h"
 
+/* How long a cancel's answer waits for a backend that does the cancel on a
+ * thread of its own (cancel_wait): one request to the cluster, or two when
+ * the Job's create is in flight.  Past it the 200 comes anyway. */
+#define CANCEL_WAIT_S 10.0
+
 int api_visible(const spw_caller_t *who, const djob_t *j)
 {
     return who->admin || (who->team && strcmp(who->team, j->team) == 0);
@@ -450,10 +455,29 @@ int spw_daemon_cancel(spw_daemon_t *d, const spw_caller_t *who, const char *id, 
     LOCK(d);
     djob_t *owned, *j = lookup(d, who, id, &owned, err);
     int status = j ? spw_daemon_do_cancel(d, j, err) : 404;
-    if (status == 200)
+    void *be = NULL;
+    const struct spw_backend_ops *ops = NULL;
+    char token[SPW_TOKEN_MAX] = "", jid[SPW_JOB_ID_MAX] = "";
+    if (status == 200) {
         *out = job_json(d, j, 0);
+        if (j->running && !owned) {
+            ops = spw_daemon_job_ops(d, j, &be);
+            snprintf(token, sizeof(token), "%s", j->h.token);
+            snprintf(jid, sizeof(jid), "%s", j->id);
+        }
+    }
     spw_daemon_view_free(owned);
     UNLOCK(d);
+    /* A backend that hands the cancel to a thread (Kubernetes) has done it
+     * before the 200: a pod still waiting for its kubelet cannot start after
+     * the answer.  Outside the lock: the daemon goes on meanwhile. */
+    if (ops && token[0] && SPW_BACKEND_HAS(ops, 7, cancel_wait) &&
+        ops->cancel_wait(be, token, spw_daemon_clock() + CANCEL_WAIT_S) > 0) {
+        LOCK(d);
+        dm_say(d, "job %s: its cancel was not done by its backend within %.0f s; answered "
+                  "anyway (the cancel is recorded and goes on)", jid, CANCEL_WAIT_S);
+        UNLOCK(d);
+    }
     return status;
 }
 

@@ -13,7 +13,7 @@
 # storm-lib's kill -9 storm on the pool.
 # shellcheck source=tests/daemon/daemon-lib
 . "$(dirname "$0")/daemon-lib"
-plan 55
+plan 56
 
 K=$T/kube
 mkdir -p "$K"
@@ -130,6 +130,40 @@ no_procs_of() { [ "$(kstate 'sum(len(v) for k, v in s["processes"].items() if k.
 wait_until 20 no_procs_of "$c"
 ok $? "and its process is gone"
 
+# ---- a cancel is answered after its Job's delete, not before --------------
+# The fake now holds each DELETE of a Job 2 s (a slow API server) while its
+# kubelet starts a bound pod 1 s after it sees it.  A cancel sent once the
+# Job exists and before its pod starts is answered only once the delete was
+# answered: the pod, which starts meanwhile, began before the 200.  (A 200
+# given when the delete was merely queued comes before the pod starts, and
+# the pod starts after it.)  A try whose pod started before the cancel was
+# sent proves nothing and is made again.
+kctl config '{"delete_delay_s": 2}'
+job_made() { [ -n "$(kjobs "$1")" ]; }
+late_ok=1
+for try in 1 2 3; do
+    rm -f "$K/late.start"
+    l=$(submit ml --gpus 1 --name late -- sh -c "date +%s%N >$K/late.start; sleep 300") || break
+    wait_until 20 job_made "$l" || break
+    sent=$(date +%s%N)
+    spw ml cancel "$l" >/dev/null 2>&1 || break
+    t200=$(date +%s%N)
+    wait_for "$l" cancelled 20 && wait_until 20 no_procs_of "$l" || break
+    started=$(cat "$K/late.start" 2>/dev/null)
+    if [ -n "$started" ]; then
+        pod="the pod started at +$(((started - sent) / 1000000)) ms"
+    else
+        pod="the pod never started"
+    fi
+    diag "try $try: cancel sent at +0 ms, its 200 at +$(((t200 - sent) / 1000000)) ms; $pod"
+    [ -n "$started" ] && [ "$started" -lt "$sent" ] && continue
+    [ -z "$started" ] || [ "$started" -lt "$t200" ]
+    late_ok=$?
+    break
+done
+ok $late_ok "a cancel sent before its pod started is answered after its Job's delete: the pod did not start after the 200"
+kctl config '{"delete_delay_s": 0}'
+
 # ---- a node NotReady mid-job -> failover ---------------------------------
 f=$(submit ml --gpus 4 --name failover -- sh -c 'echo start $SPILLWAY_ATTEMPT; sleep 300')
 wait_for "$f" running 30 && wait_until 20 running_pods "$f" 1
@@ -150,7 +184,7 @@ wait_for "$f" cancelled 20
 # ---- foreign pods holding GPUs ---------------------------------------------
 kctl foreign-pod '{"name": "theirs", "node": "gpu-a", "gpus": 4}'
 kctl foreign-pod '{"name": "theirs2", "node": "gpu-b", "gpus": 3}'
-held() { grep -q "k8s/[01]: 4 GPUs held by jobs not submitted" "$DLOG" && grep -q "k8s/[01]: 3 GPUs held by jobs not submitted" "$DLOG"; }
+held() { grep -q "Kubernetes node k8s/[01]: 4 GPUs held by jobs not submitted" "$DLOG" && grep -q "Kubernetes node k8s/[01]: 3 GPUs held by jobs not submitted" "$DLOG"; }
 wait_until 20 held
 ok $? "the daemon counts the GPUs that pods spillway did not launch hold: $(grep 'GPUs held by' "$DLOG" | tr '\n' ';')"
 busy=$(submit ml --gpus 4 --name wait-for-foreign -- sh -c 'echo ran')

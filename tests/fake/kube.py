@@ -160,7 +160,9 @@ Control endpoints (not Kubernetes; no token; JSON in and out)
                            (with expire_watches, every open watch gets the
                            410 Expired ERROR event and ends, as after an etcd
                            compaction) -> {"oldest_rv"}
-  POST /_fake/config       {"watch_window"?, "bookmark_s"?}
+  POST /_fake/config       {"watch_window"?, "bookmark_s"?, "delete_delay_s"?}
+                           (delete_delay_s: each DELETE of a Job is held that
+                           long before it is handled, as by a slow server)
 
 SIGTERM or SIGINT: kills every pod's process group and exits.
 """
@@ -475,6 +477,7 @@ class State:
         self.seq = 0
         self.url = ''
         self.bookmark_s = 1.0
+        self.delete_delay_s = 0.0   # a Job's DELETE waits this long first
         self.watch_epoch = 0     # bumped by compact with expire_watches: open watches get 410
 
     def emit(self, res, typ, obj):
@@ -1380,6 +1383,8 @@ class Handler(BaseHTTPRequestHandler):
                 with CV:
                     STATE.log({'auth_failure': self.path, 't': time.time()})
                 raise ApiError(401, 'Unauthorized', 'Unauthorized')
+            if self.command == 'DELETE' and '/jobs/' in u.path and STATE.delete_delay_s > 0:
+                time.sleep(STATE.delete_delay_s)   # outside the lock: the kubelet goes on
             self.api(u.path.rstrip('/') or '/', q)
         except ApiError as e:
             self.send_json(e.status['code'], e.status)
@@ -1926,8 +1931,11 @@ class Handler(BaseHTTPRequestHandler):
                     STATE.window = int(b['watch_window'])
                 if 'bookmark_s' in b:
                     STATE.bookmark_s = float(b['bookmark_s'])
+                if 'delete_delay_s' in b:
+                    STATE.delete_delay_s = float(b['delete_delay_s'])
                 return self.send_json(200, {'watch_window': STATE.window,
-                                            'bookmark_s': STATE.bookmark_s}, False)
+                                            'bookmark_s': STATE.bookmark_s,
+                                            'delete_delay_s': STATE.delete_delay_s}, False)
         raise ApiError(404, 'NotFound', 'no control endpoint %s' % path)
 
 

@@ -154,6 +154,8 @@ struct spw_kube {
     /* Shared with the thread, under lock: */
     pthread_mutex_t lock;       /* guards the members below */
     pthread_cond_t wake;        /* the op thread waits here */
+    pthread_cond_t done;        /* cancel_wait() waits here; broadcast after
+                                   each op */
     pthread_cond_t wwake;       /* the watch threads (to start, or after a
                                    failure) and first-list waiters wait here */
     pthread_t thread;           /* the backend's op thread */
@@ -162,6 +164,7 @@ struct spw_kube {
                                    tick, adopt, find or nodes_async) */
     kop_t *ops;                 /* requests, in order */
     size_t nops;                /* entries in ops */
+    char busy[SPW_TOKEN_MAX];   /* token of the op in progress; "" = none */
     kres_t *res;                /* answers not applied yet */
     size_t nres;                /* entries in res */
     kwatch_t w[W_COUNT];        /* the daemon's Jobs (by name), every pod of
@@ -881,6 +884,7 @@ static void *worker(void *arg)
         kop_t op = kb->ops[0];
         memmove(kb->ops, kb->ops + 1, (kb->nops - 1) * sizeof(*kb->ops));
         kb->nops--;
+        snprintf(kb->busy, sizeof(kb->busy), "%s", op.token);
         pthread_mutex_unlock(&kb->lock);
         kres_t r = {.kind = op.kind};
         snprintf(r.token, sizeof(r.token), "%s", op.token);
@@ -899,6 +903,8 @@ static void *worker(void *arg)
         r.seq = kb->w[W_JOBS].lists;
         kb->creates += (uint64_t)r.created;
         res_push(kb, &r);
+        kb->busy[0] = '\0';
+        pthread_cond_broadcast(&kb->done);
     }
     pthread_mutex_unlock(&kb->lock);
     return NULL;
@@ -1052,13 +1058,48 @@ static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_
             job_remove(kb, (size_t)(j - kb->jobs));
             return 0;
         }
-    pthread_mutex_unlock(&kb->lock);
     kop_t op = {.kind = OP_DELETE};
     snprintf(op.name, sizeof(op.name), "%s", j->name);
     snprintf(op.token, sizeof(op.token), "%s", j->h.token);
-    /* A delete queued behind the create runs after it: no cancel is lost. */
-    op_push(kb, &op);
+    /* Ahead of other Jobs' work, so that the daemon's answer (cancel_wait)
+     * waits for one request in progress at most; behind this Job's own
+     * (its logs being copied), and after its create when that is in
+     * progress: no cancel is lost. */
+    size_t at = 0;
+    for (size_t i = 0; i < kb->nops; i++)
+        if (strcmp(kb->ops[i].token, j->h.token) == 0)
+            at = i + 1;
+    kb->ops = spw_xrealloc(kb->ops, (kb->nops + 1) * sizeof(*kb->ops));
+    memmove(kb->ops + at + 1, kb->ops + at, (kb->nops - at) * sizeof(*kb->ops));
+    kb->ops[at] = op;
+    kb->nops++;
+    pthread_cond_signal(&kb->wake);
+    pthread_mutex_unlock(&kb->lock);
     return 0;
+}
+
+/* Waits while an op of `token` is queued or in progress: its Job's delete
+ * (and its create, when the delete waits behind it) is then answered. */
+static int kube_cancel_wait(void *be, const char *token, double deadline_s)
+{
+    spw_kube_t *kb = be;
+    struct timespec until = {.tv_sec = (time_t)deadline_s};
+    until.tv_nsec = (long)((deadline_s - (double)until.tv_sec) * 1e9);
+    int rc = 0;
+    pthread_mutex_lock(&kb->lock);
+    for (;;) {
+        int pending = strcmp(kb->busy, token) == 0;
+        for (size_t i = 0; !pending && i < kb->nops; i++)
+            pending = kb->ops[i].kind == OP_DELETE && strcmp(kb->ops[i].token, token) == 0;
+        if (!pending || kb->stop)
+            break;
+        if (pthread_cond_timedwait(&kb->done, &kb->lock, &until) == ETIMEDOUT) {
+            rc = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&kb->lock);
+    return rc;
 }
 
 static const char *cond_true(const json_t *job, const char *type, const char **reason)
@@ -1603,6 +1644,7 @@ spw_kube_t *spw_kube_create(const spw_kube_opts_t *o, spw_error_t *err)
     kb->last_apply_s = -1e18;
     pthread_mutex_init(&kb->lock, NULL);
     pthread_cond_init(&kb->wake, NULL);
+    pthread_cond_init(&kb->done, NULL);
     pthread_cond_init(&kb->wwake, NULL);
     static const char *const paths[W_COUNT] = {"/apis/batch/v1/namespaces/%s/jobs", "/api/v1/pods",
                                                "/api/v1/nodes"};
@@ -1636,6 +1678,7 @@ void spw_kube_destroy(spw_kube_t *kb)
     kb->stop = 1;
     pthread_cond_broadcast(&kb->wake);
     pthread_cond_broadcast(&kb->wwake);
+    pthread_cond_broadcast(&kb->done);
     pthread_mutex_unlock(&kb->lock);
     if (kb->thread)
         pthread_join(kb->thread, NULL);
@@ -1674,6 +1717,7 @@ void spw_kube_destroy(spw_kube_t *kb)
     spw_kubeconfig_destroy(kb->kc);
     pthread_mutex_destroy(&kb->lock);
     pthread_cond_destroy(&kb->wake);
+    pthread_cond_destroy(&kb->done);
     pthread_cond_destroy(&kb->wwake);
     free(kb);
 }
@@ -1689,6 +1733,7 @@ const struct spw_backend_ops spw_kube_ops = {
     .launch = kube_launch,
     .signal = kube_signal,
     .cancel = kube_cancel,
+    .cancel_wait = kube_cancel_wait,
     .tick = kube_tick,
     .poll = kube_poll,
     .adopt = kube_adopt,
