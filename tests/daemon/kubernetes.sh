@@ -131,14 +131,15 @@ wait_until 20 no_procs_of "$c"
 ok $? "and its process is gone"
 
 # ---- a cancel is answered after its Job's delete, not before --------------
-# The fake now holds each DELETE of a Job 2 s (a slow API server) while its
-# kubelet starts a bound pod 1 s after it sees it.  A cancel sent once the
+# The fake now holds each DELETE of a Job 4 s (a slow API server) while its
+# kubelet starts a bound pod 3 s after it sees it (wide enough for a loaded
+# machine to send the cancel in between).  A cancel sent once the
 # Job exists and before its pod starts is answered only once the delete was
 # answered: the pod, which starts meanwhile, began before the 200.  (A 200
 # given when the delete was merely queued comes before the pod starts, and
 # the pod starts after it.)  A try whose pod started before the cancel was
 # sent proves nothing and is made again.
-kctl config '{"delete_delay_s": 2}'
+kctl config '{"delete_delay_s": 4, "start_delay_s": 3}'
 job_made() { [ -n "$(kjobs "$1")" ]; }
 late_ok=1
 for try in 1 2 3; do
@@ -162,7 +163,7 @@ for try in 1 2 3; do
     break
 done
 ok $late_ok "a cancel sent before its pod started is answered after its Job's delete: the pod did not start after the 200"
-kctl config '{"delete_delay_s": 0}'
+kctl config '{"delete_delay_s": 0, "start_delay_s": 1}'
 
 # ---- a node NotReady mid-job -> failover ---------------------------------
 f=$(submit ml --gpus 4 --name failover -- sh -c 'echo start $SPILLWAY_ATTEMPT; sleep 300')

@@ -160,9 +160,10 @@ Control endpoints (not Kubernetes; no token; JSON in and out)
                            (with expire_watches, every open watch gets the
                            410 Expired ERROR event and ends, as after an etcd
                            compaction) -> {"oldest_rv"}
-  POST /_fake/config       {"watch_window"?, "bookmark_s"?, "delete_delay_s"?}
-                           (delete_delay_s: each DELETE of a Job is held that
-                           long before it is handled, as by a slow server)
+  POST /_fake/config       {"watch_window"?, "bookmark_s"?, "delete_delay_s"?,
+                           "start_delay_s"?} (delete_delay_s: each DELETE of
+                           a Job is held that long before it is handled, as
+                           by a slow server; start_delay_s: --start-delay-s)
 
 SIGTERM or SIGINT: kills every pod's process group and exits.
 """
@@ -478,6 +479,7 @@ class State:
         self.url = ''
         self.bookmark_s = 1.0
         self.delete_delay_s = 0.0   # a Job's DELETE waits this long first
+        self.start_delay_s = 0.2    # a bound pod starts this long after it is seen
         self.watch_epoch = 0     # bumped by compact with expire_watches: open watches get 410
 
     def emit(self, res, typ, obj):
@@ -1115,7 +1117,7 @@ def controller():
                         # delete right after a create finds the pod not
                         # started, as on a cluster (docs/kubernetes.md).
                         seen = STATE.bound_at.setdefault(pod['metadata']['uid'], time.time())
-                        if time.time() - seen < ARGS.start_delay_s:
+                        if time.time() - seen < STATE.start_delay_s:
                             waiting = True
                         elif n and node_ready(n):
                             start_pod(pod)
@@ -1933,9 +1935,12 @@ class Handler(BaseHTTPRequestHandler):
                     STATE.bookmark_s = float(b['bookmark_s'])
                 if 'delete_delay_s' in b:
                     STATE.delete_delay_s = float(b['delete_delay_s'])
+                if 'start_delay_s' in b:
+                    STATE.start_delay_s = float(b['start_delay_s'])
                 return self.send_json(200, {'watch_window': STATE.window,
                                             'bookmark_s': STATE.bookmark_s,
-                                            'delete_delay_s': STATE.delete_delay_s}, False)
+                                            'delete_delay_s': STATE.delete_delay_s,
+                                            'start_delay_s': STATE.start_delay_s}, False)
         raise ApiError(404, 'NotFound', 'no control endpoint %s' % path)
 
 
@@ -2079,6 +2084,7 @@ def main():
     os.makedirs(ARGS.dir, exist_ok=True)
     STATE = State(ARGS.watch_window)
     STATE.bookmark_s = ARGS.bookmark_s
+    STATE.start_delay_s = ARGS.start_delay_s
     with CV:
         for ns in ('default', 'kube-system', ARGS.namespace):
             if STATE.get('namespaces', '', ns) is None:

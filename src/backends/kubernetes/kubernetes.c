@@ -910,12 +910,20 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Queues op (taking its body, svc and pods) for the thread; lock held. */
-static void op_push_locked(spw_kube_t *kb, const kop_t *op)
+/* Queues op (taking its body, svc and pods) for the thread at place `at`
+ * of the queue (kb->nops: last); lock held. */
+static void op_insert_locked(spw_kube_t *kb, size_t at, const kop_t *op)
 {
     kb->ops = spw_xrealloc(kb->ops, (kb->nops + 1) * sizeof(*kb->ops));
-    kb->ops[kb->nops++] = *op;
+    memmove(kb->ops + at + 1, kb->ops + at, (kb->nops - at) * sizeof(*kb->ops));
+    kb->ops[at] = *op;
+    kb->nops++;
     pthread_cond_signal(&kb->wake);
+}
+
+static void op_push_locked(spw_kube_t *kb, const kop_t *op)
+{
+    op_insert_locked(kb, kb->nops, op);
 }
 
 static void op_push(spw_kube_t *kb, const kop_t *op)
@@ -1069,11 +1077,7 @@ static int kube_cancel(void *be, const spw_handle_t *h, double now_s, spw_error_
     for (size_t i = 0; i < kb->nops; i++)
         if (strcmp(kb->ops[i].token, j->h.token) == 0)
             at = i + 1;
-    kb->ops = spw_xrealloc(kb->ops, (kb->nops + 1) * sizeof(*kb->ops));
-    memmove(kb->ops + at + 1, kb->ops + at, (kb->nops - at) * sizeof(*kb->ops));
-    kb->ops[at] = op;
-    kb->nops++;
-    pthread_cond_signal(&kb->wake);
+    op_insert_locked(kb, at, &op);
     pthread_mutex_unlock(&kb->lock);
     return 0;
 }
